@@ -1,0 +1,93 @@
+//! Typed errors for the storage layer.
+//!
+//! Every variant an operator can cause carries the context needed to act on
+//! it: the partition, the file, the byte position or offset, and the
+//! operation that failed. I/O errors keep their `std::io::Error` cause.
+
+use std::path::PathBuf;
+
+/// Why a record batch was rejected. Kept separate from [`LogError`] so that
+/// the batch validator stays a pure function with no file context.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BatchError {
+    #[error("record batch needs at least {needed} bytes but only {available} remain")]
+    Truncated { needed: usize, available: usize },
+    #[error("record batch length {length} is below the v2 header size")]
+    LengthTooSmall { length: i32 },
+    #[error("record batch magic {magic} is not supported; only RecordBatch v2 (magic 2) is")]
+    UnsupportedMagic { magic: i8 },
+    #[error("record batch CRC mismatch: header says {stored:#010x}, bytes give {computed:#010x}")]
+    CrcMismatch { stored: u32, computed: u32 },
+    #[error("record batch claims {count} records but its last offset delta is {last_offset_delta}")]
+    InconsistentCount { count: i32, last_offset_delta: i32 },
+    #[error("record batch of {size} bytes exceeds the limit of {max} bytes")]
+    TooLarge { size: usize, max: usize },
+}
+
+/// Errors from a partition log and the files under it.
+#[derive(Debug, thiserror::Error)]
+pub enum LogError {
+    #[error("{op} failed on {path} at offset {offset}: {source}")]
+    Io {
+        op: &'static str,
+        path: PathBuf,
+        offset: i64,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("invalid record batch for {partition} at byte {position}: {source}")]
+    InvalidBatch {
+        partition: String,
+        position: u64,
+        #[source]
+        source: BatchError,
+    },
+    #[error("follower append to {partition} starts at offset {first_offset} but the log ends at {log_end_offset}; offsets must be monotonic")]
+    NonMonotonicAppend {
+        partition: String,
+        first_offset: i64,
+        log_end_offset: i64,
+    },
+    #[error("offset {offset} is out of range for {partition}: valid offsets are [{log_start_offset}, {log_end_offset}]")]
+    OffsetOutOfRange {
+        partition: String,
+        offset: i64,
+        log_start_offset: i64,
+        log_end_offset: i64,
+    },
+    #[error("partition {partition} is offline after an I/O error ({reason}); check the disk, then restart the broker")]
+    Offline { partition: String, reason: String },
+    #[error("invalid leader epoch entry for {partition}: epoch {epoch}, start offset {start_offset}")]
+    InvalidEpochEntry {
+        partition: String,
+        epoch: i32,
+        start_offset: i64,
+    },
+    #[error("corrupt checkpoint file {path} at line {line}: {reason}")]
+    CorruptCheckpoint {
+        path: PathBuf,
+        line: usize,
+        reason: String,
+    },
+    #[error("invalid partition directory name {name:?}: expected <topic>-<partition>")]
+    InvalidPartitionDir { name: String },
+}
+
+impl LogError {
+    /// Wraps an I/O error with the operation, file and offset it concerned.
+    pub fn io(
+        op: &'static str,
+        path: impl Into<PathBuf>,
+        offset: i64,
+        source: impl Into<std::io::Error>,
+    ) -> Self {
+        LogError::Io {
+            op,
+            path: path.into(),
+            offset,
+            source: source.into(),
+        }
+    }
+}
+
+pub type LogResult<T> = Result<T, LogError>;

@@ -1,0 +1,8 @@
+//! pinlog: a Kafka-compatible commit-log broker, thread-per-core on glommio.
+//!
+//! See `ARCHITECTURE.md` for the map of this crate.
+
+pub mod config;
+pub mod constants;
+pub mod error;
+pub mod log;

@@ -1,0 +1,508 @@
+//! RecordBatch v2 headers: validation and header rewrites without decoding
+//! the records.
+//!
+//! Layout (all big-endian), as Kafka's `DefaultRecordBatch` defines it:
+//!
+//! ```text
+//!  0 baseOffset i64      |  8 batchLength i32   | 12 partitionLeaderEpoch i32
+//! 16 magic i8            | 17 crc u32 (CRC-32C over bytes 21..end)
+//! 21 attributes i16      | 23 lastOffsetDelta i32 | 27 baseTimestamp i64
+//! 35 maxTimestamp i64    | 43 producerId i64    | 51 producerEpoch i16
+//! 53 baseSequence i32    | 57 recordCount i32   | 61 records...
+//! ```
+//!
+//! The base offset and the partition leader epoch lie outside the CRC, which
+//! is why the leader can assign both by patching 12 bytes in place. Only a
+//! LogAppendTime rewrite touches CRC-covered bytes, and then the CRC is
+//! recomputed over the unchanged record bytes.
+
+use crate::constants::{LOG_OVERHEAD, RECORD_BATCH_HEADER_SIZE, RECORD_BATCH_MAGIC_V2};
+use crate::error::BatchError;
+
+const BASE_OFFSET_AT: usize = 0;
+const LENGTH_AT: usize = 8;
+const LEADER_EPOCH_AT: usize = 12;
+const MAGIC_AT: usize = 16;
+const CRC_AT: usize = 17;
+const ATTRIBUTES_AT: usize = 21;
+const LAST_OFFSET_DELTA_AT: usize = 23;
+const BASE_TIMESTAMP_AT: usize = 27;
+const MAX_TIMESTAMP_AT: usize = 35;
+const PRODUCER_ID_AT: usize = 43;
+const PRODUCER_EPOCH_AT: usize = 51;
+const BASE_SEQUENCE_AT: usize = 53;
+const RECORD_COUNT_AT: usize = 57;
+
+const COMPRESSION_MASK: i16 = 0x07;
+const TIMESTAMP_TYPE_LOG_APPEND: i16 = 0x08;
+const TRANSACTIONAL_FLAG: i16 = 0x10;
+const CONTROL_FLAG: i16 = 0x20;
+
+/// How strictly the record count is checked against the offset range.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CountRule {
+    /// A batch fresh from a producer: `count == lastOffsetDelta + 1`, count > 0,
+    /// as Kafka's `LogValidator` requires.
+    Exact,
+    /// A batch already in a log (recovery, follower fetch): compaction may have
+    /// removed records, so `0 <= count <= lastOffsetDelta + 1`.
+    Compacted,
+}
+
+/// The decoded fixed-size header of one RecordBatch v2.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BatchHeader {
+    pub base_offset: i64,
+    pub batch_length: i32,
+    pub partition_leader_epoch: i32,
+    pub magic: i8,
+    pub crc: u32,
+    pub attributes: i16,
+    pub last_offset_delta: i32,
+    pub base_timestamp: i64,
+    pub max_timestamp: i64,
+    pub producer_id: i64,
+    pub producer_epoch: i16,
+    pub base_sequence: i32,
+    pub record_count: i32,
+}
+
+impl BatchHeader {
+    /// Bytes the whole batch occupies, header included.
+    pub fn size_bytes(&self) -> usize {
+        self.batch_length as usize + LOG_OVERHEAD
+    }
+    pub fn last_offset(&self) -> i64 {
+        self.base_offset + self.last_offset_delta as i64
+    }
+    /// The offset after this batch: where the next batch must start.
+    pub fn next_offset(&self) -> i64 {
+        self.last_offset() + 1
+    }
+    /// Compression codec id: 0 none, 1 gzip, 2 snappy, 3 lz4, 4 zstd.
+    pub fn compression(&self) -> u8 {
+        (self.attributes & COMPRESSION_MASK) as u8
+    }
+    pub fn is_log_append_time(&self) -> bool {
+        self.attributes & TIMESTAMP_TYPE_LOG_APPEND != 0
+    }
+    pub fn is_transactional(&self) -> bool {
+        self.attributes & TRANSACTIONAL_FLAG != 0
+    }
+    pub fn is_control(&self) -> bool {
+        self.attributes & CONTROL_FLAG != 0
+    }
+}
+
+fn i16_at(b: &[u8], at: usize) -> i16 {
+    i16::from_be_bytes([b[at], b[at + 1]])
+}
+fn i32_at(b: &[u8], at: usize) -> i32 {
+    i32::from_be_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
+}
+fn i64_at(b: &[u8], at: usize) -> i64 {
+    let mut a = [0u8; 8];
+    a.copy_from_slice(&b[at..at + 8]);
+    i64::from_be_bytes(a)
+}
+
+/// Reads the base offset and length of the batch at the front of `bytes`
+/// without checking anything else. Returns `None` when fewer than
+/// [`LOG_OVERHEAD`] bytes remain.
+pub fn peek_offset_and_size(bytes: &[u8]) -> Option<(i64, i32)> {
+    if bytes.len() < LOG_OVERHEAD {
+        return None;
+    }
+    Some((i64_at(bytes, BASE_OFFSET_AT), i32_at(bytes, LENGTH_AT)))
+}
+
+/// Decodes the header of the batch at the front of `bytes`, checking only
+/// that the header and the claimed length fit and that the magic is 2.
+pub fn parse_header(bytes: &[u8]) -> Result<BatchHeader, BatchError> {
+    if bytes.len() < LOG_OVERHEAD + 5 {
+        return Err(BatchError::Truncated {
+            needed: LOG_OVERHEAD + 5,
+            available: bytes.len(),
+        });
+    }
+    let batch_length = i32_at(bytes, LENGTH_AT);
+    let magic = bytes[MAGIC_AT] as i8;
+    if magic != RECORD_BATCH_MAGIC_V2 {
+        return Err(BatchError::UnsupportedMagic { magic });
+    }
+    if (batch_length as i64) < (RECORD_BATCH_HEADER_SIZE - LOG_OVERHEAD) as i64 {
+        return Err(BatchError::LengthTooSmall {
+            length: batch_length,
+        });
+    }
+    let size = batch_length as usize + LOG_OVERHEAD;
+    if bytes.len() < size {
+        return Err(BatchError::Truncated {
+            needed: size,
+            available: bytes.len(),
+        });
+    }
+    Ok(BatchHeader {
+        base_offset: i64_at(bytes, BASE_OFFSET_AT),
+        batch_length,
+        partition_leader_epoch: i32_at(bytes, LEADER_EPOCH_AT),
+        magic,
+        crc: i32_at(bytes, CRC_AT) as u32,
+        attributes: i16_at(bytes, ATTRIBUTES_AT),
+        last_offset_delta: i32_at(bytes, LAST_OFFSET_DELTA_AT),
+        base_timestamp: i64_at(bytes, BASE_TIMESTAMP_AT),
+        max_timestamp: i64_at(bytes, MAX_TIMESTAMP_AT),
+        producer_id: i64_at(bytes, PRODUCER_ID_AT),
+        producer_epoch: i16_at(bytes, PRODUCER_EPOCH_AT),
+        base_sequence: i32_at(bytes, BASE_SEQUENCE_AT),
+        record_count: i32_at(bytes, RECORD_COUNT_AT),
+    })
+}
+
+/// CRC-32C over the CRC-covered part of a whole batch (attributes..end).
+pub fn compute_crc(batch: &[u8]) -> u32 {
+    crc32c::crc32c(&batch[ATTRIBUTES_AT..])
+}
+
+/// Fully validates the batch at the front of `bytes`: magic, length, CRC and
+/// the count/offset-delta relation. Does not look inside the records.
+pub fn validate(bytes: &[u8], rule: CountRule) -> Result<BatchHeader, BatchError> {
+    let header = parse_header(bytes)?;
+    let batch = &bytes[..header.size_bytes()];
+    let computed = compute_crc(batch);
+    if computed != header.crc {
+        return Err(BatchError::CrcMismatch {
+            stored: header.crc,
+            computed,
+        });
+    }
+    let count = header.record_count;
+    let delta = header.last_offset_delta;
+    let consistent = match rule {
+        CountRule::Exact => count > 0 && delta >= 0 && count as i64 == delta as i64 + 1,
+        CountRule::Compacted => count >= 0 && delta >= 0 && count as i64 <= delta as i64 + 1,
+    };
+    if !consistent {
+        return Err(BatchError::InconsistentCount {
+            count,
+            last_offset_delta: delta,
+        });
+    }
+    Ok(header)
+}
+
+/// Iterates over the batches laid end to end in a buffer, validating each.
+/// Stops at the first error, which it yields together with the byte position
+/// where the bad batch starts.
+pub struct BatchIter<'a> {
+    bytes: &'a [u8],
+    position: usize,
+    rule: CountRule,
+    failed: bool,
+}
+
+impl<'a> BatchIter<'a> {
+    pub fn new(bytes: &'a [u8], rule: CountRule) -> Self {
+        BatchIter {
+            bytes,
+            position: 0,
+            rule,
+            failed: false,
+        }
+    }
+}
+
+impl<'a> Iterator for BatchIter<'a> {
+    /// `(position, header)` or `(position, error)`.
+    type Item = Result<(usize, BatchHeader), (usize, BatchError)>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.failed || self.position >= self.bytes.len() {
+            return None;
+        }
+        let at = self.position;
+        match validate(&self.bytes[at..], self.rule) {
+            Ok(h) => {
+                self.position += h.size_bytes();
+                Some(Ok((at, h)))
+            }
+            Err(e) => {
+                self.failed = true;
+                Some(Err((at, e)))
+            }
+        }
+    }
+}
+
+/// Sets the base offset of a batch in place. The field lies outside the CRC.
+pub fn set_base_offset(batch: &mut [u8], base_offset: i64) {
+    batch[BASE_OFFSET_AT..BASE_OFFSET_AT + 8].copy_from_slice(&base_offset.to_be_bytes());
+}
+
+/// Sets the partition leader epoch of a batch in place. Outside the CRC.
+pub fn set_partition_leader_epoch(batch: &mut [u8], epoch: i32) {
+    batch[LEADER_EPOCH_AT..LEADER_EPOCH_AT + 4].copy_from_slice(&epoch.to_be_bytes());
+}
+
+/// Rewrites a batch for `message.timestamp.type=LogAppendTime`: marks the
+/// timestamp type, sets the max timestamp to `now_ms`, and recomputes the CRC.
+/// Record bytes are not touched; consumers take the batch's max timestamp as
+/// every record's timestamp under LogAppendTime.
+pub fn set_log_append_time(batch: &mut [u8], now_ms: i64) {
+    let attributes = i16_at(batch, ATTRIBUTES_AT) | TIMESTAMP_TYPE_LOG_APPEND;
+    batch[ATTRIBUTES_AT..ATTRIBUTES_AT + 2].copy_from_slice(&attributes.to_be_bytes());
+    batch[MAX_TIMESTAMP_AT..MAX_TIMESTAMP_AT + 8].copy_from_slice(&now_ms.to_be_bytes());
+    let crc = compute_crc(batch);
+    batch[CRC_AT..CRC_AT + 4].copy_from_slice(&crc.to_be_bytes());
+}
+
+/// Parameters of a test or tool batch built by [`build_batch`].
+#[derive(Debug, Clone)]
+pub struct BatchSpec<'a> {
+    pub base_offset: i64,
+    pub leader_epoch: i32,
+    pub base_timestamp: i64,
+    /// `(timestamp delta, key, value)` per record.
+    pub records: &'a [(i64, Option<&'a [u8]>, &'a [u8])],
+}
+
+fn put_varint(out: &mut Vec<u8>, v: i64) {
+    let mut z = ((v << 1) ^ (v >> 63)) as u64;
+    while z >= 0x80 {
+        out.push((z as u8) | 0x80);
+        z >>= 7;
+    }
+    out.push(z as u8);
+}
+
+/// Encodes an uncompressed RecordBatch v2 with the given records. Producers
+/// build batches themselves; this exists for the tools, tests and benches.
+pub fn build_batch(spec: &BatchSpec<'_>) -> Vec<u8> {
+    let mut records = Vec::new();
+    let mut max_ts = spec.base_timestamp;
+    for (i, (ts_delta, key, value)) in spec.records.iter().enumerate() {
+        let mut rec = Vec::with_capacity(16 + value.len());
+        rec.push(0); // attributes
+        put_varint(&mut rec, *ts_delta);
+        put_varint(&mut rec, i as i64);
+        match key {
+            Some(k) => {
+                put_varint(&mut rec, k.len() as i64);
+                rec.extend_from_slice(k);
+            }
+            None => put_varint(&mut rec, -1),
+        }
+        put_varint(&mut rec, value.len() as i64);
+        rec.extend_from_slice(value);
+        put_varint(&mut rec, 0); // headers
+        put_varint(&mut records, rec.len() as i64);
+        records.extend_from_slice(&rec);
+        max_ts = max_ts.max(spec.base_timestamp + ts_delta);
+    }
+    let count = spec.records.len() as i32;
+    let mut b = Vec::with_capacity(RECORD_BATCH_HEADER_SIZE + records.len());
+    b.extend_from_slice(&spec.base_offset.to_be_bytes());
+    let length = (RECORD_BATCH_HEADER_SIZE - LOG_OVERHEAD + records.len()) as i32;
+    b.extend_from_slice(&length.to_be_bytes());
+    b.extend_from_slice(&spec.leader_epoch.to_be_bytes());
+    b.push(RECORD_BATCH_MAGIC_V2 as u8);
+    b.extend_from_slice(&[0; 4]); // crc, filled below
+    b.extend_from_slice(&0i16.to_be_bytes());
+    b.extend_from_slice(&(count - 1).max(0).to_be_bytes());
+    b.extend_from_slice(&spec.base_timestamp.to_be_bytes());
+    b.extend_from_slice(&max_ts.to_be_bytes());
+    b.extend_from_slice(&(-1i64).to_be_bytes()); // producer id
+    b.extend_from_slice(&(-1i16).to_be_bytes()); // producer epoch
+    b.extend_from_slice(&(-1i32).to_be_bytes()); // base sequence
+    b.extend_from_slice(&count.to_be_bytes());
+    b.extend_from_slice(&records);
+    let crc = compute_crc(&b);
+    b[CRC_AT..CRC_AT + 4].copy_from_slice(&crc.to_be_bytes());
+    b
+}
+
+/// Reads varint-encoded records of an uncompressed batch and returns the
+/// offset of the first record whose timestamp is at least `target_ms`.
+/// Returns `None` for compressed batches or malformed record bytes; callers
+/// then fall back to the batch's base offset.
+pub fn first_offset_at_or_after(batch: &[u8], target_ms: i64) -> Option<i64> {
+    let h = parse_header(batch).ok()?;
+    if h.compression() != 0 {
+        return None;
+    }
+    if h.is_log_append_time() {
+        return (h.max_timestamp >= target_ms).then_some(h.base_offset);
+    }
+    let mut pos = RECORD_BATCH_HEADER_SIZE;
+    let end = h.size_bytes();
+    for _ in 0..h.record_count {
+        let (len, n) = read_varint(batch.get(pos..end)?)?;
+        let body_start = pos + n;
+        let body_end = body_start.checked_add(usize::try_from(len).ok()?)?;
+        let body = batch.get(body_start..body_end)?;
+        let (ts_delta, n1) = read_varint(body.get(1..)?)?;
+        let (offset_delta, _) = read_varint(body.get(1 + n1..)?)?;
+        if h.base_timestamp.saturating_add(ts_delta) >= target_ms {
+            return Some(h.base_offset + offset_delta);
+        }
+        pos = body_end;
+    }
+    None
+}
+
+fn read_varint(b: &[u8]) -> Option<(i64, usize)> {
+    let mut z: u64 = 0;
+    for (i, byte) in b.iter().enumerate().take(10) {
+        z |= ((byte & 0x7f) as u64) << (7 * i);
+        if byte & 0x80 == 0 {
+            return Some((((z >> 1) as i64) ^ -((z & 1) as i64), i + 1));
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample(n: usize) -> Vec<u8> {
+        let value = vec![7u8; 10];
+        let recs: Vec<(i64, Option<&[u8]>, &[u8])> = (0..n)
+            .map(|i| (i as i64, Some(&b"key"[..]), &value[..]))
+            .collect();
+        build_batch(&BatchSpec {
+            base_offset: 0,
+            leader_epoch: 0,
+            base_timestamp: 1_000,
+            records: &recs,
+        })
+    }
+
+    #[test]
+    fn valid_batch_round_trips_its_header() {
+        let b = sample(3);
+        let h = validate(&b, CountRule::Exact).unwrap();
+        assert_eq!(h.record_count, 3);
+        assert_eq!(h.last_offset_delta, 2);
+        assert_eq!(h.size_bytes(), b.len());
+        assert_eq!(h.max_timestamp, 1_002);
+    }
+
+    #[test]
+    fn offset_and_epoch_rewrites_keep_the_crc_valid() {
+        let mut b = sample(2);
+        set_base_offset(&mut b, 1234);
+        set_partition_leader_epoch(&mut b, 7);
+        let h = validate(&b, CountRule::Exact).unwrap();
+        assert_eq!(h.base_offset, 1234);
+        assert_eq!(h.partition_leader_epoch, 7);
+        assert_eq!(h.last_offset(), 1235);
+    }
+
+    #[test]
+    fn log_append_time_recomputes_the_crc() {
+        let mut b = sample(2);
+        set_log_append_time(&mut b, 99_999);
+        let h = validate(&b, CountRule::Exact).unwrap();
+        assert!(h.is_log_append_time());
+        assert_eq!(h.max_timestamp, 99_999);
+    }
+
+    #[test]
+    fn flipped_record_byte_fails_the_crc() {
+        let mut b = sample(2);
+        let last = b.len() - 1;
+        b[last] ^= 0x40;
+        assert!(matches!(
+            validate(&b, CountRule::Exact),
+            Err(BatchError::CrcMismatch { .. })
+        ));
+    }
+
+    #[test]
+    fn old_magic_is_rejected_with_a_typed_error() {
+        for magic in [0u8, 1] {
+            let mut b = sample(1);
+            b[MAGIC_AT] = magic;
+            assert_eq!(
+                validate(&b, CountRule::Exact),
+                Err(BatchError::UnsupportedMagic { magic: magic as i8 })
+            );
+        }
+    }
+
+    #[test]
+    fn truncated_and_undersized_batches_are_rejected() {
+        let b = sample(2);
+        assert!(matches!(
+            validate(&b[..b.len() - 1], CountRule::Exact),
+            Err(BatchError::Truncated { .. })
+        ));
+        assert!(matches!(
+            validate(&b[..10], CountRule::Exact),
+            Err(BatchError::Truncated { .. })
+        ));
+        let mut small = b.clone();
+        small[LENGTH_AT..LENGTH_AT + 4].copy_from_slice(&10i32.to_be_bytes());
+        assert!(matches!(
+            validate(&small, CountRule::Exact),
+            Err(BatchError::LengthTooSmall { .. })
+        ));
+        let mut negative = b;
+        negative[LENGTH_AT..LENGTH_AT + 4].copy_from_slice(&(-5i32).to_be_bytes());
+        assert!(validate(&negative, CountRule::Exact).is_err());
+    }
+
+    #[test]
+    fn count_must_match_offset_delta_for_fresh_batches() {
+        let mut b = sample(3);
+        b[RECORD_COUNT_AT..RECORD_COUNT_AT + 4].copy_from_slice(&2i32.to_be_bytes());
+        let crc = compute_crc(&b);
+        b[CRC_AT..CRC_AT + 4].copy_from_slice(&crc.to_be_bytes());
+        assert!(matches!(
+            validate(&b, CountRule::Exact),
+            Err(BatchError::InconsistentCount { .. })
+        ));
+        // A compacted batch may hold fewer records than its offset range.
+        assert!(validate(&b, CountRule::Compacted).is_ok());
+    }
+
+    #[test]
+    fn iterator_reports_position_of_first_bad_batch() {
+        let mut all = sample(1);
+        let second = sample(2);
+        let at = all.len();
+        all.extend_from_slice(&second);
+        all.extend_from_slice(&[0u8; 30]);
+        let items: Vec<_> = BatchIter::new(&all, CountRule::Compacted).collect();
+        assert_eq!(items.len(), 3);
+        assert_eq!(items[1].as_ref().unwrap().0, at);
+        assert_eq!(items[2].as_ref().unwrap_err().0, at + second.len());
+    }
+
+    #[test]
+    fn finds_first_record_at_timestamp() {
+        let b = sample(5); // timestamps 1000..=1004
+        assert_eq!(first_offset_at_or_after(&b, 1_003), Some(3));
+        assert_eq!(first_offset_at_or_after(&b, 0), Some(0));
+        assert_eq!(first_offset_at_or_after(&b, 2_000), None);
+    }
+
+    #[test]
+    fn random_bytes_never_panic() {
+        let mut seed = 0x9e3779b97f4a7c15u64;
+        for len in 0..400 {
+            let bytes: Vec<u8> = (0..len)
+                .map(|_| {
+                    seed ^= seed << 13;
+                    seed ^= seed >> 7;
+                    seed ^= seed << 17;
+                    seed as u8
+                })
+                .collect();
+            let _ = validate(&bytes, CountRule::Compacted);
+            let _ = first_offset_at_or_after(&bytes, 0);
+            let _ = BatchIter::new(&bytes, CountRule::Exact).count();
+        }
+    }
+}

@@ -1,0 +1,11 @@
+//! Log storage: partitions as directories of Kafka-format segments.
+//!
+//! Nothing in this module knows about the Kafka wire protocol or about
+//! shards; it stores and serves RecordBatch v2 bytes.
+
+pub mod batch;
+pub mod checkpoint;
+pub mod epoch_cache;
+pub mod mmap_index;
+pub mod offset_index;
+pub mod time_index;
