@@ -18,7 +18,9 @@ pub enum BatchError {
     UnsupportedMagic { magic: i8 },
     #[error("record batch CRC mismatch: header says {stored:#010x}, bytes give {computed:#010x}")]
     CrcMismatch { stored: u32, computed: u32 },
-    #[error("record batch claims {count} records but its last offset delta is {last_offset_delta}")]
+    #[error(
+        "record batch claims {count} records but its last offset delta is {last_offset_delta}"
+    )]
     InconsistentCount { count: i32, last_offset_delta: i32 },
     #[error("record batch of {size} bytes exceeds the limit of {max} bytes")]
     TooLarge { size: usize, max: usize },
@@ -57,7 +59,9 @@ pub enum LogError {
     },
     #[error("partition {partition} is offline after an I/O error ({reason}); check the disk, then restart the broker")]
     Offline { partition: String, reason: String },
-    #[error("invalid leader epoch entry for {partition}: epoch {epoch}, start offset {start_offset}")]
+    #[error(
+        "invalid leader epoch entry for {partition}: epoch {epoch}, start offset {start_offset}"
+    )]
     InvalidEpochEntry {
         partition: String,
         epoch: i32,

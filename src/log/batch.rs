@@ -119,6 +119,19 @@ pub fn peek_offset_and_size(bytes: &[u8]) -> Option<(i64, i32)> {
 /// Decodes the header of the batch at the front of `bytes`, checking only
 /// that the header and the claimed length fit and that the magic is 2.
 pub fn parse_header(bytes: &[u8]) -> Result<BatchHeader, BatchError> {
+    let header = parse_header_only(bytes)?;
+    if bytes.len() < header.size_bytes() {
+        return Err(BatchError::Truncated {
+            needed: header.size_bytes(),
+            available: bytes.len(),
+        });
+    }
+    Ok(header)
+}
+
+/// Decodes the fixed header at the front of `bytes` when the batch body may
+/// lie beyond them: for scanning a file header by header.
+pub fn parse_header_only(bytes: &[u8]) -> Result<BatchHeader, BatchError> {
     if bytes.len() < LOG_OVERHEAD + 5 {
         return Err(BatchError::Truncated {
             needed: LOG_OVERHEAD + 5,
@@ -135,10 +148,9 @@ pub fn parse_header(bytes: &[u8]) -> Result<BatchHeader, BatchError> {
             length: batch_length,
         });
     }
-    let size = batch_length as usize + LOG_OVERHEAD;
-    if bytes.len() < size {
+    if bytes.len() < RECORD_BATCH_HEADER_SIZE {
         return Err(BatchError::Truncated {
-            needed: size,
+            needed: RECORD_BATCH_HEADER_SIZE,
             available: bytes.len(),
         });
     }
@@ -256,6 +268,9 @@ pub fn set_log_append_time(batch: &mut [u8], now_ms: i64) {
     batch[CRC_AT..CRC_AT + 4].copy_from_slice(&crc.to_be_bytes());
 }
 
+/// One record of a built batch: (timestamp delta, key, value).
+pub type RecordSpec<'a> = (i64, Option<&'a [u8]>, &'a [u8]);
+
 /// Parameters of a test or tool batch built by [`build_batch`].
 #[derive(Debug, Clone)]
 pub struct BatchSpec<'a> {
@@ -263,7 +278,7 @@ pub struct BatchSpec<'a> {
     pub leader_epoch: i32,
     pub base_timestamp: i64,
     /// `(timestamp delta, key, value)` per record.
-    pub records: &'a [(i64, Option<&'a [u8]>, &'a [u8])],
+    pub records: &'a [RecordSpec<'a>],
 }
 
 fn put_varint(out: &mut Vec<u8>, v: i64) {
@@ -322,16 +337,16 @@ pub fn build_batch(spec: &BatchSpec<'_>) -> Vec<u8> {
 }
 
 /// Reads varint-encoded records of an uncompressed batch and returns the
-/// offset of the first record whose timestamp is at least `target_ms`.
-/// Returns `None` for compressed batches or malformed record bytes; callers
-/// then fall back to the batch's base offset.
-pub fn first_offset_at_or_after(batch: &[u8], target_ms: i64) -> Option<i64> {
+/// `(offset, timestamp)` of the first record whose timestamp is at least
+/// `target_ms`. Returns `None` for compressed batches or malformed record
+/// bytes; callers then fall back to the batch's base offset.
+pub fn first_offset_at_or_after(batch: &[u8], target_ms: i64) -> Option<(i64, i64)> {
     let h = parse_header(batch).ok()?;
     if h.compression() != 0 {
         return None;
     }
     if h.is_log_append_time() {
-        return (h.max_timestamp >= target_ms).then_some(h.base_offset);
+        return (h.max_timestamp >= target_ms).then_some((h.base_offset, h.max_timestamp));
     }
     let mut pos = RECORD_BATCH_HEADER_SIZE;
     let end = h.size_bytes();
@@ -342,8 +357,9 @@ pub fn first_offset_at_or_after(batch: &[u8], target_ms: i64) -> Option<i64> {
         let body = batch.get(body_start..body_end)?;
         let (ts_delta, n1) = read_varint(body.get(1..)?)?;
         let (offset_delta, _) = read_varint(body.get(1 + n1..)?)?;
-        if h.base_timestamp.saturating_add(ts_delta) >= target_ms {
-            return Some(h.base_offset + offset_delta);
+        let timestamp = h.base_timestamp.saturating_add(ts_delta);
+        if timestamp >= target_ms {
+            return Some((h.base_offset + offset_delta, timestamp));
         }
         pos = body_end;
     }
@@ -366,8 +382,8 @@ mod tests {
     use super::*;
 
     fn sample(n: usize) -> Vec<u8> {
-        let value = vec![7u8; 10];
-        let recs: Vec<(i64, Option<&[u8]>, &[u8])> = (0..n)
+        let value = [7u8; 10];
+        let recs: Vec<RecordSpec> = (0..n)
             .map(|i| (i as i64, Some(&b"key"[..]), &value[..]))
             .collect();
         build_batch(&BatchSpec {
@@ -483,8 +499,8 @@ mod tests {
     #[test]
     fn finds_first_record_at_timestamp() {
         let b = sample(5); // timestamps 1000..=1004
-        assert_eq!(first_offset_at_or_after(&b, 1_003), Some(3));
-        assert_eq!(first_offset_at_or_after(&b, 0), Some(0));
+        assert_eq!(first_offset_at_or_after(&b, 1_003), Some((3, 1_003)));
+        assert_eq!(first_offset_at_or_after(&b, 0), Some((0, 1_000)));
         assert_eq!(first_offset_at_or_after(&b, 2_000), None);
     }
 

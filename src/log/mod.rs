@@ -4,8 +4,13 @@
 //! shards; it stores and serves RecordBatch v2 bytes.
 
 pub mod batch;
+pub mod batch_cache;
 pub mod checkpoint;
+pub mod direct_io;
 pub mod epoch_cache;
 pub mod mmap_index;
 pub mod offset_index;
+pub mod partition_log;
+pub mod segment;
 pub mod time_index;
+pub mod topic_partition;

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Fetch Apache Kafka 4.4.0 (broker + tools + clients) with all runtime
 # dependencies from Maven Central into a flat directory of jars, usable as
-#   java -cp "$DIR/*" kafka.tools.DumpLogSegments ...
+#   java -cp "$DIR/*" org.apache.kafka.tools.DumpLogSegments ...
 #
 # Usage: tests/kafka/fetch-kafka.sh [DIR]
 #   DIR defaults to ${PINLOG_KAFKA_LIBS:-$HOME/.cache/pinlog/kafka-4.4.0/libs}
@@ -9,7 +9,7 @@
 # Needs: mvn (3.6+) and a JDK on PATH, Maven Central reachable (or the
 # artifacts already in the local Maven repository, ~/.m2 by default).
 # Idempotent: a marker file records a completed fetch; a second run is a
-# no-op (~10 ms). Concurrent runs are serialised with flock when available.
+# no-op (~5 ms). Concurrent runs are serialised with flock when available.
 # Prints nothing on success; on failure prints Maven's log and exits non-zero.
 #
 # Environment:
@@ -60,6 +60,8 @@ if command -v flock >/dev/null 2>&1; then
   exec 9>"$DIR/.fetch.lock"
   flock 9
   complete "$DIR" && exit 0   # someone else finished while we waited
+  # Leftovers of a run that was killed (we hold the lock, so none is live).
+  find "$DIR" -mindepth 1 -maxdepth 1 -type d -name '.staging.*' -exec rm -rf {} +
 fi
 
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/pinlog-fetch-kafka.XXXXXX")"

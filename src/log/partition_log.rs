@@ -1,0 +1,974 @@
+//! A partition log: an ordered set of segments with Kafka's offsets (log
+//! start, high watermark, log end, recovery point), the leader-epoch cache,
+//! the flush policy and retention.
+//!
+//! Offsets by durability: the *log end offset* (LEO) is one past the last
+//! batch written to the files (dirty); the *recovery point* is one past the
+//! last fdatasync'ed batch (committed to disk); the *high watermark* (HW) is
+//! set by replication and bounds what consumers may read.
+//!
+//! Invariants, asserted on every change: log start <= HW <= LEO, recovery
+//! point <= LEO, offsets dense and increasing across segments, epoch entries
+//! strictly increasing in epoch and start offset and all below the LEO.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+
+use bytes::{Bytes, BytesMut};
+use glommio::io::DmaFile;
+
+use crate::config::LogConfig;
+use crate::error::{BatchError, LogError, LogResult};
+use crate::log::batch::{self, BatchHeader, CountRule};
+use crate::log::batch_cache::{CacheKey, CachedBatch, SharedBatchCache};
+use crate::log::checkpoint;
+
+use crate::log::epoch_cache::{EpochEntry, LeaderEpochCache};
+use crate::log::segment::{parse_segment_file_name, Segment};
+use crate::log::topic_partition::TopicPartition;
+
+/// Where fetched bytes are: in memory or in a segment file. The network layer
+/// writes `Cached` with writev and `File` with sendfile; nothing here copies
+/// record bytes.
+#[derive(Clone)]
+pub enum ReadSlice {
+    Cached(Bytes),
+    File {
+        file: Rc<DmaFile>,
+        position: u64,
+        len: u64,
+    },
+}
+
+impl ReadSlice {
+    pub fn len(&self) -> u64 {
+        match self {
+            ReadSlice::Cached(b) => b.len() as u64,
+            ReadSlice::File { len, .. } => *len,
+        }
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// The answer to a read.
+#[derive(Clone, Default)]
+pub struct LogReadResult {
+    pub slices: Vec<ReadSlice>,
+    pub from_cache: bool,
+}
+
+impl LogReadResult {
+    pub fn len_bytes(&self) -> u64 {
+        self.slices.iter().map(ReadSlice::len).sum()
+    }
+    /// Copies the bytes into one buffer: for tools and tests, never the
+    /// fetch path.
+    pub async fn to_vec(&self) -> LogResult<Vec<u8>> {
+        let mut out = Vec::with_capacity(self.len_bytes() as usize);
+        for s in &self.slices {
+            match s {
+                ReadSlice::Cached(b) => out.extend_from_slice(b),
+                ReadSlice::File {
+                    file,
+                    position,
+                    len,
+                } => {
+                    let r = file
+                        .read_at(*position, *len as usize)
+                        .await
+                        .map_err(|e| LogError::io("read segment", "<segment>", -1, e))?;
+                    out.extend_from_slice(&r[..(*len as usize).min(r.len())]);
+                }
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// What an append stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AppendInfo {
+    pub first_offset: i64,
+    pub last_offset: i64,
+    pub max_timestamp: i64,
+    pub batch_count: usize,
+    pub size_bytes: u64,
+}
+
+/// The record found by an offset-for-timestamp lookup.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TimestampOffset {
+    pub timestamp: i64,
+    pub offset: i64,
+}
+
+/// What the caller knows about a partition when opening it.
+#[derive(Debug, Clone)]
+pub struct OpenParams {
+    /// From `recovery-point-offset-checkpoint`; 0 when unknown.
+    pub recovery_point: i64,
+    /// From `log-start-offset-checkpoint`; 0 when unknown.
+    pub log_start_offset: i64,
+    /// Whether the data directory holds a clean-shutdown marker.
+    pub clean_shutdown: bool,
+    pub now_ms: i64,
+}
+
+/// What opening a partition found and did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RecoveryReport {
+    pub segments: usize,
+    pub segments_recovered: usize,
+    pub bytes_scanned: u64,
+    pub bytes_truncated: u64,
+    pub segments_deleted: usize,
+}
+
+/// One partition's log. Owned by exactly one shard.
+pub struct PartitionLog {
+    tp: TopicPartition,
+    dir: PathBuf,
+    config: LogConfig,
+    segments: BTreeMap<i64, Segment>,
+    log_start_offset: i64,
+    high_watermark: i64,
+    recovery_point: i64,
+    epochs: LeaderEpochCache,
+    cache: Option<(SharedBatchCache, CacheKey)>,
+    unflushed_records: u64,
+    first_unflushed_ms: Option<i64>,
+    /// Set after an I/O error: every later operation fails with `Offline`.
+    offline: Option<String>,
+    recovery: RecoveryReport,
+}
+
+impl PartitionLog {
+    /// Opens (or creates) the partition directory `data_dir/<topic>-<partition>`,
+    /// recovering any segment past the recovery point unless the shutdown
+    /// was clean.
+    pub async fn open(
+        data_dir: &Path,
+        tp: TopicPartition,
+        config: LogConfig,
+        params: OpenParams,
+        cache: Option<SharedBatchCache>,
+    ) -> LogResult<PartitionLog> {
+        let dir = data_dir.join(tp.dir_name());
+        // Opening a partition is rare (startup, topic creation): a blocking
+        // mkdir and directory listing are acceptable here and nowhere else.
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| LogError::io("create partition dir", &dir, -1, e))?;
+        let base_offsets = list_segments(&dir)?;
+        let mut report = RecoveryReport::default();
+        let mut segments = BTreeMap::new();
+        for base in &base_offsets {
+            let s = Segment::open(&dir, *base, &config, params.now_ms).await?;
+            segments.insert(*base, s);
+        }
+        report.segments = segments.len();
+
+        // Segments holding offsets at or past the recovery point may hold
+        // torn or unflushed bytes; so may any segment whose index is bad.
+        let first_unsafe = if params.clean_shutdown {
+            i64::MAX
+        } else {
+            segments
+                .range(..=params.recovery_point)
+                .next_back()
+                .map(|(b, _)| *b)
+                .unwrap_or(i64::MIN)
+        };
+        let mut corrupt_at: Option<i64> = None;
+        for (base, segment) in segments.iter_mut() {
+            let needs_recovery = *base >= first_unsafe || !segment.load_clean().await?;
+            if needs_recovery {
+                report.segments_recovered += 1;
+                report.bytes_scanned += segment.size_bytes();
+                let truncated = segment.recover().await?;
+                report.bytes_truncated += truncated;
+                if truncated > 0 {
+                    corrupt_at = Some(*base);
+                    break;
+                }
+            }
+        }
+        // Kafka deletes every segment after one that had invalid bytes: their
+        // offsets no longer follow on.
+        if let Some(base) = corrupt_at {
+            let doomed: Vec<i64> = segments.range(base + 1..).map(|(b, _)| *b).collect();
+            for b in doomed {
+                if let Some(s) = segments.remove(&b) {
+                    tracing::warn!(
+                        segment = %s.log_path().display(),
+                        "deleting segment that follows a truncated one"
+                    );
+                    report.bytes_truncated += s.size_bytes();
+                    report.segments_deleted += 1;
+                    s.delete().await?;
+                }
+            }
+        }
+        if segments.is_empty() {
+            let start = params.log_start_offset.max(0);
+            segments.insert(
+                start,
+                Segment::create(&dir, start, &config, params.now_ms).await?,
+            );
+        }
+        let first_base = *segments.keys().next().expect("at least one segment");
+        let log_end = segments.values().next_back().expect("active").next_offset();
+        let log_start_offset = params.log_start_offset.max(first_base).min(log_end);
+
+        let epoch_path = dir.join(crate::constants::LEADER_EPOCH_CHECKPOINT_FILE);
+        let entries = checkpoint::read_epoch_checkpoint(&epoch_path).await?;
+        let mut epochs = LeaderEpochCache::from_entries(entries).map_err(|reason| {
+            LogError::CorruptCheckpoint {
+                path: epoch_path.clone(),
+                line: 0,
+                reason,
+            }
+        })?;
+        let trimmed_end = epochs.truncate_from_end(log_end);
+        let trimmed_start = epochs.truncate_from_start(log_start_offset);
+
+        let cache = cache.map(|c| {
+            let key = c.borrow_mut().register();
+            (c, key)
+        });
+        let mut log = PartitionLog {
+            tp,
+            dir,
+            config,
+            segments,
+            log_start_offset,
+            high_watermark: log_start_offset,
+            recovery_point: log_end,
+            epochs,
+            cache,
+            unflushed_records: 0,
+            first_unflushed_ms: None,
+            offline: None,
+            recovery: report,
+        };
+        if trimmed_end || trimmed_start {
+            log.persist_epochs().await?;
+        }
+        log.check_invariants();
+        Ok(log)
+    }
+
+    pub fn topic_partition(&self) -> &TopicPartition {
+        &self.tp
+    }
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+    pub fn config(&self) -> &LogConfig {
+        &self.config
+    }
+    /// Applies new topic settings; they take effect from the next append.
+    pub fn set_config(&mut self, config: LogConfig) {
+        self.config = config;
+    }
+    pub fn log_start_offset(&self) -> i64 {
+        self.log_start_offset
+    }
+    pub fn log_end_offset(&self) -> i64 {
+        self.active().next_offset()
+    }
+    pub fn high_watermark(&self) -> i64 {
+        self.high_watermark
+    }
+    pub fn recovery_point(&self) -> i64 {
+        self.recovery_point
+    }
+    pub fn recovery_report(&self) -> &RecoveryReport {
+        &self.recovery
+    }
+    pub fn epoch_cache(&self) -> &LeaderEpochCache {
+        &self.epochs
+    }
+    pub fn is_offline(&self) -> bool {
+        self.offline.is_some()
+    }
+    pub fn segment_count(&self) -> usize {
+        self.segments.len()
+    }
+    pub fn segment_base_offsets(&self) -> Vec<i64> {
+        self.segments.keys().copied().collect()
+    }
+    pub fn size_bytes(&self) -> u64 {
+        self.segments.values().map(Segment::size_bytes).sum()
+    }
+
+    fn active(&self) -> &Segment {
+        self.segments
+            .values()
+            .next_back()
+            .expect("a log always has an active segment")
+    }
+    fn active_mut(&mut self) -> &mut Segment {
+        self.segments
+            .values_mut()
+            .next_back()
+            .expect("a log always has an active segment")
+    }
+
+    /// Asserted after every mutation; these hold in release builds too.
+    fn check_invariants(&self) {
+        let leo = self.log_end_offset();
+        assert!(
+            self.log_start_offset <= self.high_watermark && self.high_watermark <= leo,
+            "{}: log start {} <= HW {} <= LEO {} violated",
+            self.tp,
+            self.log_start_offset,
+            self.high_watermark,
+            leo
+        );
+        assert!(
+            self.recovery_point <= leo,
+            "{}: recovery point past LEO",
+            self.tp
+        );
+        let mut prev_end = i64::MIN;
+        for s in self.segments.values() {
+            assert!(
+                s.base_offset() >= prev_end,
+                "{}: segments overlap at {}",
+                self.tp,
+                s.base_offset()
+            );
+            prev_end = s.next_offset();
+        }
+        if let Some(last) = self.epochs.latest_entry() {
+            assert!(
+                last.start_offset <= leo,
+                "{}: epoch {} starts past LEO",
+                self.tp,
+                last.epoch
+            );
+        }
+    }
+
+    fn ensure_online(&self) -> LogResult<()> {
+        match &self.offline {
+            Some(reason) => Err(LogError::Offline {
+                partition: self.tp.to_string(),
+                reason: reason.clone(),
+            }),
+            None => Ok(()),
+        }
+    }
+
+    /// Takes the partition offline on an I/O error: the state on disk is no
+    /// longer known, so serving on would risk acknowledging lost data.
+    fn fail<T>(&mut self, result: LogResult<T>) -> LogResult<T> {
+        if let Err(e @ LogError::Io { .. }) = &result {
+            tracing::error!(partition = %self.tp, "taking partition offline: {e}");
+            self.offline = Some(e.to_string());
+        }
+        result
+    }
+
+    async fn persist_epochs(&mut self) -> LogResult<()> {
+        let path = self
+            .dir
+            .join(crate::constants::LEADER_EPOCH_CHECKPOINT_FILE);
+        let r = checkpoint::write_epoch_checkpoint(&path, self.epochs.entries()).await;
+        self.fail(r)
+    }
+
+    fn invalid(&self, position: u64, source: BatchError) -> LogError {
+        LogError::InvalidBatch {
+            partition: self.tp.to_string(),
+            position,
+            source,
+        }
+    }
+
+    /// Validates producer batches, assigns their offsets from the LEO and the
+    /// leader epoch, and appends them. Only header fields outside the CRC are
+    /// rewritten, unless `log_append_time_ms` asks for LogAppendTime.
+    pub async fn append_as_leader(
+        &mut self,
+        mut batches: BytesMut,
+        leader_epoch: i32,
+        log_append_time_ms: Option<i64>,
+        now_ms: i64,
+    ) -> LogResult<AppendInfo> {
+        self.ensure_online()?;
+        let mut headers = Vec::new();
+        let mut position = 0usize;
+        let mut next_offset = self.log_end_offset();
+        while position < batches.len() {
+            let h = batch::validate(&batches[position..], CountRule::Exact)
+                .map_err(|e| self.invalid(position as u64, e))?;
+            if h.size_bytes() > self.config.max_batch_bytes {
+                return Err(self.invalid(
+                    position as u64,
+                    BatchError::TooLarge {
+                        size: h.size_bytes(),
+                        max: self.config.max_batch_bytes,
+                    },
+                ));
+            }
+            let b = &mut batches[position..position + h.size_bytes()];
+            batch::set_base_offset(b, next_offset);
+            batch::set_partition_leader_epoch(b, leader_epoch);
+            if let Some(ts) = log_append_time_ms {
+                batch::set_log_append_time(b, ts);
+            }
+            let h = batch::parse_header(b).map_err(|e| self.invalid(position as u64, e))?;
+            next_offset = h.next_offset();
+            position += h.size_bytes();
+            headers.push(h);
+        }
+        if headers.is_empty() {
+            return Err(self.invalid(
+                0,
+                BatchError::Truncated {
+                    needed: crate::constants::RECORD_BATCH_HEADER_SIZE,
+                    available: 0,
+                },
+            ));
+        }
+        if leader_epoch >= 0 {
+            self.assign_epoch_start_offset(leader_epoch, headers[0].base_offset)
+                .await?;
+        }
+        self.append_validated(batches.freeze(), headers, now_ms)
+            .await
+    }
+
+    /// Appends batches fetched from the leader: offsets and epochs are given
+    /// and must continue the log exactly.
+    pub async fn append_as_follower(
+        &mut self,
+        batches: Bytes,
+        now_ms: i64,
+    ) -> LogResult<AppendInfo> {
+        self.ensure_online()?;
+        let mut headers: Vec<BatchHeader> = Vec::new();
+        let mut expected = self.log_end_offset();
+        for item in batch::BatchIter::new(&batches, CountRule::Compacted) {
+            let (position, h) = item.map_err(|(p, e)| self.invalid(p as u64, e))?;
+            if h.base_offset < expected {
+                return Err(LogError::NonMonotonicAppend {
+                    partition: self.tp.to_string(),
+                    first_offset: h.base_offset,
+                    log_end_offset: expected,
+                });
+            }
+            let _ = position;
+            expected = h.next_offset();
+            headers.push(h);
+        }
+        if headers.is_empty() {
+            return Err(self.invalid(
+                0,
+                BatchError::Truncated {
+                    needed: crate::constants::RECORD_BATCH_HEADER_SIZE,
+                    available: batches.len(),
+                },
+            ));
+        }
+        // Followers learn epochs from the batches themselves.
+        for h in &headers {
+            let newer = self
+                .epochs
+                .latest_epoch()
+                .is_none_or(|latest| h.partition_leader_epoch > latest);
+            if h.partition_leader_epoch >= 0 && newer {
+                self.assign_epoch_start_offset(h.partition_leader_epoch, h.base_offset)
+                    .await?;
+            }
+        }
+        self.append_validated(batches, headers, now_ms).await
+    }
+
+    async fn append_validated(
+        &mut self,
+        bytes: Bytes,
+        headers: Vec<BatchHeader>,
+        now_ms: i64,
+    ) -> LogResult<AppendInfo> {
+        let first = headers[0];
+        let last = headers[headers.len() - 1];
+        let max_timestamp = headers.iter().map(|h| h.max_timestamp).max().unwrap_or(-1);
+        let roll = self.active().should_roll(
+            &self.config,
+            bytes.len() as u64,
+            max_timestamp,
+            last.last_offset(),
+            now_ms,
+        );
+        if roll {
+            self.roll(first.base_offset, now_ms).await?;
+        }
+        let r = self.active_mut().append(&bytes, &headers).await;
+        self.fail(r)?;
+        if let Some((cache, key)) = &self.cache {
+            let mut cache = cache.borrow_mut();
+            let mut at = 0usize;
+            for h in &headers {
+                cache.insert(
+                    *key,
+                    CachedBatch {
+                        base_offset: h.base_offset,
+                        last_offset: h.last_offset(),
+                        bytes: bytes.slice(at..at + h.size_bytes()),
+                    },
+                );
+                at += h.size_bytes();
+            }
+        }
+        let records: i64 = headers.iter().map(|h| h.record_count as i64).sum();
+        self.unflushed_records += records.max(0) as u64;
+        self.first_unflushed_ms.get_or_insert(now_ms);
+        self.check_invariants();
+        self.maybe_flush(now_ms).await?;
+        Ok(AppendInfo {
+            first_offset: first.base_offset,
+            last_offset: last.last_offset(),
+            max_timestamp,
+            batch_count: headers.len(),
+            size_bytes: bytes.len() as u64,
+        })
+    }
+
+    /// Records that `epoch` starts at `start_offset` (Kafka's
+    /// `maybeAssignEpochStartOffset`), persisting the checkpoint if it changed.
+    /// A new leader calls this with its LEO.
+    pub async fn assign_epoch_start_offset(
+        &mut self,
+        epoch: i32,
+        start_offset: i64,
+    ) -> LogResult<()> {
+        let changed =
+            self.epochs
+                .assign(epoch, start_offset)
+                .map_err(|_| LogError::InvalidEpochEntry {
+                    partition: self.tp.to_string(),
+                    epoch,
+                    start_offset,
+                })?;
+        if changed {
+            self.persist_epochs().await?;
+        }
+        Ok(())
+    }
+
+    /// Kafka's `endOffsetForEpoch`: what OffsetsForLeaderEpoch answers.
+    pub fn end_offset_for_epoch(&self, epoch: i32) -> (i32, i64) {
+        self.epochs.end_offset_for(epoch, self.log_end_offset())
+    }
+
+    /// Starts a new active segment at `base_offset` (the next offset).
+    pub async fn roll(&mut self, base_offset: i64, now_ms: i64) -> LogResult<()> {
+        self.ensure_online()?;
+        let base_offset = base_offset.max(self.log_end_offset());
+        if self.active().is_empty() && self.active().base_offset() == base_offset {
+            return Ok(());
+        }
+        let r = self.active_mut().on_become_inactive().await;
+        self.fail(r)?;
+        if self.active().is_empty() {
+            // An empty active segment is replaced rather than kept around.
+            let (&b, _) = self.segments.iter().next_back().expect("active");
+            let old = self.segments.remove(&b).expect("active");
+            let r = old.delete().await;
+            self.fail(r)?;
+        }
+        let r = Segment::create(&self.dir, base_offset, &self.config, now_ms).await;
+        let segment = self.fail(r)?;
+        tracing::debug!(partition = %self.tp, base_offset, "rolled new segment");
+        self.segments.insert(base_offset, segment);
+        self.check_invariants();
+        Ok(())
+    }
+
+    /// Applies the flush policy (`flush.messages`, `flush.ms`).
+    pub async fn maybe_flush(&mut self, now_ms: i64) -> LogResult<bool> {
+        let by_count = self.unflushed_records >= self.config.flush_messages;
+        let by_time = self
+            .first_unflushed_ms
+            .is_some_and(|t| now_ms.saturating_sub(t) as u64 >= self.config.flush_ms);
+        if by_count || by_time {
+            self.flush().await?;
+            return Ok(true);
+        }
+        Ok(false)
+    }
+
+    /// fdatasyncs every segment holding bytes past the recovery point and
+    /// moves the recovery point to the LEO.
+    pub async fn flush(&mut self) -> LogResult<()> {
+        self.ensure_online()?;
+        let from = self
+            .segments
+            .range(..=self.recovery_point)
+            .next_back()
+            .map(|(b, _)| *b)
+            .unwrap_or(i64::MIN);
+        let bases: Vec<i64> = self.segments.range(from..).map(|(b, _)| *b).collect();
+        for b in bases {
+            let r = match self.segments.get_mut(&b) {
+                Some(s) => s.flush().await,
+                None => Ok(()),
+            };
+            self.fail(r)?;
+        }
+        self.recovery_point = self.log_end_offset();
+        self.unflushed_records = 0;
+        self.first_unflushed_ms = None;
+        Ok(())
+    }
+
+    /// Sets the high watermark, clamped to `[log start, LEO]`.
+    pub fn set_high_watermark(&mut self, hw: i64) {
+        self.high_watermark = hw.clamp(self.log_start_offset, self.log_end_offset());
+        self.check_invariants();
+    }
+
+    /// Reads from `fetch_offset`: whole batches from the tail cache, or a
+    /// byte range of one segment file, below `max_offset` (exclusive; the HW
+    /// for consumers, the LEO for followers). With `min_one_batch`, the first
+    /// batch is returned even when larger than `max_bytes` (Kafka's
+    /// min-one-message rule).
+    pub async fn read(
+        &mut self,
+        fetch_offset: i64,
+        max_bytes: usize,
+        max_offset: i64,
+        min_one_batch: bool,
+    ) -> LogResult<LogReadResult> {
+        self.ensure_online()?;
+        let leo = self.log_end_offset();
+        if fetch_offset < self.log_start_offset || fetch_offset > leo {
+            return Err(LogError::OffsetOutOfRange {
+                partition: self.tp.to_string(),
+                offset: fetch_offset,
+                log_start_offset: self.log_start_offset,
+                log_end_offset: leo,
+            });
+        }
+        let max_offset = max_offset.min(leo);
+        if fetch_offset >= max_offset {
+            return Ok(LogReadResult::default());
+        }
+        if let Some((cache, key)) = &self.cache {
+            let hit =
+                cache
+                    .borrow_mut()
+                    .read(*key, fetch_offset, max_offset, max_bytes, min_one_batch);
+            if let Some(slices) = hit {
+                return Ok(LogReadResult {
+                    slices: slices.into_iter().map(ReadSlice::Cached).collect(),
+                    from_cache: true,
+                });
+            }
+        }
+        let r = self
+            .read_from_segments(fetch_offset, max_bytes, max_offset, min_one_batch)
+            .await;
+        self.fail(r)
+    }
+
+    async fn read_from_segments(
+        &self,
+        fetch_offset: i64,
+        max_bytes: usize,
+        max_offset: i64,
+        min_one_batch: bool,
+    ) -> LogResult<LogReadResult> {
+        let start_base = self
+            .segments
+            .range(..=fetch_offset)
+            .next_back()
+            .map(|(b, _)| *b)
+            .unwrap_or(i64::MIN);
+        for segment in self.segments.range(start_base..).map(|(_, s)| s) {
+            let Some(found) = segment.translate_offset(fetch_offset, 0).await? else {
+                // Compaction or truncation may leave the offset past this
+                // segment's batches; the next segment holds what follows.
+                continue;
+            };
+            if found.header.base_offset >= max_offset {
+                return Ok(LogReadResult::default());
+            }
+            let end = if max_offset < segment.next_offset() {
+                segment.position_of(max_offset).await?
+            } else {
+                segment.size_bytes()
+            };
+            let available = end - found.position;
+            let first_size = (found.header.size_bytes() as u64).min(available);
+            let mut len = available.min(max_bytes as u64);
+            if len < first_size {
+                if !min_one_batch {
+                    // Not even one whole batch fits: send nothing rather than
+                    // a fragment the client must throw away.
+                    return Ok(LogReadResult::default());
+                }
+                len = first_size;
+            }
+            if len == 0 {
+                return Ok(LogReadResult::default());
+            }
+            return Ok(LogReadResult {
+                slices: vec![ReadSlice::File {
+                    file: segment.file().clone(),
+                    position: found.position,
+                    len,
+                }],
+                from_cache: false,
+            });
+        }
+        Ok(LogReadResult::default())
+    }
+
+    /// Kafka's `fetchOffsetByTimestamp` for a real timestamp: the first record
+    /// with a timestamp at or after `target_ms`, or `None`.
+    pub async fn offset_for_timestamp(&self, target_ms: i64) -> LogResult<Option<TimestampOffset>> {
+        self.ensure_online()?;
+        for segment in self.segments.values() {
+            if segment.max_timestamp() < target_ms || segment.next_offset() <= self.log_start_offset
+            {
+                continue;
+            }
+            if let Some(found) = segment
+                .find_offset_by_timestamp(target_ms, self.log_start_offset)
+                .await?
+            {
+                return Ok(Some(TimestampOffset {
+                    timestamp: found.1,
+                    offset: found.0,
+                }));
+            }
+        }
+        Ok(None)
+    }
+
+    /// The record with the largest timestamp (ListOffsets MAX_TIMESTAMP).
+    pub fn max_timestamp_offset(&self) -> Option<TimestampOffset> {
+        self.segments
+            .values()
+            .filter(|s| s.max_timestamp() >= 0)
+            .max_by_key(|s| s.max_timestamp())
+            .map(|s| TimestampOffset {
+                timestamp: s.max_timestamp(),
+                offset: s.offset_of_max_timestamp(),
+            })
+    }
+
+    /// Removes every batch at or past `offset` (Kafka's `truncateTo`): for a
+    /// follower after OffsetsForLeaderEpoch. Returns whether anything went.
+    pub async fn truncate_to(&mut self, offset: i64, now_ms: i64) -> LogResult<bool> {
+        self.ensure_online()?;
+        if offset >= self.log_end_offset() {
+            return Ok(false);
+        }
+        if offset < *self.segments.keys().next().expect("segments") {
+            self.truncate_fully_and_start_at(offset, now_ms).await?;
+            return Ok(true);
+        }
+        let doomed: Vec<i64> = self.segments.range(offset + 1..).map(|(b, _)| *b).collect();
+        let keep_one = doomed.len() == self.segments.len();
+        for b in doomed {
+            if keep_one && self.segments.len() == 1 {
+                break;
+            }
+            if let Some(s) = self.segments.remove(&b) {
+                let r = s.delete().await;
+                self.fail(r)?;
+            }
+        }
+        let r = self.active_mut().truncate_to(offset).await;
+        self.fail(r)?;
+        let leo = self.log_end_offset();
+        if let Some((cache, key)) = &self.cache {
+            cache.borrow_mut().truncate(*key, leo);
+        }
+        if self.epochs.truncate_from_end(leo) {
+            self.persist_epochs().await?;
+        }
+        self.recovery_point = self.recovery_point.min(leo);
+        self.high_watermark = self.high_watermark.min(leo);
+        self.log_start_offset = self.log_start_offset.min(leo);
+        self.check_invariants();
+        Ok(true)
+    }
+
+    /// Deletes every segment and restarts the log at `offset` (Kafka's
+    /// `truncateFullyAndStartAt`), clearing the epoch cache.
+    pub async fn truncate_fully_and_start_at(&mut self, offset: i64, now_ms: i64) -> LogResult<()> {
+        self.ensure_online()?;
+        let all: Vec<i64> = self.segments.keys().copied().collect();
+        for b in all {
+            if let Some(s) = self.segments.remove(&b) {
+                let r = s.delete().await;
+                self.fail(r)?;
+            }
+        }
+        let r = Segment::create(&self.dir, offset, &self.config, now_ms).await;
+        let segment = self.fail(r)?;
+        self.segments.insert(offset, segment);
+        if let Some((cache, key)) = &self.cache {
+            cache.borrow_mut().remove(*key);
+        }
+        self.epochs.clear();
+        self.persist_epochs().await?;
+        self.log_start_offset = offset;
+        self.high_watermark = offset;
+        self.recovery_point = offset;
+        self.unflushed_records = 0;
+        self.first_unflushed_ms = None;
+        self.check_invariants();
+        Ok(())
+    }
+
+    /// Moves the log start offset forward (DeleteRecords), up to the HW, and
+    /// deletes segments that lie wholly below it. Returns the new log start.
+    pub async fn delete_records_before(&mut self, offset: i64) -> LogResult<i64> {
+        self.ensure_online()?;
+        if offset > self.high_watermark {
+            return Err(LogError::OffsetOutOfRange {
+                partition: self.tp.to_string(),
+                offset,
+                log_start_offset: self.log_start_offset,
+                log_end_offset: self.high_watermark,
+            });
+        }
+        if offset > self.log_start_offset {
+            self.advance_log_start(offset).await?;
+        }
+        self.delete_segments_below_log_start().await?;
+        Ok(self.log_start_offset)
+    }
+
+    async fn advance_log_start(&mut self, offset: i64) -> LogResult<()> {
+        self.log_start_offset = offset;
+        if let Some((cache, key)) = &self.cache {
+            cache.borrow_mut().truncate_front(*key, offset);
+        }
+        if self.epochs.truncate_from_start(offset) {
+            self.persist_epochs().await?;
+        }
+        Ok(())
+    }
+
+    async fn delete_segments_below_log_start(&mut self) -> LogResult<usize> {
+        let mut deleted = 0;
+        loop {
+            let mut it = self.segments.iter();
+            let (Some((&first, _)), Some((&second, _))) = (it.next(), it.next()) else {
+                break;
+            };
+            if second > self.log_start_offset {
+                break;
+            }
+            let s = self.segments.remove(&first).expect("first segment");
+            let r = s.delete().await;
+            self.fail(r)?;
+            deleted += 1;
+        }
+        Ok(deleted)
+    }
+
+    /// Deletes whole segments past `retention.ms` or beyond `retention.bytes`,
+    /// oldest first, never past the HW, and advances the log start offset.
+    /// The active segment is rolled first when it too has expired.
+    pub async fn apply_retention(&mut self, now_ms: i64) -> LogResult<usize> {
+        self.ensure_online()?;
+        let mut deleted = 0;
+        loop {
+            let count = self.segments.len();
+            let total = self.size_bytes();
+            let Some((&first, segment)) = self.segments.iter().next() else {
+                break;
+            };
+            let expired = self.config.retention_ms >= 0
+                && now_ms - segment.largest_timestamp() > self.config.retention_ms;
+            let oversize = self.config.retention_bytes >= 0
+                && total - segment.size_bytes() >= self.config.retention_bytes as u64;
+            if !(expired || oversize) || segment.is_empty() {
+                break;
+            }
+            let next_start = segment.next_offset();
+            if next_start > self.high_watermark {
+                break;
+            }
+            if count == 1 {
+                // All data expired: roll so the old segment can go.
+                self.roll(next_start, now_ms).await?;
+            }
+            let s = self.segments.remove(&first).expect("first segment");
+            let r = s.delete().await;
+            self.fail(r)?;
+            deleted += 1;
+            let new_start = *self.segments.keys().next().expect("segments");
+            if new_start > self.log_start_offset {
+                self.advance_log_start(new_start).await?;
+            }
+        }
+        self.check_invariants();
+        Ok(deleted)
+    }
+
+    /// Clean close: seal and trim every segment, flush, close the files.
+    pub async fn close(mut self) -> LogResult<()> {
+        self.ensure_online()?;
+        self.flush().await?;
+        if let Some((cache, key)) = &self.cache {
+            cache.borrow_mut().remove(*key);
+        }
+        let segments = std::mem::take(&mut self.segments);
+        for (_, s) in segments {
+            s.close().await?;
+        }
+        Ok(())
+    }
+
+    /// Stored bytes of every batch from the log start, for tools and tests.
+    pub async fn read_all(&mut self) -> LogResult<Vec<u8>> {
+        let mut out = Vec::new();
+        for s in self.segments.values() {
+            let skip = if s.base_offset() <= self.log_start_offset {
+                s.position_of(self.log_start_offset).await?
+            } else {
+                0
+            };
+            out.extend(s.read_bytes(skip, (s.size_bytes() - skip) as usize).await?);
+        }
+        Ok(out)
+    }
+}
+
+/// Base offsets of the `.log` files in a partition directory, sorted.
+/// Leftover temporary files of an interrupted operation are removed.
+fn list_segments(dir: &Path) -> LogResult<Vec<i64>> {
+    let mut bases = Vec::new();
+    let entries =
+        std::fs::read_dir(dir).map_err(|e| LogError::io("list partition dir", dir, -1, e))?;
+    for entry in entries {
+        let entry = entry.map_err(|e| LogError::io("list partition dir", dir, -1, e))?;
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else { continue };
+        if let Some(base) = parse_segment_file_name(name, "log") {
+            bases.push(base);
+        } else if name.ends_with(".deleted") || name.ends_with(".tmp") {
+            std::fs::remove_file(entry.path())
+                .map_err(|e| LogError::io("remove leftover file", entry.path(), -1, e))?;
+        }
+    }
+    bases.sort_unstable();
+    Ok(bases)
+}
+
+/// Entries of a leader-epoch cache for tests and tools.
+pub fn epoch_entries(log: &PartitionLog) -> Vec<EpochEntry> {
+    log.epochs.entries().to_vec()
+}

@@ -1,0 +1,772 @@
+//! One log segment: a `.log` file of RecordBatch v2 bytes written with
+//! direct I/O, plus its memory-mapped `.index` and `.timeindex`.
+//!
+//! Direct I/O writes whole aligned blocks. The segment therefore keeps the
+//! bytes of its last, partial block in memory (`tail_block`) and rewrites that
+//! block together with new data on every append. The file may end in zero
+//! padding up to the next block boundary while the segment is active; its
+//! logical size (`size_bytes`) is what counts, and the file is cut back to it
+//! when the segment is closed or rolled. After a crash recovery treats the
+//! padding as a torn tail and truncates it.
+
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+
+use glommio::io::{DmaFile, OpenOptions, ReadResult};
+
+use crate::config::LogConfig;
+use crate::constants::{
+    DMA_ALIGNMENT, DMA_WRITE_BYTES_MAX, LOG_OVERHEAD, READ_SCAN_CHUNK_BYTES,
+    RECORD_BATCH_HEADER_SIZE, RECOVERY_READ_CHUNK_BYTES, SEGMENT_NAME_DIGITS,
+};
+use crate::error::{LogError, LogResult};
+use crate::log::batch::{self, BatchHeader};
+use crate::log::offset_index::OffsetIndex;
+use crate::log::time_index::TimeIndex;
+
+/// Kafka's `RecordBatch.NO_TIMESTAMP`.
+pub const NO_TIMESTAMP: i64 = -1;
+
+/// `<20-digit base offset>.<suffix>` in `dir`, as Kafka names segment files.
+pub fn segment_file_path(dir: &Path, base_offset: i64, suffix: &str) -> PathBuf {
+    dir.join(format!(
+        "{:0width$}.{suffix}",
+        base_offset,
+        width = SEGMENT_NAME_DIGITS
+    ))
+}
+
+/// Parses the base offset out of a segment file name such as
+/// `00000000000000000042.log`.
+pub fn parse_segment_file_name(name: &str, suffix: &str) -> Option<i64> {
+    let stem = name.strip_suffix(suffix)?.strip_suffix('.')?;
+    if stem.len() != SEGMENT_NAME_DIGITS || !stem.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    stem.parse().ok()
+}
+
+fn align_down(v: u64) -> u64 {
+    v - v % DMA_ALIGNMENT
+}
+fn align_up(v: u64) -> u64 {
+    align_down(v + DMA_ALIGNMENT - 1)
+}
+
+/// Where a batch starts in a segment file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BatchPosition {
+    pub position: u64,
+    pub header: BatchHeader,
+}
+
+/// One segment of a partition log.
+pub struct Segment {
+    base_offset: i64,
+    log_path: PathBuf,
+    file: Rc<DmaFile>,
+    /// Bytes of valid batches in the file. Everything past it is padding or
+    /// garbage.
+    size_bytes: u64,
+    /// Bytes of the file from `align_down(size_bytes)` to `size_bytes`: the
+    /// partial block that the next DMA write must rewrite.
+    tail_block: Vec<u8>,
+    /// Bytes written but not yet fdatasync'ed start here.
+    flushed_size_bytes: u64,
+    offset_index: OffsetIndex,
+    time_index: TimeIndex,
+    bytes_since_last_index_entry: u64,
+    max_timestamp_so_far: i64,
+    offset_of_max_timestamp_so_far: i64,
+    /// Max timestamp of the first batch: what `segment.ms` is measured from.
+    rolling_based_timestamp: Option<i64>,
+    created_ms: i64,
+    /// `index.interval.bytes` of the owning log.
+    index_interval_bytes: u64,
+    /// One past the last offset stored here; the base offset when empty.
+    next_offset: i64,
+}
+
+impl Segment {
+    /// Creates an empty segment, truncating any stale files of that name.
+    pub async fn create(
+        dir: &Path,
+        base_offset: i64,
+        config: &LogConfig,
+        now_ms: i64,
+    ) -> LogResult<Segment> {
+        crate::log::direct_io::ensure_probed(dir).await?;
+        let log_path = segment_file_path(dir, base_offset, "log");
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .dma_open(&log_path)
+            .await
+            .map_err(|e| LogError::io("create segment", &log_path, base_offset, e))?;
+        if config.preallocate {
+            // KEEP_SIZE reserves blocks without moving the file size, so the
+            // size on disk stays the logical size plus at most one block of
+            // padding, and recovery never mistakes reserved space for data.
+            file.pre_allocate(config.segment_bytes, true)
+                .await
+                .map_err(|e| LogError::io("preallocate segment", &log_path, base_offset, e))?;
+        }
+        let offset_index = OffsetIndex::create(
+            segment_file_path(dir, base_offset, "index"),
+            base_offset,
+            config.segment_index_bytes,
+        )?;
+        let time_index = TimeIndex::create(
+            segment_file_path(dir, base_offset, "timeindex"),
+            base_offset,
+            config.segment_index_bytes,
+        )?;
+        Ok(Segment {
+            base_offset,
+            log_path,
+            file: Rc::new(file),
+            size_bytes: 0,
+            tail_block: Vec::new(),
+            flushed_size_bytes: 0,
+            offset_index,
+            time_index,
+            bytes_since_last_index_entry: 0,
+            max_timestamp_so_far: NO_TIMESTAMP,
+            offset_of_max_timestamp_so_far: base_offset,
+            rolling_based_timestamp: None,
+            created_ms: now_ms,
+            index_interval_bytes: config.index_interval_bytes,
+            next_offset: base_offset,
+        })
+    }
+
+    /// Opens the files of an existing segment without validating its batches.
+    /// The caller then either [`Segment::recover`]s it or, after a clean
+    /// shutdown, [`Segment::load_clean`]s it.
+    pub async fn open(
+        dir: &Path,
+        base_offset: i64,
+        config: &LogConfig,
+        now_ms: i64,
+    ) -> LogResult<Segment> {
+        crate::log::direct_io::ensure_probed(dir).await?;
+        let log_path = segment_file_path(dir, base_offset, "log");
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .dma_open(&log_path)
+            .await
+            .map_err(|e| LogError::io("open segment", &log_path, base_offset, e))?;
+        let size_bytes = file
+            .file_size()
+            .await
+            .map_err(|e| LogError::io("stat segment", &log_path, base_offset, e))?;
+        let offset_index = OffsetIndex::open(
+            segment_file_path(dir, base_offset, "index"),
+            base_offset,
+            config.segment_index_bytes,
+        )?;
+        let time_index = TimeIndex::open(
+            segment_file_path(dir, base_offset, "timeindex"),
+            base_offset,
+            config.segment_index_bytes,
+        )?;
+        let mut segment = Segment {
+            base_offset,
+            log_path,
+            file: Rc::new(file),
+            size_bytes,
+            tail_block: Vec::new(),
+            flushed_size_bytes: size_bytes,
+            offset_index,
+            time_index,
+            bytes_since_last_index_entry: 0,
+            max_timestamp_so_far: NO_TIMESTAMP,
+            offset_of_max_timestamp_so_far: base_offset,
+            rolling_based_timestamp: None,
+            created_ms: now_ms,
+            index_interval_bytes: config.index_interval_bytes,
+            next_offset: base_offset,
+        };
+        segment.reload_tail_block().await?;
+        Ok(segment)
+    }
+
+    pub fn base_offset(&self) -> i64 {
+        self.base_offset
+    }
+    pub fn size_bytes(&self) -> u64 {
+        self.size_bytes
+    }
+    pub fn next_offset(&self) -> i64 {
+        self.next_offset
+    }
+    pub fn is_empty(&self) -> bool {
+        self.size_bytes == 0
+    }
+    pub fn log_path(&self) -> &Path {
+        &self.log_path
+    }
+    pub fn file(&self) -> &Rc<DmaFile> {
+        &self.file
+    }
+    pub fn offset_index(&self) -> &OffsetIndex {
+        &self.offset_index
+    }
+    pub fn time_index(&self) -> &TimeIndex {
+        &self.time_index
+    }
+    pub fn has_unflushed_bytes(&self) -> bool {
+        self.flushed_size_bytes < self.size_bytes
+    }
+    pub fn flushed_size_bytes(&self) -> u64 {
+        self.flushed_size_bytes
+    }
+    /// Offset of the batch holding the largest timestamp.
+    pub fn offset_of_max_timestamp(&self) -> i64 {
+        self.offset_of_max_timestamp_so_far
+    }
+    /// Largest record timestamp in the segment, or [`NO_TIMESTAMP`].
+    pub fn max_timestamp(&self) -> i64 {
+        self.max_timestamp_so_far
+    }
+    /// What retention by time compares against: the largest timestamp, or the
+    /// creation time for a segment whose records carry no timestamps.
+    pub fn largest_timestamp(&self) -> i64 {
+        if self.max_timestamp_so_far >= 0 {
+            self.max_timestamp_so_far
+        } else {
+            self.created_ms
+        }
+    }
+
+    /// Whether appending `size` more bytes with timestamps up to
+    /// `max_timestamp` needs a new segment first (Kafka's `shouldRoll`).
+    pub fn should_roll(
+        &self,
+        config: &LogConfig,
+        append_bytes: u64,
+        max_timestamp: i64,
+        last_offset: i64,
+        now_ms: i64,
+    ) -> bool {
+        if self.is_empty() {
+            // An empty segment can only be full in its indexes' offset range.
+            return last_offset - self.base_offset > i32::MAX as i64;
+        }
+        let waited_ms = match self.rolling_based_timestamp {
+            Some(ts) => max_timestamp - ts,
+            None => now_ms - self.created_ms,
+        };
+        self.size_bytes + append_bytes > config.segment_bytes
+            || waited_ms > config.segment_ms
+            || self.offset_index.is_full()
+            || self.time_index.is_full()
+            || last_offset - self.base_offset > i32::MAX as i64
+    }
+
+    /// Appends validated, offset-assigned batches laid end to end. `headers`
+    /// describes each batch in order. The bytes reach the file with direct
+    /// I/O before this returns; durability needs [`Segment::flush`].
+    pub async fn append(&mut self, bytes: &[u8], headers: &[BatchHeader]) -> LogResult<()> {
+        assert!(!headers.is_empty(), "append of no batches");
+        assert!(
+            headers[0].base_offset >= self.next_offset,
+            "segment append must be monotonic"
+        );
+        self.write_bytes(bytes).await?;
+        let mut position = self.size_bytes;
+        for h in headers {
+            self.index_batch(h, position)?;
+            position += h.size_bytes() as u64;
+        }
+        assert_eq!(position, self.size_bytes + bytes.len() as u64);
+        self.size_bytes = position;
+        self.next_offset = headers[headers.len() - 1].next_offset();
+        Ok(())
+    }
+
+    /// Updates the sparse indexes and timestamp bookkeeping for one batch
+    /// stored at `position`, following Kafka's `LogSegment.append`.
+    fn index_batch(&mut self, h: &BatchHeader, position: u64) -> LogResult<()> {
+        if self.rolling_based_timestamp.is_none() {
+            self.rolling_based_timestamp = Some(h.max_timestamp);
+        }
+        if h.max_timestamp > self.max_timestamp_so_far {
+            self.max_timestamp_so_far = h.max_timestamp;
+            self.offset_of_max_timestamp_so_far = h.last_offset();
+        }
+        if self.bytes_since_last_index_entry > self.index_interval_bytes {
+            self.offset_index
+                .append(h.last_offset(), position as u32)
+                .map_err(|e| self.index_error("append offset index", h.last_offset(), e))?;
+            self.time_index
+                .maybe_append(
+                    self.max_timestamp_so_far,
+                    self.offset_of_max_timestamp_so_far,
+                    false,
+                )
+                .map_err(|e| self.index_error("append time index", h.last_offset(), e))?;
+            self.bytes_since_last_index_entry = 0;
+        }
+        self.bytes_since_last_index_entry += h.size_bytes() as u64;
+        Ok(())
+    }
+
+    fn index_error(&self, op: &'static str, offset: i64, e: impl std::fmt::Display) -> LogError {
+        LogError::io(
+            op,
+            &self.log_path,
+            offset,
+            std::io::Error::new(std::io::ErrorKind::InvalidData, e.to_string()),
+        )
+    }
+
+    /// Writes `bytes` at the logical end with aligned DMA writes that start at
+    /// the block holding the current tail.
+    async fn write_bytes(&mut self, bytes: &[u8]) -> LogResult<()> {
+        let mut written = 0usize;
+        while written < bytes.len() {
+            let block_start = align_down(self.size_bytes + written as u64);
+            let tail_len = self.tail_block.len();
+            let chunk_len = (bytes.len() - written).min(DMA_WRITE_BYTES_MAX - tail_len);
+            let data_len = tail_len + chunk_len;
+            let padded_len = align_up(data_len as u64) as usize;
+            let mut buf = self.file.alloc_dma_buffer(padded_len);
+            let out = buf.as_bytes_mut();
+            out[..tail_len].copy_from_slice(&self.tail_block);
+            out[tail_len..data_len].copy_from_slice(&bytes[written..written + chunk_len]);
+            out[data_len..].fill(0);
+            // The new tail is whatever of this write lies past its last full
+            // block; keep it before the buffer moves into the write.
+            let full_blocks_len = align_down(data_len as u64) as usize;
+            let new_tail = out[full_blocks_len..data_len].to_vec();
+            let n =
+                self.file.write_at(buf, block_start).await.map_err(|e| {
+                    LogError::io("write segment", &self.log_path, self.next_offset, e)
+                })?;
+            if n != padded_len {
+                return Err(LogError::io(
+                    "write segment",
+                    &self.log_path,
+                    self.next_offset,
+                    std::io::Error::new(
+                        std::io::ErrorKind::WriteZero,
+                        format!("short direct write: {n} of {padded_len} bytes"),
+                    ),
+                ));
+            }
+            self.tail_block = new_tail;
+            written += chunk_len;
+        }
+        Ok(())
+    }
+
+    /// Re-reads the partial last block after the logical size changed
+    /// underneath the write path (open, truncate).
+    async fn reload_tail_block(&mut self) -> LogResult<()> {
+        let block_start = align_down(self.size_bytes);
+        let tail_len = (self.size_bytes - block_start) as usize;
+        self.tail_block.clear();
+        if tail_len > 0 {
+            let r = self
+                .file
+                .read_at_aligned(block_start, DMA_ALIGNMENT as usize)
+                .await
+                .map_err(|e| LogError::io("read segment tail", &self.log_path, -1, e))?;
+            if r.len() < tail_len {
+                return Err(LogError::io(
+                    "read segment tail",
+                    &self.log_path,
+                    -1,
+                    std::io::Error::new(
+                        std::io::ErrorKind::UnexpectedEof,
+                        "file shorter than its logical size",
+                    ),
+                ));
+            }
+            self.tail_block.extend_from_slice(&r[..tail_len]);
+        }
+        Ok(())
+    }
+
+    /// Reads `len` bytes at `position` into memory. Used by recovery, tools,
+    /// tests and the offset scan; the fetch path hands out file ranges instead.
+    pub async fn read_bytes(&self, position: u64, len: usize) -> LogResult<Vec<u8>> {
+        let len = len.min(self.size_bytes.saturating_sub(position) as usize);
+        if len == 0 {
+            return Ok(Vec::new());
+        }
+        let r = self
+            .file
+            .read_at(position, len)
+            .await
+            .map_err(|e| LogError::io("read segment", &self.log_path, -1, e))?;
+        Ok(r[..r.len().min(len)].to_vec())
+    }
+
+    /// Finds the first batch whose last offset is at least `offset`, starting
+    /// the scan no earlier than `start_position` (Kafka's `translateOffset`).
+    pub async fn translate_offset(
+        &self,
+        offset: i64,
+        start_position: u64,
+    ) -> LogResult<Option<BatchPosition>> {
+        let (_, index_position) = self.offset_index.lookup(offset);
+        let mut position = start_position.max(index_position as u64);
+        while position < self.size_bytes {
+            let chunk = self.read_bytes(position, READ_SCAN_CHUNK_BYTES).await?;
+            let mut at = 0usize;
+            while at + RECORD_BATCH_HEADER_SIZE <= chunk.len() {
+                // Only the header need be in hand; the body may lie past the chunk.
+                let h =
+                    batch::parse_header_only(&chunk[at..]).map_err(|e| LogError::InvalidBatch {
+                        partition: self.log_path.display().to_string(),
+                        position: position + at as u64,
+                        source: e,
+                    })?;
+                if h.last_offset() >= offset {
+                    return Ok(Some(BatchPosition {
+                        position: position + at as u64,
+                        header: h,
+                    }));
+                }
+                at += h.size_bytes();
+            }
+            if at == 0 {
+                // Less than a header left in the file: it cannot hold a batch.
+                break;
+            }
+            position += at as u64;
+        }
+        Ok(None)
+    }
+
+    /// Byte position where the batch containing `offset` starts, or the end
+    /// of the segment when every batch lies below it.
+    pub async fn position_of(&self, offset: i64) -> LogResult<u64> {
+        Ok(self
+            .translate_offset(offset, 0)
+            .await?
+            .map(|b| b.position)
+            .unwrap_or(self.size_bytes))
+    }
+
+    /// Drops every batch whose last offset is at least `offset` (Kafka's
+    /// `LogSegment.truncateTo`): the batch containing `offset` goes whole.
+    /// Returns the number of bytes removed.
+    pub async fn truncate_to(&mut self, offset: i64) -> LogResult<u64> {
+        let Some(found) = self.translate_offset(offset, 0).await? else {
+            return Ok(0);
+        };
+        let removed = self.size_bytes - found.position;
+        self.offset_index.truncate_to(offset);
+        self.time_index.truncate_to(offset);
+        self.file
+            .truncate(found.position)
+            .await
+            .map_err(|e| LogError::io("truncate segment", &self.log_path, offset, e))?;
+        self.size_bytes = found.position;
+        self.flushed_size_bytes = self.flushed_size_bytes.min(found.position);
+        self.reload_tail_block().await?;
+        self.rescan_tail_state().await?;
+        Ok(removed)
+    }
+
+    /// Recomputes the next offset, the max timestamp and the index spacing of
+    /// a segment whose batches are trusted, scanning only from the last
+    /// offset-index entry to the end.
+    async fn rescan_tail_state(&mut self) -> LogResult<()> {
+        let start = match self.offset_index.entries() {
+            0 => 0,
+            n => self.offset_index.entry(n - 1).1 as u64,
+        };
+        // The time index covers every batch up to its last entry; the scan
+        // covers the rest.
+        let (ts, ts_offset) = self.time_index.last_entry();
+        self.max_timestamp_so_far = ts;
+        self.offset_of_max_timestamp_so_far = ts_offset;
+        self.next_offset = self.base_offset;
+        self.bytes_since_last_index_entry = 0;
+        let mut position = start;
+        while position < self.size_bytes {
+            let chunk = self.read_bytes(position, READ_SCAN_CHUNK_BYTES).await?;
+            let mut at = 0usize;
+            // Only headers are needed, so a body running past the chunk is fine.
+            while at + RECORD_BATCH_HEADER_SIZE <= chunk.len() {
+                let h =
+                    batch::parse_header_only(&chunk[at..]).map_err(|e| LogError::InvalidBatch {
+                        partition: self.log_path.display().to_string(),
+                        position: position + at as u64,
+                        source: e,
+                    })?;
+                if h.max_timestamp > self.max_timestamp_so_far {
+                    self.max_timestamp_so_far = h.max_timestamp;
+                    self.offset_of_max_timestamp_so_far = h.last_offset();
+                }
+                self.next_offset = h.next_offset();
+                self.bytes_since_last_index_entry += h.size_bytes() as u64;
+                at += h.size_bytes();
+            }
+            if at == 0 {
+                break;
+            }
+            position += at as u64;
+        }
+        self.rolling_based_timestamp = None;
+        if !self.is_empty() {
+            let head = self.read_bytes(0, RECORD_BATCH_HEADER_SIZE).await?;
+            if let Ok(h) = batch::parse_header_only(&head) {
+                self.rolling_based_timestamp = Some(h.max_timestamp);
+            }
+        }
+        Ok(())
+    }
+
+    /// Opens a segment that a clean shutdown closed: its indexes and size are
+    /// trusted after a cheap sanity check. Returns `false` when the check
+    /// fails and the caller must run full recovery instead.
+    pub async fn load_clean(&mut self) -> LogResult<bool> {
+        if self.offset_index.sanity_check(self.size_bytes).is_err()
+            || self.time_index.sanity_check(self.size_bytes).is_err()
+        {
+            return Ok(false);
+        }
+        self.rescan_tail_state().await?;
+        Ok(true)
+    }
+
+    /// Validates every batch from the start, rebuilds both indexes, and cuts
+    /// the file at the first invalid byte (Kafka's `LogSegment.recover`).
+    /// Returns the number of bytes truncated. Never panics on bad bytes.
+    pub async fn recover(&mut self) -> LogResult<u64> {
+        self.offset_index.truncate_to(self.base_offset);
+        self.time_index.truncate_to(self.base_offset);
+        self.max_timestamp_so_far = NO_TIMESTAMP;
+        self.offset_of_max_timestamp_so_far = self.base_offset;
+        self.rolling_based_timestamp = None;
+        self.bytes_since_last_index_entry = 0;
+        self.next_offset = self.base_offset;
+        let file_size = self.size_bytes;
+        let mut position = 0u64;
+        let mut failure: Option<String> = None;
+        'scan: while position < file_size {
+            let want = (file_size - position).min(RECOVERY_READ_CHUNK_BYTES as u64);
+            let chunk = self.read_range(position, want as usize).await?;
+            if chunk.is_empty() {
+                break;
+            }
+            let mut at = 0usize;
+            while at < chunk.len() {
+                let rest = &chunk[at..];
+                if let Some((_, len)) = batch::peek_offset_and_size(rest) {
+                    let need = len as i64 + LOG_OVERHEAD as i64;
+                    let in_file = position + at as u64 + need.max(0) as u64 <= file_size;
+                    if len > 0 && need > rest.len() as i64 && in_file {
+                        if at > 0 {
+                            // Cut by the chunk boundary: re-read from its start.
+                            break;
+                        }
+                        // A single batch larger than the chunk: read it alone.
+                        let whole = self.read_range(position, need as usize).await?;
+                        match self.accept_recovered(&whole, position) {
+                            Ok(size) => {
+                                position += size;
+                                continue 'scan;
+                            }
+                            Err(why) => {
+                                failure = Some(why);
+                                break 'scan;
+                            }
+                        }
+                    }
+                }
+                match self.accept_recovered(rest, position + at as u64) {
+                    Ok(size) => at += size as usize,
+                    Err(why) => {
+                        position += at as u64;
+                        failure = Some(why);
+                        break 'scan;
+                    }
+                }
+            }
+            position += at as u64;
+        }
+        let valid_end = position.min(file_size);
+        let truncated = file_size - valid_end;
+        if truncated > 0 {
+            let why = failure.unwrap_or_else(|| "incomplete batch".to_string());
+            tracing::warn!(
+                segment = %self.log_path.display(),
+                position = valid_end,
+                bytes = truncated,
+                "recovery dropped invalid bytes at the segment tail: {why}"
+            );
+            self.file
+                .truncate(valid_end)
+                .await
+                .map_err(|e| LogError::io("truncate segment", &self.log_path, -1, e))?;
+        }
+        self.size_bytes = valid_end;
+        self.flushed_size_bytes = valid_end;
+        self.reload_tail_block().await?;
+        Ok(truncated)
+    }
+
+    /// Validates the batch at the front of `bytes` (stored at `position`)
+    /// during recovery and indexes it. Returns its size or why it was refused.
+    fn accept_recovered(&mut self, bytes: &[u8], position: u64) -> Result<u64, String> {
+        let h = batch::validate(bytes, batch::CountRule::Compacted).map_err(|e| e.to_string())?;
+        if h.base_offset < self.next_offset {
+            return Err(format!(
+                "batch base offset {} is below the previous batch's end {}",
+                h.base_offset, self.next_offset
+            ));
+        }
+        if h.last_offset() - self.base_offset > i32::MAX as i64 {
+            return Err(format!(
+                "batch last offset {} overflows the segment",
+                h.last_offset()
+            ));
+        }
+        self.index_batch(&h, position).map_err(|e| e.to_string())?;
+        self.next_offset = h.next_offset();
+        Ok(h.size_bytes() as u64)
+    }
+
+    /// Reads `len` bytes at `position` with direct reads, whatever the
+    /// logical size says: recovery trusts the file size, not the state.
+    async fn read_range(&self, position: u64, len: usize) -> LogResult<ReadResult> {
+        self.file
+            .read_at(position, len)
+            .await
+            .map_err(|e| LogError::io("read segment", &self.log_path, -1, e))
+    }
+
+    /// Makes everything written so far durable: fdatasync of the log through
+    /// io_uring, and of both index files off the shard thread.
+    pub async fn flush(&mut self) -> LogResult<()> {
+        self.file
+            .fdatasync()
+            .await
+            .map_err(|e| LogError::io("fdatasync segment", &self.log_path, self.next_offset, e))?;
+        sync_off_thread(self.offset_index.file(), self.offset_index.path()).await?;
+        sync_off_thread(self.time_index.file(), self.time_index.path()).await?;
+        self.flushed_size_bytes = self.size_bytes;
+        Ok(())
+    }
+
+    /// Prepares a segment that stops being the active one: the time index gets
+    /// its final entry, indexes shrink to their used size, and the log file is
+    /// cut back to its logical size (dropping DMA padding).
+    pub async fn on_become_inactive(&mut self) -> LogResult<()> {
+        self.seal_time_index()?;
+        self.offset_index.trim_to_valid_size()?;
+        self.time_index.trim_to_valid_size()?;
+        self.truncate_padding().await
+    }
+
+    fn seal_time_index(&mut self) -> LogResult<()> {
+        if self.max_timestamp_so_far >= 0 {
+            self.time_index
+                .maybe_append(
+                    self.max_timestamp_so_far,
+                    self.offset_of_max_timestamp_so_far,
+                    true,
+                )
+                .map_err(|e| self.index_error("append time index", self.next_offset, e))?;
+        }
+        Ok(())
+    }
+
+    async fn truncate_padding(&mut self) -> LogResult<()> {
+        let on_disk = self
+            .file
+            .file_size()
+            .await
+            .map_err(|e| LogError::io("stat segment", &self.log_path, -1, e))?;
+        if on_disk != self.size_bytes {
+            self.file
+                .truncate(self.size_bytes)
+                .await
+                .map_err(|e| LogError::io("truncate segment", &self.log_path, -1, e))?;
+        }
+        Ok(())
+    }
+
+    /// Clean close: seal and trim like a rolled segment, flush, close.
+    pub async fn close(mut self) -> LogResult<()> {
+        self.on_become_inactive().await?;
+        self.flush().await?;
+        let path = self.log_path.clone();
+        drop(self.offset_index);
+        drop(self.time_index);
+        match Rc::try_unwrap(self.file) {
+            Ok(file) => file
+                .close()
+                .await
+                .map_err(|e| LogError::io("close segment", &path, -1, e)),
+            // A reader still holds the file; it closes when the last one drops.
+            Err(_) => Ok(()),
+        }
+    }
+
+    /// Deletes the segment's files.
+    pub async fn delete(self) -> LogResult<()> {
+        let path = self.log_path.clone();
+        self.offset_index.delete()?;
+        self.time_index.delete()?;
+        if let Ok(file) = Rc::try_unwrap(self.file) {
+            file.close()
+                .await
+                .map_err(|e| LogError::io("close segment", &path, -1, e))?;
+        }
+        glommio::io::remove(&path)
+            .await
+            .map_err(|e| LogError::io("delete segment", &path, -1, e))
+    }
+
+    /// `(offset, timestamp)` of the first record with a timestamp at least
+    /// `target_ms`, at or after `start_offset`: the time index gives a
+    /// starting batch, then batch headers and (for uncompressed batches) the
+    /// records themselves narrow it down. `None` when no batch qualifies.
+    pub async fn find_offset_by_timestamp(
+        &self,
+        target_ms: i64,
+        start_offset: i64,
+    ) -> LogResult<Option<(i64, i64)>> {
+        let (_, hint_offset) = self.time_index.lookup(target_ms);
+        let (_, index_position) = self.offset_index.lookup(hint_offset.max(start_offset));
+        let mut position = index_position as u64;
+        while position < self.size_bytes {
+            let head = self.read_bytes(position, RECORD_BATCH_HEADER_SIZE).await?;
+            let h = batch::parse_header_only(&head).map_err(|e| LogError::InvalidBatch {
+                partition: self.log_path.display().to_string(),
+                position,
+                source: e,
+            })?;
+            if h.max_timestamp >= target_ms && h.last_offset() >= start_offset {
+                let whole = self.read_bytes(position, h.size_bytes()).await?;
+                let (offset, timestamp) = batch::first_offset_at_or_after(&whole, target_ms)
+                    .unwrap_or((h.base_offset, h.max_timestamp));
+                return Ok(Some((offset.max(start_offset), timestamp)));
+            }
+            position += h.size_bytes() as u64;
+        }
+        Ok(None)
+    }
+}
+
+/// fdatasync of a file that glommio did not open (the mmap'ed indexes), on
+/// glommio's blocking pool so that the shard thread never blocks.
+async fn sync_off_thread(file: &std::fs::File, path: &Path) -> LogResult<()> {
+    let file = file
+        .try_clone()
+        .map_err(|e| LogError::io("dup index fd", path, -1, e))?;
+    glommio::executor()
+        .spawn_blocking(move || file.sync_data())
+        .await
+        .map_err(|e| LogError::io("fdatasync index", path, -1, e))
+}

@@ -1,0 +1,373 @@
+//! Behaviour of one partition log against real files.
+
+mod common;
+
+use common::{producer_batch, run};
+use pinlog::config::LogConfig;
+use pinlog::error::LogError;
+use pinlog::log::batch::{self, BatchIter, CountRule};
+use pinlog::log::batch_cache::BatchCache;
+use pinlog::log::partition_log::{OpenParams, PartitionLog};
+use pinlog::log::topic_partition::TopicPartition;
+
+fn params(clean: bool) -> OpenParams {
+    OpenParams {
+        recovery_point: 0,
+        log_start_offset: 0,
+        clean_shutdown: clean,
+        now_ms: 1_000,
+    }
+}
+
+fn small_config() -> LogConfig {
+    LogConfig {
+        segment_bytes: 64 * 1024,
+        index_interval_bytes: 1024,
+        segment_index_bytes: 4096,
+        ..LogConfig::default()
+    }
+}
+
+fn offsets_of(bytes: &[u8]) -> Vec<(i64, i64)> {
+    BatchIter::new(bytes, CountRule::Compacted)
+        .map(|r| {
+            let (_, h) = r.expect("valid batch");
+            (h.base_offset, h.last_offset())
+        })
+        .collect()
+}
+
+#[test]
+fn leader_appends_assign_dense_offsets_and_roll_segments() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().to_path_buf();
+    run(move || async move {
+        let tp = TopicPartition::new("t", 0);
+        let mut log = PartitionLog::open(&path, tp, small_config(), params(false), None)
+            .await
+            .unwrap();
+        for i in 0..200 {
+            let info = log
+                .append_as_leader(producer_batch(5, 200, 1_000 + i), 3, None, 1_000)
+                .await
+                .unwrap();
+            assert_eq!(info.first_offset, i * 5);
+            assert_eq!(info.last_offset, i * 5 + 4);
+        }
+        assert_eq!(log.log_end_offset(), 1000);
+        assert!(log.segment_count() > 2, "64 KiB segments must roll");
+        let all = log.read_all().await.unwrap();
+        let offsets = offsets_of(&all);
+        assert_eq!(offsets.len(), 200);
+        for (i, (base, last)) in offsets.iter().enumerate() {
+            assert_eq!(*base, i as i64 * 5);
+            assert_eq!(*last, i as i64 * 5 + 4);
+        }
+        for r in BatchIter::new(&all, CountRule::Exact) {
+            assert_eq!(r.unwrap().1.partition_leader_epoch, 3);
+        }
+        assert_eq!(log.epoch_cache().entries().len(), 1);
+        log.close().await.unwrap();
+    });
+}
+
+#[test]
+fn reads_honour_offsets_limits_and_min_one_batch() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().to_path_buf();
+    run(move || async move {
+        let tp = TopicPartition::new("t", 1);
+        let mut log = PartitionLog::open(&path, tp, small_config(), params(false), None)
+            .await
+            .unwrap();
+        for i in 0..100 {
+            log.append_as_leader(producer_batch(2, 500, i), 0, None, 0)
+                .await
+                .unwrap();
+        }
+        log.set_high_watermark(150);
+        // Middle of a batch: the read starts at that batch.
+        let r = log.read(51, 1 << 20, 150, true).await.unwrap();
+        let bytes = r.to_vec().await.unwrap();
+        let got = offsets_of(&bytes);
+        assert_eq!(got.first(), Some(&(50, 51)));
+        // Like Kafka, one read serves one segment; a consumer loop reaches
+        // the HW and never passes it.
+        let mut next = got.last().unwrap().1 + 1;
+        let mut reads = 0;
+        while next < 150 {
+            let r = log.read(next, 1 << 20, 150, true).await.unwrap();
+            let got = offsets_of(&r.to_vec().await.unwrap());
+            assert_eq!(got[0].0, next, "dense offsets across segments");
+            next = got.last().unwrap().1 + 1;
+            reads += 1;
+            assert!(reads < 10);
+        }
+        assert_eq!(next, 150, "stops at the HW");
+        // max_bytes smaller than one batch: min-one-message returns it whole.
+        let r = log.read(0, 10, 150, true).await.unwrap();
+        assert_eq!(offsets_of(&r.to_vec().await.unwrap()), vec![(0, 1)]);
+        let r = log.read(0, 10, 150, false).await.unwrap();
+        assert_eq!(r.len_bytes(), 0);
+        // At the LEO: empty. Past it or below the start: out of range.
+        let leo = log.log_end_offset();
+        assert_eq!(log.read(leo, 100, leo, true).await.unwrap().len_bytes(), 0);
+        assert!(matches!(
+            log.read(leo + 1, 100, leo, true).await,
+            Err(LogError::OffsetOutOfRange { .. })
+        ));
+        log.close().await.unwrap();
+    });
+}
+
+#[test]
+fn tail_cache_serves_recent_batches_without_disk() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().to_path_buf();
+    run(move || async move {
+        let cache = BatchCache::shared(16 * 1024);
+        let tp = TopicPartition::new("t", 2);
+        let mut log = PartitionLog::open(
+            &path,
+            tp,
+            small_config(),
+            params(false),
+            Some(cache.clone()),
+        )
+        .await
+        .unwrap();
+        for i in 0..50 {
+            log.append_as_leader(producer_batch(1, 1000, i), 0, None, 0)
+                .await
+                .unwrap();
+        }
+        log.set_high_watermark(50);
+        let tail = log.read(49, 1 << 20, 50, true).await.unwrap();
+        assert!(tail.from_cache);
+        let old = log.read(0, 1 << 20, 50, true).await.unwrap();
+        assert!(!old.from_cache, "16 KiB of cache cannot hold offset 0");
+        assert_eq!(offsets_of(&old.to_vec().await.unwrap())[0], (0, 0));
+        assert!(cache.borrow().used_bytes() <= 16 * 1024);
+        let (hits, misses) = cache.borrow().hit_counts();
+        assert_eq!((hits, misses), (1, 1));
+        log.close().await.unwrap();
+    });
+}
+
+#[test]
+fn follower_appends_must_continue_the_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().to_path_buf();
+    run(move || async move {
+        let tp = TopicPartition::new("f", 0);
+        let mut log = PartitionLog::open(&path, tp, small_config(), params(false), None)
+            .await
+            .unwrap();
+        let mut b = producer_batch(3, 10, 0);
+        batch::set_base_offset(&mut b, 0);
+        batch::set_partition_leader_epoch(&mut b, 4);
+        log.append_as_follower(b.clone().freeze(), 0).await.unwrap();
+        assert_eq!(log.log_end_offset(), 3);
+        assert_eq!(log.epoch_cache().latest_epoch(), Some(4));
+        // Same offsets again: not monotonic.
+        assert!(matches!(
+            log.append_as_follower(b.freeze(), 0).await,
+            Err(LogError::NonMonotonicAppend { .. })
+        ));
+        log.close().await.unwrap();
+    });
+}
+
+#[test]
+fn clean_restart_keeps_everything_and_skips_recovery() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().to_path_buf();
+    run(move || async move {
+        let tp = TopicPartition::new("r", 0);
+        let mut log = PartitionLog::open(&path, tp.clone(), small_config(), params(false), None)
+            .await
+            .unwrap();
+        for i in 0..300 {
+            log.append_as_leader(producer_batch(1, 300, i), 1, None, 0)
+                .await
+                .unwrap();
+        }
+        let before = log.read_all().await.unwrap();
+        log.close().await.unwrap();
+        let mut log = PartitionLog::open(&path, tp, small_config(), params(true), None)
+            .await
+            .unwrap();
+        assert_eq!(log.recovery_report().segments_recovered, 0);
+        assert_eq!(log.log_end_offset(), 300);
+        assert_eq!(log.read_all().await.unwrap(), before);
+        // Appends continue after the restart.
+        let info = log
+            .append_as_leader(producer_batch(1, 300, 0), 2, None, 0)
+            .await
+            .unwrap();
+        assert_eq!(info.first_offset, 300);
+        log.close().await.unwrap();
+    });
+}
+
+#[test]
+fn truncate_to_removes_whole_batches_and_trims_epochs() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().to_path_buf();
+    run(move || async move {
+        let tp = TopicPartition::new("tr", 0);
+        let mut log = PartitionLog::open(&path, tp, small_config(), params(false), None)
+            .await
+            .unwrap();
+        for epoch in 0..4 {
+            for _ in 0..40 {
+                log.append_as_leader(producer_batch(2, 400, 0), epoch, None, 0)
+                    .await
+                    .unwrap();
+            }
+        }
+        assert_eq!(log.log_end_offset(), 320);
+        log.set_high_watermark(320);
+        // 161 is inside the batch [160, 161]: it goes whole.
+        log.truncate_to(161, 0).await.unwrap();
+        assert_eq!(log.log_end_offset(), 160);
+        assert_eq!(log.high_watermark(), 160);
+        let epochs: Vec<i32> = log
+            .epoch_cache()
+            .entries()
+            .iter()
+            .map(|e| e.epoch)
+            .collect();
+        assert_eq!(epochs, vec![0, 1], "epoch 2 started at 160 and is gone");
+        let info = log
+            .append_as_leader(producer_batch(1, 10, 0), 5, None, 0)
+            .await
+            .unwrap();
+        assert_eq!(info.first_offset, 160);
+        log.truncate_fully_and_start_at(1000, 0).await.unwrap();
+        assert_eq!(log.log_start_offset(), 1000);
+        assert_eq!(log.log_end_offset(), 1000);
+        assert!(log.epoch_cache().is_empty());
+        log.close().await.unwrap();
+    });
+}
+
+#[test]
+fn retention_and_delete_records_move_the_log_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().to_path_buf();
+    run(move || async move {
+        let tp = TopicPartition::new("ret", 0);
+        let config = LogConfig {
+            retention_bytes: 100 * 1024,
+            ..small_config()
+        };
+        let mut log = PartitionLog::open(&path, tp, config, params(false), None)
+            .await
+            .unwrap();
+        for i in 0..1000 {
+            log.append_as_leader(producer_batch(1, 500, i), 0, None, 0)
+                .await
+                .unwrap();
+        }
+        log.set_high_watermark(1000);
+        let deleted = log.apply_retention(2_000).await.unwrap();
+        assert!(deleted > 0);
+        assert!(log.size_bytes() <= 100 * 1024 + 64 * 1024);
+        assert!(log.log_start_offset() > 0);
+        assert_eq!(log.log_start_offset(), log.segment_base_offsets()[0]);
+        let start = log.log_start_offset();
+        assert!(matches!(
+            log.read(start - 1, 100, 1000, true).await,
+            Err(LogError::OffsetOutOfRange { .. })
+        ));
+        // DeleteRecords inside a segment moves the start without deleting it.
+        let new_start = log.delete_records_before(start + 3).await.unwrap();
+        assert_eq!(new_start, start + 3);
+        assert!(
+            log.delete_records_before(2000).await.is_err(),
+            "beyond the HW"
+        );
+        // Time-based retention: everything older than retention.ms goes, the
+        // active segment is rolled away too.
+        let mut cfg = log.config().clone();
+        cfg.retention_ms = 10;
+        cfg.retention_bytes = -1;
+        log.set_config(cfg);
+        log.apply_retention(1_000_000).await.unwrap();
+        assert_eq!(log.log_start_offset(), 1000);
+        assert_eq!(log.log_end_offset(), 1000);
+        log.close().await.unwrap();
+    });
+}
+
+#[test]
+fn offset_for_timestamp_finds_the_first_record_at_or_after() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().to_path_buf();
+    run(move || async move {
+        let tp = TopicPartition::new("ts", 0);
+        let mut log = PartitionLog::open(&path, tp, small_config(), params(false), None)
+            .await
+            .unwrap();
+        // Batch i holds records at 10_000 + 10 i + {0, 1, 2}.
+        for i in 0..500 {
+            log.append_as_leader(producer_batch(3, 100, 10_000 + 10 * i), 0, None, 0)
+                .await
+                .unwrap();
+        }
+        let found = log
+            .offset_for_timestamp(10_000 + 10 * 321 + 2)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(found.offset, 321 * 3 + 2);
+        assert_eq!(found.timestamp, 10_000 + 10 * 321 + 2);
+        let found = log
+            .offset_for_timestamp(10_000 + 10 * 321 + 5)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(found.offset, 322 * 3);
+        assert!(log.offset_for_timestamp(1 << 40).await.unwrap().is_none());
+        let max = log.max_timestamp_offset().unwrap();
+        assert_eq!(max.timestamp, 10_000 + 10 * 499 + 2);
+        assert_eq!(max.offset, 1499);
+        log.close().await.unwrap();
+    });
+}
+
+#[test]
+fn invalid_batches_are_rejected_with_typed_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().to_path_buf();
+    run(move || async move {
+        let tp = TopicPartition::new("bad", 0);
+        let mut log = PartitionLog::open(&path, tp, small_config(), params(false), None)
+            .await
+            .unwrap();
+        let mut b = producer_batch(2, 10, 0);
+        let n = b.len();
+        b[n - 1] ^= 1;
+        assert!(matches!(
+            log.append_as_leader(b, 0, None, 0).await,
+            Err(LogError::InvalidBatch { .. })
+        ));
+        let mut b = producer_batch(2, 10, 0);
+        b[16] = 1; // magic v1
+        assert!(matches!(
+            log.append_as_leader(b, 0, None, 0).await,
+            Err(LogError::InvalidBatch {
+                source: pinlog::error::BatchError::UnsupportedMagic { magic: 1 },
+                ..
+            })
+        ));
+        let big = producer_batch(1, 2 << 20, 0);
+        assert!(
+            log.append_as_leader(big, 0, None, 0).await.is_err(),
+            "over max.message.bytes"
+        );
+        assert_eq!(log.log_end_offset(), 0);
+        log.close().await.unwrap();
+    });
+}
