@@ -4,5 +4,7 @@
 
 pub mod config;
 pub mod constants;
+pub mod demo;
 pub mod error;
 pub mod log;
+pub mod shard;

@@ -371,3 +371,60 @@ fn invalid_batches_are_rejected_with_typed_errors() {
         log.close().await.unwrap();
     });
 }
+
+#[test]
+fn flush_policy_moves_the_recovery_point() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().to_path_buf();
+    run(move || async move {
+        let tp = TopicPartition::new("fl", 0);
+        let config = LogConfig {
+            flush_messages: 10,
+            flush_ms: 1_000,
+            ..small_config()
+        };
+        let mut log = PartitionLog::open(&path, tp, config, params(false), None)
+            .await
+            .unwrap();
+        log.append_as_leader(producer_batch(4, 10, 0), 0, None, 0)
+            .await
+            .unwrap();
+        assert_eq!(log.recovery_point(), 0, "4 of 10 messages: no flush yet");
+        log.append_as_leader(producer_batch(6, 10, 0), 0, None, 0)
+            .await
+            .unwrap();
+        assert_eq!(log.recovery_point(), 10, "flush.messages reached");
+        log.append_as_leader(producer_batch(1, 10, 0), 0, None, 5_000)
+            .await
+            .unwrap();
+        assert_eq!(log.recovery_point(), 10);
+        assert!(!log.maybe_flush(5_500).await.unwrap());
+        assert!(log.maybe_flush(6_000).await.unwrap(), "flush.ms reached");
+        assert_eq!(log.recovery_point(), 11);
+        log.close().await.unwrap();
+    });
+}
+
+#[test]
+fn io_error_takes_the_partition_offline_loudly() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().to_path_buf();
+    run(move || async move {
+        let tp = TopicPartition::new("io", 0);
+        let mut log = PartitionLog::open(&path, tp.clone(), small_config(), params(false), None)
+            .await
+            .unwrap();
+        log.append_as_leader(producer_batch(1, 10, 0), 0, None, 0)
+            .await
+            .unwrap();
+        // The partition directory disappears under the broker: rolling a new
+        // segment cannot create its file.
+        std::fs::remove_dir_all(path.join(tp.dir_name())).unwrap();
+        let err = log.roll(1, 0).await.unwrap_err();
+        assert!(matches!(err, LogError::Io { .. }), "{err}");
+        assert!(log.is_offline());
+        let again = log.append_as_leader(producer_batch(1, 10, 0), 0, None, 0).await;
+        assert!(matches!(again, Err(LogError::Offline { .. })));
+        assert!(matches!(log.read(0, 100, 1, true).await, Err(LogError::Offline { .. })));
+    });
+}

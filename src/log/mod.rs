@@ -6,6 +6,7 @@
 pub mod batch;
 pub mod batch_cache;
 pub mod checkpoint;
+pub mod data_dir;
 pub mod direct_io;
 pub mod epoch_cache;
 pub mod mmap_index;

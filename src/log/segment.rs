@@ -552,6 +552,7 @@ impl Segment {
         let file_size = self.size_bytes;
         let mut position = 0u64;
         let mut failure: Option<String> = None;
+        let mut padding_only = false;
         'scan: while position < file_size {
             let want = (file_size - position).min(RECOVERY_READ_CHUNK_BYTES as u64);
             let chunk = self.read_range(position, want as usize).await?;
@@ -586,6 +587,11 @@ impl Segment {
                 match self.accept_recovered(rest, position + at as u64) {
                     Ok(size) => at += size as usize,
                     Err(why) => {
+                        // Zeros up to the end of the last block are what a
+                        // direct-I/O write leaves past the data: not damage.
+                        padding_only = rest.len() < DMA_ALIGNMENT as usize
+                            && position + chunk.len() as u64 == file_size
+                            && rest.iter().all(|&b| b == 0);
                         position += at as u64;
                         failure = Some(why);
                         break 'scan;
@@ -598,12 +604,21 @@ impl Segment {
         let truncated = file_size - valid_end;
         if truncated > 0 {
             let why = failure.unwrap_or_else(|| "incomplete batch".to_string());
-            tracing::warn!(
+            if padding_only {
+                tracing::debug!(
+                    segment = %self.log_path.display(),
+                    position = valid_end,
+                    bytes = truncated,
+                    "recovery dropped direct-I/O padding at the segment tail"
+                );
+            } else {
+                tracing::warn!(
                 segment = %self.log_path.display(),
                 position = valid_end,
                 bytes = truncated,
-                "recovery dropped invalid bytes at the segment tail: {why}"
-            );
+                    "recovery dropped invalid bytes at the segment tail: {why}"
+                );
+            }
             self.file
                 .truncate(valid_end)
                 .await

@@ -1,0 +1,148 @@
+//! Per-data-directory state: the clean-shutdown marker and Kafka's
+//! `recovery-point-offset-checkpoint` and `log-start-offset-checkpoint`.
+//!
+//! These files belong to the whole directory while partitions belong to
+//! shards, so they are read before the shards start and written after they
+//! stop, on the main thread. Blocking file I/O here never runs on a shard.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use crate::constants::{
+    CLEAN_SHUTDOWN_FILE, LOG_START_OFFSET_CHECKPOINT_FILE, RECOVERY_POINT_CHECKPOINT_FILE,
+};
+use crate::error::{LogError, LogResult};
+use crate::log::checkpoint::{self, OffsetCheckpointEntry};
+use crate::log::topic_partition::TopicPartition;
+
+/// What a data directory says about the last shutdown.
+#[derive(Debug, Clone, Default)]
+pub struct DataDirState {
+    pub clean_shutdown: bool,
+    pub recovery_points: HashMap<TopicPartition, i64>,
+    pub log_start_offsets: HashMap<TopicPartition, i64>,
+    pub partitions: Vec<TopicPartition>,
+}
+
+impl DataDirState {
+    pub fn recovery_point(&self, tp: &TopicPartition) -> i64 {
+        self.recovery_points.get(tp).copied().unwrap_or(0)
+    }
+    pub fn log_start_offset(&self, tp: &TopicPartition) -> i64 {
+        self.log_start_offsets.get(tp).copied().unwrap_or(0)
+    }
+}
+
+/// Where one partition stood when its shard stopped.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PartitionOffsets {
+    pub tp: TopicPartition,
+    pub recovery_point: i64,
+    pub log_start_offset: i64,
+}
+
+/// Reads the directory's state at startup, creating the directory if needed,
+/// and removes the clean-shutdown marker: from here on a crash must be
+/// detected as one, as in Kafka.
+pub fn load_data_dir(dir: &Path) -> LogResult<DataDirState> {
+    std::fs::create_dir_all(dir).map_err(|e| LogError::io("create data dir", dir, -1, e))?;
+    let marker = dir.join(CLEAN_SHUTDOWN_FILE);
+    let clean_shutdown = marker.exists();
+    let read = |name: &str| -> LogResult<HashMap<TopicPartition, i64>> {
+        let path = dir.join(name);
+        let Some(bytes) = checkpoint::read_checkpoint_file(&path)? else {
+            return Ok(HashMap::new());
+        };
+        Ok(checkpoint::decode_offset_checkpoint(&path, &bytes)?
+            .into_iter()
+            .map(|e| (TopicPartition::new(e.topic, e.partition), e.offset))
+            .collect())
+    };
+    let recovery_points = read(RECOVERY_POINT_CHECKPOINT_FILE)?;
+    let log_start_offsets = read(LOG_START_OFFSET_CHECKPOINT_FILE)?;
+    let partitions = list_partitions(dir)?;
+    if clean_shutdown {
+        std::fs::remove_file(&marker)
+            .map_err(|e| LogError::io("remove clean-shutdown marker", &marker, -1, e))?;
+        sync_dir(dir)?;
+    }
+    Ok(DataDirState {
+        clean_shutdown,
+        recovery_points,
+        log_start_offsets,
+        partitions,
+    })
+}
+
+/// Partition directories (`<topic>-<partition>`) under `dir`, sorted.
+pub fn list_partitions(dir: &Path) -> LogResult<Vec<TopicPartition>> {
+    let mut out = Vec::new();
+    let entries = std::fs::read_dir(dir).map_err(|e| LogError::io("list data dir", dir, -1, e))?;
+    for entry in entries {
+        let entry = entry.map_err(|e| LogError::io("list data dir", dir, -1, e))?;
+        let is_dir = entry
+            .file_type()
+            .map_err(|e| LogError::io("stat", entry.path(), -1, e))?
+            .is_dir();
+        if !is_dir {
+            continue;
+        }
+        if let Some(tp) = entry
+            .file_name()
+            .to_str()
+            .and_then(TopicPartition::parse_dir_name)
+        {
+            out.push(tp);
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// Writes both offset checkpoints and, when every shard closed its logs
+/// cleanly, the clean-shutdown marker last, so that a crash while writing
+/// leaves no marker.
+pub fn write_shutdown_state(
+    dir: &Path,
+    offsets: &[PartitionOffsets],
+    clean: bool,
+) -> LogResult<()> {
+    let entries = |f: fn(&PartitionOffsets) -> i64| -> Vec<OffsetCheckpointEntry> {
+        offsets
+            .iter()
+            .map(|o| OffsetCheckpointEntry {
+                topic: o.tp.topic.clone(),
+                partition: o.tp.partition,
+                offset: f(o),
+            })
+            .collect()
+    };
+    write(
+        dir,
+        RECOVERY_POINT_CHECKPOINT_FILE,
+        &entries(|o| o.recovery_point),
+    )?;
+    write(
+        dir,
+        LOG_START_OFFSET_CHECKPOINT_FILE,
+        &entries(|o| o.log_start_offset),
+    )?;
+    if clean {
+        let marker = dir.join(CLEAN_SHUTDOWN_FILE);
+        checkpoint::write_atomically_blocking(&marker, b"")
+            .map_err(|e| LogError::io("write clean-shutdown marker", &marker, -1, e))?;
+    }
+    Ok(())
+}
+
+fn write(dir: &Path, name: &str, entries: &[OffsetCheckpointEntry]) -> LogResult<()> {
+    let path = dir.join(name);
+    checkpoint::write_atomically_blocking(&path, &checkpoint::encode_offset_checkpoint(entries))
+        .map_err(|e| LogError::io("write checkpoint", &path, -1, e))
+}
+
+fn sync_dir(dir: &Path) -> LogResult<()> {
+    std::fs::File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(|e| LogError::io("fsync data dir", dir, -1, e))
+}

@@ -1,0 +1,265 @@
+//! Starting and stopping the shards: one pinned glommio executor per core,
+//! joined by a full channel mesh.
+//!
+//! Lifecycle: the main thread reads the data directory's shutdown state,
+//! starts the shards, and each shard opens the partitions it owns, then runs
+//! the caller's body. A shard that finishes its body keeps serving peers
+//! until every shard has finished; then all close their partitions and the
+//! main thread writes the checkpoints and, if all closed cleanly, the
+//! clean-shutdown marker.
+
+use std::path::PathBuf;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_lite::StreamExt;
+use glommio::channels::channel_mesh::MeshBuilder;
+use glommio::{LocalExecutorBuilder, Placement};
+
+use crate::config::LogConfig;
+use crate::constants::{
+    DEFAULT_SPIN_BEFORE_PARK_US, DEFAULT_TAIL_CACHE_BYTES, SHARD_CHANNEL_DEPTH,
+};
+use crate::error::{LogError, LogResult};
+use crate::log::data_dir::{self, DataDirState, PartitionOffsets};
+use crate::shard::messages::ShardRequest;
+use crate::shard::shard::Shard;
+
+/// How the shards run.
+#[derive(Debug, Clone)]
+pub struct ShardConfig {
+    /// Number of shards; defaults to the number of online cores.
+    pub shard_count: usize,
+    /// CPUs to pin shard `i` to (`cpus[i]`); defaults to the online cores in
+    /// order. With fewer CPUs than shards, shards share CPUs round-robin.
+    pub cpus: Vec<usize>,
+    /// How long an idle shard spins before parking in the kernel. Parking at
+    /// once costs milliseconds per cross-core hop; see `tuning/README.md`.
+    pub spin_before_park: Duration,
+    /// Bytes of recently appended batches each shard keeps in memory.
+    pub tail_cache_bytes: usize,
+    pub data_dir: PathBuf,
+    /// Settings for partitions opened without their own.
+    pub log_defaults: LogConfig,
+}
+
+/// The online CPUs this process may run on.
+pub fn online_cpus() -> Vec<usize> {
+    let mut cpus: Vec<usize> = core_affinity::get_core_ids()
+        .unwrap_or_default()
+        .into_iter()
+        .map(|c| c.id)
+        .collect();
+    cpus.sort_unstable();
+    if cpus.is_empty() {
+        cpus.push(0);
+    }
+    cpus
+}
+
+impl ShardConfig {
+    /// Zero-configuration defaults for a data directory.
+    pub fn new(data_dir: impl Into<PathBuf>) -> Self {
+        let cpus = online_cpus();
+        ShardConfig {
+            shard_count: cpus.len(),
+            cpus,
+            spin_before_park: Duration::from_micros(DEFAULT_SPIN_BEFORE_PARK_US),
+            tail_cache_bytes: DEFAULT_TAIL_CACHE_BYTES,
+            data_dir: data_dir.into(),
+            log_defaults: LogConfig::default(),
+        }
+    }
+
+    fn cpu_for(&self, shard: usize) -> usize {
+        self.cpus[shard % self.cpus.len()]
+    }
+}
+
+/// How the shards stop once every body has finished.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shutdown {
+    /// Close every partition, write checkpoints and the clean-shutdown marker.
+    Clean,
+    /// Drop every partition without closing or writing anything, as a
+    /// process crash would (the bytes already written stay on disk). For
+    /// crash tests and the demo.
+    SimulateCrash,
+}
+
+/// What a run of the shards produced.
+pub struct RunOutcome<T> {
+    /// Each shard's body result, by shard id.
+    pub results: Vec<T>,
+    /// The shutdown state read at startup.
+    pub startup: DataDirState,
+    pub clean: bool,
+}
+
+/// Runs `body` on every shard and stops them as `shutdown` says.
+pub fn run_shards<F, Fut, T>(
+    config: ShardConfig,
+    shutdown: Shutdown,
+    body: F,
+) -> LogResult<RunOutcome<T>>
+where
+    F: Fn(Rc<Shard>) -> Fut + Send + Clone + 'static,
+    Fut: std::future::Future<Output = T> + 'static,
+    T: Send + 'static,
+{
+    assert!(config.shard_count > 0, "shard count must be at least 1");
+    let startup = data_dir::load_data_dir(&config.data_dir)?;
+    let startup_shared = Arc::new(startup.clone());
+    let config = Arc::new(config);
+    let mesh = MeshBuilder::full(config.shard_count, SHARD_CHANNEL_DEPTH);
+    let mut handles = Vec::with_capacity(config.shard_count);
+    for id in 0..config.shard_count {
+        let config = config.clone();
+        let startup = startup_shared.clone();
+        let mesh = mesh.clone();
+        let body = body.clone();
+        let builder = LocalExecutorBuilder::new(Placement::Fixed(config.cpu_for(id)))
+            .name(&format!("pinlog-shard-{id}"))
+            .spin_before_park(config.spin_before_park);
+        let handle = builder
+            .spawn(
+                move || async move { shard_main(id, config, startup, mesh, shutdown, body).await },
+            )
+            .map_err(|e| LogError::io("start shard", format!("shard-{id}"), -1, e))?;
+        handles.push(handle);
+    }
+    let mut results = Vec::with_capacity(handles.len());
+    let mut offsets: Vec<PartitionOffsets> = Vec::new();
+    let mut clean = true;
+    let mut failure = None;
+    for (id, h) in handles.into_iter().enumerate() {
+        match h.join() {
+            Ok(Ok((r, o, c))) => {
+                results.push(r);
+                offsets.extend(o);
+                clean &= c;
+            }
+            Ok(Err(e)) => {
+                clean = false;
+                failure.get_or_insert(e);
+            }
+            Err(e) => {
+                clean = false;
+                failure.get_or_insert(LogError::io(
+                    "shard exited",
+                    format!("shard-{id}"),
+                    -1,
+                    std::io::Error::other(format!("{e:?}")),
+                ));
+            }
+        }
+    }
+    if let Some(e) = failure {
+        return Err(e);
+    }
+    if shutdown == Shutdown::Clean {
+        offsets.sort_by(|a, b| a.tp.cmp(&b.tp));
+        data_dir::write_shutdown_state(&config.data_dir, &offsets, clean)?;
+    }
+    Ok(RunOutcome {
+        results,
+        startup,
+        clean,
+    })
+}
+
+async fn shard_main<F, Fut, T>(
+    id: usize,
+    config: Arc<ShardConfig>,
+    startup: Arc<DataDirState>,
+    mesh: MeshBuilder<ShardRequest, glommio::channels::channel_mesh::Full>,
+    shutdown: Shutdown,
+    body: F,
+) -> LogResult<(T, Vec<PartitionOffsets>, bool)>
+where
+    F: Fn(Rc<Shard>) -> Fut,
+    Fut: std::future::Future<Output = T>,
+{
+    let (senders, mut receivers) = mesh.join().await.map_err(|_| {
+        LogError::io(
+            "join shard mesh",
+            format!("shard-{id}"),
+            -1,
+            std::io::Error::other("mesh join failed"),
+        )
+    })?;
+    let shard = Rc::new(Shard::new(id, config.clone(), startup, senders));
+    // Every peer's Done lands here; the shard stops serving after all.
+    let (done_tx, done_rx) = async_channel_pair();
+    for (_peer, stream) in receivers.streams() {
+        let shard = shard.clone();
+        let done_tx = done_tx.clone();
+        glommio::spawn_local(async move {
+            let mut stream = stream;
+            while let Some(req) = stream.next().await {
+                if matches!(req, ShardRequest::Done) {
+                    done_tx.notify();
+                    continue;
+                }
+                let shard = shard.clone();
+                glommio::spawn_local(async move { shard.handle(req).await }).detach();
+            }
+        })
+        .detach();
+    }
+    shard.open_owned_partitions().await?;
+    let result = body(shard.clone()).await;
+    for peer in 0..config.shard_count {
+        if peer != id {
+            // A peer that already left cannot need anything from us.
+            let _ = shard_senders(&shard)
+                .send_to(peer, ShardRequest::Done)
+                .await;
+        }
+    }
+    done_rx.wait_for(config.shard_count - 1).await;
+    match shutdown {
+        Shutdown::Clean => {
+            let (offsets, clean) = shard.close_all().await;
+            Ok((result, offsets, clean))
+        }
+        Shutdown::SimulateCrash => {
+            shard.abandon_all();
+            Ok((result, Vec::new(), false))
+        }
+    }
+}
+
+fn shard_senders(shard: &Shard) -> &glommio::channels::channel_mesh::Senders<ShardRequest> {
+    shard.senders()
+}
+
+/// A shard-local counter that tasks can wait on.
+#[derive(Clone)]
+struct DoneCounter {
+    count: Rc<std::cell::Cell<usize>>,
+    event: Rc<glommio::sync::Semaphore>,
+}
+
+fn async_channel_pair() -> (DoneCounter, DoneCounter) {
+    let c = DoneCounter {
+        count: Rc::new(std::cell::Cell::new(0)),
+        event: Rc::new(glommio::sync::Semaphore::new(0)),
+    };
+    (c.clone(), c)
+}
+
+impl DoneCounter {
+    fn notify(&self) {
+        self.count.set(self.count.get() + 1);
+        self.event.signal(1);
+    }
+    async fn wait_for(&self, n: usize) {
+        while self.count.get() < n {
+            // Closed only on shutdown of the executor, which cannot happen
+            // while this task runs.
+            let _ = self.event.acquire(1).await;
+        }
+    }
+}

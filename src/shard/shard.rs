@@ -1,0 +1,446 @@
+//! One shard: the partitions a core owns, its tail cache, and the way to
+//! reach every other shard.
+//!
+//! A shard's state is touched only by its own executor thread. Work on a
+//! partition owned elsewhere becomes a [`ShardRequest`] to the owner; the
+//! caller awaits the reply. Partition logs sit behind glommio's async
+//! `RwLock`, so an append that awaits disk I/O keeps other tasks on the shard
+//! (reads of other partitions, requests from peers) running.
+
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use bytes::{Bytes, BytesMut};
+use futures_channel::oneshot;
+use glommio::channels::channel_mesh::Senders;
+use glommio::sync::RwLock;
+
+use crate::config::LogConfig;
+use crate::error::{LogError, LogResult};
+use crate::log::batch_cache::{BatchCache, SharedBatchCache};
+use crate::log::data_dir::{DataDirState, PartitionOffsets};
+use crate::log::partition_log::{AppendInfo, OpenParams, PartitionLog, ReadSlice, RecoveryReport};
+use crate::log::topic_partition::TopicPartition;
+use crate::shard::messages::{PartitionOffsetsView, ShardRequest};
+use crate::shard::partition_table::{PartitionTable, ShardId};
+use crate::shard::runtime::ShardConfig;
+
+/// Milliseconds since the Unix epoch.
+pub fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+/// Where one partition stands, for tools and status output.
+#[derive(Debug, Clone)]
+pub struct PartitionSummary {
+    pub tp: TopicPartition,
+    pub shard: ShardId,
+    pub log_start_offset: i64,
+    pub high_watermark: i64,
+    pub log_end_offset: i64,
+    pub segments: usize,
+    pub size_bytes: u64,
+    pub recovery: RecoveryReport,
+}
+
+pub struct Shard {
+    id: ShardId,
+    config: Arc<ShardConfig>,
+    startup: Arc<DataDirState>,
+    table: RefCell<PartitionTable>,
+    logs: RefCell<HashMap<TopicPartition, Rc<RwLock<PartitionLog>>>>,
+    cache: SharedBatchCache,
+    senders: Senders<ShardRequest>,
+    /// Set after a shard-level I/O failure; kept for stats and shutdown.
+    offline_partitions: Cell<usize>,
+}
+
+fn hop_failed(to: ShardId) -> LogError {
+    LogError::io(
+        "cross-shard request",
+        format!("shard-{to}"),
+        -1,
+        std::io::Error::new(
+            std::io::ErrorKind::BrokenPipe,
+            "the owning shard has stopped",
+        ),
+    )
+}
+
+impl Shard {
+    pub(crate) fn new(
+        id: ShardId,
+        config: Arc<ShardConfig>,
+        startup: Arc<DataDirState>,
+        senders: Senders<ShardRequest>,
+    ) -> Shard {
+        Shard {
+            id,
+            table: RefCell::new(PartitionTable::new(config.shard_count)),
+            cache: BatchCache::shared(config.tail_cache_bytes),
+            config,
+            startup,
+            logs: RefCell::new(HashMap::new()),
+            senders,
+            offline_partitions: Cell::new(0),
+        }
+    }
+
+    pub fn id(&self) -> ShardId {
+        self.id
+    }
+    pub fn shard_count(&self) -> usize {
+        self.config.shard_count
+    }
+    pub fn owner(&self, tp: &TopicPartition) -> ShardId {
+        self.table.borrow().owner(tp)
+    }
+    pub(crate) fn senders(&self) -> &Senders<ShardRequest> {
+        &self.senders
+    }
+    pub fn cache(&self) -> &SharedBatchCache {
+        &self.cache
+    }
+    /// Partitions this shard owns and has open.
+    pub fn local_partitions(&self) -> Vec<TopicPartition> {
+        let mut v: Vec<_> = self.logs.borrow().keys().cloned().collect();
+        v.sort();
+        v
+    }
+
+    fn local(&self, tp: &TopicPartition) -> LogResult<Rc<RwLock<PartitionLog>>> {
+        self.logs
+            .borrow()
+            .get(tp)
+            .cloned()
+            .ok_or_else(|| LogError::OffsetOutOfRange {
+                partition: format!("{tp} (not open on shard {})", self.id),
+                offset: -1,
+                log_start_offset: -1,
+                log_end_offset: -1,
+            })
+    }
+
+    /// A summary of every partition this shard owns.
+    pub async fn local_summaries(&self) -> Vec<PartitionSummary> {
+        let logs: Vec<_> = self
+            .logs
+            .borrow()
+            .iter()
+            .map(|(tp, l)| (tp.clone(), l.clone()))
+            .collect();
+        let mut out = Vec::with_capacity(logs.len());
+        for (tp, log) in logs {
+            let Ok(log) = log.read().await else { continue };
+            out.push(PartitionSummary {
+                tp,
+                shard: self.id,
+                log_start_offset: log.log_start_offset(),
+                high_watermark: log.high_watermark(),
+                log_end_offset: log.log_end_offset(),
+                segments: log.segment_count(),
+                size_bytes: log.size_bytes(),
+                recovery: log.recovery_report().clone(),
+            });
+        }
+        out.sort_by(|a, b| a.tp.cmp(&b.tp));
+        out
+    }
+
+    /// Opens every partition in the data directory that this shard owns.
+    pub(crate) async fn open_owned_partitions(&self) -> LogResult<()> {
+        let mine: Vec<TopicPartition> = self
+            .startup
+            .partitions
+            .iter()
+            .filter(|tp| self.owner(tp) == self.id)
+            .cloned()
+            .collect();
+        for tp in mine {
+            self.open_local(tp, None).await?;
+        }
+        Ok(())
+    }
+
+    async fn open_local(&self, tp: TopicPartition, config: Option<LogConfig>) -> LogResult<()> {
+        if self.logs.borrow().contains_key(&tp) {
+            return Ok(());
+        }
+        let params = OpenParams {
+            recovery_point: self.startup.recovery_point(&tp),
+            log_start_offset: self.startup.log_start_offset(&tp),
+            clean_shutdown: self.startup.clean_shutdown,
+            now_ms: now_ms(),
+        };
+        let config = config.unwrap_or_else(|| self.config.log_defaults.clone());
+        let log = PartitionLog::open(
+            &self.config.data_dir,
+            tp.clone(),
+            config,
+            params,
+            Some(self.cache.clone()),
+        )
+        .await?;
+        let r = log.recovery_report();
+        if r.segments_recovered > 0 {
+            tracing::info!(
+                shard = self.id,
+                partition = %tp,
+                segments = r.segments_recovered,
+                bytes_scanned = r.bytes_scanned,
+                bytes_truncated = r.bytes_truncated,
+                "recovered partition"
+            );
+        }
+        self.logs.borrow_mut().insert(tp, Rc::new(RwLock::new(log)));
+        Ok(())
+    }
+
+    async fn ask<T>(
+        &self,
+        to: ShardId,
+        make: impl FnOnce(oneshot::Sender<T>) -> ShardRequest,
+    ) -> Result<T, LogError> {
+        let (tx, rx) = oneshot::channel();
+        if self.senders.send_to(to, make(tx)).await.is_err() {
+            return Err(hop_failed(to));
+        }
+        rx.await.map_err(|_| hop_failed(to))
+    }
+
+    /// Opens (or creates) `tp` on its owning shard.
+    pub async fn open_partition(
+        &self,
+        tp: TopicPartition,
+        config: Option<LogConfig>,
+    ) -> LogResult<()> {
+        let owner = self.owner(&tp);
+        if owner == self.id {
+            return self.open_local(tp, config).await;
+        }
+        self.ask(owner, |reply| ShardRequest::OpenPartition {
+            tp,
+            config,
+            reply,
+        })
+        .await?
+    }
+
+    /// Appends producer batches to `tp` as its leader, on the owning shard.
+    pub async fn append(
+        &self,
+        tp: TopicPartition,
+        batches: BytesMut,
+        leader_epoch: i32,
+    ) -> LogResult<AppendInfo> {
+        let owner = self.owner(&tp);
+        if owner == self.id {
+            let log = self.local(&tp)?;
+            let mut log = log.write().await.map_err(|_| hop_failed(self.id))?;
+            return log
+                .append_as_leader(batches, leader_epoch, None, now_ms())
+                .await;
+        }
+        self.ask(owner, |reply| ShardRequest::Append {
+            tp,
+            batches,
+            leader_epoch,
+            reply,
+        })
+        .await?
+    }
+
+    /// Reads whole batches from `offset` below the HW. Across shards the
+    /// bytes travel as reference-counted `Bytes`; file ranges are read into
+    /// memory by the owner (the fetch path will send them with sendfile).
+    pub async fn read(
+        &self,
+        tp: TopicPartition,
+        offset: i64,
+        max_bytes: usize,
+    ) -> LogResult<Vec<Bytes>> {
+        let owner = self.owner(&tp);
+        if owner == self.id {
+            let log = self.local(&tp)?;
+            let mut log = log.write().await.map_err(|_| hop_failed(self.id))?;
+            let hw = log.high_watermark();
+            let r = log.read(offset, max_bytes, hw, true).await?;
+            let mut out = Vec::with_capacity(r.slices.len());
+            for s in &r.slices {
+                match s {
+                    ReadSlice::Cached(b) => out.push(b.clone()),
+                    ReadSlice::File { .. } => {
+                        let one = crate::log::partition_log::LogReadResult {
+                            slices: vec![s.clone()],
+                            from_cache: false,
+                        };
+                        out.push(Bytes::from(one.to_vec().await?));
+                    }
+                }
+            }
+            return Ok(out);
+        }
+        self.ask(owner, |reply| ShardRequest::Read {
+            tp,
+            offset,
+            max_bytes,
+            reply,
+        })
+        .await?
+    }
+
+    /// Sets the HW of `tp` on its owner and returns its offsets.
+    pub async fn set_high_watermark(
+        &self,
+        tp: TopicPartition,
+        high_watermark: i64,
+    ) -> LogResult<PartitionOffsetsView> {
+        let owner = self.owner(&tp);
+        if owner == self.id {
+            let log = self.local(&tp)?;
+            let mut log = log.write().await.map_err(|_| hop_failed(self.id))?;
+            log.set_high_watermark(high_watermark);
+            return Ok(PartitionOffsetsView {
+                log_start_offset: log.log_start_offset(),
+                high_watermark: log.high_watermark(),
+                log_end_offset: log.log_end_offset(),
+            });
+        }
+        self.ask(owner, |reply| ShardRequest::SetHighWatermark {
+            tp,
+            high_watermark,
+            reply,
+        })
+        .await?
+    }
+
+    /// Flushes every partition this shard owns.
+    pub async fn flush_local(&self) -> LogResult<()> {
+        let logs: Vec<_> = self.logs.borrow().values().cloned().collect();
+        for log in logs {
+            let mut log = log.write().await.map_err(|_| hop_failed(self.id))?;
+            if !log.is_offline() {
+                log.flush().await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Applies the time-based flush policy (`flush.ms`) to local partitions.
+    pub async fn flush_tick(&self) -> LogResult<()> {
+        let logs: Vec<_> = self.logs.borrow().values().cloned().collect();
+        let now = now_ms();
+        for log in logs {
+            let mut log = log.write().await.map_err(|_| hop_failed(self.id))?;
+            if !log.is_offline() {
+                log.maybe_flush(now).await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Flushes every shard's partitions.
+    pub async fn flush_all(&self) -> LogResult<()> {
+        for s in 0..self.shard_count() {
+            if s == self.id {
+                self.flush_local().await?;
+            } else {
+                self.ask(s, |reply| ShardRequest::FlushAll { reply })
+                    .await??;
+            }
+        }
+        Ok(())
+    }
+
+    /// One round trip to shard `to` with no work: the cost of a hop.
+    pub async fn ping(&self, to: ShardId) -> LogResult<usize> {
+        if to == self.id {
+            return Ok(self.id);
+        }
+        self.ask(to, |reply| ShardRequest::Ping { reply }).await
+    }
+
+    /// Serves one request from a peer. Reply send errors mean the asker
+    /// gave up waiting; there is nobody left to tell.
+    pub(crate) async fn handle(&self, req: ShardRequest) {
+        match req {
+            ShardRequest::OpenPartition { tp, config, reply } => {
+                let _ = reply.send(self.open_local(tp, config).await);
+            }
+            ShardRequest::Append {
+                tp,
+                batches,
+                leader_epoch,
+                reply,
+            } => {
+                let _ = reply.send(self.append(tp, batches, leader_epoch).await);
+            }
+            ShardRequest::Read {
+                tp,
+                offset,
+                max_bytes,
+                reply,
+            } => {
+                let _ = reply.send(self.read(tp, offset, max_bytes).await);
+            }
+            ShardRequest::SetHighWatermark {
+                tp,
+                high_watermark,
+                reply,
+            } => {
+                let _ = reply.send(self.set_high_watermark(tp, high_watermark).await);
+            }
+            ShardRequest::FlushAll { reply } => {
+                let _ = reply.send(self.flush_local().await);
+            }
+            ShardRequest::Ping { reply } => {
+                let _ = reply.send(self.id);
+            }
+            ShardRequest::Done => {}
+        }
+    }
+
+    /// Closes every local partition cleanly and reports where each stands.
+    /// Returns `false` in the second field if any partition could not be
+    /// closed cleanly (the caller then writes no clean-shutdown marker).
+    pub(crate) async fn close_all(&self) -> (Vec<PartitionOffsets>, bool) {
+        let logs: Vec<_> = self.logs.borrow_mut().drain().collect();
+        let mut offsets = Vec::with_capacity(logs.len());
+        let mut clean = true;
+        for (tp, log) in logs {
+            let Ok(log) = Rc::try_unwrap(log) else {
+                tracing::error!(partition = %tp, "partition still in use at shutdown");
+                clean = false;
+                continue;
+            };
+            let log = log.into_inner().expect("lock not poisoned");
+            let entry = PartitionOffsets {
+                tp: tp.clone(),
+                recovery_point: log.log_end_offset(),
+                log_start_offset: log.log_start_offset(),
+            };
+            match log.close().await {
+                Ok(()) => offsets.push(entry),
+                Err(e) => {
+                    tracing::error!(partition = %tp, "clean close failed: {e}");
+                    self.offline_partitions
+                        .set(self.offline_partitions.get() + 1);
+                    clean = false;
+                }
+            }
+        }
+        (offsets, clean)
+    }
+
+    /// Drops every local partition without closing: what a crash leaves.
+    /// For crash tests and the demo only.
+    pub(crate) fn abandon_all(&self) {
+        self.logs.borrow_mut().clear();
+    }
+}
