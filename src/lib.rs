@@ -7,4 +7,6 @@ pub mod constants;
 pub mod demo;
 pub mod error;
 pub mod log;
+pub mod protocol;
 pub mod shard;
+pub mod tools;

@@ -105,6 +105,43 @@ fn main() -> ExitCode {
     }
 }
 
-fn run_log_command(_command: LogCommand) -> ExitCode {
-    ExitCode::FAILURE
+fn run_log_command(command: LogCommand) -> ExitCode {
+    match command {
+        LogCommand::Dump { files } => {
+            // Like other Unix filters, stop quietly when the reader (`head`)
+            // goes away. Only this offline command does this; servers must
+            // keep SIGPIPE ignored.
+            // SAFETY: setting a signal disposition before any threads start.
+            unsafe {
+                libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+            }
+            let stdout = std::io::stdout();
+            let mut out = stdout.lock();
+            let mut failed = false;
+            for f in files {
+                if let Err(e) = pinlog::tools::dump::dump_file(&f, &mut out) {
+                    eprintln!("error: cannot dump {}: {e}", f.display());
+                    failed = true;
+                }
+            }
+            if failed {
+                ExitCode::FAILURE
+            } else {
+                ExitCode::SUCCESS
+            }
+        }
+        LogCommand::Verify { dirs } => {
+            let mut failed = false;
+            for d in dirs {
+                let report = pinlog::tools::verify::verify_partition_dir(&d);
+                print!("{report}");
+                failed |= !report.is_ok();
+            }
+            if failed {
+                ExitCode::FAILURE
+            } else {
+                ExitCode::SUCCESS
+            }
+        }
+    }
 }

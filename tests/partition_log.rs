@@ -423,8 +423,13 @@ fn io_error_takes_the_partition_offline_loudly() {
         let err = log.roll(1, 0).await.unwrap_err();
         assert!(matches!(err, LogError::Io { .. }), "{err}");
         assert!(log.is_offline());
-        let again = log.append_as_leader(producer_batch(1, 10, 0), 0, None, 0).await;
+        let again = log
+            .append_as_leader(producer_batch(1, 10, 0), 0, None, 0)
+            .await;
         assert!(matches!(again, Err(LogError::Offline { .. })));
-        assert!(matches!(log.read(0, 100, 1, true).await, Err(LogError::Offline { .. })));
+        assert!(matches!(
+            log.read(0, 100, 1, true).await,
+            Err(LogError::Offline { .. })
+        ));
     });
 }

@@ -57,7 +57,11 @@ fn shard_threads_are_pinned_to_distinct_cores() {
     .unwrap();
     let mut seen = Vec::new();
     for (id, affinity) in out.results {
-        assert_eq!(affinity, vec![cpus[id]], "shard {id} must run on exactly its core");
+        assert_eq!(
+            affinity,
+            vec![cpus[id]],
+            "shard {id} must run on exactly its core"
+        );
         seen.push(affinity[0]);
     }
     seen.sort_unstable();
@@ -103,7 +107,10 @@ fn appends_route_to_owners_and_survive_clean_and_crash_restarts() {
         let tps = tps.clone();
         async move {
             for tp in &tps {
-                let view = shard.set_high_watermark(tp.clone(), i64::MAX).await.unwrap();
+                let view = shard
+                    .set_high_watermark(tp.clone(), i64::MAX)
+                    .await
+                    .unwrap();
                 assert_eq!(view.log_end_offset, 200, "{tp}");
                 let batches = shard.read(tp.clone(), 0, 1 << 20).await.unwrap();
                 assert!(!batches.is_empty());
@@ -143,6 +150,10 @@ fn appends_route_to_owners_and_survive_clean_and_crash_restarts() {
     assert_eq!(summaries.len(), 6);
     for s in &summaries {
         assert_eq!(s.log_end_offset, 210, "{}", s.tp);
-        assert!(s.recovery.segments_recovered > 0, "{} must be scanned after a crash", s.tp);
+        assert!(
+            s.recovery.segments_recovered > 0,
+            "{} must be scanned after a crash",
+            s.tp
+        );
     }
 }

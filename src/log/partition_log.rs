@@ -218,6 +218,9 @@ impl PartitionLog {
                 Segment::create(&dir, start, &config, params.now_ms).await?,
             );
         }
+        if let Some(active) = segments.values_mut().next_back() {
+            active.resize_indexes(config.segment_index_bytes)?;
+        }
         let first_base = *segments.keys().next().expect("at least one segment");
         let log_end = segments.values().next_back().expect("active").next_offset();
         let log_start_offset = params.log_start_offset.max(first_base).min(log_end);

@@ -85,6 +85,9 @@ pub struct Segment {
     index_interval_bytes: u64,
     /// One past the last offset stored here; the base offset when empty.
     next_offset: i64,
+    /// An index file was absent at open: the indexes must be rebuilt by
+    /// recovery, as Kafka's log loader does, not trusted as empty.
+    indexes_missing: bool,
 }
 
 impl Segment {
@@ -139,6 +142,7 @@ impl Segment {
             created_ms: now_ms,
             index_interval_bytes: config.index_interval_bytes,
             next_offset: base_offset,
+            indexes_missing: false,
         })
     }
 
@@ -163,6 +167,11 @@ impl Segment {
             .file_size()
             .await
             .map_err(|e| LogError::io("stat segment", &log_path, base_offset, e))?;
+        let index_paths = [
+            segment_file_path(dir, base_offset, "index"),
+            segment_file_path(dir, base_offset, "timeindex"),
+        ];
+        let indexes_missing = index_paths.iter().any(|p| !p.exists());
         let offset_index = OffsetIndex::open(
             segment_file_path(dir, base_offset, "index"),
             base_offset,
@@ -189,6 +198,7 @@ impl Segment {
             created_ms: now_ms,
             index_interval_bytes: config.index_interval_bytes,
             next_offset: base_offset,
+            indexes_missing,
         };
         segment.reload_tail_block().await?;
         Ok(segment)
@@ -529,7 +539,8 @@ impl Segment {
     /// trusted after a cheap sanity check. Returns `false` when the check
     /// fails and the caller must run full recovery instead.
     pub async fn load_clean(&mut self) -> LogResult<bool> {
-        if self.offset_index.sanity_check(self.size_bytes).is_err()
+        if self.indexes_missing
+            || self.offset_index.sanity_check(self.size_bytes).is_err()
             || self.time_index.sanity_check(self.size_bytes).is_err()
         {
             return Ok(false);
@@ -626,8 +637,23 @@ impl Segment {
         }
         self.size_bytes = valid_end;
         self.flushed_size_bytes = valid_end;
+        self.indexes_missing = false;
+        // As Kafka's LogSegment.recover: the time index gets the segment's
+        // max timestamp as its last entry and both indexes are trimmed. The
+        // log re-extends the active segment's indexes afterwards.
+        self.seal_time_index()?;
+        self.offset_index.trim_to_valid_size()?;
+        self.time_index.trim_to_valid_size()?;
         self.reload_tail_block().await?;
         Ok(truncated)
+    }
+
+    /// Grows (or shrinks) both index files to `max_index_bytes`: the active
+    /// segment needs room for new entries after recovery trimmed it.
+    pub fn resize_indexes(&mut self, max_index_bytes: u64) -> LogResult<()> {
+        self.offset_index.resize(max_index_bytes)?;
+        self.time_index.resize(max_index_bytes)?;
+        Ok(())
     }
 
     /// Validates the batch at the front of `bytes` (stored at `position`)

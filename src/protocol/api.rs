@@ -1,0 +1,206 @@
+//! The APIs pinlog serves, the versions it implements, and where each API's
+//! flexible versions (compact encodings, tagged fields) begin.
+//!
+//! ApiVersions advertises exactly this table, so a client never picks a
+//! version we cannot decode.
+
+/// Kafka API keys pinlog knows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(i16)]
+pub enum ApiKey {
+    Produce = 0,
+    Fetch = 1,
+    ListOffsets = 2,
+    Metadata = 3,
+    OffsetForLeaderEpoch = 23,
+    ApiVersions = 18,
+    CreateTopics = 19,
+    DeleteTopics = 20,
+    InitProducerId = 22,
+    DescribeConfigs = 32,
+    AlterConfigs = 33,
+    CreatePartitions = 37,
+    IncrementalAlterConfigs = 44,
+    DescribeCluster = 60,
+}
+
+/// One row of the version table.
+#[derive(Debug, Clone, Copy)]
+pub struct ApiSupport {
+    pub key: ApiKey,
+    pub min_version: i16,
+    pub max_version: i16,
+    /// First version that uses compact encodings and tagged fields.
+    pub first_flexible_version: i16,
+}
+
+/// Every API and version range pinlog implements, sorted by key.
+pub const SUPPORTED_APIS: &[ApiSupport] = &[
+    ApiSupport {
+        key: ApiKey::Produce,
+        min_version: 3,
+        max_version: 9,
+        first_flexible_version: 9,
+    },
+    ApiSupport {
+        key: ApiKey::Fetch,
+        min_version: 4,
+        max_version: 12,
+        first_flexible_version: 12,
+    },
+    ApiSupport {
+        key: ApiKey::ListOffsets,
+        min_version: 1,
+        max_version: 7,
+        first_flexible_version: 6,
+    },
+    ApiSupport {
+        key: ApiKey::Metadata,
+        min_version: 0,
+        max_version: 12,
+        first_flexible_version: 9,
+    },
+    ApiSupport {
+        key: ApiKey::ApiVersions,
+        min_version: 0,
+        max_version: 4,
+        first_flexible_version: 3,
+    },
+    ApiSupport {
+        key: ApiKey::CreateTopics,
+        min_version: 2,
+        max_version: 7,
+        first_flexible_version: 5,
+    },
+    ApiSupport {
+        key: ApiKey::DeleteTopics,
+        min_version: 1,
+        max_version: 6,
+        first_flexible_version: 4,
+    },
+    ApiSupport {
+        key: ApiKey::InitProducerId,
+        min_version: 0,
+        max_version: 4,
+        first_flexible_version: 2,
+    },
+    ApiSupport {
+        key: ApiKey::OffsetForLeaderEpoch,
+        min_version: 2,
+        max_version: 4,
+        first_flexible_version: 4,
+    },
+    ApiSupport {
+        key: ApiKey::DescribeConfigs,
+        min_version: 1,
+        max_version: 4,
+        first_flexible_version: 4,
+    },
+    ApiSupport {
+        key: ApiKey::AlterConfigs,
+        min_version: 0,
+        max_version: 2,
+        first_flexible_version: 2,
+    },
+    ApiSupport {
+        key: ApiKey::CreatePartitions,
+        min_version: 0,
+        max_version: 3,
+        first_flexible_version: 2,
+    },
+    ApiSupport {
+        key: ApiKey::IncrementalAlterConfigs,
+        min_version: 0,
+        max_version: 1,
+        first_flexible_version: 1,
+    },
+    ApiSupport {
+        key: ApiKey::DescribeCluster,
+        min_version: 0,
+        max_version: 1,
+        first_flexible_version: 0,
+    },
+];
+
+impl ApiKey {
+    pub fn from_i16(key: i16) -> Option<ApiKey> {
+        SUPPORTED_APIS
+            .iter()
+            .map(|a| a.key)
+            .find(|k| *k as i16 == key)
+    }
+
+    pub fn support(self) -> &'static ApiSupport {
+        SUPPORTED_APIS
+            .iter()
+            .find(|a| a.key == self)
+            .expect("every ApiKey has a row in SUPPORTED_APIS")
+    }
+
+    pub fn supports(self, version: i16) -> bool {
+        let s = self.support();
+        (s.min_version..=s.max_version).contains(&version)
+    }
+
+    /// Whether `version` of this API uses compact encodings and tagged fields.
+    pub fn is_flexible(self, version: i16) -> bool {
+        version >= self.support().first_flexible_version
+    }
+
+    /// Request header version for `version` of this API: 2 when flexible,
+    /// else 1. (ApiVersions requests use header v2 from v3 on, too.)
+    pub fn request_header_version(self, version: i16) -> i16 {
+        if self.is_flexible(version) {
+            2
+        } else {
+            1
+        }
+    }
+
+    /// Response header version: 1 when flexible, else 0, except that
+    /// ApiVersions responses always use header v0 so that a client can read
+    /// them before it knows which versions the broker supports.
+    pub fn response_header_version(self, version: i16) -> i16 {
+        if self == ApiKey::ApiVersions || !self.is_flexible(version) {
+            0
+        } else {
+            1
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            ApiKey::Produce => "Produce",
+            ApiKey::Fetch => "Fetch",
+            ApiKey::ListOffsets => "ListOffsets",
+            ApiKey::Metadata => "Metadata",
+            ApiKey::OffsetForLeaderEpoch => "OffsetForLeaderEpoch",
+            ApiKey::ApiVersions => "ApiVersions",
+            ApiKey::CreateTopics => "CreateTopics",
+            ApiKey::DeleteTopics => "DeleteTopics",
+            ApiKey::InitProducerId => "InitProducerId",
+            ApiKey::DescribeConfigs => "DescribeConfigs",
+            ApiKey::AlterConfigs => "AlterConfigs",
+            ApiKey::CreatePartitions => "CreatePartitions",
+            ApiKey::IncrementalAlterConfigs => "IncrementalAlterConfigs",
+            ApiKey::DescribeCluster => "DescribeCluster",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_is_consistent() {
+        for a in SUPPORTED_APIS {
+            assert!(a.min_version <= a.max_version, "{:?}", a.key);
+            assert_eq!(ApiKey::from_i16(a.key as i16), Some(a.key));
+        }
+        assert_eq!(ApiKey::from_i16(999), None);
+        assert_eq!(ApiKey::ApiVersions.response_header_version(3), 0);
+        assert_eq!(ApiKey::Fetch.response_header_version(12), 1);
+        assert_eq!(ApiKey::Fetch.request_header_version(11), 1);
+    }
+}

@@ -1,0 +1,6 @@
+//! The Kafka wire protocol: frames, request headers and the messages of
+//! every supported API, decoded zero-copy from `Bytes`.
+
+pub mod api;
+pub mod codec;
+pub mod header;
