@@ -2,5 +2,7 @@
 //! every supported API, decoded zero-copy from `Bytes`.
 
 pub mod api;
+pub mod chunks;
 pub mod codec;
 pub mod header;
+pub mod messages;
