@@ -22,6 +22,8 @@ pub enum BatchError {
         "record batch claims {count} records but its last offset delta is {last_offset_delta}"
     )]
     InconsistentCount { count: i32, last_offset_delta: i32 },
+    #[error("records of a batch compressed with codec {codec} cannot be read without decompressing it")]
+    Compressed { codec: u8 },
     #[error("record batch of {size} bytes exceeds the limit of {max} bytes")]
     TooLarge { size: usize, max: usize },
 }
@@ -73,6 +75,8 @@ pub enum LogError {
         line: usize,
         reason: String,
     },
+    #[error("corrupt metadata log at byte {position}: {reason}; restore the data directory from a replica or backup")]
+    CorruptMetadata { position: usize, reason: String },
     #[error("invalid partition directory name {name:?}: expected <topic>-<partition>")]
     InvalidPartitionDir { name: String },
 }

@@ -2,11 +2,13 @@
 //!
 //! See `ARCHITECTURE.md` for the map of this crate.
 
+pub mod broker_config;
 pub mod config;
 pub mod constants;
 pub mod demo;
 pub mod error;
 pub mod log;
+pub mod metadata;
 pub mod protocol;
 pub mod shard;
 pub mod tools;

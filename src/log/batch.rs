@@ -336,10 +336,110 @@ pub fn build_batch(spec: &BatchSpec<'_>) -> Vec<u8> {
     b
 }
 
-/// Reads varint-encoded records of an uncompressed batch and returns the
-/// `(offset, timestamp)` of the first record whose timestamp is at least
-/// `target_ms`. Returns `None` for compressed batches or malformed record
-/// bytes; callers then fall back to the batch's base offset.
+/// One record of an uncompressed batch, borrowed from the batch bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Record<'a> {
+    pub offset_delta: i64,
+    pub timestamp_delta: i64,
+    pub key: Option<&'a [u8]>,
+    pub value: Option<&'a [u8]>,
+    pub header_count: i64,
+}
+
+/// Walks the records of an uncompressed batch (Kafka's `DefaultRecord`
+/// layout). Yields an error, once, at the first record that does not decode;
+/// every length is checked against the batch before it is used.
+pub struct RecordIter<'a> {
+    bytes: &'a [u8],
+    position: usize,
+    remaining: i32,
+    failed: bool,
+}
+
+/// Records of the whole batch at the front of `batch`. Compressed batches
+/// yield an error: pinlog never decompresses on the data path.
+pub fn records(batch: &[u8]) -> Result<RecordIter<'_>, BatchError> {
+    let h = parse_header(batch)?;
+    if h.compression() != 0 {
+        return Err(BatchError::Compressed {
+            codec: h.compression(),
+        });
+    }
+    Ok(RecordIter {
+        bytes: &batch[..h.size_bytes()],
+        position: RECORD_BATCH_HEADER_SIZE,
+        remaining: h.record_count.max(0),
+        failed: false,
+    })
+}
+
+impl<'a> RecordIter<'a> {
+    fn field(&self, at: usize) -> Option<(i64, usize)> {
+        read_varint(self.bytes.get(at..)?)
+    }
+    fn sized(&self, at: usize) -> Option<(Option<&'a [u8]>, usize)> {
+        let (len, n) = self.field(at)?;
+        if len < 0 {
+            return Some((None, at + n));
+        }
+        let start = at + n;
+        let end = start.checked_add(usize::try_from(len).ok()?)?;
+        Some((Some(self.bytes.get(start..end)?), end))
+    }
+    fn decode_one(&self) -> Option<(Record<'a>, usize)> {
+        let (len, n) = self.field(self.position)?;
+        let body_start = self.position + n;
+        let body_end = body_start.checked_add(usize::try_from(len).ok()?)?;
+        if body_end > self.bytes.len() {
+            return None;
+        }
+        let at = body_start + 1; // attributes
+        let (timestamp_delta, n1) = self.field(at)?;
+        let (offset_delta, n2) = self.field(at + n1)?;
+        let (key, at) = self.sized(at + n1 + n2)?;
+        let (value, at) = self.sized(at)?;
+        let (header_count, _) = self.field(at)?;
+        Some((
+            Record {
+                offset_delta,
+                timestamp_delta,
+                key,
+                value,
+                header_count,
+            },
+            body_end,
+        ))
+    }
+}
+
+impl<'a> Iterator for RecordIter<'a> {
+    type Item = Result<Record<'a>, String>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.failed || self.remaining == 0 {
+            return None;
+        }
+        match self.decode_one() {
+            Some((record, end)) => {
+                self.position = end;
+                self.remaining -= 1;
+                Some(Ok(record))
+            }
+            None => {
+                self.failed = true;
+                Some(Err(format!(
+                    "record at byte {} does not decode",
+                    self.position
+                )))
+            }
+        }
+    }
+}
+
+/// Reads the records of an uncompressed batch and returns the `(offset,
+/// timestamp)` of the first record whose timestamp is at least `target_ms`.
+/// Returns `None` for compressed batches or malformed record bytes; callers
+/// then fall back to the batch's base offset.
 pub fn first_offset_at_or_after(batch: &[u8], target_ms: i64) -> Option<(i64, i64)> {
     let h = parse_header(batch).ok()?;
     if h.compression() != 0 {
@@ -348,20 +448,12 @@ pub fn first_offset_at_or_after(batch: &[u8], target_ms: i64) -> Option<(i64, i6
     if h.is_log_append_time() {
         return (h.max_timestamp >= target_ms).then_some((h.base_offset, h.max_timestamp));
     }
-    let mut pos = RECORD_BATCH_HEADER_SIZE;
-    let end = h.size_bytes();
-    for _ in 0..h.record_count {
-        let (len, n) = read_varint(batch.get(pos..end)?)?;
-        let body_start = pos + n;
-        let body_end = body_start.checked_add(usize::try_from(len).ok()?)?;
-        let body = batch.get(body_start..body_end)?;
-        let (ts_delta, n1) = read_varint(body.get(1..)?)?;
-        let (offset_delta, _) = read_varint(body.get(1 + n1..)?)?;
-        let timestamp = h.base_timestamp.saturating_add(ts_delta);
+    for r in records(batch).ok()? {
+        let r = r.ok()?;
+        let timestamp = h.base_timestamp.saturating_add(r.timestamp_delta);
         if timestamp >= target_ms {
-            return Some((h.base_offset + offset_delta, timestamp));
+            return Some((h.base_offset + r.offset_delta, timestamp));
         }
-        pos = body_end;
     }
     None
 }
@@ -380,6 +472,23 @@ fn read_varint(b: &[u8]) -> Option<(i64, usize)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn record_iterator_yields_keys_values_and_deltas() {
+        let b = sample(3);
+        let recs: Vec<_> = records(&b).unwrap().map(|r| r.unwrap()).collect();
+        assert_eq!(recs.len(), 3);
+        assert_eq!(recs[2].offset_delta, 2);
+        assert_eq!(recs[2].timestamp_delta, 2);
+        assert_eq!(recs[0].key, Some(&b"key"[..]));
+        assert_eq!(recs[0].value, Some(&[7u8; 10][..]));
+        let mut bad = b.clone();
+        let n = bad.len();
+        bad.truncate(n - 3);
+        bad[LENGTH_AT..LENGTH_AT + 4].copy_from_slice(&((n - 3 - LOG_OVERHEAD) as i32).to_be_bytes());
+        let results: Vec<_> = records(&bad).unwrap().collect();
+        assert!(results.last().unwrap().is_err());
+    }
 
     fn sample(n: usize) -> Vec<u8> {
         let value = [7u8; 10];

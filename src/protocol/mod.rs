@@ -4,5 +4,6 @@
 pub mod api;
 pub mod chunks;
 pub mod codec;
+pub mod error_code;
 pub mod header;
 pub mod messages;

@@ -18,6 +18,12 @@ pub struct PartitionOffsetsView {
     pub log_end_offset: i64,
 }
 
+/// Work shipped to another shard; it builds its future there.
+pub type RemoteTask = Box<
+    dyn FnOnce(std::rc::Rc<crate::shard::shard::Shard>) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()>>>
+        + Send,
+>;
+
 pub enum ShardRequest {
     /// Open (or create) a partition on its owner.
     OpenPartition {
@@ -51,6 +57,10 @@ pub enum ShardRequest {
     },
     /// Round trip with no work, for measuring the cost of a hop.
     Ping { reply: oneshot::Sender<usize> },
+    /// Run a closure on the receiving shard (Seastar's `submit_to`): how
+    /// layers above the storage engine do work on a partition's owner
+    /// without adding message types here. The closure replies itself.
+    Run(RemoteTask),
     /// The sender's work is done; it will send nothing more.
     Done,
 }

@@ -203,7 +203,7 @@ where
                     continue;
                 }
                 let shard = shard.clone();
-                glommio::spawn_local(async move { shard.handle(req).await }).detach();
+                glommio::spawn_local(shard.handle(req)).detach();
             }
         })
         .detach();

@@ -7,6 +7,7 @@
 //! `RwLock`, so an append that awaits disk I/O keeps other tasks on the shard
 //! (reads of other partitions, requests from peers) running.
 
+use std::any::{Any, TypeId};
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::rc::Rc;
@@ -59,6 +60,11 @@ pub struct Shard {
     senders: Senders<ShardRequest>,
     /// Set after a shard-level I/O failure; kept for stats and shutdown.
     offline_partitions: Cell<usize>,
+    /// Shard-local state of the layers above (server, metadata), by type.
+    extensions: RefCell<HashMap<TypeId, Rc<dyn Any>>>,
+    /// Offsets of logs that layers above own and closed themselves (the
+    /// metadata log), added to the shutdown checkpoints.
+    extra_offsets: RefCell<Vec<PartitionOffsets>>,
 }
 
 fn hop_failed(to: ShardId) -> LogError {
@@ -89,7 +95,78 @@ impl Shard {
             logs: RefCell::new(HashMap::new()),
             senders,
             offline_partitions: Cell::new(0),
+            extensions: RefCell::new(HashMap::new()),
+            extra_offsets: RefCell::new(Vec::new()),
         }
+    }
+
+    /// Shard-local state of type `T`, if set.
+    pub fn extension<T: 'static>(&self) -> Option<Rc<T>> {
+        let e = self.extensions.borrow().get(&TypeId::of::<T>()).cloned()?;
+        e.downcast::<T>().ok()
+    }
+
+    /// Sets shard-local state of type `T`, replacing any earlier value.
+    pub fn set_extension<T: 'static>(&self, value: Rc<T>) {
+        self.extensions.borrow_mut().insert(TypeId::of::<T>(), value);
+    }
+
+    /// Records offsets of a log closed by a layer above, for the checkpoints.
+    pub fn add_closed_log_offsets(&self, offsets: PartitionOffsets) {
+        self.extra_offsets.borrow_mut().push(offsets);
+    }
+
+    /// Runs `f` on shard `to` and returns its result: the way to reach a
+    /// partition's owner from any shard. Runs inline when `to` is this shard.
+    pub async fn submit_to<R, F, Fut>(self: &Rc<Self>, to: ShardId, f: F) -> LogResult<R>
+    where
+        R: Send + 'static,
+        F: FnOnce(Rc<Shard>) -> Fut + Send + 'static,
+        Fut: std::future::Future<Output = R> + 'static,
+    {
+        if to == self.id {
+            return Ok(f(self.clone()).await);
+        }
+        self.ask(to, move |reply| {
+            ShardRequest::Run(Box::new(move |shard| {
+                Box::pin(async move {
+                    let _ = reply.send(f(shard).await);
+                })
+            }))
+        })
+        .await
+    }
+
+    /// The open log of a local partition.
+    pub fn local_log(&self, tp: &TopicPartition) -> Option<Rc<RwLock<PartitionLog>>> {
+        self.logs.borrow().get(tp).cloned()
+    }
+
+    /// Opens (or creates) a partition on this shard with its settings.
+    pub async fn open_local_partition(&self, tp: TopicPartition, config: LogConfig) -> LogResult<()> {
+        self.open_local(tp, Some(config)).await
+    }
+
+    /// Closes and deletes a local partition's directory.
+    pub async fn delete_local_partition(&self, tp: &TopicPartition) -> LogResult<()> {
+        let Some(log) = self.logs.borrow_mut().remove(tp) else {
+            return Ok(());
+        };
+        let dir = self.config.data_dir.join(tp.dir_name());
+        if let Ok(log) = Rc::try_unwrap(log) {
+            if let Ok(log) = log.into_inner() {
+                if !log.is_offline() {
+                    log.close().await?;
+                }
+            }
+        }
+        // Removing a directory tree is a rare admin operation; run it off the
+        // shard thread.
+        let d = dir.clone();
+        glommio::executor()
+            .spawn_blocking(move || std::fs::remove_dir_all(d))
+            .await
+            .map_err(|e| LogError::io("delete partition dir", &dir, -1, e))
     }
 
     pub fn id(&self) -> ShardId {
@@ -159,6 +236,8 @@ impl Shard {
             .startup
             .partitions
             .iter()
+            // The metadata log is opened by the metadata layer, not here.
+            .filter(|tp| tp.topic != crate::metadata::store::METADATA_TOPIC)
             .filter(|tp| self.owner(tp) == self.id)
             .cloned()
             .collect();
@@ -368,8 +447,9 @@ impl Shard {
 
     /// Serves one request from a peer. Reply send errors mean the asker
     /// gave up waiting; there is nobody left to tell.
-    pub(crate) async fn handle(&self, req: ShardRequest) {
+    pub(crate) async fn handle(self: Rc<Self>, req: ShardRequest) {
         match req {
+            ShardRequest::Run(task) => task(self.clone()).await,
             ShardRequest::OpenPartition { tp, config, reply } => {
                 let _ = reply.send(self.open_local(tp, config).await);
             }
@@ -411,7 +491,7 @@ impl Shard {
     /// closed cleanly (the caller then writes no clean-shutdown marker).
     pub(crate) async fn close_all(&self) -> (Vec<PartitionOffsets>, bool) {
         let logs: Vec<_> = self.logs.borrow_mut().drain().collect();
-        let mut offsets = Vec::with_capacity(logs.len());
+        let mut offsets: Vec<PartitionOffsets> = self.extra_offsets.borrow_mut().drain(..).collect();
         let mut clean = true;
         for (tp, log) in logs {
             let Ok(log) = Rc::try_unwrap(log) else {

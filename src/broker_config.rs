@@ -1,0 +1,312 @@
+//! Broker settings: Kafka's names and defaults, from flags, `PINLOG_*`
+//! environment variables, a TOML file, and defaults, in that precedence.
+//!
+//! The TOML file uses Kafka's setting names as quoted keys, for example
+//!
+//! ```toml
+//! "data-dir" = "/var/lib/pinlog"
+//! "num.partitions" = 6
+//! "log.segment.bytes" = 536870912
+//! ```
+//!
+//! Unknown keys are refused with the list of known ones, so a typo never
+//! silently falls back to a default.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use crate::config::LogConfig;
+use crate::constants::*;
+
+/// Kafka's `socket.request.max.bytes` default: 100 MiB.
+pub const DEFAULT_SOCKET_REQUEST_MAX_BYTES: usize = 100 * 1024 * 1024;
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:9092";
+pub const DEFAULT_METRICS_LISTEN: &str = "127.0.0.1:9644";
+pub const DEFAULT_DATA_DIR: &str = "./pinlog-data";
+
+/// `message.timestamp.type`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TimestampType {
+    CreateTime,
+    LogAppendTime,
+}
+
+#[derive(Debug, Clone)]
+pub struct BrokerConfig {
+    pub data_dir: PathBuf,
+    pub listen: SocketAddr,
+    /// What Metadata tells clients to connect to.
+    pub advertise: String,
+    pub shards: Option<usize>,
+    /// `node.id`.
+    pub node_id: i32,
+    /// `num.partitions`.
+    pub num_partitions: i32,
+    /// `default.replication.factor`.
+    pub default_replication_factor: i16,
+    /// `auto.create.topics.enable`.
+    pub auto_create_topics_enable: bool,
+    /// `socket.request.max.bytes`.
+    pub socket_request_max_bytes: usize,
+    /// `message.timestamp.type` default for topics.
+    pub message_timestamp_type: TimestampType,
+    /// `metrics.listen`.
+    pub metrics_listen: SocketAddr,
+    /// `tail.cache.bytes`: per-shard memory for recently appended batches.
+    pub tail_cache_bytes: usize,
+    /// `shard.spin.before.park.us`.
+    pub spin_before_park_us: u64,
+    /// Defaults for every topic's log settings (`log.*`, `message.max.bytes`).
+    pub log: LogConfig,
+}
+
+impl Default for BrokerConfig {
+    fn default() -> Self {
+        BrokerConfig {
+            data_dir: PathBuf::from(DEFAULT_DATA_DIR),
+            listen: DEFAULT_LISTEN.parse().expect("valid default"),
+            advertise: DEFAULT_LISTEN.to_string(),
+            shards: None,
+            node_id: 1,
+            num_partitions: 1,
+            default_replication_factor: 1,
+            auto_create_topics_enable: true,
+            socket_request_max_bytes: DEFAULT_SOCKET_REQUEST_MAX_BYTES,
+            message_timestamp_type: TimestampType::CreateTime,
+            metrics_listen: DEFAULT_METRICS_LISTEN.parse().expect("valid default"),
+            tail_cache_bytes: DEFAULT_TAIL_CACHE_BYTES,
+            spin_before_park_us: DEFAULT_SPIN_BEFORE_PARK_US,
+            log: LogConfig::default(),
+        }
+    }
+}
+
+/// Values given on the command line or in the environment (already merged
+/// by clap: a flag wins over its `PINLOG_*` variable).
+#[derive(Debug, Clone, Default)]
+pub struct Overrides {
+    pub data_dir: Option<PathBuf>,
+    pub listen: Option<String>,
+    pub advertise: Option<String>,
+    pub shards: Option<usize>,
+    pub config_file: Option<PathBuf>,
+}
+
+/// Every key the TOML file accepts.
+pub const KNOWN_KEYS: &[&str] = &[
+    "data-dir",
+    "listen",
+    "advertise",
+    "shards",
+    "node.id",
+    "num.partitions",
+    "default.replication.factor",
+    "auto.create.topics.enable",
+    "socket.request.max.bytes",
+    "message.max.bytes",
+    "message.timestamp.type",
+    "metrics.listen",
+    "tail.cache.bytes",
+    "shard.spin.before.park.us",
+    "log.segment.bytes",
+    "log.roll.ms",
+    "log.index.size.max.bytes",
+    "log.index.interval.bytes",
+    "log.flush.interval.messages",
+    "log.flush.interval.ms",
+    "log.retention.ms",
+    "log.retention.bytes",
+    "log.preallocate",
+];
+
+fn bad(key: &str, why: impl std::fmt::Display) -> String {
+    format!("setting {key:?}: {why}")
+}
+
+fn int(key: &str, v: &toml::Value) -> Result<i64, String> {
+    v.as_integer()
+        .ok_or_else(|| bad(key, format!("expected an integer, got {v}")))
+}
+fn non_negative(key: &str, v: &toml::Value) -> Result<u64, String> {
+    let i = int(key, v)?;
+    u64::try_from(i).map_err(|_| bad(key, "must not be negative"))
+}
+fn boolean(key: &str, v: &toml::Value) -> Result<bool, String> {
+    v.as_bool()
+        .ok_or_else(|| bad(key, format!("expected true or false, got {v}")))
+}
+fn string(key: &str, v: &toml::Value) -> Result<String, String> {
+    v.as_str()
+        .map(str::to_string)
+        .ok_or_else(|| bad(key, format!("expected a string, got {v}")))
+}
+fn addr(key: &str, s: &str) -> Result<SocketAddr, String> {
+    s.parse()
+        .map_err(|e| bad(key, format!("{s:?} is not HOST:PORT with a numeric host ({e})")))
+}
+
+impl BrokerConfig {
+    /// Builds the configuration: defaults, then the file, then overrides.
+    pub fn load(overrides: &Overrides) -> Result<BrokerConfig, String> {
+        let mut c = BrokerConfig::default();
+        let mut advertise_set = false;
+        if let Some(path) = &overrides.config_file {
+            advertise_set = c.apply_file(path)?;
+        }
+        if let Some(d) = &overrides.data_dir {
+            c.data_dir = d.clone();
+        }
+        if let Some(l) = &overrides.listen {
+            c.listen = addr("--listen", l)?;
+        }
+        if let Some(a) = &overrides.advertise {
+            c.advertise = a.clone();
+            advertise_set = true;
+        }
+        if let Some(s) = overrides.shards {
+            c.shards = Some(s);
+        }
+        if !advertise_set {
+            c.advertise = c.listen.to_string();
+        }
+        c.validate()?;
+        Ok(c)
+    }
+
+    fn validate(&self) -> Result<(), String> {
+        if self.shards == Some(0) {
+            return Err("--shards must be at least 1".into());
+        }
+        if self.num_partitions < 1 {
+            return Err(bad("num.partitions", "must be at least 1"));
+        }
+        let (host, port) = self
+            .advertise
+            .rsplit_once(':')
+            .ok_or_else(|| bad("advertise", format!("{:?} is not HOST:PORT", self.advertise)))?;
+        if host.is_empty() || port.parse::<u16>().is_err() {
+            return Err(bad("advertise", format!("{:?} is not HOST:PORT", self.advertise)));
+        }
+        if self.log.segment_bytes < 1024 || self.log.segment_bytes > u32::MAX as u64 {
+            return Err(bad("log.segment.bytes", "must be between 1 KiB and 4 GiB"));
+        }
+        Ok(())
+    }
+
+    /// The advertised host and port.
+    pub fn advertised_host_port(&self) -> (String, i32) {
+        let (h, p) = self.advertise.rsplit_once(':').unwrap_or(("127.0.0.1", "9092"));
+        (h.to_string(), p.parse().unwrap_or(9092))
+    }
+
+    /// Applies a TOML file; returns whether it set `advertise`.
+    fn apply_file(&mut self, path: &Path) -> Result<bool, String> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("cannot read config file {}: {e}", path.display()))?;
+        let table: toml::Table = text
+            .parse()
+            .map_err(|e| format!("config file {} is not valid TOML: {e}", path.display()))?;
+        let mut advertise_set = false;
+        for (key, v) in &table {
+            match key.as_str() {
+                "data-dir" | "log.dirs" => self.data_dir = PathBuf::from(string(key, v)?),
+                "listen" => self.listen = addr(key, &string(key, v)?)?,
+                "advertise" => {
+                    self.advertise = string(key, v)?;
+                    advertise_set = true;
+                }
+                "shards" => self.shards = Some(non_negative(key, v)? as usize),
+                "node.id" => self.node_id = int(key, v)? as i32,
+                "num.partitions" => self.num_partitions = int(key, v)? as i32,
+                "default.replication.factor" => self.default_replication_factor = int(key, v)? as i16,
+                "auto.create.topics.enable" => self.auto_create_topics_enable = boolean(key, v)?,
+                "socket.request.max.bytes" => self.socket_request_max_bytes = non_negative(key, v)? as usize,
+                "message.max.bytes" => self.log.max_batch_bytes = non_negative(key, v)? as usize,
+                "message.timestamp.type" => {
+                    self.message_timestamp_type = match string(key, v)?.as_str() {
+                        "CreateTime" => TimestampType::CreateTime,
+                        "LogAppendTime" => TimestampType::LogAppendTime,
+                        other => return Err(bad(key, format!("{other:?} is not CreateTime or LogAppendTime"))),
+                    }
+                }
+                "metrics.listen" => self.metrics_listen = addr(key, &string(key, v)?)?,
+                "tail.cache.bytes" => self.tail_cache_bytes = non_negative(key, v)? as usize,
+                "shard.spin.before.park.us" => self.spin_before_park_us = non_negative(key, v)?,
+                "log.segment.bytes" => self.log.segment_bytes = non_negative(key, v)?,
+                "log.roll.ms" => self.log.segment_ms = int(key, v)?,
+                "log.index.size.max.bytes" => self.log.segment_index_bytes = non_negative(key, v)?,
+                "log.index.interval.bytes" => self.log.index_interval_bytes = non_negative(key, v)?,
+                "log.flush.interval.messages" => self.log.flush_messages = non_negative(key, v)?,
+                "log.flush.interval.ms" => self.log.flush_ms = non_negative(key, v)?,
+                "log.retention.ms" => self.log.retention_ms = int(key, v)?,
+                "log.retention.bytes" => self.log.retention_bytes = int(key, v)?,
+                "log.preallocate" => self.log.preallocate = boolean(key, v)?,
+                other => {
+                    return Err(format!(
+                        "unknown setting {other:?} in {}; known settings: {}",
+                        path.display(),
+                        KNOWN_KEYS.join(", ")
+                    ))
+                }
+            }
+        }
+        Ok(advertise_set)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_kafkas_and_zero_config_works() {
+        let c = BrokerConfig::load(&Overrides::default()).unwrap();
+        assert_eq!(c.listen.to_string(), "127.0.0.1:9092");
+        assert_eq!(c.advertise, "127.0.0.1:9092");
+        assert_eq!(c.num_partitions, 1);
+        assert!(c.auto_create_topics_enable);
+        assert_eq!(c.socket_request_max_bytes, 100 * 1024 * 1024);
+        assert_eq!(c.log.segment_bytes, 1 << 30);
+    }
+
+    #[test]
+    fn flags_beat_the_file_and_the_file_beats_defaults() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("pinlog.toml");
+        std::fs::write(
+            &path,
+            "\"listen\" = \"127.0.0.1:9999\"\n\"num.partitions\" = 6\n\"data-dir\" = \"/x\"\n",
+        )
+        .unwrap();
+        let c = BrokerConfig::load(&Overrides {
+            config_file: Some(path.clone()),
+            data_dir: Some("/y".into()),
+            ..Overrides::default()
+        })
+        .unwrap();
+        assert_eq!(c.num_partitions, 6);
+        assert_eq!(c.listen.port(), 9999);
+        assert_eq!(c.advertise, "127.0.0.1:9999", "advertise follows listen");
+        assert_eq!(c.data_dir, PathBuf::from("/y"));
+    }
+
+    #[test]
+    fn unknown_and_malformed_settings_are_explained() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("bad.toml");
+        std::fs::write(&path, "\"num.partitons\" = 3\n").unwrap();
+        let e = BrokerConfig::load(&Overrides {
+            config_file: Some(path.clone()),
+            ..Overrides::default()
+        })
+        .unwrap_err();
+        assert!(e.contains("unknown setting") && e.contains("num.partitions"), "{e}");
+        std::fs::write(&path, "\"num.partitions\" = \"three\"\n").unwrap();
+        let e = BrokerConfig::load(&Overrides {
+            config_file: Some(path),
+            ..Overrides::default()
+        })
+        .unwrap_err();
+        assert!(e.contains("expected an integer"), "{e}");
+    }
+}

@@ -1,0 +1,130 @@
+//! The metadata image: an immutable view of every topic, partition and
+//! config, built by applying metadata records in log order. Each shard holds
+//! an `Arc` of the current image and swaps it when a new one arrives.
+
+use std::collections::{BTreeMap, HashMap};
+
+use crate::metadata::records::{MetadataRecord, Uuid, RESOURCE_BROKER, RESOURCE_TOPIC};
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PartitionImage {
+    pub replicas: Vec<i32>,
+    pub isr: Vec<i32>,
+    pub leader: i32,
+    pub leader_epoch: i32,
+    pub partition_epoch: i32,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TopicImage {
+    pub name: String,
+    pub id: Uuid,
+    pub partitions: BTreeMap<i32, PartitionImage>,
+    /// Topic-level overrides only; defaults come from the broker config.
+    pub configs: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MetadataImage {
+    /// Offset of the last record applied; -1 for the empty image.
+    pub offset: i64,
+    pub topics: BTreeMap<String, TopicImage>,
+    pub topic_names_by_id: HashMap<Uuid, String>,
+    pub broker_configs: BTreeMap<String, String>,
+    pub next_producer_id: i64,
+}
+
+impl MetadataImage {
+    pub fn empty() -> Self {
+        MetadataImage {
+            offset: -1,
+            ..Default::default()
+        }
+    }
+
+    pub fn topic(&self, name: &str) -> Option<&TopicImage> {
+        self.topics.get(name)
+    }
+
+    pub fn partition(&self, topic: &str, partition: i32) -> Option<&PartitionImage> {
+        self.topics.get(topic)?.partitions.get(&partition)
+    }
+
+    /// Applies one record. Records that refer to unknown topics are
+    /// ignored with a warning: they can only come from a damaged log.
+    pub fn apply(&mut self, offset: i64, record: &MetadataRecord) {
+        self.offset = offset;
+        match record {
+            MetadataRecord::Topic { name, topic_id } => {
+                self.topic_names_by_id.insert(*topic_id, name.clone());
+                self.topics.insert(
+                    name.clone(),
+                    TopicImage {
+                        name: name.clone(),
+                        id: *topic_id,
+                        partitions: BTreeMap::new(),
+                        configs: BTreeMap::new(),
+                    },
+                );
+            }
+            MetadataRecord::Partition {
+                topic_id,
+                partition,
+                replicas,
+                isr,
+                leader,
+                leader_epoch,
+                partition_epoch,
+            } => {
+                let Some(topic) = self
+                    .topic_names_by_id
+                    .get(topic_id)
+                    .and_then(|n| self.topics.get_mut(n))
+                else {
+                    tracing::warn!(offset, "metadata: partition record for an unknown topic id");
+                    return;
+                };
+                topic.partitions.insert(
+                    *partition,
+                    PartitionImage {
+                        replicas: replicas.clone(),
+                        isr: isr.clone(),
+                        leader: *leader,
+                        leader_epoch: *leader_epoch,
+                        partition_epoch: *partition_epoch,
+                    },
+                );
+            }
+            MetadataRecord::Config {
+                resource_type,
+                resource_name,
+                name,
+                value,
+            } => {
+                let map = match *resource_type {
+                    RESOURCE_TOPIC => match self.topics.get_mut(resource_name) {
+                        Some(t) => &mut t.configs,
+                        None => {
+                            tracing::warn!(offset, topic = %resource_name, "metadata: config for an unknown topic");
+                            return;
+                        }
+                    },
+                    RESOURCE_BROKER => &mut self.broker_configs,
+                    _ => return,
+                };
+                match value {
+                    Some(v) => map.insert(name.clone(), v.clone()),
+                    None => map.remove(name),
+                };
+            }
+            MetadataRecord::RemoveTopic { topic_id } => {
+                if let Some(name) = self.topic_names_by_id.remove(topic_id) {
+                    self.topics.remove(&name);
+                }
+            }
+            MetadataRecord::ProducerIds { next_producer_id } => {
+                self.next_producer_id = (*next_producer_id).max(self.next_producer_id);
+            }
+        }
+    }
+}

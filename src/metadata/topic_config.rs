@@ -1,0 +1,204 @@
+//! Topic-level settings: names, validation, and their effective values
+//! (a topic override, else the broker default), as Kafka defines them.
+
+use std::collections::BTreeMap;
+
+use crate::broker_config::{BrokerConfig, TimestampType};
+use crate::config::LogConfig;
+
+/// One setting as DescribeConfigs reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigEntry {
+    pub name: &'static str,
+    pub value: String,
+    /// The topic overrides the broker default.
+    pub is_override: bool,
+}
+
+#[derive(Clone, Copy)]
+enum Kind {
+    /// Non-negative integer.
+    Count,
+    /// Integer where -1 means unlimited.
+    LongOrUnlimited,
+    Bool,
+    CleanupPolicy,
+    TimestampType,
+    Compression,
+}
+
+/// Every topic setting pinlog accepts, with how to check it.
+const DEFINITIONS: &[(&str, Kind)] = &[
+    ("cleanup.policy", Kind::CleanupPolicy),
+    ("compression.type", Kind::Compression),
+    ("flush.messages", Kind::Count),
+    ("flush.ms", Kind::Count),
+    ("index.interval.bytes", Kind::Count),
+    ("max.message.bytes", Kind::Count),
+    ("message.timestamp.type", Kind::TimestampType),
+    ("min.insync.replicas", Kind::Count),
+    ("preallocate", Kind::Bool),
+    ("retention.bytes", Kind::LongOrUnlimited),
+    ("retention.ms", Kind::LongOrUnlimited),
+    ("segment.bytes", Kind::Count),
+    ("segment.index.bytes", Kind::Count),
+    ("segment.ms", Kind::Count),
+    ("unclean.leader.election.enable", Kind::Bool),
+];
+
+/// Checks one topic setting; the error says what is accepted.
+pub fn validate(name: &str, value: &str) -> Result<(), String> {
+    let Some((_, kind)) = DEFINITIONS.iter().find(|(n, _)| *n == name) else {
+        let known: Vec<&str> = DEFINITIONS.iter().map(|(n, _)| *n).collect();
+        return Err(format!(
+            "unknown topic config {name:?}; supported: {}",
+            known.join(", ")
+        ));
+    };
+    let ok = match kind {
+        Kind::Count => value.parse::<u64>().is_ok(),
+        Kind::LongOrUnlimited => value.parse::<i64>().is_ok_and(|v| v >= -1),
+        Kind::Bool => matches!(value, "true" | "false"),
+        Kind::CleanupPolicy => matches!(value, "delete" | "compact" | "compact,delete" | "delete,compact"),
+        Kind::TimestampType => matches!(value, "CreateTime" | "LogAppendTime"),
+        Kind::Compression => matches!(
+            value,
+            "producer" | "uncompressed" | "gzip" | "snappy" | "lz4" | "zstd"
+        ),
+    };
+    let also = match (name, kind) {
+        ("segment.bytes", _) => value.parse::<u64>().is_ok_and(|v| (14..=u32::MAX as u64).contains(&v)),
+        ("min.insync.replicas", _) => value.parse::<u64>().is_ok_and(|v| v >= 1),
+        _ => true,
+    };
+    if ok && also {
+        Ok(())
+    } else {
+        Err(format!("invalid value {value:?} for topic config {name:?}"))
+    }
+}
+
+/// Broker defaults for every topic setting, as strings.
+fn defaults(broker: &BrokerConfig) -> BTreeMap<&'static str, String> {
+    let l = &broker.log;
+    let ts = match broker.message_timestamp_type {
+        TimestampType::CreateTime => "CreateTime",
+        TimestampType::LogAppendTime => "LogAppendTime",
+    };
+    [
+        ("cleanup.policy", "delete".to_string()),
+        ("compression.type", "producer".to_string()),
+        ("flush.messages", l.flush_messages.to_string()),
+        ("flush.ms", l.flush_ms.to_string()),
+        ("index.interval.bytes", l.index_interval_bytes.to_string()),
+        ("max.message.bytes", l.max_batch_bytes.to_string()),
+        ("message.timestamp.type", ts.to_string()),
+        ("min.insync.replicas", "1".to_string()),
+        ("preallocate", l.preallocate.to_string()),
+        ("retention.bytes", l.retention_bytes.to_string()),
+        ("retention.ms", l.retention_ms.to_string()),
+        ("segment.bytes", l.segment_bytes.to_string()),
+        ("segment.index.bytes", l.segment_index_bytes.to_string()),
+        ("segment.ms", l.segment_ms.to_string()),
+        ("unclean.leader.election.enable", "false".to_string()),
+    ]
+    .into_iter()
+    .collect()
+}
+
+/// Every topic setting with its effective value.
+pub fn describe(broker: &BrokerConfig, overrides: &BTreeMap<String, String>) -> Vec<ConfigEntry> {
+    defaults(broker)
+        .into_iter()
+        .map(|(name, default)| match overrides.get(name) {
+            Some(v) => ConfigEntry {
+                name,
+                value: v.clone(),
+                is_override: true,
+            },
+            None => ConfigEntry {
+                name,
+                value: default,
+                is_override: false,
+            },
+        })
+        .collect()
+}
+
+/// The log settings of a topic: overrides on top of broker defaults.
+/// Overrides were validated when set; a bad one falls back to the default.
+pub fn log_config(broker: &BrokerConfig, overrides: &BTreeMap<String, String>) -> LogConfig {
+    let mut c = broker.log.clone();
+    let get = |k: &str| overrides.get(k).map(String::as_str);
+    let num = |k: &str| get(k).and_then(|v| v.parse::<u64>().ok());
+    let signed = |k: &str| get(k).and_then(|v| v.parse::<i64>().ok());
+    if let Some(v) = num("segment.bytes") {
+        c.segment_bytes = v;
+    }
+    if let Some(v) = signed("segment.ms") {
+        c.segment_ms = v;
+    }
+    if let Some(v) = num("segment.index.bytes") {
+        c.segment_index_bytes = v;
+    }
+    if let Some(v) = num("index.interval.bytes") {
+        c.index_interval_bytes = v;
+    }
+    if let Some(v) = num("flush.messages") {
+        c.flush_messages = v;
+    }
+    if let Some(v) = num("flush.ms") {
+        c.flush_ms = v;
+    }
+    if let Some(v) = signed("retention.ms") {
+        c.retention_ms = v;
+    }
+    if let Some(v) = signed("retention.bytes") {
+        c.retention_bytes = v;
+    }
+    if let Some(v) = num("max.message.bytes") {
+        c.max_batch_bytes = v as usize;
+    }
+    if let Some(v) = get("preallocate") {
+        c.preallocate = v == "true";
+    }
+    c
+}
+
+/// The topic's `message.timestamp.type`.
+pub fn timestamp_type(broker: &BrokerConfig, overrides: &BTreeMap<String, String>) -> TimestampType {
+    match overrides.get("message.timestamp.type").map(String::as_str) {
+        Some("LogAppendTime") => TimestampType::LogAppendTime,
+        Some("CreateTime") => TimestampType::CreateTime,
+        _ => broker.message_timestamp_type,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn validation_names_what_is_wrong() {
+        assert!(validate("retention.ms", "-1").is_ok());
+        assert!(validate("retention.ms", "-2").is_err());
+        assert!(validate("segment.bytes", "10").is_err());
+        assert!(validate("cleanup.policy", "compact,delete").is_ok());
+        let e = validate("retention.msx", "1").unwrap_err();
+        assert!(e.contains("unknown topic config"), "{e}");
+    }
+
+    #[test]
+    fn overrides_win_over_broker_defaults() {
+        let broker = BrokerConfig::default();
+        let mut o = BTreeMap::new();
+        o.insert("segment.bytes".to_string(), "1048576".to_string());
+        let c = log_config(&broker, &o);
+        assert_eq!(c.segment_bytes, 1 << 20);
+        assert_eq!(c.retention_ms, broker.log.retention_ms);
+        let d = describe(&broker, &o);
+        let seg = d.iter().find(|e| e.name == "segment.bytes").unwrap();
+        assert!(seg.is_override);
+        assert!(!d.iter().find(|e| e.name == "retention.ms").unwrap().is_override);
+    }
+}
