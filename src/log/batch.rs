@@ -485,7 +485,8 @@ mod tests {
         let mut bad = b.clone();
         let n = bad.len();
         bad.truncate(n - 3);
-        bad[LENGTH_AT..LENGTH_AT + 4].copy_from_slice(&((n - 3 - LOG_OVERHEAD) as i32).to_be_bytes());
+        bad[LENGTH_AT..LENGTH_AT + 4]
+            .copy_from_slice(&((n - 3 - LOG_OVERHEAD) as i32).to_be_bytes());
         let results: Vec<_> = records(&bad).unwrap().collect();
         assert!(results.last().unwrap().is_err());
     }

@@ -248,7 +248,14 @@ impl PartitionLog {
             segments,
             log_start_offset,
             high_watermark: log_start_offset,
-            recovery_point: log_end,
+            // After a crash, bytes recovery found were never proven durable:
+            // keep the checkpointed point so the next flush syncs them (as
+            // Kafka's LogLoader keeps min(checkpoint, LEO)).
+            recovery_point: if params.clean_shutdown {
+                log_end
+            } else {
+                params.recovery_point.clamp(0, log_end)
+            },
             epochs,
             cache,
             unflushed_records: 0,

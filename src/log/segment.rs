@@ -83,6 +83,8 @@ pub struct Segment {
     created_ms: i64,
     /// `index.interval.bytes` of the owning log.
     index_interval_bytes: u64,
+    /// `segment.index.bytes`: the size an active segment's indexes have.
+    index_max_bytes: u64,
     /// One past the last offset stored here; the base offset when empty.
     next_offset: i64,
     /// An index file was absent at open: the indexes must be rebuilt by
@@ -141,6 +143,7 @@ impl Segment {
             rolling_based_timestamp: None,
             created_ms: now_ms,
             index_interval_bytes: config.index_interval_bytes,
+            index_max_bytes: config.segment_index_bytes,
             next_offset: base_offset,
             indexes_missing: false,
         })
@@ -197,6 +200,7 @@ impl Segment {
             rolling_based_timestamp: None,
             created_ms: now_ms,
             index_interval_bytes: config.index_interval_bytes,
+            index_max_bytes: config.segment_index_bytes,
             next_offset: base_offset,
             indexes_missing,
         };
@@ -308,7 +312,11 @@ impl Segment {
             self.max_timestamp_so_far = h.max_timestamp;
             self.offset_of_max_timestamp_so_far = h.last_offset();
         }
-        if self.bytes_since_last_index_entry > self.index_interval_bytes {
+        // One append may carry many batches (follower fetches do), and each
+        // may earn an index entry. A sparse index can skip one, so a full
+        // index never fails an append; the next append rolls the segment.
+        let room = !self.offset_index.is_full() && !self.time_index.is_full();
+        if self.bytes_since_last_index_entry > self.index_interval_bytes && room {
             self.offset_index
                 .append(h.last_offset(), position as u32)
                 .map_err(|e| self.index_error("append offset index", h.last_offset(), e))?;
@@ -480,6 +488,8 @@ impl Segment {
             .map_err(|e| LogError::io("truncate segment", &self.log_path, offset, e))?;
         self.size_bytes = found.position;
         self.flushed_size_bytes = self.flushed_size_bytes.min(found.position);
+        // A rolled segment had its indexes trimmed; it is active again now.
+        self.resize_indexes(self.index_max_bytes)?;
         self.reload_tail_block().await?;
         self.rescan_tail_state().await?;
         Ok(removed)
