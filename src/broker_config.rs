@@ -141,8 +141,12 @@ fn string(key: &str, v: &toml::Value) -> Result<String, String> {
         .ok_or_else(|| bad(key, format!("expected a string, got {v}")))
 }
 fn addr(key: &str, s: &str) -> Result<SocketAddr, String> {
-    s.parse()
-        .map_err(|e| bad(key, format!("{s:?} is not HOST:PORT with a numeric host ({e})")))
+    s.parse().map_err(|e| {
+        bad(
+            key,
+            format!("{s:?} is not HOST:PORT with a numeric host ({e})"),
+        )
+    })
 }
 
 impl BrokerConfig {
@@ -180,12 +184,17 @@ impl BrokerConfig {
         if self.num_partitions < 1 {
             return Err(bad("num.partitions", "must be at least 1"));
         }
-        let (host, port) = self
-            .advertise
-            .rsplit_once(':')
-            .ok_or_else(|| bad("advertise", format!("{:?} is not HOST:PORT", self.advertise)))?;
+        let (host, port) = self.advertise.rsplit_once(':').ok_or_else(|| {
+            bad(
+                "advertise",
+                format!("{:?} is not HOST:PORT", self.advertise),
+            )
+        })?;
         if host.is_empty() || port.parse::<u16>().is_err() {
-            return Err(bad("advertise", format!("{:?} is not HOST:PORT", self.advertise)));
+            return Err(bad(
+                "advertise",
+                format!("{:?} is not HOST:PORT", self.advertise),
+            ));
         }
         if self.log.segment_bytes < 1024 || self.log.segment_bytes > u32::MAX as u64 {
             return Err(bad("log.segment.bytes", "must be between 1 KiB and 4 GiB"));
@@ -195,7 +204,10 @@ impl BrokerConfig {
 
     /// The advertised host and port.
     pub fn advertised_host_port(&self) -> (String, i32) {
-        let (h, p) = self.advertise.rsplit_once(':').unwrap_or(("127.0.0.1", "9092"));
+        let (h, p) = self
+            .advertise
+            .rsplit_once(':')
+            .unwrap_or(("127.0.0.1", "9092"));
         (h.to_string(), p.parse().unwrap_or(9092))
     }
 
@@ -218,15 +230,24 @@ impl BrokerConfig {
                 "shards" => self.shards = Some(non_negative(key, v)? as usize),
                 "node.id" => self.node_id = int(key, v)? as i32,
                 "num.partitions" => self.num_partitions = int(key, v)? as i32,
-                "default.replication.factor" => self.default_replication_factor = int(key, v)? as i16,
+                "default.replication.factor" => {
+                    self.default_replication_factor = int(key, v)? as i16
+                }
                 "auto.create.topics.enable" => self.auto_create_topics_enable = boolean(key, v)?,
-                "socket.request.max.bytes" => self.socket_request_max_bytes = non_negative(key, v)? as usize,
+                "socket.request.max.bytes" => {
+                    self.socket_request_max_bytes = non_negative(key, v)? as usize
+                }
                 "message.max.bytes" => self.log.max_batch_bytes = non_negative(key, v)? as usize,
                 "message.timestamp.type" => {
                     self.message_timestamp_type = match string(key, v)?.as_str() {
                         "CreateTime" => TimestampType::CreateTime,
                         "LogAppendTime" => TimestampType::LogAppendTime,
-                        other => return Err(bad(key, format!("{other:?} is not CreateTime or LogAppendTime"))),
+                        other => {
+                            return Err(bad(
+                                key,
+                                format!("{other:?} is not CreateTime or LogAppendTime"),
+                            ))
+                        }
                     }
                 }
                 "metrics.listen" => self.metrics_listen = addr(key, &string(key, v)?)?,
@@ -300,7 +321,10 @@ mod tests {
             ..Overrides::default()
         })
         .unwrap_err();
-        assert!(e.contains("unknown setting") && e.contains("num.partitions"), "{e}");
+        assert!(
+            e.contains("unknown setting") && e.contains("num.partitions"),
+            "{e}"
+        );
         std::fs::write(&path, "\"num.partitions\" = \"three\"\n").unwrap();
         let e = BrokerConfig::load(&Overrides {
             config_file: Some(path),

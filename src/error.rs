@@ -22,10 +22,17 @@ pub enum BatchError {
         "record batch claims {count} records but its last offset delta is {last_offset_delta}"
     )]
     InconsistentCount { count: i32, last_offset_delta: i32 },
-    #[error("records of a batch compressed with codec {codec} cannot be read without decompressing it")]
+    #[error(
+        "records of a batch compressed with codec {codec} cannot be read without decompressing it"
+    )]
     Compressed { codec: u8 },
     #[error("record batch of {size} bytes exceeds the limit of {max} bytes")]
     TooLarge { size: usize, max: usize },
+    #[error("record batch of idempotent producer {producer_id} has base sequence {base_sequence}; a batch with a producer id needs a sequence >= 0")]
+    InvalidSequence {
+        producer_id: i64,
+        base_sequence: i32,
+    },
 }
 
 /// Errors from a partition log and the files under it.
@@ -79,6 +86,32 @@ pub enum LogError {
     CorruptMetadata { position: usize, reason: String },
     #[error("invalid partition directory name {name:?}: expected <topic>-<partition>")]
     InvalidPartitionDir { name: String },
+    #[error("out-of-order sequence from producer {producer_id} (epoch {producer_epoch}) on {partition}: the batch for offset {offset} starts at sequence {first_sequence} but the next expected sequence is {expected_sequence}; a batch was lost or reordered, nothing was written")]
+    OutOfOrderSequence {
+        partition: String,
+        producer_id: i64,
+        producer_epoch: i16,
+        offset: i64,
+        first_sequence: i32,
+        expected_sequence: i32,
+    },
+    #[error("producer {producer_id} sent epoch {producer_epoch} to {partition} for offset {offset}, older than its current epoch {current_epoch}: a newer instance of the producer fenced this one, nothing was written")]
+    InvalidProducerEpoch {
+        partition: String,
+        producer_id: i64,
+        producer_epoch: i16,
+        current_epoch: i16,
+        offset: i64,
+    },
+    #[error("append to {partition} mixes {duplicates} retried batch(es) already in the log (first: producer {producer_id}, sequences {first_sequence}..={last_sequence}, originally at offset {original_offset}) with new batches; nothing was written, send the new batches on their own")]
+    MixedDuplicateAppend {
+        partition: String,
+        duplicates: usize,
+        producer_id: i64,
+        first_sequence: i32,
+        last_sequence: i32,
+        original_offset: i64,
+    },
 }
 
 impl LogError {

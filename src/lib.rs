@@ -10,5 +10,6 @@ pub mod error;
 pub mod log;
 pub mod metadata;
 pub mod protocol;
+pub mod server;
 pub mod shard;
 pub mod tools;

@@ -18,6 +18,25 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Run the broker. With no flags: data in ./pinlog-data, listening and
+    /// advertising 127.0.0.1:9092, one shard per online core.
+    Serve {
+        /// Data directory (Kafka's log.dirs).
+        #[arg(long, env = "PINLOG_DATA_DIR")]
+        data_dir: Option<PathBuf>,
+        /// Address to listen on, HOST:PORT.
+        #[arg(long, env = "PINLOG_LISTEN")]
+        listen: Option<String>,
+        /// Address clients are told to connect to, HOST:PORT (default: --listen).
+        #[arg(long, env = "PINLOG_ADVERTISE")]
+        advertise: Option<String>,
+        /// Number of shards (default: one per online core).
+        #[arg(long, env = "PINLOG_SHARDS")]
+        shards: Option<usize>,
+        /// TOML file with Kafka-named settings (flags and PINLOG_* win over it).
+        #[arg(long, env = "PINLOG_CONFIG")]
+        config: Option<PathBuf>,
+    },
     /// Run the storage engine end to end on pinned shards: append, restart
     /// cleanly, crash with a torn write, recover.
     Demo {
@@ -73,6 +92,35 @@ fn main() -> ExitCode {
         .init();
     let cli = Cli::parse();
     match cli.command {
+        Command::Serve {
+            data_dir,
+            listen,
+            advertise,
+            shards,
+            config,
+        } => {
+            let overrides = pinlog::broker_config::Overrides {
+                data_dir,
+                listen,
+                advertise,
+                shards,
+                config_file: config,
+            };
+            let config = match pinlog::broker_config::BrokerConfig::load(&overrides) {
+                Ok(c) => c,
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    return ExitCode::from(2);
+                }
+            };
+            match pinlog::server::broker::serve(config) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
         Command::Demo {
             data_dir,
             shards,

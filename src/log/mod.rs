@@ -12,6 +12,7 @@ pub mod epoch_cache;
 pub mod mmap_index;
 pub mod offset_index;
 pub mod partition_log;
+pub mod producer_state;
 pub mod segment;
 pub mod time_index;
 pub mod topic_partition;

@@ -25,6 +25,9 @@ use crate::log::batch_cache::{CacheKey, CachedBatch, SharedBatchCache};
 use crate::log::checkpoint;
 
 use crate::log::epoch_cache::{EpochEntry, LeaderEpochCache};
+use crate::log::producer_state::{
+    LeaderAppendCheck, ProducerStateManager, DEFAULT_PRODUCER_ID_EXPIRATION_MS,
+};
 use crate::log::segment::{parse_segment_file_name, Segment};
 use crate::log::topic_partition::TopicPartition;
 
@@ -36,6 +39,8 @@ pub enum ReadSlice {
     Cached(Bytes),
     File {
         file: Rc<DmaFile>,
+        /// Buffered descriptor of the same file, for sendfile.
+        reader: Rc<std::fs::File>,
         position: u64,
         len: u64,
     },
@@ -75,6 +80,7 @@ impl LogReadResult {
                     file,
                     position,
                     len,
+                    ..
                 } => {
                     let r = file
                         .read_at(*position, *len as usize)
@@ -96,6 +102,10 @@ pub struct AppendInfo {
     pub max_timestamp: i64,
     pub batch_count: usize,
     pub size_bytes: u64,
+    /// The batches repeat ones an idempotent producer already wrote: nothing
+    /// was stored (`batch_count` and `size_bytes` are 0) and the offsets and
+    /// max timestamp are those of the original batches.
+    pub duplicate: bool,
 }
 
 /// The record found by an offset-for-timestamp lookup.
@@ -143,6 +153,8 @@ pub struct PartitionLog {
     /// Set after an I/O error: every later operation fails with `Offline`.
     offline: Option<String>,
     recovery: RecoveryReport,
+    /// Idempotent producers' epochs and recent sequences.
+    producers: ProducerStateManager,
 }
 
 impl PartitionLog {
@@ -241,6 +253,7 @@ impl PartitionLog {
             let key = c.borrow_mut().register();
             (c, key)
         });
+        let producers = ProducerStateManager::open(&dir, DEFAULT_PRODUCER_ID_EXPIRATION_MS)?;
         let mut log = PartitionLog {
             tp,
             dir,
@@ -262,10 +275,12 @@ impl PartitionLog {
             first_unflushed_ms: None,
             offline: None,
             recovery: report,
+            producers,
         };
         if trimmed_end || trimmed_start {
             log.persist_epochs().await?;
         }
+        log.rebuild_producer_state(params.now_ms).await?;
         log.check_invariants();
         Ok(log)
     }
@@ -410,6 +425,7 @@ impl PartitionLog {
         now_ms: i64,
     ) -> LogResult<AppendInfo> {
         self.ensure_online()?;
+        self.producers.maybe_remove_expired(now_ms);
         let mut headers = Vec::new();
         let mut position = 0usize;
         let mut next_offset = self.log_end_offset();
@@ -444,6 +460,24 @@ impl PartitionLog {
                     available: 0,
                 },
             ));
+        }
+        // Idempotent producers: a fenced epoch or a sequence gap refuses the
+        // whole append, and a retry is answered with the original offsets
+        // without writing anything (Kafka's analyzeAndValidateProducerState).
+        if let LeaderAppendCheck::Duplicate {
+            first_offset,
+            last_offset,
+            max_timestamp,
+        } = self.producers.check_leader_append(&self.tp, &headers)?
+        {
+            return Ok(AppendInfo {
+                first_offset,
+                last_offset,
+                max_timestamp,
+                batch_count: 0,
+                size_bytes: 0,
+                duplicate: true,
+            });
         }
         if leader_epoch >= 0 {
             self.assign_epoch_start_offset(leader_epoch, headers[0].base_offset)
@@ -520,6 +554,7 @@ impl PartitionLog {
         }
         let r = self.active_mut().append(&bytes, &headers).await;
         self.fail(r)?;
+        self.producers.apply(&headers);
         if let Some((cache, key)) = &self.cache {
             let mut cache = cache.borrow_mut();
             let mut at = 0usize;
@@ -546,6 +581,7 @@ impl PartitionLog {
             max_timestamp,
             batch_count: headers.len(),
             size_bytes: bytes.len() as u64,
+            duplicate: false,
         })
     }
 
@@ -596,6 +632,10 @@ impl PartitionLog {
         let segment = self.fail(r)?;
         tracing::debug!(partition = %self.tp, base_offset, "rolled new segment");
         self.segments.insert(base_offset, segment);
+        // As Kafka: a producer-state snapshot at every roll, so that recovery
+        // replays at most the active segment's batch headers.
+        let r = self.producers.take_snapshot(&self.dir, base_offset).await;
+        self.fail(r)?;
         self.check_invariants();
         Ok(())
     }
@@ -731,6 +771,7 @@ impl PartitionLog {
             return Ok(LogReadResult {
                 slices: vec![ReadSlice::File {
                     file: segment.file().clone(),
+                    reader: segment.reader().clone(),
                     position: found.position,
                     len,
                 }],
@@ -808,6 +849,7 @@ impl PartitionLog {
         self.recovery_point = self.recovery_point.min(leo);
         self.high_watermark = self.high_watermark.min(leo);
         self.log_start_offset = self.log_start_offset.min(leo);
+        self.rebuild_producer_state(now_ms).await?;
         self.check_invariants();
         Ok(true)
     }
@@ -816,6 +858,10 @@ impl PartitionLog {
     /// `truncateFullyAndStartAt`), clearing the epoch cache.
     pub async fn truncate_fully_and_start_at(&mut self, offset: i64, now_ms: i64) -> LogResult<()> {
         self.ensure_online()?;
+        // Snapshots go first: one a crash left behind must not describe
+        // batches that no longer exist.
+        let r = self.producers.truncate_fully(&self.dir).await;
+        self.fail(r)?;
         let all: Vec<i64> = self.segments.keys().copied().collect();
         for b in all {
             if let Some(s) = self.segments.remove(&b) {
@@ -885,6 +931,7 @@ impl PartitionLog {
             self.fail(r)?;
             deleted += 1;
         }
+        self.delete_producer_snapshots_of_deleted_segments().await?;
         Ok(deleted)
     }
 
@@ -924,6 +971,7 @@ impl PartitionLog {
                 self.advance_log_start(new_start).await?;
             }
         }
+        self.delete_producer_snapshots_of_deleted_segments().await?;
         self.check_invariants();
         Ok(deleted)
     }
@@ -932,6 +980,11 @@ impl PartitionLog {
     pub async fn close(mut self) -> LogResult<()> {
         self.ensure_online()?;
         self.flush().await?;
+        // As Kafka's close: a snapshot at the LEO spares the next open any
+        // replay.
+        let leo = self.log_end_offset();
+        let r = self.producers.take_snapshot(&self.dir, leo).await;
+        self.fail(r)?;
         if let Some((cache, key)) = &self.cache {
             cache.borrow_mut().remove(*key);
         }
@@ -954,6 +1007,64 @@ impl PartitionLog {
             out.extend(s.read_bytes(skip, (s.size_bytes() - skip) as usize).await?);
         }
         Ok(out)
+    }
+}
+
+/// Idempotent-producer state (`log/producer_state.rs`): rebuilding it from
+/// snapshots and batch headers, and deleting snapshots with their segments.
+impl PartitionLog {
+    /// The idempotent-producer state, for tests and tools.
+    pub fn producer_state(&self) -> &ProducerStateManager {
+        &self.producers
+    }
+
+    /// Sets `producer.id.expiration.ms` (Kafka's default is one day).
+    pub fn set_producer_id_expiration_ms(&mut self, expiration_ms: i64) {
+        self.producers.set_expiration_ms(expiration_ms);
+    }
+
+    /// Rebuilds the producer state as Kafka's log loader does: from the
+    /// latest snapshot at or below the LEO, then the batch headers from its
+    /// offset to the LEO. Snapshots the log no longer backs are deleted.
+    async fn rebuild_producer_state(&mut self, now_ms: i64) -> LogResult<()> {
+        let r = self.replay_producer_state(now_ms).await;
+        self.fail(r)
+    }
+
+    async fn replay_producer_state(&mut self, now_ms: i64) -> LogResult<()> {
+        let bases: Vec<i64> = self.segments.keys().copied().collect();
+        let leo = self.log_end_offset();
+        let from = self
+            .producers
+            .reload(&self.dir, &bases, leo, now_ms)
+            .await?;
+        let start_base = self
+            .segments
+            .range(..=from)
+            .next_back()
+            .map(|(b, _)| *b)
+            .unwrap_or(i64::MIN);
+        for segment in self.segments.range(start_base..).map(|(_, s)| s) {
+            self.producers.replay_segment(segment, from).await?;
+        }
+        self.producers.remove_expired(now_ms);
+        Ok(())
+    }
+
+    /// Kafka deletes a segment's producer snapshot with the segment: every
+    /// snapshot below the first remaining segment goes.
+    async fn delete_producer_snapshots_of_deleted_segments(&mut self) -> LogResult<()> {
+        let first = *self
+            .segments
+            .keys()
+            .next()
+            .expect("a log always has a segment");
+        let r = self
+            .producers
+            .delete_snapshots_below(&self.dir, first)
+            .await
+            .map(|_| ());
+        self.fail(r)
     }
 }
 

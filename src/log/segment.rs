@@ -65,6 +65,9 @@ pub struct Segment {
     base_offset: i64,
     log_path: PathBuf,
     file: Rc<DmaFile>,
+    /// A buffered read-only descriptor of the same file, for sendfile: an
+    /// O_DIRECT descriptor cannot feed the page-cache splice path.
+    reader: Rc<std::fs::File>,
     /// Bytes of valid batches in the file. Everything past it is padding or
     /// garbage.
     size_bytes: u64,
@@ -118,6 +121,7 @@ impl Segment {
                 .await
                 .map_err(|e| LogError::io("preallocate segment", &log_path, base_offset, e))?;
         }
+        let reader = open_reader(&log_path, base_offset)?;
         let offset_index = OffsetIndex::create(
             segment_file_path(dir, base_offset, "index"),
             base_offset,
@@ -132,6 +136,7 @@ impl Segment {
             base_offset,
             log_path,
             file: Rc::new(file),
+            reader,
             size_bytes: 0,
             tail_block: Vec::new(),
             flushed_size_bytes: 0,
@@ -170,6 +175,7 @@ impl Segment {
             .file_size()
             .await
             .map_err(|e| LogError::io("stat segment", &log_path, base_offset, e))?;
+        let reader = open_reader(&log_path, base_offset)?;
         let index_paths = [
             segment_file_path(dir, base_offset, "index"),
             segment_file_path(dir, base_offset, "timeindex"),
@@ -189,6 +195,7 @@ impl Segment {
             base_offset,
             log_path,
             file: Rc::new(file),
+            reader,
             size_bytes,
             tail_block: Vec::new(),
             flushed_size_bytes: size_bytes,
@@ -225,6 +232,9 @@ impl Segment {
     }
     pub fn file(&self) -> &Rc<DmaFile> {
         &self.file
+    }
+    pub fn reader(&self) -> &Rc<std::fs::File> {
+        &self.reader
     }
     pub fn offset_index(&self) -> &OffsetIndex {
         &self.offset_index
@@ -820,4 +830,12 @@ async fn sync_off_thread(file: &std::fs::File, path: &Path) -> LogResult<()> {
         .spawn_blocking(move || file.sync_data())
         .await
         .map_err(|e| LogError::io("fdatasync index", path, -1, e))
+}
+
+/// Opens the buffered read-only descriptor of a segment. A blocking open,
+/// like index creation, happens only when a segment is created or opened.
+fn open_reader(path: &Path, base_offset: i64) -> LogResult<Rc<std::fs::File>> {
+    std::fs::File::open(path)
+        .map(Rc::new)
+        .map_err(|e| LogError::io("open segment for reading", path, base_offset, e))
 }

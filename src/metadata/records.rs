@@ -165,7 +165,10 @@ mod tests {
     fn every_record_round_trips() {
         let id = [7u8; 16];
         let records = vec![
-            MetadataRecord::Topic { name: "orders".into(), topic_id: id },
+            MetadataRecord::Topic {
+                name: "orders".into(),
+                topic_id: id,
+            },
             MetadataRecord::Partition {
                 topic_id: id,
                 partition: 3,
@@ -182,7 +185,9 @@ mod tests {
                 value: None,
             },
             MetadataRecord::RemoveTopic { topic_id: id },
-            MetadataRecord::ProducerIds { next_producer_id: 1000 },
+            MetadataRecord::ProducerIds {
+                next_producer_id: 1000,
+            },
         ];
         for r in records {
             assert_eq!(MetadataRecord::decode(r.encode()).unwrap(), r);

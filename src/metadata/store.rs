@@ -79,7 +79,9 @@ impl MetadataStore {
             })?;
             for r in records {
                 let r = r.map_err(|e| corrupt(position, e))?;
-                let value = r.value.ok_or_else(|| corrupt(position, "record without a value"))?;
+                let value = r
+                    .value
+                    .ok_or_else(|| corrupt(position, "record without a value"))?;
                 let record = MetadataRecord::decode(bytes::Bytes::copy_from_slice(value))
                     .map_err(|e| corrupt(position, e))?;
                 image.apply(h.base_offset + r.offset_delta, &record);
@@ -96,7 +98,11 @@ impl MetadataStore {
     }
 
     /// Appends `records` durably and returns the image with them applied.
-    pub async fn append(&mut self, records: &[MetadataRecord], now_ms: i64) -> LogResult<Arc<MetadataImage>> {
+    pub async fn append(
+        &mut self,
+        records: &[MetadataRecord],
+        now_ms: i64,
+    ) -> LogResult<Arc<MetadataImage>> {
         if records.is_empty() {
             return Ok(self.image.clone());
         }

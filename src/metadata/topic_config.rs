@@ -59,7 +59,10 @@ pub fn validate(name: &str, value: &str) -> Result<(), String> {
         Kind::Count => value.parse::<u64>().is_ok(),
         Kind::LongOrUnlimited => value.parse::<i64>().is_ok_and(|v| v >= -1),
         Kind::Bool => matches!(value, "true" | "false"),
-        Kind::CleanupPolicy => matches!(value, "delete" | "compact" | "compact,delete" | "delete,compact"),
+        Kind::CleanupPolicy => matches!(
+            value,
+            "delete" | "compact" | "compact,delete" | "delete,compact"
+        ),
         Kind::TimestampType => matches!(value, "CreateTime" | "LogAppendTime"),
         Kind::Compression => matches!(
             value,
@@ -67,7 +70,9 @@ pub fn validate(name: &str, value: &str) -> Result<(), String> {
         ),
     };
     let also = match (name, kind) {
-        ("segment.bytes", _) => value.parse::<u64>().is_ok_and(|v| (14..=u32::MAX as u64).contains(&v)),
+        ("segment.bytes", _) => value
+            .parse::<u64>()
+            .is_ok_and(|v| (14..=u32::MAX as u64).contains(&v)),
         ("min.insync.replicas", _) => value.parse::<u64>().is_ok_and(|v| v >= 1),
         _ => true,
     };
@@ -166,7 +171,10 @@ pub fn log_config(broker: &BrokerConfig, overrides: &BTreeMap<String, String>) -
 }
 
 /// The topic's `message.timestamp.type`.
-pub fn timestamp_type(broker: &BrokerConfig, overrides: &BTreeMap<String, String>) -> TimestampType {
+pub fn timestamp_type(
+    broker: &BrokerConfig,
+    overrides: &BTreeMap<String, String>,
+) -> TimestampType {
     match overrides.get("message.timestamp.type").map(String::as_str) {
         Some("LogAppendTime") => TimestampType::LogAppendTime,
         Some("CreateTime") => TimestampType::CreateTime,
@@ -199,6 +207,11 @@ mod tests {
         let d = describe(&broker, &o);
         let seg = d.iter().find(|e| e.name == "segment.bytes").unwrap();
         assert!(seg.is_override);
-        assert!(!d.iter().find(|e| e.name == "retention.ms").unwrap().is_override);
+        assert!(
+            !d.iter()
+                .find(|e| e.name == "retention.ms")
+                .unwrap()
+                .is_override
+        );
     }
 }

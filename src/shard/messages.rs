@@ -20,7 +20,9 @@ pub struct PartitionOffsetsView {
 
 /// Work shipped to another shard; it builds its future there.
 pub type RemoteTask = Box<
-    dyn FnOnce(std::rc::Rc<crate::shard::shard::Shard>) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()>>>
+    dyn FnOnce(
+            std::rc::Rc<crate::shard::shard::Shard>,
+        ) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()>>>
         + Send,
 >;
 

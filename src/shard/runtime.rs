@@ -192,6 +192,9 @@ where
     let shard = Rc::new(Shard::new(id, config.clone(), startup, senders));
     // Every peer's Done lands here; the shard stops serving after all.
     let (done_tx, done_rx) = async_channel_pair();
+    // Open this shard's partitions before serving peers, so that no peer
+    // request races the startup recovery of a partition.
+    shard.open_owned_partitions().await?;
     for (_peer, stream) in receivers.streams() {
         let shard = shard.clone();
         let done_tx = done_tx.clone();
@@ -208,7 +211,6 @@ where
         })
         .detach();
     }
-    shard.open_owned_partitions().await?;
     let result = body(shard.clone()).await;
     for peer in 0..config.shard_count {
         if peer != id {

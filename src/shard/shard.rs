@@ -60,6 +60,8 @@ pub struct Shard {
     senders: Senders<ShardRequest>,
     /// Set after a shard-level I/O failure; kept for stats and shutdown.
     offline_partitions: Cell<usize>,
+    /// Serialises partition opens on this shard.
+    open_lock: glommio::sync::Semaphore,
     /// Shard-local state of the layers above (server, metadata), by type.
     extensions: RefCell<HashMap<TypeId, Rc<dyn Any>>>,
     /// Offsets of logs that layers above own and closed themselves (the
@@ -95,6 +97,7 @@ impl Shard {
             logs: RefCell::new(HashMap::new()),
             senders,
             offline_partitions: Cell::new(0),
+            open_lock: glommio::sync::Semaphore::new(1),
             extensions: RefCell::new(HashMap::new()),
             extra_offsets: RefCell::new(Vec::new()),
         }
@@ -108,7 +111,9 @@ impl Shard {
 
     /// Sets shard-local state of type `T`, replacing any earlier value.
     pub fn set_extension<T: 'static>(&self, value: Rc<T>) {
-        self.extensions.borrow_mut().insert(TypeId::of::<T>(), value);
+        self.extensions
+            .borrow_mut()
+            .insert(TypeId::of::<T>(), value);
     }
 
     /// Records offsets of a log closed by a layer above, for the checkpoints.
@@ -143,7 +148,11 @@ impl Shard {
     }
 
     /// Opens (or creates) a partition on this shard with its settings.
-    pub async fn open_local_partition(&self, tp: TopicPartition, config: LogConfig) -> LogResult<()> {
+    pub async fn open_local_partition(
+        &self,
+        tp: TopicPartition,
+        config: LogConfig,
+    ) -> LogResult<()> {
         self.open_local(tp, Some(config)).await
     }
 
@@ -180,6 +189,14 @@ impl Shard {
     }
     pub(crate) fn senders(&self) -> &Senders<ShardRequest> {
         &self.senders
+    }
+    /// What the data directory said at startup.
+    pub fn startup(&self) -> &DataDirState {
+        &self.startup
+    }
+    /// The shard runtime's settings.
+    pub fn config(&self) -> &ShardConfig {
+        &self.config
     }
     pub fn cache(&self) -> &SharedBatchCache {
         &self.cache
@@ -248,6 +265,13 @@ impl Shard {
     }
 
     async fn open_local(&self, tp: TopicPartition, config: Option<LogConfig>) -> LogResult<()> {
+        // Opens are serialised: two tasks opening the same partition would
+        // otherwise both recover it and hold two logs over the same files.
+        let _permit = self
+            .open_lock
+            .acquire_permit(1)
+            .await
+            .map_err(|_| hop_failed(self.id))?;
         if self.logs.borrow().contains_key(&tp) {
             return Ok(());
         }
@@ -424,6 +448,33 @@ impl Shard {
         Ok(())
     }
 
+    /// Applies retention (`retention.ms`, `retention.bytes`) to local
+    /// partitions, logging what it deleted.
+    pub async fn retention_tick(&self) {
+        let logs: Vec<_> = self.logs.borrow().values().cloned().collect();
+        let now = now_ms();
+        for log in logs {
+            let Ok(mut log) = log.write().await else {
+                continue;
+            };
+            if log.is_offline() {
+                continue;
+            }
+            match log.apply_retention(now).await {
+                Ok(0) => {}
+                Ok(n) => tracing::info!(
+                    partition = %log.topic_partition(),
+                    segments = n,
+                    log_start_offset = log.log_start_offset(),
+                    "retention deleted old segments"
+                ),
+                Err(e) => {
+                    tracing::error!(partition = %log.topic_partition(), "retention failed: {e}")
+                }
+            }
+        }
+    }
+
     /// Flushes every shard's partitions.
     pub async fn flush_all(&self) -> LogResult<()> {
         for s in 0..self.shard_count() {
@@ -491,7 +542,8 @@ impl Shard {
     /// closed cleanly (the caller then writes no clean-shutdown marker).
     pub(crate) async fn close_all(&self) -> (Vec<PartitionOffsets>, bool) {
         let logs: Vec<_> = self.logs.borrow_mut().drain().collect();
-        let mut offsets: Vec<PartitionOffsets> = self.extra_offsets.borrow_mut().drain(..).collect();
+        let mut offsets: Vec<PartitionOffsets> =
+            self.extra_offsets.borrow_mut().drain(..).collect();
         let mut clean = true;
         for (tp, log) in logs {
             let Ok(log) = Rc::try_unwrap(log) else {

@@ -70,7 +70,11 @@ impl ApiVersionsResponse {
             }
             Ok(range)
         })?;
-        let throttle_time_ms = if version >= 1 { r.i32("throttle_time_ms")? } else { 0 };
+        let throttle_time_ms = if version >= 1 {
+            r.i32("throttle_time_ms")?
+        } else {
+            0
+        };
         if flexible {
             // Supported and finalized features (tags 0-3) are not used by pinlog.
             r.skip_tagged_fields()?;

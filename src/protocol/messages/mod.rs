@@ -3,4 +3,17 @@
 //! Brokers decode requests and encode responses; the load generator and the
 //! tests do the reverse, with the same code.
 
+pub mod alter_configs;
 pub mod api_versions;
+pub mod create_partitions;
+pub mod create_topics;
+pub mod delete_topics;
+pub mod describe_cluster;
+pub mod describe_configs;
+pub mod fetch;
+pub mod incremental_alter_configs;
+pub mod init_producer_id;
+pub mod list_offsets;
+pub mod metadata;
+pub mod offset_for_leader_epoch;
+pub mod produce;

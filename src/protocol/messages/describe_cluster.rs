@@ -1,0 +1,284 @@
+//! DescribeCluster (key 60), versions 0-1; every version is flexible.
+//!
+//! Newer admin clients use this instead of Metadata to list brokers and the
+//! cluster's authorized operations. v1 adds an endpoint type (1 = brokers,
+//! 2 = controllers); a broker answers a request for controllers with
+//! MISMATCHED_ENDPOINT_TYPE.
+
+use bytes::{BufMut, BytesMut};
+
+use crate::protocol::codec::{DecodeResult, Reader, Writer};
+
+/// `endpoint_type` value asking for (or describing) brokers.
+pub const ENDPOINT_TYPE_BROKERS: i8 = 1;
+/// `endpoint_type` value asking for (or describing) controllers.
+pub const ENDPOINT_TYPE_CONTROLLERS: i8 = 2;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DescribeClusterRequest {
+    pub include_cluster_authorized_operations: bool,
+    /// v1+; [`ENDPOINT_TYPE_BROKERS`] before that.
+    pub endpoint_type: i8,
+}
+
+impl Default for DescribeClusterRequest {
+    fn default() -> Self {
+        DescribeClusterRequest {
+            include_cluster_authorized_operations: false,
+            endpoint_type: ENDPOINT_TYPE_BROKERS,
+        }
+    }
+}
+
+impl DescribeClusterRequest {
+    pub fn decode(r: &mut Reader, version: i16) -> DecodeResult<Self> {
+        let mut req = DescribeClusterRequest {
+            include_cluster_authorized_operations: r
+                .bool("include_cluster_authorized_operations")?,
+            ..DescribeClusterRequest::default()
+        };
+        if version >= 1 {
+            req.endpoint_type = r.i8("endpoint_type")?;
+        }
+        r.skip_tagged_fields()?;
+        Ok(req)
+    }
+
+    pub fn encode(&self, w: &mut BytesMut, version: i16) {
+        w.put_bool(self.include_cluster_authorized_operations);
+        if version >= 1 {
+            w.put_i8(self.endpoint_type);
+        }
+        w.put_empty_tagged_fields();
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DescribeClusterResponse {
+    pub throttle_time_ms: i32,
+    pub error_code: i16,
+    pub error_message: Option<String>,
+    /// v1+; [`ENDPOINT_TYPE_BROKERS`] before that.
+    pub endpoint_type: i8,
+    pub cluster_id: String,
+    /// -1 when unknown.
+    pub controller_id: i32,
+    pub brokers: Vec<DescribeClusterBroker>,
+    /// `i32::MIN` unless requested.
+    pub cluster_authorized_operations: i32,
+}
+
+impl Default for DescribeClusterResponse {
+    fn default() -> Self {
+        DescribeClusterResponse {
+            throttle_time_ms: 0,
+            error_code: 0,
+            error_message: None,
+            endpoint_type: ENDPOINT_TYPE_BROKERS,
+            cluster_id: String::new(),
+            controller_id: -1,
+            brokers: Vec::new(),
+            cluster_authorized_operations: i32::MIN,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DescribeClusterBroker {
+    pub broker_id: i32,
+    pub host: String,
+    pub port: i32,
+    pub rack: Option<String>,
+}
+
+impl DescribeClusterResponse {
+    pub fn decode(r: &mut Reader, version: i16) -> DecodeResult<Self> {
+        let mut resp = DescribeClusterResponse {
+            throttle_time_ms: r.i32("throttle_time_ms")?,
+            error_code: r.i16("error_code")?,
+            error_message: r.nullable_string("error_message", true)?,
+            ..DescribeClusterResponse::default()
+        };
+        if version >= 1 {
+            resp.endpoint_type = r.i8("endpoint_type")?;
+        }
+        resp.cluster_id = r.string("cluster_id", true)?;
+        resp.controller_id = r.i32("controller_id")?;
+        // broker_id, host, port, rack, tags: 4 + 1 + 4 + 1 + 1 bytes at least.
+        resp.brokers = r.array("brokers", true, 11, |r| {
+            let broker = DescribeClusterBroker {
+                broker_id: r.i32("broker_id")?,
+                host: r.string("host", true)?,
+                port: r.i32("port")?,
+                rack: r.nullable_string("rack", true)?,
+            };
+            r.skip_tagged_fields()?;
+            Ok(broker)
+        })?;
+        resp.cluster_authorized_operations = r.i32("cluster_authorized_operations")?;
+        r.skip_tagged_fields()?;
+        Ok(resp)
+    }
+
+    pub fn encode(&self, w: &mut BytesMut, version: i16) {
+        w.put_i32(self.throttle_time_ms);
+        w.put_i16(self.error_code);
+        w.put_nullable_string(self.error_message.as_deref(), true);
+        if version >= 1 {
+            w.put_i8(self.endpoint_type);
+        }
+        w.put_string(&self.cluster_id, true);
+        w.put_i32(self.controller_id);
+        w.put_array_len(Some(self.brokers.len()), true);
+        for b in &self.brokers {
+            w.put_i32(b.broker_id);
+            w.put_string(&b.host, true);
+            w.put_i32(b.port);
+            w.put_nullable_string(b.rack.as_deref(), true);
+            w.put_empty_tagged_fields();
+        }
+        w.put_i32(self.cluster_authorized_operations);
+        w.put_empty_tagged_fields();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bytes::Bytes;
+    use proptest::prelude::*;
+
+    const VERSIONS: std::ops::RangeInclusive<i16> = 0..=1;
+
+    /// A request with a non-default value in every field `version` carries.
+    fn request(version: i16) -> DescribeClusterRequest {
+        DescribeClusterRequest {
+            include_cluster_authorized_operations: true,
+            endpoint_type: if version >= 1 {
+                ENDPOINT_TYPE_CONTROLLERS
+            } else {
+                ENDPOINT_TYPE_BROKERS
+            },
+        }
+    }
+
+    /// A response with a non-default value in every field `version` carries.
+    fn response(version: i16) -> DescribeClusterResponse {
+        DescribeClusterResponse {
+            throttle_time_ms: 3,
+            error_code: 114,
+            error_message: Some("mismatched endpoint type".into()),
+            endpoint_type: if version >= 1 {
+                ENDPOINT_TYPE_CONTROLLERS
+            } else {
+                ENDPOINT_TYPE_BROKERS
+            },
+            cluster_id: "cluster-x".into(),
+            controller_id: 2,
+            brokers: vec![
+                DescribeClusterBroker {
+                    broker_id: 1,
+                    host: "broker-1.example".into(),
+                    port: 9092,
+                    rack: Some("rack-a".into()),
+                },
+                DescribeClusterBroker {
+                    broker_id: 2,
+                    host: "broker-2.example".into(),
+                    port: 9093,
+                    rack: None,
+                },
+            ],
+            cluster_authorized_operations: 0x0ff8,
+        }
+    }
+
+    fn encode_req(m: &DescribeClusterRequest, v: i16) -> Bytes {
+        let mut b = BytesMut::new();
+        m.encode(&mut b, v);
+        b.freeze()
+    }
+
+    fn encode_resp(m: &DescribeClusterResponse, v: i16) -> Bytes {
+        let mut b = BytesMut::new();
+        m.encode(&mut b, v);
+        b.freeze()
+    }
+
+    #[test]
+    fn requests_round_trip_at_every_version() {
+        for v in VERSIONS {
+            let req = request(v);
+            let mut r = Reader::new(encode_req(&req, v));
+            assert_eq!(
+                DescribeClusterRequest::decode(&mut r, v).unwrap(),
+                req,
+                "v{v}"
+            );
+            assert!(r.is_empty(), "v{v} left bytes unread");
+        }
+    }
+
+    #[test]
+    fn responses_round_trip_at_every_version() {
+        for v in VERSIONS {
+            let resp = response(v);
+            let mut r = Reader::new(encode_resp(&resp, v));
+            assert_eq!(
+                DescribeClusterResponse::decode(&mut r, v).unwrap(),
+                resp,
+                "v{v}"
+            );
+            assert!(r.is_empty(), "v{v} left bytes unread");
+        }
+    }
+
+    #[test]
+    fn every_strict_prefix_fails_to_decode() {
+        for v in VERSIONS {
+            let req = encode_req(&request(v), v);
+            for n in 0..req.len() {
+                assert!(
+                    DescribeClusterRequest::decode(&mut Reader::new(req.slice(..n)), v).is_err(),
+                    "request v{v} prefix {n}"
+                );
+            }
+            let resp = encode_resp(&response(v), v);
+            for n in 0..resp.len() {
+                assert!(
+                    DescribeClusterResponse::decode(&mut Reader::new(resp.slice(..n)), v).is_err(),
+                    "response v{v} prefix {n}"
+                );
+            }
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn decoding_random_bytes_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..256)) {
+            let bytes = Bytes::from(bytes);
+            for v in VERSIONS {
+                let _ = DescribeClusterRequest::decode(&mut Reader::new(bytes.clone()), v);
+                let _ = DescribeClusterResponse::decode(&mut Reader::new(bytes.clone()), v);
+            }
+        }
+
+        #[test]
+        fn decoding_corrupted_messages_never_panics(
+            edits in proptest::collection::vec((any::<usize>(), any::<u8>()), 1..8),
+        ) {
+            for v in VERSIONS {
+                for good in [encode_req(&request(v), v), encode_resp(&response(v), v)] {
+                    let mut bad = good.to_vec();
+                    for (at, byte) in &edits {
+                        let i = at % bad.len();
+                        bad[i] = *byte;
+                    }
+                    let bad = Bytes::from(bad);
+                    let _ = DescribeClusterRequest::decode(&mut Reader::new(bad.clone()), v);
+                    let _ = DescribeClusterResponse::decode(&mut Reader::new(bad), v);
+                }
+            }
+        }
+    }
+}

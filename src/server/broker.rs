@@ -1,0 +1,252 @@
+//! `pinlog serve`: the broker's lifecycle.
+//!
+//! Startup: read the data directory's identity and shutdown state, start
+//! the shards, open the metadata log on shard 0 and publish its image to
+//! every shard, then listen on every shard (SO_REUSEPORT). Shutdown on
+//! SIGINT/SIGTERM: stop accepting, let in-flight requests finish, close the
+//! metadata log; the shard runtime then flushes every partition and writes
+//! the checkpoints and the clean-shutdown marker.
+
+use std::cell::Cell;
+use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use glommio::net::TcpListener;
+
+use crate::broker_config::BrokerConfig;
+use crate::metadata::store::MetadataStore;
+use crate::server::cluster_id;
+use crate::server::connection::serve_connection;
+use crate::server::controller::{self, Controller, CONTROLLER_SHARD};
+use crate::server::state::BrokerState;
+use crate::shard::runtime::{run_shards, ShardConfig, Shutdown};
+use crate::shard::shard::{now_ms, Shard};
+
+/// How often idle shards look at the stop flag and run the flush timer.
+const TICK: Duration = Duration::from_millis(50);
+/// How long shutdown waits for in-flight requests before closing anyway.
+const DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a shard waits for shard 0 to publish the first image.
+const STARTUP_TIMEOUT: Duration = Duration::from_secs(120);
+/// Kafka's `log.retention.check.interval.ms` default: 5 minutes.
+const RETENTION_CHECK_INTERVAL: Duration = Duration::from_secs(300);
+
+/// Set by the signal thread; every shard watches it.
+static STOP: AtomicBool = AtomicBool::new(false);
+
+/// Asks a running broker in this process to stop (used by tests and by the
+/// signal thread).
+pub fn request_stop() {
+    STOP.store(true, Ordering::SeqCst);
+}
+
+fn stopping() -> bool {
+    STOP.load(Ordering::SeqCst)
+}
+
+/// Blocks SIGINT and SIGTERM in this thread (and so in every thread started
+/// after it) and turns them into [`request_stop`] on a dedicated thread.
+fn install_signal_thread() -> Result<(), String> {
+    // SAFETY: plain libc signal-mask calls on a zeroed sigset.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGINT);
+        libc::sigaddset(&mut set, libc::SIGTERM);
+        if libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) != 0 {
+            return Err("cannot block SIGINT/SIGTERM".into());
+        }
+        // Writes to closed sockets must return EPIPE, not kill the broker.
+        libc::signal(libc::SIGPIPE, libc::SIG_IGN);
+        std::thread::Builder::new()
+            .name("pinlog-signals".into())
+            .spawn(move || loop {
+                let mut sig: libc::c_int = 0;
+                if libc::sigwait(&set, &mut sig) == 0 {
+                    tracing::info!("received signal {sig}: shutting down");
+                    request_stop();
+                    return;
+                }
+            })
+            .map_err(|e| format!("cannot start the signal thread: {e}"))?;
+    }
+    Ok(())
+}
+
+/// Runs the broker until SIGINT/SIGTERM (or [`request_stop`]).
+pub fn serve(config: BrokerConfig) -> Result<(), String> {
+    install_signal_thread()?;
+    run(config)
+}
+
+/// Runs the broker until [`request_stop`]; no signal handling.
+pub fn run(config: BrokerConfig) -> Result<(), String> {
+    STOP.store(false, Ordering::SeqCst);
+    let started = Instant::now();
+    let cluster_id: Arc<str> = cluster_id::load_or_create(&config.data_dir, config.node_id)
+        .map_err(|e| e.to_string())?
+        .into();
+    let mut shard_config = ShardConfig::new(&config.data_dir);
+    if let Some(n) = config.shards {
+        shard_config.shard_count = n;
+    }
+    shard_config.tail_cache_bytes = config.tail_cache_bytes;
+    shard_config.spin_before_park = Duration::from_micros(config.spin_before_park_us);
+    shard_config.log_defaults = config.log.clone();
+    let shards = shard_config.shard_count;
+    let config = Arc::new(config);
+    tracing::info!(
+        data_dir = %config.data_dir.display(),
+        shards,
+        cluster_id = %cluster_id,
+        "starting pinlog {}",
+        env!("CARGO_PKG_VERSION")
+    );
+    let outcome = run_shards(shard_config, Shutdown::Clean, move |shard| {
+        let config = config.clone();
+        let cluster_id = cluster_id.clone();
+        async move { shard_main(shard, config, cluster_id, started).await }
+    })
+    .map_err(|e| e.to_string())?;
+    let mut failed = None;
+    for r in outcome.results {
+        if let Err(e) = r {
+            failed.get_or_insert(e);
+        }
+    }
+    if let Some(e) = failed {
+        return Err(e);
+    }
+    tracing::info!(clean = outcome.clean, "pinlog stopped");
+    Ok(())
+}
+
+async fn shard_main(
+    shard: Rc<Shard>,
+    config: Arc<BrokerConfig>,
+    cluster_id: Arc<str>,
+    started: Instant,
+) -> Result<(), String> {
+    if shard.id() == CONTROLLER_SHARD {
+        let store = MetadataStore::open(&config.data_dir, shard.startup(), now_ms(), None)
+            .await
+            .map_err(|e| format!("cannot open the metadata log: {e}"))?;
+        let image = store.image();
+        shard.set_extension(Rc::new(Controller::new(store)));
+        for s in 0..shard.shard_count() {
+            let (config, cluster_id, image) = (config.clone(), cluster_id.clone(), image.clone());
+            shard
+                .submit_to(s, move |shard| async move {
+                    shard.set_extension(Rc::new(BrokerState::new(
+                        config,
+                        cluster_id,
+                        image.clone(),
+                    )));
+                    controller::apply_image(&shard, image).await
+                })
+                .await
+                .map_err(|e| e.to_string())?
+                .map_err(|e| format!("cannot open partitions: {e}"))?;
+        }
+    } else {
+        let deadline = Instant::now() + STARTUP_TIMEOUT;
+        while shard.extension::<BrokerState>().is_none() {
+            if Instant::now() > deadline {
+                return Err("shard 0 did not publish the metadata image in time".into());
+            }
+            glommio::timer::sleep(Duration::from_millis(5)).await;
+        }
+    }
+    let listener = TcpListener::bind(config.listen).map_err(|e| {
+        format!(
+            "cannot listen on {}: {e}; is another broker running there? choose another with --listen",
+            config.listen
+        )
+    })?;
+    if shard.id() == 0 {
+        let partitions: usize = BrokerState::of(&shard)
+            .image()
+            .topics
+            .values()
+            .map(|t| t.partitions.len())
+            .sum();
+        let startup = shard.startup();
+        tracing::info!(
+            listen = %config.listen,
+            advertise = %config.advertise,
+            shards = shard.shard_count(),
+            partitions,
+            clean_shutdown_before = startup.clean_shutdown,
+            startup_ms = started.elapsed().as_millis() as u64,
+            "pinlog is serving Kafka clients"
+        );
+    }
+    let active = Rc::new(Cell::new(0usize));
+    spawn_timers(&shard);
+    loop {
+        let accepted = futures_lite::future::or(async { Some(listener.accept().await) }, async {
+            while !stopping() {
+                glommio::timer::sleep(TICK).await;
+            }
+            None
+        })
+        .await;
+        match accepted {
+            None => break,
+            Some(Ok(stream)) => {
+                let (shard, active) = (shard.clone(), active.clone());
+                active.set(active.get() + 1);
+                glommio::spawn_local(async move {
+                    serve_connection(shard, stream, stopping).await;
+                    active.set(active.get() - 1);
+                })
+                .detach();
+            }
+            Some(Err(e)) => {
+                tracing::warn!("accept failed: {e}");
+                glommio::timer::sleep(TICK).await;
+            }
+        }
+    }
+    drop(listener);
+    let deadline = Instant::now() + DRAIN_TIMEOUT;
+    while active.get() > 0 && Instant::now() < deadline {
+        glommio::timer::sleep(TICK).await;
+    }
+    if active.get() > 0 {
+        tracing::warn!(
+            shard = shard.id(),
+            connections = active.get(),
+            "closing connections with requests still in flight"
+        );
+    }
+    if shard.id() == CONTROLLER_SHARD {
+        if let Some(c) = shard.extension::<Controller>() {
+            c.close(&shard)
+                .await
+                .map_err(|e| format!("closing the metadata log failed: {e}"))?;
+        }
+    }
+    Ok(())
+}
+
+/// The flush-policy timer (`flush.ms`) and the retention check.
+fn spawn_timers(shard: &Rc<Shard>) {
+    let s = shard.clone();
+    glommio::spawn_local(async move {
+        let mut last_retention = Instant::now();
+        while !stopping() {
+            glommio::timer::sleep(TICK).await;
+            if let Err(e) = s.flush_tick().await {
+                tracing::error!(shard = s.id(), "flush failed: {e}");
+            }
+            if last_retention.elapsed() >= RETENTION_CHECK_INTERVAL {
+                last_retention = Instant::now();
+                s.retention_tick().await;
+            }
+        }
+    })
+    .detach();
+}

@@ -1,0 +1,245 @@
+//! One client connection: frames in, responses out, in request order.
+//!
+//! A reader loop cuts the byte stream into frames and starts a task per
+//! request, so pipelined requests are worked on concurrently; a writer loop
+//! awaits those tasks in arrival order and writes each response, so replies
+//! leave in order as Kafka requires. The queue between them is bounded:
+//! a client that pipelines more than [`IN_FLIGHT_REQUESTS_MAX`] requests
+//! waits for the oldest to be answered.
+
+use std::os::fd::{AsRawFd, RawFd};
+use std::rc::Rc;
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use futures_lite::{AsyncReadExt, AsyncWriteExt};
+use glommio::channels::local_channel;
+use glommio::net::TcpStream;
+
+use crate::protocol::chunks::{Chunk, FileRange};
+use crate::server::dispatch::{handle_frame, Outcome};
+use crate::server::state::BrokerState;
+use crate::shard::shard::Shard;
+
+/// Requests read but not yet answered, per connection.
+pub const IN_FLIGHT_REQUESTS_MAX: usize = 64;
+/// Bytes read from the socket at a time while assembling a frame, so that a
+/// frame's claimed size is never allocated before its bytes arrive.
+const READ_CHUNK_BYTES: usize = 64 * 1024;
+/// How often an idle connection checks whether the broker is stopping.
+const STOP_CHECK_INTERVAL: Duration = Duration::from_millis(50);
+/// Pause before retrying a sendfile that found the socket buffer full.
+const SENDFILE_RETRY_PAUSE: Duration = Duration::from_micros(50);
+
+/// Why a connection ends.
+#[derive(Debug)]
+enum End {
+    PeerClosed,
+    Io(std::io::Error),
+    Protocol(String),
+}
+
+/// Serves one connection until the peer closes it or sends garbage.
+/// `stopping` says when the broker shuts down: the connection then reads no
+/// new request, answers those in flight, and closes.
+pub async fn serve_connection(shard: Rc<Shard>, stream: TcpStream, stopping: fn() -> bool) {
+    let peer = stream
+        .peer_addr()
+        .map(|a| a.to_string())
+        .unwrap_or_else(|_| "?".to_string());
+    if let Err(e) = stream.set_nodelay(true) {
+        tracing::debug!(%peer, "cannot set TCP_NODELAY: {e}");
+    }
+    let fd = stream.as_raw_fd();
+    let max_frame = BrokerState::of(&shard).config.socket_request_max_bytes;
+    let (mut reader, mut writer) = futures_lite::io::split(stream);
+    let (tx, rx) =
+        local_channel::new_bounded::<glommio::task::JoinHandle<Outcome>>(IN_FLIGHT_REQUESTS_MAX);
+
+    let writer_task = glommio::spawn_local(async move {
+        while let Some(task) = rx.recv().await {
+            match task.await {
+                Some(Outcome::Respond(chunks)) => {
+                    if let Err(e) = write_chunks(&mut writer, fd, chunks).await {
+                        return End::Io(e);
+                    }
+                }
+                Some(Outcome::NoResponse) => {}
+                Some(Outcome::Close(why)) => return End::Protocol(why),
+                None => return End::Protocol("request task was cancelled".into()),
+            }
+        }
+        End::PeerClosed
+    });
+
+    let end = loop {
+        let next = futures_lite::future::or(
+            async { Some(read_frame(&mut reader, max_frame).await) },
+            async {
+                while !stopping() {
+                    glommio::timer::sleep(STOP_CHECK_INTERVAL).await;
+                }
+                None
+            },
+        )
+        .await;
+        let frame = match next {
+            None => break End::PeerClosed,
+            Some(Ok(Some(f))) => f,
+            Some(Ok(None)) => break End::PeerClosed,
+            Some(Err(e)) => break e,
+        };
+        let shard = shard.clone();
+        let task = glommio::spawn_local(async move { handle_frame(&shard, frame).await }).detach();
+        if tx.send(task).await.is_err() {
+            // The writer stopped (socket error or a refused request).
+            break End::PeerClosed;
+        }
+    };
+    drop(tx);
+    let writer_end = writer_task.await;
+    match (end, writer_end) {
+        (End::Protocol(why), _) | (_, End::Protocol(why)) => {
+            tracing::warn!(%peer, "closing connection: {why}");
+        }
+        (End::Io(e), _) | (_, End::Io(e)) => tracing::debug!(%peer, "connection error: {e}"),
+        _ => tracing::debug!(%peer, "connection closed"),
+    }
+}
+
+/// Reads one size-prefixed frame. `Ok(None)` on a clean close between
+/// frames. A negative or oversized size ends the connection.
+async fn read_frame<R: futures_lite::AsyncRead + Unpin>(
+    reader: &mut R,
+    max_frame: usize,
+) -> Result<Option<Bytes>, End> {
+    let mut size_bytes = [0u8; 4];
+    let mut got = 0;
+    while got < 4 {
+        match reader.read(&mut size_bytes[got..]).await {
+            Ok(0) if got == 0 => return Ok(None),
+            Ok(0) => {
+                return Err(End::Protocol(
+                    "connection closed inside a frame size".into(),
+                ))
+            }
+            Ok(n) => got += n,
+            Err(e) => return Err(End::Io(e)),
+        }
+    }
+    let size = i32::from_be_bytes(size_bytes);
+    if size < 0 {
+        return Err(End::Protocol(format!("negative frame size {size}")));
+    }
+    let size = size as usize;
+    if size > max_frame {
+        return Err(End::Protocol(format!(
+            "frame of {size} bytes exceeds socket.request.max.bytes ({max_frame})"
+        )));
+    }
+    let mut buf = BytesMut::with_capacity(size.min(READ_CHUNK_BYTES));
+    let mut scratch = vec![0u8; size.min(READ_CHUNK_BYTES)];
+    while buf.len() < size {
+        let want = (size - buf.len()).min(scratch.len());
+        match reader.read(&mut scratch[..want]).await {
+            Ok(0) => {
+                return Err(End::Protocol(format!(
+                    "connection closed after {} of {size} frame bytes",
+                    buf.len()
+                )))
+            }
+            Ok(n) => buf.extend_from_slice(&scratch[..n]),
+            Err(e) => return Err(End::Io(e)),
+        }
+    }
+    Ok(Some(buf.freeze()))
+}
+
+/// Writes a response: memory chunks with write_all, file ranges with
+/// sendfile straight from the page cache to the socket.
+async fn write_chunks<W: futures_lite::AsyncWrite + Unpin>(
+    writer: &mut W,
+    socket: RawFd,
+    chunks: Vec<Chunk>,
+) -> std::io::Result<()> {
+    for chunk in chunks {
+        match chunk {
+            Chunk::Bytes(b) => writer.write_all(&b).await?,
+            Chunk::File(range) => {
+                writer.flush().await?;
+                sendfile_all(socket, &range).await?;
+            }
+        }
+    }
+    writer.flush().await
+}
+
+/// Sends a file range with sendfile without ever blocking the shard:
+/// glommio's sockets are blocking descriptors driven through io_uring, so
+/// each sendfile is limited to the free space in the socket's send buffer
+/// (half of SO_SNDBUF, the payload share, minus what is queued), and waits
+/// briefly when the buffer is full.
+async fn sendfile_all(socket: RawFd, range: &FileRange) -> std::io::Result<()> {
+    let budget = send_buffer_bytes(socket)? / 2;
+    let mut offset = range.position as libc::off_t;
+    let end = range.position + range.len;
+    while (offset as u64) < end {
+        let free = budget.saturating_sub(queued_bytes(socket)?);
+        if free < SENDFILE_MIN_BYTES.min(budget) {
+            glommio::timer::sleep(SENDFILE_RETRY_PAUSE).await;
+            continue;
+        }
+        let want = ((end - offset as u64) as usize).min(free);
+        // SAFETY: both descriptors are open for the duration of the call;
+        // sendfile advances `offset` by the bytes sent.
+        let n = unsafe { libc::sendfile(socket, range.fd.as_raw_fd(), &mut offset, want) };
+        if n > 0 {
+            continue;
+        }
+        if n == 0 {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::UnexpectedEof,
+                "segment file shorter than the range being sent",
+            ));
+        }
+        let err = std::io::Error::last_os_error();
+        match err.raw_os_error() {
+            Some(libc::EAGAIN) => glommio::timer::sleep(SENDFILE_RETRY_PAUSE).await,
+            Some(libc::EINTR) => {}
+            _ => return Err(err),
+        }
+    }
+    Ok(())
+}
+
+/// Smallest sendfile worth issuing when the buffer is nearly full.
+const SENDFILE_MIN_BYTES: usize = 16 * 1024;
+
+fn send_buffer_bytes(socket: RawFd) -> std::io::Result<usize> {
+    let mut v: libc::c_int = 0;
+    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: getsockopt writes an int into `v`.
+    let r = unsafe {
+        libc::getsockopt(
+            socket,
+            libc::SOL_SOCKET,
+            libc::SO_SNDBUF,
+            (&mut v as *mut libc::c_int).cast(),
+            &mut len,
+        )
+    };
+    if r != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(v.max(0) as usize)
+}
+
+fn queued_bytes(socket: RawFd) -> std::io::Result<usize> {
+    let mut v: libc::c_int = 0;
+    // SAFETY: TIOCOUTQ (SIOCOUTQ) writes an int: bytes not yet acknowledged.
+    let r = unsafe { libc::ioctl(socket, libc::TIOCOUTQ, &mut v) };
+    if r != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(v.max(0) as usize)
+}

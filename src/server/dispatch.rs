@@ -1,0 +1,172 @@
+//! From a frame to a response: header, version check, decode, handler,
+//! encode. One match arm per API; the handlers live in `handlers/`, one file
+//! per API.
+//!
+//! Malformed input never panics here: a frame whose header cannot be read,
+//! an unknown API key, an unsupported version (other than ApiVersions') or a
+//! body that does not decode closes the connection with a log line, as
+//! Kafka's socket server does. ApiVersions with an unknown version gets
+//! Kafka's v0 UNSUPPORTED_VERSION reply so that any client can bootstrap.
+
+use std::rc::Rc;
+
+use bytes::{BufMut, Bytes, BytesMut};
+
+use crate::protocol::api::ApiKey;
+use crate::protocol::chunks::{Chunk, ChunkWriter};
+use crate::protocol::codec::{DecodeError, Reader};
+use crate::protocol::header::{encode_response_header, RequestHeader};
+use crate::protocol::messages::*;
+use crate::server::handlers;
+use crate::shard::shard::Shard;
+
+/// What the connection does with one request.
+pub enum Outcome {
+    /// Write these chunks (size prefix included).
+    Respond(Vec<Chunk>),
+    /// Produce with acks=0: nothing goes back.
+    NoResponse,
+    /// Close the connection, logging why.
+    Close(String),
+}
+
+/// Decodes and serves one frame.
+pub async fn handle_frame(shard: &Rc<Shard>, frame: Bytes) -> Outcome {
+    let mut r = Reader::new(frame);
+    let prefix = match RequestHeader::decode_prefix(&mut r) {
+        Ok(p) => p,
+        Err(e) => return Outcome::Close(format!("unreadable request header: {e}")),
+    };
+    let (api_key, api_version, correlation_id) = prefix;
+    let Some(key) = ApiKey::from_i16(api_key) else {
+        return Outcome::Close(format!(
+            "unknown API key {api_key} (correlation id {correlation_id})"
+        ));
+    };
+    if !key.supports(api_version) {
+        if key == ApiKey::ApiVersions {
+            return respond(correlation_id, 0, 0, |w| {
+                handlers::api_versions::unsupported_version_response().encode(w.buf(), 0)
+            });
+        }
+        let s = key.support();
+        return Outcome::Close(format!(
+            "{} v{api_version} is not supported (supported: v{}-v{})",
+            key.name(),
+            s.min_version,
+            s.max_version
+        ));
+    }
+    let header =
+        match RequestHeader::decode_rest(&mut r, prefix, key.request_header_version(api_version)) {
+            Ok(h) => h,
+            Err(e) => return malformed(key, api_version, e),
+        };
+    let v = api_version;
+    let resp_header = key.response_header_version(v);
+    macro_rules! serve {
+        ($req:ty, $handler:path) => {{
+            let req = match <$req>::decode(&mut r, v) {
+                Ok(req) => req,
+                Err(e) => return malformed(key, v, e),
+            };
+            let resp = $handler(shard, &header, req).await;
+            respond(correlation_id, resp_header, v, |w| resp.encode(w.buf(), v))
+        }};
+    }
+    match key {
+        ApiKey::ApiVersions => serve!(
+            api_versions::ApiVersionsRequest,
+            handlers::api_versions::handle
+        ),
+        ApiKey::Metadata => serve!(metadata::MetadataRequest, handlers::metadata::handle),
+        ApiKey::Produce => {
+            let req = match produce::ProduceRequest::decode(&mut r, v) {
+                Ok(req) => req,
+                Err(e) => return malformed(key, v, e),
+            };
+            let acks = req.acks;
+            let resp = handlers::produce::handle(shard, &header, req).await;
+            if acks == 0 {
+                return Outcome::NoResponse;
+            }
+            respond(correlation_id, resp_header, v, |w| resp.encode(w.buf(), v))
+        }
+        ApiKey::Fetch => {
+            let req = match fetch::FetchRequest::decode(&mut r, v) {
+                Ok(req) => req,
+                Err(e) => return malformed(key, v, e),
+            };
+            let resp = handlers::fetch::handle(shard, &header, req).await;
+            respond(correlation_id, resp_header, v, |w| {
+                resp.encode_chunked(w, v)
+            })
+        }
+        ApiKey::ListOffsets => serve!(
+            list_offsets::ListOffsetsRequest,
+            handlers::list_offsets::handle
+        ),
+        ApiKey::OffsetForLeaderEpoch => serve!(
+            offset_for_leader_epoch::OffsetForLeaderEpochRequest,
+            handlers::offset_for_leader_epoch::handle
+        ),
+        ApiKey::CreateTopics => serve!(
+            create_topics::CreateTopicsRequest,
+            handlers::create_topics::handle
+        ),
+        ApiKey::DeleteTopics => serve!(
+            delete_topics::DeleteTopicsRequest,
+            handlers::delete_topics::handle
+        ),
+        ApiKey::CreatePartitions => serve!(
+            create_partitions::CreatePartitionsRequest,
+            handlers::create_partitions::handle
+        ),
+        ApiKey::InitProducerId => serve!(
+            init_producer_id::InitProducerIdRequest,
+            handlers::init_producer_id::handle
+        ),
+        ApiKey::DescribeConfigs => serve!(
+            describe_configs::DescribeConfigsRequest,
+            handlers::describe_configs::handle
+        ),
+        ApiKey::AlterConfigs => serve!(
+            alter_configs::AlterConfigsRequest,
+            handlers::alter_configs::handle
+        ),
+        ApiKey::IncrementalAlterConfigs => serve!(
+            incremental_alter_configs::IncrementalAlterConfigsRequest,
+            handlers::incremental_alter_configs::handle
+        ),
+        ApiKey::DescribeCluster => serve!(
+            describe_cluster::DescribeClusterRequest,
+            handlers::describe_cluster::handle
+        ),
+    }
+}
+
+fn malformed(key: ApiKey, version: i16, e: DecodeError) -> Outcome {
+    Outcome::Close(format!("malformed {} v{version} request: {e}", key.name()))
+}
+
+/// Frames a response: size, header, body.
+fn respond(
+    correlation_id: i32,
+    header_version: i16,
+    _version: i16,
+    body: impl FnOnce(&mut ChunkWriter),
+) -> Outcome {
+    let mut w = ChunkWriter::new();
+    // The size is patched in once the length is known.
+    w.buf().put_i32(0);
+    encode_response_header(w.buf(), correlation_id, header_version);
+    body(&mut w);
+    let total = w.len() - 4;
+    let mut chunks = w.finish();
+    if let Some(Chunk::Bytes(first)) = chunks.first_mut() {
+        let mut b = BytesMut::from(&first[..]);
+        b[..4].copy_from_slice(&(total as i32).to_be_bytes());
+        *first = b.freeze();
+    }
+    Outcome::Respond(chunks)
+}

@@ -1,0 +1,120 @@
+//! CreateTopics through the controller.
+
+use std::rc::Rc;
+
+use crate::metadata::topic_config;
+use crate::protocol::error_code;
+use crate::protocol::header::RequestHeader;
+use crate::protocol::messages::create_topics::*;
+use crate::server::controller::{self, NewTopic};
+use crate::server::state::BrokerState;
+use crate::shard::shard::Shard;
+
+/// Kafka's ConfigSource values.
+pub const CONFIG_SOURCE_DYNAMIC_TOPIC: i8 = 1;
+pub const CONFIG_SOURCE_DEFAULT: i8 = 5;
+
+pub async fn handle(
+    shard: &Rc<Shard>,
+    header: &RequestHeader,
+    req: CreateTopicsRequest,
+) -> CreateTopicsResponse {
+    let broker = BrokerState::of(shard);
+    let mut early: Vec<(String, i16, String)> = Vec::new();
+    let mut new = Vec::new();
+    for t in &req.topics {
+        if !t.assignments.is_empty() {
+            early.push((
+                t.name.clone(),
+                error_code::INVALID_REPLICA_ASSIGNMENT,
+                "manual replica assignments are not supported by a single-node pinlog; give num_partitions instead".into(),
+            ));
+            continue;
+        }
+        new.push(NewTopic {
+            name: t.name.clone(),
+            num_partitions: t.num_partitions,
+            replication_factor: t.replication_factor,
+            configs: t
+                .configs
+                .iter()
+                .map(|c| (c.name.clone(), c.value.clone()))
+                .collect(),
+        });
+    }
+    let results = match controller::create_topics(shard, new, req.validate_only).await {
+        Ok(r) => r,
+        Err(e) => {
+            tracing::error!("CreateTopics failed: {e}");
+            req.topics
+                .iter()
+                .map(|t| {
+                    (
+                        t.name.clone(),
+                        Err((error_code::KAFKA_STORAGE_ERROR, e.to_string())),
+                    )
+                })
+                .collect()
+        }
+    };
+    let image = broker.image();
+    let mut topics: Vec<CreatableTopicResult> = early
+        .into_iter()
+        .map(|(name, code, message)| CreatableTopicResult {
+            name,
+            error_code: code,
+            error_message: Some(message),
+            num_partitions: -1,
+            replication_factor: -1,
+            ..Default::default()
+        })
+        .collect();
+    for (name, r) in results {
+        match r {
+            Ok(created) => {
+                let overrides = image
+                    .topic(&name)
+                    .map(|t| t.configs.clone())
+                    .unwrap_or_default();
+                let configs = (header.api_version >= 5).then(|| {
+                    topic_config::describe(&broker.config, &overrides)
+                        .into_iter()
+                        .map(|e| CreatableTopicConfigs {
+                            name: e.name.to_string(),
+                            value: Some(e.value),
+                            read_only: false,
+                            config_source: if e.is_override {
+                                CONFIG_SOURCE_DYNAMIC_TOPIC
+                            } else {
+                                CONFIG_SOURCE_DEFAULT
+                            },
+                            is_sensitive: false,
+                        })
+                        .collect()
+                });
+                topics.push(CreatableTopicResult {
+                    name,
+                    topic_id: created.topic_id,
+                    error_code: error_code::NONE,
+                    error_message: None,
+                    num_partitions: created.num_partitions,
+                    replication_factor: created.replication_factor,
+                    configs,
+                    ..Default::default()
+                });
+            }
+            Err((code, message)) => topics.push(CreatableTopicResult {
+                name,
+                error_code: code,
+                error_message: Some(message),
+                num_partitions: -1,
+                replication_factor: -1,
+                ..Default::default()
+            }),
+        }
+    }
+    CreateTopicsResponse {
+        throttle_time_ms: 0,
+        topics,
+    }
+}

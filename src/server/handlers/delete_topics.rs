@@ -1,0 +1,69 @@
+//! DeleteTopics through the controller (by name; by id from v6).
+
+use std::rc::Rc;
+
+use crate::protocol::error_code;
+use crate::protocol::header::RequestHeader;
+use crate::protocol::messages::delete_topics::*;
+use crate::server::controller;
+use crate::server::state::BrokerState;
+use crate::shard::shard::Shard;
+
+pub async fn handle(
+    shard: &Rc<Shard>,
+    _header: &RequestHeader,
+    req: DeleteTopicsRequest,
+) -> DeleteTopicsResponse {
+    let image = BrokerState::of(shard).image();
+    let mut responses = Vec::new();
+    let mut names: Vec<String> = req.topic_names.clone();
+    for t in &req.topics {
+        match &t.name {
+            Some(n) => names.push(n.clone()),
+            None => match image.topic_names_by_id.get(&t.topic_id) {
+                Some(n) => names.push(n.clone()),
+                None => responses.push(DeletableTopicResult {
+                    name: None,
+                    topic_id: t.topic_id,
+                    error_code: error_code::UNKNOWN_TOPIC_OR_PARTITION,
+                    error_message: Some("no topic has this id".into()),
+                }),
+            },
+        }
+    }
+    match controller::delete_topics(shard, names.clone()).await {
+        Ok(results) => {
+            for (name, r) in results {
+                responses.push(match r {
+                    Ok(id) => DeletableTopicResult {
+                        name: Some(name),
+                        topic_id: id,
+                        error_code: error_code::NONE,
+                        error_message: None,
+                    },
+                    Err((code, message)) => DeletableTopicResult {
+                        name: Some(name),
+                        topic_id: [0; 16],
+                        error_code: code,
+                        error_message: Some(message),
+                    },
+                });
+            }
+        }
+        Err(e) => {
+            tracing::error!("DeleteTopics failed: {e}");
+            for name in names {
+                responses.push(DeletableTopicResult {
+                    name: Some(name),
+                    topic_id: [0; 16],
+                    error_code: error_code::KAFKA_STORAGE_ERROR,
+                    error_message: Some(e.to_string()),
+                });
+            }
+        }
+    }
+    DeleteTopicsResponse {
+        throttle_time_ms: 0,
+        responses,
+    }
+}

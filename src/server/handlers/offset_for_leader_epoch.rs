@@ -1,0 +1,65 @@
+//! OffsetForLeaderEpoch: the end offset of a leader epoch, from the
+//! partition's epoch cache (Kafka's `endOffsetForEpoch`).
+
+use std::rc::Rc;
+
+use crate::log::topic_partition::TopicPartition;
+use crate::protocol::error_code;
+use crate::protocol::header::RequestHeader;
+use crate::protocol::messages::offset_for_leader_epoch::*;
+use crate::server::handlers::{check_leader_epoch, error_code_for};
+use crate::server::state::BrokerState;
+use crate::shard::shard::Shard;
+
+pub async fn handle(
+    shard: &Rc<Shard>,
+    _header: &RequestHeader,
+    req: OffsetForLeaderEpochRequest,
+) -> OffsetForLeaderEpochResponse {
+    let image = BrokerState::of(shard).image();
+    let mut topics = Vec::with_capacity(req.topics.len());
+    for t in req.topics {
+        let mut partitions = Vec::with_capacity(t.partitions.len());
+        for p in t.partitions {
+            let mut out = EpochEndOffset {
+                error_code: error_code::NONE,
+                partition: p.partition,
+                leader_epoch: -1,
+                end_offset: -1,
+            };
+            if let Err(code) =
+                check_leader_epoch(&image, &t.topic, p.partition, p.current_leader_epoch)
+            {
+                out.error_code = code;
+                partitions.push(out);
+                continue;
+            }
+            let tp = TopicPartition::new(t.topic.clone(), p.partition);
+            let requested = p.leader_epoch;
+            let answer = shard
+                .submit_to(shard.owner(&tp), move |shard| async move {
+                    let log = shard.local_log(&tp)?;
+                    let log = log.read().await.ok()?;
+                    Some(log.end_offset_for_epoch(requested))
+                })
+                .await;
+            match answer {
+                Ok(Some((epoch, end))) => {
+                    out.leader_epoch = epoch;
+                    out.end_offset = end;
+                }
+                Ok(None) => out.error_code = error_code::NOT_LEADER_OR_FOLLOWER,
+                Err(e) => out.error_code = error_code_for(&e),
+            }
+            partitions.push(out);
+        }
+        topics.push(OffsetForLeaderTopicResult {
+            topic: t.topic,
+            partitions,
+        });
+    }
+    OffsetForLeaderEpochResponse {
+        throttle_time_ms: 0,
+        topics,
+    }
+}

@@ -1,0 +1,223 @@
+//! Produce: validate, append on the owning shard, answer per partition.
+//!
+//! With a single replica the high watermark follows the log end offset, and
+//! acks=-1 means the topic's flush policy has been applied, which the
+//! append itself does.
+
+use std::collections::BTreeMap;
+use std::rc::Rc;
+
+use bytes::{Bytes, BytesMut};
+
+use crate::broker_config::TimestampType;
+use crate::error::LogError;
+use crate::log::topic_partition::TopicPartition;
+use crate::metadata::topic_config;
+use crate::protocol::error_code;
+use crate::protocol::header::RequestHeader;
+use crate::protocol::messages::produce::*;
+use crate::server::append_waiters::AppendWaiters;
+use crate::server::handlers::error_code_for;
+use crate::server::state::BrokerState;
+use crate::shard::shard::{now_ms, Shard};
+
+/// One partition's share of a produce request, sent to its owner:
+/// (response slot, partition, records, leader epoch, LogAppendTime?).
+struct PartitionWork {
+    slot: usize,
+    tp: TopicPartition,
+    records: Bytes,
+    leader_epoch: i32,
+    log_append_time: bool,
+}
+
+/// What the owner reports for one partition.
+struct Appended {
+    error_code: i16,
+    error_message: Option<String>,
+    base_offset: i64,
+    log_append_time_ms: i64,
+    log_start_offset: i64,
+}
+
+impl Appended {
+    fn error(code: i16, message: Option<String>) -> Self {
+        Appended {
+            error_code: code,
+            error_message: message,
+            base_offset: -1,
+            log_append_time_ms: -1,
+            log_start_offset: -1,
+        }
+    }
+}
+
+pub async fn handle(
+    shard: &Rc<Shard>,
+    _header: &RequestHeader,
+    req: ProduceRequest,
+) -> ProduceResponse {
+    let broker = BrokerState::of(shard);
+    let image = broker.image();
+    let valid_acks = matches!(req.acks, -1..=1);
+    // Work per owning shard, keeping the request's order for the answer.
+    let mut by_owner: BTreeMap<usize, Vec<PartitionWork>> = BTreeMap::new();
+    let mut answers: Vec<(String, i32, Option<Appended>)> = Vec::new();
+    for t in req.topics {
+        for p in t.partitions {
+            let slot = answers.len();
+            let tp = TopicPartition::new(t.name.clone(), p.index);
+            let early = if !valid_acks {
+                Some(Appended::error(error_code::INVALID_REQUIRED_ACKS, None))
+            } else if let Some(part) = image.partition(&t.name, p.index) {
+                match p.records {
+                    Some(records) if !records.is_empty() => {
+                        let topic = image.topic(&t.name).expect("partition implies topic");
+                        let append_time =
+                            topic_config::timestamp_type(&broker.config, &topic.configs)
+                                == TimestampType::LogAppendTime;
+                        by_owner
+                            .entry(shard.owner(&tp))
+                            .or_default()
+                            .push(PartitionWork {
+                                slot,
+                                tp,
+                                records,
+                                leader_epoch: part.leader_epoch,
+                                log_append_time: append_time,
+                            });
+                        None
+                    }
+                    _ => Some(Appended::error(
+                        error_code::INVALID_RECORD,
+                        Some("the produce request holds no records for this partition".into()),
+                    )),
+                }
+            } else {
+                Some(Appended::error(
+                    error_code::UNKNOWN_TOPIC_OR_PARTITION,
+                    None,
+                ))
+            };
+            answers.push((t.name.clone(), p.index, early));
+        }
+    }
+    let mut tasks = Vec::new();
+    for (owner, work) in by_owner {
+        let shard = shard.clone();
+        tasks.push(glommio::spawn_local(async move {
+            let result = shard
+                .submit_to(owner, move |shard| async move {
+                    append_on_owner(&shard, work).await
+                })
+                .await;
+            result
+        }));
+    }
+    for task in tasks {
+        match task.await {
+            Ok(results) => {
+                for (slot, a) in results {
+                    answers[slot].2 = Some(a);
+                }
+            }
+            Err(e) => tracing::error!("produce: owning shard unreachable: {e}"),
+        }
+    }
+    let mut responses: Vec<TopicProduceResponse> = Vec::new();
+    for (topic, index, a) in answers {
+        let a = a.unwrap_or_else(|| Appended::error(error_code::UNKNOWN_SERVER_ERROR, None));
+        let pr = PartitionProduceResponse {
+            index,
+            error_code: a.error_code,
+            base_offset: a.base_offset,
+            log_append_time_ms: a.log_append_time_ms,
+            log_start_offset: a.log_start_offset,
+            record_errors: Vec::new(),
+            error_message: a.error_message,
+        };
+        match responses.last_mut() {
+            Some(last) if last.name == topic => last.partition_responses.push(pr),
+            _ => responses.push(TopicProduceResponse {
+                name: topic,
+                partition_responses: vec![pr],
+            }),
+        }
+    }
+    ProduceResponse {
+        responses,
+        throttle_time_ms: 0,
+    }
+}
+
+async fn append_on_owner(shard: &Rc<Shard>, work: Vec<PartitionWork>) -> Vec<(usize, Appended)> {
+    let waiters = AppendWaiters::of(shard);
+    let mut out = Vec::with_capacity(work.len());
+    for PartitionWork {
+        slot,
+        tp,
+        records,
+        leader_epoch,
+        log_append_time: append_time,
+    } in work
+    {
+        let Some(log) = shard.local_log(&tp) else {
+            out.push((
+                slot,
+                Appended::error(error_code::NOT_LEADER_OR_FOLLOWER, None),
+            ));
+            continue;
+        };
+        let Ok(mut log) = log.write().await else {
+            out.push((slot, Appended::error(error_code::KAFKA_STORAGE_ERROR, None)));
+            continue;
+        };
+        let now = now_ms();
+        let log_append_time = append_time.then_some(now);
+        // The leader rewrites offsets and the epoch in the batch headers, so
+        // it needs its own mutable copy of the bytes.
+        let result = log
+            .append_as_leader(
+                BytesMut::from(&records[..]),
+                leader_epoch,
+                log_append_time,
+                now,
+            )
+            .await;
+        match result {
+            Ok(info) => {
+                let leo = log.log_end_offset();
+                log.set_high_watermark(leo);
+                out.push((
+                    slot,
+                    Appended {
+                        error_code: error_code::NONE,
+                        error_message: None,
+                        base_offset: info.first_offset,
+                        // A retried batch answers with the original's time.
+                        log_append_time_ms: match log_append_time {
+                            Some(_) if info.duplicate => info.max_timestamp,
+                            Some(t) => t,
+                            None => -1,
+                        },
+                        log_start_offset: log.log_start_offset(),
+                    },
+                ));
+                drop(log);
+                waiters.notify(&tp);
+            }
+            Err(e) => {
+                if matches!(e, LogError::Io { .. } | LogError::Offline { .. }) {
+                    tracing::error!(partition = %tp, "produce failed: {e}");
+                } else {
+                    tracing::debug!(partition = %tp, "produce refused: {e}");
+                }
+                out.push((
+                    slot,
+                    Appended::error(error_code_for(&e), Some(e.to_string())),
+                ));
+            }
+        }
+    }
+    out
+}

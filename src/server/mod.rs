@@ -1,0 +1,12 @@
+//! The Kafka broker: connections on every shard, request handlers (one
+//! file per API), and the single-node controller.
+
+pub mod append_waiters;
+pub mod broker;
+pub mod cluster_id;
+pub mod connection;
+pub mod controller;
+pub mod dispatch;
+pub mod fetch_sessions;
+pub mod handlers;
+pub mod state;

@@ -1,0 +1,46 @@
+//! What every shard knows about the broker: its settings, identity, and the
+//! current metadata image.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::sync::Arc;
+
+use crate::broker_config::BrokerConfig;
+use crate::metadata::image::MetadataImage;
+use crate::shard::shard::Shard;
+
+/// Shard-local broker state, stored as a shard extension.
+pub struct BrokerState {
+    pub config: Arc<BrokerConfig>,
+    pub cluster_id: Arc<str>,
+    image: RefCell<Arc<MetadataImage>>,
+}
+
+impl BrokerState {
+    pub fn new(config: Arc<BrokerConfig>, cluster_id: Arc<str>, image: Arc<MetadataImage>) -> Self {
+        BrokerState {
+            config,
+            cluster_id,
+            image: RefCell::new(image),
+        }
+    }
+
+    pub fn image(&self) -> Arc<MetadataImage> {
+        self.image.borrow().clone()
+    }
+
+    pub fn set_image(&self, image: Arc<MetadataImage>) {
+        *self.image.borrow_mut() = image;
+    }
+
+    pub fn node_id(&self) -> i32 {
+        self.config.node_id
+    }
+
+    /// The broker state of `shard`; set before any connection is served.
+    pub fn of(shard: &Shard) -> Rc<BrokerState> {
+        shard
+            .extension::<BrokerState>()
+            .expect("broker state is installed before serving")
+    }
+}
