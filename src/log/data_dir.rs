@@ -135,6 +135,16 @@ pub fn write_shutdown_state(
     Ok(())
 }
 
+/// Writes both offset checkpoints while the broker runs (Kafka's
+/// `log.flush.offset.checkpoint.interval.ms`), so that a crash rescans only
+/// what was written since. Runs the blocking writes off the shard thread.
+pub async fn write_checkpoints(dir: &Path, offsets: Vec<PartitionOffsets>) -> LogResult<()> {
+    let dir = dir.to_path_buf();
+    glommio::executor()
+        .spawn_blocking(move || write_shutdown_state(&dir, &offsets, false))
+        .await
+}
+
 fn write(dir: &Path, name: &str, entries: &[OffsetCheckpointEntry]) -> LogResult<()> {
     let path = dir.join(name);
     checkpoint::write_atomically_blocking(&path, &checkpoint::encode_offset_checkpoint(entries))

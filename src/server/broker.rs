@@ -1,16 +1,17 @@
 //! `pinlog serve`: the broker's lifecycle.
 //!
-//! Startup: read the data directory's identity and shutdown state, start
-//! the shards, open the metadata log on shard 0 and publish its image to
-//! every shard, then listen on every shard (SO_REUSEPORT). Shutdown on
-//! SIGINT/SIGTERM: stop accepting, let in-flight requests finish, close the
-//! metadata log; the shard runtime then flushes every partition and writes
-//! the checkpoints and the clean-shutdown marker.
+//! Startup: bind `metrics.listen`, read the data directory's identity and
+//! shutdown state, start the shards, open the metadata log on shard 0 and
+//! publish its image to every shard, then listen on every shard
+//! (SO_REUSEPORT) and serve `/metrics` on shard 0. Shutdown on
+//! SIGINT/SIGTERM: stop accepting, let in-flight requests finish, stop the
+//! metrics endpoint, close the metadata log; the shard runtime then flushes
+//! every partition and writes the checkpoints and the clean-shutdown marker.
 
 use std::cell::Cell;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use glommio::net::TcpListener;
@@ -20,6 +21,7 @@ use crate::metadata::store::MetadataStore;
 use crate::server::cluster_id;
 use crate::server::connection::serve_connection;
 use crate::server::controller::{self, Controller, CONTROLLER_SHARD};
+use crate::server::metrics_http;
 use crate::server::state::BrokerState;
 use crate::shard::runtime::{run_shards, ShardConfig, Shutdown};
 use crate::shard::shard::{now_ms, Shard};
@@ -30,6 +32,8 @@ const TICK: Duration = Duration::from_millis(50);
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long a shard waits for shard 0 to publish the first image.
 const STARTUP_TIMEOUT: Duration = Duration::from_secs(120);
+/// Kafka's `log.flush.offset.checkpoint.interval.ms` default: 1 minute.
+const CHECKPOINT_INTERVAL: Duration = Duration::from_secs(60);
 /// Kafka's `log.retention.check.interval.ms` default: 5 minutes.
 const RETENTION_CHECK_INTERVAL: Duration = Duration::from_secs(300);
 
@@ -85,6 +89,18 @@ pub fn serve(config: BrokerConfig) -> Result<(), String> {
 pub fn run(config: BrokerConfig) -> Result<(), String> {
     STOP.store(false, Ordering::SeqCst);
     let started = Instant::now();
+    // Bound here, before any shard starts, so that a port in use stops the
+    // broker at once with an error naming the setting; shard 0 serves it.
+    let metrics_listener = Arc::new(Mutex::new(Some(metrics_http::bind(config.metrics_listen)?)));
+    // Every shard binds the Kafka port with SO_REUSEPORT, which would let a
+    // second broker of the same user share the port silently. A plain bind
+    // first fails loudly when anything already listens there.
+    std::net::TcpListener::bind(config.listen).map_err(|e| {
+        format!(
+            "cannot listen on {}: {e}; is another broker running there? choose another with --listen",
+            config.listen
+        )
+    })?;
     let cluster_id: Arc<str> = cluster_id::load_or_create(&config.data_dir, config.node_id)
         .map_err(|e| e.to_string())?
         .into();
@@ -107,7 +123,14 @@ pub fn run(config: BrokerConfig) -> Result<(), String> {
     let outcome = run_shards(shard_config, Shutdown::Clean, move |shard| {
         let config = config.clone();
         let cluster_id = cluster_id.clone();
-        async move { shard_main(shard, config, cluster_id, started).await }
+        let metrics_listener = match shard.id() {
+            0 => metrics_listener
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner())
+                .take(),
+            _ => None,
+        };
+        async move { shard_main(shard, config, cluster_id, started, metrics_listener).await }
     })
     .map_err(|e| e.to_string())?;
     let mut failed = None;
@@ -128,6 +151,7 @@ async fn shard_main(
     config: Arc<BrokerConfig>,
     cluster_id: Arc<str>,
     started: Instant,
+    metrics_listener: Option<std::net::TcpListener>,
 ) -> Result<(), String> {
     if shard.id() == CONTROLLER_SHARD {
         let store = MetadataStore::open(&config.data_dir, shard.startup(), now_ms(), None)
@@ -173,9 +197,35 @@ async fn shard_main(
             .map(|t| t.partitions.len())
             .sum();
         let startup = shard.startup();
+        // How much recovery had to do, over every shard.
+        let (mut segments_recovered, mut bytes_scanned, mut bytes_truncated) = (0usize, 0u64, 0u64);
+        for s in 0..shard.shard_count() {
+            if let Ok(summaries) = shard
+                .submit_to(s, |shard| async move { shard.local_summaries().await })
+                .await
+            {
+                for p in summaries {
+                    segments_recovered += p.recovery.segments_recovered;
+                    bytes_scanned += p.recovery.bytes_scanned;
+                    bytes_truncated += p.recovery.bytes_truncated;
+                }
+            }
+        }
+        tracing::info!(
+            segments_recovered,
+            bytes_scanned,
+            bytes_truncated,
+            "{}",
+            if startup.clean_shutdown {
+                "clean shutdown found: no recovery needed"
+            } else {
+                "no clean-shutdown marker: recovered segments past the recovery point"
+            }
+        );
         tracing::info!(
             listen = %config.listen,
             advertise = %config.advertise,
+            metrics_listen = %config.metrics_listen,
             shards = shard.shard_count(),
             partitions,
             clean_shutdown_before = startup.clean_shutdown,
@@ -185,6 +235,7 @@ async fn shard_main(
     }
     let active = Rc::new(Cell::new(0usize));
     spawn_timers(&shard);
+    let metrics_task = metrics_listener.map(|l| metrics_http::spawn(&shard, l, stopping));
     loop {
         let accepted = futures_lite::future::or(async { Some(listener.accept().await) }, async {
             while !stopping() {
@@ -222,6 +273,10 @@ async fn shard_main(
             "closing connections with requests still in flight"
         );
     }
+    if let Some(task) = metrics_task {
+        // Ends by itself once `stopping()` is set (bounded; see metrics_http).
+        task.await;
+    }
     if shard.id() == CONTROLLER_SHARD {
         if let Some(c) = shard.extension::<Controller>() {
             c.close(&shard)
@@ -232,11 +287,36 @@ async fn shard_main(
     Ok(())
 }
 
-/// The flush-policy timer (`flush.ms`) and the retention check.
+/// Gathers every shard's partition offsets and writes the recovery-point
+/// and log-start checkpoints.
+async fn checkpoint_all(shard: &Rc<Shard>) {
+    let mut offsets = Vec::new();
+    for s in 0..shard.shard_count() {
+        match shard
+            .submit_to(s, |shard| async move { shard.local_offsets().await })
+            .await
+        {
+            Ok(o) => offsets.extend(o),
+            Err(e) => {
+                tracing::warn!("checkpoint skipped: shard {s} unreachable: {e}");
+                return;
+            }
+        }
+    }
+    offsets.sort_by(|a, b| a.tp.cmp(&b.tp));
+    let dir = shard.config().data_dir.clone();
+    if let Err(e) = crate::log::data_dir::write_checkpoints(&dir, offsets).await {
+        tracing::error!("writing offset checkpoints failed: {e}");
+    }
+}
+
+/// The flush-policy timer (`flush.ms`), the retention check and the
+/// periodic offset checkpoints (shard 0).
 fn spawn_timers(shard: &Rc<Shard>) {
     let s = shard.clone();
     glommio::spawn_local(async move {
         let mut last_retention = Instant::now();
+        let mut last_checkpoint = Instant::now();
         while !stopping() {
             glommio::timer::sleep(TICK).await;
             if let Err(e) = s.flush_tick().await {
@@ -245,6 +325,10 @@ fn spawn_timers(shard: &Rc<Shard>) {
             if last_retention.elapsed() >= RETENTION_CHECK_INTERVAL {
                 last_retention = Instant::now();
                 s.retention_tick().await;
+            }
+            if s.id() == 0 && last_checkpoint.elapsed() >= CHECKPOINT_INTERVAL {
+                last_checkpoint = Instant::now();
+                checkpoint_all(&s).await;
             }
         }
     })

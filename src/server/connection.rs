@@ -18,6 +18,7 @@ use glommio::net::TcpStream;
 
 use crate::protocol::chunks::{Chunk, FileRange};
 use crate::server::dispatch::{handle_frame, Outcome};
+use crate::server::metrics::{self, ShardProbe};
 use crate::server::state::BrokerState;
 use crate::shard::shard::Shard;
 
@@ -52,31 +53,27 @@ pub async fn serve_connection(shard: Rc<Shard>, stream: TcpStream, stopping: fn(
     }
     let fd = stream.as_raw_fd();
     let max_frame = BrokerState::of(&shard).config.socket_request_max_bytes;
+    let probe = ShardProbe::of(&shard);
     let (mut reader, mut writer) = futures_lite::io::split(stream);
     let (tx, rx) =
         local_channel::new_bounded::<glommio::task::JoinHandle<Outcome>>(IN_FLIGHT_REQUESTS_MAX);
 
+    let writer_probe = probe.clone();
+    // The writer says when it stops (a refused request, a socket error), so
+    // the reader stops waiting for frames and the connection closes.
+    let writer_done = Rc::new(std::cell::Cell::new(false));
+    let writer_done_flag = writer_done.clone();
     let writer_task = glommio::spawn_local(async move {
-        while let Some(task) = rx.recv().await {
-            match task.await {
-                Some(Outcome::Respond(chunks)) => {
-                    if let Err(e) = write_chunks(&mut writer, fd, chunks).await {
-                        return End::Io(e);
-                    }
-                }
-                Some(Outcome::NoResponse) => {}
-                Some(Outcome::Close(why)) => return End::Protocol(why),
-                None => return End::Protocol("request task was cancelled".into()),
-            }
-        }
-        End::PeerClosed
+        let end = write_responses(&rx, &mut writer, fd, &writer_probe).await;
+        writer_done_flag.set(true);
+        end
     });
 
     let end = loop {
         let next = futures_lite::future::or(
             async { Some(read_frame(&mut reader, max_frame).await) },
             async {
-                while !stopping() {
+                while !stopping() && !writer_done.get() {
                     glommio::timer::sleep(STOP_CHECK_INTERVAL).await;
                 }
                 None
@@ -90,7 +87,15 @@ pub async fn serve_connection(shard: Rc<Shard>, stream: TcpStream, stopping: fn(
             Some(Err(e)) => break e,
         };
         let shard = shard.clone();
-        let task = glommio::spawn_local(async move { handle_frame(&shard, frame).await }).detach();
+        // Timed from here, so that waiting for the executor counts too.
+        let timer = probe.request_started(&frame);
+        let probe = probe.clone();
+        let task = glommio::spawn_local(async move {
+            let outcome = handle_frame(&shard, frame).await;
+            probe.request_finished(timer, &outcome);
+            outcome
+        })
+        .detach();
         if tx.send(task).await.is_err() {
             // The writer stopped (socket error or a refused request).
             break End::PeerClosed;
@@ -105,6 +110,31 @@ pub async fn serve_connection(shard: Rc<Shard>, stream: TcpStream, stopping: fn(
         (End::Io(e), _) | (_, End::Io(e)) => tracing::debug!(%peer, "connection error: {e}"),
         _ => tracing::debug!(%peer, "connection closed"),
     }
+}
+
+/// Writes each request's response in arrival order until the reader hangs
+/// up, a write fails, or a request must close the connection.
+async fn write_responses<W: futures_lite::AsyncWrite + Unpin>(
+    rx: &local_channel::LocalReceiver<glommio::task::JoinHandle<Outcome>>,
+    writer: &mut W,
+    fd: RawFd,
+    probe: &ShardProbe,
+) -> End {
+    while let Some(task) = rx.recv().await {
+        match task.await {
+            Some(Outcome::Respond(chunks)) => {
+                let bytes = metrics::response_bytes(&chunks);
+                if let Err(e) = write_chunks(writer, fd, chunks).await {
+                    return End::Io(e);
+                }
+                probe.response_sent(bytes);
+            }
+            Some(Outcome::NoResponse) => {}
+            Some(Outcome::Close(why)) => return End::Protocol(why),
+            None => return End::Protocol("request task was cancelled".into()),
+        }
+    }
+    End::PeerClosed
 }
 
 /// Reads one size-prefixed frame. `Ok(None)` on a clean close between

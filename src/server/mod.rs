@@ -9,4 +9,6 @@ pub mod controller;
 pub mod dispatch;
 pub mod fetch_sessions;
 pub mod handlers;
+pub mod metrics;
+pub mod metrics_http;
 pub mod state;

@@ -448,6 +448,26 @@ impl Shard {
         Ok(())
     }
 
+    /// Where every local partition stands, for the periodic checkpoints.
+    pub async fn local_offsets(&self) -> Vec<PartitionOffsets> {
+        let logs: Vec<_> = self
+            .logs
+            .borrow()
+            .iter()
+            .map(|(tp, l)| (tp.clone(), l.clone()))
+            .collect();
+        let mut out = Vec::with_capacity(logs.len());
+        for (tp, log) in logs {
+            let Ok(log) = log.read().await else { continue };
+            out.push(PartitionOffsets {
+                tp,
+                recovery_point: log.recovery_point(),
+                log_start_offset: log.log_start_offset(),
+            });
+        }
+        out
+    }
+
     /// Applies retention (`retention.ms`, `retention.bytes`) to local
     /// partitions, logging what it deleted.
     pub async fn retention_tick(&self) {
