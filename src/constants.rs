@@ -29,10 +29,11 @@ pub const DEFAULT_INDEX_INTERVAL_BYTES: u64 = 4096;
 pub const DEFAULT_RETENTION_MS: i64 = 7 * 24 * 60 * 60 * 1000;
 /// Kafka's `log.retention.bytes` default: unlimited.
 pub const DEFAULT_RETENTION_BYTES: i64 = -1;
-/// Kafka's `log.flush.interval.messages` default: never by count.
-pub const DEFAULT_FLUSH_MESSAGES: u64 = u64::MAX;
-/// Kafka's `log.flush.interval.ms` default: never by time (left to the OS).
-pub const DEFAULT_FLUSH_MS: u64 = u64::MAX;
+/// Kafka's `log.flush.interval.messages` default (Long.MAX_VALUE): never by
+/// count.
+pub const DEFAULT_FLUSH_MESSAGES: u64 = i64::MAX as u64;
+/// Kafka's `log.flush.interval.ms` default (Long.MAX_VALUE): never by time.
+pub const DEFAULT_FLUSH_MS: u64 = i64::MAX as u64;
 /// Kafka's `message.max.bytes` default (1 MiB plus record batch overhead).
 pub const DEFAULT_MAX_BATCH_BYTES: usize = 1024 * 1024 + LOG_OVERHEAD;
 

@@ -89,6 +89,8 @@ fn main() -> ExitCode {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
         )
         .with_writer(std::io::stderr)
+        // A closed stderr (a log piped into `head`) must not panic a shard.
+        .log_internal_errors(false)
         .init();
     let cli = Cli::parse();
     match cli.command {

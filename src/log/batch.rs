@@ -73,11 +73,13 @@ impl BatchHeader {
         self.batch_length as usize + LOG_OVERHEAD
     }
     pub fn last_offset(&self) -> i64 {
-        self.base_offset + self.last_offset_delta as i64
+        // Saturating: the base offset lies outside the CRC, so a damaged
+        // one must not overflow.
+        self.base_offset.saturating_add(self.last_offset_delta as i64)
     }
     /// The offset after this batch: where the next batch must start.
     pub fn next_offset(&self) -> i64 {
-        self.last_offset() + 1
+        self.last_offset().saturating_add(1)
     }
     /// Compression codec id: 0 none, 1 gzip, 2 snappy, 3 lz4, 4 zstd.
     pub fn compression(&self) -> u8 {
@@ -452,7 +454,13 @@ pub fn first_offset_at_or_after(batch: &[u8], target_ms: i64) -> Option<(i64, i6
         let r = r.ok()?;
         let timestamp = h.base_timestamp.saturating_add(r.timestamp_delta);
         if timestamp >= target_ms {
-            return Some((h.base_offset + r.offset_delta, timestamp));
+            // Record offset deltas are not covered by any range check of
+            // their own: keep the answer inside the batch.
+            let offset = h
+                .base_offset
+                .saturating_add(r.offset_delta)
+                .clamp(h.base_offset, h.last_offset());
+            return Some((offset, timestamp));
         }
     }
     None

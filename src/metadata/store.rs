@@ -84,7 +84,7 @@ impl MetadataStore {
                     .ok_or_else(|| corrupt(position, "record without a value"))?;
                 let record = MetadataRecord::decode(bytes::Bytes::copy_from_slice(value))
                     .map_err(|e| corrupt(position, e))?;
-                image.apply(h.base_offset + r.offset_delta, &record);
+                image.apply(h.base_offset.saturating_add(r.offset_delta), &record);
             }
         }
         Ok(MetadataStore {

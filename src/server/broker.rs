@@ -82,6 +82,14 @@ fn install_signal_thread() -> Result<(), String> {
 /// Runs the broker until SIGINT/SIGTERM (or [`request_stop`]).
 pub fn serve(config: BrokerConfig) -> Result<(), String> {
     install_signal_thread()?;
+    // A panicking shard cannot serve its partitions any more: stop the whole
+    // broker (without a clean-shutdown marker) rather than limp on or hang.
+    let default_hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        default_hook(info);
+        tracing::error!("a shard panicked: stopping the broker; the next start runs recovery");
+        request_stop();
+    }));
     run(config)
 }
 

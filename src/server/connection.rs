@@ -1,11 +1,14 @@
 //! One client connection: frames in, responses out, in request order.
 //!
-//! A reader loop cuts the byte stream into frames and starts a task per
-//! request, so pipelined requests are worked on concurrently; a writer loop
-//! awaits those tasks in arrival order and writes each response, so replies
-//! leave in order as Kafka requires. The queue between them is bounded:
-//! a client that pipelines more than [`IN_FLIGHT_REQUESTS_MAX`] requests
-//! waits for the oldest to be answered.
+//! A reader loop cuts the byte stream into frames; a worker loop handles
+//! them one at a time, in arrival order, and writes each response before
+//! taking the next. A connection's requests are thus applied in the order
+//! they were sent, as Kafka's broker applies them (it mutes a connection
+//! while a request is in flight): a producer that pipelines several Produce
+//! requests for one partition relies on it for record order and sequence
+//! numbers. Reading the next frames overlaps with the work; the queue
+//! between the loops is bounded, so a client that pipelines more than
+//! [`IN_FLIGHT_REQUESTS_MAX`] requests waits for the oldest to be answered.
 
 use std::os::fd::{AsRawFd, RawFd};
 use std::rc::Rc;
@@ -18,7 +21,7 @@ use glommio::net::TcpStream;
 
 use crate::protocol::chunks::{Chunk, FileRange};
 use crate::server::dispatch::{handle_frame, Outcome};
-use crate::server::metrics::{self, ShardProbe};
+use crate::server::metrics::{self, RequestTimer, ShardProbe};
 use crate::server::state::BrokerState;
 use crate::shard::shard::Shard;
 
@@ -55,16 +58,16 @@ pub async fn serve_connection(shard: Rc<Shard>, stream: TcpStream, stopping: fn(
     let max_frame = BrokerState::of(&shard).config.socket_request_max_bytes;
     let probe = ShardProbe::of(&shard);
     let (mut reader, mut writer) = futures_lite::io::split(stream);
-    let (tx, rx) =
-        local_channel::new_bounded::<glommio::task::JoinHandle<Outcome>>(IN_FLIGHT_REQUESTS_MAX);
+    let (tx, rx) = local_channel::new_bounded::<(Bytes, RequestTimer)>(IN_FLIGHT_REQUESTS_MAX);
 
     let writer_probe = probe.clone();
+    let worker_shard = shard.clone();
     // The writer says when it stops (a refused request, a socket error), so
     // the reader stops waiting for frames and the connection closes.
     let writer_done = Rc::new(std::cell::Cell::new(false));
     let writer_done_flag = writer_done.clone();
     let writer_task = glommio::spawn_local(async move {
-        let end = write_responses(&rx, &mut writer, fd, &writer_probe).await;
+        let end = serve_requests(&worker_shard, &rx, &mut writer, fd, &writer_probe).await;
         writer_done_flag.set(true);
         end
     });
@@ -86,17 +89,9 @@ pub async fn serve_connection(shard: Rc<Shard>, stream: TcpStream, stopping: fn(
             Some(Ok(None)) => break End::PeerClosed,
             Some(Err(e)) => break e,
         };
-        let shard = shard.clone();
-        // Timed from here, so that waiting for the executor counts too.
+        // Timed from here, so that waiting behind earlier requests counts too.
         let timer = probe.request_started(&frame);
-        let probe = probe.clone();
-        let task = glommio::spawn_local(async move {
-            let outcome = handle_frame(&shard, frame).await;
-            probe.request_finished(timer, &outcome);
-            outcome
-        })
-        .detach();
-        if tx.send(task).await.is_err() {
+        if tx.send((frame, timer)).await.is_err() {
             // The writer stopped (socket error or a refused request).
             break End::PeerClosed;
         }
@@ -112,26 +107,29 @@ pub async fn serve_connection(shard: Rc<Shard>, stream: TcpStream, stopping: fn(
     }
 }
 
-/// Writes each request's response in arrival order until the reader hangs
-/// up, a write fails, or a request must close the connection.
-async fn write_responses<W: futures_lite::AsyncWrite + Unpin>(
-    rx: &local_channel::LocalReceiver<glommio::task::JoinHandle<Outcome>>,
+/// Handles each request in arrival order and writes its response, until
+/// the reader hangs up, a write fails, or a request must close the
+/// connection.
+async fn serve_requests<W: futures_lite::AsyncWrite + Unpin>(
+    shard: &Rc<Shard>,
+    rx: &local_channel::LocalReceiver<(Bytes, RequestTimer)>,
     writer: &mut W,
     fd: RawFd,
     probe: &ShardProbe,
 ) -> End {
-    while let Some(task) = rx.recv().await {
-        match task.await {
-            Some(Outcome::Respond(chunks)) => {
+    while let Some((frame, timer)) = rx.recv().await {
+        let outcome = handle_frame(shard, frame).await;
+        probe.request_finished(timer, &outcome);
+        match outcome {
+            Outcome::Respond(chunks) => {
                 let bytes = metrics::response_bytes(&chunks);
                 if let Err(e) = write_chunks(writer, fd, chunks).await {
                     return End::Io(e);
                 }
                 probe.response_sent(bytes);
             }
-            Some(Outcome::NoResponse) => {}
-            Some(Outcome::Close(why)) => return End::Protocol(why),
-            None => return End::Protocol("request task was cancelled".into()),
+            Outcome::NoResponse => {}
+            Outcome::Close(why) => return End::Protocol(why),
         }
     }
     End::PeerClosed

@@ -200,13 +200,22 @@ where
         let done_tx = done_tx.clone();
         glommio::spawn_local(async move {
             let mut stream = stream;
+            let mut counted = false;
             while let Some(req) = stream.next().await {
                 if matches!(req, ShardRequest::Done) {
-                    done_tx.notify();
+                    if !counted {
+                        counted = true;
+                        done_tx.notify();
+                    }
                     continue;
                 }
                 let shard = shard.clone();
                 glommio::spawn_local(shard.handle(req)).detach();
+            }
+            // A peer that died (panicked) closes its stream without Done;
+            // it will send nothing more either.
+            if !counted {
+                done_tx.notify();
             }
         })
         .detach();

@@ -2,7 +2,7 @@
 
 use std::rc::Rc;
 
-use crate::protocol::api::SUPPORTED_APIS;
+use crate::protocol::api::{ApiKey, SUPPORTED_APIS};
 use crate::protocol::error_code;
 use crate::protocol::header::RequestHeader;
 use crate::protocol::messages::api_versions::{
@@ -10,12 +10,22 @@ use crate::protocol::messages::api_versions::{
 };
 use crate::shard::shard::Shard;
 
+/// The minimum Produce version advertised, as Kafka 4 advertises it
+/// (KAFKA-18659) although, like Kafka 4, pinlog refuses Produce v0-v2: old
+/// librdkafka (Debian's kcat 1.7) enables gzip and snappy only when the
+/// advertised Produce range reaches down to v0.
+pub const PRODUCE_ADVERTISED_MIN_VERSION: i16 = 0;
+
 fn table() -> Vec<ApiVersionRange> {
     SUPPORTED_APIS
         .iter()
         .map(|a| ApiVersionRange {
             api_key: a.key as i16,
-            min_version: a.min_version,
+            min_version: if a.key == ApiKey::Produce {
+                PRODUCE_ADVERTISED_MIN_VERSION
+            } else {
+                a.min_version
+            },
             max_version: a.max_version,
         })
         .collect()

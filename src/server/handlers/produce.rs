@@ -71,6 +71,17 @@ pub async fn handle(
                 Some(Appended::error(error_code::INVALID_REQUIRED_ACKS, None))
             } else if let Some(part) = image.partition(&t.name, p.index) {
                 match p.records {
+                    // Kafka accepts exactly one batch per partition from v3 on;
+                    // that also keeps an idempotent retry all-or-nothing.
+                    Some(records) if !records.is_empty() && !holds_one_batch(&records) => {
+                        Some(Appended::error(
+                            error_code::INVALID_RECORD,
+                            Some(
+                                "produce requests must hold exactly one record batch per partition"
+                                    .into(),
+                            ),
+                        ))
+                    }
                     Some(records) if !records.is_empty() => {
                         let topic = image.topic(&t.name).expect("partition implies topic");
                         let append_time =
@@ -220,4 +231,12 @@ async fn append_on_owner(shard: &Rc<Shard>, work: Vec<PartitionWork>) -> Vec<(us
         }
     }
     out
+}
+
+/// Whether `records` is exactly one batch as its length field says. Full
+/// validation happens on the owning shard.
+fn holds_one_batch(records: &[u8]) -> bool {
+    crate::log::batch::peek_offset_and_size(records).is_some_and(|(_, len)| {
+        len >= 0 && len as usize + crate::constants::LOG_OVERHEAD == records.len()
+    })
 }

@@ -1,0 +1,667 @@
+//! Shared helpers for integration tests that run the real `pinlog serve`
+//! binary: start, stop (clean), crash (kill -9) and restart a broker, and
+//! run external commands (Kafka clients) with a time limit.
+//!
+//! ```ignore
+//! mod support;
+//! use support::{Broker, BrokerOpts};
+//!
+//! let mut broker = Broker::start(BrokerOpts::new().setting("num.partitions", 3));
+//! // ... point a client at broker.bootstrap() ...
+//! broker.kill9();   // crash
+//! broker.restart(); // same data dir, same port
+//! broker.stop();    // SIGTERM; asserts exit 0 and the clean-shutdown marker
+//! ```
+//!
+//! Every broker gets its own temporary directory: `<tmp>/data` is the data
+//! directory (kept across restarts), `<tmp>/broker.log` collects the
+//! broker's stdout and stderr from every start, and `<tmp>/pinlog.toml` is
+//! its settings file. The log is printed when a test panics while the
+//! broker is alive (through `Drop`) and in every panic message of this
+//! module, so a failing test shows what the broker said. The directory is
+//! deleted when the `Broker` is dropped, except after a panic: then it is
+//! kept, and its path printed, for inspection.
+#![allow(dead_code)]
+
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use bytes::{Buf, BufMut, Bytes, BytesMut};
+use pinlog::protocol::codec::Reader;
+use pinlog::protocol::header::{decode_response_header, RequestHeader};
+use pinlog::protocol::messages::api_versions::{ApiVersionsRequest, ApiVersionsResponse};
+
+/// The path of the broker binary Cargo built for these tests.
+pub const PINLOG_BIN: &str = env!("CARGO_BIN_EXE_pinlog");
+/// Kafka's name for the clean-shutdown marker in the data directory.
+pub const CLEAN_SHUTDOWN_MARKER: &str = ".kafka_cleanshutdown";
+
+/// How long `start`/`restart` wait for the broker to answer ApiVersions.
+const READY_TIMEOUT: Duration = Duration::from_secs(20);
+/// How long `stop` waits for the process to exit after SIGTERM. The broker
+/// itself gives in-flight requests 10 s (`DRAIN_TIMEOUT`), then flushes.
+const STOP_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long `kill9` waits for the dead broker's ports to be released.
+const PORT_RELEASE_TIMEOUT: Duration = Duration::from_secs(5);
+/// Attempts at finding a free port when another process takes the one we
+/// picked between probing it and the broker binding it.
+const PORT_ATTEMPTS: usize = 3;
+/// ApiVersions version used by the readiness probe: v3 is the first flexible
+/// one, so the probe also exercises request header v2.
+const PROBE_API_VERSIONS_VERSION: i16 = 3;
+const API_VERSIONS_KEY: i16 = 18;
+
+/// How to start a broker. Build with [`BrokerOpts::new`] and the setters.
+#[derive(Debug, Clone)]
+pub struct BrokerOpts {
+    shards: usize,
+    /// Kafka-named settings for the `--config` TOML file.
+    settings: toml::Table,
+    /// Host to advertise in Metadata; the port is always the listen port.
+    advertise_host: Option<String>,
+    env: Vec<(String, String)>,
+}
+
+impl Default for BrokerOpts {
+    fn default() -> Self {
+        BrokerOpts {
+            // Two shards even on one core: partitions then live on
+            // different shards, which is the interesting case.
+            shards: 2,
+            settings: toml::Table::new(),
+            advertise_host: None,
+            env: Vec::new(),
+        }
+    }
+}
+
+impl BrokerOpts {
+    /// Two shards, no extra settings, advertise the listen address.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// `--shards N`.
+    pub fn shards(mut self, n: usize) -> Self {
+        self.shards = n;
+        self
+    }
+
+    /// One Kafka-named setting for the TOML file, e.g.
+    /// `.setting("auto.create.topics.enable", false)` or
+    /// `.setting("num.partitions", 4)`.
+    pub fn setting(mut self, key: &str, value: impl Into<toml::Value>) -> Self {
+        self.settings.insert(key.to_string(), value.into());
+        self
+    }
+
+    /// Advertise `HOST:<listen port>` in Metadata instead of the listen
+    /// address (`--advertise`).
+    pub fn advertise_host(mut self, host: &str) -> Self {
+        self.advertise_host = Some(host.to_string());
+        self
+    }
+
+    /// An environment variable for the broker process, e.g. `RUST_LOG`.
+    pub fn env(mut self, key: &str, value: &str) -> Self {
+        self.env.push((key.to_string(), value.to_string()));
+        self
+    }
+}
+
+/// A `pinlog serve` process on a free loopback port with its own temporary
+/// data directory. Dropping it kills the process (kill -9) and deletes the
+/// directory.
+pub struct Broker {
+    opts: BrokerOpts,
+    /// Holds the data directory, the log and the settings file. `None`
+    /// only inside `drop`, after the directory was kept for inspection.
+    root: Option<tempfile::TempDir>,
+    port: u16,
+    child: Option<Child>,
+    starts: usize,
+    /// Length of the log file when the current process was started, so that
+    /// startup errors are looked for in this start's output only.
+    log_offset: usize,
+}
+
+impl Broker {
+    /// Starts a broker and waits until it answers ApiVersions; panics (with
+    /// the broker's log) if it does not within 20 s.
+    pub fn start(opts: BrokerOpts) -> Broker {
+        let root = tempfile::Builder::new()
+            .prefix("pinlog-broker-")
+            .tempdir()
+            .expect("create a temporary directory for the broker");
+        let mut broker = Broker {
+            opts,
+            root: Some(root),
+            port: 0,
+            child: None,
+            starts: 0,
+            log_offset: 0,
+        };
+        for attempt in 1..=PORT_ATTEMPTS {
+            broker.port = free_port();
+            broker.write_config();
+            broker.spawn();
+            match broker.wait_ready() {
+                Ok(()) => return broker,
+                // Another process took the port between our probe and the
+                // broker's bind: pick another one.
+                Err(Startup::PortTaken) if attempt < PORT_ATTEMPTS => continue,
+                Err(e) => broker.fail(&format!("broker did not start: {e:?}")),
+            }
+        }
+        unreachable!("the last attempt returns or panics")
+    }
+
+    /// `127.0.0.1:PORT`, for a client's bootstrap servers.
+    pub fn bootstrap(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// What Metadata should return for this broker: `HOST:PORT`.
+    pub fn advertised(&self) -> String {
+        let host = self.opts.advertise_host.as_deref().unwrap_or("127.0.0.1");
+        format!("{host}:{}", self.port)
+    }
+
+    /// The data directory (`--data-dir`), kept across restarts.
+    pub fn data_dir(&self) -> PathBuf {
+        self.root().join("data")
+    }
+
+    /// The file collecting the broker's stdout and stderr.
+    pub fn log_path(&self) -> PathBuf {
+        self.root().join("broker.log")
+    }
+
+    /// Everything the broker printed so far, over all its starts.
+    pub fn log(&self) -> String {
+        std::fs::read(self.log_path())
+            .map(|b| String::from_utf8_lossy(&b).into_owned())
+            .unwrap_or_else(|e| format!("(cannot read {}: {e})", self.log_path().display()))
+    }
+
+    /// The temporary directory holding everything of this broker.
+    pub fn root(&self) -> &Path {
+        self.root.as_ref().expect("present until drop").path()
+    }
+
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
+    pub fn is_running(&mut self) -> bool {
+        match &mut self.child {
+            Some(c) => c.try_wait().expect("poll the broker process").is_none(),
+            None => false,
+        }
+    }
+
+    /// Clean shutdown: SIGTERM, wait (at most 30 s), then assert exit status
+    /// 0 and that the broker wrote `.kafka_cleanshutdown`.
+    pub fn stop(&mut self) {
+        let Some(mut child) = self.child.take() else {
+            self.fail("stop(): the broker is not running");
+        };
+        // SAFETY: kill(2) on the pid of a child we have not reaped yet.
+        let rc = unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
+        assert_eq!(rc, 0, "kill -TERM {}", child.id());
+        let status = match wait_timeout(&mut child, STOP_TIMEOUT) {
+            Some(s) => s,
+            None => {
+                let _ = child.kill();
+                let _ = child.wait();
+                self.fail(&format!(
+                    "the broker did not exit within {STOP_TIMEOUT:?} of SIGTERM (killed it)"
+                ));
+            }
+        };
+        if !status.success() {
+            self.fail(&format!("after SIGTERM the broker exited with {status}"));
+        }
+        let marker = self.data_dir().join(CLEAN_SHUTDOWN_MARKER);
+        if !marker.exists() {
+            self.fail(&format!(
+                "the broker exited 0 but wrote no clean-shutdown marker {}",
+                marker.display()
+            ));
+        }
+    }
+
+    /// Crash: SIGKILL and reap. The data directory is left as the crash
+    /// left it; the clean-shutdown marker must be absent (a running broker
+    /// deletes it at startup, as Kafka does).
+    pub fn kill9(&mut self) {
+        let Some(mut child) = self.child.take() else {
+            self.fail("kill9(): the broker is not running");
+        };
+        child.kill().expect("kill -9 the broker");
+        child.wait().expect("reap the broker");
+        self.wait_ports_released();
+        let marker = self.data_dir().join(CLEAN_SHUTDOWN_MARKER);
+        if marker.exists() {
+            self.fail(&format!(
+                "{} exists after a crash: the next start would skip recovery",
+                marker.display()
+            ));
+        }
+    }
+
+    /// Waits (at most [`PORT_RELEASE_TIMEOUT`]) until the broker's ports
+    /// can be bound again. Measured here: a killed broker's listening
+    /// sockets outlive the reaped process by a few milliseconds (most
+    /// likely because glommio accepts through io_uring, and the kernel tears
+    /// a ring and the files its requests hold down asynchronously after the
+    /// process exits), so an immediate restart fails with "metrics.listen
+    /// ... is in use". A real supervisor restarts later than that.
+    fn wait_ports_released(&self) {
+        let deadline = Instant::now() + PORT_RELEASE_TIMEOUT;
+        let ports = [Some(self.port), self.metrics_port()];
+        for port in ports.into_iter().flatten() {
+            while TcpListener::bind(("127.0.0.1", port)).is_err() {
+                if Instant::now() >= deadline {
+                    self.fail(&format!(
+                        "port {port} still in use {PORT_RELEASE_TIMEOUT:?} after kill -9"
+                    ));
+                }
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        }
+    }
+
+    /// The port of `metrics.listen` from the settings file, if it is a
+    /// loopback address this harness can probe.
+    fn metrics_port(&self) -> Option<u16> {
+        let text = std::fs::read_to_string(self.config_path()).ok()?;
+        let table: toml::Table = text.parse().ok()?;
+        let addr: SocketAddr = table.get("metrics.listen")?.as_str()?.parse().ok()?;
+        Some(addr.port())
+    }
+
+    /// Starts the broker again on the same data directory, port and
+    /// settings, after [`Broker::stop`] or [`Broker::kill9`] (a running
+    /// broker is stopped cleanly first). Waits until it answers.
+    pub fn restart(&mut self) {
+        if self.is_running() {
+            self.stop();
+        }
+        self.child = None;
+        self.spawn();
+        if let Err(e) = self.wait_ready() {
+            self.fail(&format!("broker did not restart: {e:?}"));
+        }
+    }
+
+    /// Panics with `msg` and the broker's log.
+    pub fn fail(&self, msg: &str) -> ! {
+        panic!(
+            "{msg}\n--- broker log ({}) ---\n{}--- end of broker log ---",
+            self.log_path().display(),
+            self.log()
+        );
+    }
+
+    fn write_config(&self) {
+        let mut settings = self.opts.settings.clone();
+        // The metrics endpoint defaults to a fixed port (9644); give every
+        // broker its own so parallel tests never collide on it, unless the
+        // test chose one.
+        settings
+            .entry("metrics.listen")
+            .or_insert_with(|| format!("127.0.0.1:{}", free_port()).into());
+        let text = toml::to_string(&settings).expect("settings serialise to TOML");
+        std::fs::write(self.config_path(), text).expect("write the broker's settings file");
+    }
+
+    fn config_path(&self) -> PathBuf {
+        self.root().join("pinlog.toml")
+    }
+
+    fn spawn(&mut self) {
+        self.starts += 1;
+        let mut log = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.log_path())
+            .expect("open the broker log");
+        let mut cmd = Command::new(PINLOG_BIN);
+        cmd.arg("serve")
+            .arg("--data-dir")
+            .arg(self.data_dir())
+            .arg("--listen")
+            .arg(format!("127.0.0.1:{}", self.port))
+            .arg("--shards")
+            .arg(self.opts.shards.to_string())
+            .arg("--config")
+            .arg(self.config_path());
+        if let Some(host) = &self.opts.advertise_host {
+            cmd.arg("--advertise").arg(format!("{host}:{}", self.port));
+        }
+        // Settings come from this test alone: a PINLOG_* variable of the
+        // caller's environment (PINLOG_ADVERTISE, say) would otherwise
+        // apply wherever no flag above overrides it. RUST_LOG is inherited
+        // on purpose, to debug a test with a more verbose broker log.
+        for (var, _) in std::env::vars_os() {
+            if var.to_string_lossy().starts_with("PINLOG_") {
+                cmd.env_remove(var);
+            }
+        }
+        // Plain text in the log file, no ANSI colour codes.
+        cmd.env("NO_COLOR", "1");
+        for (k, v) in &self.opts.env {
+            cmd.env(k, v);
+        }
+        self.log_offset = log.metadata().map(|m| m.len() as usize).unwrap_or(0);
+        writeln!(
+            log,
+            "=== test harness: start #{} of {cmd:?} ===",
+            self.starts
+        )
+        .expect("write the broker log");
+        let stderr = log.try_clone().expect("clone the log file handle");
+        cmd.stdin(Stdio::null())
+            .stdout(Stdio::from(log))
+            .stderr(Stdio::from(stderr));
+        self.child = Some(cmd.spawn().expect("spawn pinlog serve"));
+    }
+
+    /// Polls until ApiVersions works, the process exits, or the deadline.
+    fn wait_ready(&mut self) -> Result<(), Startup> {
+        let deadline = Instant::now() + READY_TIMEOUT;
+        let addr: SocketAddr = format!("127.0.0.1:{}", self.port).parse().unwrap();
+        loop {
+            if let Some(status) = self
+                .child
+                .as_mut()
+                .expect("spawned")
+                .try_wait()
+                .expect("poll the broker process")
+            {
+                self.child = None;
+                let this_start = self.log().get(self.log_offset..).unwrap_or("").to_string();
+                // The Kafka port ("cannot listen on ...") or the metrics
+                // port ("metrics.listen ... is in use") was taken.
+                let taken = this_start.contains("cannot listen on")
+                    || (this_start.contains("metrics.listen") && this_start.contains("in use"));
+                return Err(if taken {
+                    Startup::PortTaken
+                } else {
+                    Startup::Exited(status)
+                });
+            }
+            match api_versions_probe(addr) {
+                Ok(()) => return Ok(()),
+                Err(e) if Instant::now() >= deadline => {
+                    let _ = self.child.as_mut().expect("spawned").kill();
+                    let _ = self.child.take().expect("spawned").wait();
+                    return Err(Startup::NotReady(format!(
+                        "no ApiVersions answer within {READY_TIMEOUT:?} (last error: {e})"
+                    )));
+                }
+                Err(_) => std::thread::sleep(Duration::from_millis(50)),
+            }
+        }
+    }
+}
+
+impl Drop for Broker {
+    fn drop(&mut self) {
+        let was_running = match self.child.take() {
+            Some(mut child) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                true
+            }
+            None => false,
+        };
+        if std::thread::panicking() {
+            if was_running {
+                // The test failed with the broker alive: show its side.
+                eprintln!(
+                    "--- broker log ({}) ---\n{}--- end of broker log ---",
+                    self.log_path().display(),
+                    self.log()
+                );
+            }
+            // Keep the data directory and log of a failed test.
+            if let Some(root) = self.root.take() {
+                eprintln!(
+                    "kept the broker's directory for inspection: {}",
+                    root.keep().display()
+                );
+            }
+        }
+    }
+}
+
+#[derive(Debug)]
+enum Startup {
+    PortTaken,
+    Exited(ExitStatus),
+    NotReady(String),
+}
+
+/// A loopback port that was free a moment ago (bind to port 0, read it,
+/// release it).
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("bind 127.0.0.1:0")
+        .port()
+}
+
+/// One ApiVersions round trip with pinlog's own codec; `Ok` when the
+/// broker answers with error code 0 and a non-empty API list.
+pub fn api_versions_probe(addr: SocketAddr) -> Result<(), String> {
+    let timeout = Duration::from_secs(2);
+    let mut stream = TcpStream::connect_timeout(&addr, timeout).map_err(|e| e.to_string())?;
+    stream
+        .set_read_timeout(Some(timeout))
+        .and_then(|()| stream.set_write_timeout(Some(timeout)))
+        .map_err(|e| e.to_string())?;
+    let version = PROBE_API_VERSIONS_VERSION;
+    let correlation_id = 7;
+    let mut body = BytesMut::new();
+    RequestHeader {
+        api_key: API_VERSIONS_KEY,
+        api_version: version,
+        correlation_id,
+        client_id: Some("pinlog-test-probe".into()),
+    }
+    .encode(&mut body, 2);
+    ApiVersionsRequest {
+        client_software_name: "pinlog-tests".into(),
+        client_software_version: "0".into(),
+    }
+    .encode(&mut body, version);
+    let response = round_trip(&mut stream, &body)?;
+    let mut r = Reader::new(response);
+    // ApiVersions responses always use response header v0.
+    let got = decode_response_header(&mut r, 0).map_err(|e| e.to_string())?;
+    if got != correlation_id {
+        return Err(format!("correlation id {got}, expected {correlation_id}"));
+    }
+    let resp = ApiVersionsResponse::decode(&mut r, version).map_err(|e| e.to_string())?;
+    if resp.error_code != 0 || resp.api_keys.is_empty() {
+        return Err(format!("unexpected ApiVersions response {resp:?}"));
+    }
+    Ok(())
+}
+
+/// Writes one size-prefixed request and reads one size-prefixed response
+/// (returned without its size).
+pub fn round_trip(stream: &mut TcpStream, request: &[u8]) -> Result<Bytes, String> {
+    let mut frame = BytesMut::with_capacity(4 + request.len());
+    frame.put_i32(request.len() as i32);
+    frame.put_slice(request);
+    stream.write_all(&frame).map_err(|e| e.to_string())?;
+    let mut size = [0u8; 4];
+    stream.read_exact(&mut size).map_err(|e| e.to_string())?;
+    let size = (&size[..]).get_i32();
+    if !(0..=64 << 20).contains(&size) {
+        return Err(format!("response size {size}"));
+    }
+    let mut buf = vec![0u8; size as usize];
+    stream.read_exact(&mut buf).map_err(|e| e.to_string())?;
+    Ok(Bytes::from(buf))
+}
+
+/// What a command did, from [`run_command`].
+#[derive(Debug)]
+pub struct CmdOutput {
+    /// What ran, for messages.
+    pub what: String,
+    /// `None` when it was killed at the time limit.
+    pub status: Option<ExitStatus>,
+    pub stdout: String,
+    pub stderr: String,
+    pub elapsed: Duration,
+}
+
+impl CmdOutput {
+    pub fn success(&self) -> bool {
+        self.status.is_some_and(|s| s.success())
+    }
+
+    pub fn timed_out(&self) -> bool {
+        self.status.is_none()
+    }
+
+    /// Panics with the full output unless the command exited 0.
+    pub fn assert_success(&self) -> &Self {
+        assert!(self.success(), "command failed:\n{self}");
+        self
+    }
+}
+
+impl CmdOutput {
+    /// The command, its status, the last `stdout_lines` lines of stdout
+    /// and the last 200 of stderr.
+    pub fn display_with(&self, stdout_lines: usize) -> String {
+        let status = match self.status {
+            Some(s) => s.to_string(),
+            None => "KILLED at the time limit".to_string(),
+        };
+        format!(
+            "$ {}\n{status} after {:.1?}\n--- stdout ---\n{}\n--- stderr ---\n{}\n--- end ---",
+            self.what,
+            self.elapsed,
+            tail(&self.stdout, stdout_lines),
+            tail(&self.stderr, 200)
+        )
+    }
+}
+
+impl std::fmt::Display for CmdOutput {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.display_with(200))
+    }
+}
+
+/// The last `lines` lines of `s`, with a note of how many were left out.
+pub fn tail(s: &str, lines: usize) -> String {
+    let all: Vec<&str> = s.lines().collect();
+    if all.len() <= lines {
+        return s.to_string();
+    }
+    format!(
+        "[... {} earlier lines left out ...]\n{}",
+        all.len() - lines,
+        all[all.len() - lines..].join("\n")
+    )
+}
+
+/// Runs `cmd` to completion or for at most `timeout` (then kills it),
+/// feeding it `stdin` and collecting stdout and stderr (lossy UTF-8).
+pub fn run_command(cmd: &mut Command, stdin: Option<&[u8]>, timeout: Duration) -> CmdOutput {
+    let what = format!("{cmd:?}");
+    cmd.stdin(if stdin.is_some() {
+        Stdio::piped()
+    } else {
+        Stdio::null()
+    })
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped());
+    let started = Instant::now();
+    let mut child = cmd
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot run {what}: {e}"));
+    // Feed stdin and drain both pipes on threads, so that a child that
+    // fills a pipe never blocks the time limit below.
+    let feeder = stdin.map(|input| {
+        let input = input.to_vec();
+        let mut pipe = child.stdin.take().expect("piped stdin");
+        std::thread::spawn(move || {
+            // A child that exits early closes the pipe: not our error.
+            let _ = pipe.write_all(&input);
+        })
+    });
+    let out = drain(child.stdout.take().expect("piped stdout"));
+    let err = drain(child.stderr.take().expect("piped stderr"));
+    let status = wait_timeout(&mut child, timeout);
+    if status.is_none() {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    if let Some(f) = feeder {
+        let _ = f.join();
+    }
+    CmdOutput {
+        what,
+        status,
+        stdout: out.join().expect("stdout reader"),
+        stderr: err.join().expect("stderr reader"),
+        elapsed: started.elapsed(),
+    }
+}
+
+fn drain(mut pipe: impl Read + Send + 'static) -> JoinHandle<String> {
+    std::thread::spawn(move || {
+        let mut buf = Vec::new();
+        let _ = pipe.read_to_end(&mut buf);
+        String::from_utf8_lossy(&buf).into_owned()
+    })
+}
+
+/// Waits for `child` for at most `timeout`; `None` if it is still running.
+pub fn wait_timeout(child: &mut Child, timeout: Duration) -> Option<ExitStatus> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(status) = child.try_wait().expect("poll child process") {
+            return Some(status);
+        }
+        if Instant::now() >= deadline {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The first `name` on `PATH` that is a file.
+pub fn which(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(name))
+        .find(|p| p.is_file())
+}
+
+/// Creates a file in `dir` with `contents` and returns its path.
+pub fn write_file(dir: &Path, name: &str, contents: &[u8]) -> PathBuf {
+    let path = dir.join(name);
+    File::create(&path)
+        .and_then(|mut f| f.write_all(contents))
+        .unwrap_or_else(|e| panic!("write {}: {e}", path.display()));
+    path
+}
