@@ -443,7 +443,9 @@ impl<'a> Iterator for RecordIter<'a> {
 /// Returns `None` for compressed batches or malformed record bytes; callers
 /// then fall back to the batch's base offset.
 pub fn first_offset_at_or_after(batch: &[u8], target_ms: i64) -> Option<(i64, i64)> {
-    let h = parse_header(batch).ok()?;
+    // Fully validated: the bytes may come from a damaged segment, and the
+    // offset arithmetic below relies on a sane offset delta.
+    let h = validate(batch, CountRule::Compacted).ok()?;
     if h.compression() != 0 {
         return None;
     }
@@ -620,6 +622,15 @@ mod tests {
         assert_eq!(first_offset_at_or_after(&b, 1_003), Some((3, 1_003)));
         assert_eq!(first_offset_at_or_after(&b, 0), Some((0, 1_000)));
         assert_eq!(first_offset_at_or_after(&b, 2_000), None);
+    }
+
+    /// A fuzz finding (fuzz/regressions/record_batch): a negative last offset
+    /// delta from a damaged segment must not panic the timestamp lookup.
+    #[test]
+    fn negative_offset_delta_never_panics_timestamp_lookup() {
+        let bytes: [u8; 76] = [0, 0, 5, 0, 0, 0, 0, 0, 0, 0, 0, 64, 255, 255, 255, 255, 2, 219, 94, 156, 221, 0, 0, 244, 255, 255, 255, 0, 0, 1, 139, 207, 229, 104, 0, 0, 0, 1, 139, 207, 229, 104, 0, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 0, 137, 79, 104, 0, 0, 0, 1, 139, 207, 229, 104, 1, 255, 255, 255, 255, 255, 0];
+        assert_eq!(first_offset_at_or_after(&bytes, 0), None);
+        let _ = validate(&bytes, CountRule::Compacted);
     }
 
     #[test]
