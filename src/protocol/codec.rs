@@ -39,6 +39,33 @@ pub enum DecodeError {
 
 pub type DecodeResult<T> = Result<T, DecodeError>;
 
+/// Smallest encoding of a string: an INT16 length or a one-byte compact one.
+pub const fn min_string_bytes(flexible: bool) -> usize {
+    if flexible {
+        1
+    } else {
+        2
+    }
+}
+
+/// Smallest encoding of an array: an INT32 count or a one-byte compact one.
+pub const fn min_array_bytes(flexible: bool) -> usize {
+    if flexible {
+        1
+    } else {
+        4
+    }
+}
+
+/// Smallest tagged-field section: one byte in flexible versions, else none.
+pub const fn min_tags_bytes(flexible: bool) -> usize {
+    if flexible {
+        1
+    } else {
+        0
+    }
+}
+
 /// A cursor over one frame.
 #[derive(Debug, Clone)]
 pub struct Reader {
@@ -238,16 +265,30 @@ impl Reader {
         field: &'static str,
         flexible: bool,
         min_element_bytes: usize,
-        mut read: impl FnMut(&mut Reader) -> DecodeResult<T>,
+        read: impl FnMut(&mut Reader) -> DecodeResult<T>,
     ) -> DecodeResult<Vec<T>> {
-        let n = self
-            .array_len(field, flexible, min_element_bytes)?
-            .unwrap_or(0);
+        Ok(self
+            .nullable_array(field, flexible, min_element_bytes, read)?
+            .unwrap_or_default())
+    }
+
+    /// Reads a nullable array whose elements `read` decodes; `None` for a
+    /// null array.
+    pub fn nullable_array<T>(
+        &mut self,
+        field: &'static str,
+        flexible: bool,
+        min_element_bytes: usize,
+        mut read: impl FnMut(&mut Reader) -> DecodeResult<T>,
+    ) -> DecodeResult<Option<Vec<T>>> {
+        let Some(n) = self.array_len(field, flexible, min_element_bytes)? else {
+            return Ok(None);
+        };
         let mut out = Vec::with_capacity(n);
         for _ in 0..n {
             out.push(read(self)?);
         }
-        Ok(out)
+        Ok(Some(out))
     }
 
     /// Skips a tagged-field section (flexible versions). Unknown tags are

@@ -110,6 +110,7 @@ impl ApiVersionsResponse {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::protocol::messages::test_support::*;
 
     #[test]
     fn round_trips_at_every_version() {
@@ -123,9 +124,7 @@ mod tests {
             throttle_time_ms: 0,
         };
         for v in 0..=4 {
-            let mut b = BytesMut::new();
-            resp.encode(&mut b, v);
-            let back = ApiVersionsResponse::decode(&mut Reader::new(b.freeze()), v).unwrap();
+            let back = ApiVersionsResponse::decode(&mut Reader::new(encode(&resp, v)), v).unwrap();
             assert_eq!(back, resp, "v{v}");
         }
     }

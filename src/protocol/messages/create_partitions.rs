@@ -6,36 +6,11 @@
 
 use bytes::{BufMut, BytesMut};
 
-use crate::protocol::codec::{DecodeResult, Reader, Writer};
+use crate::protocol::codec::{
+    min_array_bytes, min_string_bytes, min_tags_bytes, DecodeResult, Reader, Writer,
+};
 
 const FLEXIBLE_FROM: i16 = 2;
-
-/// Smallest encoding of a string: an INT16 length or a one-byte compact one.
-const fn string_min(flexible: bool) -> usize {
-    if flexible {
-        1
-    } else {
-        2
-    }
-}
-
-/// Smallest encoding of an array: an INT32 count or a one-byte compact one.
-const fn array_min(flexible: bool) -> usize {
-    if flexible {
-        1
-    } else {
-        4
-    }
-}
-
-/// Smallest tagged-field section: one byte in flexible versions, else none.
-const fn tags_min(flexible: bool) -> usize {
-    if flexible {
-        1
-    } else {
-        0
-    }
-}
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct CreatePartitionsRequest {
@@ -61,35 +36,32 @@ pub struct CreatePartitionsAssignment {
 impl CreatePartitionsRequest {
     pub fn decode(r: &mut Reader, version: i16) -> DecodeResult<Self> {
         let flexible = version >= FLEXIBLE_FROM;
-        let a = array_min(flexible);
-        let t = tags_min(flexible);
-        let topics = r.array("topics", flexible, string_min(flexible) + 4 + a + t, |r| {
-            let name = r.string("name", flexible)?;
-            let count = r.i32("count")?;
-            let assignments = match r.array_len("assignments", flexible, a + t)? {
-                None => None,
-                Some(n) => {
-                    let mut assignments = Vec::with_capacity(n);
-                    for _ in 0..n {
-                        let broker_ids =
-                            r.array("broker_ids", flexible, 4, |r| r.i32("broker_id"))?;
-                        if flexible {
-                            r.skip_tagged_fields()?;
-                        }
-                        assignments.push(CreatePartitionsAssignment { broker_ids });
+        let a = min_array_bytes(flexible);
+        let t = min_tags_bytes(flexible);
+        let topics = r.array(
+            "topics",
+            flexible,
+            min_string_bytes(flexible) + 4 + a + t,
+            |r| {
+                let name = r.string("name", flexible)?;
+                let count = r.i32("count")?;
+                let assignments = r.nullable_array("assignments", flexible, a + t, |r| {
+                    let broker_ids = r.array("broker_ids", flexible, 4, |r| r.i32("broker_id"))?;
+                    if flexible {
+                        r.skip_tagged_fields()?;
                     }
-                    Some(assignments)
+                    Ok(CreatePartitionsAssignment { broker_ids })
+                })?;
+                if flexible {
+                    r.skip_tagged_fields()?;
                 }
-            };
-            if flexible {
-                r.skip_tagged_fields()?;
-            }
-            Ok(CreatePartitionsTopic {
-                name,
-                count,
-                assignments,
-            })
-        })?;
+                Ok(CreatePartitionsTopic {
+                    name,
+                    count,
+                    assignments,
+                })
+            },
+        )?;
         let timeout_ms = r.i32("timeout_ms")?;
         let validate_only = r.bool("validate_only")?;
         if flexible {
@@ -151,19 +123,24 @@ pub struct CreatePartitionsTopicResult {
 impl CreatePartitionsResponse {
     pub fn decode(r: &mut Reader, version: i16) -> DecodeResult<Self> {
         let flexible = version >= FLEXIBLE_FROM;
-        let s = string_min(flexible);
+        let s = min_string_bytes(flexible);
         let throttle_time_ms = r.i32("throttle_time_ms")?;
-        let results = r.array("results", flexible, s + 2 + s + tags_min(flexible), |r| {
-            let result = CreatePartitionsTopicResult {
-                name: r.string("name", flexible)?,
-                error_code: r.i16("error_code")?,
-                error_message: r.nullable_string("error_message", flexible)?,
-            };
-            if flexible {
-                r.skip_tagged_fields()?;
-            }
-            Ok(result)
-        })?;
+        let results = r.array(
+            "results",
+            flexible,
+            s + 2 + s + min_tags_bytes(flexible),
+            |r| {
+                let result = CreatePartitionsTopicResult {
+                    name: r.string("name", flexible)?,
+                    error_code: r.i16("error_code")?,
+                    error_message: r.nullable_string("error_message", flexible)?,
+                };
+                if flexible {
+                    r.skip_tagged_fields()?;
+                }
+                Ok(result)
+            },
+        )?;
         if flexible {
             r.skip_tagged_fields()?;
         }
@@ -194,6 +171,7 @@ impl CreatePartitionsResponse {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::protocol::messages::test_support::*;
     use bytes::Bytes;
     use proptest::prelude::*;
 
@@ -250,63 +228,25 @@ mod tests {
         }
     }
 
-    fn encode_req(m: &CreatePartitionsRequest, v: i16) -> Bytes {
-        let mut b = BytesMut::new();
-        m.encode(&mut b, v);
-        b.freeze()
-    }
-
-    fn encode_resp(m: &CreatePartitionsResponse, v: i16) -> Bytes {
-        let mut b = BytesMut::new();
-        m.encode(&mut b, v);
-        b.freeze()
-    }
-
     #[test]
     fn requests_round_trip_at_every_version() {
         for v in VERSIONS {
-            let req = request();
-            let mut r = Reader::new(encode_req(&req, v));
-            assert_eq!(
-                CreatePartitionsRequest::decode(&mut r, v).unwrap(),
-                req,
-                "v{v}"
-            );
-            assert!(r.is_empty(), "v{v} left bytes unread");
+            assert_round_trip(&request(), v);
         }
     }
 
     #[test]
     fn responses_round_trip_at_every_version() {
         for v in VERSIONS {
-            let resp = response();
-            let mut r = Reader::new(encode_resp(&resp, v));
-            assert_eq!(
-                CreatePartitionsResponse::decode(&mut r, v).unwrap(),
-                resp,
-                "v{v}"
-            );
-            assert!(r.is_empty(), "v{v} left bytes unread");
+            assert_round_trip(&response(), v);
         }
     }
 
     #[test]
     fn every_strict_prefix_fails_to_decode() {
         for v in VERSIONS {
-            let req = encode_req(&request(), v);
-            for n in 0..req.len() {
-                assert!(
-                    CreatePartitionsRequest::decode(&mut Reader::new(req.slice(..n)), v).is_err(),
-                    "request v{v} prefix {n}"
-                );
-            }
-            let resp = encode_resp(&response(), v);
-            for n in 0..resp.len() {
-                assert!(
-                    CreatePartitionsResponse::decode(&mut Reader::new(resp.slice(..n)), v).is_err(),
-                    "response v{v} prefix {n}"
-                );
-            }
+            assert_every_strict_prefix_fails(&request(), v);
+            assert_every_strict_prefix_fails(&response(), v);
         }
     }
 
@@ -315,8 +255,7 @@ mod tests {
         fn decoding_random_bytes_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..256)) {
             let bytes = Bytes::from(bytes);
             for v in VERSIONS {
-                let _ = CreatePartitionsRequest::decode(&mut Reader::new(bytes.clone()), v);
-                let _ = CreatePartitionsResponse::decode(&mut Reader::new(bytes.clone()), v);
+                decode_ignoring_errors::<CreatePartitionsRequest, CreatePartitionsResponse>(&bytes, v);
             }
         }
 
@@ -325,15 +264,8 @@ mod tests {
             edits in proptest::collection::vec((any::<usize>(), any::<u8>()), 1..8),
         ) {
             for v in VERSIONS {
-                for good in [encode_req(&request(), v), encode_resp(&response(), v)] {
-                    let mut bad = good.to_vec();
-                    for (at, byte) in &edits {
-                        let i = at % bad.len();
-                        bad[i] = *byte;
-                    }
-                    let bad = Bytes::from(bad);
-                    let _ = CreatePartitionsRequest::decode(&mut Reader::new(bad.clone()), v);
-                    let _ = CreatePartitionsResponse::decode(&mut Reader::new(bad), v);
+                for good in [encode(&request(), v), encode(&response(), v)] {
+                    decode_ignoring_errors::<CreatePartitionsRequest, CreatePartitionsResponse>(&corrupt(&good, &edits), v);
                 }
             }
         }

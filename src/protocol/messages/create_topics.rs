@@ -8,39 +8,14 @@
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 
-use crate::protocol::codec::{DecodeError, DecodeResult, Reader, Writer};
+use crate::protocol::codec::{
+    min_array_bytes, min_string_bytes, min_tags_bytes, DecodeError, DecodeResult, Reader, Writer,
+};
 
 const FLEXIBLE_FROM: i16 = 5;
 
 /// Tag of `CreatableTopicResult::topic_config_error_code`.
 const TOPIC_CONFIG_ERROR_CODE_TAG: u32 = 0;
-
-/// Smallest encoding of a string: an INT16 length or a one-byte compact one.
-const fn string_min(flexible: bool) -> usize {
-    if flexible {
-        1
-    } else {
-        2
-    }
-}
-
-/// Smallest encoding of an array: an INT32 count or a one-byte compact one.
-const fn array_min(flexible: bool) -> usize {
-    if flexible {
-        1
-    } else {
-        4
-    }
-}
-
-/// Smallest tagged-field section: one byte in flexible versions, else none.
-const fn tags_min(flexible: bool) -> usize {
-    if flexible {
-        1
-    } else {
-        0
-    }
-}
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CreateTopicsRequest {
@@ -88,9 +63,9 @@ pub struct CreatableTopicConfig {
 impl CreateTopicsRequest {
     pub fn decode(r: &mut Reader, version: i16) -> DecodeResult<Self> {
         let flexible = version >= FLEXIBLE_FROM;
-        let s = string_min(flexible);
-        let a = array_min(flexible);
-        let t = tags_min(flexible);
+        let s = min_string_bytes(flexible);
+        let a = min_array_bytes(flexible);
+        let t = min_tags_bytes(flexible);
         let topics = r.array("topics", flexible, s + 4 + 2 + a + a + t, |r| {
             let name = r.string("name", flexible)?;
             let num_partitions = r.i32("num_partitions")?;
@@ -257,8 +232,8 @@ fn tagged_i16(field: &'static str, mut value: Bytes) -> DecodeResult<i16> {
 impl CreateTopicsResponse {
     pub fn decode(r: &mut Reader, version: i16) -> DecodeResult<Self> {
         let flexible = version >= FLEXIBLE_FROM;
-        let s = string_min(flexible);
-        let t = tags_min(flexible);
+        let s = min_string_bytes(flexible);
+        let t = min_tags_bytes(flexible);
         let throttle_time_ms = if version >= 2 {
             r.i32("throttle_time_ms")?
         } else {
@@ -285,16 +260,10 @@ impl CreateTopicsResponse {
             if version >= 5 {
                 topic.num_partitions = r.i32("num_partitions")?;
                 topic.replication_factor = r.i16("replication_factor")?;
-                topic.configs = match r.array_len("configs", flexible, s + s + 1 + 1 + 1 + t)? {
-                    None => None,
-                    Some(n) => {
-                        let mut configs = Vec::with_capacity(n);
-                        for _ in 0..n {
-                            configs.push(decode_config(r, flexible)?);
-                        }
-                        Some(configs)
-                    }
-                };
+                topic.configs =
+                    r.nullable_array("configs", flexible, s + s + 1 + 1 + 1 + t, |r| {
+                        decode_config(r, flexible)
+                    })?;
             }
             if flexible {
                 r.tagged_fields(|tag, value| {
@@ -387,6 +356,7 @@ fn decode_config(r: &mut Reader, flexible: bool) -> DecodeResult<CreatableTopicC
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::protocol::messages::test_support::*;
     use proptest::prelude::*;
 
     const VERSIONS: std::ops::RangeInclusive<i16> = 2..=7;
@@ -473,39 +443,17 @@ mod tests {
         }
     }
 
-    fn encode_req(m: &CreateTopicsRequest, v: i16) -> Bytes {
-        let mut b = BytesMut::new();
-        m.encode(&mut b, v);
-        b.freeze()
-    }
-
-    fn encode_resp(m: &CreateTopicsResponse, v: i16) -> Bytes {
-        let mut b = BytesMut::new();
-        m.encode(&mut b, v);
-        b.freeze()
-    }
-
     #[test]
     fn requests_round_trip_at_every_version() {
         for v in VERSIONS {
-            let req = request(v);
-            let mut r = Reader::new(encode_req(&req, v));
-            assert_eq!(CreateTopicsRequest::decode(&mut r, v).unwrap(), req, "v{v}");
-            assert!(r.is_empty(), "v{v} left bytes unread");
+            assert_round_trip(&request(v), v);
         }
     }
 
     #[test]
     fn responses_round_trip_at_every_version() {
         for v in VERSIONS {
-            let resp = response(v);
-            let mut r = Reader::new(encode_resp(&resp, v));
-            assert_eq!(
-                CreateTopicsResponse::decode(&mut r, v).unwrap(),
-                resp,
-                "v{v}"
-            );
-            assert!(r.is_empty(), "v{v} left bytes unread");
+            assert_round_trip(&response(v), v);
         }
     }
 
@@ -519,7 +467,7 @@ mod tests {
             throttle_time_ms: 0,
             topics: vec![result.clone()],
         };
-        let without = encode_resp(&resp, 5);
+        let without = encode(&resp, 5);
         // throttle, count, name, error, message, partitions, rf, null configs,
         // then an empty tag section for the topic and one for the response.
         assert_eq!(
@@ -528,7 +476,7 @@ mod tests {
         );
         result.topic_config_error_code = 0x1234;
         resp.topics = vec![result];
-        let with = encode_resp(&resp, 5);
+        let with = encode(&resp, 5);
         assert_eq!(
             &with[with.len() - 6..],
             &[1, 0, 2, 0x12, 0x34, 0],
@@ -559,20 +507,8 @@ mod tests {
     #[test]
     fn every_strict_prefix_fails_to_decode() {
         for v in VERSIONS {
-            let req = encode_req(&request(v), v);
-            for n in 0..req.len() {
-                assert!(
-                    CreateTopicsRequest::decode(&mut Reader::new(req.slice(..n)), v).is_err(),
-                    "request v{v} prefix {n}"
-                );
-            }
-            let resp = encode_resp(&response(v), v);
-            for n in 0..resp.len() {
-                assert!(
-                    CreateTopicsResponse::decode(&mut Reader::new(resp.slice(..n)), v).is_err(),
-                    "response v{v} prefix {n}"
-                );
-            }
+            assert_every_strict_prefix_fails(&request(v), v);
+            assert_every_strict_prefix_fails(&response(v), v);
         }
     }
 
@@ -581,8 +517,7 @@ mod tests {
         fn decoding_random_bytes_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..256)) {
             let bytes = Bytes::from(bytes);
             for v in VERSIONS {
-                let _ = CreateTopicsRequest::decode(&mut Reader::new(bytes.clone()), v);
-                let _ = CreateTopicsResponse::decode(&mut Reader::new(bytes.clone()), v);
+                decode_ignoring_errors::<CreateTopicsRequest, CreateTopicsResponse>(&bytes, v);
             }
         }
 
@@ -591,15 +526,8 @@ mod tests {
             edits in proptest::collection::vec((any::<usize>(), any::<u8>()), 1..8),
         ) {
             for v in VERSIONS {
-                for good in [encode_req(&request(v), v), encode_resp(&response(v), v)] {
-                    let mut bad = good.to_vec();
-                    for (at, byte) in &edits {
-                        let i = at % bad.len();
-                        bad[i] = *byte;
-                    }
-                    let bad = Bytes::from(bad);
-                    let _ = CreateTopicsRequest::decode(&mut Reader::new(bad.clone()), v);
-                    let _ = CreateTopicsResponse::decode(&mut Reader::new(bad), v);
+                for good in [encode(&request(v), v), encode(&response(v), v)] {
+                    decode_ignoring_errors::<CreateTopicsRequest, CreateTopicsResponse>(&corrupt(&good, &edits), v);
                 }
             }
         }

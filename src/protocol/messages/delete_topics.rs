@@ -7,27 +7,9 @@
 
 use bytes::{BufMut, BytesMut};
 
-use crate::protocol::codec::{DecodeResult, Reader, Writer};
+use crate::protocol::codec::{min_string_bytes, min_tags_bytes, DecodeResult, Reader, Writer};
 
 const FLEXIBLE_FROM: i16 = 4;
-
-/// Smallest encoding of a string: an INT16 length or a one-byte compact one.
-const fn string_min(flexible: bool) -> usize {
-    if flexible {
-        1
-    } else {
-        2
-    }
-}
-
-/// Smallest tagged-field section: one byte in flexible versions, else none.
-const fn tags_min(flexible: bool) -> usize {
-    if flexible {
-        1
-    } else {
-        0
-    }
-}
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct DeleteTopicsRequest {
@@ -51,7 +33,7 @@ impl DeleteTopicsRequest {
         let flexible = version >= FLEXIBLE_FROM;
         let mut req = DeleteTopicsRequest::default();
         if version >= 6 {
-            let min = string_min(flexible) + 16 + tags_min(flexible);
+            let min = min_string_bytes(flexible) + 16 + min_tags_bytes(flexible);
             req.topics = r.array("topics", flexible, min, |r| {
                 let state = DeleteTopicState {
                     name: r.nullable_string("name", flexible)?,
@@ -63,9 +45,10 @@ impl DeleteTopicsRequest {
                 Ok(state)
             })?;
         } else {
-            req.topic_names = r.array("topic_names", flexible, string_min(flexible), |r| {
-                r.string("topic_name", flexible)
-            })?;
+            req.topic_names =
+                r.array("topic_names", flexible, min_string_bytes(flexible), |r| {
+                    r.string("topic_name", flexible)
+                })?;
         }
         req.timeout_ms = r.i32("timeout_ms")?;
         if flexible {
@@ -120,7 +103,7 @@ pub struct DeletableTopicResult {
 impl DeleteTopicsResponse {
     pub fn decode(r: &mut Reader, version: i16) -> DecodeResult<Self> {
         let flexible = version >= FLEXIBLE_FROM;
-        let s = string_min(flexible);
+        let s = min_string_bytes(flexible);
         let throttle_time_ms = if version >= 1 {
             r.i32("throttle_time_ms")?
         } else {
@@ -130,7 +113,7 @@ impl DeleteTopicsResponse {
             + if version >= 6 { 16 } else { 0 }
             + 2
             + if version >= 5 { s } else { 0 }
-            + tags_min(flexible);
+            + min_tags_bytes(flexible);
         let responses = r.array("responses", flexible, min, |r| {
             let mut result = DeletableTopicResult {
                 name: if version >= 6 {
@@ -191,6 +174,7 @@ impl DeleteTopicsResponse {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::protocol::messages::test_support::*;
     use bytes::Bytes;
     use proptest::prelude::*;
 
@@ -244,59 +228,25 @@ mod tests {
         }
     }
 
-    fn encode_req(m: &DeleteTopicsRequest, v: i16) -> Bytes {
-        let mut b = BytesMut::new();
-        m.encode(&mut b, v);
-        b.freeze()
-    }
-
-    fn encode_resp(m: &DeleteTopicsResponse, v: i16) -> Bytes {
-        let mut b = BytesMut::new();
-        m.encode(&mut b, v);
-        b.freeze()
-    }
-
     #[test]
     fn requests_round_trip_at_every_version() {
         for v in VERSIONS {
-            let req = request(v);
-            let mut r = Reader::new(encode_req(&req, v));
-            assert_eq!(DeleteTopicsRequest::decode(&mut r, v).unwrap(), req, "v{v}");
-            assert!(r.is_empty(), "v{v} left bytes unread");
+            assert_round_trip(&request(v), v);
         }
     }
 
     #[test]
     fn responses_round_trip_at_every_version() {
         for v in VERSIONS {
-            let resp = response(v);
-            let mut r = Reader::new(encode_resp(&resp, v));
-            assert_eq!(
-                DeleteTopicsResponse::decode(&mut r, v).unwrap(),
-                resp,
-                "v{v}"
-            );
-            assert!(r.is_empty(), "v{v} left bytes unread");
+            assert_round_trip(&response(v), v);
         }
     }
 
     #[test]
     fn every_strict_prefix_fails_to_decode() {
         for v in VERSIONS {
-            let req = encode_req(&request(v), v);
-            for n in 0..req.len() {
-                assert!(
-                    DeleteTopicsRequest::decode(&mut Reader::new(req.slice(..n)), v).is_err(),
-                    "request v{v} prefix {n}"
-                );
-            }
-            let resp = encode_resp(&response(v), v);
-            for n in 0..resp.len() {
-                assert!(
-                    DeleteTopicsResponse::decode(&mut Reader::new(resp.slice(..n)), v).is_err(),
-                    "response v{v} prefix {n}"
-                );
-            }
+            assert_every_strict_prefix_fails(&request(v), v);
+            assert_every_strict_prefix_fails(&response(v), v);
         }
     }
 
@@ -305,8 +255,7 @@ mod tests {
         fn decoding_random_bytes_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..256)) {
             let bytes = Bytes::from(bytes);
             for v in VERSIONS {
-                let _ = DeleteTopicsRequest::decode(&mut Reader::new(bytes.clone()), v);
-                let _ = DeleteTopicsResponse::decode(&mut Reader::new(bytes.clone()), v);
+                decode_ignoring_errors::<DeleteTopicsRequest, DeleteTopicsResponse>(&bytes, v);
             }
         }
 
@@ -315,15 +264,8 @@ mod tests {
             edits in proptest::collection::vec((any::<usize>(), any::<u8>()), 1..8),
         ) {
             for v in VERSIONS {
-                for good in [encode_req(&request(v), v), encode_resp(&response(v), v)] {
-                    let mut bad = good.to_vec();
-                    for (at, byte) in &edits {
-                        let i = at % bad.len();
-                        bad[i] = *byte;
-                    }
-                    let bad = Bytes::from(bad);
-                    let _ = DeleteTopicsRequest::decode(&mut Reader::new(bad.clone()), v);
-                    let _ = DeleteTopicsResponse::decode(&mut Reader::new(bad), v);
+                for good in [encode(&request(v), v), encode(&response(v), v)] {
+                    decode_ignoring_errors::<DeleteTopicsRequest, DeleteTopicsResponse>(&corrupt(&good, &edits), v);
                 }
             }
         }

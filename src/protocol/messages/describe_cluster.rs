@@ -145,6 +145,7 @@ impl DescribeClusterResponse {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::protocol::messages::test_support::*;
     use bytes::Bytes;
     use proptest::prelude::*;
 
@@ -193,63 +194,25 @@ mod tests {
         }
     }
 
-    fn encode_req(m: &DescribeClusterRequest, v: i16) -> Bytes {
-        let mut b = BytesMut::new();
-        m.encode(&mut b, v);
-        b.freeze()
-    }
-
-    fn encode_resp(m: &DescribeClusterResponse, v: i16) -> Bytes {
-        let mut b = BytesMut::new();
-        m.encode(&mut b, v);
-        b.freeze()
-    }
-
     #[test]
     fn requests_round_trip_at_every_version() {
         for v in VERSIONS {
-            let req = request(v);
-            let mut r = Reader::new(encode_req(&req, v));
-            assert_eq!(
-                DescribeClusterRequest::decode(&mut r, v).unwrap(),
-                req,
-                "v{v}"
-            );
-            assert!(r.is_empty(), "v{v} left bytes unread");
+            assert_round_trip(&request(v), v);
         }
     }
 
     #[test]
     fn responses_round_trip_at_every_version() {
         for v in VERSIONS {
-            let resp = response(v);
-            let mut r = Reader::new(encode_resp(&resp, v));
-            assert_eq!(
-                DescribeClusterResponse::decode(&mut r, v).unwrap(),
-                resp,
-                "v{v}"
-            );
-            assert!(r.is_empty(), "v{v} left bytes unread");
+            assert_round_trip(&response(v), v);
         }
     }
 
     #[test]
     fn every_strict_prefix_fails_to_decode() {
         for v in VERSIONS {
-            let req = encode_req(&request(v), v);
-            for n in 0..req.len() {
-                assert!(
-                    DescribeClusterRequest::decode(&mut Reader::new(req.slice(..n)), v).is_err(),
-                    "request v{v} prefix {n}"
-                );
-            }
-            let resp = encode_resp(&response(v), v);
-            for n in 0..resp.len() {
-                assert!(
-                    DescribeClusterResponse::decode(&mut Reader::new(resp.slice(..n)), v).is_err(),
-                    "response v{v} prefix {n}"
-                );
-            }
+            assert_every_strict_prefix_fails(&request(v), v);
+            assert_every_strict_prefix_fails(&response(v), v);
         }
     }
 
@@ -258,8 +221,7 @@ mod tests {
         fn decoding_random_bytes_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..256)) {
             let bytes = Bytes::from(bytes);
             for v in VERSIONS {
-                let _ = DescribeClusterRequest::decode(&mut Reader::new(bytes.clone()), v);
-                let _ = DescribeClusterResponse::decode(&mut Reader::new(bytes.clone()), v);
+                decode_ignoring_errors::<DescribeClusterRequest, DescribeClusterResponse>(&bytes, v);
             }
         }
 
@@ -268,15 +230,8 @@ mod tests {
             edits in proptest::collection::vec((any::<usize>(), any::<u8>()), 1..8),
         ) {
             for v in VERSIONS {
-                for good in [encode_req(&request(v), v), encode_resp(&response(v), v)] {
-                    let mut bad = good.to_vec();
-                    for (at, byte) in &edits {
-                        let i = at % bad.len();
-                        bad[i] = *byte;
-                    }
-                    let bad = Bytes::from(bad);
-                    let _ = DescribeClusterRequest::decode(&mut Reader::new(bad.clone()), v);
-                    let _ = DescribeClusterResponse::decode(&mut Reader::new(bad), v);
+                for good in [encode(&request(v), v), encode(&response(v), v)] {
+                    decode_ignoring_errors::<DescribeClusterRequest, DescribeClusterResponse>(&corrupt(&good, &edits), v);
                 }
             }
         }

@@ -6,36 +6,11 @@
 
 use bytes::{BufMut, BytesMut};
 
-use crate::protocol::codec::{DecodeResult, Reader, Writer};
+use crate::protocol::codec::{
+    min_array_bytes, min_string_bytes, min_tags_bytes, DecodeResult, Reader, Writer,
+};
 
 const FLEXIBLE_FROM: i16 = 4;
-
-/// Smallest encoding of a string: an INT16 length or a one-byte compact one.
-const fn string_min(flexible: bool) -> usize {
-    if flexible {
-        1
-    } else {
-        2
-    }
-}
-
-/// Smallest encoding of an array: an INT32 count or a one-byte compact one.
-const fn array_min(flexible: bool) -> usize {
-    if flexible {
-        1
-    } else {
-        4
-    }
-}
-
-/// Smallest tagged-field section: one byte in flexible versions, else none.
-const fn tags_min(flexible: bool) -> usize {
-    if flexible {
-        1
-    } else {
-        0
-    }
-}
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct DescribeConfigsRequest {
@@ -58,21 +33,14 @@ pub struct DescribeConfigsResource {
 impl DescribeConfigsRequest {
     pub fn decode(r: &mut Reader, version: i16) -> DecodeResult<Self> {
         let flexible = version >= FLEXIBLE_FROM;
-        let s = string_min(flexible);
-        let min = 1 + s + array_min(flexible) + tags_min(flexible);
+        let s = min_string_bytes(flexible);
+        let min = 1 + s + min_array_bytes(flexible) + min_tags_bytes(flexible);
         let resources = r.array("resources", flexible, min, |r| {
             let resource_type = r.i8("resource_type")?;
             let resource_name = r.string("resource_name", flexible)?;
-            let configuration_keys = match r.array_len("configuration_keys", flexible, s)? {
-                None => None,
-                Some(n) => {
-                    let mut keys = Vec::with_capacity(n);
-                    for _ in 0..n {
-                        keys.push(r.string("configuration_key", flexible)?);
-                    }
-                    Some(keys)
-                }
-            };
+            let configuration_keys = r.nullable_array("configuration_keys", flexible, s, |r| {
+                r.string("configuration_key", flexible)
+            })?;
             if flexible {
                 r.skip_tagged_fields()?;
             }
@@ -186,9 +154,9 @@ pub struct DescribeConfigsSynonym {
 impl DescribeConfigsResponse {
     pub fn decode(r: &mut Reader, version: i16) -> DecodeResult<Self> {
         let flexible = version >= FLEXIBLE_FROM;
-        let s = string_min(flexible);
-        let a = array_min(flexible);
-        let t = tags_min(flexible);
+        let s = min_string_bytes(flexible);
+        let a = min_array_bytes(flexible);
+        let t = min_tags_bytes(flexible);
         let throttle_time_ms = r.i32("throttle_time_ms")?;
         let result_min = 2 + s + 1 + s + a + t;
         let config_min = s
@@ -255,7 +223,7 @@ fn decode_config(
     version: i16,
     flexible: bool,
 ) -> DecodeResult<DescribeConfigsResourceResult> {
-    let s = string_min(flexible);
+    let s = min_string_bytes(flexible);
     let mut c = DescribeConfigsResourceResult {
         name: r.string("name", flexible)?,
         value: r.nullable_string("value", flexible)?,
@@ -267,17 +235,22 @@ fn decode_config(
     }
     c.is_sensitive = r.bool("is_sensitive")?;
     if version >= 1 {
-        c.synonyms = r.array("synonyms", flexible, s + s + 1 + tags_min(flexible), |r| {
-            let synonym = DescribeConfigsSynonym {
-                name: r.string("name", flexible)?,
-                value: r.nullable_string("value", flexible)?,
-                source: r.i8("source")?,
-            };
-            if flexible {
-                r.skip_tagged_fields()?;
-            }
-            Ok(synonym)
-        })?;
+        c.synonyms = r.array(
+            "synonyms",
+            flexible,
+            s + s + 1 + min_tags_bytes(flexible),
+            |r| {
+                let synonym = DescribeConfigsSynonym {
+                    name: r.string("name", flexible)?,
+                    value: r.nullable_string("value", flexible)?,
+                    source: r.i8("source")?,
+                };
+                if flexible {
+                    r.skip_tagged_fields()?;
+                }
+                Ok(synonym)
+            },
+        )?;
     }
     if version >= 3 {
         c.config_type = r.i8("config_type")?;
@@ -325,6 +298,7 @@ fn encode_config(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::protocol::messages::test_support::*;
     use bytes::Bytes;
     use proptest::prelude::*;
 
@@ -401,63 +375,25 @@ mod tests {
         }
     }
 
-    fn encode_req(m: &DescribeConfigsRequest, v: i16) -> Bytes {
-        let mut b = BytesMut::new();
-        m.encode(&mut b, v);
-        b.freeze()
-    }
-
-    fn encode_resp(m: &DescribeConfigsResponse, v: i16) -> Bytes {
-        let mut b = BytesMut::new();
-        m.encode(&mut b, v);
-        b.freeze()
-    }
-
     #[test]
     fn requests_round_trip_at_every_version() {
         for v in VERSIONS {
-            let req = request(v);
-            let mut r = Reader::new(encode_req(&req, v));
-            assert_eq!(
-                DescribeConfigsRequest::decode(&mut r, v).unwrap(),
-                req,
-                "v{v}"
-            );
-            assert!(r.is_empty(), "v{v} left bytes unread");
+            assert_round_trip(&request(v), v);
         }
     }
 
     #[test]
     fn responses_round_trip_at_every_version() {
         for v in VERSIONS {
-            let resp = response(v);
-            let mut r = Reader::new(encode_resp(&resp, v));
-            assert_eq!(
-                DescribeConfigsResponse::decode(&mut r, v).unwrap(),
-                resp,
-                "v{v}"
-            );
-            assert!(r.is_empty(), "v{v} left bytes unread");
+            assert_round_trip(&response(v), v);
         }
     }
 
     #[test]
     fn every_strict_prefix_fails_to_decode() {
         for v in VERSIONS {
-            let req = encode_req(&request(v), v);
-            for n in 0..req.len() {
-                assert!(
-                    DescribeConfigsRequest::decode(&mut Reader::new(req.slice(..n)), v).is_err(),
-                    "request v{v} prefix {n}"
-                );
-            }
-            let resp = encode_resp(&response(v), v);
-            for n in 0..resp.len() {
-                assert!(
-                    DescribeConfigsResponse::decode(&mut Reader::new(resp.slice(..n)), v).is_err(),
-                    "response v{v} prefix {n}"
-                );
-            }
+            assert_every_strict_prefix_fails(&request(v), v);
+            assert_every_strict_prefix_fails(&response(v), v);
         }
     }
 
@@ -466,8 +402,7 @@ mod tests {
         fn decoding_random_bytes_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..256)) {
             let bytes = Bytes::from(bytes);
             for v in VERSIONS {
-                let _ = DescribeConfigsRequest::decode(&mut Reader::new(bytes.clone()), v);
-                let _ = DescribeConfigsResponse::decode(&mut Reader::new(bytes.clone()), v);
+                decode_ignoring_errors::<DescribeConfigsRequest, DescribeConfigsResponse>(&bytes, v);
             }
         }
 
@@ -476,15 +411,8 @@ mod tests {
             edits in proptest::collection::vec((any::<usize>(), any::<u8>()), 1..8),
         ) {
             for v in VERSIONS {
-                for good in [encode_req(&request(v), v), encode_resp(&response(v), v)] {
-                    let mut bad = good.to_vec();
-                    for (at, byte) in &edits {
-                        let i = at % bad.len();
-                        bad[i] = *byte;
-                    }
-                    let bad = Bytes::from(bad);
-                    let _ = DescribeConfigsRequest::decode(&mut Reader::new(bad.clone()), v);
-                    let _ = DescribeConfigsResponse::decode(&mut Reader::new(bad), v);
+                for good in [encode(&request(v), v), encode(&response(v), v)] {
+                    decode_ignoring_errors::<DescribeConfigsRequest, DescribeConfigsResponse>(&corrupt(&good, &edits), v);
                 }
             }
         }

@@ -16,6 +16,7 @@
 
 use bytes::{BufMut, Bytes, BytesMut};
 
+use super::min_topic_bytes;
 use crate::protocol::chunks::{ChunkWriter, RecordData};
 use crate::protocol::codec::{DecodeError, DecodeResult, Reader, Writer};
 
@@ -103,16 +104,6 @@ impl Default for FetchPartition {
 pub struct ForgottenTopic {
     pub topic: String,
     pub partitions: Vec<i32>,
-}
-
-/// The smallest encoding of a topic-with-partitions entry: an empty name,
-/// an empty array and (when flexible) an empty tagged-field section.
-fn min_topic_bytes(flexible: bool) -> usize {
-    if flexible {
-        3
-    } else {
-        6
-    }
 }
 
 fn min_fetch_partition_bytes(version: i16, flexible: bool) -> usize {
@@ -531,22 +522,16 @@ impl FetchResponse {
                     p.log_start_offset = r.i64("log_start_offset")?;
                 }
                 p.aborted_transactions =
-                    match r.array_len("aborted_transactions", flexible, min_aborted)? {
-                        None => None,
-                        Some(n) => {
-                            let mut txns = Vec::with_capacity(n);
-                            for _ in 0..n {
-                                txns.push(AbortedTransaction {
-                                    producer_id: r.i64("producer_id")?,
-                                    first_offset: r.i64("first_offset")?,
-                                });
-                                if flexible {
-                                    r.skip_tagged_fields()?;
-                                }
-                            }
-                            Some(txns)
+                    r.nullable_array("aborted_transactions", flexible, min_aborted, |r| {
+                        let txn = AbortedTransaction {
+                            producer_id: r.i64("producer_id")?,
+                            first_offset: r.i64("first_offset")?,
+                        };
+                        if flexible {
+                            r.skip_tagged_fields()?;
                         }
-                    };
+                        Ok(txn)
+                    })?;
                 if version >= 11 {
                     p.preferred_read_replica = r.i32("preferred_read_replica")?;
                 }
@@ -658,6 +643,7 @@ impl FetchResponse {
 mod tests {
     use super::*;
     use crate::protocol::chunks::{Chunk, FileRange};
+    use crate::protocol::messages::test_support::*;
     use proptest::prelude::*;
     use std::sync::Arc;
 
@@ -779,58 +765,32 @@ mod tests {
         m
     }
 
-    fn encode_request(m: &FetchRequest, v: i16) -> Bytes {
-        let mut b = BytesMut::new();
-        m.encode(&mut b, v);
-        b.freeze()
-    }
-
-    fn encode_response(m: &FetchResponse, v: i16) -> Bytes {
-        let mut b = BytesMut::new();
-        m.encode(&mut b, v);
-        b.freeze()
-    }
-
     #[test]
     fn request_round_trips_at_every_version() {
         for v in VERSIONS {
-            let m = request(v);
-            let mut r = Reader::new(encode_request(&m, v));
-            assert_eq!(FetchRequest::decode(&mut r, v).unwrap(), m, "v{v}");
-            assert!(r.is_empty(), "v{v} left {} bytes", r.remaining());
+            assert_round_trip(&request(v), v);
         }
     }
 
     #[test]
     fn response_round_trips_at_every_version() {
         for v in VERSIONS {
-            let m = response(v);
-            let mut r = Reader::new(encode_response(&m, v));
-            assert_eq!(FetchResponse::decode(&mut r, v).unwrap(), m, "v{v}");
-            assert!(r.is_empty(), "v{v} left {} bytes", r.remaining());
+            assert_round_trip(&response(v), v);
         }
     }
 
     #[test]
     fn every_truncation_fails() {
         for v in VERSIONS {
-            let full = encode_request(&request(v), v);
-            for n in 0..full.len() {
-                let mut r = Reader::new(full.slice(..n));
-                assert!(FetchRequest::decode(&mut r, v).is_err(), "v{v} n={n}");
-            }
-            let full = encode_response(&response(v), v);
-            for n in 0..full.len() {
-                let mut r = Reader::new(full.slice(..n));
-                assert!(FetchResponse::decode(&mut r, v).is_err(), "v{v} n={n}");
-            }
+            assert_every_strict_prefix_fails(&request(v), v);
+            assert_every_strict_prefix_fails(&response(v), v);
         }
     }
 
     #[test]
     fn default_tags_are_omitted() {
         // A v12 request without a cluster id ends in an empty tag section.
-        let b = encode_request(&FetchRequest::default(), 12);
+        let b = encode(&FetchRequest::default(), 12);
         assert_eq!(b.last(), Some(&0));
 
         // A v12 partition whose tagged structs hold their defaults writes
@@ -846,7 +806,7 @@ mod tests {
             }],
             ..Default::default()
         };
-        let b = encode_response(&resp, 12);
+        let b = encode(&resp, 12);
         let header = 4 + 2 + 4 + 1 + 2 + 1;
         let partition = 4 + 2 + 8 + 8 + 8 + 1 + 4 + 1 + 1;
         assert_eq!(b.len(), header + partition + 1 + 1);
@@ -858,7 +818,7 @@ mod tests {
         let base = FetchRequest::default();
         let mut b = BytesMut::new();
         // Everything but the trailing empty tag section...
-        let full = encode_request(&base, 12);
+        let full = encode(&base, 12);
         b.extend_from_slice(&full[..full.len() - 1]);
         // ...then an unknown tag 1 (ReplicaState) and the cluster id.
         let mut with_tags = b.clone();
@@ -914,13 +874,12 @@ mod tests {
 
     #[test]
     fn absent_fields_hold_kafka_defaults() {
-        let m = FetchRequest::decode(&mut Reader::new(encode_request(&request(12), 4)), 4).unwrap();
+        let m = FetchRequest::decode(&mut Reader::new(encode(&request(12), 4)), 4).unwrap();
         assert_eq!(m.session_epoch, -1);
         assert_eq!(m.topics[0].partitions[0].current_leader_epoch, -1);
         assert_eq!(m.topics[0].partitions[0].log_start_offset, -1);
         assert_eq!(m.topics[0].partitions[0].last_fetched_epoch, -1);
-        let m =
-            FetchResponse::decode(&mut Reader::new(encode_response(&response(12), 4)), 4).unwrap();
+        let m = FetchResponse::decode(&mut Reader::new(encode(&response(12), 4)), 4).unwrap();
         let p = &m.responses[0].partitions[0];
         assert_eq!(p.log_start_offset, -1);
         assert_eq!(p.preferred_read_replica, -1);
@@ -934,29 +893,20 @@ mod tests {
         b.put_i16(0);
         b.put_i32(0);
         b.put_i32(i32::MAX);
-        assert!(matches!(
-            FetchResponse::decode(&mut Reader::new(b.freeze()), 7),
-            Err(DecodeError::CountTooLarge { .. })
-        ));
+        assert_count_too_large::<FetchResponse>(b.freeze(), 7);
     }
 
     proptest! {
         #[test]
         fn random_bytes_never_panic(v in 4i16..=12, data in proptest::collection::vec(any::<u8>(), 0..256)) {
             let data = Bytes::from(data);
-            let _ = FetchRequest::decode(&mut Reader::new(data.clone()), v);
-            let _ = FetchResponse::decode(&mut Reader::new(data), v);
+            decode_ignoring_errors::<FetchRequest, FetchResponse>(&data, v);
         }
 
         #[test]
         fn corrupted_messages_never_panic(v in 4i16..=12, at in any::<usize>(), byte in any::<u8>()) {
-            for full in [encode_request(&request(v), v), encode_response(&response(v), v)] {
-                let mut data = full.to_vec();
-                let i = at % data.len();
-                data[i] = byte;
-                let data = Bytes::from(data);
-                let _ = FetchRequest::decode(&mut Reader::new(data.clone()), v);
-                let _ = FetchResponse::decode(&mut Reader::new(data), v);
+            for full in [encode(&request(v), v), encode(&response(v), v)] {
+                decode_ignoring_errors::<FetchRequest, FetchResponse>(&corrupt(&full, &[(at, byte)]), v);
             }
         }
     }

@@ -8,7 +8,9 @@
 
 use bytes::{BufMut, BytesMut};
 
-use crate::protocol::codec::{DecodeResult, Reader, Writer};
+use crate::protocol::codec::{
+    min_array_bytes, min_string_bytes, min_tags_bytes, DecodeResult, Reader, Writer,
+};
 
 pub use super::alter_configs::AlterConfigsResourceResponse;
 
@@ -22,33 +24,6 @@ pub const OP_DELETE: i8 = 1;
 pub const OP_APPEND: i8 = 2;
 /// Remove `value`'s items from a list-valued key.
 pub const OP_SUBTRACT: i8 = 3;
-
-/// Smallest encoding of a string: an INT16 length or a one-byte compact one.
-const fn string_min(flexible: bool) -> usize {
-    if flexible {
-        1
-    } else {
-        2
-    }
-}
-
-/// Smallest encoding of an array: an INT32 count or a one-byte compact one.
-const fn array_min(flexible: bool) -> usize {
-    if flexible {
-        1
-    } else {
-        4
-    }
-}
-
-/// Smallest tagged-field section: one byte in flexible versions, else none.
-const fn tags_min(flexible: bool) -> usize {
-    if flexible {
-        1
-    } else {
-        0
-    }
-}
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct IncrementalAlterConfigsRequest {
@@ -75,9 +50,9 @@ pub struct AlterableConfig {
 impl IncrementalAlterConfigsRequest {
     pub fn decode(r: &mut Reader, version: i16) -> DecodeResult<Self> {
         let flexible = version >= FLEXIBLE_FROM;
-        let s = string_min(flexible);
-        let t = tags_min(flexible);
-        let resource_min = 1 + s + array_min(flexible) + t;
+        let s = min_string_bytes(flexible);
+        let t = min_tags_bytes(flexible);
+        let resource_min = 1 + s + min_array_bytes(flexible) + t;
         let resources = r.array("resources", flexible, resource_min, |r| {
             let resource_type = r.i8("resource_type")?;
             let resource_name = r.string("resource_name", flexible)?;
@@ -145,17 +120,8 @@ pub struct IncrementalAlterConfigsResponse {
 
 impl IncrementalAlterConfigsResponse {
     pub fn decode(r: &mut Reader, version: i16) -> DecodeResult<Self> {
-        let flexible = version >= FLEXIBLE_FROM;
-        let throttle_time_ms = r.i32("throttle_time_ms")?;
-        let responses = r.array(
-            "responses",
-            flexible,
-            AlterConfigsResourceResponse::min_size(flexible),
-            |r| AlterConfigsResourceResponse::decode(r, flexible),
-        )?;
-        if flexible {
-            r.skip_tagged_fields()?;
-        }
+        let (throttle_time_ms, responses) =
+            super::alter_configs::decode_response_body(r, version >= FLEXIBLE_FROM)?;
         Ok(IncrementalAlterConfigsResponse {
             throttle_time_ms,
             responses,
@@ -164,20 +130,19 @@ impl IncrementalAlterConfigsResponse {
 
     pub fn encode(&self, w: &mut BytesMut, version: i16) {
         let flexible = version >= FLEXIBLE_FROM;
-        w.put_i32(self.throttle_time_ms);
-        w.put_array_len(Some(self.responses.len()), flexible);
-        for res in &self.responses {
-            res.encode(w, flexible);
-        }
-        if flexible {
-            w.put_empty_tagged_fields();
-        }
+        super::alter_configs::encode_response_body(
+            w,
+            flexible,
+            self.throttle_time_ms,
+            &self.responses,
+        );
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::protocol::messages::test_support::*;
     use bytes::Bytes;
     use proptest::prelude::*;
 
@@ -239,65 +204,25 @@ mod tests {
         }
     }
 
-    fn encode_req(m: &IncrementalAlterConfigsRequest, v: i16) -> Bytes {
-        let mut b = BytesMut::new();
-        m.encode(&mut b, v);
-        b.freeze()
-    }
-
-    fn encode_resp(m: &IncrementalAlterConfigsResponse, v: i16) -> Bytes {
-        let mut b = BytesMut::new();
-        m.encode(&mut b, v);
-        b.freeze()
-    }
-
     #[test]
     fn requests_round_trip_at_every_version() {
         for v in VERSIONS {
-            let req = request();
-            let mut r = Reader::new(encode_req(&req, v));
-            assert_eq!(
-                IncrementalAlterConfigsRequest::decode(&mut r, v).unwrap(),
-                req,
-                "v{v}"
-            );
-            assert!(r.is_empty(), "v{v} left bytes unread");
+            assert_round_trip(&request(), v);
         }
     }
 
     #[test]
     fn responses_round_trip_at_every_version() {
         for v in VERSIONS {
-            let resp = response();
-            let mut r = Reader::new(encode_resp(&resp, v));
-            assert_eq!(
-                IncrementalAlterConfigsResponse::decode(&mut r, v).unwrap(),
-                resp,
-                "v{v}"
-            );
-            assert!(r.is_empty(), "v{v} left bytes unread");
+            assert_round_trip(&response(), v);
         }
     }
 
     #[test]
     fn every_strict_prefix_fails_to_decode() {
         for v in VERSIONS {
-            let req = encode_req(&request(), v);
-            for n in 0..req.len() {
-                assert!(
-                    IncrementalAlterConfigsRequest::decode(&mut Reader::new(req.slice(..n)), v)
-                        .is_err(),
-                    "request v{v} prefix {n}"
-                );
-            }
-            let resp = encode_resp(&response(), v);
-            for n in 0..resp.len() {
-                assert!(
-                    IncrementalAlterConfigsResponse::decode(&mut Reader::new(resp.slice(..n)), v)
-                        .is_err(),
-                    "response v{v} prefix {n}"
-                );
-            }
+            assert_every_strict_prefix_fails(&request(), v);
+            assert_every_strict_prefix_fails(&response(), v);
         }
     }
 
@@ -306,8 +231,7 @@ mod tests {
         fn decoding_random_bytes_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..256)) {
             let bytes = Bytes::from(bytes);
             for v in VERSIONS {
-                let _ = IncrementalAlterConfigsRequest::decode(&mut Reader::new(bytes.clone()), v);
-                let _ = IncrementalAlterConfigsResponse::decode(&mut Reader::new(bytes.clone()), v);
+                decode_ignoring_errors::<IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse>(&bytes, v);
             }
         }
 
@@ -316,15 +240,8 @@ mod tests {
             edits in proptest::collection::vec((any::<usize>(), any::<u8>()), 1..8),
         ) {
             for v in VERSIONS {
-                for good in [encode_req(&request(), v), encode_resp(&response(), v)] {
-                    let mut bad = good.to_vec();
-                    for (at, byte) in &edits {
-                        let i = at % bad.len();
-                        bad[i] = *byte;
-                    }
-                    let bad = Bytes::from(bad);
-                    let _ = IncrementalAlterConfigsRequest::decode(&mut Reader::new(bad.clone()), v);
-                    let _ = IncrementalAlterConfigsResponse::decode(&mut Reader::new(bad), v);
+                for good in [encode(&request(), v), encode(&response(), v)] {
+                    decode_ignoring_errors::<IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse>(&corrupt(&good, &edits), v);
                 }
             }
         }

@@ -113,6 +113,7 @@ impl InitProducerIdResponse {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::protocol::messages::test_support::*;
     use bytes::Bytes;
     use proptest::prelude::*;
 
@@ -138,29 +139,11 @@ mod tests {
         }
     }
 
-    fn encode_req(m: &InitProducerIdRequest, v: i16) -> Bytes {
-        let mut b = BytesMut::new();
-        m.encode(&mut b, v);
-        b.freeze()
-    }
-
-    fn encode_resp(m: &InitProducerIdResponse, v: i16) -> Bytes {
-        let mut b = BytesMut::new();
-        m.encode(&mut b, v);
-        b.freeze()
-    }
-
     #[test]
     fn requests_round_trip_at_every_version() {
         for v in VERSIONS {
             for req in [request(v), InitProducerIdRequest::default()] {
-                let mut r = Reader::new(encode_req(&req, v));
-                assert_eq!(
-                    InitProducerIdRequest::decode(&mut r, v).unwrap(),
-                    req,
-                    "v{v}"
-                );
-                assert!(r.is_empty(), "v{v} left bytes unread");
+                assert_round_trip(&req, v);
             }
         }
     }
@@ -168,34 +151,15 @@ mod tests {
     #[test]
     fn responses_round_trip_at_every_version() {
         for v in VERSIONS {
-            let resp = response();
-            let mut r = Reader::new(encode_resp(&resp, v));
-            assert_eq!(
-                InitProducerIdResponse::decode(&mut r, v).unwrap(),
-                resp,
-                "v{v}"
-            );
-            assert!(r.is_empty(), "v{v} left bytes unread");
+            assert_round_trip(&response(), v);
         }
     }
 
     #[test]
     fn every_strict_prefix_fails_to_decode() {
         for v in VERSIONS {
-            let req = encode_req(&request(v), v);
-            for n in 0..req.len() {
-                assert!(
-                    InitProducerIdRequest::decode(&mut Reader::new(req.slice(..n)), v).is_err(),
-                    "request v{v} prefix {n}"
-                );
-            }
-            let resp = encode_resp(&response(), v);
-            for n in 0..resp.len() {
-                assert!(
-                    InitProducerIdResponse::decode(&mut Reader::new(resp.slice(..n)), v).is_err(),
-                    "response v{v} prefix {n}"
-                );
-            }
+            assert_every_strict_prefix_fails(&request(v), v);
+            assert_every_strict_prefix_fails(&response(), v);
         }
     }
 
@@ -204,8 +168,7 @@ mod tests {
         fn decoding_random_bytes_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..256)) {
             let bytes = Bytes::from(bytes);
             for v in VERSIONS {
-                let _ = InitProducerIdRequest::decode(&mut Reader::new(bytes.clone()), v);
-                let _ = InitProducerIdResponse::decode(&mut Reader::new(bytes.clone()), v);
+                decode_ignoring_errors::<InitProducerIdRequest, InitProducerIdResponse>(&bytes, v);
             }
         }
 
@@ -214,15 +177,8 @@ mod tests {
             edits in proptest::collection::vec((any::<usize>(), any::<u8>()), 1..8),
         ) {
             for v in VERSIONS {
-                for good in [encode_req(&request(v), v), encode_resp(&response(), v)] {
-                    let mut bad = good.to_vec();
-                    for (at, byte) in &edits {
-                        let i = at % bad.len();
-                        bad[i] = *byte;
-                    }
-                    let bad = Bytes::from(bad);
-                    let _ = InitProducerIdRequest::decode(&mut Reader::new(bad.clone()), v);
-                    let _ = InitProducerIdResponse::decode(&mut Reader::new(bad), v);
+                for good in [encode(&request(v), v), encode(&response(), v)] {
+                    decode_ignoring_errors::<InitProducerIdRequest, InitProducerIdResponse>(&corrupt(&good, &edits), v);
                 }
             }
         }

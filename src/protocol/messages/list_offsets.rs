@@ -8,6 +8,7 @@
 
 use bytes::{BufMut, BytesMut};
 
+use super::min_topic_bytes;
 use crate::protocol::codec::{DecodeResult, Reader, Writer};
 
 const FLEXIBLE_FROM: i16 = 6;
@@ -52,16 +53,6 @@ impl Default for ListOffsetsPartition {
             current_leader_epoch: -1,
             timestamp: 0,
         }
-    }
-}
-
-/// The smallest encoding of a topic entry: an empty name, an empty
-/// partition array and (when flexible) an empty tagged-field section.
-fn min_topic_bytes(flexible: bool) -> usize {
-    if flexible {
-        3
-    } else {
-        6
     }
 }
 
@@ -251,7 +242,7 @@ impl ListOffsetsResponse {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::codec::DecodeError;
+    use crate::protocol::messages::test_support::*;
     use bytes::Bytes;
     use proptest::prelude::*;
 
@@ -309,65 +300,34 @@ mod tests {
         }
     }
 
-    fn encode_request(m: &ListOffsetsRequest, v: i16) -> Bytes {
-        let mut b = BytesMut::new();
-        m.encode(&mut b, v);
-        b.freeze()
-    }
-
-    fn encode_response(m: &ListOffsetsResponse, v: i16) -> Bytes {
-        let mut b = BytesMut::new();
-        m.encode(&mut b, v);
-        b.freeze()
-    }
-
     #[test]
     fn request_round_trips_at_every_version() {
         for v in VERSIONS {
-            let m = request(v);
-            let mut r = Reader::new(encode_request(&m, v));
-            assert_eq!(ListOffsetsRequest::decode(&mut r, v).unwrap(), m, "v{v}");
-            assert!(r.is_empty(), "v{v} left {} bytes", r.remaining());
+            assert_round_trip(&request(v), v);
         }
     }
 
     #[test]
     fn response_round_trips_at_every_version() {
         for v in VERSIONS {
-            let m = response(v);
-            let mut r = Reader::new(encode_response(&m, v));
-            assert_eq!(ListOffsetsResponse::decode(&mut r, v).unwrap(), m, "v{v}");
-            assert!(r.is_empty(), "v{v} left {} bytes", r.remaining());
+            assert_round_trip(&response(v), v);
         }
     }
 
     #[test]
     fn every_truncation_fails() {
         for v in VERSIONS {
-            let full = encode_request(&request(v), v);
-            for n in 0..full.len() {
-                let mut r = Reader::new(full.slice(..n));
-                assert!(ListOffsetsRequest::decode(&mut r, v).is_err(), "v{v} n={n}");
-            }
-            let full = encode_response(&response(v), v);
-            for n in 0..full.len() {
-                let mut r = Reader::new(full.slice(..n));
-                assert!(
-                    ListOffsetsResponse::decode(&mut r, v).is_err(),
-                    "v{v} n={n}"
-                );
-            }
+            assert_every_strict_prefix_fails(&request(v), v);
+            assert_every_strict_prefix_fails(&response(v), v);
         }
     }
 
     #[test]
     fn absent_fields_hold_kafka_defaults() {
-        let m = ListOffsetsRequest::decode(&mut Reader::new(encode_request(&request(7), 1)), 1)
-            .unwrap();
+        let m = ListOffsetsRequest::decode(&mut Reader::new(encode(&request(7), 1)), 1).unwrap();
         assert_eq!(m.isolation_level, 0);
         assert_eq!(m.topics[0].partitions[0].current_leader_epoch, -1);
-        let m = ListOffsetsResponse::decode(&mut Reader::new(encode_response(&response(7), 3)), 3)
-            .unwrap();
+        let m = ListOffsetsResponse::decode(&mut Reader::new(encode(&response(7), 3)), 3).unwrap();
         assert_eq!(m.topics[0].partitions[0].leader_epoch, -1);
     }
 
@@ -377,29 +337,20 @@ mod tests {
         b.put_i32(-1);
         b.put_i8(0);
         b.put_i32(i32::MAX);
-        assert!(matches!(
-            ListOffsetsRequest::decode(&mut Reader::new(b.freeze()), 5),
-            Err(DecodeError::CountTooLarge { .. })
-        ));
+        assert_count_too_large::<ListOffsetsRequest>(b.freeze(), 5);
     }
 
     proptest! {
         #[test]
         fn random_bytes_never_panic(v in 1i16..=7, data in proptest::collection::vec(any::<u8>(), 0..256)) {
             let data = Bytes::from(data);
-            let _ = ListOffsetsRequest::decode(&mut Reader::new(data.clone()), v);
-            let _ = ListOffsetsResponse::decode(&mut Reader::new(data), v);
+            decode_ignoring_errors::<ListOffsetsRequest, ListOffsetsResponse>(&data, v);
         }
 
         #[test]
         fn corrupted_messages_never_panic(v in 1i16..=7, at in any::<usize>(), byte in any::<u8>()) {
-            for full in [encode_request(&request(v), v), encode_response(&response(v), v)] {
-                let mut data = full.to_vec();
-                let i = at % data.len();
-                data[i] = byte;
-                let data = Bytes::from(data);
-                let _ = ListOffsetsRequest::decode(&mut Reader::new(data.clone()), v);
-                let _ = ListOffsetsResponse::decode(&mut Reader::new(data), v);
+            for full in [encode(&request(v), v), encode(&response(v), v)] {
+                decode_ignoring_errors::<ListOffsetsRequest, ListOffsetsResponse>(&corrupt(&full, &[(at, byte)]), v);
             }
         }
     }

@@ -17,3 +17,14 @@ pub mod list_offsets;
 pub mod metadata;
 pub mod offset_for_leader_epoch;
 pub mod produce;
+
+#[cfg(test)]
+mod test_support;
+
+use crate::protocol::codec::{min_array_bytes, min_string_bytes, min_tags_bytes};
+
+/// The smallest encoding of a topic entry: an empty name, an empty
+/// partition array and (when flexible) an empty tagged-field section.
+const fn min_topic_bytes(flexible: bool) -> usize {
+    min_string_bytes(flexible) + min_array_bytes(flexible) + min_tags_bytes(flexible)
+}

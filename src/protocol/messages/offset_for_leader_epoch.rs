@@ -8,6 +8,7 @@
 
 use bytes::{BufMut, BytesMut};
 
+use super::min_topic_bytes;
 use crate::protocol::codec::{DecodeResult, Reader, Writer};
 
 const FLEXIBLE_FROM: i16 = 4;
@@ -60,16 +61,6 @@ impl Default for OffsetForLeaderPartition {
             current_leader_epoch: -1,
             leader_epoch: 0,
         }
-    }
-}
-
-/// The smallest encoding of a topic entry: an empty name, an empty
-/// partition array and (when flexible) an empty tagged-field section.
-fn min_topic_bytes(flexible: bool) -> usize {
-    if flexible {
-        3
-    } else {
-        6
     }
 }
 
@@ -232,7 +223,7 @@ impl OffsetForLeaderEpochResponse {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::codec::DecodeError;
+    use crate::protocol::messages::test_support::*;
     use bytes::Bytes;
     use proptest::prelude::*;
 
@@ -283,75 +274,32 @@ mod tests {
         }
     }
 
-    fn encode_request(m: &OffsetForLeaderEpochRequest, v: i16) -> Bytes {
-        let mut b = BytesMut::new();
-        m.encode(&mut b, v);
-        b.freeze()
-    }
-
-    fn encode_response(m: &OffsetForLeaderEpochResponse, v: i16) -> Bytes {
-        let mut b = BytesMut::new();
-        m.encode(&mut b, v);
-        b.freeze()
-    }
-
     #[test]
     fn request_round_trips_at_every_version() {
         for v in VERSIONS {
-            let m = request(v);
-            let mut r = Reader::new(encode_request(&m, v));
-            assert_eq!(
-                OffsetForLeaderEpochRequest::decode(&mut r, v).unwrap(),
-                m,
-                "v{v}"
-            );
-            assert!(r.is_empty(), "v{v} left {} bytes", r.remaining());
+            assert_round_trip(&request(v), v);
         }
     }
 
     #[test]
     fn response_round_trips_at_every_version() {
         for v in VERSIONS {
-            let m = response();
-            let mut r = Reader::new(encode_response(&m, v));
-            assert_eq!(
-                OffsetForLeaderEpochResponse::decode(&mut r, v).unwrap(),
-                m,
-                "v{v}"
-            );
-            assert!(r.is_empty(), "v{v} left {} bytes", r.remaining());
+            assert_round_trip(&response(), v);
         }
     }
 
     #[test]
     fn every_truncation_fails() {
         for v in VERSIONS {
-            let full = encode_request(&request(v), v);
-            for n in 0..full.len() {
-                let mut r = Reader::new(full.slice(..n));
-                assert!(
-                    OffsetForLeaderEpochRequest::decode(&mut r, v).is_err(),
-                    "v{v} n={n}"
-                );
-            }
-            let full = encode_response(&response(), v);
-            for n in 0..full.len() {
-                let mut r = Reader::new(full.slice(..n));
-                assert!(
-                    OffsetForLeaderEpochResponse::decode(&mut r, v).is_err(),
-                    "v{v} n={n}"
-                );
-            }
+            assert_every_strict_prefix_fails(&request(v), v);
+            assert_every_strict_prefix_fails(&response(), v);
         }
     }
 
     #[test]
     fn v2_requests_read_as_debugging_replica() {
-        let m = OffsetForLeaderEpochRequest::decode(
-            &mut Reader::new(encode_request(&request(4), 2)),
-            2,
-        )
-        .unwrap();
+        let m = OffsetForLeaderEpochRequest::decode(&mut Reader::new(encode(&request(4), 2)), 2)
+            .unwrap();
         assert_eq!(m.replica_id, DEBUGGING_REPLICA_ID);
     }
 
@@ -360,29 +308,20 @@ mod tests {
         let mut b = BytesMut::new();
         b.put_i32(-1);
         b.put_uvarint(u32::MAX as u64);
-        assert!(matches!(
-            OffsetForLeaderEpochRequest::decode(&mut Reader::new(b.freeze()), 4),
-            Err(DecodeError::CountTooLarge { .. })
-        ));
+        assert_count_too_large::<OffsetForLeaderEpochRequest>(b.freeze(), 4);
     }
 
     proptest! {
         #[test]
         fn random_bytes_never_panic(v in 2i16..=4, data in proptest::collection::vec(any::<u8>(), 0..256)) {
             let data = Bytes::from(data);
-            let _ = OffsetForLeaderEpochRequest::decode(&mut Reader::new(data.clone()), v);
-            let _ = OffsetForLeaderEpochResponse::decode(&mut Reader::new(data), v);
+            decode_ignoring_errors::<OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse>(&data, v);
         }
 
         #[test]
         fn corrupted_messages_never_panic(v in 2i16..=4, at in any::<usize>(), byte in any::<u8>()) {
-            for full in [encode_request(&request(v), v), encode_response(&response(), v)] {
-                let mut data = full.to_vec();
-                let i = at % data.len();
-                data[i] = byte;
-                let data = Bytes::from(data);
-                let _ = OffsetForLeaderEpochRequest::decode(&mut Reader::new(data.clone()), v);
-                let _ = OffsetForLeaderEpochResponse::decode(&mut Reader::new(data), v);
+            for full in [encode(&request(v), v), encode(&response(), v)] {
+                decode_ignoring_errors::<OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse>(&corrupt(&full, &[(at, byte)]), v);
             }
         }
     }

@@ -15,6 +15,7 @@
 
 use bytes::{BufMut, Bytes, BytesMut};
 
+use super::min_topic_bytes;
 use crate::protocol::codec::{DecodeResult, Reader, Writer};
 
 const FLEXIBLE_FROM: i16 = 9;
@@ -43,16 +44,6 @@ pub struct PartitionProduceData {
     /// RecordBatch bytes as a slice of the request frame; `None` when the
     /// client sent a null record set.
     pub records: Option<Bytes>,
-}
-
-/// The smallest encoding of a topic entry: an empty name, an empty
-/// partition array and (when flexible) an empty tagged-field section.
-fn min_topic_bytes(flexible: bool) -> usize {
-    if flexible {
-        3
-    } else {
-        6
-    }
 }
 
 impl ProduceRequest {
@@ -286,6 +277,7 @@ impl ProduceResponse {
 mod tests {
     use super::*;
     use crate::protocol::codec::DecodeError;
+    use crate::protocol::messages::test_support::*;
     use proptest::prelude::*;
 
     const VERSIONS: std::ops::RangeInclusive<i16> = 3..=9;
@@ -350,58 +342,32 @@ mod tests {
         }
     }
 
-    fn encode_request(m: &ProduceRequest, v: i16) -> Bytes {
-        let mut b = BytesMut::new();
-        m.encode(&mut b, v);
-        b.freeze()
-    }
-
-    fn encode_response(m: &ProduceResponse, v: i16) -> Bytes {
-        let mut b = BytesMut::new();
-        m.encode(&mut b, v);
-        b.freeze()
-    }
-
     #[test]
     fn request_round_trips_at_every_version() {
         for v in VERSIONS {
-            let m = request(v);
-            let mut r = Reader::new(encode_request(&m, v));
-            assert_eq!(ProduceRequest::decode(&mut r, v).unwrap(), m, "v{v}");
-            assert!(r.is_empty(), "v{v} left {} bytes", r.remaining());
+            assert_round_trip(&request(v), v);
         }
     }
 
     #[test]
     fn response_round_trips_at_every_version() {
         for v in VERSIONS {
-            let m = response(v);
-            let mut r = Reader::new(encode_response(&m, v));
-            assert_eq!(ProduceResponse::decode(&mut r, v).unwrap(), m, "v{v}");
-            assert!(r.is_empty(), "v{v} left {} bytes", r.remaining());
+            assert_round_trip(&response(v), v);
         }
     }
 
     #[test]
     fn every_truncation_fails() {
         for v in VERSIONS {
-            let full = encode_request(&request(v), v);
-            for n in 0..full.len() {
-                let mut r = Reader::new(full.slice(..n));
-                assert!(ProduceRequest::decode(&mut r, v).is_err(), "v{v} n={n}");
-            }
-            let full = encode_response(&response(v), v);
-            for n in 0..full.len() {
-                let mut r = Reader::new(full.slice(..n));
-                assert!(ProduceResponse::decode(&mut r, v).is_err(), "v{v} n={n}");
-            }
+            assert_every_strict_prefix_fails(&request(v), v);
+            assert_every_strict_prefix_fails(&response(v), v);
         }
     }
 
     #[test]
     fn records_are_slices_of_the_frame() {
         for v in VERSIONS {
-            let frame = encode_request(&request(v), v);
+            let frame = encode(&request(v), v);
             let range = frame.as_ptr_range();
             let m = ProduceRequest::decode(&mut Reader::new(frame.clone()), v).unwrap();
             let records = m.topics[0].partitions[0].records.as_ref().unwrap();
@@ -462,8 +428,7 @@ mod tests {
 
     #[test]
     fn absent_fields_hold_kafka_defaults() {
-        let m =
-            ProduceResponse::decode(&mut Reader::new(encode_response(&response(9), 3)), 3).unwrap();
+        let m = ProduceResponse::decode(&mut Reader::new(encode(&response(9), 3)), 3).unwrap();
         let p = &m.responses[0].partition_responses[0];
         assert_eq!(p.log_start_offset, -1);
         assert!(p.record_errors.is_empty());
@@ -474,19 +439,13 @@ mod tests {
         #[test]
         fn random_bytes_never_panic(v in 3i16..=9, data in proptest::collection::vec(any::<u8>(), 0..256)) {
             let data = Bytes::from(data);
-            let _ = ProduceRequest::decode(&mut Reader::new(data.clone()), v);
-            let _ = ProduceResponse::decode(&mut Reader::new(data), v);
+            decode_ignoring_errors::<ProduceRequest, ProduceResponse>(&data, v);
         }
 
         #[test]
         fn corrupted_messages_never_panic(v in 3i16..=9, at in any::<usize>(), byte in any::<u8>()) {
-            for full in [encode_request(&request(v), v), encode_response(&response(v), v)] {
-                let mut data = full.to_vec();
-                let i = at % data.len();
-                data[i] = byte;
-                let data = Bytes::from(data);
-                let _ = ProduceRequest::decode(&mut Reader::new(data.clone()), v);
-                let _ = ProduceResponse::decode(&mut Reader::new(data), v);
+            for full in [encode(&request(v), v), encode(&response(v), v)] {
+                decode_ignoring_errors::<ProduceRequest, ProduceResponse>(&corrupt(&full, &[(at, byte)]), v);
             }
         }
     }
