@@ -226,6 +226,8 @@ async fn shard_main(
             "{}",
             if startup.clean_shutdown {
                 "clean shutdown found: no recovery needed"
+            } else if startup.partitions.is_empty() {
+                "new data directory"
             } else {
                 "no clean-shutdown marker: recovered segments past the recovery point"
             }
