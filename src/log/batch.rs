@@ -75,7 +75,8 @@ impl BatchHeader {
     pub fn last_offset(&self) -> i64 {
         // Saturating: the base offset lies outside the CRC, so a damaged
         // one must not overflow.
-        self.base_offset.saturating_add(self.last_offset_delta as i64)
+        self.base_offset
+            .saturating_add(self.last_offset_delta as i64)
     }
     /// The offset after this batch: where the next batch must start.
     pub fn next_offset(&self) -> i64 {
@@ -628,7 +629,12 @@ mod tests {
     /// delta from a damaged segment must not panic the timestamp lookup.
     #[test]
     fn negative_offset_delta_never_panics_timestamp_lookup() {
-        let bytes: [u8; 76] = [0, 0, 5, 0, 0, 0, 0, 0, 0, 0, 0, 64, 255, 255, 255, 255, 2, 219, 94, 156, 221, 0, 0, 244, 255, 255, 255, 0, 0, 1, 139, 207, 229, 104, 0, 0, 0, 1, 139, 207, 229, 104, 0, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 0, 137, 79, 104, 0, 0, 0, 1, 139, 207, 229, 104, 1, 255, 255, 255, 255, 255, 0];
+        let bytes: [u8; 76] = [
+            0, 0, 5, 0, 0, 0, 0, 0, 0, 0, 0, 64, 255, 255, 255, 255, 2, 219, 94, 156, 221, 0, 0,
+            244, 255, 255, 255, 0, 0, 1, 139, 207, 229, 104, 0, 0, 0, 1, 139, 207, 229, 104, 0,
+            255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 0, 137, 79, 104,
+            0, 0, 0, 1, 139, 207, 229, 104, 1, 255, 255, 255, 255, 255, 0,
+        ];
         assert_eq!(first_offset_at_or_after(&bytes, 0), None);
         let _ = validate(&bytes, CountRule::Compacted);
     }
