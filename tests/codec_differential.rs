@@ -610,7 +610,7 @@ fn api_versions_response(g: &mut Gen, v: i16) -> kp::ApiVersionsResponse {
     if v >= 1 {
         m = m.with_throttle_time_ms(g.i32());
     }
-    // Tags 0-3 of v3+; not modelled by pinlog (see KNOWN_PINLOG_DEVIATIONS).
+    // Tags 0-3 of v3+: supported and finalized features.
     if v >= 3 && g.fill_all() {
         if g.coin() {
             m = m.with_supported_features(g.vec(|g| {
@@ -1299,19 +1299,9 @@ struct KnownDeviation {
     report: &'static str,
 }
 
-const KNOWN_PINLOG_DEVIATIONS: &[KnownDeviation] = &[KnownDeviation {
-    // src/protocol/messages/api_versions.rs: `ApiVersionsResponse` has no
-    // SupportedFeatures (tag 0), FinalizedFeaturesEpoch (tag 1),
-    // FinalizedFeatures (tag 2) or ZkMigrationReady (tag 3), which
-    // ApiVersionsResponse.json defines for v3+; `decode` skips them, so a
-    // decode/encode round trip drops them. The broker only ever sends them at
-    // their defaults (omitted), which is valid, so this affects pinlog as a
-    // client (load generator, tests), not what it serves.
-    api: ApiKey::ApiVersions,
-    side: Side::Response,
-    versions: 3..=4,
-    report: "codec-differential #1: ApiVersionsResponse v3+ drops feature tags 0-3",
-}];
+/// Empty: codec-differential #1 (ApiVersionsResponse v3+ feature tags
+/// 0-3) was fixed by modelling the tags in `api_versions.rs`.
+const KNOWN_PINLOG_DEVIATIONS: &[KnownDeviation] = &[];
 
 fn known_deviation(api: ApiKey, side: Side, version: i16) -> Option<&'static KnownDeviation> {
     KNOWN_PINLOG_DEVIATIONS

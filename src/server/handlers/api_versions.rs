@@ -40,6 +40,7 @@ pub async fn handle(
         error_code: error_code::NONE,
         api_keys: table(),
         throttle_time_ms: 0,
+        ..Default::default()
     }
 }
 
@@ -51,5 +52,6 @@ pub fn unsupported_version_response() -> ApiVersionsResponse {
         error_code: error_code::UNSUPPORTED_VERSION,
         api_keys: table(),
         throttle_time_ms: 0,
+        ..Default::default()
     }
 }
