@@ -1,0 +1,1292 @@
+#!/usr/bin/env bash
+# pinlog against Apache Kafka 4.4 on this machine, side by side, plus the raw
+# produce baseline. Writes tuning/results.md (see tuning/README.md).
+#
+# Usage: tuning/compare.sh [--quick] [--out FILE] [--skip-build] [--keep]
+#                          [--no-kafka-p4]
+#   --quick        about 3 minutes: one round per workload, short runs,
+#                  P3 over 1 GiB instead of 2 GiB, P4 on pinlog only
+#   --out FILE     where to write the report (default tuning/results.md)
+#   --skip-build   use the binaries already built (target/release/pinlog,
+#                  target/release/pinlog-loadgen, tuning/raw-sink/target/...)
+#   --keep         keep the work directory (logs, JSON of every run)
+#   --no-kafka-p4  skip Kafka in P4 (10,000 partitions)
+#   --only "LIST"  run only these sections, among raw p1 p2 p3 java p5 p4
+#                  (for development: the report then has gaps; p2 needs p1,
+#                  or P2_RATE=<records/s> in the environment)
+#
+# What runs (all on loopback, free ports, one work directory on the same
+# disk as the repository, removed at the end):
+#   raw   tuning/raw-sink: TCP into O_DIRECT files (the physical limit)
+#   P1    produce throughput, acks=1, 1 KiB records, 12 partitions
+#   P2    produce latency at a fixed 50% of Kafka's P1 rate
+#   P3    consume: catch-up over the data set, and tailing (e2e)
+#   P4    10,000 partitions: RSS per idle partition, restart time
+#   P5    P1 on pinlog with --shards 1 and --shards 2
+#   java  Kafka's ProducerPerformance / ConsumerPerformance on both brokers
+# Workloads alternate between the brokers (pinlog, Kafka, pinlog, Kafka, ...)
+# and every ratio in the report comes from this one run.
+#
+# Environment: PINLOG_KAFKA_LIBS (Kafka 4.4 jars; fetched by
+# tests/kafka/fetch-kafka.sh when missing), COMPARE_WORK_PARENT (where the
+# work directory goes; default target/ of the repository, which must not be
+# tmpfs), KAFKA_HEAP (default 2g).
+set -euo pipefail
+
+REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)"
+MODE=full
+OUT="$REPO/tuning/results.md"
+SKIP_BUILD=0
+KEEP=0
+KAFKA_P4=1
+ONLY=""
+ARGV_STR="$*"
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --quick) MODE=quick ;;
+    --out) OUT="$2"; shift ;;
+    --skip-build) SKIP_BUILD=1 ;;
+    --keep) KEEP=1 ;;
+    --no-kafka-p4) KAFKA_P4=0 ;;
+    --only) ONLY="$2"; shift ;;
+    -h|--help) sed -n '2,30p' "$0"; exit 0 ;;
+    *) echo "compare.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
+  esac
+  shift
+done
+
+want() { [ -z "$ONLY" ] || [[ " $ONLY " == *" $1 "* ]]; }
+MAIN=0   # whether the main pinlog and Kafka brokers are needed
+for s_ in p1 p2 p3 java p5; do if want $s_; then MAIN=1; fi; done
+
+# ---------------------------------------------------------------- settings
+RECORD=1024            # bytes per record value
+PARTS=12               # partitions for P1, P2, P3
+if [ "$MODE" = full ]; then
+  RAW_ROUNDS=2; RAW_SECS=10
+  P1_ROUNDS=3; P1_SECS=15; P1_WARM=3; P1_JIT_SECS=15
+  P2_ROUNDS=2; P2_SECS=30; P2_WARM=3
+  P3_BYTES=$((2 * 1024 * 1024 * 1024)); P3_ROUNDS=2
+  TAIL_ROUNDS=2; TAIL_SECS=15; TAIL_WARM=3
+  P4_PARTS=10000
+  P5_ROUNDS=2; P5_SECS=12; P5_WARM=3
+  JAVA_RECORDS=1000000
+else
+  RAW_ROUNDS=1; RAW_SECS=4
+  P1_ROUNDS=1; P1_SECS=6; P1_WARM=2; P1_JIT_SECS=5
+  P2_ROUNDS=1; P2_SECS=8; P2_WARM=2
+  P3_BYTES=$((1024 * 1024 * 1024)); P3_ROUNDS=1
+  TAIL_ROUNDS=1; TAIL_SECS=6; TAIL_WARM=2
+  P4_PARTS=10000; KAFKA_P4=0
+  P5_ROUNDS=1; P5_SECS=5; P5_WARM=1
+  JAVA_RECORDS=300000
+fi
+P3_RECORDS=$((P3_BYTES / RECORD))
+P4_CHUNK=500           # P4's partitions come as topics of this many
+KAFKA_P1_RPS=0; DROP_CACHES=0; P2_RATE_ENV=${P2_RATE:-}
+# The client settings every loadgen run shares, whatever the broker.
+LG_BATCH=262144        # bytes per partition batch
+LG_LINGER=5            # ms
+LG_CONNS=4             # producer connections
+LG_P2_LINGER=1         # ms, for the latency workload
+KAFKA_HEAP="${KAFKA_HEAP:-2g}"
+KAFKA_VERSION=4.4.0
+KAFKA_LIBS="${PINLOG_KAFKA_LIBS:-$HOME/.cache/pinlog/kafka-$KAFKA_VERSION/libs}"
+
+PINLOG_BIN="$REPO/target/release/pinlog"
+LOADGEN_BIN="$REPO/target/release/pinlog-loadgen"
+RAWSINK_DIR="$REPO/tuning/raw-sink"
+RAWSINK_BIN="$RAWSINK_DIR/target/release/raw-sink"
+
+# ---------------------------------------------------------------- plumbing
+T0=$(date +%s)
+say() { printf '[compare %4ds] %s\n' "$(( $(date +%s) - T0 ))" "$*" >&2; }
+die() { say "ERROR: $*"; exit 1; }
+
+PIDS=()          # every long-running process we started
+FG=""            # the measured client running now (/usr/bin/time's pid)
+WORK=""
+cleanup() {
+  local rc=$?
+  trap - EXIT INT TERM
+  local p
+  if [ -n "$FG" ]; then
+    # /usr/bin/time -> timeout -> client, or timeout -> java: timeout
+    # passes SIGTERM on to its child.
+    pkill -TERM -P "$FG" 2>/dev/null || true
+    kill -TERM "$FG" 2>/dev/null || true
+    wait "$FG" 2>/dev/null || true
+  fi
+  for p in "${PIDS[@]}"; do
+    kill -TERM "$p" 2>/dev/null || true
+  done
+  for p in "${PIDS[@]}"; do
+    for _ in $(seq 1 60); do kill -0 "$p" 2>/dev/null || break; sleep 0.25; done
+    kill -KILL "$p" 2>/dev/null || true
+    wait "$p" 2>/dev/null || true
+  done
+  if [ -n "$WORK" ] && [ -d "$WORK" ]; then
+    if [ "$rc" != 0 ] && [ "$KEEP" != 1 ]; then
+      for p in "$WORK"/logs/pinlog-*.log "$WORK"/logs/kafka-*.log; do
+        [ -f "$p" ] || continue
+        say "last lines of $(basename "$p"):"
+        tail -3 "$p" | sed 's/\x1b\[[0-9;]*m//g' >&2
+      done
+    fi
+    if [ "$KEEP" = 1 ]; then say "kept $WORK"; else rm -rf "$WORK"; fi
+  fi
+  exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+forget_pid() {  # forget_pid PID: drop it from PIDS once it has exited
+  local p keep=()
+  for p in "${PIDS[@]}"; do [ "$p" = "$1" ] || keep+=("$p"); done
+  PIDS=("${keep[@]}")
+}
+
+free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+
+# stop_pid PID SECONDS: SIGTERM, wait up to SECONDS, then SIGKILL. Prints
+# the seconds it took to exit.
+stop_pid() {
+  local pid=$1 limit=$2 t0 t1
+  t0=$(date +%s.%N)
+  kill -TERM "$pid" 2>/dev/null || true
+  local n=$((limit * 10))
+  while kill -0 "$pid" 2>/dev/null && [ $n -gt 0 ]; do sleep 0.1; n=$((n - 1)); done
+  if kill -0 "$pid" 2>/dev/null; then
+    say "pid $pid did not stop in ${limit}s: SIGKILL"
+    kill -KILL "$pid" 2>/dev/null || true
+  fi
+  wait "$pid" 2>/dev/null || true
+  t1=$(date +%s.%N)
+  forget_pid "$pid"
+  awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.2f", b-a}'
+}
+
+# settle: before every measured run, write back what earlier runs left
+# dirty in the page cache (Kafka's data, deleted topics), so that no run pays
+# for the writeback of the run before it. Alternating A/B would otherwise
+# charge Kafka's writeback to the pinlog run that follows it.
+settle() {
+  sleep 1
+  sync
+  local n=0
+  while [ "$(awk '/^Dirty:/{print $2}' /proc/meminfo)" -gt 65536 ] && [ $n -lt 30 ]; do
+    sync; sleep 1; n=$((n + 1))
+  done
+}
+CLK_TCK=$(getconf CLK_TCK)
+alive() { kill -0 "$1" 2>/dev/null; }
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null || echo 0; }
+rss_kib() { awk '/^VmRSS:/{print $2}' "/proc/$1/status"; }
+
+# wait_metadata ADDR SECONDS [TOPIC PARTITIONS]: until a Metadata request
+# succeeds (and, with TOPIC, reports PARTITIONS partitions for it).
+wait_metadata() {
+  local addr=$1 limit=$2 topic=${3:-} want=${4:-} n got
+  n=$((limit * 10))
+  while [ $n -gt 0 ]; do
+    if [ -z "$topic" ]; then
+      kcat -L -b "$addr" -m 2 >/dev/null 2>&1 && return 0
+    else
+      got=$(kcat -L -b "$addr" -t "$topic" -m 5 2>/dev/null \
+            | sed -n 's/.*topic "'"$topic"'" with \([0-9]*\) partitions.*/\1/p' || true)
+      [ "$got" = "$want" ] && return 0
+    fi
+    sleep 0.1; n=$((n - 1))
+  done
+  return 1
+}
+
+# wait_partitions ADDR SECONDS PREFIX TOTAL: until Metadata reports TOTAL
+# partitions over the topics whose names start with PREFIX.
+wait_partitions() {
+  local addr=$1 limit=$2 prefix=$3 want=$4 n got
+  n=$((limit * 2))
+  while [ $n -gt 0 ]; do
+    got=$(kcat -L -b "$addr" -m 10 2>/dev/null \
+          | sed -n 's/^ *topic "'"$prefix"'[0-9]*" with \([0-9]*\) partitions.*/\1/p' \
+          | awk '{s += $1} END {print s + 0}' || true)
+    [ "$got" = "$want" ] && return 0
+    sleep 0.5; n=$((n - 1))
+  done
+  return 1
+}
+
+# ---------------------------------------------------------------- preflight
+for tool in java javac kcat jq python3 /usr/bin/time cargo; do
+  command -v "$tool" >/dev/null 2>&1 || die "needs $tool on PATH"
+done
+WORK_PARENT="${COMPARE_WORK_PARENT:-$REPO/target}"
+mkdir -p "$WORK_PARENT"
+[ "$(stat -f -c %T "$WORK_PARENT")" != tmpfs ] || die "$WORK_PARENT is tmpfs: O_DIRECT needs a real disk"
+WORK="$(mktemp -d "$WORK_PARENT/compare.XXXXXX")"
+RES="$WORK/results"; LOGS="$WORK/logs"
+mkdir -p "$RES" "$LOGS"
+avail_gib=$(df -P -BG "$WORK" | awk 'NR==2{gsub("G","",$4); print $4}')
+need_gib=$([ "$MODE" = full ] && echo 30 || echo 10)
+[ "$avail_gib" -ge "$need_gib" ] || die "only ${avail_gib} GiB free on the disk of $WORK; a $MODE run needs about ${need_gib} GiB"
+if [ "$(ulimit -n)" -lt 65536 ]; then ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)" 2>/dev/null || true; fi
+say "mode $MODE; work directory $WORK (${avail_gib} GiB free); open files limit $(ulimit -n)"
+LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg)
+BUSY_START=$(ps -eo pcpu,comm --sort=-pcpu --no-headers | awk '$1 > 10 && $2 != "ps" {printf "%s%s (%s%%)", sep, $2, $1; sep=", "}')
+say "load average at start: $LOAD_START${BUSY_START:+; busy: $BUSY_START}"
+
+# ---------------------------------------------------------------- build
+if [ "$SKIP_BUILD" = 0 ]; then
+  say "building pinlog and pinlog-loadgen (release)"
+  (cd "$REPO" && cargo build --release --bin pinlog -p pinlog-loadgen) > "$LOGS/build.log" 2>&1 \
+    || { tail -30 "$LOGS/build.log" >&2; die "cargo build failed"; }
+  say "building tuning/raw-sink (release)"
+  cargo build --release --manifest-path "$RAWSINK_DIR/Cargo.toml" > "$LOGS/build-raw.log" 2>&1 \
+    || { tail -30 "$LOGS/build-raw.log" >&2; die "raw-sink build failed"; }
+fi
+for b in "$PINLOG_BIN" "$LOADGEN_BIN" "$RAWSINK_BIN"; do
+  [ -x "$b" ] || die "missing $b (run without --skip-build)"
+done
+say "fetching Kafka $KAFKA_VERSION jars if needed"
+"$REPO/tests/kafka/fetch-kafka.sh" "$KAFKA_LIBS" || die "tests/kafka/fetch-kafka.sh failed"
+KCP="$KAFKA_LIBS/*"
+
+# Two small Java programs, compiled here against kafka-clients 4.4:
+# AssignConsumerPerf (ConsumerPerformance without a consumer group, since
+# pinlog has no group coordinator yet) and BenchAdmin (create/delete topics).
+JAVA_DIR="$WORK/java"; mkdir -p "$JAVA_DIR"
+cat > "$JAVA_DIR/AssignConsumerPerf.java" <<'EOF'
+import java.time.Duration;
+import java.util.*;
+import org.apache.kafka.clients.consumer.*;
+import org.apache.kafka.common.*;
+import org.apache.kafka.common.serialization.ByteArrayDeserializer;
+
+// ConsumerPerformance without a consumer group: assign() every partition of
+// TOPIC, seek to the beginning, poll until NUM_RECORDS were read (or nothing
+// arrived for TIMEOUT_MS). Same fetch settings as ConsumerPerformance's
+// defaults (fetch-size 1 MiB, socket buffer 2 MiB). Prints one JSON line.
+public class AssignConsumerPerf {
+  public static void main(String[] a) throws Exception {
+    String bootstrap = a[0], topic = a[1];
+    long want = Long.parseLong(a[2]), timeoutMs = Long.parseLong(a[3]);
+    Properties p = new Properties();
+    p.put("bootstrap.servers", bootstrap);
+    p.put("enable.auto.commit", "false");
+    p.put("auto.offset.reset", "earliest");
+    p.put("max.partition.fetch.bytes", "1048576");
+    p.put("receive.buffer.bytes", "2097152");
+    p.put("key.deserializer", ByteArrayDeserializer.class.getName());
+    p.put("value.deserializer", ByteArrayDeserializer.class.getName());
+    try (KafkaConsumer<byte[], byte[]> c = new KafkaConsumer<>(p)) {
+      List<TopicPartition> tps = new ArrayList<>();
+      for (PartitionInfo pi : c.partitionsFor(topic, Duration.ofSeconds(30)))
+        tps.add(new TopicPartition(topic, pi.partition()));
+      c.assign(tps);
+      c.seekToBeginning(tps);
+      long n = 0, bytes = 0, start = System.nanoTime(), last = start;
+      while (n < want) {
+        ConsumerRecords<byte[], byte[]> rs = c.poll(Duration.ofMillis(100));
+        long now = System.nanoTime();
+        if (rs.isEmpty()) {
+          if ((now - last) / 1_000_000 > timeoutMs) break;
+          continue;
+        }
+        last = now;
+        for (ConsumerRecord<byte[], byte[]> r : rs) {
+          n++;
+          bytes += (r.value() == null ? 0 : r.value().length) + (r.key() == null ? 0 : r.key().length);
+        }
+      }
+      double s = (last - start) / 1e9;
+      System.out.printf(Locale.ROOT,
+          "{\"records\":%d,\"bytes\":%d,\"duration_s\":%.3f,\"records_per_s\":%.1f,\"mb_per_s\":%.2f,\"partitions\":%d}%n",
+          n, bytes, s, n / s, bytes / s / 1e6, tps.size());
+      if (n < want) System.exit(3);
+    }
+  }
+}
+EOF
+cat > "$JAVA_DIR/BenchAdmin.java" <<'EOF'
+import java.util.*;
+import java.util.concurrent.TimeUnit;
+import org.apache.kafka.clients.admin.*;
+
+// BenchAdmin create BOOTSTRAP TOPIC PARTITIONS | delete BOOTSTRAP TOPIC
+//          | create-many BOOTSTRAP PREFIX TOPICS PARTITIONS_EACH
+// Prints the milliseconds the call took. Replication factor 1. create-many
+// creates PREFIX0, PREFIX1, ... one CreateTopics request each: Kafka's
+// controller refuses a request that adds more than 10,000 metadata records
+// (max.records.per.user.op), i.e. a 10,000-partition topic.
+public class BenchAdmin {
+  public static void main(String[] a) throws Exception {
+    Properties p = new Properties();
+    p.put("bootstrap.servers", a[1]);
+    p.put("request.timeout.ms", "300000");
+    p.put("default.api.timeout.ms", "300000");
+    try (Admin admin = Admin.create(p)) {
+      long t0 = System.nanoTime();
+      if (a[0].equals("create")) {
+        NewTopic t = new NewTopic(a[2], Integer.parseInt(a[3]), (short) 1);
+        admin.createTopics(List.of(t)).all().get(300, TimeUnit.SECONDS);
+      } else if (a[0].equals("create-many")) {
+        int topics = Integer.parseInt(a[3]), each = Integer.parseInt(a[4]);
+        for (int i = 0; i < topics; i++) {
+          admin.createTopics(List.of(new NewTopic(a[2] + i, each, (short) 1))).all().get(300, TimeUnit.SECONDS);
+        }
+      } else if (a[0].equals("delete")) {
+        admin.deleteTopics(List.of(a[2])).all().get(120, TimeUnit.SECONDS);
+      } else {
+        throw new IllegalArgumentException(a[0]);
+      }
+      System.out.println((System.nanoTime() - t0) / 1_000_000);
+    }
+  }
+}
+EOF
+javac -d "$JAVA_DIR" -cp "$KAFKA_LIBS/kafka-clients-$KAFKA_VERSION.jar" \
+  "$JAVA_DIR/AssignConsumerPerf.java" "$JAVA_DIR/BenchAdmin.java" || die "javac failed"
+JCP="$JAVA_DIR:$KCP"
+admin() {  # in the background and waited for, like measure(), so signals reach the trap
+  local rc=0
+  timeout 330 java -Xmx256m -cp "$JCP" BenchAdmin "$@" 2>>"$LOGS/admin.log" &
+  FG=$!
+  wait "$FG" || rc=$?
+  FG=""
+  return $rc
+}
+# create_topic ADDR TOPIC PARTITIONS: CreateTopics, then wait until Metadata
+# shows every partition, plus a second: Kafka answers NOT_LEADER_OR_FOLLOWER
+# to produce requests for a moment after CreateTopics returns.
+create_topic() {
+  admin create "$1" "$2" "$3" >/dev/null || return 1
+  wait_metadata "$1" 60 "$2" "$3" || return 1
+  sleep 1
+}
+
+# ---------------------------------------------------------------- machine
+MACH_CPU=$(lscpu | sed -n 's/^Model name:[[:space:]]*//p' | head -1)
+MACH_CORES=$(nproc)
+MACH_RAM=$(awk '/^MemTotal:/{printf "%.1f GiB", $2/1048576}' /proc/meminfo)
+MACH_KERNEL=$(uname -r)
+MACH_DEV=$(findmnt -no SOURCE -T "$WORK" | head -1)
+MACH_FS=$(findmnt -no FSTYPE -T "$WORK" | head -1)
+MACH_BLK=$(basename "$MACH_DEV")
+MACH_DISK="$MACH_FS on $MACH_DEV ($(lsblk -dno SIZE "$MACH_DEV" 2>/dev/null | tr -d ' ' || echo '?'), scheduler $(sed -n 's/.*\[\(.*\)\].*/\1/p' "/sys/block/$MACH_BLK/queue/scheduler" 2>/dev/null || echo '?'))"
+MACH_HYP=$(lscpu | sed -n 's/^Hypervisor vendor:[[:space:]]*//p' | head -1)
+MACH_JAVA=$(java -version 2>&1 | head -1)
+MACH_RUST=$(rustc --version 2>/dev/null || echo '?')
+GIT_REV=$(cd "$REPO" && git rev-parse --short HEAD 2>/dev/null || echo '?')
+GIT_DIRTY=$(cd "$REPO" && { git status --porcelain 2>/dev/null | grep -q . && echo " + uncommitted changes" || true; })
+
+# ---------------------------------------------------------------- runners
+# measure NAME BROKER_PID TIMEOUT -- CMD...: runs CMD in the foreground with
+# its stdout in $RES/NAME.out; records wall, client CPU and broker CPU.
+measure() {
+  local name=$1 bpid=$2 limit=$3; shift 4
+  local b0 b1 rc=0
+  alive "$bpid" || die "the broker (pid $bpid) is gone before $name: see its log in the work directory (a signal from outside? ran with --keep?)"
+  printf '%q ' "$@" | sed 's/ $//' > "$RES/$name.cmd"
+  settle
+  b0=$(cpu_ticks "$bpid")
+  # In the background and waited for, so that a signal reaches our trap at
+  # once (the trap stops the client through FG).
+  /usr/bin/time -f '%e %U %S' -o "$RES/$name.time" timeout "$limit" "$@" \
+    > "$RES/$name.out" 2> "$LOGS/$name.err" &
+  FG=$!
+  wait "$FG" || rc=$?
+  FG=""
+  b1=$(cpu_ticks "$bpid")
+  awk -v a="$b0" -v b="$b1" -v hz="$CLK_TCK" 'BEGIN{printf "%.2f\n", (b-a)/hz}' > "$RES/$name.bcpu"
+  if [ $rc -ne 0 ]; then
+    say "  $name exited $rc; last lines of its stderr:"
+    tail -5 "$LOGS/$name.err" >&2 || true
+  fi
+  return 0
+}
+
+# A loadgen run whose JSON goes to $RES/NAME.json (empty object on failure).
+# Its stdout must hold the --json object (the last line that starts with '{').
+lg() {
+  local name=$1 bpid=$2 limit=$3; shift 3
+  measure "$name" "$bpid" "$limit" -- "$LOADGEN_BIN" "$@" --json
+  grep '^{' "$RES/$name.out" | tail -1 > "$RES/$name.json" || true
+  [ -s "$RES/$name.json" ] || echo '{}' > "$RES/$name.json"
+  local mb p99
+  mb=$(jq -r '.mb_per_s // "n/a"' "$RES/$name.json" 2>/dev/null || echo n/a)
+  p99=$(jq -r '.latency_us.p99 // "n/a"' "$RES/$name.json" 2>/dev/null || echo n/a)
+  say "  $name: $mb MB/s, p99 $p99 us, broker CPU $(cat "$RES/$name.bcpu") s, client $(tail -1 "$RES/$name.time" 2>/dev/null | cut -d' ' -f2-) s (user sys)"
+}
+
+lg_produce() {  # lg_produce NAME PID ADDR TOPIC SECS WARMUP [extra loadgen args]
+  local name=$1 pid=$2 addr=$3 topic=$4 secs=$5 warm=$6; shift 6
+  lg "$name" "$pid" $((secs + warm + 120)) produce --bootstrap "$addr" --topic "$topic" \
+    --partitions "$PARTS" --record-size "$RECORD" --key-space none \
+    --batch-bytes "$LG_BATCH" --linger-ms "${LINGER:-$LG_LINGER}" --acks 1 --compression none \
+    --producers "$LG_CONNS" --duration "$secs" --warmup "$warm" "$@"
+}
+
+# ---------------------------------------------------------------- raw baseline
+RAW_PORT=$(free_port)
+raw_round() {
+  local r=$1 dir="$WORK/raw-data" pid
+  mkdir -p "$dir"
+  "$RAWSINK_BIN" sink --listen "127.0.0.1:$RAW_PORT" --dir "$dir" > "$LOGS/raw-sink.$r.log" 2>&1 &
+  pid=$!; PIDS+=("$pid")
+  for _ in $(seq 1 50); do grep -q listening "$LOGS/raw-sink.$r.log" && break; sleep 0.1; done
+  grep -q listening "$LOGS/raw-sink.$r.log" || die "raw-sink did not start: $(cat "$LOGS/raw-sink.$r.log")"
+  measure "raw.$r" "$pid" $((RAW_SECS + 60)) -- "$RAWSINK_BIN" send --connect "127.0.0.1:$RAW_PORT" \
+    --connections 4 --duration "$RAW_SECS" --json
+  grep '^{' "$RES/raw.$r.out" | tail -1 > "$RES/raw.$r.json" || echo '{}' > "$RES/raw.$r.json"
+  say "  raw.$r: $(jq -r '.mb_per_s // "n/a"' "$RES/raw.$r.json") MB/s, sink CPU $(cat "$RES/raw.$r.bcpu") s"
+  stop_pid "$pid" 10 >/dev/null
+  rm -rf "$dir"
+}
+
+if want raw; then
+say "raw baseline: raw-sink (2 shards, O_DIRECT 1 MiB writes), 4 connections, ${RAW_SECS}s"
+raw_round 1
+fi
+
+# ---------------------------------------------------------------- brokers
+PL_PORT=$(free_port); PL_ADDR="127.0.0.1:$PL_PORT"
+KF_PORT=$(free_port); KF_CTRL=$(free_port); KF_ADDR="127.0.0.1:$KF_PORT"
+
+# start_pinlog NAME PORT SHARDS [extra TOML lines]: sets PL_PID_<NAME>
+start_pinlog() {
+  local name=$1 port=$2 shards=$3 extra=${4:-} dir="$WORK/pinlog-$1"
+  mkdir -p "$dir"
+  if [ ! -f "$dir/pinlog.toml" ]; then
+    {
+      echo '"num.partitions" = '"$PARTS"
+      echo '"metrics.listen" = "127.0.0.1:'"$(free_port)"'"'
+      [ -z "$extra" ] || printf '%s\n' "$extra"
+    } > "$dir/pinlog.toml"
+  fi
+  "$PINLOG_BIN" serve --data-dir "$dir/data" --listen "127.0.0.1:$port" --shards "$shards" \
+    --config "$dir/pinlog.toml" >> "$LOGS/pinlog-$name.log" 2>&1 &
+  local pid=$!; PIDS+=("$pid")
+  printf -v "PL_PID_$name" '%s' "$pid"
+  if ! wait_metadata "127.0.0.1:$port" "${PL_START_LIMIT:-30}"; then
+    [ "${PL_START_SOFT:-0}" = 1 ] && return 1
+    die "pinlog $name did not come up: $(tail -5 "$LOGS/pinlog-$name.log")"
+  fi
+}
+
+# The Kafka broker: KRaft, combined broker+controller, node 1, loopback.
+KAFKA_DIR="$WORK/kafka"
+KAFKA_JVM=(-Xmx"$KAFKA_HEAP" -Xms"$KAFKA_HEAP" -XX:+UseG1GC -XX:MaxGCPauseMillis=20
+           -XX:InitiatingHeapOccupancyPercent=35 -XX:+ExplicitGCInvokesConcurrent
+           -Djava.awt.headless=true)
+kafka_config() {  # kafka_config DIR PORT CTRL_PORT
+  cat <<EOF
+process.roles=broker,controller
+node.id=1
+controller.quorum.voters=1@127.0.0.1:$3
+listeners=PLAINTEXT://127.0.0.1:$2,CONTROLLER://127.0.0.1:$3
+advertised.listeners=PLAINTEXT://127.0.0.1:$2
+controller.listener.names=CONTROLLER
+inter.broker.listener.name=PLAINTEXT
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
+log.dirs=$1/data
+num.partitions=$PARTS
+default.replication.factor=1
+offsets.topic.replication.factor=1
+transaction.state.log.replication.factor=1
+transaction.state.log.min.isr=1
+share.coordinator.state.topic.replication.factor=1
+share.coordinator.state.topic.min.isr=1
+group.initial.rebalance.delay.ms=0
+# Deleted topics' files go after 1 s instead of 60 s (disk space between rounds).
+log.segment.delete.delay.ms=1000
+EOF
+}
+# start_kafka NAME DIR PORT CTRL_PORT LIMIT_S: formats DIR once, sets KF_PID_<NAME>
+start_kafka() {
+  local name=$1 dir=$2 port=$3 ctrl=$4 limit=$5
+  mkdir -p "$dir"
+  if [ ! -f "$dir/server.properties" ]; then
+    kafka_config "$dir" "$port" "$ctrl" > "$dir/server.properties"
+    local cid
+    cid=$(java -cp "$KCP" kafka.tools.StorageTool random-uuid 2>>"$LOGS/kafka-$name.log" | tail -1)
+    java -cp "$KCP" kafka.tools.StorageTool format -t "$cid" -c "$dir/server.properties" \
+      >> "$LOGS/kafka-$name.log" 2>&1 || die "kafka-storage format failed: $(tail -5 "$LOGS/kafka-$name.log")"
+  fi
+  java "${KAFKA_JVM[@]}" -cp "$KCP" kafka.Kafka "$dir/server.properties" >> "$LOGS/kafka-$name.log" 2>&1 &
+  local pid=$!; PIDS+=("$pid")
+  printf -v "KF_PID_$name" '%s' "$pid"
+  if ! wait_metadata "127.0.0.1:$port" "$limit"; then
+    [ "${KF_START_SOFT:-0}" = 1 ] && return 1
+    die "kafka $name did not come up: $(tail -5 "$LOGS/kafka-$name.log")"
+  fi
+}
+
+if [ "$MAIN" = 1 ]; then
+say "starting pinlog (2 shards) on $PL_ADDR and Kafka $KAFKA_VERSION (KRaft, -Xmx$KAFKA_HEAP) on $KF_ADDR"
+start_pinlog main "$PL_PORT" 2
+start_kafka main "$KAFKA_DIR" "$KF_PORT" "$KF_CTRL" 90
+PL_PID=$PL_PID_main; KF_PID=$KF_PID_main
+say "both up (pinlog pid $PL_PID, kafka pid $KF_PID)"
+fi
+
+# ---------------------------------------------------------------- P1
+if want p1; then
+say "P1: produce, acks=1, ${RECORD} B records, $PARTS partitions, ${P1_SECS}s (+${P1_WARM}s warmup), $P1_ROUNDS round(s) A/B"
+# One untimed round first: Kafka's JIT needs more than a few seconds (its P1
+# rate rose 28% from the first measured round to the third without this).
+say "  warm-up round (not in the results): ${P1_JIT_SECS}s on each broker"
+for b in pinlog kafka; do
+  if [ $b = pinlog ]; then addr=$PL_ADDR; pid=$PL_PID; else addr=$KF_ADDR; pid=$KF_PID; fi
+  create_topic "$addr" p1-warm "$PARTS" || die "could not create p1-warm on $b"
+  lg_produce "warmup.$b" "$pid" "$addr" p1-warm "$P1_JIT_SECS" 0
+  admin delete "$addr" p1-warm >/dev/null || say "  (delete of p1-warm on $b failed)"
+done
+for r in $(seq 1 "$P1_ROUNDS"); do
+  for b in pinlog kafka; do
+    if [ $b = pinlog ]; then addr=$PL_ADDR; pid=$PL_PID; else addr=$KF_ADDR; pid=$KF_PID; fi
+    topic="p1-r$r"
+    create_topic "$addr" "$topic" "$PARTS" || die "could not create $topic on $b"
+    lg_produce "p1.$b.$r" "$pid" "$addr" "$topic" "$P1_SECS" "$P1_WARM"
+    admin delete "$addr" "$topic" >/dev/null || say "  (delete of $topic on $b failed)"
+  done
+done
+if [ "$MODE" = full ]; then say "raw baseline again (after P1)"; raw_round 2; fi
+fi
+
+# Kafka's P1 rate (median over rounds), records/s: P2 runs at half of it.
+if want p2; then
+KAFKA_P1_RPS=$(cat "$RES"/p1.kafka.*.json 2>/dev/null | jq -s '[.[] | .records_per_s // empty] | sort | if length == 0 then 0 else .[(length - 1) / 2 | floor] end')
+P2_RATE=${P2_RATE_ENV:-$(awk -v r="$KAFKA_P1_RPS" 'BEGIN{printf "%d", r / 2}')}
+[ "$P2_RATE" -gt 0 ] || die "no Kafka P1 result, cannot pace P2"
+
+# ---------------------------------------------------------------- P2
+say "P2: produce latency at $P2_RATE records/s (50% of Kafka's P1 median), linger ${LG_P2_LINGER} ms, ${P2_SECS}s"
+for r in $(seq 1 "$P2_ROUNDS"); do
+  for b in pinlog kafka; do
+    if [ $b = pinlog ]; then addr=$PL_ADDR; pid=$PL_PID; else addr=$KF_ADDR; pid=$KF_PID; fi
+    topic="p2-r$r"
+    create_topic "$addr" "$topic" "$PARTS" || die "could not create $topic on $b"
+    LINGER=$LG_P2_LINGER lg_produce "p2.$b.$r" "$pid" "$addr" "$topic" "$P2_SECS" "$P2_WARM" \
+      --rate "$P2_RATE" --histogram "$RES/p2.$b.$r.hgrm"
+    admin delete "$addr" "$topic" >/dev/null || say "  (delete of $topic on $b failed)"
+  done
+done
+fi
+
+# ---------------------------------------------------------------- P3
+if want p3; then
+if [ -w /proc/sys/vm/drop_caches ]; then DROP_CACHES=1; fi
+drop_caches() { sync; if [ "$DROP_CACHES" = 1 ]; then echo 3 > /proc/sys/vm/drop_caches; fi; }
+say "P3: filling topic p3 with $P3_RECORDS records ($((P3_BYTES / 1048576)) MiB) on each broker"
+for b in pinlog kafka; do
+  if [ $b = pinlog ]; then addr=$PL_ADDR; pid=$PL_PID; else addr=$KF_ADDR; pid=$KF_PID; fi
+  create_topic "$addr" p3 "$PARTS" || die "could not create p3 on $b"
+  lg "p3fill.$b" "$pid" 600 produce --bootstrap "$addr" --topic p3 --partitions "$PARTS" \
+    --record-size "$RECORD" --key-space none --batch-bytes "$LG_BATCH" --linger-ms "$LG_LINGER" \
+    --acks 1 --compression none --producers "$LG_CONNS" --records "$P3_RECORDS"
+done
+lg_consume() {  # lg_consume NAME PID ADDR: from the earliest offsets to the end offsets at start
+  lg "$1" "$2" 300 consume --bootstrap "$3" --topic p3 --from earliest --connections "$LG_CONNS"
+}
+say "P3 catch-up, as written (Kafka: page cache holds what it wrote; pinlog wrote with O_DIRECT)"
+lg_consume p3.pinlog.written "$PL_PID" "$PL_ADDR"
+lg_consume p3.kafka.written "$KF_PID" "$KF_ADDR"
+if [ "$DROP_CACHES" = 1 ]; then
+  say "P3 catch-up, cold: page cache dropped before each run"
+  for r in $(seq 1 "$P3_ROUNDS"); do
+    drop_caches; lg_consume "p3.pinlog.cold$r" "$PL_PID" "$PL_ADDR"
+    drop_caches; lg_consume "p3.kafka.cold$r" "$KF_PID" "$KF_ADDR"
+  done
+else
+  say "P3 cold runs skipped: cannot write /proc/sys/vm/drop_caches"
+fi
+say "P3 catch-up, warm (page cache holds the data for both): one untimed read each first"
+# Each drop_caches above also evicted the other broker's pages, so prime
+# both before the warm rounds.
+lg_consume p3.pinlog.prime "$PL_PID" "$PL_ADDR"
+lg_consume p3.kafka.prime "$KF_PID" "$KF_ADDR"
+for r in $(seq 1 "$P3_ROUNDS"); do
+  lg_consume "p3.pinlog.warm$r" "$PL_PID" "$PL_ADDR"
+  lg_consume "p3.kafka.warm$r" "$KF_PID" "$KF_ADDR"
+done
+say "P3 tailing: e2e (producer at full speed and a tailing consumer), ${TAIL_SECS}s"
+for r in $(seq 1 "$TAIL_ROUNDS"); do
+  for b in pinlog kafka; do
+    if [ $b = pinlog ]; then addr=$PL_ADDR; pid=$PL_PID; else addr=$KF_ADDR; pid=$KF_PID; fi
+    topic="p3t-r$r"
+    create_topic "$addr" "$topic" "$PARTS" || die "could not create $topic on $b"
+    lg "p3tail.$b.$r" "$pid" $((TAIL_SECS + TAIL_WARM + 120)) e2e --bootstrap "$addr" --topic "$topic" \
+      --partitions "$PARTS" --record-size "$RECORD" --key-space none --batch-bytes "$LG_BATCH" \
+      --linger-ms "$LG_LINGER" --acks 1 --compression none --producers "$LG_CONNS" \
+      --consumers "$LG_CONNS" --duration "$TAIL_SECS" --warmup "$TAIL_WARM"
+    admin delete "$addr" "$topic" >/dev/null || say "  (delete of $topic on $b failed)"
+  done
+done
+fi
+
+# ---------------------------------------------------------------- Java tools
+if want java; then
+say "Kafka's ProducerPerformance ($JAVA_RECORDS records) and consumers, both brokers"
+for b in pinlog kafka; do
+  if [ $b = pinlog ]; then addr=$PL_ADDR; pid=$PL_PID; else addr=$KF_ADDR; pid=$KF_PID; fi
+  create_topic "$addr" jperf "$PARTS" || die "could not create jperf on $b"
+  measure "jprod.$b" "$pid" 600 -- java -Xmx1g -cp "$KCP" org.apache.kafka.tools.ProducerPerformance \
+    --topic jperf --num-records "$JAVA_RECORDS" --record-size "$RECORD" --throughput -1 \
+    --command-property bootstrap.servers="$addr" acks=1 batch.size="$LG_BATCH" linger.ms="$LG_LINGER" \
+    compression.type=none
+  say "  jprod.$b: $(tail -1 "$RES/jprod.$b.out")"
+  measure "jcons.$b" "$pid" 300 -- java -Xmx1g -cp "$JCP" AssignConsumerPerf "$addr" jperf "$JAVA_RECORDS" 20000
+  say "  jcons.$b (assign): $(tail -1 "$RES/jcons.$b.out")"
+  measure "jcperf.$b" "$pid" 120 -- java -Xmx1g -cp "$KCP" org.apache.kafka.tools.ConsumerPerformance \
+    --bootstrap-server "$addr" --topic jperf --num-records "$JAVA_RECORDS" --timeout 20000
+  say "  jcperf.$b (ConsumerPerformance): $(tail -1 "$RES/jcperf.$b.out" 2>/dev/null) $(grep -m1 -o 'does not support [A-Z_]*' "$LOGS/jcperf.$b.err" 2>/dev/null || true)"
+  admin delete "$addr" jperf >/dev/null || true
+done
+fi
+
+# ---------------------------------------------------------------- P5
+if want p5; then
+say "P5: P1 on pinlog with --shards 1 and --shards 2, ${P5_SECS}s, $P5_ROUNDS round(s)"
+PL1_PORT=$(free_port); PL1_ADDR="127.0.0.1:$PL1_PORT"
+start_pinlog one "$PL1_PORT" 1
+PL1_PID=$PL_PID_one
+for r in $(seq 1 "$P5_ROUNDS"); do
+  for s in 1 2; do
+    if [ $s = 1 ]; then addr=$PL1_ADDR; pid=$PL1_PID; else addr=$PL_ADDR; pid=$PL_PID; fi
+    topic="p5-r$r"
+    create_topic "$addr" "$topic" "$PARTS" || die "could not create $topic on --shards $s"
+    lg_produce "p5.s$s.$r" "$pid" "$addr" "$topic" "$P5_SECS" "$P5_WARM"
+    admin delete "$addr" "$topic" >/dev/null || true
+  done
+done
+stop_pid "$PL1_PID" 30 >/dev/null
+fi
+
+# The main brokers are done: stop them (P4 uses fresh ones).
+if [ "$MAIN" = 1 ]; then
+say "stopping the main brokers"
+stop_pid "$PL_PID" 30 >/dev/null
+stop_pid "$KF_PID" 60 >/dev/null
+rm -rf "$WORK/pinlog-main" "$WORK/pinlog-one" "$KAFKA_DIR"
+fi
+
+# ---------------------------------------------------------------- P4
+# p4 BROKER: a fresh broker. A 100-partition topic first (warms the code
+# paths and gives the open files per partition), then VmRSS; then one topic
+# of N partitions, VmRSS again; then a clean stop and a restart, timed until
+# Metadata reports every partition. N is P4_PARTS, or less when the broker's
+# open-files limit (which this sandbox does not let us raise) cannot hold
+# N partitions at the measured files per partition: a broker that runs out
+# of descriptors mid-CreateTopics is left in a state that is not worth
+# timing (see results.md).
+p4() {
+  local b=$1 port ctrl pid base after create_ms stop_s t0 t1 rss2 limit fd0 fd1 fpp nofile n ok
+  port=$(free_port)
+  if [ "$b" = pinlog ]; then
+    start_pinlog p4 "$port" 2; pid=$PL_PID_p4; limit=180
+  else
+    ctrl=$(free_port); start_kafka p4 "$WORK/kafka-p4" "$port" "$ctrl" 90; pid=$KF_PID_p4; limit=300
+  fi
+  fd0=$(ls "/proc/$pid/fd" | wc -l)
+  admin create "127.0.0.1:$port" p4warm 100 >/dev/null || die "p4: could not create p4warm on $b"
+  sleep 3
+  fd1=$(ls "/proc/$pid/fd" | wc -l)
+  fpp=$(awk -v a="$fd0" -v b="$fd1" 'BEGIN{printf "%.2f", (b-a)/100}')
+  nofile=$(awk '/^Max open files/{print $4}' "/proc/$pid/limits")
+  n=$P4_PARTS
+  if [ "$nofile" != unlimited ]; then
+    n=$(awk -v want="$P4_PARTS" -v lim="$nofile" -v used="$fd1" -v f="$fpp" 'BEGIN{
+      if (f <= 0) { print want; exit }
+      m = int((lim - used - 1000) / f / 500) * 500; print (m < want ? m : want) }')
+  fi
+  if [ "$n" -lt "$P4_PARTS" ]; then
+    say "  p4.$b: $fpp open files per partition and a limit of $nofile: $P4_PARTS partitions do not fit, using $n"
+  fi
+  base=$(rss_kib "$pid")
+  local topics=$((n / P4_CHUNK)) fd2 created=1
+  if ! create_ms=$(admin create-many "127.0.0.1:$port" p4- "$topics" "$P4_CHUNK"); then
+    say "  p4.$b: creating $topics topics of $P4_CHUNK partitions failed (see below)"
+    tail -3 "$LOGS/admin.log" >&2
+    create_ms='"failed"'; created=0
+  fi
+  ok=0; t0=0; t1=0; stop_s=0; after=$base; rss2=0; fd2=0
+  if [ $created = 1 ]; then
+    ok=1
+    wait_partitions "127.0.0.1:$port" "$limit" p4- "$n" || { ok=0; say "  p4.$b: Metadata never showed $n partitions"; }
+    sleep 5
+    after=$(rss_kib "$pid")
+    fd2=$(ls "/proc/$pid/fd" | wc -l)
+    say "  p4.$b: $n partitions in $topics topics created in $create_ms ms; stopping (SIGTERM) and restarting"
+    stop_s=$(stop_pid "$pid" "$limit")
+    t0=$(date +%s.%N)
+    if [ "$b" = pinlog ]; then
+      PL_START_LIMIT=$limit PL_START_SOFT=1 start_pinlog p4 "$port" 2 || true; pid=$PL_PID_p4
+    else
+      KF_START_SOFT=1 start_kafka p4 "$WORK/kafka-p4" "$port" "$ctrl" "$limit" || true; pid=$KF_PID_p4
+    fi
+    wait_partitions "127.0.0.1:$port" "$limit" p4- "$n" || ok=0
+    t1=$(date +%s.%N)
+    sleep 3
+    rss2=$(rss_kib "$pid" 2>/dev/null || echo 0)
+  fi
+  jq -n --arg b "$b" --argjson parts "$n" --argjson want "$P4_PARTS" --argjson base "$base" \
+     --argjson after "$after" --argjson create_ms "$create_ms" --argjson stop_s "$stop_s" \
+     --argjson ok "$ok" --argjson fpp "$fpp" --arg nofile "$nofile" --argjson fds "$fd2" \
+     --argjson restart_s "$(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.2f", b-a}')" \
+     --argjson rss_restart "${rss2:-0}" \
+     '{broker:$b, partitions:$parts, partitions_wanted:$want, fds_per_partition:$fpp,
+       open_files_limit:$nofile, fds_after_create:$fds,
+       rss_base_kib:$base, rss_after_kib:$after,
+       kib_per_partition: (($after - $base) / $parts), create_ms:$create_ms,
+       stop_s:$stop_s, restart_s:$restart_s, restart_ok:($ok == 1),
+       rss_after_restart_kib:$rss_restart,
+       kib_per_partition_after_restart: (($rss_restart - $base) / $parts)}' > "$RES/p4.$b.json"
+  say "  p4.$b: $(jq -c . "$RES/p4.$b.json")"
+  stop_pid "$pid" "$limit" >/dev/null
+  if [ "$b" = pinlog ]; then
+    sed 's/\x1b\[[0-9;]*m//g' "$LOGS/pinlog-p4.log" | grep -o 'startup_ms=[0-9]*' | tail -1 \
+      | tr -dc '0-9' > "$RES/p4.pinlog.startup_ms" || true
+    rm -rf "$WORK/pinlog-p4"
+  else
+    rm -rf "$WORK/kafka-p4"
+  fi
+}
+if want p4; then
+say "P4: $P4_PARTS partitions, RSS per idle partition and restart after a clean shutdown"
+p4 pinlog
+if [ "$KAFKA_P4" = 1 ]; then p4 kafka; else say "  (Kafka skipped in P4)"; fi
+fi
+
+LOAD_END=$(cut -d' ' -f1-3 /proc/loadavg)
+ELAPSED=$(( $(date +%s) - T0 ))
+
+# ---------------------------------------------------------------- report
+say "writing $OUT"
+P2_RATE=${P2_RATE:-0}
+export RES OUT MODE ARGV_STR LOAD_START LOAD_END BUSY_START ELAPSED MACH_CPU MACH_CORES MACH_RAM \
+  MACH_KERNEL MACH_DISK MACH_HYP MACH_JAVA MACH_RUST GIT_REV GIT_DIRTY RECORD PARTS LG_BATCH LG_LINGER \
+  LG_CONNS LG_P2_LINGER P1_SECS P1_WARM P1_ROUNDS P2_SECS P2_WARM P2_ROUNDS P2_RATE KAFKA_P1_RPS \
+  P3_BYTES P3_RECORDS P3_ROUNDS TAIL_SECS TAIL_WARM TAIL_ROUNDS P4_PARTS P5_SECS P5_WARM P5_ROUNDS \
+  RAW_SECS RAW_ROUNDS JAVA_RECORDS KAFKA_HEAP DROP_CACHES KAFKA_P4 KAFKA_VERSION
+python3 - > "$OUT.tmp" <<'PY'
+import glob, json, os, re, statistics, datetime
+
+E = os.environ
+RES = E["RES"]
+OUT = E["OUT"]
+
+
+def load(name):
+    try:
+        with open(os.path.join(RES, name)) as f:
+            t = f.read().strip()
+        return json.loads(t) if t else {}
+    except (OSError, ValueError):
+        return {}
+
+
+def text(name, default=""):
+    try:
+        with open(os.path.join(RES, name)) as f:
+            return f.read().strip()
+    except OSError:
+        return default
+
+
+def timing(name):
+    """(wall, user, sys) of the client from /usr/bin/time, or None."""
+    t = text(name + ".time").splitlines()
+    for line in reversed(t):
+        parts = line.split()
+        if len(parts) == 3:
+            try:
+                return tuple(float(x) for x in parts)
+            except ValueError:
+                pass
+    return None
+
+
+def bcpu(name):
+    try:
+        return float(text(name + ".bcpu", "nan"))
+    except ValueError:
+        return float("nan")
+
+
+def mbps(j):
+    """MB/s (10^6 bytes) of record values from a loadgen or raw-sink JSON."""
+    if not j:
+        return None
+    if j.get("bytes") and j.get("duration_s"):
+        return j["bytes"] / j["duration_s"] / 1e6
+    return j.get("mb_per_s")
+
+
+def lat(j, k):
+    v = (j or {}).get("latency_us") or {}
+    return v.get(k)
+
+
+def med(xs):
+    xs = [x for x in xs if x is not None]
+    return statistics.median(xs) if xs else None
+
+
+def rng(xs):
+    xs = [x for x in xs if x is not None]
+    if not xs:
+        return "n/a"
+    if len(xs) == 1:
+        return f"{xs[0]:.1f}"
+    return f"{med(xs):.1f} ({min(xs):.1f}–{max(xs):.1f})"
+
+
+def f1(x, unit=""):
+    return "n/a" if x is None else f"{x:.1f}{unit}"
+
+
+def f2(x):
+    return "n/a" if x is None else f"{x:.2f}"
+
+
+def ratio(a, b):
+    if a is None or b is None or b == 0:
+        return None
+    return a / b
+
+
+def runs(prefix):
+    """{round: name} for files PREFIX.<round>.json"""
+    out = {}
+    for p in glob.glob(os.path.join(RES, prefix + ".*.json")):
+        base = os.path.basename(p)[:-5]
+        out[base[len(prefix) + 1:]] = base
+    return dict(sorted(out.items()))
+
+
+def cores(name):
+    t = timing(name)
+    b = bcpu(name)
+    if not t or t[0] <= 0:
+        return None, None
+    return b / t[0], (t[1] + t[2]) / t[0]
+
+
+def run_row(label, name):
+    j = load(name + ".json")
+    bc, cc = cores(name)
+    err = j.get("errors", "n/a") if j else "failed"
+    return ("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |".format(
+        label,
+        f1(j.get("records_per_s") if j else None),
+        f1(mbps(j)),
+        f1(lat(j, "p50") / 1000 if lat(j, "p50") is not None else None),
+        f1(lat(j, "p99") / 1000 if lat(j, "p99") is not None else None),
+        f1(lat(j, "p999") / 1000 if lat(j, "p999") is not None else None),
+        f1(lat(j, "max") / 1000 if lat(j, "max") is not None else None),
+        err, f2(bc), f2(cc)))
+
+
+RUN_HDR = ("| run | records/s | MB/s | p50 ms | p99 ms | p99.9 ms | max ms | errors | broker CPU (cores) | client CPU (cores) |\n"
+           "|---|---|---|---|---|---|---|---|---|---|")
+
+lines = []
+w = lines.append
+now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+mode = E["MODE"]
+
+# ------------------------------------------------------------ numbers
+raw = [mbps(load(n + ".json")) for n in runs("raw").values()]
+raw_med = med(raw)
+
+
+def pair_ratios(prefix_a, prefix_b, metric):
+    ra, rb = runs(prefix_a), runs(prefix_b)
+    out = []
+    for k in ra:
+        if k in rb:
+            out.append(ratio(metric(load(ra[k] + ".json")), metric(load(rb[k] + ".json"))))
+    return [x for x in out if x is not None]
+
+
+p1p = [mbps(load(n + ".json")) for n in runs("p1.pinlog").values()]
+p1k = [mbps(load(n + ".json")) for n in runs("p1.kafka").values()]
+p1_ratios = pair_ratios("p1.pinlog", "p1.kafka", mbps)
+p1_ratio = med(p1_ratios)
+p1_raw = ratio(med(p1p), raw_med)
+
+p2 = {}
+for b in ("pinlog", "kafka"):
+    js = [load(n + ".json") for n in runs("p2." + b).values()]
+    p2[b] = {k: med([lat(j, k) for j in js]) for k in ("p50", "p99", "p999", "max")}
+    p2[b]["rate"] = med([j.get("records_per_s") for j in js if j])
+p2_99 = med(pair_ratios("p2.pinlog", "p2.kafka", lambda j: lat(j, "p99")))
+p2_999 = med(pair_ratios("p2.pinlog", "p2.kafka", lambda j: lat(j, "p999")))
+
+p3w = ratio(mbps(load("p3.pinlog.written.json")), mbps(load("p3.kafka.written.json")))
+
+
+def p3_kind(kind):
+    a = [mbps(load(f"p3.pinlog.{kind}{r}.json")) for r in range(1, 10) if os.path.exists(os.path.join(RES, f"p3.pinlog.{kind}{r}.json"))]
+    b = [mbps(load(f"p3.kafka.{kind}{r}.json")) for r in range(1, 10) if os.path.exists(os.path.join(RES, f"p3.kafka.{kind}{r}.json"))]
+    rs = [ratio(x, y) for x, y in zip(a, b)]
+    return a, b, med([r for r in rs if r is not None])
+
+
+p3c = p3_kind("cold")
+p3h = p3_kind("warm")
+p3t_ratios = pair_ratios("p3tail.pinlog", "p3tail.kafka", mbps)
+p3t = med(p3t_ratios)
+p3t_p = [mbps(load(n + ".json")) for n in runs("p3tail.pinlog").values()]
+p3t_k = [mbps(load(n + ".json")) for n in runs("p3tail.kafka").values()]
+
+p4p = load("p4.pinlog.json")
+p4k = load("p4.kafka.json")
+
+p5_1 = [mbps(load(n + ".json")) for n in runs("p5.s1").values()]
+p5_2 = [mbps(load(n + ".json")) for n in runs("p5.s2").values()]
+p5_ratio = med(pair_ratios("p5.s2", "p5.s1", mbps))
+
+
+def met(x, op, target):
+    if x is None:
+        return "n/a"
+    ok = x >= target if op == ">=" else x <= target
+    return "yes" if ok else "**no**"
+
+
+def xr(x, d=2):
+    return "n/a" if x is None else f"{x:.{d}f}x"
+
+
+# ------------------------------------------------------------ header
+w("# pinlog against Apache Kafka 4.4: side-by-side results")
+w("")
+w(f"Generated by `tuning/compare.sh{(' ' + E['ARGV_STR']) if E['ARGV_STR'] else ''}` ({mode} mode) at {now}, "
+  f"in {int(E['ELAPSED']) // 60} min {int(E['ELAPSED']) % 60} s. Code: git {E['GIT_REV']}{E['GIT_DIRTY']}. "
+  "Every number below comes from that one run; the brokers ran on the same machine, "
+  "one after the other (A/B/A/B), never at the same time under load. Re-running the script "
+  "rewrites this file except the section between the `notes` markers at the end.")
+w("")
+w(f"Load average (1, 5, 15 min) at the start: {E['LOAD_START']}; at the end: {E['LOAD_END']}."
+  + (f" Processes above 10% CPU at the start: {E['BUSY_START']}." if E.get('BUSY_START') else ""))
+w("")
+w("## Against the targets")
+w("")
+w("Ratios are pinlog / Kafka, the median of per-round ratios (each round runs both brokers back to back). "
+  "MB/s are 10^6 bytes of record values per second.")
+w("")
+w("| id | workload | pinlog | Kafka | ratio | target | met |")
+w("|---|---|---|---|---|---|---|")
+w(f"| P1 | produce, acks=1, {E['RECORD']} B records, {E['PARTS']} partitions (MB/s) | {rng(p1p)} | {rng(p1k)} | {xr(p1_ratio)} | ≥ 2.0x Kafka | {met(p1_ratio, '>=', 2.0)} |")
+w(f"| P1 | the same against the raw baseline (MB/s) | {rng(p1p)} | raw {rng(raw)} | {'n/a' if p1_raw is None else f'{p1_raw * 100:.0f}%'} of raw | ≥ 80% of raw | {met(p1_raw, '>=', 0.8)} |")
+w(f"| P2 | produce latency at {E['P2_RATE']} records/s, p99 (ms) | {f1(p2['pinlog']['p99'] and p2['pinlog']['p99'] / 1000)} | {f1(p2['kafka']['p99'] and p2['kafka']['p99'] / 1000)} | {xr(p2_99)} | ≤ 0.2x | {met(p2_99, '<=', 0.2)} |")
+w(f"| P2 | the same, p99.9 (ms) | {f1(p2['pinlog']['p999'] and p2['pinlog']['p999'] / 1000)} | {f1(p2['kafka']['p999'] and p2['kafka']['p999'] / 1000)} | {xr(p2_999)} | ≤ 0.2x | {met(p2_999, '<=', 0.2)} |")
+mib = int(E['P3_BYTES']) // 1048576
+w(f"| P3 | consume catch-up over {mib} MiB, as written (MB/s) | {f1(mbps(load('p3.pinlog.written.json')))} | {f1(mbps(load('p3.kafka.written.json')))} | {xr(p3w)} | ≥ 1.5x | {met(p3w, '>=', 1.5)} |")
+if p3c[0]:
+    w(f"| P3 | catch-up, page cache dropped before each run (MB/s) | {rng(p3c[0])} | {rng(p3c[1])} | {xr(p3c[2])} | ≥ 1.5x | {met(p3c[2], '>=', 1.5)} |")
+w(f"| P3 | catch-up, page cache warm for both (MB/s) | {rng(p3h[0])} | {rng(p3h[1])} | {xr(p3h[2])} | ≥ 1.5x | {met(p3h[2], '>=', 1.5)} |")
+w(f"| P3 | tailing: e2e, producer at full speed, consumed (MB/s) | {rng(p3t_p)} | {rng(p3t_k)} | {xr(p3t)} | ≥ 1.5x | {met(p3t, '>=', 1.5)} |")
+parts = int((p4p or {}).get('partitions') or E['P4_PARTS'])
+def p4v(j, k, d=1):
+    v = j.get(k) if j else None
+    if j and j.get("create_ms") == "failed":
+        return "create failed"
+    if j and k == "restart_s" and not j.get("restart_ok"):
+        return f"did not finish in {v:.0f}"
+    return "not run" if not j else ("n/a" if v is None else f"{v:.{d}f}")
+w(f"| P4 | {parts:,} partitions{'' if parts == int(E['P4_PARTS']) else ' (not ' + format(int(E['P4_PARTS']), ',') + ': see P4)'}: RSS per idle partition (KiB) | {p4v(p4p, 'kib_per_partition')} | {p4v(p4k, 'kib_per_partition')} | - | ≤ 50 KiB (pinlog) | {met(p4p.get('kib_per_partition') if p4p else None, '<=', 50)} |")
+w(f"| P4 | restart after a clean shutdown, to Metadata with all {parts:,} partitions (s) | {p4v(p4p, 'restart_s', 2)} | {p4v(p4k, 'restart_s', 2)} | - | ≤ 2 s (pinlog) | {met(p4p.get('restart_s') if p4p and p4p.get('restart_ok') else None, '<=', 2.0)} |")
+w(f"| P5 | P1 on pinlog, --shards 2 / --shards 1 (MB/s) | 2 shards: {rng(p5_2)} | 1 shard: {rng(p5_1)} | {xr(p5_ratio)} | ≥ 1.7x | {met(p5_ratio, '>=', 1.7)} |")
+w("")
+
+# ------------------------------------------------------------ setup
+def sysctl(path):
+    try:
+        with open(path) as f:
+            return f.read().strip()
+    except OSError:
+        return "?"
+
+
+w("## Setup")
+w("")
+w("- **Same disk.** Both brokers, the raw sink and all their data live in one work directory under the "
+  "repository's `target/`, on the disk described under Machine.")
+w("- **Replication factor 1** on both; one broker each; loopback only.")
+w("- **No run pays for the one before it.** Before every measured run the script runs `sync` and waits until "
+  "the page cache holds less than 64 MiB of dirty data; without that, the kernel's writeback of Kafka's data "
+  "lands on the pinlog run that follows (pinlog's P2 p99 rose from about 2 ms to 30–70 ms in a trial run).")
+w("- **Durability: neither broker fsyncs per batch; both leave it to a timer.** Kafka runs with its defaults "
+  "(`log.flush.interval.messages` and `log.flush.interval.ms` unset, so it never fsyncs on its own): appends "
+  "go to the OS page cache, and the kernel's writeback timer writes them out (`vm.dirty_expire_centisecs` = "
+  f"{sysctl('/proc/sys/vm/dirty_expire_centisecs')}, `vm.dirty_writeback_centisecs` = "
+  f"{sysctl('/proc/sys/vm/dirty_writeback_centisecs')}). pinlog runs with its defaults too (no fdatasync: "
+  "`log.flush.interval.*` unset): each append is an O_DIRECT write, so it is in the file (and past the page "
+  "cache) when acknowledged, but not fdatasync'ed. acks=1 on every produce. Neither survives a power loss "
+  "of the last seconds; both survive a process crash.")
+w(f"- **pinlog**: release build, `pinlog serve --shards 2` (one shard pinned per core), config file with "
+  f"`num.partitions = {E['PARTS']}` and a free `metrics.listen` port; everything else default (tail cache "
+  "64 MiB per shard, spin before park 50 µs, segments 1 GiB).")
+w(f"- **Kafka {E.get('KAFKA_VERSION', '4.4.0')}**: `kafka.Kafka` from Maven Central's jars, KRaft combined "
+  f"broker+controller, node.id 1, heap -Xms/-Xmx{E['KAFKA_HEAP']}, G1 (the flags of Kafka's start script), "
+  f"num.partitions {E['PARTS']}, `log.segment.delete.delay.ms=1000` (so deleted topics free the disk between "
+  "rounds); everything else default (3 network threads, 8 I/O threads, segments 1 GiB). Storage formatted with "
+  "`kafka.tools.StorageTool format` and a fresh `random-uuid` cluster id.")
+w("- **Both brokers run during P1–P3** (the idle one costs next to nothing); P4 and P5 use their own "
+  "broker processes. The brokers and the client share the machine's cores: pinlog pins its shards to "
+  "CPUs 0 and 1, Kafka and the client float.")
+w(f"- **Client settings, the same for both brokers:** pinlog-loadgen, {E['LG_CONNS']} producer connections, "
+  f"batches up to {int(E['LG_BATCH']) // 1024} KiB per partition, linger {E['LG_LINGER']} ms "
+  f"({E['LG_P2_LINGER']} ms for P2), no compression, no keys, acks=1. Each topic is created before its run "
+  "(CreateTopics through the Java Admin client) and deleted after it.")
+w("")
+
+# ------------------------------------------------------------ details
+w("## Raw baseline")
+w("")
+w("`tuning/raw-sink`: a glommio TCP sink with one shard per core (SO_REUSEPORT), each writing what it "
+  "receives into its own O_DIRECT file in aligned 1 MiB DMA writes (up to 4 in flight per connection, no "
+  "fdatasync), against its sender mode: 4 blocking connections writing 1 MiB buffers for "
+  f"{E['RAW_SECS']} s. The clock stops when the sink has confirmed that every byte was written. "
+  + ("Run before P1 and again after it." if len(raw) > 1 else "Run once, before P1."))
+w("")
+w("| run | MB/s | sink CPU (cores) | sender CPU (cores) |")
+w("|---|---|---|---|")
+for k, n in runs("raw").items():
+    bc, cc = cores(n)
+    w(f"| raw {k} | {f1(mbps(load(n + '.json')))} | {f2(bc)} | {f2(cc)} |")
+w("")
+
+w(f"## P1: produce throughput ({E['P1_SECS']} s measured after {E['P1_WARM']} s warmup, per run)")
+w("")
+w("An untimed warm-up round on each broker comes first (the `warmup` rows), so that Kafka's JIT has "
+  "compiled its hot paths before the measured rounds.")
+w("")
+w(RUN_HDR)
+for b in ("pinlog", "kafka"):
+    if os.path.exists(os.path.join(RES, f"warmup.{b}.json")):
+        w(run_row(f"{b} warmup (untimed)", f"warmup.{b}"))
+for b in ("pinlog", "kafka"):
+    for k, n in runs("p1." + b).items():
+        w(run_row(f"{b} round {k}", n))
+w("")
+w("Per-round ratios pinlog/Kafka: " + (", ".join(f"{x:.2f}" for x in p1_ratios) or "n/a") + ".")
+w("")
+
+w(f"## P2: produce latency at {E['P2_RATE']} records/s")
+w("")
+w(f"The rate is half of Kafka's P1 median ({float(E['KAFKA_P1_RPS']):.0f} records/s), open loop: latency is "
+  "measured from each record's intended send time, so stalls are not hidden. "
+  f"{E['P2_SECS']} s measured after {E['P2_WARM']} s warmup.")
+w("")
+w(RUN_HDR)
+for b in ("pinlog", "kafka"):
+    for k, n in runs("p2." + b).items():
+        w(run_row(f"{b} round {k}", n))
+w("")
+
+w(f"## P3: consume throughput over {mib} MiB ({E['P3_RECORDS']} records in {E['PARTS']} partitions)")
+w("")
+w("The same data set is written once to each broker (fill rows), then read from the earliest offset to the "
+  "end, first as written, then with the page cache dropped (`sync; echo 3 > /proc/sys/vm/drop_caches`) before "
+  "each run, then with the page cache warm for both (after one untimed read by each, the prime rows). Kafka writes through the page cache, so 'as written' "
+  "reads hit memory on Kafka; pinlog writes with O_DIRECT, so its first read goes to the disk (what is still "
+  "in its 64 MiB-per-shard tail cache excepted). Tailing is `e2e` mode: a producer at full speed and a "
+  f"consumer at the log end, {E['TAIL_SECS']} s after {E['TAIL_WARM']} s warmup; its latency is produce-to-consume.")
+w("")
+w(RUN_HDR)
+for n in ["p3fill.pinlog", "p3fill.kafka", "p3.pinlog.written", "p3.kafka.written"]:
+    w(run_row(n, n))
+prime_rows = ["p3.pinlog.prime", "p3.kafka.prime"]
+for kind in ("cold", "prime", "warm"):
+    if kind == "prime":
+        for n in prime_rows:
+            if os.path.exists(os.path.join(RES, n + ".json")):
+                w(run_row(n + " (untimed for the ratio)", n))
+        continue
+    for r in range(1, 10):
+        for b in ("pinlog", "kafka"):
+            n = f"p3.{b}.{kind}{r}"
+            if os.path.exists(os.path.join(RES, n + ".json")):
+                w(run_row(n, n))
+for b in ("pinlog", "kafka"):
+    for k, n in runs("p3tail." + b).items():
+        w(run_row(f"p3tail.{b} round {k}", n))
+w("")
+if E.get("DROP_CACHES") != "1":
+    w("The cold runs were skipped: /proc/sys/vm/drop_caches was not writable.")
+    w("")
+
+w(f"## P4: {int(E['P4_PARTS']):,} partitions on one broker")
+w("")
+w("A fresh broker; a 100-partition topic first (warms the code paths and gives the open files per partition), "
+  "then VmRSS from /proc/<pid>/status; then N more partitions through CreateTopics; 5 s after Metadata "
+  "shows them all, VmRSS again. Per partition = the difference / N. Then SIGTERM (clean shutdown), start again, "
+  "and time from the start of the process until a Metadata request reports all N partitions. The N "
+  "partitions come as topics of 500 partitions, created one CreateTopics request each: Kafka's controller "
+  "refuses a request that adds more than 10,000 metadata records (`max.records.per.user.op`), so one "
+  "10,000-partition topic cannot be created on Kafka at all. N is "
+  f"{int(E['P4_PARTS']):,} unless the broker's open-files limit cannot hold that many at the open files per "
+  "partition measured on the 100-partition topic; then N is the largest multiple of 500 that leaves 1,000 "
+  "descriptors spare.")
+w("")
+w("| broker | N | open files per partition | open-files limit | RSS before (MiB) | RSS after create (MiB) | KiB per partition | create (ms) | clean stop (s) | restart (s) | RSS after restart (MiB) | KiB per partition after restart |")
+w("|---|---|---|---|---|---|---|---|---|---|---|---|")
+for b, j in (("pinlog", p4p), ("kafka", p4k)):
+    if not j:
+        w(f"| {b} | not run | | | | | | | | | | |")
+        continue
+    if j.get("create_ms") == "failed":
+        w(f"| {b} | {j['partitions']:,} | {j['fds_per_partition']:.2f} | {j['open_files_limit']} | "
+          f"{j['rss_base_kib'] / 1024:.1f} | creating the partitions failed | | | | | | |")
+        continue
+    w(f"| {b} | {j['partitions']:,} | {j['fds_per_partition']:.2f} | {j['open_files_limit']} | {j['rss_base_kib'] / 1024:.1f} | "
+      f"{j['rss_after_kib'] / 1024:.1f} | {j['kib_per_partition']:.1f} | "
+      f"{j['create_ms']} | {j['stop_s']:.2f} | {j['restart_s']:.2f}{'' if j['restart_ok'] else ' (did not finish)'} | "
+      f"{j['rss_after_restart_kib'] / 1024:.1f} | {j['kib_per_partition_after_restart']:.1f} |")
+w("")
+su = text("p4.pinlog.startup_ms")
+if su:
+    w(f"pinlog's own log reported `startup_ms={su}` for the restart (from process start to serving).")
+    w("")
+if E.get("KAFKA_P4") != "1":
+    w("Kafka was not run in P4 in this mode (`--quick` or `--no-kafka-p4`): only pinlog has a target here.")
+    w("")
+
+w(f"## P5: shard count (P1 on pinlog, {E['P5_SECS']} s after {E['P5_WARM']} s warmup)")
+w("")
+w(RUN_HDR)
+for s in ("s1", "s2"):
+    for k, n in runs("p5." + s).items():
+        w(run_row(f"--shards {s[1:]} round {k}", n))
+w("")
+
+# ------------------------------------------------------------ java
+w("## Cross-check with Kafka's own tools")
+w("")
+w(f"`org.apache.kafka.tools.ProducerPerformance` ({E['JAVA_RECORDS']} records of {E['RECORD']} B, "
+  f"acks=1, batch.size {E['LG_BATCH']}, linger.ms {E['LG_LINGER']}, 12 partitions) and consumers reading "
+  "the same topic back. `ConsumerPerformance` always subscribes with a consumer group; pinlog has no group "
+  "coordinator yet, so against pinlog it fails at FindCoordinator, and `AssignConsumerPerf` (compiled by the "
+  "script: the same consumer settings, `assign()` instead of `subscribe()`) runs against both.")
+w("")
+w("| tool | pinlog | Kafka | ratio |")
+w("|---|---|---|---|")
+def jprod(b):
+    t = text(f"jprod.{b}.out").splitlines()
+    m = [l for l in t if "records sent" in l]
+    if not m:
+        return None, "failed"
+    l = m[-1]
+    mm = re.search(r"\(([\d.]+) MB/sec\)", l)
+    p99 = re.search(r"([\d.]+) ms 99th", l)
+    v = float(mm.group(1)) * 1048576 / 1e6 if mm else None  # ProducerPerformance's MB is MiB
+    return v, (f"{v:.1f} MB/s, p99 {p99.group(1)} ms" if v else l)
+def jcons(b):
+    j = None
+    for l in reversed(text(f"jcons.{b}.out").splitlines()):
+        if l.startswith("{"):
+            try:
+                j = json.loads(l)
+            except ValueError:
+                pass
+            break
+    v = mbps(j) if j else None
+    return v, ("failed" if v is None else f"{v:.1f} MB/s")
+def jcperf(b):
+    t = [l for l in text(f"jcperf.{b}.out").splitlines() if l and not l.startswith("start.time")]
+    err = ""
+    try:
+        with open(os.path.join(os.path.dirname(RES), "logs", f"jcperf.{b}.err")) as f:
+            m = re.search(r"does not support [A-Z_]+", f.read())
+            err = m.group(0) if m else ""
+    except OSError:
+        pass
+    if t:
+        cols = [c.strip() for c in t[-1].split(",")]
+        try:
+            mb = float(cols[3]) * 1048576 / 1e6
+            return mb, f"{mb:.1f} MB/s (fetch only: {float(cols[8]) * 1048576 / 1e6:.1f} MB/s)"
+        except (IndexError, ValueError):
+            pass
+    return None, ("fails: " + err) if err else "failed"
+for label, fn in (("ProducerPerformance", jprod), ("AssignConsumerPerf", jcons), ("ConsumerPerformance", jcperf)):
+    a, at = fn("pinlog")
+    b, bt = fn("kafka")
+    w(f"| {label} | {at} | {bt} | {xr(ratio(a, b))} |")
+w("")
+w("ProducerPerformance and ConsumerPerformance print MB as MiB; they are converted to 10^6 bytes here. "
+  "The Java client costs more CPU per record than pinlog-loadgen, so on 2 cores it saturates the machine "
+  "earlier; read its ratios as a check of direction, not of the size of the gap.")
+w("")
+
+# ------------------------------------------------------------ machine
+w("## Machine")
+w("")
+w(f"- CPU: {E['MACH_CPU']}, {E['MACH_CORES']} cores" + (f" ({E['MACH_HYP']} guest)" if E.get('MACH_HYP') else ""))
+w(f"- RAM: {E['MACH_RAM']}")
+w(f"- Kernel: {E['MACH_KERNEL']}")
+w(f"- Disk: {E['MACH_DISK']}")
+w(f"- Java: {E['MACH_JAVA']}; Rust: {E['MACH_RUST']}")
+w("")
+
+# ------------------------------------------------------------ commands
+w("## Commands")
+w("")
+w("The whole run:")
+w("")
+w("```sh")
+w(f"tuning/compare.sh{(' ' + E['ARGV_STR']) if E['ARGV_STR'] else ''}")
+w("```")
+w("")
+w("The first command of each kind, exactly as run (ports are free ports the script picked; the Kafka "
+  "runs are the same commands with Kafka's address):")
+w("")
+w("```sh")
+order = ["raw", "p1", "p2", "p3fill", "p3", "p3tail", "jprod", "jcons", "jcperf", "p5"]
+cmds = {}
+for p in sorted(glob.glob(os.path.join(RES, "*.cmd"))):
+    n = os.path.basename(p)[:-4]
+    parts_ = n.split(".")
+    if "kafka" in parts_:
+        continue
+    key = parts_[0] + ("." + parts_[1] if parts_[0] == "p5" else "")
+    cmds.setdefault(key, n)
+for key in sorted(cmds, key=lambda k: (order.index(k.split(".")[0]) if k.split(".")[0] in order else 99, k)):
+    n = cmds[key]
+    w(f"# {n}")
+    w(text(n + ".cmd").replace(os.path.dirname(RES), "$WORK"))
+w("```")
+w("")
+w("Brokers: `target/release/pinlog serve --data-dir $WORK/pinlog-main/data --listen 127.0.0.1:PORT --shards 2 "
+  "--config $WORK/pinlog-main/pinlog.toml`; Kafka: `java -Xmx2g -Xms2g -XX:+UseG1GC -XX:MaxGCPauseMillis=20 "
+  "-XX:InitiatingHeapOccupancyPercent=35 -XX:+ExplicitGCInvokesConcurrent -cp \"$KAFKA_LIBS/*\" kafka.Kafka "
+  "$WORK/kafka/server.properties` after `kafka.tools.StorageTool format -t $(random-uuid) -c server.properties`. "
+  "The properties are written by `kafka_config` in `tuning/compare.sh`.")
+w("")
+
+# ------------------------------------------------------------ notes
+notes = None
+try:
+    with open(OUT) as f:
+        old = f.read()
+    m = re.search(r"<!-- notes:begin -->\n(.*?)<!-- notes:end -->", old, re.S)
+    if m:
+        notes = m.group(1)
+except OSError:
+    pass
+w("<!-- notes:begin -->")
+if notes is None:
+    notes = "## Analysis\n\n(Not written yet: the explanation of each missed target goes here; compare.sh keeps this section.)\n\n"
+w(notes.rstrip("\n"))
+w("")
+w("<!-- notes:end -->")
+print("\n".join(lines))
+PY
+mv -f "$OUT.tmp" "$OUT"
+say "done in ${ELAPSED}s: $OUT"
