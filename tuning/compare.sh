@@ -1020,7 +1020,7 @@ w("- **Same disk.** Both brokers, the raw sink and all their data live in one wo
 w("- **Replication factor 1** on both; one broker each; loopback only.")
 w("- **No run pays for the one before it.** Before every measured run the script runs `sync` and waits until "
   "the page cache holds less than 64 MiB of dirty data; without that, the kernel's writeback of Kafka's data "
-  "lands on the pinlog run that follows (pinlog's P2 p99 rose from about 2 ms to 30–70 ms in a trial run).")
+  "lands on the pinlog run that follows (in trial runs without it, pinlog's P2 p99 was 4–70 ms; with it, 2–6 ms).")
 w("- **Durability: neither broker fsyncs per batch; both leave it to a timer.** Kafka runs with its defaults "
   "(`log.flush.interval.messages` and `log.flush.interval.ms` unset, so it never fsyncs on its own): appends "
   "go to the OS page cache, and the kernel's writeback timer writes them out (`vm.dirty_expire_centisecs` = "
