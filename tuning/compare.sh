@@ -4,7 +4,7 @@
 #
 # Usage: tuning/compare.sh [--quick] [--out FILE] [--skip-build] [--keep]
 #                          [--no-kafka-p4]
-#   --quick        about 3 minutes: one round per workload, short runs,
+#   --quick        about 4 minutes: one round per workload, short runs,
 #                  P3 over 1 GiB instead of 2 GiB, P4 on pinlog only
 #   --out FILE     where to write the report (default tuning/results.md)
 #   --skip-build   use the binaries already built (target/release/pinlog,
@@ -49,7 +49,7 @@ while [ $# -gt 0 ]; do
     --keep) KEEP=1 ;;
     --no-kafka-p4) KAFKA_P4=0 ;;
     --only) ONLY="$2"; shift ;;
-    -h|--help) sed -n '2,30p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d'; exit 0 ;;
     *) echo "compare.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
   shift
@@ -1268,6 +1268,12 @@ w("Brokers: `target/release/pinlog serve --data-dir $WORK/pinlog-main/data --lis
   "-XX:InitiatingHeapOccupancyPercent=35 -XX:+ExplicitGCInvokesConcurrent -cp \"$KAFKA_LIBS/*\" kafka.Kafka "
   "$WORK/kafka/server.properties` after `kafka.tools.StorageTool format -t $(random-uuid) -c server.properties`. "
   "The properties are written by `kafka_config` in `tuning/compare.sh`.")
+w("")
+w("Raw sink: `tuning/raw-sink/target/release/raw-sink sink --listen 127.0.0.1:PORT --dir $WORK/raw-data` "
+  "(one shard per core), fed by the `send` command above. Topics: `java -cp $WORK/java:$KAFKA_LIBS/* BenchAdmin "
+  "create ADDR TOPIC 12` before each run and `BenchAdmin delete ADDR TOPIC` after it; P4 uses `BenchAdmin "
+  "create-many ADDR p4- TOPICS 500`, VmRSS from `/proc/<pid>/status` and `kcat -L` for the partition count. "
+  "Before each measured run: `sync`, then wait until `Dirty:` in /proc/meminfo is under 64 MiB.")
 w("")
 
 # ------------------------------------------------------------ notes
