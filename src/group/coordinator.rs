@@ -23,6 +23,8 @@ use bytes::{Bytes, BytesMut};
 
 use crate::error::LogError;
 use crate::group::config::GroupConfig;
+pub use crate::group::offsets_topic::OFFSETS_TOPIC;
+use crate::group::offsets_topic::partition_for;
 use crate::group::group::{
     Group, GroupLimits, GroupState, JoinOutcome, JoinParams, JoinStep, SyncOutcome, SyncStep,
 };
@@ -35,26 +37,12 @@ use crate::server::state::BrokerState;
 use crate::shard::partition_table::ShardId;
 use crate::shard::shard::{now_ms, Shard};
 
-/// Kafka's internal topic for committed offsets and group metadata.
-pub const OFFSETS_TOPIC: &str = "__consumer_offsets";
 /// How often sessions, rebalance and sync deadlines are checked. Kafka
 /// schedules a timer per deadline; a short fixed tick is simpler and costs
 /// one pass over the shard's groups.
 const COORDINATOR_TICK: Duration = Duration::from_millis(50);
 /// Bytes read per step while loading a partition.
 const LOAD_READ_BYTES: usize = 1024 * 1024;
-
-/// Kafka's group-to-partition mapping: `Utils.abs(groupId.hashCode()) %
-/// partitions`, with Java's UTF-16 string hash, so a group lands on the
-/// same partition number it would in Kafka.
-pub fn partition_for(group_id: &str, partitions: i32) -> i32 {
-    let mut h: i32 = 0;
-    for unit in group_id.encode_utf16() {
-        h = h.wrapping_mul(31).wrapping_add(unit as i32);
-    }
-    let abs = if h == i32::MIN { 0 } else { h.abs() };
-    abs % partitions.max(1)
-}
 
 /// Where a group's coordinator runs, if `__consumer_offsets` exists.
 pub fn locate(shard: &Shard, group_id: &str) -> Option<(i32, ShardId)> {
@@ -1153,24 +1141,4 @@ pub fn start(shard: &Rc<Shard>, stopping: fn() -> bool) {
         }
     })
     .detach();
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn groups_land_on_kafkas_partitions() {
-        // Java: Math.abs("my-group".hashCode()) % 50 and friends.
-        assert_eq!(partition_for("", 50), 0);
-        let h = "my-group"
-            .encode_utf16()
-            .fold(0i32, |h, c| h.wrapping_mul(31).wrapping_add(c as i32));
-        assert_eq!(partition_for("my-group", 50), h.abs() % 50);
-        // "polygenelubricants" hashes to Integer.MIN_VALUE in Java.
-        assert_eq!(partition_for("polygenelubricants", 50), 0);
-        for g in ["a", "group-1", "éè", "consumer-group-with-a-long-name"] {
-            assert!((0..50).contains(&partition_for(g, 50)));
-        }
-    }
 }

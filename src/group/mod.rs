@@ -5,4 +5,5 @@ pub mod config;
 pub mod coordinator;
 #[allow(clippy::module_inception)]
 pub mod group;
+pub mod offsets_topic;
 pub mod schema;
