@@ -57,6 +57,20 @@ messages!(
     offset_for_leader_epoch::OffsetForLeaderEpochResponse,
     produce::ProduceRequest,
     produce::ProduceResponse,
+    delete_groups::DeleteGroupsRequest,
+    delete_groups::DeleteGroupsResponse,
+    delete_records::DeleteRecordsRequest,
+    delete_records::DeleteRecordsResponse,
+    describe_groups::DescribeGroupsRequest,
+    describe_groups::DescribeGroupsResponse,
+    describe_log_dirs::DescribeLogDirsRequest,
+    describe_log_dirs::DescribeLogDirsResponse,
+    list_groups::ListGroupsRequest,
+    list_groups::ListGroupsResponse,
+    offset_delete::OffsetDeleteRequest,
+    offset_delete::OffsetDeleteResponse,
+    offset_fetch::OffsetFetchRequest,
+    offset_fetch::OffsetFetchResponse,
 );
 
 /// `m` encoded at `version`.
