@@ -22,6 +22,13 @@ pub enum ApiKey {
     CreatePartitions = 37,
     IncrementalAlterConfigs = 44,
     DescribeCluster = 60,
+    OffsetFetch = 9,
+    DescribeGroups = 15,
+    ListGroups = 16,
+    DeleteRecords = 21,
+    DescribeLogDirs = 35,
+    DeleteGroups = 42,
+    OffsetDelete = 47,
 }
 
 /// One row of the version table.
@@ -33,6 +40,9 @@ pub struct ApiSupport {
     /// First version that uses compact encodings and tagged fields.
     pub first_flexible_version: i16,
 }
+
+/// `first_flexible_version` of an API with no flexible version.
+pub const NEVER_FLEXIBLE: i16 = i16::MAX;
 
 /// Every API and version range pinlog implements, sorted by key.
 pub const SUPPORTED_APIS: &[ApiSupport] = &[
@@ -61,6 +71,24 @@ pub const SUPPORTED_APIS: &[ApiSupport] = &[
         first_flexible_version: 9,
     },
     ApiSupport {
+        key: ApiKey::OffsetFetch,
+        min_version: 1,
+        max_version: 9,
+        first_flexible_version: 6,
+    },
+    ApiSupport {
+        key: ApiKey::DescribeGroups,
+        min_version: 0,
+        max_version: 6,
+        first_flexible_version: 5,
+    },
+    ApiSupport {
+        key: ApiKey::ListGroups,
+        min_version: 0,
+        max_version: 5,
+        first_flexible_version: 3,
+    },
+    ApiSupport {
         key: ApiKey::ApiVersions,
         min_version: 0,
         max_version: 4,
@@ -77,6 +105,12 @@ pub const SUPPORTED_APIS: &[ApiSupport] = &[
         min_version: 1,
         max_version: 6,
         first_flexible_version: 4,
+    },
+    ApiSupport {
+        key: ApiKey::DeleteRecords,
+        min_version: 0,
+        max_version: 2,
+        first_flexible_version: 2,
     },
     ApiSupport {
         key: ApiKey::InitProducerId,
@@ -103,9 +137,21 @@ pub const SUPPORTED_APIS: &[ApiSupport] = &[
         first_flexible_version: 2,
     },
     ApiSupport {
+        key: ApiKey::DescribeLogDirs,
+        min_version: 1,
+        max_version: 4,
+        first_flexible_version: 2,
+    },
+    ApiSupport {
         key: ApiKey::CreatePartitions,
         min_version: 0,
         max_version: 3,
+        first_flexible_version: 2,
+    },
+    ApiSupport {
+        key: ApiKey::DeleteGroups,
+        min_version: 0,
+        max_version: 2,
         first_flexible_version: 2,
     },
     ApiSupport {
@@ -113,6 +159,12 @@ pub const SUPPORTED_APIS: &[ApiSupport] = &[
         min_version: 0,
         max_version: 1,
         first_flexible_version: 1,
+    },
+    ApiSupport {
+        key: ApiKey::OffsetDelete,
+        min_version: 0,
+        max_version: 0,
+        first_flexible_version: NEVER_FLEXIBLE,
     },
     ApiSupport {
         key: ApiKey::DescribeCluster,
@@ -184,6 +236,13 @@ impl ApiKey {
             ApiKey::CreatePartitions => "CreatePartitions",
             ApiKey::IncrementalAlterConfigs => "IncrementalAlterConfigs",
             ApiKey::DescribeCluster => "DescribeCluster",
+            ApiKey::OffsetFetch => "OffsetFetch",
+            ApiKey::DescribeGroups => "DescribeGroups",
+            ApiKey::ListGroups => "ListGroups",
+            ApiKey::DeleteRecords => "DeleteRecords",
+            ApiKey::DescribeLogDirs => "DescribeLogDirs",
+            ApiKey::DeleteGroups => "DeleteGroups",
+            ApiKey::OffsetDelete => "OffsetDelete",
         }
     }
 }
@@ -198,7 +257,14 @@ mod tests {
             assert!(a.min_version <= a.max_version, "{:?}", a.key);
             assert_eq!(ApiKey::from_i16(a.key as i16), Some(a.key));
         }
+        assert!(
+            SUPPORTED_APIS
+                .windows(2)
+                .all(|w| (w[0].key as i16) < (w[1].key as i16)),
+            "SUPPORTED_APIS is sorted by key, each key once"
+        );
         assert_eq!(ApiKey::from_i16(999), None);
+        assert_eq!(ApiKey::OffsetDelete.request_header_version(0), 1);
         assert_eq!(ApiKey::ApiVersions.response_header_version(3), 0);
         assert_eq!(ApiKey::Fetch.response_header_version(12), 1);
         assert_eq!(ApiKey::Fetch.request_header_version(11), 1);

@@ -142,6 +142,20 @@ pub async fn handle_frame(shard: &Rc<Shard>, frame: Bytes) -> Outcome {
             describe_cluster::DescribeClusterRequest,
             handlers::describe_cluster::handle
         ),
+        ApiKey::DeleteRecords => serve!(
+            delete_records::DeleteRecordsRequest,
+            handlers::delete_records::handle
+        ),
+        ApiKey::DescribeLogDirs => serve!(
+            describe_log_dirs::DescribeLogDirsRequest,
+            handlers::describe_log_dirs::handle
+        ),
+        // Handlers arrive with the group coordinator.
+        ApiKey::OffsetFetch
+        | ApiKey::DescribeGroups
+        | ApiKey::ListGroups
+        | ApiKey::DeleteGroups
+        | ApiKey::OffsetDelete => Outcome::Close(format!("{} is not served yet", key.name())),
     }
 }
 
