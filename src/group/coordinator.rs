@@ -1011,25 +1011,7 @@ impl GroupCoordinator {
                 let Some(&partition) = where_.get(&g.id) else {
                     continue;
                 };
-                if !g.is(GroupState::Empty) {
-                    continue;
-                }
-                let expired: Vec<(String, i32)> = g
-                    .offsets
-                    .iter()
-                    .filter(|(_, v)| {
-                        if v.expire_timestamp >= 0 {
-                            return now >= v.expire_timestamp;
-                        }
-                        let since = if g.protocol_type.is_some() {
-                            g.state_since_ms
-                        } else {
-                            v.commit_timestamp
-                        };
-                        now.saturating_sub(since) >= retention
-                    })
-                    .map(|(k, _)| k.clone())
-                    .collect();
+                let expired = g.expired_offsets(now, retention);
                 let drop_group = expired.len() == g.offsets.len() && g.pending_members.is_empty();
                 if !expired.is_empty() || drop_group {
                     work.push((partition, g.id.clone(), expired, drop_group));

@@ -1064,6 +1064,32 @@ impl Group {
         persist
     }
 
+    /// Kafka's offset expiration (KIP-211): the offsets of an empty group
+    /// expire `retention_ms` after it became empty; those of a group that
+    /// only commits (no protocol, no members ever) expire that long after
+    /// each commit; a v1 value's explicit expire timestamp wins. Offsets of
+    /// a group with members never expire.
+    pub fn expired_offsets(&self, now_ms: i64, retention_ms: i64) -> Vec<(String, i32)> {
+        if !self.is(GroupState::Empty) {
+            return Vec::new();
+        }
+        self.offsets
+            .iter()
+            .filter(|(_, v)| {
+                if v.expire_timestamp >= 0 {
+                    return now_ms >= v.expire_timestamp;
+                }
+                let since = if self.protocol_type.is_some() {
+                    self.state_since_ms
+                } else {
+                    v.commit_timestamp
+                };
+                now_ms.saturating_sub(since) >= retention_ms
+            })
+            .map(|(k, _)| k.clone())
+            .collect()
+    }
+
     /// Whether the group holds nothing worth keeping.
     pub fn is_removable(&self) -> bool {
         self.is(GroupState::Empty) && self.offsets.is_empty() && self.pending_members.is_empty()
@@ -1392,6 +1418,50 @@ mod tests {
         assert_eq!(o1.generation_id, 1);
         assert_eq!(o1.members.len(), 2);
         assert_eq!(answered(s2).generation_id, 1);
+    }
+
+    fn offset(commit_timestamp: i64) -> OffsetValue {
+        OffsetValue {
+            offset: 1,
+            leader_epoch: -1,
+            metadata: String::new(),
+            commit_timestamp,
+            expire_timestamp: -1,
+        }
+    }
+
+    #[test]
+    fn offsets_expire_only_for_empty_groups_after_the_retention() {
+        let mut g = Group::new("g".into(), 0);
+        let (a, s) = join_new(&mut g, 0);
+        answered(s);
+        sync_all(&mut g, 1, &a, &[&a], 0);
+        g.offsets.insert(("t".into(), 0), offset(0));
+        assert!(
+            g.expired_offsets(1_000_000, 10).is_empty(),
+            "members keep offsets"
+        );
+        // The group empties at 500: retention counts from then, not from
+        // the commit.
+        g.leave(&a, None, 500, &LIMITS);
+        assert!(g.expired_offsets(509, 10).is_empty());
+        assert_eq!(g.expired_offsets(510, 10), vec![("t".to_string(), 0)]);
+        // A group that only commits expires per commit.
+        let mut standalone = Group::new("s".into(), 0);
+        standalone.offsets.insert(("t".into(), 0), offset(100));
+        standalone.offsets.insert(("t".into(), 1), offset(200));
+        assert_eq!(
+            standalone.expired_offsets(150, 50),
+            vec![("t".to_string(), 0)]
+        );
+        assert_eq!(standalone.expired_offsets(250, 50).len(), 2);
+        // An explicit expire timestamp (v1 values) wins.
+        let mut v1 = offset(0);
+        v1.expire_timestamp = 5;
+        standalone.offsets.insert(("u".into(), 0), v1);
+        assert!(standalone
+            .expired_offsets(5, 1_000)
+            .contains(&("u".to_string(), 0)));
     }
 
     #[test]
