@@ -1121,6 +1121,9 @@ pub fn start(shard: &Rc<Shard>, stopping: fn() -> bool) {
                 c.expire_offsets(&s).await;
             }
         }
+        for g in c.groups.borrow_mut().values_mut() {
+            g.abandon_waiters(error_code::NOT_COORDINATOR);
+        }
     })
     .detach();
 }

@@ -1090,6 +1090,20 @@ impl Group {
             .collect()
     }
 
+    /// The coordinator is going away (broker shutdown): every parked
+    /// JoinGroup and SyncGroup is answered with `code`, so clients look for
+    /// the coordinator again instead of waiting out their timeouts.
+    pub fn abandon_waiters(&mut self, code: i16) {
+        for m in self.members.values_mut() {
+            if let Some(tx) = m.join_waiter.take() {
+                let _ = tx.send(JoinOutcome::error(code, &m.id));
+            }
+            if let Some(tx) = m.sync_waiter.take() {
+                let _ = tx.send(SyncOutcome::error(code));
+            }
+        }
+    }
+
     /// Whether the group holds nothing worth keeping.
     pub fn is_removable(&self) -> bool {
         self.is(GroupState::Empty) && self.offsets.is_empty() && self.pending_members.is_empty()
