@@ -17,6 +17,7 @@ use std::path::{Path, PathBuf};
 
 use crate::config::LogConfig;
 use crate::constants::*;
+use crate::group::config::{GroupConfig, GROUP_KEYS};
 
 /// Kafka's `socket.request.max.bytes` default: 100 MiB.
 pub const DEFAULT_SOCKET_REQUEST_MAX_BYTES: usize = 100 * 1024 * 1024;
@@ -58,6 +59,8 @@ pub struct BrokerConfig {
     pub spin_before_park_us: u64,
     /// Defaults for every topic's log settings (`log.*`, `message.max.bytes`).
     pub log: LogConfig,
+    /// The group coordinator's settings (`group.*`, `offsets.*`).
+    pub group: GroupConfig,
 }
 
 impl Default for BrokerConfig {
@@ -77,6 +80,7 @@ impl Default for BrokerConfig {
             tail_cache_bytes: DEFAULT_TAIL_CACHE_BYTES,
             spin_before_park_us: DEFAULT_SPIN_BEFORE_PARK_US,
             log: LogConfig::default(),
+            group: GroupConfig::default(),
         }
     }
 }
@@ -199,6 +203,7 @@ impl BrokerConfig {
         if self.log.segment_bytes < 1024 || self.log.segment_bytes > u32::MAX as u64 {
             return Err(bad("log.segment.bytes", "must be between 1 KiB and 4 GiB"));
         }
+        self.group.validate()?;
         Ok(())
     }
 
@@ -262,11 +267,13 @@ impl BrokerConfig {
                 "log.retention.ms" => self.log.retention_ms = int(key, v)?,
                 "log.retention.bytes" => self.log.retention_bytes = int(key, v)?,
                 "log.preallocate" => self.log.preallocate = boolean(key, v)?,
+                k if GROUP_KEYS.contains(&k) => self.group.set(k, int(key, v)?)?,
                 other => {
                     return Err(format!(
-                        "unknown setting {other:?} in {}; known settings: {}",
+                        "unknown setting {other:?} in {}; known settings: {}, {}",
                         path.display(),
-                        KNOWN_KEYS.join(", ")
+                        KNOWN_KEYS.join(", "),
+                        GROUP_KEYS.join(", ")
                     ))
                 }
             }

@@ -8,6 +8,7 @@ pub mod config;
 pub mod constants;
 pub mod demo;
 pub mod error;
+pub mod group;
 pub mod log;
 pub mod metadata;
 pub mod protocol;

@@ -293,13 +293,46 @@ fn put_varint(out: &mut Vec<u8>, v: i64) {
     out.push(z as u8);
 }
 
+/// A record of [`build_keyed_batch`]: key and value, `None` value being a
+/// tombstone.
+pub type KeyedRecord<'a> = (Option<&'a [u8]>, Option<&'a [u8]>);
+
+/// Encodes an uncompressed batch at offset 0 whose records all carry
+/// `timestamp`: what the broker itself writes (group state).
+pub fn build_keyed_batch(timestamp: i64, records: &[KeyedRecord<'_>]) -> Vec<u8> {
+    encode_batch(0, 0, timestamp, records.iter().map(|(k, v)| (0, *k, *v)))
+}
+
 /// Encodes an uncompressed RecordBatch v2 with the given records. Producers
 /// build batches themselves; this exists for the tools, tests and benches.
 pub fn build_batch(spec: &BatchSpec<'_>) -> Vec<u8> {
+    encode_batch(
+        spec.base_offset,
+        spec.leader_epoch,
+        spec.base_timestamp,
+        spec.records.iter().map(|(ts, k, v)| (*ts, *k, Some(*v))),
+    )
+}
+
+fn encode_batch<'a>(
+    base_offset: i64,
+    leader_epoch: i32,
+    base_timestamp: i64,
+    specs: impl Iterator<Item = (i64, Option<&'a [u8]>, Option<&'a [u8]>)>,
+) -> Vec<u8> {
+    let spec = BatchSpec {
+        base_offset,
+        leader_epoch,
+        base_timestamp,
+        records: &[],
+    };
     let mut records = Vec::new();
     let mut max_ts = spec.base_timestamp;
-    for (i, (ts_delta, key, value)) in spec.records.iter().enumerate() {
-        let mut rec = Vec::with_capacity(16 + value.len());
+    let mut count = 0i32;
+    for (i, (ts_delta, key, value)) in specs.enumerate() {
+        count += 1;
+        let ts_delta = &ts_delta;
+        let mut rec = Vec::with_capacity(16 + value.map_or(0, <[u8]>::len));
         rec.push(0); // attributes
         put_varint(&mut rec, *ts_delta);
         put_varint(&mut rec, i as i64);
@@ -310,14 +343,18 @@ pub fn build_batch(spec: &BatchSpec<'_>) -> Vec<u8> {
             }
             None => put_varint(&mut rec, -1),
         }
-        put_varint(&mut rec, value.len() as i64);
-        rec.extend_from_slice(value);
+        match value {
+            Some(v) => {
+                put_varint(&mut rec, v.len() as i64);
+                rec.extend_from_slice(v);
+            }
+            None => put_varint(&mut rec, -1),
+        }
         put_varint(&mut rec, 0); // headers
         put_varint(&mut records, rec.len() as i64);
         records.extend_from_slice(&rec);
         max_ts = max_ts.max(spec.base_timestamp + ts_delta);
     }
-    let count = spec.records.len() as i32;
     let mut b = Vec::with_capacity(RECORD_BATCH_HEADER_SIZE + records.len());
     b.extend_from_slice(&spec.base_offset.to_be_bytes());
     let length = (RECORD_BATCH_HEADER_SIZE - LOG_OVERHEAD + records.len()) as i32;

@@ -245,6 +245,7 @@ async fn shard_main(
     }
     let active = Rc::new(Cell::new(0usize));
     spawn_timers(&shard);
+    crate::group::coordinator::start(&shard, stopping);
     let metrics_task = metrics_listener.map(|l| metrics_http::spawn(&shard, l, stopping));
     loop {
         let accepted = futures_lite::future::or(async { Some(listener.accept().await) }, async {

@@ -97,11 +97,12 @@ pub async fn handle(
                 offline_replicas: Vec::new(),
             })
             .collect();
+        let is_internal = name == crate::group::offsets_topic::OFFSETS_TOPIC;
         topics.push(MetadataResponseTopic {
             error_code: error_code::NONE,
             name: Some(name),
             topic_id: t.id,
-            is_internal: false,
+            is_internal,
             partitions,
             topic_authorized_operations: i32::MIN,
         });

@@ -16,6 +16,7 @@ use crate::metadata::topic_config;
 use crate::protocol::error_code;
 use crate::protocol::header::RequestHeader;
 use crate::protocol::messages::produce::*;
+use crate::group::offsets_topic::OFFSETS_TOPIC;
 use crate::server::append_waiters::AppendWaiters;
 use crate::server::handlers::error_code_for;
 use crate::server::state::BrokerState;
@@ -69,6 +70,13 @@ pub async fn handle(
             let tp = TopicPartition::new(t.name.clone(), p.index);
             let early = if !valid_acks {
                 Some(Appended::error(error_code::INVALID_REQUIRED_ACKS, None))
+            } else if t.name == OFFSETS_TOPIC {
+                // Kafka refuses client writes to its internal topics: the
+                // group coordinator alone writes group state.
+                Some(Appended::error(
+                    error_code::INVALID_TOPIC_EXCEPTION,
+                    Some(format!("{OFFSETS_TOPIC} is internal; commit offsets with OffsetCommit")),
+                ))
             } else if let Some(part) = image.partition(&t.name, p.index) {
                 match p.records {
                     // Kafka accepts exactly one batch per partition from v3 on;

@@ -1,0 +1,1144 @@
+//! The group coordinator of one shard: the groups whose `__consumer_offsets`
+//! partition this shard owns.
+//!
+//! A group lives on exactly one partition of `__consumer_offsets` (Kafka's
+//! `abs(groupId.hashCode) % partitions`), so it lives on exactly one shard,
+//! and every request about it is served there: handlers on other shards
+//! forward it with `submit_to`. Group state is in memory; each change that
+//! must survive a restart is a record appended to that partition (Kafka's
+//! key/value schemas, `schema.rs`) *before* it takes effect in memory, under
+//! the partition's write permit, so memory never runs ahead of the log and
+//! replays in log order reproduce it.
+//!
+//! When a shard opens an offsets partition (at startup or when the topic is
+//! created) the coordinator loads it by reading it from the log start; until
+//! then requests for its groups get COORDINATOR_LOAD_IN_PROGRESS and retry.
+
+use std::cell::{Cell, RefCell};
+use std::collections::{BTreeMap, HashMap};
+use std::rc::Rc;
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+
+use crate::error::LogError;
+use crate::group::config::GroupConfig;
+pub use crate::group::offsets_topic::OFFSETS_TOPIC;
+use crate::group::offsets_topic::partition_for;
+use crate::group::group::{
+    Group, GroupLimits, GroupState, JoinOutcome, JoinParams, JoinStep, SyncOutcome, SyncStep,
+};
+use crate::group::schema::{GroupValue, OffsetValue, RecordKey};
+use crate::log::batch::{self, BatchIter, CountRule};
+use crate::log::topic_partition::TopicPartition;
+use crate::protocol::error_code;
+use crate::server::append_waiters::AppendWaiters;
+use crate::server::state::BrokerState;
+use crate::shard::partition_table::ShardId;
+use crate::shard::shard::{now_ms, Shard};
+
+/// How often sessions, rebalance and sync deadlines are checked. Kafka
+/// schedules a timer per deadline; a short fixed tick is simpler and costs
+/// one pass over the shard's groups.
+const COORDINATOR_TICK: Duration = Duration::from_millis(50);
+/// Bytes read per step while loading a partition.
+const LOAD_READ_BYTES: usize = 1024 * 1024;
+
+/// Where a group's coordinator runs, if `__consumer_offsets` exists.
+pub fn locate(shard: &Shard, group_id: &str) -> Option<(i32, ShardId)> {
+    let image = BrokerState::of(shard).image();
+    let topic = image.topic(OFFSETS_TOPIC)?;
+    let partition = partition_for(group_id, topic.partitions.len() as i32);
+    let tp = TopicPartition::new(OFFSETS_TOPIC.to_string(), partition);
+    Some((partition, shard.owner(&tp)))
+}
+
+/// Runs `f` on the coordinator of `group_id`. Without `__consumer_offsets`
+/// (FindCoordinator creates it) the answer is COORDINATOR_NOT_AVAILABLE.
+pub async fn on_coordinator<R, F, Fut>(shard: &Rc<Shard>, group_id: &str, f: F) -> Result<R, i16>
+where
+    R: Send + 'static,
+    F: FnOnce(Rc<GroupCoordinator>, Rc<Shard>, i32) -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = R> + 'static,
+{
+    let Some((partition, owner)) = locate(shard, group_id) else {
+        return Err(error_code::COORDINATOR_NOT_AVAILABLE);
+    };
+    shard
+        .submit_to(owner, move |s| async move {
+            let c = GroupCoordinator::of(&s);
+            f(c, s, partition).await
+        })
+        .await
+        .map_err(|_| error_code::COORDINATOR_NOT_AVAILABLE)
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum LoadState {
+    Loading,
+    Loaded,
+}
+
+/// One `__consumer_offsets` partition this shard coordinates.
+struct OffsetsPartition {
+    state: Cell<LoadState>,
+    /// Serialises appends with their in-memory effect (see the module doc).
+    write: glommio::sync::Semaphore,
+}
+
+/// One partition of an OffsetCommit.
+#[derive(Debug, Clone)]
+pub struct CommitPartition {
+    pub partition: i32,
+    pub offset: i64,
+    pub leader_epoch: i32,
+    pub metadata: Option<String>,
+}
+
+/// A committed offset as OffsetFetch reports it (-1 when none).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FetchedOffset {
+    pub partition: i32,
+    pub offset: i64,
+    pub leader_epoch: i32,
+    pub metadata: String,
+    pub error_code: i16,
+}
+
+/// A group as DescribeGroups reports it.
+#[derive(Debug, Clone, Default)]
+pub struct DescribedGroup {
+    pub error_code: i16,
+    pub state: String,
+    pub protocol_type: String,
+    pub protocol: String,
+    pub members: Vec<DescribedMember>,
+}
+
+#[derive(Debug, Clone)]
+pub struct DescribedMember {
+    pub member_id: String,
+    pub group_instance_id: Option<String>,
+    pub client_id: String,
+    pub client_host: String,
+    pub metadata: Bytes,
+    pub assignment: Bytes,
+}
+
+/// A group as ListGroups reports it.
+#[derive(Debug, Clone)]
+pub struct ListedGroup {
+    pub group_id: String,
+    pub protocol_type: String,
+    pub state: String,
+}
+
+pub struct GroupCoordinator {
+    config: GroupConfig,
+    groups: RefCell<HashMap<String, Group>>,
+    /// Which partition each group is on (for loading and sweeps).
+    group_partition: RefCell<HashMap<String, i32>>,
+    partitions: RefCell<HashMap<i32, Rc<OffsetsPartition>>>,
+}
+
+impl GroupCoordinator {
+    fn new(config: GroupConfig) -> Self {
+        GroupCoordinator {
+            config,
+            groups: RefCell::new(HashMap::new()),
+            group_partition: RefCell::new(HashMap::new()),
+            partitions: RefCell::new(HashMap::new()),
+        }
+    }
+
+    /// This shard's coordinator; installed by [`start`].
+    pub fn of(shard: &Shard) -> Rc<GroupCoordinator> {
+        match shard.extension::<GroupCoordinator>() {
+            Some(c) => c,
+            None => {
+                let c = Rc::new(GroupCoordinator::new(
+                    BrokerState::of(shard).config.group.clone(),
+                ));
+                shard.set_extension(c.clone());
+                c
+            }
+        }
+    }
+
+    fn limits(&self) -> GroupLimits {
+        GroupLimits {
+            initial_rebalance_delay_ms: self.config.initial_rebalance_delay_ms,
+            max_size: self.config.max_size.max(1) as usize,
+        }
+    }
+
+    fn tp(partition: i32) -> TopicPartition {
+        TopicPartition::new(OFFSETS_TOPIC.to_string(), partition)
+    }
+
+    /// Ready to serve `partition`'s groups, or the error to answer with.
+    /// The first request for an unloaded partition starts its load.
+    fn ready(self: &Rc<Self>, shard: &Rc<Shard>, partition: i32) -> Result<(), i16> {
+        if shard.local_log(&Self::tp(partition)).is_none() {
+            return Err(error_code::NOT_COORDINATOR);
+        }
+        let state = self
+            .partitions
+            .borrow()
+            .get(&partition)
+            .map(|p| p.state.get());
+        match state {
+            Some(LoadState::Loaded) => Ok(()),
+            Some(LoadState::Loading) => Err(error_code::COORDINATOR_LOAD_IN_PROGRESS),
+            None => {
+                self.spawn_load(shard, partition);
+                Err(error_code::COORDINATOR_LOAD_IN_PROGRESS)
+            }
+        }
+    }
+
+    fn spawn_load(self: &Rc<Self>, shard: &Rc<Shard>, partition: i32) {
+        if self.partitions.borrow().contains_key(&partition) {
+            return;
+        }
+        self.partitions.borrow_mut().insert(
+            partition,
+            Rc::new(OffsetsPartition {
+                state: Cell::new(LoadState::Loading),
+                write: glommio::sync::Semaphore::new(1),
+            }),
+        );
+        let (me, shard) = (self.clone(), shard.clone());
+        glommio::spawn_local(async move {
+            let started = std::time::Instant::now();
+            match me.load(&shard, partition).await {
+                Ok((records, groups)) => {
+                    if let Some(p) = me.partitions.borrow().get(&partition) {
+                        p.state.set(LoadState::Loaded);
+                    }
+                    tracing::info!(
+                        partition,
+                        records,
+                        groups,
+                        ms = started.elapsed().as_millis() as u64,
+                        "loaded group state from {OFFSETS_TOPIC}"
+                    );
+                }
+                Err(e) => {
+                    // Forget the partition so that the next request retries.
+                    me.partitions.borrow_mut().remove(&partition);
+                    tracing::error!(partition, "loading {OFFSETS_TOPIC} failed: {e}");
+                }
+            }
+        })
+        .detach();
+    }
+
+    /// Replays a partition into memory; returns (records, groups) loaded.
+    async fn load(&self, shard: &Rc<Shard>, partition: i32) -> Result<(usize, usize), LogError> {
+        let tp = Self::tp(partition);
+        let Some(log) = shard.local_log(&tp) else {
+            return Err(LogError::Offline {
+                partition: tp.to_string(),
+                reason: "the partition is not open on this shard".into(),
+            });
+        };
+        let mut offsets: BTreeMap<RecordKey, Option<Bytes>> = BTreeMap::new();
+        let mut order: Vec<RecordKey> = Vec::new();
+        let mut next = log.read().await.map(|l| l.log_start_offset()).unwrap_or(0);
+        let mut records = 0usize;
+        loop {
+            let bytes = {
+                let mut l = log.write().await.map_err(|_| LogError::Offline {
+                    partition: tp.to_string(),
+                    reason: "closed while loading".into(),
+                })?;
+                let hw = l.high_watermark();
+                if next >= hw {
+                    break;
+                }
+                let r = l.read(next, LOAD_READ_BYTES, hw, true).await?;
+                if r.slices.is_empty() {
+                    break;
+                }
+                r.to_vec().await?
+            };
+            let mut advanced = false;
+            for item in BatchIter::new(&bytes, CountRule::Compacted) {
+                let (at, h) = item.map_err(|(at, e)| LogError::CorruptMetadata {
+                    position: at,
+                    reason: format!("{OFFSETS_TOPIC}-{partition}: {e}"),
+                })?;
+                next = next.max(h.next_offset());
+                advanced = true;
+                if h.is_control() {
+                    continue;
+                }
+                let batch_bytes = &bytes[at..at + h.size_bytes()];
+                let iter = batch::records(batch_bytes).map_err(|e| LogError::CorruptMetadata {
+                    position: at,
+                    reason: format!("{OFFSETS_TOPIC}-{partition}: {e}"),
+                })?;
+                for rec in iter {
+                    let rec = rec.map_err(|reason| LogError::CorruptMetadata {
+                        position: at,
+                        reason,
+                    })?;
+                    records += 1;
+                    let Some(key) = rec.key else { continue };
+                    let key = match RecordKey::decode(Bytes::copy_from_slice(key)) {
+                        Ok(Some(k)) => k,
+                        Ok(None) => continue,
+                        Err(e) => {
+                            tracing::warn!(partition, "skipping an undecodable key: {e}");
+                            continue;
+                        }
+                    };
+                    let value = rec.value.map(Bytes::copy_from_slice);
+                    if offsets.insert(key.clone(), value).is_none() {
+                        order.push(key);
+                    }
+                }
+            }
+            if !advanced {
+                break;
+            }
+            glommio::yield_if_needed().await;
+        }
+        // The last value per key wins, exactly what compaction keeps.
+        let now = now_ms();
+        let mut groups = self.groups.borrow_mut();
+        let mut where_ = self.group_partition.borrow_mut();
+        let mut touched = std::collections::HashSet::new();
+        for key in order {
+            let Some(value) = offsets.remove(&key) else {
+                continue;
+            };
+            let group_id = key.group().to_string();
+            match (key, value) {
+                (RecordKey::Group { .. }, Some(v)) => match GroupValue::decode(v) {
+                    Ok(v) => {
+                        let g = groups
+                            .entry(group_id.clone())
+                            .or_insert_with(|| Group::new(group_id.clone(), now));
+                        g.load(v, now);
+                        touched.insert(group_id.clone());
+                        where_.insert(group_id, partition);
+                    }
+                    Err(e) => tracing::warn!(group = %group_id, "skipping group metadata: {e}"),
+                },
+                (RecordKey::Group { .. }, None) => {}
+                (
+                    RecordKey::Offset {
+                        topic,
+                        partition: p,
+                        ..
+                    },
+                    Some(v),
+                ) => match OffsetValue::decode(v) {
+                    Ok(v) => {
+                        let g = groups
+                            .entry(group_id.clone())
+                            .or_insert_with(|| Group::new(group_id.clone(), now));
+                        g.offsets.insert((topic, p), v);
+                        touched.insert(group_id.clone());
+                        where_.insert(group_id, partition);
+                    }
+                    Err(e) => tracing::warn!(group = %group_id, "skipping an offset: {e}"),
+                },
+                (RecordKey::Offset { .. }, None) => {}
+            }
+        }
+        Ok((records, touched.len()))
+    }
+
+    /// Appends `records` to the partition and, once they are in the log,
+    /// applies `effect` to memory, both under the partition's write permit.
+    async fn write(
+        &self,
+        shard: &Rc<Shard>,
+        partition: i32,
+        records: Vec<(Bytes, Option<Bytes>)>,
+        effect: impl FnOnce(&mut HashMap<String, Group>),
+    ) -> Result<(), i16> {
+        let Some(p) = self.partitions.borrow().get(&partition).cloned() else {
+            return Err(error_code::NOT_COORDINATOR);
+        };
+        let _permit = p
+            .write
+            .acquire_permit(1)
+            .await
+            .map_err(|_| error_code::COORDINATOR_NOT_AVAILABLE)?;
+        if !records.is_empty() {
+            self.append(shard, partition, &records).await?;
+        }
+        effect(&mut self.groups.borrow_mut());
+        Ok(())
+    }
+
+    async fn append(
+        &self,
+        shard: &Rc<Shard>,
+        partition: i32,
+        records: &[(Bytes, Option<Bytes>)],
+    ) -> Result<(), i16> {
+        let tp = Self::tp(partition);
+        let Some(log) = shard.local_log(&tp) else {
+            return Err(error_code::NOT_COORDINATOR);
+        };
+        let epoch = BrokerState::of(shard)
+            .image()
+            .partition(OFFSETS_TOPIC, partition)
+            .map(|p| p.leader_epoch)
+            .unwrap_or(0);
+        let now = now_ms();
+        let specs: Vec<batch::KeyedRecord<'_>> = records
+            .iter()
+            .map(|(k, v)| (Some(&k[..]), v.as_deref()))
+            .collect();
+        let bytes = batch::build_keyed_batch(now, &specs);
+        let result = {
+            let mut log = log
+                .write()
+                .await
+                .map_err(|_| error_code::COORDINATOR_NOT_AVAILABLE)?;
+            let r = log
+                .append_as_leader(BytesMut::from(&bytes[..]), epoch, None, now)
+                .await;
+            if r.is_ok() {
+                let leo = log.log_end_offset();
+                log.set_high_watermark(leo);
+            }
+            r
+        };
+        match result {
+            Ok(_) => {
+                AppendWaiters::of(shard).notify(&tp);
+                Ok(())
+            }
+            Err(e) => {
+                tracing::error!(partition = %tp, "writing group state failed: {e}");
+                Err(match e {
+                    LogError::InvalidBatch { .. } => error_code::INVALID_COMMIT_OFFSET_SIZE,
+                    _ => error_code::COORDINATOR_NOT_AVAILABLE,
+                })
+            }
+        }
+    }
+
+    /// Writes the group's current metadata in the background (after a
+    /// transition to Empty).
+    fn spawn_persist_group(self: &Rc<Self>, shard: &Rc<Shard>, partition: i32, group_id: String) {
+        let (me, shard) = (self.clone(), shard.clone());
+        glommio::spawn_local(async move {
+            let value = me.groups.borrow().get(&group_id).map(Group::to_value);
+            let Some(value) = value else { return };
+            let key = RecordKey::Group {
+                group: group_id.clone(),
+            };
+            if let Err(code) = me
+                .write(
+                    &shard,
+                    partition,
+                    vec![(key.encode(), Some(value.encode()))],
+                    |_| {},
+                )
+                .await
+            {
+                tracing::warn!(group = %group_id, code, "could not store the group's metadata");
+            }
+        })
+        .detach();
+    }
+
+    fn check_session_timeout(&self, ms: i32) -> Result<(), i16> {
+        if ms < self.config.min_session_timeout_ms || ms > self.config.max_session_timeout_ms {
+            return Err(error_code::INVALID_SESSION_TIMEOUT);
+        }
+        Ok(())
+    }
+
+    // ---------------------------------------------------------------------
+    // The requests
+    // ---------------------------------------------------------------------
+
+    pub async fn join(
+        self: Rc<Self>,
+        shard: Rc<Shard>,
+        partition: i32,
+        group_id: String,
+        params: JoinParams,
+    ) -> JoinOutcome {
+        if let Err(code) = self
+            .ready(&shard, partition)
+            .and_then(|_| self.check_session_timeout(params.session_timeout_ms))
+        {
+            return JoinOutcome::error(code, &params.member_id);
+        }
+        let now = now_ms();
+        let limits = self.limits();
+        let (step, persist) = {
+            let mut groups = self.groups.borrow_mut();
+            if !groups.contains_key(&group_id) {
+                if !params.member_id.is_empty() {
+                    return JoinOutcome::error(error_code::UNKNOWN_MEMBER_ID, &params.member_id);
+                }
+                groups.insert(group_id.clone(), Group::new(group_id.clone(), now));
+                self.group_partition
+                    .borrow_mut()
+                    .insert(group_id.clone(), partition);
+            }
+            let g = groups.get_mut(&group_id).expect("inserted above");
+            let member_id = params.member_id.clone();
+            let r = g.join(params, now, &limits);
+            if let (JoinStep::Answer(o), _) = &r {
+                if o.error_code != error_code::NONE
+                    && o.error_code != error_code::MEMBER_ID_REQUIRED
+                {
+                    tracing::debug!(group = %group_id, member = %member_id, code = o.error_code, "JoinGroup refused");
+                }
+            }
+            r
+        };
+        if persist {
+            self.spawn_persist_group(&shard, partition, group_id.clone());
+        }
+        match step {
+            JoinStep::Answer(o) => o,
+            JoinStep::Wait(rx) => rx
+                .await
+                .unwrap_or_else(|_| JoinOutcome::error(error_code::COORDINATOR_NOT_AVAILABLE, "")),
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    pub async fn sync(
+        self: Rc<Self>,
+        shard: Rc<Shard>,
+        partition: i32,
+        group_id: String,
+        member_id: String,
+        instance_id: Option<String>,
+        generation: i32,
+        protocol_type: Option<String>,
+        protocol_name: Option<String>,
+        assignments: Vec<(String, Bytes)>,
+    ) -> SyncOutcome {
+        if let Err(code) = self.ready(&shard, partition) {
+            return SyncOutcome::error(code);
+        }
+        let now = now_ms();
+        let step = {
+            let mut groups = self.groups.borrow_mut();
+            let Some(g) = groups.get_mut(&group_id) else {
+                return SyncOutcome::error(error_code::UNKNOWN_MEMBER_ID);
+            };
+            g.sync(
+                &member_id,
+                instance_id.as_deref(),
+                generation,
+                protocol_type.as_deref(),
+                protocol_name.as_deref(),
+                assignments,
+                now,
+            )
+        };
+        let wait = match step {
+            SyncStep::Answer(o) => return o,
+            SyncStep::Wait(rx) => rx,
+            SyncStep::Persist {
+                generation,
+                value,
+                assignments,
+                wait,
+            } => {
+                let key = RecordKey::Group {
+                    group: group_id.clone(),
+                };
+                let limits = self.limits();
+                let stored = assignments.clone();
+                let gid = group_id.clone();
+                let r = self
+                    .write(
+                        &shard,
+                        partition,
+                        vec![(key.encode(), Some(value.encode()))],
+                        move |groups| {
+                            if let Some(g) = groups.get_mut(&gid) {
+                                g.finish_sync(generation, stored, Ok(()), now_ms(), &limits);
+                            }
+                        },
+                    )
+                    .await;
+                if let Err(code) = r {
+                    if let Some(g) = self.groups.borrow_mut().get_mut(&group_id) {
+                        g.finish_sync(generation, assignments, Err(code), now_ms(), &limits);
+                    }
+                }
+                wait
+            }
+        };
+        wait.await
+            .unwrap_or_else(|_| SyncOutcome::error(error_code::REBALANCE_IN_PROGRESS))
+    }
+
+    pub async fn heartbeat(
+        self: Rc<Self>,
+        shard: Rc<Shard>,
+        partition: i32,
+        group_id: String,
+        member_id: String,
+        instance_id: Option<String>,
+        generation: i32,
+    ) -> i16 {
+        if let Err(code) = self.ready(&shard, partition) {
+            return code;
+        }
+        let mut groups = self.groups.borrow_mut();
+        let Some(g) = groups.get_mut(&group_id) else {
+            return error_code::UNKNOWN_MEMBER_ID;
+        };
+        g.heartbeat(&member_id, instance_id.as_deref(), generation, now_ms())
+    }
+
+    /// Removes members; returns each one's error code, or a group-level
+    /// error.
+    pub async fn leave(
+        self: Rc<Self>,
+        shard: Rc<Shard>,
+        partition: i32,
+        group_id: String,
+        members: Vec<(String, Option<String>)>,
+    ) -> Result<Vec<i16>, i16> {
+        self.ready(&shard, partition)?;
+        let limits = self.limits();
+        let now = now_ms();
+        let mut persist = false;
+        let codes = {
+            let mut groups = self.groups.borrow_mut();
+            let Some(g) = groups.get_mut(&group_id) else {
+                return Ok(vec![error_code::UNKNOWN_MEMBER_ID; members.len()]);
+            };
+            members
+                .iter()
+                .map(|(id, instance)| {
+                    let (code, p) = g.leave(id, instance.as_deref(), now, &limits);
+                    persist |= p;
+                    code
+                })
+                .collect()
+        };
+        if persist {
+            self.spawn_persist_group(&shard, partition, group_id);
+        }
+        Ok(codes)
+    }
+
+    /// Commits offsets; answers per topic and partition.
+    #[allow(clippy::too_many_arguments)]
+    pub async fn commit(
+        self: Rc<Self>,
+        shard: Rc<Shard>,
+        partition: i32,
+        group_id: String,
+        generation: i32,
+        member_id: String,
+        instance_id: Option<String>,
+        topics: Vec<(String, Vec<CommitPartition>)>,
+    ) -> Vec<(String, Vec<(i32, i16)>)> {
+        let all = |code: i16| {
+            topics
+                .iter()
+                .map(|(t, ps)| (t.clone(), ps.iter().map(|p| (p.partition, code)).collect()))
+                .collect::<Vec<_>>()
+        };
+        if let Err(code) = self.ready(&shard, partition) {
+            return all(code);
+        }
+        let now = now_ms();
+        // Kafka's doCommitOffsets checks.
+        let group_error = {
+            let mut groups = self.groups.borrow_mut();
+            match groups.get_mut(&group_id) {
+                None if generation < 0 => {
+                    groups.insert(group_id.clone(), Group::new(group_id.clone(), now));
+                    self.group_partition
+                        .borrow_mut()
+                        .insert(group_id.clone(), partition);
+                    None
+                }
+                None => Some(error_code::ILLEGAL_GENERATION),
+                Some(g) if g.is(GroupState::Dead) => Some(error_code::COORDINATOR_NOT_AVAILABLE),
+                Some(g) if generation < 0 && g.is(GroupState::Empty) => None,
+                Some(g) if g.is(GroupState::CompletingRebalance) => {
+                    Some(error_code::REBALANCE_IN_PROGRESS)
+                }
+                Some(g) => {
+                    match g.validate_member(&member_id, instance_id.as_deref(), generation) {
+                        Ok(()) => {
+                            if let Some(m) = g.members.get_mut(&member_id) {
+                                m.session_deadline_ms = now + m.session_timeout_ms as i64;
+                            }
+                            None
+                        }
+                        Err(code) => Some(code),
+                    }
+                }
+            }
+        };
+        if let Some(code) = group_error {
+            return all(code);
+        }
+        let image = BrokerState::of(&shard).image();
+        let mut results: Vec<(String, Vec<(i32, i16)>)> = Vec::with_capacity(topics.len());
+        let mut records = Vec::new();
+        let mut updates = Vec::new();
+        for (topic, parts) in &topics {
+            let mut out = Vec::with_capacity(parts.len());
+            for p in parts {
+                let metadata = p.metadata.clone().unwrap_or_default();
+                let code = if image.partition(topic, p.partition).is_none() {
+                    error_code::UNKNOWN_TOPIC_OR_PARTITION
+                } else if metadata.len() > self.config.offset_metadata_max_bytes {
+                    error_code::OFFSET_METADATA_TOO_LARGE
+                } else {
+                    let key = RecordKey::Offset {
+                        group: group_id.clone(),
+                        topic: topic.clone(),
+                        partition: p.partition,
+                    };
+                    let value = OffsetValue {
+                        offset: p.offset,
+                        leader_epoch: p.leader_epoch,
+                        metadata,
+                        commit_timestamp: now,
+                        expire_timestamp: -1,
+                    };
+                    records.push((key.encode(), Some(value.encode())));
+                    updates.push(((topic.clone(), p.partition), value));
+                    error_code::NONE
+                };
+                out.push((p.partition, code));
+            }
+            results.push((topic.clone(), out));
+        }
+        let gid = group_id.clone();
+        let written = self
+            .write(&shard, partition, records, move |groups| {
+                if let Some(g) = groups.get_mut(&gid) {
+                    g.offsets.extend(updates);
+                }
+            })
+            .await;
+        if let Err(code) = written {
+            for (_, parts) in &mut results {
+                for (_, c) in parts.iter_mut() {
+                    if *c == error_code::NONE {
+                        *c = code;
+                    }
+                }
+            }
+        }
+        results
+    }
+
+    /// Committed offsets of `topics` (`None`: every committed partition).
+    pub async fn fetch_offsets(
+        self: Rc<Self>,
+        shard: Rc<Shard>,
+        partition: i32,
+        group_id: String,
+        topics: Option<Vec<(String, Vec<i32>)>>,
+    ) -> Result<Vec<(String, Vec<FetchedOffset>)>, i16> {
+        self.ready(&shard, partition)?;
+        let groups = self.groups.borrow();
+        let group = groups.get(&group_id);
+        let fetched = |topic: &str, p: i32| match group
+            .and_then(|g| g.offsets.get(&(topic.to_string(), p)))
+        {
+            Some(v) => FetchedOffset {
+                partition: p,
+                offset: v.offset,
+                leader_epoch: v.leader_epoch,
+                metadata: v.metadata.clone(),
+                error_code: error_code::NONE,
+            },
+            None => FetchedOffset {
+                partition: p,
+                offset: -1,
+                leader_epoch: -1,
+                metadata: String::new(),
+                error_code: error_code::NONE,
+            },
+        };
+        Ok(match topics {
+            Some(topics) => topics
+                .into_iter()
+                .map(|(t, ps)| {
+                    let out = ps.iter().map(|&p| fetched(&t, p)).collect();
+                    (t, out)
+                })
+                .collect(),
+            None => {
+                let mut by_topic: BTreeMap<String, Vec<FetchedOffset>> = BTreeMap::new();
+                if let Some(g) = group {
+                    for (t, p) in g.offsets.keys() {
+                        by_topic.entry(t.clone()).or_default().push(fetched(t, *p));
+                    }
+                }
+                by_topic.into_iter().collect()
+            }
+        })
+    }
+
+    pub async fn describe(
+        self: Rc<Self>,
+        shard: Rc<Shard>,
+        partition: i32,
+        group_id: String,
+    ) -> DescribedGroup {
+        if let Err(code) = self.ready(&shard, partition) {
+            return DescribedGroup {
+                error_code: code,
+                ..DescribedGroup::default()
+            };
+        }
+        let groups = self.groups.borrow();
+        let Some(g) = groups.get(&group_id) else {
+            return DescribedGroup {
+                error_code: error_code::NONE,
+                state: GroupState::Dead.name().to_string(),
+                ..DescribedGroup::default()
+            };
+        };
+        let protocol = g.protocol.clone().unwrap_or_default();
+        let mut members: Vec<_> = g.members.values().collect();
+        members.sort_by_key(|m| m.joined_seq);
+        // Kafka shows metadata and assignments only once they are settled.
+        let stable = g.is(GroupState::Stable);
+        DescribedGroup {
+            error_code: error_code::NONE,
+            state: g.state.name().to_string(),
+            protocol_type: g.protocol_type.clone().unwrap_or_default(),
+            protocol: if stable {
+                protocol.clone()
+            } else {
+                String::new()
+            },
+            members: members
+                .into_iter()
+                .map(|m| DescribedMember {
+                    member_id: m.id.clone(),
+                    group_instance_id: m.instance_id.clone(),
+                    client_id: m.client_id.clone(),
+                    client_host: m.client_host.clone(),
+                    metadata: if stable {
+                        m.metadata_for(&protocol)
+                    } else {
+                        Bytes::new()
+                    },
+                    assignment: if stable {
+                        m.assignment.clone()
+                    } else {
+                        Bytes::new()
+                    },
+                })
+                .collect(),
+        }
+    }
+
+    /// This shard's groups; an error if one of its partitions is loading.
+    pub fn list(self: Rc<Self>, shard: &Rc<Shard>) -> Result<Vec<ListedGroup>, i16> {
+        for tp in shard.local_partitions() {
+            if tp.topic == OFFSETS_TOPIC {
+                self.ready(shard, tp.partition)?;
+            }
+        }
+        let groups = self.groups.borrow();
+        Ok(groups
+            .values()
+            .filter(|g| !g.is(GroupState::Dead))
+            .map(|g| ListedGroup {
+                group_id: g.id.clone(),
+                protocol_type: g.protocol_type.clone().unwrap_or_default(),
+                state: g.state.name().to_string(),
+            })
+            .collect())
+    }
+
+    /// Deletes an empty group with its offsets.
+    pub async fn delete_group(
+        self: Rc<Self>,
+        shard: Rc<Shard>,
+        partition: i32,
+        group_id: String,
+    ) -> i16 {
+        if let Err(code) = self.ready(&shard, partition) {
+            return code;
+        }
+        let records = {
+            let groups = self.groups.borrow();
+            let Some(g) = groups.get(&group_id) else {
+                return error_code::GROUP_ID_NOT_FOUND;
+            };
+            if g.is(GroupState::Dead) {
+                return error_code::GROUP_ID_NOT_FOUND;
+            }
+            if !g.is(GroupState::Empty) {
+                return error_code::NON_EMPTY_GROUP;
+            }
+            tombstones(g, g.offsets.keys().cloned())
+        };
+        let gid = group_id.clone();
+        let r = self
+            .write(&shard, partition, records, move |groups| {
+                if let Some(mut g) = groups.remove(&gid) {
+                    g.state = GroupState::Dead;
+                }
+            })
+            .await;
+        if r.is_ok() {
+            self.group_partition.borrow_mut().remove(&group_id);
+            tracing::info!(group = %group_id, "group deleted");
+        }
+        r.err().unwrap_or(error_code::NONE)
+    }
+
+    /// OffsetDelete: removes committed offsets the group no longer uses.
+    pub async fn delete_offsets(
+        self: Rc<Self>,
+        shard: Rc<Shard>,
+        partition: i32,
+        group_id: String,
+        topics: Vec<(String, Vec<i32>)>,
+    ) -> Result<Vec<(String, Vec<(i32, i16)>)>, i16> {
+        self.ready(&shard, partition)?;
+        let (results, keys) = {
+            let groups = self.groups.borrow();
+            let Some(g) = groups.get(&group_id) else {
+                return Err(error_code::GROUP_ID_NOT_FOUND);
+            };
+            if g.is(GroupState::Dead) {
+                return Err(error_code::GROUP_ID_NOT_FOUND);
+            }
+            let subscribed = g.subscribed_topics();
+            if !g.is(GroupState::Empty) && subscribed.is_none() {
+                return Err(error_code::NON_EMPTY_GROUP);
+            }
+            let mut keys = Vec::new();
+            let results: Vec<(String, Vec<(i32, i16)>)> = topics
+                .into_iter()
+                .map(|(t, ps)| {
+                    let in_use = subscribed.as_ref().is_some_and(|s| s.contains(&t));
+                    let out = ps
+                        .into_iter()
+                        .map(|p| {
+                            if in_use {
+                                (p, error_code::GROUP_SUBSCRIBED_TO_TOPIC)
+                            } else {
+                                if g.offsets.contains_key(&(t.clone(), p)) {
+                                    keys.push((t.clone(), p));
+                                }
+                                (p, error_code::NONE)
+                            }
+                        })
+                        .collect();
+                    (t, out)
+                })
+                .collect();
+            (results, keys)
+        };
+        let records: Vec<_> = keys
+            .iter()
+            .map(|(t, p)| {
+                let key = RecordKey::Offset {
+                    group: group_id.clone(),
+                    topic: t.clone(),
+                    partition: *p,
+                };
+                (key.encode(), None)
+            })
+            .collect();
+        let gid = group_id.clone();
+        self.write(&shard, partition, records, move |groups| {
+            if let Some(g) = groups.get_mut(&gid) {
+                for k in &keys {
+                    g.offsets.remove(k);
+                }
+            }
+        })
+        .await?;
+        Ok(results)
+    }
+
+    // ---------------------------------------------------------------------
+    // Background work
+    // ---------------------------------------------------------------------
+
+    /// Session, rebalance and sync deadlines of every group on this shard.
+    fn tick(self: &Rc<Self>, shard: &Rc<Shard>) {
+        let now = now_ms();
+        let limits = self.limits();
+        let mut persist = Vec::new();
+        {
+            let mut groups = self.groups.borrow_mut();
+            for g in groups.values_mut() {
+                if g.tick(now, &limits) {
+                    persist.push(g.id.clone());
+                }
+            }
+        }
+        for id in persist {
+            let partition = self.group_partition.borrow().get(&id).copied();
+            if let Some(p) = partition {
+                self.spawn_persist_group(shard, p, id);
+            }
+        }
+    }
+
+    /// Kafka's offset expiration: offsets of an empty group expire
+    /// `offsets.retention.minutes` after it became empty; those of a group
+    /// that only commits (no members ever, no protocol) expire that long
+    /// after each commit. A group left empty with no offsets is deleted.
+    async fn expire_offsets(self: &Rc<Self>, shard: &Rc<Shard>) {
+        let now = now_ms();
+        let retention = self.config.offsets_retention_ms();
+        let mut work: Vec<(i32, String, Vec<(String, i32)>, bool)> = Vec::new();
+        {
+            let groups = self.groups.borrow();
+            let where_ = self.group_partition.borrow();
+            for g in groups.values() {
+                let Some(&partition) = where_.get(&g.id) else {
+                    continue;
+                };
+                if !g.is(GroupState::Empty) {
+                    continue;
+                }
+                let expired: Vec<(String, i32)> = g
+                    .offsets
+                    .iter()
+                    .filter(|(_, v)| {
+                        if v.expire_timestamp >= 0 {
+                            return now >= v.expire_timestamp;
+                        }
+                        let since = if g.protocol_type.is_some() {
+                            g.state_since_ms
+                        } else {
+                            v.commit_timestamp
+                        };
+                        now.saturating_sub(since) >= retention
+                    })
+                    .map(|(k, _)| k.clone())
+                    .collect();
+                let drop_group = expired.len() == g.offsets.len() && g.pending_members.is_empty();
+                if !expired.is_empty() || drop_group {
+                    work.push((partition, g.id.clone(), expired, drop_group));
+                }
+            }
+        }
+        for (partition, group_id, expired, drop_group) in work {
+            let records = {
+                let groups = self.groups.borrow();
+                let Some(g) = groups.get(&group_id) else {
+                    continue;
+                };
+                let mut r = tombstones_for(&group_id, expired.iter().cloned());
+                if drop_group && g.is(GroupState::Empty) {
+                    r = tombstones(g, expired.iter().cloned());
+                }
+                r
+            };
+            let count = expired.len();
+            let gid = group_id.clone();
+            let r = self
+                .write(shard, partition, records, move |groups| {
+                    if let Some(g) = groups.get_mut(&gid) {
+                        for k in &expired {
+                            g.offsets.remove(k);
+                        }
+                        if drop_group && g.is_removable() {
+                            groups.remove(&gid);
+                        }
+                    }
+                })
+                .await;
+            match r {
+                Ok(()) => {
+                    if !self.groups.borrow().contains_key(&group_id) {
+                        self.group_partition.borrow_mut().remove(&group_id);
+                    }
+                    tracing::info!(group = %group_id, offsets = count, removed = drop_group, "expired committed offsets");
+                }
+                Err(code) => {
+                    tracing::warn!(group = %group_id, code, "offset expiration failed; retrying later")
+                }
+            }
+        }
+    }
+}
+
+/// Tombstones for the given offsets of a group.
+fn tombstones_for(
+    group_id: &str,
+    keys: impl Iterator<Item = (String, i32)>,
+) -> Vec<(Bytes, Option<Bytes>)> {
+    keys.map(|(topic, partition)| {
+        let key = RecordKey::Offset {
+            group: group_id.to_string(),
+            topic,
+            partition,
+        };
+        (key.encode(), None)
+    })
+    .collect()
+}
+
+/// Tombstones for offsets and for the group's metadata: the group is gone.
+fn tombstones(g: &Group, keys: impl Iterator<Item = (String, i32)>) -> Vec<(Bytes, Option<Bytes>)> {
+    let mut r = tombstones_for(&g.id, keys);
+    r.push((
+        RecordKey::Group {
+            group: g.id.clone(),
+        }
+        .encode(),
+        None,
+    ));
+    r
+}
+
+/// Installs the coordinator on `shard`, starts loading the offsets
+/// partitions it owns, and runs its timers until `stopping()`.
+pub fn start(shard: &Rc<Shard>, stopping: fn() -> bool) {
+    let c = GroupCoordinator::of(shard);
+    for tp in shard.local_partitions() {
+        if tp.topic == OFFSETS_TOPIC {
+            c.spawn_load(shard, tp.partition);
+        }
+    }
+    let (c, s) = (c.clone(), shard.clone());
+    glommio::spawn_local(async move {
+        let interval = Duration::from_millis(c.config.offsets_retention_check_interval_ms);
+        let mut last_expiry = std::time::Instant::now();
+        let mut image_seen = BrokerState::of(&s).image().offset;
+        while !stopping() {
+            glommio::timer::sleep(COORDINATOR_TICK).await;
+            // Partitions created since (the topic is created on the first
+            // FindCoordinator) start loading right away.
+            let image = BrokerState::of(&s).image().offset;
+            if image != image_seen {
+                image_seen = image;
+                for tp in s.local_partitions() {
+                    if tp.topic == OFFSETS_TOPIC {
+                        c.spawn_load(&s, tp.partition);
+                    }
+                }
+            }
+            c.tick(&s);
+            if last_expiry.elapsed() >= interval {
+                last_expiry = std::time::Instant::now();
+                c.expire_offsets(&s).await;
+            }
+        }
+    })
+    .detach();
+}
