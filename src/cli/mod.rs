@@ -58,6 +58,7 @@ pub struct ConnectArgs {
 pub enum TopicCommand {
     /// Create a topic.
     Create {
+        /// The topic's name.
         name: String,
         /// Number of partitions.
         #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(i32).range(1..))]
@@ -82,6 +83,7 @@ pub enum TopicCommand {
     /// the settings that differ from the defaults. All topics when none are
     /// named.
     Describe {
+        /// Topics to describe (default: all).
         names: Vec<String>,
         /// With no names: include internal topics too.
         #[arg(long)]
@@ -89,6 +91,7 @@ pub enum TopicCommand {
     },
     /// Delete topics and all their data.
     Delete {
+        /// Topics to delete.
         #[arg(required = true)]
         names: Vec<String>,
         /// Succeed for topics that do not exist.
@@ -103,6 +106,7 @@ pub enum TopicCommand {
             .args(["partitions", "set", "delete_config"])
     ))]
     Alter {
+        /// The topic to change.
         name: String,
         /// The new, larger, partition count.
         #[arg(long, value_parser = clap::value_parser!(i32).range(1..))]
@@ -123,7 +127,10 @@ pub enum GroupCommand {
     List,
     /// Show a group's members, their partitions, and each partition's
     /// committed offset, end offset and lag.
-    Describe { group: String },
+    Describe {
+        /// The group's id.
+        group: String,
+    },
     /// Move a group's committed offsets. Prints the plan unless --execute.
     #[command(group(
         ArgGroup::new("target")
@@ -131,6 +138,7 @@ pub enum GroupCommand {
             .args(["to_earliest", "to_latest", "to_offset", "shift_by", "to_datetime"])
     ))]
     ResetOffsets {
+        /// The group's id.
         group: String,
         /// TOPIC or TOPIC:P,P,... (partitions); repeatable.
         #[arg(long = "topic", required = true, value_name = "TOPIC[:P,...]", value_parser = group::parse_topic_spec)]

@@ -377,7 +377,11 @@ fn describe(
     topics.sort_by(|a, b| a.name.cmp(&b.name));
     fill_offsets(cluster, &mut topics)?;
     fill_configs(cluster.any(), &mut topics)?;
-    emit(out, &render_describe(&topics, conn.json))?;
+    // "No topics" would mislead when the topics asked for are missing;
+    // the errors below say so instead.
+    if conn.json || !topics.is_empty() || asked.is_none() {
+        emit(out, &render_describe(&topics, conn.json))?;
+    }
     report_failures(failures, names.len().max(topics.len()))
 }
 

@@ -23,11 +23,11 @@ use bytes::{Bytes, BytesMut};
 
 use crate::error::LogError;
 use crate::group::config::GroupConfig;
-pub use crate::group::offsets_topic::OFFSETS_TOPIC;
-use crate::group::offsets_topic::partition_for;
 use crate::group::group::{
     Group, GroupLimits, GroupState, JoinOutcome, JoinParams, JoinStep, SyncOutcome, SyncStep,
 };
+use crate::group::offsets_topic::partition_for;
+pub use crate::group::offsets_topic::OFFSETS_TOPIC;
 use crate::group::schema::{GroupValue, OffsetValue, RecordKey};
 use crate::log::batch::{self, BatchIter, CountRule};
 use crate::log::topic_partition::TopicPartition;

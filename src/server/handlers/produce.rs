@@ -11,12 +11,12 @@ use bytes::{Bytes, BytesMut};
 
 use crate::broker_config::TimestampType;
 use crate::error::LogError;
+use crate::group::offsets_topic::OFFSETS_TOPIC;
 use crate::log::topic_partition::TopicPartition;
 use crate::metadata::topic_config;
 use crate::protocol::error_code;
 use crate::protocol::header::RequestHeader;
 use crate::protocol::messages::produce::*;
-use crate::group::offsets_topic::OFFSETS_TOPIC;
 use crate::server::append_waiters::AppendWaiters;
 use crate::server::handlers::error_code_for;
 use crate::server::state::BrokerState;
@@ -75,7 +75,9 @@ pub async fn handle(
                 // group coordinator alone writes group state.
                 Some(Appended::error(
                     error_code::INVALID_TOPIC_EXCEPTION,
-                    Some(format!("{OFFSETS_TOPIC} is internal; commit offsets with OffsetCommit")),
+                    Some(format!(
+                        "{OFFSETS_TOPIC} is internal; commit offsets with OffsetCommit"
+                    )),
                 ))
             } else if let Some(part) = image.partition(&t.name, p.index) {
                 match p.records {
