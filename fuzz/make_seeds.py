@@ -88,7 +88,8 @@ def batch(records, base_offset=0, attributes=0, producer_id=-1, epoch=-1, base_s
 # --- request encoding -------------------------------------------------------
 
 API_ROWS = [  # (key, min, max, first flexible), in SUPPORTED_APIS order
-    (0, 3, 9, 9), (1, 4, 12, 12), (2, 1, 7, 6), (3, 0, 12, 9), (18, 0, 4, 3),
+    (0, 3, 9, 9), (1, 4, 12, 12), (2, 1, 7, 6), (3, 0, 12, 9), (8, 2, 9, 8),
+    (10, 0, 6, 3), (11, 0, 9, 6), (12, 0, 4, 4), (13, 0, 5, 4), (14, 0, 5, 4), (18, 0, 4, 3),
     (19, 2, 7, 5), (20, 1, 6, 4), (22, 0, 4, 2), (23, 2, 4, 4), (32, 1, 4, 4),
     (33, 0, 2, 2), (37, 0, 3, 2), (44, 0, 1, 1), (60, 0, 1, 0),
 ]
@@ -186,6 +187,84 @@ def init_producer_id(version):
     return body + tags(f)
 
 
+def find_coordinator(version):
+    f = version >= 3
+    body = b""
+    if version <= 3:
+        body += string("billing", f)
+    if version >= 1:
+        body += b"\x00"  # key_type: group
+    if version >= 4:
+        body += array_len(2, f) + string("billing", f) + string("audit", f)
+    return body + tags(f)
+
+
+def join_group(version):
+    f = version >= 6
+    body = string("billing", f) + struct.pack(">i", 45000)
+    if version >= 1:
+        body += struct.pack(">i", 300000)
+    body += string("", f)  # member_id: first join
+    if version >= 5:
+        body += null_string(f)
+    # A consumer subscription (v0: version, topics, user data) as metadata.
+    subscription = struct.pack(">h", 0) + struct.pack(">i", 1) + string("orders", False) \
+        + struct.pack(">i", -1)
+    body += string("consumer", f) + array_len(2, f)
+    body += string("range", f) + nbytes(subscription, f) + tags(f)
+    body += string("cooperative-sticky", f) + nbytes(subscription, f) + tags(f)
+    if version >= 8:
+        body += null_string(f)
+    return body + tags(f)
+
+
+def sync_group(version):
+    f = version >= 4
+    body = string("billing", f) + struct.pack(">i", 1) + string("member-1", f)
+    if version >= 3:
+        body += null_string(f)
+    if version >= 5:
+        body += string("consumer", f) + string("range", f)
+    assignment = struct.pack(">h", 0) + struct.pack(">i", 1) + string("orders", False) \
+        + struct.pack(">iii", 2, 0, 1) + struct.pack(">i", -1)
+    body += array_len(1, f) + string("member-1", f) + nbytes(assignment, f) + tags(f)
+    return body + tags(f)
+
+
+def heartbeat(version):
+    f = version >= 4
+    body = string("billing", f) + struct.pack(">i", 1) + string("member-1", f)
+    if version >= 3:
+        body += string("pod-1", f)
+    return body + tags(f)
+
+
+def leave_group(version):
+    f = version >= 4
+    body = string("billing", f)
+    if version <= 2:
+        return body + string("member-1", f) + tags(f)
+    member = string("member-1", f) + null_string(f)
+    if version >= 5:
+        member += string("closing", f)
+    return body + array_len(1, f) + member + tags(f) + tags(f)
+
+
+def offset_commit(version):
+    f = version >= 8
+    body = string("billing", f) + struct.pack(">i", 1) + string("member-1", f)
+    if version >= 7:
+        body += null_string(f)
+    if 2 <= version <= 4:
+        body += struct.pack(">q", -1)
+    part = struct.pack(">iq", 0, 42)
+    if version >= 6:
+        part += struct.pack(">i", 3)
+    part += string("", f) + tags(f)
+    body += array_len(1, f) + string("orders", f) + array_len(1, f) + part + tags(f)
+    return body + tags(f)
+
+
 def write(target, name, data):
     d = os.path.join(HERE, "seeds", target)
     os.makedirs(d, exist_ok=True)
@@ -219,6 +298,18 @@ def main():
     for v in (1, 4):
         write("request_decoder", f"init_producer_id_v{v}",
               request_seed(22, v, init_producer_id(v)))
+    for v in (0, 3, 4):
+        write("request_decoder", f"find_coordinator_v{v}",
+              request_seed(10, v, find_coordinator(v)))
+    for v in (0, 5, 9):
+        write("request_decoder", f"join_group_v{v}", request_seed(11, v, join_group(v)))
+    for v in (1, 5):
+        write("request_decoder", f"sync_group_v{v}", request_seed(14, v, sync_group(v)))
+    write("request_decoder", "heartbeat_v4", request_seed(12, 4, heartbeat(4)))
+    for v in (1, 5):
+        write("request_decoder", f"leave_group_v{v}", request_seed(13, v, leave_group(v)))
+    for v in (2, 7, 9):
+        write("request_decoder", f"offset_commit_v{v}", request_seed(8, v, offset_commit(v)))
 
 
 if __name__ == "__main__":

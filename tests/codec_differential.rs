@@ -44,6 +44,9 @@ use pinlog::protocol::messages::{
     describe_configs, fetch, incremental_alter_configs, init_producer_id, list_offsets, metadata,
     offset_for_leader_epoch, produce,
 };
+use pinlog::protocol::messages::{
+    find_coordinator, heartbeat, join_group, leave_group, offset_commit, sync_group,
+};
 
 /// Messages built per (API, version, side). Samples 0 and 1 are the
 /// all-set and all-unset extremes (see [`Coverage`]); the rest are random.
@@ -277,6 +280,24 @@ impl Gen {
             base_timestamp: 1_700_000_000_000 + self.below(1 << 30) as i64,
             records: &records,
         }))
+    }
+}
+
+impl Gen {
+    /// An opaque byte field (group metadata, assignments): usually 1-16
+    /// random bytes, one time in eight 128-300 (a two-byte compact length),
+    /// and in random samples empty one time in ten. Never null: none of the
+    /// fields it fills is nullable.
+    fn opaque(&mut self) -> Bytes {
+        if self.coverage == Coverage::Random && self.below(10) == 0 {
+            return Bytes::new();
+        }
+        let len = if self.below(8) == 0 {
+            128 + self.below(173)
+        } else {
+            1 + self.below(16)
+        };
+        (0..len).map(|_| self.next() as u8).collect()
     }
 }
 
@@ -954,6 +975,234 @@ fn describe_cluster_response(g: &mut Gen, v: i16) -> kp::DescribeClusterResponse
         .with_cluster_authorized_operations(g.i32())
 }
 
+fn offset_commit_request(g: &mut Gen, v: i16) -> kp::OffsetCommitRequest {
+    use kp::offset_commit_request::{OffsetCommitRequestPartition, OffsetCommitRequestTopic};
+    let mut m = new!(g, kp::OffsetCommitRequest)
+        .with_group_id(g.str().into())
+        .with_generation_id_or_member_epoch(g.i32())
+        .with_member_id(g.str());
+    if v >= 7 {
+        m = m.with_group_instance_id(g.opt(Gen::str));
+    }
+    if (2..=4).contains(&v) {
+        m = m.with_retention_time_ms(g.i64());
+    }
+    m.with_topics(g.vec(|g| {
+        new!(g, OffsetCommitRequestTopic)
+            .with_name(g.topic())
+            .with_partitions(g.vec(|g| {
+                let mut p = new!(g, OffsetCommitRequestPartition)
+                    .with_partition_index(g.i32())
+                    .with_committed_offset(g.i64());
+                if v >= 6 {
+                    p = p.with_committed_leader_epoch(g.i32());
+                }
+                p.with_committed_metadata(g.opt(Gen::str))
+            }))
+    }))
+}
+
+fn offset_commit_response(g: &mut Gen, v: i16) -> kp::OffsetCommitResponse {
+    use kp::offset_commit_response::{OffsetCommitResponsePartition, OffsetCommitResponseTopic};
+    let mut m = new!(g, kp::OffsetCommitResponse);
+    if v >= 3 {
+        m = m.with_throttle_time_ms(g.i32());
+    }
+    m.with_topics(g.vec(|g| {
+        new!(g, OffsetCommitResponseTopic)
+            .with_name(g.topic())
+            .with_partitions(g.vec(|g| {
+                new!(g, OffsetCommitResponsePartition)
+                    .with_partition_index(g.i32())
+                    .with_error_code(g.i16())
+            }))
+    }))
+}
+
+fn find_coordinator_request(g: &mut Gen, v: i16) -> kp::FindCoordinatorRequest {
+    let mut m = new!(g, kp::FindCoordinatorRequest);
+    if v <= 3 {
+        m = m.with_key(g.str());
+    }
+    if v >= 1 {
+        m = m.with_key_type(g.i8());
+    }
+    if v >= 4 {
+        m = m.with_coordinator_keys(g.vec(Gen::str));
+    }
+    m
+}
+
+fn find_coordinator_response(g: &mut Gen, v: i16) -> kp::FindCoordinatorResponse {
+    use kp::find_coordinator_response::Coordinator;
+    let mut m = new!(g, kp::FindCoordinatorResponse);
+    if v >= 1 {
+        m = m.with_throttle_time_ms(g.i32());
+    }
+    if v <= 3 {
+        m = m.with_error_code(g.i16());
+        if v >= 1 {
+            m = m.with_error_message(g.opt(Gen::str));
+        }
+        m = m
+            .with_node_id(g.broker())
+            .with_host(g.str())
+            .with_port(g.i32());
+    } else {
+        m = m.with_coordinators(g.vec(|g| {
+            new!(g, Coordinator)
+                .with_key(g.str())
+                .with_node_id(g.broker())
+                .with_host(g.str())
+                .with_port(g.i32())
+                .with_error_code(g.i16())
+                .with_error_message(g.opt(Gen::str))
+        }));
+    }
+    m
+}
+
+fn join_group_request(g: &mut Gen, v: i16) -> kp::JoinGroupRequest {
+    use kp::join_group_request::JoinGroupRequestProtocol;
+    let mut m = new!(g, kp::JoinGroupRequest)
+        .with_group_id(g.str().into())
+        .with_session_timeout_ms(g.i32());
+    if v >= 1 {
+        m = m.with_rebalance_timeout_ms(g.i32());
+    }
+    m = m.with_member_id(g.str());
+    if v >= 5 {
+        m = m.with_group_instance_id(g.opt(Gen::str));
+    }
+    m = m.with_protocol_type(g.str()).with_protocols(g.vec(|g| {
+        new!(g, JoinGroupRequestProtocol)
+            .with_name(g.str())
+            .with_metadata(g.opaque())
+    }));
+    if v >= 8 {
+        m = m.with_reason(g.opt(Gen::str));
+    }
+    m
+}
+
+fn join_group_response(g: &mut Gen, v: i16) -> kp::JoinGroupResponse {
+    use kp::join_group_response::JoinGroupResponseMember;
+    let mut m = new!(g, kp::JoinGroupResponse);
+    if v >= 2 {
+        m = m.with_throttle_time_ms(g.i32());
+    }
+    m = m.with_error_code(g.i16()).with_generation_id(g.i32());
+    // The protocol fields may be null from v7 only.
+    m = if v >= 7 {
+        m.with_protocol_type(g.opt(Gen::str))
+            .with_protocol_name(g.opt(Gen::str))
+    } else {
+        m.with_protocol_name(Some(g.str()))
+    };
+    m = m.with_leader(g.str());
+    if v >= 9 {
+        m = m.with_skip_assignment(g.bool());
+    }
+    m.with_member_id(g.str()).with_members(g.vec(|g| {
+        let mut member = new!(g, JoinGroupResponseMember).with_member_id(g.str());
+        if v >= 5 {
+            member = member.with_group_instance_id(g.opt(Gen::str));
+        }
+        member.with_metadata(g.opaque())
+    }))
+}
+
+fn heartbeat_request(g: &mut Gen, v: i16) -> kp::HeartbeatRequest {
+    let m = new!(g, kp::HeartbeatRequest)
+        .with_group_id(g.str().into())
+        .with_generation_id(g.i32())
+        .with_member_id(g.str());
+    if v >= 3 {
+        m.with_group_instance_id(g.opt(Gen::str))
+    } else {
+        m
+    }
+}
+
+fn heartbeat_response(g: &mut Gen, v: i16) -> kp::HeartbeatResponse {
+    let mut m = new!(g, kp::HeartbeatResponse);
+    if v >= 1 {
+        m = m.with_throttle_time_ms(g.i32());
+    }
+    m.with_error_code(g.i16())
+}
+
+fn leave_group_request(g: &mut Gen, v: i16) -> kp::LeaveGroupRequest {
+    use kp::leave_group_request::MemberIdentity;
+    let m = new!(g, kp::LeaveGroupRequest).with_group_id(g.str().into());
+    if v <= 2 {
+        return m.with_member_id(g.str());
+    }
+    m.with_members(g.vec(|g| {
+        let member = new!(g, MemberIdentity)
+            .with_member_id(g.str())
+            .with_group_instance_id(g.opt(Gen::str));
+        if v >= 5 {
+            member.with_reason(g.opt(Gen::str))
+        } else {
+            member
+        }
+    }))
+}
+
+fn leave_group_response(g: &mut Gen, v: i16) -> kp::LeaveGroupResponse {
+    use kp::leave_group_response::MemberResponse;
+    let mut m = new!(g, kp::LeaveGroupResponse);
+    if v >= 1 {
+        m = m.with_throttle_time_ms(g.i32());
+    }
+    m = m.with_error_code(g.i16());
+    if v >= 3 {
+        m = m.with_members(g.vec(|g| {
+            new!(g, MemberResponse)
+                .with_member_id(g.str())
+                .with_group_instance_id(g.opt(Gen::str))
+                .with_error_code(g.i16())
+        }));
+    }
+    m
+}
+
+fn sync_group_request(g: &mut Gen, v: i16) -> kp::SyncGroupRequest {
+    use kp::sync_group_request::SyncGroupRequestAssignment;
+    let mut m = new!(g, kp::SyncGroupRequest)
+        .with_group_id(g.str().into())
+        .with_generation_id(g.i32())
+        .with_member_id(g.str());
+    if v >= 3 {
+        m = m.with_group_instance_id(g.opt(Gen::str));
+    }
+    if v >= 5 {
+        m = m
+            .with_protocol_type(g.opt(Gen::str))
+            .with_protocol_name(g.opt(Gen::str));
+    }
+    m.with_assignments(g.vec(|g| {
+        new!(g, SyncGroupRequestAssignment)
+            .with_member_id(g.str())
+            .with_assignment(g.opaque())
+    }))
+}
+
+fn sync_group_response(g: &mut Gen, v: i16) -> kp::SyncGroupResponse {
+    let mut m = new!(g, kp::SyncGroupResponse);
+    if v >= 1 {
+        m = m.with_throttle_time_ms(g.i32());
+    }
+    m = m.with_error_code(g.i16());
+    if v >= 5 {
+        m = m
+            .with_protocol_type(g.opt(Gen::str))
+            .with_protocol_name(g.opt(Gen::str));
+    }
+    m.with_assignment(g.opaque())
+}
+
 // ---------------------------------------------------------------------------
 // The differential check
 // ---------------------------------------------------------------------------
@@ -1007,6 +1256,18 @@ pinlog_messages!(
     incremental_alter_configs::IncrementalAlterConfigsResponse,
     describe_cluster::DescribeClusterRequest,
     describe_cluster::DescribeClusterResponse,
+    offset_commit::OffsetCommitRequest,
+    offset_commit::OffsetCommitResponse,
+    find_coordinator::FindCoordinatorRequest,
+    find_coordinator::FindCoordinatorResponse,
+    join_group::JoinGroupRequest,
+    join_group::JoinGroupResponse,
+    heartbeat::HeartbeatRequest,
+    heartbeat::HeartbeatResponse,
+    leave_group::LeaveGroupRequest,
+    leave_group::LeaveGroupResponse,
+    sync_group::SyncGroupRequest,
+    sync_group::SyncGroupResponse,
 );
 
 /// Runs steps 2 and 3 of the module doc on `original`; `Err` describes the
@@ -1282,6 +1543,34 @@ api_table! {
             describe_cluster_request;
         response: kp::DescribeClusterResponse, describe_cluster::DescribeClusterResponse,
             describe_cluster_response;
+    }
+    OffsetCommit => {
+        request: kp::OffsetCommitRequest, offset_commit::OffsetCommitRequest,
+            offset_commit_request;
+        response: kp::OffsetCommitResponse, offset_commit::OffsetCommitResponse,
+            offset_commit_response;
+    }
+    FindCoordinator => {
+        request: kp::FindCoordinatorRequest, find_coordinator::FindCoordinatorRequest,
+            find_coordinator_request;
+        response: kp::FindCoordinatorResponse, find_coordinator::FindCoordinatorResponse,
+            find_coordinator_response;
+    }
+    JoinGroup => {
+        request: kp::JoinGroupRequest, join_group::JoinGroupRequest, join_group_request;
+        response: kp::JoinGroupResponse, join_group::JoinGroupResponse, join_group_response;
+    }
+    Heartbeat => {
+        request: kp::HeartbeatRequest, heartbeat::HeartbeatRequest, heartbeat_request;
+        response: kp::HeartbeatResponse, heartbeat::HeartbeatResponse, heartbeat_response;
+    }
+    LeaveGroup => {
+        request: kp::LeaveGroupRequest, leave_group::LeaveGroupRequest, leave_group_request;
+        response: kp::LeaveGroupResponse, leave_group::LeaveGroupResponse, leave_group_response;
+    }
+    SyncGroup => {
+        request: kp::SyncGroupRequest, sync_group::SyncGroupRequest, sync_group_request;
+        response: kp::SyncGroupResponse, sync_group::SyncGroupResponse, sync_group_response;
     }
 }
 

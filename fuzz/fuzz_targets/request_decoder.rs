@@ -66,18 +66,30 @@ messages!(
     describe_configs::DescribeConfigsResponse,
     fetch::FetchRequest,
     fetch::FetchResponse,
+    find_coordinator::FindCoordinatorRequest,
+    find_coordinator::FindCoordinatorResponse,
+    heartbeat::HeartbeatRequest,
+    heartbeat::HeartbeatResponse,
     incremental_alter_configs::IncrementalAlterConfigsRequest,
     incremental_alter_configs::IncrementalAlterConfigsResponse,
     init_producer_id::InitProducerIdRequest,
     init_producer_id::InitProducerIdResponse,
+    join_group::JoinGroupRequest,
+    join_group::JoinGroupResponse,
+    leave_group::LeaveGroupRequest,
+    leave_group::LeaveGroupResponse,
     list_offsets::ListOffsetsRequest,
     list_offsets::ListOffsetsResponse,
     metadata::MetadataRequest,
     metadata::MetadataResponse,
+    offset_commit::OffsetCommitRequest,
+    offset_commit::OffsetCommitResponse,
     offset_for_leader_epoch::OffsetForLeaderEpochRequest,
     offset_for_leader_epoch::OffsetForLeaderEpochResponse,
     produce::ProduceRequest,
     produce::ProduceResponse,
+    sync_group::SyncGroupRequest,
+    sync_group::SyncGroupResponse,
 );
 
 /// Decodes `M` from `reader`; when that succeeds, checks that re-encoding
@@ -117,6 +129,21 @@ fn check_api(key: ApiKey, version: i16, request: Reader, also_response: bool) {
             list_offsets::ListOffsetsResponse
         ),
         ApiKey::Metadata => pair!(metadata::MetadataRequest, metadata::MetadataResponse),
+        ApiKey::OffsetCommit => pair!(
+            offset_commit::OffsetCommitRequest,
+            offset_commit::OffsetCommitResponse
+        ),
+        ApiKey::FindCoordinator => pair!(
+            find_coordinator::FindCoordinatorRequest,
+            find_coordinator::FindCoordinatorResponse
+        ),
+        ApiKey::JoinGroup => pair!(join_group::JoinGroupRequest, join_group::JoinGroupResponse),
+        ApiKey::Heartbeat => pair!(heartbeat::HeartbeatRequest, heartbeat::HeartbeatResponse),
+        ApiKey::LeaveGroup => pair!(
+            leave_group::LeaveGroupRequest,
+            leave_group::LeaveGroupResponse
+        ),
+        ApiKey::SyncGroup => pair!(sync_group::SyncGroupRequest, sync_group::SyncGroupResponse),
         ApiKey::OffsetForLeaderEpoch => pair!(
             offset_for_leader_epoch::OffsetForLeaderEpochRequest,
             offset_for_leader_epoch::OffsetForLeaderEpochResponse

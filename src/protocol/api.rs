@@ -12,6 +12,12 @@ pub enum ApiKey {
     Fetch = 1,
     ListOffsets = 2,
     Metadata = 3,
+    OffsetCommit = 8,
+    FindCoordinator = 10,
+    JoinGroup = 11,
+    Heartbeat = 12,
+    LeaveGroup = 13,
+    SyncGroup = 14,
     OffsetForLeaderEpoch = 23,
     ApiVersions = 18,
     CreateTopics = 19,
@@ -59,6 +65,42 @@ pub const SUPPORTED_APIS: &[ApiSupport] = &[
         min_version: 0,
         max_version: 12,
         first_flexible_version: 9,
+    },
+    ApiSupport {
+        key: ApiKey::OffsetCommit,
+        min_version: 2,
+        max_version: 9,
+        first_flexible_version: 8,
+    },
+    ApiSupport {
+        key: ApiKey::FindCoordinator,
+        min_version: 0,
+        max_version: 6,
+        first_flexible_version: 3,
+    },
+    ApiSupport {
+        key: ApiKey::JoinGroup,
+        min_version: 0,
+        max_version: 9,
+        first_flexible_version: 6,
+    },
+    ApiSupport {
+        key: ApiKey::Heartbeat,
+        min_version: 0,
+        max_version: 4,
+        first_flexible_version: 4,
+    },
+    ApiSupport {
+        key: ApiKey::LeaveGroup,
+        min_version: 0,
+        max_version: 5,
+        first_flexible_version: 4,
+    },
+    ApiSupport {
+        key: ApiKey::SyncGroup,
+        min_version: 0,
+        max_version: 5,
+        first_flexible_version: 4,
     },
     ApiSupport {
         key: ApiKey::ApiVersions,
@@ -174,6 +216,12 @@ impl ApiKey {
             ApiKey::Fetch => "Fetch",
             ApiKey::ListOffsets => "ListOffsets",
             ApiKey::Metadata => "Metadata",
+            ApiKey::OffsetCommit => "OffsetCommit",
+            ApiKey::FindCoordinator => "FindCoordinator",
+            ApiKey::JoinGroup => "JoinGroup",
+            ApiKey::Heartbeat => "Heartbeat",
+            ApiKey::LeaveGroup => "LeaveGroup",
+            ApiKey::SyncGroup => "SyncGroup",
             ApiKey::OffsetForLeaderEpoch => "OffsetForLeaderEpoch",
             ApiKey::ApiVersions => "ApiVersions",
             ApiKey::CreateTopics => "CreateTopics",
@@ -198,6 +246,12 @@ mod tests {
             assert!(a.min_version <= a.max_version, "{:?}", a.key);
             assert_eq!(ApiKey::from_i16(a.key as i16), Some(a.key));
         }
+        assert!(
+            SUPPORTED_APIS
+                .windows(2)
+                .all(|w| (w[0].key as i16) < (w[1].key as i16)),
+            "SUPPORTED_APIS is sorted by key, without duplicates"
+        );
         assert_eq!(ApiKey::from_i16(999), None);
         assert_eq!(ApiKey::ApiVersions.response_header_version(3), 0);
         assert_eq!(ApiKey::Fetch.response_header_version(12), 1);

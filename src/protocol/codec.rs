@@ -57,6 +57,16 @@ pub const fn min_array_bytes(flexible: bool) -> usize {
     }
 }
 
+/// Smallest encoding of a byte field: an INT32 length or a one-byte compact
+/// one.
+pub const fn min_bytes_bytes(flexible: bool) -> usize {
+    if flexible {
+        1
+    } else {
+        4
+    }
+}
+
 /// Smallest tagged-field section: one byte in flexible versions, else none.
 pub const fn min_tags_bytes(flexible: bool) -> usize {
     if flexible {

@@ -142,6 +142,13 @@ pub async fn handle_frame(shard: &Rc<Shard>, frame: Bytes) -> Outcome {
             describe_cluster::DescribeClusterRequest,
             handlers::describe_cluster::handle
         ),
+        // Handlers arrive with the group coordinator.
+        ApiKey::OffsetCommit
+        | ApiKey::FindCoordinator
+        | ApiKey::JoinGroup
+        | ApiKey::Heartbeat
+        | ApiKey::LeaveGroup
+        | ApiKey::SyncGroup => Outcome::Close(format!("{} is not served yet", key.name())),
     }
 }
 

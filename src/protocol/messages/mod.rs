@@ -11,12 +11,18 @@ pub mod delete_topics;
 pub mod describe_cluster;
 pub mod describe_configs;
 pub mod fetch;
+pub mod find_coordinator;
+pub mod heartbeat;
 pub mod incremental_alter_configs;
 pub mod init_producer_id;
+pub mod join_group;
+pub mod leave_group;
 pub mod list_offsets;
 pub mod metadata;
+pub mod offset_commit;
 pub mod offset_for_leader_epoch;
 pub mod produce;
+pub mod sync_group;
 
 #[cfg(test)]
 mod test_support;
