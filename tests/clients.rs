@@ -246,22 +246,21 @@ fn check_topic(
 }
 
 /// Codecs that librdkafka clients (Debian's kcat with librdkafka 2.0.2,
-/// and confluent-kafka with librdkafka 2.16) send UNCOMPRESSED to pinlog,
-/// after logging "Broker does not support compression type lz4: not
-/// compressing batch" (debug facility `msg`). librdkafka enables LZ4 only
-/// when the broker advertises FindCoordinator, its marker for "Kafka >=
-/// 0.8.2" (debug `feature`: "Feature LZ4: FindCoordinator (0..32767) NOT
-/// supported by broker"), and pinlog has no consumer groups, so no
-/// FindCoordinator. Apache Kafka has it, so this is a difference from
-/// Kafka: if pinlog ever advertises FindCoordinator, empty this list.
+/// and confluent-kafka with librdkafka 2.16) send UNCOMPRESSED to pinlog.
+/// Empty since pinlog advertises FindCoordinator: librdkafka enables LZ4
+/// only when the broker advertises it, its marker for "Kafka >= 0.8.2"
+/// (debug `feature`: "Feature LZ4: FindCoordinator (0..32767) NOT supported
+/// by broker"), and before that it sent lz4 batches uncompressed after
+/// logging "Broker does not support compression type lz4: not compressing
+/// batch" (debug facility `msg`).
 ///
-/// gzip and snappy are NOT listed, although librdkafka before the fix of
+/// gzip and snappy were never listed, although librdkafka before the fix of
 /// its issue #4956 (kcat's 2.0.2 included) drops them too unless the
 /// advertised Produce range includes v0: Apache Kafka 4.x advertises
 /// Produce from v0, and refuses v0-v2 requests, for exactly this reason
 /// (KAFKA-18659), so a broker that wants old librdkafka clients to compress
 /// must do the same.
-const LIBRDKAFKA_UNCOMPRESSED: &[&str] = &["lz4"];
+const LIBRDKAFKA_UNCOMPRESSED: &[&str] = &[];
 
 /// Checks, on a STOPPED broker's files, that each `<prefix>-<codec>` topic
 /// really holds batches compressed with that codec: a client may fall back

@@ -45,7 +45,8 @@ use pinlog::protocol::messages::{
     offset_for_leader_epoch, produce,
 };
 use pinlog::protocol::messages::{
-    find_coordinator, heartbeat, join_group, leave_group, offset_commit, sync_group,
+    delete_groups, delete_records, describe_groups, describe_log_dirs, find_coordinator, heartbeat,
+    join_group, leave_group, list_groups, offset_commit, offset_delete, offset_fetch, sync_group,
 };
 
 /// Messages built per (API, version, side). Samples 0 and 1 are the
@@ -210,6 +211,10 @@ impl Gen {
     }
 
     fn topic(&mut self) -> kp::TopicName {
+        self.str().into()
+    }
+
+    fn group(&mut self) -> kp::GroupId {
         self.str().into()
     }
 
@@ -1227,6 +1232,288 @@ macro_rules! pinlog_messages {
     };
 }
 
+fn offset_fetch_request(g: &mut Gen, v: i16) -> kp::OffsetFetchRequest {
+    use kp::offset_fetch_request::{
+        OffsetFetchRequestGroup, OffsetFetchRequestTopic, OffsetFetchRequestTopics,
+    };
+    let mut m = new!(g, kp::OffsetFetchRequest);
+    if v < 8 {
+        let topic = |g: &mut Gen| {
+            new!(g, OffsetFetchRequestTopic)
+                .with_name(g.topic())
+                .with_partition_indexes(g.vec(Gen::i32))
+        };
+        // Null ("all topics") exists from v2.
+        let topics = if v >= 2 {
+            g.opt(|g| g.vec(topic))
+        } else {
+            Some(g.vec(topic))
+        };
+        m = m.with_group_id(g.group()).with_topics(topics);
+    } else {
+        m = m.with_groups(g.vec(|g| {
+            let mut group = new!(g, OffsetFetchRequestGroup).with_group_id(g.group());
+            if v >= 9 {
+                group = group
+                    .with_member_id(g.opt(Gen::str))
+                    .with_member_epoch(g.i32());
+            }
+            group.with_topics(g.opt(|g| {
+                g.vec(|g| {
+                    new!(g, OffsetFetchRequestTopics)
+                        .with_name(g.topic())
+                        .with_partition_indexes(g.vec(Gen::i32))
+                })
+            }))
+        }));
+    }
+    if v >= 7 {
+        m = m.with_require_stable(g.bool());
+    }
+    m
+}
+
+fn offset_fetch_response(g: &mut Gen, v: i16) -> kp::OffsetFetchResponse {
+    use kp::offset_fetch_response::{
+        OffsetFetchResponseGroup, OffsetFetchResponsePartition, OffsetFetchResponsePartitions,
+        OffsetFetchResponseTopic, OffsetFetchResponseTopics,
+    };
+    let mut m = new!(g, kp::OffsetFetchResponse);
+    if v >= 3 {
+        m = m.with_throttle_time_ms(g.i32());
+    }
+    if v < 8 {
+        m = m.with_topics(g.vec(|g| {
+            new!(g, OffsetFetchResponseTopic)
+                .with_name(g.topic())
+                .with_partitions(g.vec(|g| {
+                    let mut p = new!(g, OffsetFetchResponsePartition)
+                        .with_partition_index(g.i32())
+                        .with_committed_offset(g.i64());
+                    if v >= 5 {
+                        p = p.with_committed_leader_epoch(g.i32());
+                    }
+                    p.with_metadata(g.opt(Gen::str)).with_error_code(g.i16())
+                }))
+        }));
+        if v >= 2 {
+            m = m.with_error_code(g.i16());
+        }
+    } else {
+        m = m.with_groups(g.vec(|g| {
+            new!(g, OffsetFetchResponseGroup)
+                .with_group_id(g.group())
+                .with_topics(g.vec(|g| {
+                    new!(g, OffsetFetchResponseTopics)
+                        .with_name(g.topic())
+                        .with_partitions(g.vec(|g| {
+                            new!(g, OffsetFetchResponsePartitions)
+                                .with_partition_index(g.i32())
+                                .with_committed_offset(g.i64())
+                                .with_committed_leader_epoch(g.i32())
+                                .with_metadata(g.opt(Gen::str))
+                                .with_error_code(g.i16())
+                        }))
+                }))
+                .with_error_code(g.i16())
+        }));
+    }
+    m
+}
+
+fn describe_groups_request(g: &mut Gen, v: i16) -> kp::DescribeGroupsRequest {
+    let m = new!(g, kp::DescribeGroupsRequest).with_groups(g.vec(Gen::group));
+    if v >= 3 {
+        m.with_include_authorized_operations(g.bool())
+    } else {
+        m
+    }
+}
+
+fn describe_groups_response(g: &mut Gen, v: i16) -> kp::DescribeGroupsResponse {
+    use kp::describe_groups_response::{DescribedGroup, DescribedGroupMember};
+    let mut m = new!(g, kp::DescribeGroupsResponse);
+    if v >= 1 {
+        m = m.with_throttle_time_ms(g.i32());
+    }
+    m.with_groups(g.vec(|g| {
+        let mut d = new!(g, DescribedGroup).with_error_code(g.i16());
+        if v >= 6 {
+            d = d.with_error_message(g.opt(Gen::str));
+        }
+        d = d
+            .with_group_id(g.group())
+            .with_group_state(g.str())
+            .with_protocol_type(g.str())
+            .with_protocol_data(g.str())
+            .with_members(g.vec(|g| {
+                let mut member = new!(g, DescribedGroupMember).with_member_id(g.str());
+                if v >= 4 {
+                    member = member.with_group_instance_id(g.opt(Gen::str));
+                }
+                member
+                    .with_client_id(g.str())
+                    .with_client_host(g.str())
+                    .with_member_metadata(g.string().into_bytes().into())
+                    .with_member_assignment(g.string().into_bytes().into())
+            }));
+        if v >= 3 {
+            d = d.with_authorized_operations(g.i32());
+        }
+        d
+    }))
+}
+
+fn list_groups_request(g: &mut Gen, v: i16) -> kp::ListGroupsRequest {
+    let mut m = new!(g, kp::ListGroupsRequest);
+    if v >= 4 {
+        m = m.with_states_filter(g.vec(Gen::str));
+    }
+    if v >= 5 {
+        m = m.with_types_filter(g.vec(Gen::str));
+    }
+    m
+}
+
+fn list_groups_response(g: &mut Gen, v: i16) -> kp::ListGroupsResponse {
+    use kp::list_groups_response::ListedGroup;
+    let mut m = new!(g, kp::ListGroupsResponse);
+    if v >= 1 {
+        m = m.with_throttle_time_ms(g.i32());
+    }
+    m.with_error_code(g.i16()).with_groups(g.vec(|g| {
+        let mut l = new!(g, ListedGroup)
+            .with_group_id(g.group())
+            .with_protocol_type(g.str());
+        if v >= 4 {
+            l = l.with_group_state(g.str());
+        }
+        if v >= 5 {
+            l = l.with_group_type(g.str());
+        }
+        l
+    }))
+}
+
+fn delete_groups_request(g: &mut Gen, _v: i16) -> kp::DeleteGroupsRequest {
+    new!(g, kp::DeleteGroupsRequest).with_groups_names(g.vec(Gen::group))
+}
+
+fn delete_groups_response(g: &mut Gen, _v: i16) -> kp::DeleteGroupsResponse {
+    use kp::delete_groups_response::DeletableGroupResult;
+    new!(g, kp::DeleteGroupsResponse)
+        .with_throttle_time_ms(g.i32())
+        .with_results(g.vec(|g| {
+            new!(g, DeletableGroupResult)
+                .with_group_id(g.group())
+                .with_error_code(g.i16())
+        }))
+}
+
+fn offset_delete_request(g: &mut Gen, _v: i16) -> kp::OffsetDeleteRequest {
+    use kp::offset_delete_request::{OffsetDeleteRequestPartition, OffsetDeleteRequestTopic};
+    kp::OffsetDeleteRequest::default()
+        .with_group_id(g.group())
+        .with_topics(g.vec(|g| {
+            OffsetDeleteRequestTopic::default()
+                .with_name(g.topic())
+                .with_partitions(
+                    g.vec(|g| {
+                        OffsetDeleteRequestPartition::default().with_partition_index(g.i32())
+                    }),
+                )
+        }))
+}
+
+fn offset_delete_response(g: &mut Gen, _v: i16) -> kp::OffsetDeleteResponse {
+    use kp::offset_delete_response::{OffsetDeleteResponsePartition, OffsetDeleteResponseTopic};
+    kp::OffsetDeleteResponse::default()
+        .with_error_code(g.i16())
+        .with_throttle_time_ms(g.i32())
+        .with_topics(g.vec(|g| {
+            OffsetDeleteResponseTopic::default()
+                .with_name(g.topic())
+                .with_partitions(g.vec(|g| {
+                    OffsetDeleteResponsePartition::default()
+                        .with_partition_index(g.i32())
+                        .with_error_code(g.i16())
+                }))
+        }))
+}
+
+fn delete_records_request(g: &mut Gen, _v: i16) -> kp::DeleteRecordsRequest {
+    use kp::delete_records_request::{DeleteRecordsPartition, DeleteRecordsTopic};
+    new!(g, kp::DeleteRecordsRequest)
+        .with_topics(g.vec(|g| {
+            new!(g, DeleteRecordsTopic)
+                .with_name(g.topic())
+                .with_partitions(g.vec(|g| {
+                    new!(g, DeleteRecordsPartition)
+                        .with_partition_index(g.i32())
+                        .with_offset(g.i64())
+                }))
+        }))
+        .with_timeout_ms(g.i32())
+}
+
+fn delete_records_response(g: &mut Gen, _v: i16) -> kp::DeleteRecordsResponse {
+    use kp::delete_records_response::{DeleteRecordsPartitionResult, DeleteRecordsTopicResult};
+    new!(g, kp::DeleteRecordsResponse)
+        .with_throttle_time_ms(g.i32())
+        .with_topics(g.vec(|g| {
+            new!(g, DeleteRecordsTopicResult)
+                .with_name(g.topic())
+                .with_partitions(g.vec(|g| {
+                    new!(g, DeleteRecordsPartitionResult)
+                        .with_partition_index(g.i32())
+                        .with_low_watermark(g.i64())
+                        .with_error_code(g.i16())
+                }))
+        }))
+}
+
+fn describe_log_dirs_request(g: &mut Gen, _v: i16) -> kp::DescribeLogDirsRequest {
+    use kp::describe_log_dirs_request::DescribableLogDirTopic;
+    new!(g, kp::DescribeLogDirsRequest).with_topics(g.opt(|g| {
+        g.vec(|g| {
+            new!(g, DescribableLogDirTopic)
+                .with_topic(g.topic())
+                .with_partitions(g.vec(Gen::i32))
+        })
+    }))
+}
+
+fn describe_log_dirs_response(g: &mut Gen, v: i16) -> kp::DescribeLogDirsResponse {
+    use kp::describe_log_dirs_response::{
+        DescribeLogDirsPartition, DescribeLogDirsResult, DescribeLogDirsTopic,
+    };
+    let mut m = new!(g, kp::DescribeLogDirsResponse).with_throttle_time_ms(g.i32());
+    if v >= 3 {
+        m = m.with_error_code(g.i16());
+    }
+    m.with_results(g.vec(|g| {
+        let r = new!(g, DescribeLogDirsResult)
+            .with_error_code(g.i16())
+            .with_log_dir(g.str())
+            .with_topics(g.vec(|g| {
+                new!(g, DescribeLogDirsTopic)
+                    .with_name(g.topic())
+                    .with_partitions(g.vec(|g| {
+                        new!(g, DescribeLogDirsPartition)
+                            .with_partition_index(g.i32())
+                            .with_partition_size(g.i64())
+                            .with_offset_lag(g.i64())
+                            .with_is_future_key(g.bool())
+                    }))
+            }));
+        if v >= 4 {
+            r.with_total_bytes(g.i64()).with_usable_bytes(g.i64())
+        } else {
+            r
+        }
+    }))
+}
+
 pinlog_messages!(
     produce::ProduceRequest,
     produce::ProduceResponse,
@@ -1268,6 +1555,20 @@ pinlog_messages!(
     leave_group::LeaveGroupResponse,
     sync_group::SyncGroupRequest,
     sync_group::SyncGroupResponse,
+    offset_fetch::OffsetFetchRequest,
+    offset_fetch::OffsetFetchResponse,
+    describe_groups::DescribeGroupsRequest,
+    describe_groups::DescribeGroupsResponse,
+    list_groups::ListGroupsRequest,
+    list_groups::ListGroupsResponse,
+    delete_groups::DeleteGroupsRequest,
+    delete_groups::DeleteGroupsResponse,
+    offset_delete::OffsetDeleteRequest,
+    offset_delete::OffsetDeleteResponse,
+    delete_records::DeleteRecordsRequest,
+    delete_records::DeleteRecordsResponse,
+    describe_log_dirs::DescribeLogDirsRequest,
+    describe_log_dirs::DescribeLogDirsResponse,
 );
 
 /// Runs steps 2 and 3 of the module doc on `original`; `Err` describes the
@@ -1571,6 +1872,45 @@ api_table! {
     SyncGroup => {
         request: kp::SyncGroupRequest, sync_group::SyncGroupRequest, sync_group_request;
         response: kp::SyncGroupResponse, sync_group::SyncGroupResponse, sync_group_response;
+    }
+    OffsetFetch => {
+        request: kp::OffsetFetchRequest, offset_fetch::OffsetFetchRequest, offset_fetch_request;
+        response: kp::OffsetFetchResponse, offset_fetch::OffsetFetchResponse,
+            offset_fetch_response;
+    }
+    DescribeGroups => {
+        request: kp::DescribeGroupsRequest, describe_groups::DescribeGroupsRequest,
+            describe_groups_request;
+        response: kp::DescribeGroupsResponse, describe_groups::DescribeGroupsResponse,
+            describe_groups_response;
+    }
+    ListGroups => {
+        request: kp::ListGroupsRequest, list_groups::ListGroupsRequest, list_groups_request;
+        response: kp::ListGroupsResponse, list_groups::ListGroupsResponse, list_groups_response;
+    }
+    DeleteGroups => {
+        request: kp::DeleteGroupsRequest, delete_groups::DeleteGroupsRequest,
+            delete_groups_request;
+        response: kp::DeleteGroupsResponse, delete_groups::DeleteGroupsResponse,
+            delete_groups_response;
+    }
+    OffsetDelete => {
+        request: kp::OffsetDeleteRequest, offset_delete::OffsetDeleteRequest,
+            offset_delete_request;
+        response: kp::OffsetDeleteResponse, offset_delete::OffsetDeleteResponse,
+            offset_delete_response;
+    }
+    DeleteRecords => {
+        request: kp::DeleteRecordsRequest, delete_records::DeleteRecordsRequest,
+            delete_records_request;
+        response: kp::DeleteRecordsResponse, delete_records::DeleteRecordsResponse,
+            delete_records_response;
+    }
+    DescribeLogDirs => {
+        request: kp::DescribeLogDirsRequest, describe_log_dirs::DescribeLogDirsRequest,
+            describe_log_dirs_request;
+        response: kp::DescribeLogDirsResponse, describe_log_dirs::DescribeLogDirsResponse,
+            describe_log_dirs_response;
     }
 }
 

@@ -90,6 +90,20 @@ messages!(
     produce::ProduceResponse,
     sync_group::SyncGroupRequest,
     sync_group::SyncGroupResponse,
+    offset_fetch::OffsetFetchRequest,
+    offset_fetch::OffsetFetchResponse,
+    describe_groups::DescribeGroupsRequest,
+    describe_groups::DescribeGroupsResponse,
+    list_groups::ListGroupsRequest,
+    list_groups::ListGroupsResponse,
+    delete_groups::DeleteGroupsRequest,
+    delete_groups::DeleteGroupsResponse,
+    offset_delete::OffsetDeleteRequest,
+    offset_delete::OffsetDeleteResponse,
+    delete_records::DeleteRecordsRequest,
+    delete_records::DeleteRecordsResponse,
+    describe_log_dirs::DescribeLogDirsRequest,
+    describe_log_dirs::DescribeLogDirsResponse,
 );
 
 /// Decodes `M` from `reader`; when that succeeds, checks that re-encoding
@@ -183,6 +197,34 @@ fn check_api(key: ApiKey, version: i16, request: Reader, also_response: bool) {
         ApiKey::DescribeCluster => pair!(
             describe_cluster::DescribeClusterRequest,
             describe_cluster::DescribeClusterResponse
+        ),
+        ApiKey::OffsetFetch => pair!(
+            offset_fetch::OffsetFetchRequest,
+            offset_fetch::OffsetFetchResponse
+        ),
+        ApiKey::DescribeGroups => pair!(
+            describe_groups::DescribeGroupsRequest,
+            describe_groups::DescribeGroupsResponse
+        ),
+        ApiKey::ListGroups => pair!(
+            list_groups::ListGroupsRequest,
+            list_groups::ListGroupsResponse
+        ),
+        ApiKey::DeleteGroups => pair!(
+            delete_groups::DeleteGroupsRequest,
+            delete_groups::DeleteGroupsResponse
+        ),
+        ApiKey::OffsetDelete => pair!(
+            offset_delete::OffsetDeleteRequest,
+            offset_delete::OffsetDeleteResponse
+        ),
+        ApiKey::DeleteRecords => pair!(
+            delete_records::DeleteRecordsRequest,
+            delete_records::DeleteRecordsResponse
+        ),
+        ApiKey::DescribeLogDirs => pair!(
+            describe_log_dirs::DescribeLogDirsRequest,
+            describe_log_dirs::DescribeLogDirsResponse
         ),
     }
 }

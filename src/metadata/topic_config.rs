@@ -182,9 +182,28 @@ pub fn timestamp_type(
     }
 }
 
+/// Whether the topic's `cleanup.policy` includes `delete` (the broker
+/// default does). Kafka refuses DeleteRecords on a compact-only topic: its
+/// old records are meant to be removed by compaction alone.
+pub fn cleanup_policy_deletes(overrides: &BTreeMap<String, String>) -> bool {
+    overrides
+        .get("cleanup.policy")
+        .is_none_or(|policy| policy.split(',').any(|p| p.trim() == "delete"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_compact_only_topics_refuse_deletion() {
+        let with = |policy: &str| BTreeMap::from([("cleanup.policy".to_string(), policy.into())]);
+        assert!(cleanup_policy_deletes(&BTreeMap::new()));
+        assert!(cleanup_policy_deletes(&with("delete")));
+        assert!(cleanup_policy_deletes(&with("compact,delete")));
+        assert!(cleanup_policy_deletes(&with("delete,compact")));
+        assert!(!cleanup_policy_deletes(&with("compact")));
+    }
 
     #[test]
     fn validation_names_what_is_wrong() {

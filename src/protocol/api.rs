@@ -13,22 +13,32 @@ pub enum ApiKey {
     ListOffsets = 2,
     Metadata = 3,
     OffsetCommit = 8,
+    OffsetFetch = 9,
     FindCoordinator = 10,
     JoinGroup = 11,
     Heartbeat = 12,
     LeaveGroup = 13,
     SyncGroup = 14,
-    OffsetForLeaderEpoch = 23,
+    DescribeGroups = 15,
+    ListGroups = 16,
     ApiVersions = 18,
     CreateTopics = 19,
     DeleteTopics = 20,
+    DeleteRecords = 21,
     InitProducerId = 22,
+    OffsetForLeaderEpoch = 23,
     DescribeConfigs = 32,
     AlterConfigs = 33,
+    DescribeLogDirs = 35,
     CreatePartitions = 37,
+    DeleteGroups = 42,
     IncrementalAlterConfigs = 44,
+    OffsetDelete = 47,
     DescribeCluster = 60,
 }
+
+/// `first_flexible_version` of an API with no flexible version.
+pub const NEVER_FLEXIBLE: i16 = i16::MAX;
 
 /// One row of the version table.
 #[derive(Debug, Clone, Copy)]
@@ -73,6 +83,12 @@ pub const SUPPORTED_APIS: &[ApiSupport] = &[
         first_flexible_version: 8,
     },
     ApiSupport {
+        key: ApiKey::OffsetFetch,
+        min_version: 1,
+        max_version: 9,
+        first_flexible_version: 6,
+    },
+    ApiSupport {
         key: ApiKey::FindCoordinator,
         min_version: 0,
         max_version: 6,
@@ -103,6 +119,18 @@ pub const SUPPORTED_APIS: &[ApiSupport] = &[
         first_flexible_version: 4,
     },
     ApiSupport {
+        key: ApiKey::DescribeGroups,
+        min_version: 0,
+        max_version: 6,
+        first_flexible_version: 5,
+    },
+    ApiSupport {
+        key: ApiKey::ListGroups,
+        min_version: 0,
+        max_version: 5,
+        first_flexible_version: 3,
+    },
+    ApiSupport {
         key: ApiKey::ApiVersions,
         min_version: 0,
         max_version: 4,
@@ -119,6 +147,12 @@ pub const SUPPORTED_APIS: &[ApiSupport] = &[
         min_version: 1,
         max_version: 6,
         first_flexible_version: 4,
+    },
+    ApiSupport {
+        key: ApiKey::DeleteRecords,
+        min_version: 0,
+        max_version: 2,
+        first_flexible_version: 2,
     },
     ApiSupport {
         key: ApiKey::InitProducerId,
@@ -145,9 +179,21 @@ pub const SUPPORTED_APIS: &[ApiSupport] = &[
         first_flexible_version: 2,
     },
     ApiSupport {
+        key: ApiKey::DescribeLogDirs,
+        min_version: 1,
+        max_version: 4,
+        first_flexible_version: 2,
+    },
+    ApiSupport {
         key: ApiKey::CreatePartitions,
         min_version: 0,
         max_version: 3,
+        first_flexible_version: 2,
+    },
+    ApiSupport {
+        key: ApiKey::DeleteGroups,
+        min_version: 0,
+        max_version: 2,
         first_flexible_version: 2,
     },
     ApiSupport {
@@ -155,6 +201,12 @@ pub const SUPPORTED_APIS: &[ApiSupport] = &[
         min_version: 0,
         max_version: 1,
         first_flexible_version: 1,
+    },
+    ApiSupport {
+        key: ApiKey::OffsetDelete,
+        min_version: 0,
+        max_version: 0,
+        first_flexible_version: NEVER_FLEXIBLE,
     },
     ApiSupport {
         key: ApiKey::DescribeCluster,
@@ -232,6 +284,13 @@ impl ApiKey {
             ApiKey::CreatePartitions => "CreatePartitions",
             ApiKey::IncrementalAlterConfigs => "IncrementalAlterConfigs",
             ApiKey::DescribeCluster => "DescribeCluster",
+            ApiKey::OffsetFetch => "OffsetFetch",
+            ApiKey::DescribeGroups => "DescribeGroups",
+            ApiKey::ListGroups => "ListGroups",
+            ApiKey::DeleteRecords => "DeleteRecords",
+            ApiKey::DescribeLogDirs => "DescribeLogDirs",
+            ApiKey::DeleteGroups => "DeleteGroups",
+            ApiKey::OffsetDelete => "OffsetDelete",
         }
     }
 }

@@ -23,6 +23,7 @@ use crate::server::connection::serve_connection;
 use crate::server::controller::{self, Controller, CONTROLLER_SHARD};
 use crate::server::metrics_http;
 use crate::server::state::BrokerState;
+use crate::shard::partition_table::ShardId;
 use crate::shard::runtime::{run_shards, ShardConfig, Shutdown};
 use crate::shard::shard::{now_ms, Shard};
 
@@ -161,6 +162,10 @@ async fn shard_main(
     started: Instant,
     metrics_listener: Option<std::net::TcpListener>,
 ) -> Result<(), String> {
+    // Before any shard can serve a request that writes checkpoints.
+    if shard.id() == CHECKPOINT_SHARD {
+        shard.set_extension(Rc::new(CheckpointLock(glommio::sync::Semaphore::new(1))));
+    }
     if shard.id() == CONTROLLER_SHARD {
         let store = MetadataStore::open(&config.data_dir, shard.startup(), now_ms(), None)
             .await
@@ -298,9 +303,44 @@ async fn shard_main(
     Ok(())
 }
 
+/// The shard that writes the offset checkpoints while the broker runs.
+const CHECKPOINT_SHARD: ShardId = 0;
+
+/// Serialises the checkpoint writes on [`CHECKPOINT_SHARD`]: the periodic
+/// timer and DeleteRecords write the same files through the same temporary
+/// files, and two writes interleaved could rename a mix of both into place.
+struct CheckpointLock(glommio::sync::Semaphore);
+
+/// Writes the recovery-point and log-start checkpoints now, after any write
+/// already under way, and returns once they are durable. Callable from any
+/// shard; DeleteRecords uses it so that a moved log start offset survives a
+/// crash. Failures are logged here, like those of the periodic writes.
+pub(crate) async fn checkpoint_now(shard: &Rc<Shard>) {
+    let written = shard
+        .submit_to(CHECKPOINT_SHARD, |shard| async move {
+            checkpoint_all(&shard).await;
+        })
+        .await;
+    if let Err(e) = written {
+        tracing::error!("writing offset checkpoints failed: {e}");
+    }
+}
+
 /// Gathers every shard's partition offsets and writes the recovery-point
-/// and log-start checkpoints.
+/// and log-start checkpoints. Runs on [`CHECKPOINT_SHARD`] only.
 async fn checkpoint_all(shard: &Rc<Shard>) {
+    assert_eq!(
+        shard.id(),
+        CHECKPOINT_SHARD,
+        "one writer of the checkpoints"
+    );
+    let lock = shard
+        .extension::<CheckpointLock>()
+        .expect("the checkpoint lock is installed first thing at startup");
+    // The semaphore is never closed, so the permit always comes.
+    let Ok(_permit) = lock.0.acquire_permit(1).await else {
+        return;
+    };
     let mut offsets = Vec::new();
     for s in 0..shard.shard_count() {
         match shard
@@ -337,7 +377,7 @@ fn spawn_timers(shard: &Rc<Shard>) {
                 last_retention = Instant::now();
                 s.retention_tick().await;
             }
-            if s.id() == 0 && last_checkpoint.elapsed() >= CHECKPOINT_INTERVAL {
+            if s.id() == CHECKPOINT_SHARD && last_checkpoint.elapsed() >= CHECKPOINT_INTERVAL {
                 last_checkpoint = Instant::now();
                 checkpoint_all(&s).await;
             }

@@ -47,10 +47,14 @@ enum End {
 /// `stopping` says when the broker shuts down: the connection then reads no
 /// new request, answers those in flight, and closes.
 pub async fn serve_connection(shard: Rc<Shard>, stream: TcpStream, stopping: fn() -> bool) {
-    let peer = stream
-        .peer_addr()
+    let peer_addr = stream.peer_addr().ok();
+    let peer = peer_addr
         .map(|a| a.to_string())
-        .unwrap_or_else(|_| "?".to_string());
+        .unwrap_or_else(|| "?".to_string());
+    let peer_host: Rc<str> = peer_addr
+        .map(|a| a.ip().to_string())
+        .unwrap_or_default()
+        .into();
     if let Err(e) = stream.set_nodelay(true) {
         tracing::debug!(%peer, "cannot set TCP_NODELAY: {e}");
     }
@@ -67,7 +71,15 @@ pub async fn serve_connection(shard: Rc<Shard>, stream: TcpStream, stopping: fn(
     let writer_done = Rc::new(std::cell::Cell::new(false));
     let writer_done_flag = writer_done.clone();
     let writer_task = glommio::spawn_local(async move {
-        let end = serve_requests(&worker_shard, &rx, &mut writer, fd, &writer_probe).await;
+        let end = serve_requests(
+            &worker_shard,
+            &rx,
+            &mut writer,
+            fd,
+            &writer_probe,
+            &peer_host,
+        )
+        .await;
         writer_done_flag.set(true);
         end
     });
@@ -116,9 +128,10 @@ async fn serve_requests<W: futures_lite::AsyncWrite + Unpin>(
     writer: &mut W,
     fd: RawFd,
     probe: &ShardProbe,
+    peer_host: &str,
 ) -> End {
     while let Some((frame, timer)) = rx.recv().await {
-        let outcome = handle_frame(shard, frame).await;
+        let outcome = handle_frame(shard, frame, peer_host).await;
         probe.request_finished(timer, &outcome);
         match outcome {
             Outcome::Respond(chunks) => {

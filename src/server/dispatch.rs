@@ -30,8 +30,9 @@ pub enum Outcome {
     Close(String),
 }
 
-/// Decodes and serves one frame.
-pub async fn handle_frame(shard: &Rc<Shard>, frame: Bytes) -> Outcome {
+/// Decodes and serves one frame from a client at `peer_host` (its IP
+/// address, which group membership reports).
+pub async fn handle_frame(shard: &Rc<Shard>, frame: Bytes, peer_host: &str) -> Outcome {
     let mut r = Reader::new(frame);
     let prefix = match RequestHeader::decode_prefix(&mut r) {
         Ok(p) => p,
@@ -142,13 +143,56 @@ pub async fn handle_frame(shard: &Rc<Shard>, frame: Bytes) -> Outcome {
             describe_cluster::DescribeClusterRequest,
             handlers::describe_cluster::handle
         ),
-        // Handlers arrive with the group coordinator.
-        ApiKey::OffsetCommit
-        | ApiKey::FindCoordinator
-        | ApiKey::JoinGroup
-        | ApiKey::Heartbeat
-        | ApiKey::LeaveGroup
-        | ApiKey::SyncGroup => Outcome::Close(format!("{} is not served yet", key.name())),
+        ApiKey::DeleteRecords => serve!(
+            delete_records::DeleteRecordsRequest,
+            handlers::delete_records::handle
+        ),
+        ApiKey::DescribeLogDirs => serve!(
+            describe_log_dirs::DescribeLogDirsRequest,
+            handlers::describe_log_dirs::handle
+        ),
+        ApiKey::FindCoordinator => serve!(
+            find_coordinator::FindCoordinatorRequest,
+            handlers::find_coordinator::handle
+        ),
+        ApiKey::JoinGroup => {
+            let req = match join_group::JoinGroupRequest::decode(&mut r, v) {
+                Ok(req) => req,
+                Err(e) => return malformed(key, v, e),
+            };
+            let resp = handlers::join_group::handle(shard, &header, req, peer_host).await;
+            respond(correlation_id, resp_header, v, |w| resp.encode(w.buf(), v))
+        }
+        ApiKey::SyncGroup => serve!(sync_group::SyncGroupRequest, handlers::sync_group::handle),
+        ApiKey::Heartbeat => serve!(heartbeat::HeartbeatRequest, handlers::heartbeat::handle),
+        ApiKey::LeaveGroup => serve!(
+            leave_group::LeaveGroupRequest,
+            handlers::leave_group::handle
+        ),
+        ApiKey::OffsetCommit => serve!(
+            offset_commit::OffsetCommitRequest,
+            handlers::offset_commit::handle
+        ),
+        ApiKey::OffsetFetch => serve!(
+            offset_fetch::OffsetFetchRequest,
+            handlers::offset_fetch::handle
+        ),
+        ApiKey::DescribeGroups => serve!(
+            describe_groups::DescribeGroupsRequest,
+            handlers::describe_groups::handle
+        ),
+        ApiKey::ListGroups => serve!(
+            list_groups::ListGroupsRequest,
+            handlers::list_groups::handle
+        ),
+        ApiKey::DeleteGroups => serve!(
+            delete_groups::DeleteGroupsRequest,
+            handlers::delete_groups::handle
+        ),
+        ApiKey::OffsetDelete => serve!(
+            offset_delete::OffsetDeleteRequest,
+            handlers::offset_delete::handle
+        ),
     }
 }
 

@@ -69,6 +69,20 @@ messages!(
     produce::ProduceResponse,
     sync_group::SyncGroupRequest,
     sync_group::SyncGroupResponse,
+    delete_groups::DeleteGroupsRequest,
+    delete_groups::DeleteGroupsResponse,
+    delete_records::DeleteRecordsRequest,
+    delete_records::DeleteRecordsResponse,
+    describe_groups::DescribeGroupsRequest,
+    describe_groups::DescribeGroupsResponse,
+    describe_log_dirs::DescribeLogDirsRequest,
+    describe_log_dirs::DescribeLogDirsResponse,
+    list_groups::ListGroupsRequest,
+    list_groups::ListGroupsResponse,
+    offset_delete::OffsetDeleteRequest,
+    offset_delete::OffsetDeleteResponse,
+    offset_fetch::OffsetFetchRequest,
+    offset_fetch::OffsetFetchResponse,
 );
 
 /// `m` encoded at `version`.

@@ -1,0 +1,62 @@
+//! ListGroups: every shard's groups, filtered by state (v4+) and type
+//! (v5+; every pinlog group is of type "classic").
+
+use std::rc::Rc;
+
+use crate::group::coordinator::GroupCoordinator;
+use crate::protocol::error_code;
+use crate::protocol::header::RequestHeader;
+use crate::protocol::messages::list_groups::*;
+use crate::shard::shard::Shard;
+
+/// The only group type pinlog runs (KIP-848's "consumer" type is not
+/// supported).
+const CLASSIC_GROUP_TYPE: &str = "classic";
+
+pub async fn handle(
+    shard: &Rc<Shard>,
+    _header: &RequestHeader,
+    req: ListGroupsRequest,
+) -> ListGroupsResponse {
+    let mut groups = Vec::new();
+    let mut code = error_code::NONE;
+    for s in 0..shard.shard_count() {
+        let listed = shard
+            .submit_to(s, |shard| async move {
+                GroupCoordinator::of(&shard).list(&shard)
+            })
+            .await;
+        match listed {
+            Ok(Ok(gs)) => groups.extend(gs),
+            Ok(Err(c)) => code = c,
+            Err(_) => code = error_code::COORDINATOR_NOT_AVAILABLE,
+        }
+    }
+    let states: Vec<String> = req
+        .states_filter
+        .iter()
+        .map(|s| s.to_ascii_lowercase())
+        .collect();
+    let types: Vec<String> = req
+        .types_filter
+        .iter()
+        .map(|t| t.to_ascii_lowercase())
+        .collect();
+    let mut out: Vec<ListedGroup> = groups
+        .into_iter()
+        .filter(|g| states.is_empty() || states.contains(&g.state.to_ascii_lowercase()))
+        .filter(|_| types.is_empty() || types.iter().any(|t| t == CLASSIC_GROUP_TYPE))
+        .map(|g| ListedGroup {
+            group_id: g.group_id,
+            protocol_type: g.protocol_type,
+            group_state: g.state,
+            group_type: CLASSIC_GROUP_TYPE.to_string(),
+        })
+        .collect();
+    out.sort_by(|a, b| a.group_id.cmp(&b.group_id));
+    ListGroupsResponse {
+        throttle_time_ms: 0,
+        error_code: code,
+        groups: out,
+    }
+}

@@ -1,0 +1,120 @@
+//! OffsetFetch: committed offsets of one group (v1-7) or of several (v8+),
+//! for listed partitions or, with a null topic list, all of them.
+
+use std::rc::Rc;
+
+use crate::group::coordinator::{on_coordinator, FetchedOffset, GroupCoordinator};
+use crate::protocol::error_code;
+use crate::protocol::header::RequestHeader;
+use crate::protocol::messages::offset_fetch::*;
+use crate::shard::shard::Shard;
+
+/// First version that fetches for several groups at once.
+const GROUPS_FROM: i16 = 8;
+/// Before this version a group-level error is reported per partition only.
+const TOP_LEVEL_ERROR_FROM: i16 = 2;
+
+type Topics = Option<Vec<(String, Vec<i32>)>>;
+
+async fn fetch_one(
+    shard: &Rc<Shard>,
+    group_id: &str,
+    topics: Topics,
+) -> (i16, Vec<OffsetFetchResponseTopic>) {
+    let requested = topics.clone();
+    let gid = group_id.to_string();
+    let result = if group_id.is_empty() {
+        Err(error_code::INVALID_GROUP_ID)
+    } else {
+        on_coordinator(shard, group_id, move |c: Rc<GroupCoordinator>, s, p| {
+            c.fetch_offsets(s, p, gid, topics)
+        })
+        .await
+        .and_then(|r| r)
+    };
+    match result {
+        Ok(found) => (error_code::NONE, to_topics(found)),
+        Err(code) => {
+            // Requested partitions carry the error too, as Kafka does, so
+            // that v1 clients (no top-level error) see it.
+            let topics = requested
+                .unwrap_or_default()
+                .into_iter()
+                .map(|(name, ps)| OffsetFetchResponseTopic {
+                    name,
+                    partitions: ps
+                        .into_iter()
+                        .map(|p| OffsetFetchResponsePartition {
+                            partition_index: p,
+                            committed_offset: -1,
+                            committed_leader_epoch: -1,
+                            metadata: Some(String::new()),
+                            error_code: code,
+                        })
+                        .collect(),
+                })
+                .collect();
+            (code, topics)
+        }
+    }
+}
+
+fn to_topics(found: Vec<(String, Vec<FetchedOffset>)>) -> Vec<OffsetFetchResponseTopic> {
+    found
+        .into_iter()
+        .map(|(name, parts)| OffsetFetchResponseTopic {
+            name,
+            partitions: parts
+                .into_iter()
+                .map(|f| OffsetFetchResponsePartition {
+                    partition_index: f.partition,
+                    committed_offset: f.offset,
+                    committed_leader_epoch: f.leader_epoch,
+                    metadata: Some(f.metadata),
+                    error_code: f.error_code,
+                })
+                .collect(),
+        })
+        .collect()
+}
+
+fn requested(topics: Option<Vec<OffsetFetchRequestTopic>>) -> Topics {
+    topics.map(|ts| {
+        ts.into_iter()
+            .map(|t| (t.name, t.partition_indexes))
+            .collect()
+    })
+}
+
+pub async fn handle(
+    shard: &Rc<Shard>,
+    header: &RequestHeader,
+    req: OffsetFetchRequest,
+) -> OffsetFetchResponse {
+    if header.api_version >= GROUPS_FROM {
+        let mut groups = Vec::with_capacity(req.groups.len());
+        for g in req.groups {
+            let (code, topics) = fetch_one(shard, &g.group_id, requested(g.topics)).await;
+            groups.push(OffsetFetchResponseGroup {
+                group_id: g.group_id,
+                topics,
+                error_code: code,
+            });
+        }
+        return OffsetFetchResponse {
+            groups,
+            ..OffsetFetchResponse::default()
+        };
+    }
+    let (code, topics) = fetch_one(shard, &req.group_id, requested(req.topics)).await;
+    OffsetFetchResponse {
+        throttle_time_ms: 0,
+        topics,
+        error_code: if header.api_version >= TOP_LEVEL_ERROR_FROM {
+            code
+        } else {
+            error_code::NONE
+        },
+        groups: Vec::new(),
+    }
+}
