@@ -67,6 +67,14 @@ enum Command {
         #[command(subcommand)]
         command: pinlog::cli::TopicCommand,
     },
+    /// Inspect consumer groups and move their committed offsets (like
+    /// kafka-consumer-groups.sh).
+    Group {
+        #[command(flatten)]
+        conn: pinlog::cli::ConnectArgs,
+        #[command(subcommand)]
+        command: pinlog::cli::GroupCommand,
+    },
     /// Inspect log files offline.
     Log {
         #[command(subcommand)]
@@ -160,6 +168,7 @@ fn main() -> ExitCode {
             }
         }
         Command::Topic { conn, command } => pinlog::cli::run_topic(&conn, command),
+        Command::Group { conn, command } => pinlog::cli::run_group(&conn, command),
         Command::Log { command } => run_log_command(command),
     }
 }

@@ -25,8 +25,9 @@ use crate::protocol::messages::api_versions::{
     ApiVersionRange, ApiVersionsRequest, ApiVersionsResponse,
 };
 use crate::protocol::messages::{
-    create_partitions, create_topics, delete_topics, describe_configs, incremental_alter_configs,
-    list_offsets, metadata,
+    create_partitions, create_topics, delete_topics, describe_configs, describe_groups,
+    find_coordinator, incremental_alter_configs, list_groups, list_offsets, metadata,
+    offset_commit, offset_fetch,
 };
 
 /// Where the commands look for a broker unless told otherwise: the address
@@ -100,6 +101,32 @@ api_request!(
     list_offsets::ListOffsetsRequest,
     list_offsets::ListOffsetsResponse,
     ApiKey::ListOffsets
+);
+
+api_request!(
+    find_coordinator::FindCoordinatorRequest,
+    find_coordinator::FindCoordinatorResponse,
+    ApiKey::FindCoordinator
+);
+api_request!(
+    list_groups::ListGroupsRequest,
+    list_groups::ListGroupsResponse,
+    ApiKey::ListGroups
+);
+api_request!(
+    describe_groups::DescribeGroupsRequest,
+    describe_groups::DescribeGroupsResponse,
+    ApiKey::DescribeGroups
+);
+api_request!(
+    offset_fetch::OffsetFetchRequest,
+    offset_fetch::OffsetFetchResponse,
+    ApiKey::OffsetFetch
+);
+api_request!(
+    offset_commit::OffsetCommitRequest,
+    offset_commit::OffsetCommitResponse,
+    ApiKey::OffsetCommit
 );
 
 /// The highest version of `key` in both our codec's range and the

@@ -131,20 +131,10 @@ impl fmt::Display for CliError {
 
 impl std::error::Error for CliError {}
 
-// Group and coordinator error codes the CLI can meet. The broker side does
-// not use them yet, so they are not in `protocol::error_code`.
-pub const COORDINATOR_LOAD_IN_PROGRESS: i16 = 14;
-pub const COORDINATOR_NOT_AVAILABLE: i16 = 15;
-pub const NOT_COORDINATOR: i16 = 16;
-pub const ILLEGAL_GENERATION: i16 = 22;
-pub const INVALID_GROUP_ID: i16 = 24;
-pub const UNKNOWN_MEMBER_ID: i16 = 25;
-pub const REBALANCE_IN_PROGRESS: i16 = 27;
+// Error codes the CLI can meet that pinlog's broker never sends, so that
+// `protocol::error_code` does not list them.
 pub const TOPIC_AUTHORIZATION_FAILED: i16 = 29;
 pub const GROUP_AUTHORIZATION_FAILED: i16 = 30;
-pub const UNSUPPORTED_VERSION: i16 = error_code::UNSUPPORTED_VERSION;
-pub const NON_EMPTY_GROUP: i16 = 68;
-pub const GROUP_ID_NOT_FOUND: i16 = 69;
 pub const UNSTABLE_OFFSET_COMMIT: i16 = 88;
 
 /// Kafka's name of an error code, as its tools print it.
@@ -169,7 +159,7 @@ pub fn error_name(code: i16) -> &'static str {
         REBALANCE_IN_PROGRESS => "REBALANCE_IN_PROGRESS",
         TOPIC_AUTHORIZATION_FAILED => "TOPIC_AUTHORIZATION_FAILED",
         GROUP_AUTHORIZATION_FAILED => "GROUP_AUTHORIZATION_FAILED",
-        error_code::UNSUPPORTED_VERSION => "UNSUPPORTED_VERSION",
+        UNSUPPORTED_VERSION => "UNSUPPORTED_VERSION",
         TOPIC_ALREADY_EXISTS => "TOPIC_ALREADY_EXISTS",
         INVALID_PARTITIONS => "INVALID_PARTITIONS",
         INVALID_REPLICATION_FACTOR => "INVALID_REPLICATION_FACTOR",
@@ -179,6 +169,9 @@ pub fn error_name(code: i16) -> &'static str {
         POLICY_VIOLATION => "POLICY_VIOLATION",
         KAFKA_STORAGE_ERROR => "KAFKA_STORAGE_ERROR",
         NON_EMPTY_GROUP => "NON_EMPTY_GROUP",
+        OFFSET_METADATA_TOO_LARGE => "OFFSET_METADATA_TOO_LARGE",
+        INVALID_COMMIT_OFFSET_SIZE => "INVALID_COMMIT_OFFSET_SIZE",
+        FENCED_INSTANCE_ID => "FENCED_INSTANCE_ID",
         GROUP_ID_NOT_FOUND => "GROUP_ID_NOT_FOUND",
         OFFSET_NOT_AVAILABLE => "OFFSET_NOT_AVAILABLE",
         UNSTABLE_OFFSET_COMMIT => "UNSTABLE_OFFSET_COMMIT",
@@ -206,9 +199,7 @@ fn hint_for_code(code: i16) -> Option<&'static str> {
             "the group has active members; stop the consumers first"
         }
         GROUP_ID_NOT_FOUND => "see the groups that exist with `pinlog group list`",
-        error_code::UNSUPPORTED_VERSION => {
-            "the broker does not speak a version of this API that pinlog knows"
-        }
+        UNSUPPORTED_VERSION => "the broker does not speak a version of this API that pinlog knows",
         _ => return None,
     })
 }
@@ -240,7 +231,7 @@ mod tests {
             e.to_string(),
             "topic \"t\": INVALID_CONFIG (40): retention.ms must be a number"
         );
-        let e = CliError::broker("group \"g\"", NON_EMPTY_GROUP, None);
+        let e = CliError::broker("group \"g\"", error_code::NON_EMPTY_GROUP, None);
         assert_eq!(e.to_string(), "group \"g\": NON_EMPTY_GROUP (68)");
         assert_eq!(
             e.hint().as_deref(),

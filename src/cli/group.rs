@@ -15,14 +15,36 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use serde_json::{json, Value};
 
+use crate::cli::client::{Client, Cluster};
 use crate::cli::error::{CliError, CliResult};
 use crate::cli::table::{json_text, or_dash, Align, Table};
-use crate::cli::{ConnectArgs, GroupCommand};
+use crate::cli::{emit, topic, ConnectArgs, GroupCommand};
+use crate::protocol::api::ApiKey;
 use crate::protocol::codec::{DecodeError, DecodeResult, Reader};
+use crate::protocol::error_code::{
+    self, COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, GROUP_ID_NOT_FOUND,
+    ILLEGAL_GENERATION, NON_EMPTY_GROUP, NOT_COORDINATOR, REBALANCE_IN_PROGRESS, UNKNOWN_MEMBER_ID,
+};
+use crate::protocol::messages::describe_groups::{DescribeGroupsRequest, DescribedGroup};
+use crate::protocol::messages::find_coordinator::{FindCoordinatorRequest, KEY_TYPE_GROUP};
+use crate::protocol::messages::list_groups::ListGroupsRequest;
+use crate::protocol::messages::list_offsets::{EARLIEST_TIMESTAMP, LATEST_TIMESTAMP};
+use crate::protocol::messages::offset_commit::{
+    OffsetCommitRequest, OffsetCommitRequestPartition, OffsetCommitRequestTopic,
+};
+use crate::protocol::messages::offset_fetch::{
+    OffsetFetchRequest, OffsetFetchRequestGroup, OffsetFetchRequestTopic,
+};
+
+/// The first FindCoordinator version that asks about a list of keys.
+const FIND_COORDINATOR_BATCHED_FROM: i16 = 4;
+/// The first OffsetFetch version that asks about a list of groups.
+const OFFSET_FETCH_GROUPS_FROM: i16 = 8;
 
 /// The highest `ConsumerProtocolAssignment` version known; later versions
 /// only add fields at the end, so they are read as this one, as Kafka's
@@ -31,12 +53,530 @@ pub const CONSUMER_PROTOCOL_ASSIGNMENT_VERSION_MAX: i16 = 3;
 /// The protocol type of groups formed by Kafka consumers.
 pub const CONSUMER_PROTOCOL_TYPE: &str = "consumer";
 
-pub fn run(_conn: &ConnectArgs, _command: GroupCommand, _out: &mut dyn Write) -> CliResult<()> {
-    Err(CliError::Other(
-        "group commands need the group APIs (FindCoordinator, DescribeGroups, OffsetFetch, \
-         OffsetCommit, ListGroups), which this build of pinlog cannot speak yet"
-            .into(),
-    ))
+/// Bound on attempts of a group command while its coordinator answers
+/// with a retriable error: loading `__consumer_offsets` (a broker loads
+/// its partitions lazily, when first asked), not yet elected, or moved.
+/// With [`COORDINATOR_RETRY_BACKOFF`] this bounds the wait to about 10 s;
+/// `--timeout` bounds it too.
+pub const COORDINATOR_ATTEMPTS_MAX: usize = 100;
+/// Pause between those attempts.
+pub const COORDINATOR_RETRY_BACKOFF: Duration = Duration::from_millis(100);
+/// Group states in which a coordinator accepts an admin's commit.
+const INACTIVE_STATES: [&str; 2] = ["Empty", "Dead"];
+
+pub fn run(conn: &ConnectArgs, command: GroupCommand, out: &mut dyn Write) -> CliResult<()> {
+    let mut cluster = Cluster::connect(&conn.bootstrap_server, conn.timeout)?;
+    match command {
+        GroupCommand::List => {
+            let groups = with_retries(conn, || list_groups(&mut cluster))?;
+            emit(out, &render_group_list(&groups, conn.json))
+        }
+        GroupCommand::Describe { group } => {
+            let g = with_retries(conn, || describe_group(&mut cluster, &group))?;
+            emit(out, &render_group_describe(&g, conn.json))
+        }
+        GroupCommand::ResetOffsets {
+            group,
+            topics,
+            to_earliest,
+            to_latest,
+            to_offset,
+            shift_by,
+            to_datetime,
+            dry_run: _,
+            execute,
+        } => {
+            let target =
+                ResetTarget::from_flags(to_earliest, to_latest, to_offset, shift_by, to_datetime)?;
+            // Committing the same offsets twice is harmless, so the whole
+            // command may be retried.
+            let (plan, note) = with_retries(conn, || {
+                reset_offsets(&mut cluster, &group, &topics, target, execute)
+            })?;
+            if let Some(note) = note {
+                eprintln!("note: {note}");
+            }
+            emit(out, &render_reset(&group, &plan, execute, conn.json))
+        }
+    }
+}
+
+/// Whether a broker error means "ask again shortly" for a group request.
+fn is_retriable(e: &CliError) -> bool {
+    matches!(
+        e,
+        CliError::Broker {
+            code: COORDINATOR_LOAD_IN_PROGRESS | COORDINATOR_NOT_AVAILABLE | NOT_COORDINATOR,
+            ..
+        }
+    )
+}
+
+/// Runs `f` again while it fails with a retriable coordinator error, at
+/// most [`COORDINATOR_ATTEMPTS_MAX`] times and for at most `--timeout`.
+fn with_retries<T>(conn: &ConnectArgs, mut f: impl FnMut() -> CliResult<T>) -> CliResult<T> {
+    let deadline = Instant::now() + conn.timeout;
+    let mut attempt = 1;
+    loop {
+        match f() {
+            Err(e)
+                if is_retriable(&e)
+                    && attempt < COORDINATOR_ATTEMPTS_MAX
+                    && Instant::now() + COORDINATOR_RETRY_BACKOFF < deadline =>
+            {
+                std::thread::sleep(COORDINATOR_RETRY_BACKOFF);
+                attempt += 1;
+            }
+            other => return other,
+        }
+    }
+}
+
+fn group_label(group: &str) -> String {
+    format!("group {group:?}")
+}
+
+/// Asks every broker for the groups it coordinates.
+fn list_groups(cluster: &mut Cluster) -> CliResult<Vec<GroupListing>> {
+    let meta = cluster.metadata(Some(&[]))?;
+    let mut nodes: Vec<i32> = meta.brokers.iter().map(|b| b.node_id).collect();
+    nodes.sort_unstable();
+    let mut groups: BTreeMap<String, GroupListing> = BTreeMap::new();
+    for node in nodes {
+        let client = cluster.node(node)?;
+        let resp = client.send(&ListGroupsRequest::default())?;
+        if resp.error_code != error_code::NONE {
+            return Err(CliError::broker(
+                format!("ListGroups on broker {node}"),
+                resp.error_code,
+                None,
+            ));
+        }
+        for g in resp.groups {
+            groups.insert(
+                g.group_id.clone(),
+                GroupListing {
+                    group: g.group_id,
+                    state: g.group_state,
+                    protocol_type: g.protocol_type,
+                },
+            );
+        }
+    }
+    Ok(groups.into_values().collect())
+}
+
+/// The coordinator of `group`: its node id, after connecting to it.
+fn coordinator(cluster: &mut Cluster, group: &str) -> CliResult<i32> {
+    let client = cluster.any();
+    let version = client.version_of(ApiKey::FindCoordinator)?;
+    let req = FindCoordinatorRequest {
+        key: group.to_string(),
+        key_type: KEY_TYPE_GROUP,
+        coordinator_keys: vec![group.to_string()],
+    };
+    let resp = client.send_at(&req, version)?;
+    let (code, message, node_id, host, port) = if version >= FIND_COORDINATOR_BATCHED_FROM {
+        let c = resp
+            .coordinators
+            .into_iter()
+            .find(|c| c.key == group)
+            .ok_or_else(|| CliError::Protocol {
+                addr: client.addr().to_string(),
+                detail: format!("FindCoordinator response does not mention {group:?}"),
+            })?;
+        (c.error_code, c.error_message, c.node_id, c.host, c.port)
+    } else {
+        (
+            resp.error_code,
+            resp.error_message,
+            resp.node_id,
+            resp.host,
+            resp.port,
+        )
+    };
+    if code != error_code::NONE {
+        return Err(CliError::broker(group_label(group), code, message));
+    }
+    cluster.node_at(node_id, &format!("{host}:{port}"))?;
+    Ok(node_id)
+}
+
+/// DescribeGroups for one group on its coordinator.
+fn described_group(client: &mut Client, group: &str) -> CliResult<DescribedGroup> {
+    let resp = client.send(&DescribeGroupsRequest {
+        groups: vec![group.to_string()],
+        include_authorized_operations: false,
+    })?;
+    let g = resp
+        .groups
+        .into_iter()
+        .find(|g| g.group_id == group)
+        .ok_or_else(|| CliError::Protocol {
+            addr: client.addr().to_string(),
+            detail: format!("DescribeGroups response does not mention {group:?}"),
+        })?;
+    if g.error_code != error_code::NONE {
+        let message = g.error_message.or_else(|| {
+            (g.error_code == GROUP_ID_NOT_FOUND).then(|| "the group does not exist".to_string())
+        });
+        return Err(CliError::broker(group_label(group), g.error_code, message));
+    }
+    Ok(g)
+}
+
+/// The group's committed offsets; `topics` `None` asks for all of them.
+fn committed_offsets(
+    client: &mut Client,
+    group: &str,
+    topics: Option<&BTreeMap<String, Vec<i32>>>,
+) -> CliResult<BTreeMap<(String, i32), i64>> {
+    let version = client.version_of(ApiKey::OffsetFetch)?;
+    let wanted = topics.map(|ts| {
+        ts.iter()
+            .map(|(name, ps)| OffsetFetchRequestTopic {
+                name: name.clone(),
+                partition_indexes: ps.clone(),
+            })
+            .collect::<Vec<_>>()
+    });
+    let req = if version >= OFFSET_FETCH_GROUPS_FROM {
+        OffsetFetchRequest {
+            group_id: String::new(),
+            topics: None,
+            groups: vec![OffsetFetchRequestGroup {
+                group_id: group.to_string(),
+                topics: wanted,
+                ..Default::default()
+            }],
+            require_stable: false,
+        }
+    } else {
+        OffsetFetchRequest {
+            group_id: group.to_string(),
+            topics: wanted,
+            groups: Vec::new(),
+            require_stable: false,
+        }
+    };
+    let resp = client.send_at(&req, version)?;
+    let (code, topics) = if version >= OFFSET_FETCH_GROUPS_FROM {
+        let g = resp
+            .groups
+            .into_iter()
+            .find(|g| g.group_id == group)
+            .ok_or_else(|| CliError::Protocol {
+                addr: client.addr().to_string(),
+                detail: format!("OffsetFetch response does not mention {group:?}"),
+            })?;
+        (g.error_code, g.topics)
+    } else {
+        (resp.error_code, resp.topics)
+    };
+    if code != error_code::NONE {
+        return Err(CliError::broker(group_label(group), code, None));
+    }
+    let mut committed = BTreeMap::new();
+    for t in topics {
+        for p in t.partitions {
+            if p.error_code != error_code::NONE {
+                return Err(CliError::broker(
+                    format!(
+                        "{} partition {}-{}",
+                        group_label(group),
+                        t.name,
+                        p.partition_index
+                    ),
+                    p.error_code,
+                    None,
+                ));
+            }
+            // -1: nothing committed for a partition that was asked about.
+            if p.committed_offset >= 0 {
+                committed.insert((t.name.clone(), p.partition_index), p.committed_offset);
+            }
+        }
+    }
+    Ok(committed)
+}
+
+/// Offsets of `parts` for `timestamp`, each asked of its leader. Partitions
+/// whose topic or partition no longer exists are left out.
+fn offsets_at(
+    cluster: &mut Cluster,
+    parts: &BTreeSet<(String, i32)>,
+    timestamp: i64,
+) -> CliResult<BTreeMap<(String, i32), i64>> {
+    let topics: Vec<String> = parts
+        .iter()
+        .map(|(t, _)| t.clone())
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    if topics.is_empty() {
+        return Ok(BTreeMap::new());
+    }
+    let meta = cluster.metadata(Some(&topics))?;
+    let mut by_leader: BTreeMap<i32, Vec<(String, i32)>> = BTreeMap::new();
+    for t in &meta.topics {
+        let Some(name) = &t.name else { continue };
+        for p in &t.partitions {
+            let key = (name.clone(), p.partition_index);
+            if parts.contains(&key) && p.leader_id >= 0 {
+                by_leader.entry(p.leader_id).or_default().push(key);
+            }
+        }
+    }
+    let mut found = BTreeMap::new();
+    for (leader, keys) in by_leader {
+        let client = cluster.node(leader)?;
+        for (key, r) in topic::list_offsets(client, &keys, timestamp)? {
+            match r {
+                Ok(offset) => {
+                    found.insert(key, offset);
+                }
+                Err(code) => {
+                    return Err(CliError::broker(
+                        format!("partition {}-{}", key.0, key.1),
+                        code,
+                        None,
+                    ))
+                }
+            }
+        }
+    }
+    Ok(found)
+}
+
+fn describe_group(cluster: &mut Cluster, group: &str) -> CliResult<GroupDescription> {
+    let node = coordinator(cluster, group)?;
+    let client = cluster.node(node)?;
+    let g = described_group(client, group)?;
+    let committed = committed_offsets(client, group, None)?;
+    // Before DescribeGroups v6 an unknown group is a "Dead" one.
+    if g.group_state == "Dead" && g.members.is_empty() && committed.is_empty() {
+        return Err(CliError::broker(
+            group_label(group),
+            GROUP_ID_NOT_FOUND,
+            Some("the group does not exist".into()),
+        ));
+    }
+    let members: Vec<Member> = g
+        .members
+        .into_iter()
+        .map(|m| {
+            Member::new(
+                m.member_id,
+                m.group_instance_id,
+                m.client_id,
+                m.client_host,
+                &g.protocol_type,
+                m.member_assignment,
+            )
+        })
+        .collect();
+    let mut parts: BTreeSet<(String, i32)> = committed.keys().cloned().collect();
+    for m in &members {
+        parts.extend(m.assignment.iter().cloned());
+    }
+    let end_offsets = offsets_at(cluster, &parts, LATEST_TIMESTAMP)?;
+    Ok(GroupDescription {
+        group: group.to_string(),
+        state: g.group_state,
+        protocol_type: g.protocol_type,
+        protocol: g.protocol_data,
+        coordinator: Some(node),
+        members,
+        committed,
+        end_offsets,
+    })
+}
+
+/// The partitions `specs` name, checked against the topics' metadata.
+fn resolve_partitions(
+    cluster: &mut Cluster,
+    specs: &[TopicSpec],
+) -> CliResult<BTreeMap<String, Vec<i32>>> {
+    let names: Vec<String> = specs.iter().map(|s| s.topic.clone()).collect();
+    let meta = cluster.metadata(Some(&names))?;
+    let mut out: BTreeMap<String, Vec<i32>> = BTreeMap::new();
+    for spec in specs {
+        let t = meta
+            .topics
+            .iter()
+            .find(|t| t.name.as_deref() == Some(spec.topic.as_str()))
+            .ok_or_else(|| CliError::Protocol {
+                addr: cluster.any().addr().to_string(),
+                detail: format!("Metadata response does not mention {:?}", spec.topic),
+            })?;
+        if t.error_code != error_code::NONE {
+            let message = (t.error_code == error_code::UNKNOWN_TOPIC_OR_PARTITION)
+                .then(|| "the topic does not exist".to_string());
+            return Err(CliError::broker(
+                format!("topic {:?}", spec.topic),
+                t.error_code,
+                message,
+            ));
+        }
+        let existing: BTreeSet<i32> = t.partitions.iter().map(|p| p.partition_index).collect();
+        let chosen = match &spec.partitions {
+            None => existing.iter().copied().collect(),
+            Some(ps) => {
+                if let Some(missing) = ps.iter().find(|p| !existing.contains(p)) {
+                    return Err(CliError::Other(format!(
+                        "topic {:?} has no partition {missing}; it has {} (0 to {})",
+                        spec.topic,
+                        existing.len(),
+                        existing.len().saturating_sub(1)
+                    )));
+                }
+                ps.clone()
+            }
+        };
+        let entry = out.entry(spec.topic.clone()).or_default();
+        entry.extend(chosen);
+        entry.sort_unstable();
+        entry.dedup();
+    }
+    Ok(out)
+}
+
+/// Plans the reset and, with `execute`, commits it. Returns the plan and,
+/// for a dry run of an active group, a note that --execute would fail.
+fn reset_offsets(
+    cluster: &mut Cluster,
+    group: &str,
+    specs: &[TopicSpec],
+    target: ResetTarget,
+    execute: bool,
+) -> CliResult<(Vec<PlannedReset>, Option<String>)> {
+    let wanted = resolve_partitions(cluster, specs)?;
+    let node = coordinator(cluster, group)?;
+    let client = cluster.node(node)?;
+    // Offsets may be set for a group that does not exist yet: that is how
+    // an operator makes a new group start somewhere other than its
+    // auto.offset.reset.
+    let (state, members) = match described_group(client, group) {
+        Ok(g) => (g.group_state, g.members.len()),
+        Err(CliError::Broker {
+            code: GROUP_ID_NOT_FOUND,
+            ..
+        }) => ("Dead".to_string(), 0),
+        Err(e) => return Err(e),
+    };
+    let active = !INACTIVE_STATES.contains(&state.as_str());
+    let committed = committed_offsets(client, group, Some(&wanted))?;
+    if active && execute {
+        return Err(active_group_error(group, &state, members));
+    }
+
+    let parts: BTreeSet<(String, i32)> = wanted
+        .iter()
+        .flat_map(|(t, ps)| ps.iter().map(move |p| (t.clone(), *p)))
+        .collect();
+    let starts = offsets_at(cluster, &parts, EARLIEST_TIMESTAMP)?;
+    let ends = offsets_at(cluster, &parts, LATEST_TIMESTAMP)?;
+    let at_time = match target {
+        ResetTarget::Datetime(ms) => Some(offsets_at(cluster, &parts, ms)?),
+        _ => None,
+    };
+    let mut offsets = Vec::with_capacity(parts.len());
+    for key in &parts {
+        let (Some(&log_start), Some(&log_end)) = (starts.get(key), ends.get(key)) else {
+            return Err(CliError::Other(format!(
+                "partition {}-{} has no leader to ask for its offsets; try again in a moment",
+                key.0, key.1
+            )));
+        };
+        offsets.push(PartitionOffsets {
+            topic: key.0.clone(),
+            partition: key.1,
+            committed: committed.get(key).copied(),
+            log_start,
+            log_end,
+            // ListOffsets answers -1 when no record is at or after the time.
+            at_time: at_time
+                .as_ref()
+                .and_then(|m| m.get(key).copied())
+                .filter(|o| *o >= 0),
+        });
+    }
+    let plan = plan_reset(&offsets, target)?;
+    if !execute {
+        let note = active.then(|| {
+            format!(
+                "{} is {state} with {members} member(s); --execute will be refused until they stop",
+                group_label(group),
+            )
+        });
+        return Ok((plan, note));
+    }
+
+    let mut by_topic: BTreeMap<&str, Vec<OffsetCommitRequestPartition>> = BTreeMap::new();
+    for r in &plan {
+        by_topic
+            .entry(r.topic.as_str())
+            .or_default()
+            .push(OffsetCommitRequestPartition {
+                partition_index: r.partition,
+                committed_offset: r.new_offset,
+                ..Default::default()
+            });
+    }
+    let req = OffsetCommitRequest {
+        group_id: group.to_string(),
+        // An admin commit: no generation and no member, which the
+        // coordinator accepts only for a group without members.
+        generation_id_or_member_epoch: -1,
+        member_id: String::new(),
+        topics: by_topic
+            .into_iter()
+            .map(|(name, partitions)| OffsetCommitRequestTopic {
+                name: name.to_string(),
+                partitions,
+            })
+            .collect(),
+        ..Default::default()
+    };
+    let client = cluster.node(node)?;
+    let resp = client.send(&req)?;
+    for t in &resp.topics {
+        for p in &t.partitions {
+            match p.error_code {
+                error_code::NONE => {}
+                UNKNOWN_MEMBER_ID
+                | ILLEGAL_GENERATION
+                | REBALANCE_IN_PROGRESS
+                | NON_EMPTY_GROUP => {
+                    return Err(active_group_error(group, "active", 0));
+                }
+                code => {
+                    return Err(CliError::broker(
+                        format!(
+                            "{} partition {}-{}",
+                            group_label(group),
+                            t.name,
+                            p.partition_index
+                        ),
+                        code,
+                        None,
+                    ))
+                }
+            }
+        }
+    }
+    Ok((plan, None))
+}
+
+/// The error for a reset of a group that has members: its hint says to
+/// stop the consumers.
+fn active_group_error(group: &str, state: &str, members: usize) -> CliError {
+    let detail = if members > 0 {
+        format!("the group is {state} with {members} member(s); offsets can be reset only while it has none")
+    } else {
+        "the coordinator refused the commit because the group has members".to_string()
+    };
+    CliError::broker(group_label(group), NON_EMPTY_GROUP, Some(detail))
 }
 
 // ------------------------------------------------------------ arguments
