@@ -4,14 +4,18 @@
 //! reason and a next step; a bad command line exits 2 and an unreachable
 //! broker exits 1 saying how to start one.
 //!
-//! Group commands are not covered here yet: the broker has no group
-//! coordinator.
+//! The group commands run against a real consumer group: a kafka-python
+//! member (`tests/clients/group_member.py`; CI installs kafka-python, and
+//! `PINLOG_SKIP_CLIENT_TESTS=1` skips this part, as in tests/clients.rs).
 
 mod common;
 mod support;
 
+use std::io::{BufRead, BufReader, Write};
 use std::net::TcpStream;
-use std::process::Command;
+use std::path::Path;
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc;
 use std::time::Duration;
 
 use bytes::BytesMut;
@@ -21,7 +25,9 @@ use pinlog::protocol::messages::produce::{
     PartitionProduceData, ProduceRequest, ProduceResponse, TopicProduceData,
 };
 use serde_json::Value;
-use support::{free_port, round_trip, run_command, Broker, BrokerOpts, CmdOutput, PINLOG_BIN};
+use support::{
+    free_port, round_trip, run_command, which, Broker, BrokerOpts, CmdOutput, PINLOG_BIN,
+};
 
 /// Bound on one CLI run; each makes a handful of requests to a local broker.
 const COMMAND_TIMEOUT: Duration = Duration::from_secs(60);
@@ -29,6 +35,11 @@ const COMMAND_TIMEOUT: Duration = Duration::from_secs(60);
 const PRODUCE_VERSION: i16 = 7;
 const PRODUCE_KEY: i16 = 0;
 const TOPIC: &str = "orders";
+/// How long the group member may take to join, consume and commit, or to
+/// leave.
+const MEMBER_TIMEOUT: Duration = Duration::from_secs(60);
+const GROUP_MEMBER_SCRIPT: &str =
+    concat!(env!("CARGO_MANIFEST_DIR"), "/tests/clients/group_member.py");
 
 /// Runs `pinlog ARGS` with the broker's address in `--bootstrap-server`
 /// (unless `bootstrap` is `None`), and no `PINLOG_*` variable from the
@@ -352,6 +363,329 @@ fn topic_commands_against_a_broker() {
     let listed = json(&run_command(&mut cmd, None, COMMAND_TIMEOUT));
     assert_eq!(listed["topics"][0]["name"], "audit");
     assert_eq!(listed["topics"].as_array().unwrap().len(), 1);
+
+    broker.stop();
+}
+
+/// A running `group_member.py`: killed when dropped, so a failing test
+/// leaves no process behind.
+struct GroupMember {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    lines: mpsc::Receiver<String>,
+}
+
+impl GroupMember {
+    /// Starts a member that consumes `count` records of `topic` in `group`
+    /// and commits; returns once it says how many it consumed.
+    fn start(broker: &Broker, topic: &str, group: &str, client_id: &str, count: usize) -> Self {
+        let mut child = Command::new("python3")
+            .arg(Path::new(GROUP_MEMBER_SCRIPT))
+            .args([
+                &broker.bootstrap(),
+                topic,
+                group,
+                client_id,
+                &count.to_string(),
+            ])
+            .env("PYTHONDONTWRITEBYTECODE", "1")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("start group_member.py");
+        let stdin = child.stdin.take();
+        let stdout = child.stdout.take().expect("piped stdout");
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut member = GroupMember {
+            child,
+            stdin,
+            lines,
+        };
+        let ready = member.expect_line("ready");
+        assert_eq!(
+            ready,
+            format!("ready {count}"),
+            "the member consumed too little"
+        );
+        member
+    }
+
+    fn expect_line(&mut self, prefix: &str) -> String {
+        match self.lines.recv_timeout(MEMBER_TIMEOUT) {
+            Ok(line) if line.starts_with(prefix) => line,
+            other => panic!("group member: expected {prefix:?}, got {other:?}"),
+        }
+    }
+
+    /// Leaves the group and waits for the process to exit.
+    fn close(mut self) {
+        let mut stdin = self.stdin.take().expect("open stdin");
+        stdin
+            .write_all(b"close\n")
+            .expect("tell the member to close");
+        drop(stdin);
+        self.expect_line("closed");
+        let status = self.child.wait().expect("reap the member");
+        assert!(status.success(), "group member exited with {status}");
+    }
+}
+
+impl Drop for GroupMember {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+fn kafka_python_available() -> bool {
+    if std::env::var("PINLOG_SKIP_CLIENT_TESTS").is_ok_and(|v| v == "1") {
+        eprintln!("PINLOG_SKIP_CLIENT_TESTS=1: skipping the group commands test");
+        return false;
+    }
+    let ok = which("python3").is_some()
+        && run_command(
+            Command::new("python3").args(["-c", "import kafka"]),
+            None,
+            COMMAND_TIMEOUT,
+        )
+        .success();
+    assert!(
+        ok,
+        "kafka-python is not available; install it with `pip install kafka-python` (CI does), \
+         or set PINLOG_SKIP_CLIENT_TESTS=1 to skip the client tests"
+    );
+    true
+}
+
+/// (partition, current offset, log end offset, lag) of each describe row,
+/// from the JSON.
+fn offsets_of(described: &Value) -> Vec<(i64, i64, i64, i64)> {
+    described["offsets"]
+        .as_array()
+        .expect("offsets")
+        .iter()
+        .map(|o| {
+            (
+                o["partition"].as_i64().unwrap(),
+                o["current_offset"].as_i64().unwrap(),
+                o["log_end_offset"].as_i64().unwrap(),
+                o["lag"].as_i64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn group_commands_against_a_broker() {
+    if !kafka_python_available() {
+        return;
+    }
+    const GROUP: &str = "billing";
+    const CLIENT_ID: &str = "billing-1";
+    const PER_PARTITION: usize = 10;
+    const CONSUMED: usize = 20;
+    let mut broker = Broker::start(BrokerOpts::new());
+    let b = broker.bootstrap();
+    let b = Some(b.as_str());
+    expect_exit(
+        &pinlog(b, &["topic", "create", TOPIC, "--partitions", "3"]),
+        0,
+    );
+    for p in 0..3 {
+        produce(&broker, TOPIC, p, PER_PARTITION);
+    }
+    let out = pinlog(b, &["group", "describe", GROUP]);
+    expect_exit(&out, 1);
+    assert!(out.stderr.contains("GROUP_ID_NOT_FOUND"), "{out}");
+    assert!(out.stderr.contains("pinlog group list"), "{out}");
+
+    let member = GroupMember::start(&broker, TOPIC, GROUP, CLIENT_ID, CONSUMED);
+
+    // list: the table and the JSON agree.
+    let out = pinlog(b, &["group", "list"]);
+    expect_exit(&out, 0);
+    assert_eq!(
+        table_rows(&out.stdout, "GROUP"),
+        vec![vec![GROUP, "Stable", "consumer"]],
+        "{out}"
+    );
+    let listed = json(&pinlog(b, &["group", "list", "--json"]));
+    assert_eq!(listed["groups"][0]["group"], GROUP);
+    assert_eq!(listed["groups"][0]["state"], "Stable");
+    assert_eq!(listed["groups"][0]["protocol_type"], "consumer");
+
+    // describe: one member owning every partition; 20 of 30 consumed.
+    let out = pinlog(b, &["group", "describe", GROUP]);
+    expect_exit(&out, 0);
+    assert!(
+        out.stdout
+            .starts_with("Group: billing  State: Stable  Members: 1"),
+        "{out}"
+    );
+    let rows = table_rows(&out.stdout, "TOPIC");
+    let described = json(&pinlog(b, &["group", "describe", GROUP, "--json"]));
+    assert_eq!(described["state"], "Stable");
+    let member_id = described["members"][0]["member_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(member_id.starts_with(CLIENT_ID), "{described}");
+    assert_eq!(described["members"][0]["client_id"], CLIENT_ID);
+    assert_eq!(
+        described["members"][0]["assignment"]
+            .as_array()
+            .unwrap()
+            .len(),
+        3
+    );
+    let offsets = offsets_of(&described);
+    assert_eq!(offsets.len(), 3, "{described}");
+    assert_eq!(offsets.iter().map(|o| o.1).sum::<i64>(), CONSUMED as i64);
+    assert_eq!(
+        described["total_lag"],
+        (3 * PER_PARTITION - CONSUMED) as i64
+    );
+    assert_eq!(rows.len(), 3, "{out}");
+    for (row, (p, current, end, lag)) in rows.iter().zip(&offsets) {
+        assert_eq!(
+            row[..6],
+            [
+                TOPIC.to_string(),
+                p.to_string(),
+                current.to_string(),
+                end.to_string(),
+                lag.to_string(),
+                member_id.clone()
+            ],
+            "{out}"
+        );
+        assert_eq!(row[7], CLIENT_ID, "{out}");
+        assert_eq!(*end, PER_PARTITION as i64);
+    }
+
+    // An active group: the plan is shown, but --execute is refused.
+    let out = pinlog(
+        b,
+        &[
+            "group",
+            "reset-offsets",
+            GROUP,
+            "--topic",
+            TOPIC,
+            "--to-earliest",
+        ],
+    );
+    expect_exit(&out, 0);
+    assert!(out.stdout.contains("Dry run"), "{out}");
+    assert!(out.stderr.contains("--execute will be refused"), "{out}");
+    let out = pinlog(
+        b,
+        &[
+            "group",
+            "reset-offsets",
+            GROUP,
+            "--topic",
+            TOPIC,
+            "--to-earliest",
+            "--execute",
+        ],
+    );
+    expect_exit(&out, 1);
+    assert!(
+        out.stderr
+            .contains("the group has active members; stop the consumers first"),
+        "{out}"
+    );
+
+    member.close();
+
+    let out = pinlog(b, &["group", "describe", GROUP]);
+    expect_exit(&out, 0);
+    assert!(out.stdout.contains("State: Empty"), "{out}");
+    assert!(out.stdout.contains("has no active members"), "{out}");
+    // The dry run changed nothing.
+    let described = json(&pinlog(b, &["group", "describe", GROUP, "--json"]));
+    assert_eq!(offsets_of(&described), offsets);
+
+    // Now the resets go through.
+    let reset = json(&pinlog(
+        b,
+        &[
+            "group",
+            "reset-offsets",
+            GROUP,
+            "--topic",
+            TOPIC,
+            "--to-earliest",
+            "--execute",
+            "--json",
+        ],
+    ));
+    assert_eq!(reset["executed"], true);
+    let described = json(&pinlog(b, &["group", "describe", GROUP, "--json"]));
+    assert_eq!(
+        described["total_lag"],
+        (3 * PER_PARTITION) as i64,
+        "{described}"
+    );
+    let out = pinlog(
+        b,
+        &[
+            "group",
+            "reset-offsets",
+            GROUP,
+            "--topic",
+            "orders:1",
+            "--shift-by",
+            "4",
+            "--execute",
+        ],
+    );
+    expect_exit(&out, 0);
+    assert!(out.stdout.contains("Committed the new offsets"), "{out}");
+    // Past every record's time: the end of each log.
+    let out = pinlog(
+        b,
+        &[
+            "group",
+            "reset-offsets",
+            GROUP,
+            "--topic",
+            "orders:2",
+            "--to-datetime",
+            "2100-01-01T00:00:00Z",
+            "--execute",
+        ],
+    );
+    expect_exit(&out, 0);
+    let described = json(&pinlog(b, &["group", "describe", GROUP, "--json"]));
+    let current: Vec<i64> = offsets_of(&described).iter().map(|o| o.1).collect();
+    assert_eq!(current, [0, 4, PER_PARTITION as i64], "{described}");
+
+    // A partition the topic does not have.
+    let out = pinlog(
+        b,
+        &[
+            "group",
+            "reset-offsets",
+            GROUP,
+            "--topic",
+            "orders:9",
+            "--to-latest",
+        ],
+    );
+    expect_exit(&out, 1);
+    assert!(out.stderr.contains("no partition 9"), "{out}");
 
     broker.stop();
 }
