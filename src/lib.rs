@@ -3,6 +3,7 @@
 //! See `ARCHITECTURE.md` for the map of this crate.
 
 pub mod broker_config;
+pub mod cli;
 pub mod config;
 pub mod constants;
 pub mod demo;

@@ -59,6 +59,22 @@ enum Command {
         #[arg(long, default_value_t = 64)]
         batch_records: usize,
     },
+    /// Manage topics on a running broker: create, list, describe, delete,
+    /// alter (like kafka-topics.sh and kafka-configs.sh).
+    Topic {
+        #[command(flatten)]
+        conn: pinlog::cli::ConnectArgs,
+        #[command(subcommand)]
+        command: pinlog::cli::TopicCommand,
+    },
+    /// Inspect consumer groups and move their committed offsets (like
+    /// kafka-consumer-groups.sh).
+    Group {
+        #[command(flatten)]
+        conn: pinlog::cli::ConnectArgs,
+        #[command(subcommand)]
+        command: pinlog::cli::GroupCommand,
+    },
     /// Inspect log files offline.
     Log {
         #[command(subcommand)]
@@ -151,6 +167,8 @@ fn main() -> ExitCode {
                 }
             }
         }
+        Command::Topic { conn, command } => pinlog::cli::run_topic(&conn, command),
+        Command::Group { conn, command } => pinlog::cli::run_group(&conn, command),
         Command::Log { command } => run_log_command(command),
     }
 }
