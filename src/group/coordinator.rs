@@ -849,10 +849,17 @@ impl GroupCoordinator {
 
     /// This shard's groups; an error if one of its partitions is loading.
     pub fn list(self: Rc<Self>, shard: &Rc<Shard>) -> Result<Vec<ListedGroup>, i16> {
+        // Every unloaded partition starts loading now, not one per call.
+        let mut not_ready = None;
         for tp in shard.local_partitions() {
             if tp.topic == OFFSETS_TOPIC {
-                self.ready(shard, tp.partition)?;
+                if let Err(code) = self.ready(shard, tp.partition) {
+                    not_ready = Some(code);
+                }
             }
+        }
+        if let Some(code) = not_ready {
+            return Err(code);
         }
         let groups = self.groups.borrow();
         Ok(groups
@@ -1003,7 +1010,9 @@ impl GroupCoordinator {
     async fn expire_offsets(self: &Rc<Self>, shard: &Rc<Shard>) {
         let now = now_ms();
         let retention = self.config.offsets_retention_ms();
-        let mut work: Vec<(i32, String, Vec<(String, i32)>, bool)> = Vec::new();
+        // (partition, group, expired offsets, whether the group goes too)
+        type Expiry = (i32, String, Vec<(String, i32)>, bool);
+        let mut work: Vec<Expiry> = Vec::new();
         {
             let groups = self.groups.borrow();
             let where_ = self.group_partition.borrow();
