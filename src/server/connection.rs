@@ -14,22 +14,20 @@ use std::os::fd::{AsRawFd, RawFd};
 use std::rc::Rc;
 use std::time::Duration;
 
-use bytes::{Bytes, BytesMut};
-use futures_lite::{AsyncReadExt, AsyncWriteExt};
+use bytes::Bytes;
+use futures_lite::AsyncWriteExt;
 use glommio::channels::local_channel;
 use glommio::net::TcpStream;
 
 use crate::protocol::chunks::{Chunk, FileRange};
 use crate::server::dispatch::{handle_frame, Outcome};
+use crate::server::frame_reader::{FrameError, FrameReader};
 use crate::server::metrics::{self, RequestTimer, ShardProbe};
 use crate::server::state::BrokerState;
 use crate::shard::shard::Shard;
 
 /// Requests read but not yet answered, per connection.
 pub const IN_FLIGHT_REQUESTS_MAX: usize = 64;
-/// Bytes read from the socket at a time while assembling a frame, so that a
-/// frame's claimed size is never allocated before its bytes arrive.
-const READ_CHUNK_BYTES: usize = 64 * 1024;
 /// How often an idle connection checks whether the broker is stopping.
 const STOP_CHECK_INTERVAL: Duration = Duration::from_millis(50);
 /// Pause before retrying a sendfile that found the socket buffer full.
@@ -62,6 +60,7 @@ pub async fn serve_connection(shard: Rc<Shard>, stream: TcpStream, stopping: fn(
     let max_frame = BrokerState::of(&shard).config.socket_request_max_bytes;
     let probe = ShardProbe::of(&shard);
     let (mut reader, mut writer) = futures_lite::io::split(stream);
+    let mut frames = FrameReader::new(max_frame);
     let (tx, rx) = local_channel::new_bounded::<(Bytes, RequestTimer)>(IN_FLIGHT_REQUESTS_MAX);
 
     let writer_probe = probe.clone();
@@ -85,21 +84,20 @@ pub async fn serve_connection(shard: Rc<Shard>, stream: TcpStream, stopping: fn(
     });
 
     let end = loop {
-        let next = futures_lite::future::or(
-            async { Some(read_frame(&mut reader, max_frame).await) },
-            async {
+        let next =
+            futures_lite::future::or(async { Some(frames.next(&mut reader).await) }, async {
                 while !stopping() && !writer_done.get() {
                     glommio::timer::sleep(STOP_CHECK_INTERVAL).await;
                 }
                 None
-            },
-        )
-        .await;
+            })
+            .await;
         let frame = match next {
             None => break End::PeerClosed,
             Some(Ok(Some(f))) => f,
             Some(Ok(None)) => break End::PeerClosed,
-            Some(Err(e)) => break e,
+            Some(Err(FrameError::Protocol(why))) => break End::Protocol(why),
+            Some(Err(FrameError::Io(e))) => break End::Io(e),
         };
         // Timed from here, so that waiting behind earlier requests counts too.
         let timer = probe.request_started(&frame);
@@ -146,54 +144,6 @@ async fn serve_requests<W: futures_lite::AsyncWrite + Unpin>(
         }
     }
     End::PeerClosed
-}
-
-/// Reads one size-prefixed frame. `Ok(None)` on a clean close between
-/// frames. A negative or oversized size ends the connection.
-async fn read_frame<R: futures_lite::AsyncRead + Unpin>(
-    reader: &mut R,
-    max_frame: usize,
-) -> Result<Option<Bytes>, End> {
-    let mut size_bytes = [0u8; 4];
-    let mut got = 0;
-    while got < 4 {
-        match reader.read(&mut size_bytes[got..]).await {
-            Ok(0) if got == 0 => return Ok(None),
-            Ok(0) => {
-                return Err(End::Protocol(
-                    "connection closed inside a frame size".into(),
-                ))
-            }
-            Ok(n) => got += n,
-            Err(e) => return Err(End::Io(e)),
-        }
-    }
-    let size = i32::from_be_bytes(size_bytes);
-    if size < 0 {
-        return Err(End::Protocol(format!("negative frame size {size}")));
-    }
-    let size = size as usize;
-    if size > max_frame {
-        return Err(End::Protocol(format!(
-            "frame of {size} bytes exceeds socket.request.max.bytes ({max_frame})"
-        )));
-    }
-    let mut buf = BytesMut::with_capacity(size.min(READ_CHUNK_BYTES));
-    let mut scratch = vec![0u8; size.min(READ_CHUNK_BYTES)];
-    while buf.len() < size {
-        let want = (size - buf.len()).min(scratch.len());
-        match reader.read(&mut scratch[..want]).await {
-            Ok(0) => {
-                return Err(End::Protocol(format!(
-                    "connection closed after {} of {size} frame bytes",
-                    buf.len()
-                )))
-            }
-            Ok(n) => buf.extend_from_slice(&scratch[..n]),
-            Err(e) => return Err(End::Io(e)),
-        }
-    }
-    Ok(Some(buf.freeze()))
 }
 
 /// Writes a response: memory chunks with write_all, file ranges with

@@ -8,6 +8,7 @@ pub mod connection;
 pub mod controller;
 pub mod dispatch;
 pub mod fetch_sessions;
+pub mod frame_reader;
 pub mod handlers;
 pub mod metrics;
 pub mod metrics_http;

@@ -1,0 +1,202 @@
+//! Cuts a connection's byte stream into request frames (INT32 size, then
+//! that many bytes) without copying them.
+//!
+//! Bytes are read straight into one growing buffer and each frame is split
+//! off it as `Bytes`, so a produce request's records reach the partition
+//! owner as a slice of the buffer the socket filled. One read may carry
+//! several small frames (one syscall for many pipelined requests), and a
+//! large frame's buffer grows with the bytes that actually arrive, so a
+//! hostile size prefix never makes the broker reserve what the peer has
+//! not sent.
+
+use bytes::{Buf, Bytes, BytesMut};
+use futures_lite::AsyncReadExt;
+
+/// Bytes requested from the socket when no frame size says more.
+pub const READ_AHEAD_BYTES: usize = 64 * 1024;
+const SIZE_PREFIX: usize = 4;
+
+/// Why the stream cannot go on.
+#[derive(Debug)]
+pub enum FrameError {
+    /// The peer broke the framing; the message says how.
+    Protocol(String),
+    Io(std::io::Error),
+}
+
+pub struct FrameReader {
+    buf: BytesMut,
+    max_frame: usize,
+}
+
+impl FrameReader {
+    pub fn new(max_frame: usize) -> Self {
+        FrameReader {
+            buf: BytesMut::new(),
+            max_frame,
+        }
+    }
+
+    /// The size of the frame at the front of the buffer, once known.
+    fn frame_size(&self) -> Result<Option<usize>, FrameError> {
+        if self.buf.len() < SIZE_PREFIX {
+            return Ok(None);
+        }
+        let size = i32::from_be_bytes(self.buf[..SIZE_PREFIX].try_into().expect("4 bytes"));
+        if size < 0 {
+            return Err(FrameError::Protocol(format!("negative frame size {size}")));
+        }
+        let size = size as usize;
+        if size > self.max_frame {
+            return Err(FrameError::Protocol(format!(
+                "frame of {size} bytes exceeds socket.request.max.bytes ({})",
+                self.max_frame
+            )));
+        }
+        Ok(Some(size))
+    }
+
+    /// The next frame, `None` when the peer closed between frames.
+    pub async fn next<R: futures_lite::AsyncRead + Unpin>(
+        &mut self,
+        reader: &mut R,
+    ) -> Result<Option<Bytes>, FrameError> {
+        loop {
+            let want = match self.frame_size()? {
+                Some(size) if self.buf.len() >= SIZE_PREFIX + size => {
+                    self.buf.advance(SIZE_PREFIX);
+                    return Ok(Some(self.buf.split_to(size).freeze()));
+                }
+                // Grow toward the frame's end, at most doubling what has
+                // arrived so far (at least one read-ahead), so memory
+                // follows the bytes the peer really sends.
+                Some(size) => {
+                    let missing = SIZE_PREFIX + size - self.buf.len();
+                    missing.min(self.buf.len().max(READ_AHEAD_BYTES))
+                }
+                None => READ_AHEAD_BYTES,
+            };
+            let filled = self.buf.len();
+            self.buf.resize(filled + want, 0);
+            let n = match reader.read(&mut self.buf[filled..]).await {
+                Ok(n) => n,
+                Err(e) => return Err(FrameError::Io(e)),
+            };
+            self.buf.truncate(filled + n);
+            if n == 0 {
+                return match filled {
+                    0 => Ok(None),
+                    _ if filled < SIZE_PREFIX => Err(FrameError::Protocol(
+                        "connection closed inside a frame size".into(),
+                    )),
+                    _ => Err(FrameError::Protocol(format!(
+                        "connection closed after {} of {} frame bytes",
+                        filled - SIZE_PREFIX,
+                        self.frame_size()?.unwrap_or(0)
+                    ))),
+                };
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::pin::Pin;
+    use std::task::{Context, Poll};
+
+    /// Hands out its bytes in fixed-size pieces, like a slow socket.
+    struct Trickle {
+        data: Vec<u8>,
+        at: usize,
+        step: usize,
+    }
+
+    impl futures_lite::AsyncRead for Trickle {
+        fn poll_read(
+            mut self: Pin<&mut Self>,
+            _: &mut Context<'_>,
+            buf: &mut [u8],
+        ) -> Poll<std::io::Result<usize>> {
+            let n = buf.len().min(self.step).min(self.data.len() - self.at);
+            let at = self.at;
+            buf[..n].copy_from_slice(&self.data[at..at + n]);
+            self.at += n;
+            Poll::Ready(Ok(n))
+        }
+    }
+
+    fn framed(frames: &[&[u8]]) -> Vec<u8> {
+        let mut out = Vec::new();
+        for f in frames {
+            out.extend_from_slice(&(f.len() as i32).to_be_bytes());
+            out.extend_from_slice(f);
+        }
+        out
+    }
+
+    fn read_all(data: Vec<u8>, step: usize, max: usize) -> (Vec<Bytes>, Option<String>) {
+        futures_lite::future::block_on(async {
+            let mut src = Trickle { data, at: 0, step };
+            let mut r = FrameReader::new(max);
+            let mut out = Vec::new();
+            loop {
+                match r.next(&mut src).await {
+                    Ok(Some(f)) => out.push(f),
+                    Ok(None) => return (out, None),
+                    Err(FrameError::Protocol(m)) => return (out, Some(m)),
+                    Err(FrameError::Io(e)) => return (out, Some(e.to_string())),
+                }
+            }
+        })
+    }
+
+    #[test]
+    fn frames_come_out_whole_however_the_bytes_arrive() {
+        let big = vec![7u8; 3 * READ_AHEAD_BYTES + 5];
+        let frames: Vec<&[u8]> = vec![b"a", b"", b"hello", &big, b"z"];
+        let data = framed(&frames);
+        for step in [1, 3, 4, 5, 1000, usize::MAX] {
+            let (got, err) = read_all(data.clone(), step, 1 << 20);
+            assert_eq!(err, None, "step {step}");
+            let got: Vec<&[u8]> = got.iter().map(|b| &b[..]).collect();
+            assert_eq!(got, frames, "step {step}");
+        }
+    }
+
+    #[test]
+    fn broken_framing_is_refused_with_a_reason() {
+        let (_, err) = read_all(vec![0, 0], 10, 100);
+        assert!(err.unwrap().contains("inside a frame size"));
+        let mut d = framed(&[b"abcdef"]);
+        d.truncate(7);
+        let (_, err) = read_all(d, 10, 100);
+        assert!(err.unwrap().contains("after 3 of 6"));
+        let (_, err) = read_all((-1i32).to_be_bytes().to_vec(), 10, 100);
+        assert!(err.unwrap().contains("negative"));
+        let (_, err) = read_all(framed(&[&[0u8; 101]]), 10, 100);
+        assert!(err.unwrap().contains("socket.request.max.bytes"));
+    }
+
+    #[test]
+    fn a_huge_size_prefix_does_not_reserve_its_size() {
+        // Claims 1 GiB, sends 10 bytes, closes.
+        let mut d = (1i32 << 30).to_be_bytes().to_vec();
+        d.extend_from_slice(&[1; 10]);
+        futures_lite::future::block_on(async {
+            let mut src = Trickle {
+                data: d,
+                at: 0,
+                step: usize::MAX,
+            };
+            let mut r = FrameReader::new(usize::MAX);
+            assert!(r.next(&mut src).await.is_err());
+            assert!(
+                r.buf.capacity() <= 4 * READ_AHEAD_BYTES,
+                "{}",
+                r.buf.capacity()
+            );
+        });
+    }
+}
