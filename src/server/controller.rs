@@ -13,8 +13,9 @@ use glommio::sync::RwLock;
 
 use crate::error::LogResult;
 use crate::log::topic_partition::TopicPartition;
+use crate::metadata::dynamic_broker_config;
 use crate::metadata::image::MetadataImage;
-use crate::metadata::records::{MetadataRecord, RESOURCE_TOPIC};
+use crate::metadata::records::{MetadataRecord, RESOURCE_BROKER, RESOURCE_TOPIC};
 use crate::metadata::store::MetadataStore;
 use crate::metadata::topic_config;
 use crate::protocol::error_code;
@@ -392,6 +393,69 @@ pub async fn alter_topic_configs(
         .await?
 }
 
+/// Sets (`Some`) or removes (`None`) dynamic broker defaults (broker
+/// names, `log.*`); `incremental` keeps the ones not named, otherwise they
+/// are reset (AlterConfigs semantics). They apply to every topic at once.
+pub async fn alter_broker_configs(
+    shard: &Rc<Shard>,
+    changes: Vec<(String, Option<String>)>,
+    incremental: bool,
+    validate_only: bool,
+) -> LogResult<Result<(), TopicError>> {
+    shard
+        .submit_to(CONTROLLER_SHARD, move |shard| async move {
+            let controller = controller(&shard);
+            let mut guard = controller.store.write().await.map_err(|_| stopped())?;
+            let Some(store) = guard.as_mut() else {
+                return Err(stopped());
+            };
+            let image = store.image();
+            for (name, value) in &changes {
+                let Some(topic_name) = dynamic_broker_config::topic_name(name) else {
+                    return Ok(Err((
+                        error_code::INVALID_CONFIG,
+                        format!(
+                            "broker setting {name:?} cannot change at runtime; set it in the broker's config file and restart. Settings that can: {}",
+                            dynamic_broker_config::dynamic_names()
+                        ),
+                    )));
+                };
+                if let Some(v) = value {
+                    if let Err(m) = topic_config::validate(topic_name, v) {
+                        return Ok(Err((
+                            error_code::INVALID_CONFIG,
+                            format!("{name}: {m}"),
+                        )));
+                    }
+                }
+            }
+            let mut target: BTreeMap<String, Option<String>> = BTreeMap::new();
+            if !incremental {
+                for name in image.broker_configs.keys() {
+                    target.insert(name.clone(), None);
+                }
+            }
+            for (name, value) in changes {
+                target.insert(name, value);
+            }
+            let records: Vec<MetadataRecord> = target
+                .into_iter()
+                .map(|(name, value)| MetadataRecord::Config {
+                    resource_type: RESOURCE_BROKER,
+                    resource_name: String::new(),
+                    name,
+                    value,
+                })
+                .collect();
+            if !validate_only && !records.is_empty() {
+                let image = store.append(&records, now_ms()).await?;
+                publish(&shard, image).await?;
+            }
+            Ok(Ok(()))
+        })
+        .await?
+}
+
 /// Hands out a new producer id, reserving blocks in the metadata log so ids
 /// are never reused after a restart.
 pub async fn allocate_producer_id(shard: &Rc<Shard>) -> LogResult<i64> {
@@ -453,7 +517,10 @@ pub async fn apply_image(shard: &Rc<Shard>, image: Arc<MetadataImage>) -> LogRes
     }
     broker.set_image(image.clone());
     for topic in image.topics.values() {
-        let config = topic_config::log_config(&broker.config, &topic.configs);
+        let config = topic_config::log_config(
+            &broker.config,
+            &dynamic_broker_config::effective_overrides(&image, &topic.configs),
+        );
         for (&p, part) in &topic.partitions {
             let tp = TopicPartition::new(topic.name.clone(), p);
             if shard.owner(&tp) != shard.id() {

@@ -1,12 +1,14 @@
-//! AlterConfigs (the legacy, replace-everything form) for topics.
+//! AlterConfigs (the legacy, replace-everything form) for topics and for
+//! the broker's dynamic `log.*` defaults.
 
 use std::rc::Rc;
 
-use crate::metadata::records::RESOURCE_TOPIC;
+use crate::metadata::records::{RESOURCE_BROKER, RESOURCE_TOPIC};
 use crate::protocol::error_code;
 use crate::protocol::header::RequestHeader;
 use crate::protocol::messages::alter_configs::*;
 use crate::server::controller;
+use crate::server::handlers::incremental_alter_configs::check_broker;
 use crate::shard::shard::Shard;
 
 pub async fn handle(
@@ -16,29 +18,36 @@ pub async fn handle(
 ) -> AlterConfigsResponse {
     let mut responses = Vec::with_capacity(req.resources.len());
     for r in req.resources {
-        let (code, message) = if r.resource_type != RESOURCE_TOPIC {
-            (
-                error_code::INVALID_REQUEST,
-                Some(
-                    "only topic configs can be altered; broker settings come from the config file"
-                        .to_string(),
-                ),
-            )
-        } else {
-            let changes = r.configs.into_iter().map(|c| (c.name, c.value)).collect();
-            match controller::alter_topic_configs(
-                shard,
-                r.resource_name.clone(),
-                changes,
-                false,
-                req.validate_only,
-            )
-            .await
-            {
-                Ok(Ok(())) => (error_code::NONE, None),
-                Ok(Err((c, m))) => (c, Some(m)),
-                Err(e) => (error_code::KAFKA_STORAGE_ERROR, Some(e.to_string())),
+        let changes: Vec<(String, Option<String>)> =
+            r.configs.into_iter().map(|c| (c.name, c.value)).collect();
+        let done = match r.resource_type {
+            RESOURCE_TOPIC => {
+                controller::alter_topic_configs(
+                    shard,
+                    r.resource_name.clone(),
+                    changes,
+                    false,
+                    req.validate_only,
+                )
+                .await
             }
+            RESOURCE_BROKER => match check_broker(shard, &r.resource_name) {
+                Ok(()) => {
+                    controller::alter_broker_configs(shard, changes, false, req.validate_only).await
+                }
+                Err(e) => Ok(Err(e)),
+            },
+            other => Ok(Err((
+                error_code::INVALID_REQUEST,
+                format!(
+                    "config resource type {other} cannot be altered; use 2 (topic) or 4 (broker)"
+                ),
+            ))),
+        };
+        let (code, message) = match done {
+            Ok(Ok(())) => (error_code::NONE, None),
+            Ok(Err((c, m))) => (c, Some(m)),
+            Err(e) => (error_code::KAFKA_STORAGE_ERROR, Some(e.to_string())),
         };
         responses.push(AlterConfigsResourceResponse {
             error_code: code,

@@ -2,7 +2,7 @@
 
 use std::rc::Rc;
 
-use crate::metadata::topic_config;
+use crate::metadata::dynamic_broker_config::{self, Source};
 use crate::protocol::error_code;
 use crate::protocol::header::RequestHeader;
 use crate::protocol::messages::create_topics::*;
@@ -13,6 +13,17 @@ use crate::shard::shard::Shard;
 /// Kafka's ConfigSource values.
 pub const CONFIG_SOURCE_DYNAMIC_TOPIC: i8 = 1;
 pub const CONFIG_SOURCE_DEFAULT: i8 = 5;
+/// Kafka's ConfigSource for a dynamic cluster-wide broker default.
+pub const CONFIG_SOURCE_DYNAMIC_DEFAULT_BROKER: i8 = 3;
+
+/// Kafka's ConfigSource code of a topic setting's source.
+pub fn config_source(source: Source) -> i8 {
+    match source {
+        Source::Topic => CONFIG_SOURCE_DYNAMIC_TOPIC,
+        Source::DynamicBrokerDefault => CONFIG_SOURCE_DYNAMIC_DEFAULT_BROKER,
+        Source::Default => CONFIG_SOURCE_DEFAULT,
+    }
+}
 
 pub async fn handle(
     shard: &Rc<Shard>,
@@ -77,17 +88,13 @@ pub async fn handle(
                     .map(|t| t.configs.clone())
                     .unwrap_or_default();
                 let configs = (header.api_version >= 5).then(|| {
-                    topic_config::describe(&broker.config, &overrides)
+                    dynamic_broker_config::describe_topic(&broker.config, &image, &overrides)
                         .into_iter()
-                        .map(|e| CreatableTopicConfigs {
+                        .map(|(e, source)| CreatableTopicConfigs {
                             name: e.name.to_string(),
                             value: Some(e.value),
                             read_only: false,
-                            config_source: if e.is_override {
-                                CONFIG_SOURCE_DYNAMIC_TOPIC
-                            } else {
-                                CONFIG_SOURCE_DEFAULT
-                            },
+                            config_source: config_source(source),
                             is_sensitive: false,
                         })
                         .collect()

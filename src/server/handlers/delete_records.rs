@@ -21,6 +21,7 @@ use std::collections::BTreeMap;
 use std::rc::Rc;
 
 use crate::log::topic_partition::TopicPartition;
+use crate::metadata::dynamic_broker_config;
 use crate::metadata::image::MetadataImage;
 use crate::metadata::topic_config;
 use crate::protocol::error_code;
@@ -150,7 +151,9 @@ fn check_partition(image: &MetadataImage, topic: &str, partition: i32) -> Result
     if INTERNAL_TOPICS.contains(&topic) {
         return Err(error_code::INVALID_TOPIC_EXCEPTION);
     }
-    if !topic_config::cleanup_policy_deletes(&t.configs) {
+    if !topic_config::cleanup_policy_deletes(&dynamic_broker_config::effective_overrides(
+        image, &t.configs,
+    )) {
         return Err(error_code::POLICY_VIOLATION);
     }
     Ok(())

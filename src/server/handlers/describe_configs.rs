@@ -1,15 +1,15 @@
 //! DescribeConfigs for topics (effective values with their source) and for
-//! the broker (its static settings).
+//! the broker (static settings, and the dynamic defaults set at runtime).
 
-use std::collections::BTreeMap;
 use std::rc::Rc;
 
+use crate::metadata::dynamic_broker_config;
 use crate::metadata::records::{RESOURCE_BROKER, RESOURCE_TOPIC};
 use crate::metadata::topic_config;
 use crate::protocol::error_code;
 use crate::protocol::header::RequestHeader;
 use crate::protocol::messages::describe_configs::*;
-use crate::server::handlers::create_topics::{CONFIG_SOURCE_DEFAULT, CONFIG_SOURCE_DYNAMIC_TOPIC};
+use crate::server::handlers::create_topics::{config_source, CONFIG_SOURCE_DYNAMIC_DEFAULT_BROKER};
 use crate::server::state::BrokerState;
 use crate::shard::shard::Shard;
 
@@ -40,17 +40,15 @@ pub async fn handle(
         match r.resource_type {
             RESOURCE_TOPIC => match image.topic(&r.resource_name) {
                 Some(t) => {
-                    for e in topic_config::describe(&broker.config, &t.configs) {
+                    for (e, source) in
+                        dynamic_broker_config::describe_topic(&broker.config, &image, &t.configs)
+                    {
                         if wanted(e.name) {
                             result.configs.push(DescribeConfigsResourceResult {
                                 name: e.name.to_string(),
                                 value: Some(e.value),
                                 read_only: false,
-                                config_source: if e.is_override {
-                                    CONFIG_SOURCE_DYNAMIC_TOPIC
-                                } else {
-                                    CONFIG_SOURCE_DEFAULT
-                                },
+                                config_source: config_source(source),
                                 is_sensitive: false,
                                 ..Default::default()
                             });
@@ -64,14 +62,20 @@ pub async fn handle(
                 }
             },
             RESOURCE_BROKER => {
-                for e in topic_config::describe(&broker.config, &BTreeMap::new()) {
-                    let name = broker_name(e.name);
+                let dynamic = dynamic_broker_config::broker_defaults(&image);
+                for e in topic_config::describe(&broker.config, &dynamic) {
+                    let name = dynamic_broker_config::broker_name(e.name);
                     if wanted(&name) {
+                        let changeable = dynamic_broker_config::topic_name(&name).is_some();
                         result.configs.push(DescribeConfigsResourceResult {
                             name,
                             value: Some(e.value),
-                            read_only: true,
-                            config_source: CONFIG_SOURCE_STATIC_BROKER,
+                            read_only: !changeable,
+                            config_source: if e.is_override {
+                                CONFIG_SOURCE_DYNAMIC_DEFAULT_BROKER
+                            } else {
+                                CONFIG_SOURCE_STATIC_BROKER
+                            },
                             is_sensitive: false,
                             ..Default::default()
                         });
@@ -90,23 +94,5 @@ pub async fn handle(
     DescribeConfigsResponse {
         throttle_time_ms: 0,
         results,
-    }
-}
-
-/// The broker-level name of a topic setting (`segment.bytes` is
-/// `log.segment.bytes` on the broker, and so on).
-fn broker_name(topic_name: &str) -> String {
-    match topic_name {
-        "max.message.bytes" => "message.max.bytes".into(),
-        "segment.ms" => "log.roll.ms".into(),
-        "segment.index.bytes" => "log.index.size.max.bytes".into(),
-        "index.interval.bytes" => "log.index.interval.bytes".into(),
-        "flush.messages" => "log.flush.interval.messages".into(),
-        "flush.ms" => "log.flush.interval.ms".into(),
-        "message.timestamp.type"
-        | "min.insync.replicas"
-        | "compression.type"
-        | "unclean.leader.election.enable" => topic_name.into(),
-        other => format!("log.{other}"),
     }
 }

@@ -1,14 +1,16 @@
-//! IncrementalAlterConfigs for topics: SET and DELETE (APPEND and SUBTRACT
-//! apply to list settings, which pinlog's topic settings are not).
+//! IncrementalAlterConfigs for topics and for the broker's dynamic `log.*`
+//! defaults: SET and DELETE (APPEND and SUBTRACT apply to list settings,
+//! which pinlog's are not).
 
 use std::rc::Rc;
 
-use crate::metadata::records::RESOURCE_TOPIC;
+use crate::metadata::records::{RESOURCE_BROKER, RESOURCE_TOPIC};
 use crate::protocol::error_code;
 use crate::protocol::header::RequestHeader;
 use crate::protocol::messages::alter_configs::AlterConfigsResourceResponse;
 use crate::protocol::messages::incremental_alter_configs::*;
 use crate::server::controller;
+use crate::server::state::BrokerState;
 use crate::shard::shard::Shard;
 
 const OP_SET: i8 = 0;
@@ -21,42 +23,57 @@ pub async fn handle(
 ) -> IncrementalAlterConfigsResponse {
     let mut responses = Vec::with_capacity(req.resources.len());
     for r in req.resources {
-        let result = if r.resource_type != RESOURCE_TOPIC {
-            Err((
-                error_code::INVALID_REQUEST,
-                "only topic configs can be altered; broker settings come from the config file"
-                    .to_string(),
-            ))
-        } else {
-            let mut changes = Vec::new();
-            let mut bad = None;
-            for c in r.configs {
-                match c.config_operation {
-                    OP_SET => changes.push((c.name, c.value)),
-                    OP_DELETE => changes.push((c.name, None)),
-                    op => {
-                        bad = Some((
-                            error_code::INVALID_CONFIG,
-                            format!("operation {op} on {:?} is not supported: topic settings take SET (0) or DELETE (1)", c.name),
-                        ))
+        let result = match (r.resource_type, check_broker(shard, &r.resource_name)) {
+            (RESOURCE_TOPIC, _) | (RESOURCE_BROKER, Ok(())) => {
+                let mut changes = Vec::new();
+                let mut bad = None;
+                for c in r.configs {
+                    match c.config_operation {
+                        OP_SET => changes.push((c.name, c.value)),
+                        OP_DELETE => changes.push((c.name, None)),
+                        op => {
+                            bad = Some((
+                                error_code::INVALID_CONFIG,
+                                format!("operation {op} on {:?} is not supported: pinlog's settings take SET (0) or DELETE (1)", c.name),
+                            ))
+                        }
+                    }
+                }
+                match bad {
+                    Some(e) => Err(e),
+                    None => {
+                        let done = if r.resource_type == RESOURCE_TOPIC {
+                            controller::alter_topic_configs(
+                                shard,
+                                r.resource_name.clone(),
+                                changes,
+                                true,
+                                req.validate_only,
+                            )
+                            .await
+                        } else {
+                            controller::alter_broker_configs(
+                                shard,
+                                changes,
+                                true,
+                                req.validate_only,
+                            )
+                            .await
+                        };
+                        match done {
+                            Ok(r) => r,
+                            Err(e) => Err((error_code::KAFKA_STORAGE_ERROR, e.to_string())),
+                        }
                     }
                 }
             }
-            match bad {
-                Some(e) => Err(e),
-                None => match controller::alter_topic_configs(
-                    shard,
-                    r.resource_name.clone(),
-                    changes,
-                    true,
-                    req.validate_only,
-                )
-                .await
-                {
-                    Ok(r) => r,
-                    Err(e) => Err((error_code::KAFKA_STORAGE_ERROR, e.to_string())),
-                },
-            }
+            (RESOURCE_BROKER, Err(e)) => Err(e),
+            (other, _) => Err((
+                error_code::INVALID_REQUEST,
+                format!(
+                    "config resource type {other} cannot be altered; use 2 (topic) or 4 (broker)"
+                ),
+            )),
         };
         let (code, message) = match result {
             Ok(()) => (error_code::NONE, None),
@@ -72,5 +89,18 @@ pub async fn handle(
     IncrementalAlterConfigsResponse {
         throttle_time_ms: 0,
         responses,
+    }
+}
+
+/// A broker resource names the cluster-wide default ("") or this broker.
+pub fn check_broker(shard: &Rc<Shard>, name: &str) -> Result<(), (i16, String)> {
+    let node = BrokerState::of(shard).node_id();
+    if name.is_empty() || name == node.to_string() {
+        Ok(())
+    } else {
+        Err((
+            error_code::INVALID_REQUEST,
+            format!("broker {name:?} is not this broker (node {node}); use \"\" for the cluster-wide default"),
+        ))
     }
 }

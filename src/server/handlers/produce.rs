@@ -13,6 +13,7 @@ use crate::broker_config::TimestampType;
 use crate::error::LogError;
 use crate::group::offsets_topic::OFFSETS_TOPIC;
 use crate::log::topic_partition::TopicPartition;
+use crate::metadata::dynamic_broker_config;
 use crate::metadata::topic_config;
 use crate::protocol::error_code;
 use crate::protocol::header::RequestHeader;
@@ -94,9 +95,10 @@ pub async fn handle(
                     }
                     Some(records) if !records.is_empty() => {
                         let topic = image.topic(&t.name).expect("partition implies topic");
-                        let append_time =
-                            topic_config::timestamp_type(&broker.config, &topic.configs)
-                                == TimestampType::LogAppendTime;
+                        let append_time = topic_config::timestamp_type(
+                            &broker.config,
+                            &dynamic_broker_config::effective_overrides(&image, &topic.configs),
+                        ) == TimestampType::LogAppendTime;
                         by_owner
                             .entry(shard.owner(&tp))
                             .or_default()

@@ -1,0 +1,155 @@
+//! Dynamic broker settings: the `log.*` defaults of every topic, changed at
+//! runtime with IncrementalAlterConfigs / AlterConfigs on the broker
+//! resource, as Kafka's dynamic broker configs are.
+//!
+//! They are stored in the metadata log under their broker names (resource
+//! name "", the cluster-wide default) and apply live: each shard recomputes
+//! a topic's effective settings as static broker settings, then dynamic
+//! broker defaults, then the topic's own overrides.
+
+use std::collections::BTreeMap;
+
+use crate::broker_config::BrokerConfig;
+use crate::metadata::image::MetadataImage;
+use crate::metadata::topic_config::{self, ConfigEntry};
+
+/// Where a topic's effective setting comes from (Kafka's ConfigSource).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    /// The topic's own override.
+    Topic,
+    /// A dynamic broker default.
+    DynamicBrokerDefault,
+    /// The broker's config file or Kafka's default.
+    Default,
+}
+
+/// Broker setting name and the topic setting it is the default of. These
+/// are the broker settings that can change at runtime.
+pub const DYNAMIC_LOG_SETTINGS: &[(&str, &str)] = &[
+    ("compression.type", "compression.type"),
+    ("log.cleaner.delete.retention.ms", "delete.retention.ms"),
+    ("log.cleaner.max.compaction.lag.ms", "max.compaction.lag.ms"),
+    (
+        "log.cleaner.min.cleanable.ratio",
+        "min.cleanable.dirty.ratio",
+    ),
+    ("log.cleaner.min.compaction.lag.ms", "min.compaction.lag.ms"),
+    ("log.cleanup.policy", "cleanup.policy"),
+    ("log.flush.interval.messages", "flush.messages"),
+    ("log.flush.interval.ms", "flush.ms"),
+    ("log.index.interval.bytes", "index.interval.bytes"),
+    ("log.index.size.max.bytes", "segment.index.bytes"),
+    ("log.message.timestamp.type", "message.timestamp.type"),
+    ("log.preallocate", "preallocate"),
+    ("log.retention.bytes", "retention.bytes"),
+    ("log.retention.ms", "retention.ms"),
+    ("log.roll.ms", "segment.ms"),
+    ("log.segment.bytes", "segment.bytes"),
+    ("message.max.bytes", "max.message.bytes"),
+    ("min.insync.replicas", "min.insync.replicas"),
+    (
+        "unclean.leader.election.enable",
+        "unclean.leader.election.enable",
+    ),
+];
+
+/// The topic setting a dynamic broker setting is the default of.
+pub fn topic_name(broker_name: &str) -> Option<&'static str> {
+    DYNAMIC_LOG_SETTINGS
+        .iter()
+        .find(|(b, _)| *b == broker_name)
+        .map(|(_, t)| *t)
+}
+
+/// The broker-level name of a topic setting (`segment.bytes` is
+/// `log.segment.bytes` on the broker).
+pub fn broker_name(topic_name: &str) -> String {
+    DYNAMIC_LOG_SETTINGS
+        .iter()
+        .find(|(_, t)| *t == topic_name)
+        .map(|(b, _)| b.to_string())
+        .unwrap_or_else(|| format!("log.{topic_name}"))
+}
+
+/// The names that can change at runtime, for error messages.
+pub fn dynamic_names() -> String {
+    DYNAMIC_LOG_SETTINGS
+        .iter()
+        .map(|(b, _)| *b)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Dynamic broker defaults under topic names.
+pub fn broker_defaults(image: &MetadataImage) -> BTreeMap<String, String> {
+    image
+        .broker_configs
+        .iter()
+        .filter_map(|(name, v)| topic_name(name).map(|t| (t.to_string(), v.clone())))
+        .collect()
+}
+
+/// A topic's settings above the static broker defaults: the dynamic broker
+/// defaults, overridden by the topic's own settings.
+pub fn effective_overrides(
+    image: &MetadataImage,
+    topic: &BTreeMap<String, String>,
+) -> BTreeMap<String, String> {
+    let mut all = broker_defaults(image);
+    all.extend(topic.iter().map(|(k, v)| (k.clone(), v.clone())));
+    all
+}
+
+/// Every setting of a topic with its effective value and where it comes
+/// from.
+pub fn describe_topic(
+    broker: &BrokerConfig,
+    image: &MetadataImage,
+    topic: &BTreeMap<String, String>,
+) -> Vec<(ConfigEntry, Source)> {
+    let dynamic = broker_defaults(image);
+    topic_config::describe(broker, &effective_overrides(image, topic))
+        .into_iter()
+        .map(|e| {
+            let source = if topic.contains_key(e.name) {
+                Source::Topic
+            } else if dynamic.contains_key(e.name) {
+                Source::DynamicBrokerDefault
+            } else {
+                Source::Default
+            };
+            (e, source)
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_map_both_ways() {
+        for (b, t) in DYNAMIC_LOG_SETTINGS {
+            assert_eq!(topic_name(b), Some(*t));
+            assert_eq!(broker_name(t), *b);
+        }
+        assert_eq!(topic_name("listen"), None);
+    }
+
+    #[test]
+    fn topic_overrides_beat_dynamic_broker_defaults() {
+        let mut image = MetadataImage::empty();
+        image
+            .broker_configs
+            .insert("log.retention.ms".into(), "1000".into());
+        image
+            .broker_configs
+            .insert("log.segment.bytes".into(), "4096".into());
+        let topic: BTreeMap<String, String> =
+            [("retention.ms".to_string(), "5".to_string())].into();
+        let e = effective_overrides(&image, &topic);
+        assert_eq!(e["retention.ms"], "5");
+        assert_eq!(e["segment.bytes"], "4096");
+    }
+}
