@@ -1,0 +1,1702 @@
+//! Consumer groups with real, unmodified Kafka clients against a real
+//! `pinlog serve` process: the classic group protocol (FindCoordinator,
+//! JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch)
+//! and the admin side (ListGroups, DescribeGroups, OffsetCommit from an
+//! admin client), as kafka-python, confluent-kafka (librdkafka), Kafka's
+//! Java client and Kafka's `kafka-consumer-groups` tool use them.
+//!
+//! The clients run as separate processes: `tests/groups/group_client.py`
+//! (kafka-python and confluent-kafka members, a producer, admin and offset
+//! helpers) and `tests/groups/java/GroupConsumer.java`. A member prints one
+//! event per line (see the script's doc): its assignments, every record it
+//! consumed, its commits; the tests read those files while the members run.
+//! Events are `name key=value ...` lines rather than JSON because the
+//! dev-dependencies have no JSON parser, and these lines need none.
+//! Members stop when a stop file appears, so they close() (commit, then
+//! LeaveGroup) like an application does; `kill -9` is the crash.
+//!
+//! What is checked:
+//! - members of one group (kafka-python and librdkafka mixed, so the broker
+//!   must pick the protocol they share, "range") share the partitions:
+//!   each partition owned by exactly one member, every member owning some;
+//! - rebalances on join, on clean leave (faster than the session timeout:
+//!   LeaveGroup worked) and on kill -9 (after the session timeout);
+//! - at-least-once across all of that; exactly once in sum when members
+//!   commit synchronously after each batch and only leave cleanly;
+//! - committed offsets survive a clean restart and a kill -9, and members
+//!   resume exactly there;
+//! - the Java client, and `kafka-consumer-groups` --list / --describe /
+//!   --members / --state / --reset-offsets;
+//! - a committed offset below the log start (after DeleteRecords) is
+//!   handled per `auto.offset.reset`: earliest, latest, and none (error).
+//!
+//! The records: `seq` of topic T has key `key-<seq % 37>` and value
+//! `T/<seq as 7 digits>/<key>`; the producer reports each record's
+//! partition and offset, and every consumed record must match exactly.
+//!
+//! Every test starts its own broker, and they run one at a time ([`serial`]):
+//! each starts up to six client processes, and the timing checks
+//! (rebalance after a clean leave faster than the session timeout) need the
+//! two cores. Every wait is bounded; a failure prints every client's output
+//! and the tail of the broker log.
+//!
+//! Missing tools make the tests FAIL with the package to install, because
+//! CI installs them all; `PINLOG_SKIP_CLIENT_TESTS=1` skips them instead.
+
+mod support;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::ffi::OsStr;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use support::{run_command, tail, wait_timeout, which, Broker, BrokerOpts, CmdOutput};
+
+const GROUPS_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/groups");
+const KAFKA_VERSION: &str = "4.4.0";
+/// Partitions of the topics the groups share: more than the broker's two
+/// shards, and more than the members, so every member can own some.
+const PARTITIONS: i32 = 6;
+/// Members' `session.timeout.ms`. The clean-leave check needs it well above
+/// a normal rebalance (measured here: 0.2 s from the leaver's exit to the
+/// new assignment), and the kill -9 check waits for it to run out.
+const SESSION_MS: u64 = 6000;
+/// Members' `heartbeat.interval.ms`: how soon a member hears of a rebalance.
+const HEARTBEAT_MS: u64 = 500;
+/// Members' `max.poll.interval.ms`, which is also their rebalance timeout:
+/// how long the broker waits for known members to rejoin. Above the session
+/// timeout, so that a dead member is expired by its session, not by this.
+const MAX_POLL_MS: u64 = 20_000;
+/// Limit for a short client step (create, produce a batch, a query).
+const STEP_TIMEOUT: Duration = Duration::from_secs(60);
+/// Limit for members to agree on an assignment after a membership change.
+const CONVERGE_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long an assignment must stay unchanged to count as settled: a member
+/// reports its assignment after each poll, so one member's report can lag
+/// the others' during a rebalance.
+const SETTLE: Duration = Duration::from_millis(600);
+/// Limit for consuming everything that was produced.
+const CONSUME_TIMEOUT: Duration = Duration::from_secs(60);
+/// Limit for a member to close after its stop file appears.
+const STOP_TIMEOUT: Duration = Duration::from_secs(30);
+/// The scripts' own limit (`--max-seconds`); the test's limits are shorter,
+/// so this only ends a member the test forgot.
+const SCRIPT_MAX_SECONDS: u64 = 180;
+/// How often running members' output is read.
+const POLL_INTERVAL: Duration = Duration::from_millis(100);
+/// Lines of the broker log shown in a failure.
+const BROKER_LOG_LINES: usize = 150;
+
+/// The tests run one at a time (see the module doc). A failed test poisons
+/// the lock; the next one takes it anyway.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn serial() -> MutexGuard<'static, ()> {
+    SERIAL
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+// ---------------------------------------------------------------------------
+// Tools: availability (the pattern of tests/clients.rs).
+
+fn skipped(test: &str) -> bool {
+    if !std::env::var("PINLOG_SKIP_CLIENT_TESTS").is_ok_and(|v| v == "1") {
+        return false;
+    }
+    // libtest captures `eprintln!` of passing tests, not the stderr handle.
+    use std::io::Write;
+    let _ = writeln!(
+        std::io::stderr(),
+        "*** SKIPPED {test} (PINLOG_SKIP_CLIENT_TESTS=1): consumer groups were NOT checked \
+         against this client ***"
+    );
+    true
+}
+
+fn require(ok: bool, what: &str, install: &str) {
+    assert!(
+        ok,
+        "{what} is not available; install it with `{install}` (CI does), \
+         or set PINLOG_SKIP_CLIENT_TESTS=1 to skip the client tests"
+    );
+}
+
+fn require_python_clients() {
+    let ok = which("python3").is_some()
+        && run_command(
+            Command::new("python3").args(["-c", "import kafka, confluent_kafka"]),
+            None,
+            STEP_TIMEOUT,
+        )
+        .success();
+    require(
+        ok,
+        "the Python packages kafka-python and confluent-kafka",
+        "pip install confluent-kafka 'kafka-python[crc32c,lz4,snappy,zstd]'",
+    );
+}
+
+/// The Kafka jars, fetched by tests/kafka/fetch-kafka.sh (a no-op when they
+/// are there; CI runs it beforehand).
+fn kafka_libs() -> PathBuf {
+    require(
+        which("java").is_some() && which("javac").is_some(),
+        "a JDK (java and javac, 17+)",
+        "apt-get install openjdk-17-jdk-headless",
+    );
+    let libs = std::env::var_os("PINLOG_KAFKA_LIBS")
+        .map(PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("HOME").map(|home| {
+                Path::new(&home)
+                    .join(".cache/pinlog")
+                    .join(format!("kafka-{KAFKA_VERSION}"))
+                    .join("libs")
+            })
+        })
+        .expect("neither PINLOG_KAFKA_LIBS nor HOME is set: cannot place the Kafka jars");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/kafka/fetch-kafka.sh");
+    let out = run_command(
+        Command::new(&script).arg(&libs),
+        None,
+        Duration::from_secs(600),
+    );
+    require(
+        out.success(),
+        &format!(
+            "the Kafka {KAFKA_VERSION} jars in {} (fetching them failed:\n{out})",
+            libs.display()
+        ),
+        "apt-get install maven; tests/kafka/fetch-kafka.sh",
+    );
+    libs
+}
+
+// ---------------------------------------------------------------------------
+// Events: what the clients print (the format is in group_client.py's doc).
+
+#[derive(Debug, Clone)]
+struct Event {
+    ev: String,
+    fields: BTreeMap<String, String>,
+}
+
+impl Event {
+    fn parse(line: &str) -> Option<Event> {
+        let mut words = line.split(' ');
+        let ev = words.next().filter(|w| !w.is_empty())?.to_string();
+        let mut fields = BTreeMap::new();
+        for w in words {
+            let (k, v) = w.split_once('=')?;
+            fields.insert(k.to_string(), v.to_string());
+        }
+        Some(Event { ev, fields })
+    }
+
+    fn get(&self, k: &str) -> Option<&str> {
+        self.fields.get(k).map(String::as_str)
+    }
+
+    fn int(&self, k: &str) -> Option<i64> {
+        self.get(k)?.parse().ok()
+    }
+
+    /// `a,b,c` (empty: none).
+    fn parts(&self, k: &str) -> Option<Vec<i32>> {
+        let v = self.get(k)?;
+        if v.is_empty() {
+            return Some(Vec::new());
+        }
+        v.split(',').map(|p| p.parse().ok()).collect()
+    }
+
+    /// `partition:offset,...`, `-` for none.
+    fn offsets(&self, k: &str) -> Option<BTreeMap<i32, Option<i64>>> {
+        let v = self.get(k)?;
+        if v.is_empty() {
+            return Some(BTreeMap::new());
+        }
+        v.split(',')
+            .map(|pair| {
+                let (p, o) = pair.split_once(':')?;
+                let o = if o == "-" {
+                    None
+                } else {
+                    Some(o.parse().ok()?)
+                };
+                Some((p.parse().ok()?, o))
+            })
+            .collect()
+    }
+
+    /// A text field with the script's %-escapes undone, for messages.
+    fn text(&self, k: &str) -> String {
+        let v = self.get(k).unwrap_or("");
+        v.replace("%20", " ")
+            .replace("%09", "\t")
+            .replace("%0A", "\n")
+            .replace("%0D", "\r")
+            .replace("%25", "%")
+    }
+}
+
+/// The events of complete lines: a member killed with SIGKILL may leave a
+/// last line without its newline.
+fn events(text: &str) -> Vec<Event> {
+    let complete = match text.rfind('\n') {
+        Some(end) => &text[..end],
+        None => "",
+    };
+    complete.lines().filter_map(Event::parse).collect()
+}
+
+/// A consumed record.
+#[derive(Debug, Clone)]
+struct Rec {
+    member: String,
+    partition: i32,
+    offset: i64,
+    seq: u64,
+}
+
+fn expected_key(seq: u64) -> String {
+    format!("key-{}", seq % 37)
+}
+
+fn expected_value(topic: &str, seq: u64) -> String {
+    format!("{topic}/{seq:07}/{}", expected_key(seq))
+}
+
+/// The records among `events`, checked against the data every producer
+/// writes; a record that does not match is a problem.
+fn records(member: &str, topic: &str, events: &[Event], problems: &mut Vec<String>) -> Vec<Rec> {
+    let mut out = Vec::new();
+    for e in events.iter().filter(|e| e.ev == "rec") {
+        let (Some(p), Some(o), Some(k), Some(v)) = (e.int("p"), e.int("o"), e.get("k"), e.get("v"))
+        else {
+            problems.push(format!("{member}: malformed record event {e:?}"));
+            continue;
+        };
+        let seq = v
+            .strip_prefix(topic)
+            .and_then(|r| r.strip_prefix('/'))
+            .and_then(|r| r.get(..7))
+            .and_then(|s| s.parse::<u64>().ok());
+        match seq {
+            Some(seq) if v == expected_value(topic, seq) && k == expected_key(seq) => {
+                out.push(Rec {
+                    member: member.to_string(),
+                    partition: p as i32,
+                    offset: o,
+                    seq,
+                })
+            }
+            _ => problems.push(format!(
+                "{member}: {topic}[{p}]@{o}: key {k:?} value {v:?} is not a record we produced"
+            )),
+        }
+    }
+    out
+}
+
+/// What a producer delivered: seq -> (partition, offset).
+type Delivered = BTreeMap<u64, (i32, i64)>;
+
+fn delivered(events: &[Event]) -> Delivered {
+    events
+        .iter()
+        .filter(|e| e.ev == "dlv")
+        .filter_map(|e| Some((e.int("seq")? as u64, (e.int("p")? as i32, e.int("o")?))))
+        .collect()
+}
+
+/// Compares what was consumed with what was delivered: every record
+/// consumed at all (`exactly_once`: exactly once), at the partition and
+/// offset the producer was told, and nothing else.
+fn check_consumed(delivered: &Delivered, recs: &[Rec], exactly_once: bool) -> Vec<String> {
+    let mut problems = Vec::new();
+    let mut seen: BTreeMap<u64, Vec<&Rec>> = BTreeMap::new();
+    for r in recs {
+        match delivered.get(&r.seq) {
+            None => problems.push(format!(
+                "{}: consumed seq {} at [{}]@{}, which the producer never reported delivered",
+                r.member, r.seq, r.partition, r.offset
+            )),
+            Some(&(p, o)) if (p, o) != (r.partition, r.offset) => problems.push(format!(
+                "{}: seq {} consumed at [{}]@{}, but it was delivered to [{p}]@{o}",
+                r.member, r.seq, r.partition, r.offset
+            )),
+            Some(_) => {}
+        }
+        seen.entry(r.seq).or_default().push(r);
+    }
+    let missing: Vec<_> = delivered
+        .iter()
+        .filter(|(seq, _)| !seen.contains_key(seq))
+        .collect();
+    if !missing.is_empty() {
+        problems.push(format!(
+            "{} of {} delivered records were never consumed, e.g. (seq, (partition, offset)) {:?}",
+            missing.len(),
+            delivered.len(),
+            &missing[..missing.len().min(10)]
+        ));
+    }
+    if exactly_once {
+        let dups: Vec<String> = seen
+            .iter()
+            .filter(|(_, rs)| rs.len() > 1)
+            .map(|(seq, rs)| {
+                let by: Vec<String> = rs
+                    .iter()
+                    .map(|r| format!("{}@[{}]{}", r.member, r.partition, r.offset))
+                    .collect();
+                format!("seq {seq} by {}", by.join(" and "))
+            })
+            .collect();
+        if !dups.is_empty() {
+            problems.push(format!(
+                "{} records consumed more than once, e.g. {:?}",
+                dups.len(),
+                &dups[..dups.len().min(10)]
+            ));
+        }
+    }
+    problems
+}
+
+// ---------------------------------------------------------------------------
+// Members: long-running client processes.
+
+/// One client process whose stdout (events) and stderr go to files, so the
+/// test can read them while it runs. Dropping it kills the process.
+struct Member {
+    name: String,
+    what: String,
+    child: Option<Child>,
+    status: Option<ExitStatus>,
+    out: PathBuf,
+    err: PathBuf,
+    stop: PathBuf,
+    /// When the process was seen to exit, for timing a rebalance.
+    exited_at: Option<Instant>,
+}
+
+impl Member {
+    fn spawn(dir: &Path, name: &str, mut cmd: Command) -> Member {
+        let out = dir.join(format!("{name}.out"));
+        let err = dir.join(format!("{name}.err"));
+        let stop = dir.join(format!("{name}.stop"));
+        let what = format!("{cmd:?}");
+        cmd.stdin(Stdio::null())
+            .stdout(File::create(&out).expect("create a member's output file"))
+            .stderr(File::create(&err).expect("create a member's error file"));
+        let child = cmd
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot run {what}: {e}"));
+        Member {
+            name: name.to_string(),
+            what,
+            child: Some(child),
+            status: None,
+            out,
+            err,
+            stop,
+            exited_at: None,
+        }
+    }
+
+    fn stdout(&self) -> String {
+        std::fs::read(&self.out)
+            .map(|b| String::from_utf8_lossy(&b).into_owned())
+            .unwrap_or_default()
+    }
+
+    fn stderr(&self) -> String {
+        std::fs::read(&self.err)
+            .map(|b| String::from_utf8_lossy(&b).into_owned())
+            .unwrap_or_default()
+    }
+
+    fn events(&self) -> Vec<Event> {
+        events(&self.stdout())
+    }
+
+    /// The assignment it reported last (after its latest poll).
+    fn assignment(&self) -> Option<Vec<i32>> {
+        self.events()
+            .iter()
+            .rev()
+            .find(|e| e.ev == "assignment")
+            .and_then(|e| e.parts("parts"))
+    }
+
+    /// `Some(status)` once the process exited.
+    fn poll_exit(&mut self) -> Option<ExitStatus> {
+        if self.status.is_none() {
+            if let Some(child) = &mut self.child {
+                if let Some(s) = child.try_wait().expect("poll a member process") {
+                    self.status = Some(s);
+                    self.exited_at = Some(Instant::now());
+                    self.child = None;
+                }
+            }
+        }
+        self.status
+    }
+
+    fn request_stop(&self) {
+        File::create(&self.stop).expect("create a stop file");
+    }
+
+    /// Waits at most `timeout` for the process to exit.
+    fn wait(&mut self, timeout: Duration) -> Option<ExitStatus> {
+        if let Some(child) = &mut self.child {
+            if let Some(s) = wait_timeout(child, timeout) {
+                self.status = Some(s);
+                self.exited_at = Some(Instant::now());
+                self.child = None;
+            }
+        }
+        self.status
+    }
+
+    /// kill -9, and reap.
+    fn kill9(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            self.status = child.wait().ok();
+            self.exited_at = Some(Instant::now());
+        }
+    }
+
+    fn report(&self, stdout_lines: usize) -> String {
+        let status = match self.status {
+            Some(s) => s.to_string(),
+            None if self.child.is_some() => "running".to_string(),
+            None => "not running".to_string(),
+        };
+        format!(
+            "=== member {} ({status}) ===\n$ {}\n--- stdout (events) ---\n{}\n--- stderr ---\n{}",
+            self.name,
+            self.what,
+            tail(&self.stdout(), stdout_lines),
+            tail(&self.stderr(), 60)
+        )
+    }
+}
+
+impl Drop for Member {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// A scene: one broker, a work directory, the members.
+
+/// How a member is made.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Lib {
+    /// kafka-python.
+    Kp,
+    /// confluent-kafka (librdkafka).
+    Ck,
+}
+
+impl Lib {
+    fn arg(self) -> &'static str {
+        match self {
+            Lib::Kp => "kp",
+            Lib::Ck => "ck",
+        }
+    }
+}
+
+struct Scene {
+    // Members first: they are dropped (killed) before the broker.
+    members: Vec<Member>,
+    broker: Broker,
+    dir: tempfile::TempDir,
+}
+
+impl Scene {
+    /// A broker set up for group tests: a short initial rebalance delay (a
+    /// new group would otherwise wait 3 s for more members), a minimum
+    /// session timeout below the members' [`SESSION_MS`], and few offsets
+    /// partitions (startup creates them) but more than the two shards, so
+    /// groups live on both.
+    fn start() -> Scene {
+        require_python_clients();
+        let broker = Broker::start(
+            BrokerOpts::new()
+                .setting("group.initial.rebalance.delay.ms", 300)
+                .setting("group.min.session.timeout.ms", 1000)
+                .setting("offsets.topic.num.partitions", 4),
+        );
+        Scene {
+            members: Vec::new(),
+            broker,
+            dir: tempfile::Builder::new()
+                .prefix("pinlog-groups-")
+                .tempdir()
+                .expect("create a temporary directory for the clients"),
+        }
+    }
+
+    fn bootstrap(&self) -> String {
+        self.broker.bootstrap()
+    }
+
+    /// Panics with `msg`, every member's output and the broker log's tail.
+    fn fail(&self, msg: &str) -> ! {
+        let mut reports = String::new();
+        for m in &self.members {
+            reports.push_str(&m.report(80));
+            reports.push('\n');
+        }
+        panic!(
+            "{msg}\n{reports}--- broker log ({}), last {BROKER_LOG_LINES} lines ---\n{}\n\
+             --- end of broker log ---",
+            self.broker.log_path().display(),
+            tail(&self.broker.log(), BROKER_LOG_LINES)
+        );
+    }
+
+    /// Runs a short group_client.py step to completion; fails the test if it
+    /// does not exit 0.
+    fn step<S: AsRef<OsStr>>(&self, args: &[S]) -> (CmdOutput, Vec<Event>) {
+        let out = run_command(&mut python(args), None, STEP_TIMEOUT);
+        if !out.success() {
+            self.fail(&format!("client step failed:\n{out}"));
+        }
+        let evs = events(&out.stdout);
+        (out, evs)
+    }
+
+    /// The single event `ev` of a step's output.
+    fn one(&self, out: &(CmdOutput, Vec<Event>), ev: &str) -> Event {
+        match out.1.iter().find(|e| e.ev == ev) {
+            Some(e) => e.clone(),
+            None => self.fail(&format!("no {ev:?} event in\n{}", out.0)),
+        }
+    }
+
+    fn create(&self, topic: &str, partitions: i32, configs: &[&str]) {
+        let b = self.bootstrap();
+        let mut args = vec!["create", &b, topic];
+        let p = partitions.to_string();
+        args.push(&p);
+        args.extend_from_slice(configs);
+        self.step(&args);
+    }
+
+    /// Produces `count` records from `start` and returns what was delivered.
+    fn produce(&self, topic: &str, start: u64, count: u64) -> Delivered {
+        let out = self.step(&[
+            "produce",
+            &self.bootstrap(),
+            topic,
+            "--start",
+            &start.to_string(),
+            "--count",
+            &count.to_string(),
+        ]);
+        let d = delivered(&out.1);
+        if d.len() as u64 != count {
+            self.fail(&format!(
+                "{} of {count} records reported delivered:\n{}",
+                d.len(),
+                out.0
+            ));
+        }
+        d
+    }
+
+    /// (log start offsets, end offsets) per partition.
+    fn offsets(&self, topic: &str) -> (BTreeMap<i32, i64>, BTreeMap<i32, i64>) {
+        let out = self.step(&["offsets", &self.bootstrap(), topic]);
+        let e = self.one(&out, "offsets");
+        let flat = |k| -> BTreeMap<i32, i64> {
+            e.offsets(k)
+                .unwrap_or_else(|| self.fail(&format!("bad offsets event {e:?}")))
+                .into_iter()
+                .map(|(p, o)| (p, o.unwrap_or(-1)))
+                .collect()
+        };
+        (flat("start"), flat("end"))
+    }
+
+    /// The group's committed offsets as `lib` reads them (None: nothing
+    /// committed).
+    fn committed(&self, lib: Lib, group: &str, topic: &str) -> BTreeMap<i32, Option<i64>> {
+        let out = self.step(&["committed", lib.arg(), &self.bootstrap(), group, topic]);
+        let e = self.one(&out, "committed");
+        e.offsets("offsets")
+            .unwrap_or_else(|| self.fail(&format!("bad committed event {e:?}")))
+    }
+
+    /// Starts a group member; `extra` are more `consume` options. Returns
+    /// its index in `self.members`.
+    fn member(&mut self, name: &str, lib: Lib, group: &str, topic: &str, extra: &[&str]) -> usize {
+        let stop = self.dir.path().join(format!("{name}.stop"));
+        let mut args: Vec<String> = vec![
+            "consume".into(),
+            lib.arg().into(),
+            self.bootstrap(),
+            group.into(),
+            topic.into(),
+            "--name".into(),
+            name.into(),
+            "--stop".into(),
+            stop.display().to_string(),
+            "--session-ms".into(),
+            SESSION_MS.to_string(),
+            "--heartbeat-ms".into(),
+            HEARTBEAT_MS.to_string(),
+            "--max-poll-ms".into(),
+            MAX_POLL_MS.to_string(),
+        ];
+        args.extend(extra.iter().map(|s| s.to_string()));
+        let m = Member::spawn(self.dir.path(), name, python(&args));
+        self.members.push(m);
+        self.members.len() - 1
+    }
+
+    /// Starts a producer that writes records from `start` at `rate` per
+    /// second until its stop file appears.
+    fn background_producer(&mut self, name: &str, topic: &str, start: u64, rate: u32) -> usize {
+        let stop = self.dir.path().join(format!("{name}.stop"));
+        let args: Vec<String> = vec![
+            "produce".into(),
+            self.bootstrap(),
+            topic.into(),
+            "--start".into(),
+            start.to_string(),
+            "--rate".into(),
+            rate.to_string(),
+            "--stop".into(),
+            stop.display().to_string(),
+        ];
+        let m = Member::spawn(self.dir.path(), name, python(&args));
+        self.members.push(m);
+        self.members.len() - 1
+    }
+
+    fn idx(&self, name: &str) -> usize {
+        self.members
+            .iter()
+            .position(|m| m.name == name)
+            .unwrap_or_else(|| panic!("no member {name}"))
+    }
+
+    /// Fails the test if any member exited although nobody asked it to.
+    fn check_alive(&mut self, names: &[&str]) {
+        for name in names {
+            let i = self.idx(name);
+            if let Some(s) = self.members[i].poll_exit() {
+                self.fail(&format!("member {name} exited ({s}) on its own"));
+            }
+        }
+    }
+
+    /// Waits until `names` are exactly the members sharing the topic's
+    /// `partitions`: each owns at least one, none is owned twice, none is
+    /// unowned; and that stays so for [`SETTLE`]. Returns the assignments
+    /// and when they were first seen.
+    fn wait_converged(
+        &mut self,
+        names: &[&str],
+        partitions: i32,
+        timeout: Duration,
+    ) -> (BTreeMap<String, Vec<i32>>, Instant) {
+        let deadline = Instant::now() + timeout;
+        let mut seen: Option<(BTreeMap<String, Vec<i32>>, Instant)> = None;
+        loop {
+            self.check_alive(names);
+            let now: BTreeMap<String, Vec<i32>> = names
+                .iter()
+                .map(|n| {
+                    let a = self.members[self.idx(n)].assignment().unwrap_or_default();
+                    (n.to_string(), a)
+                })
+                .collect();
+            let ok = shares(&now, partitions).is_ok();
+            match &seen {
+                Some((same, since)) if ok && *same == now => {
+                    if since.elapsed() >= SETTLE {
+                        return (now, *since);
+                    }
+                }
+                _ => seen = ok.then(|| (now.clone(), Instant::now())),
+            }
+            if Instant::now() >= deadline {
+                let why = shares(&now, partitions).err().unwrap_or_default();
+                self.fail(&format!(
+                    "members {names:?} did not settle on sharing partitions 0..{partitions} \
+                     within {timeout:?}: last reported assignments {now:?} ({why})"
+                ));
+            }
+            std::thread::sleep(POLL_INTERVAL);
+        }
+    }
+
+    /// Every record consumed by any member so far (killed and stopped ones
+    /// included), checked against the data.
+    fn all_records(&self, topic: &str) -> (Vec<Rec>, Vec<String>) {
+        let mut problems = Vec::new();
+        let mut recs = Vec::new();
+        for m in &self.members {
+            recs.extend(records(&m.name, topic, &m.events(), &mut problems));
+        }
+        (recs, problems)
+    }
+
+    /// Waits until every delivered record was consumed by some member.
+    fn wait_consumed(&mut self, topic: &str, delivered: &Delivered, timeout: Duration) {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let (recs, problems) = self.all_records(topic);
+            if !problems.is_empty() {
+                self.fail(&format!(
+                    "bad records consumed:\n  {}",
+                    problems.join("\n  ")
+                ));
+            }
+            let got: BTreeSet<u64> = recs.iter().map(|r| r.seq).collect();
+            let missing = delivered.keys().filter(|s| !got.contains(s)).count();
+            if missing == 0 {
+                return;
+            }
+            if Instant::now() >= deadline {
+                let problems = check_consumed(delivered, &recs, false);
+                self.fail(&format!(
+                    "{missing} of {} delivered records not consumed within {timeout:?}:\n  {}",
+                    delivered.len(),
+                    problems.join("\n  ")
+                ));
+            }
+            std::thread::sleep(POLL_INTERVAL * 3);
+        }
+    }
+
+    /// Stops a member cleanly (stop file; it commits per its options,
+    /// closes and so leaves the group) and checks it exited 0 after closing.
+    fn stop(&mut self, name: &str) {
+        let i = self.idx(name);
+        self.members[i].request_stop();
+        match self.members[i].wait(STOP_TIMEOUT) {
+            Some(s) if s.success() => {}
+            Some(s) => self.fail(&format!("member {name} exited with {s} when stopped")),
+            None => self.fail(&format!(
+                "member {name} did not exit within {STOP_TIMEOUT:?} of its stop file"
+            )),
+        }
+        let closed = self.members[i].events().iter().any(|e| e.ev == "closed");
+        if !closed {
+            self.fail(&format!(
+                "member {name} exited without closing its consumer"
+            ));
+        }
+    }
+
+    fn kill9(&mut self, name: &str) {
+        let i = self.idx(name);
+        self.members[i].kill9();
+    }
+
+    /// Runs a member to completion (it stops on its own: --max-records,
+    /// --until-end, ...) and returns its events.
+    fn run_member(
+        &mut self,
+        name: &str,
+        lib: Lib,
+        group: &str,
+        topic: &str,
+        extra: &[&str],
+    ) -> Vec<Event> {
+        let i = self.member(name, lib, group, topic, extra);
+        match self.members[i].wait(STEP_TIMEOUT) {
+            Some(s) if s.success() => self.members[i].events(),
+            Some(s) => self.fail(&format!("member {name} exited with {s}")),
+            None => self.fail(&format!(
+                "member {name} did not finish within {STEP_TIMEOUT:?}"
+            )),
+        }
+    }
+}
+
+/// `Ok` when the members' assignments share `0..partitions`: every member
+/// owns some, no partition is owned twice or not at all.
+fn shares(assignments: &BTreeMap<String, Vec<i32>>, partitions: i32) -> Result<(), String> {
+    let mut owner: BTreeMap<i32, &str> = BTreeMap::new();
+    for (name, parts) in assignments {
+        if parts.is_empty() {
+            return Err(format!("{name} owns nothing"));
+        }
+        for p in parts {
+            if let Some(other) = owner.insert(*p, name) {
+                return Err(format!("partition {p} owned by {other} and {name}"));
+            }
+        }
+    }
+    let unowned: Vec<i32> = (0..partitions).filter(|p| !owner.contains_key(p)).collect();
+    if !unowned.is_empty() {
+        return Err(format!("partitions {unowned:?} owned by nobody"));
+    }
+    if let Some(p) = owner.keys().find(|p| !(0..partitions).contains(*p)) {
+        return Err(format!("partition {p} does not exist"));
+    }
+    Ok(())
+}
+
+/// group_client.py with `args`, with the script's own time limit.
+fn python<S: AsRef<OsStr>>(args: &[S]) -> Command {
+    let mut cmd = Command::new("python3");
+    cmd.arg(Path::new(GROUPS_DIR).join("group_client.py"))
+        .arg("--max-seconds")
+        .arg(SCRIPT_MAX_SECONDS.to_string())
+        .args(args)
+        .env("PYTHONDONTWRITEBYTECODE", "1");
+    cmd
+}
+
+/// The first offset each partition was consumed from in `events`.
+fn first_offsets(events: &[Event]) -> BTreeMap<i32, i64> {
+    let mut first = BTreeMap::new();
+    for e in events.iter().filter(|e| e.ev == "rec") {
+        if let (Some(p), Some(o)) = (e.int("p"), e.int("o")) {
+            first.entry(p as i32).or_insert(o);
+        }
+    }
+    first
+}
+
+fn find<'a>(events: &'a [Event], ev: &str) -> Option<&'a Event> {
+    events.iter().find(|e| e.ev == ev)
+}
+
+/// `Some(offset)` per partition, from a map of end offsets.
+fn all_some(m: &BTreeMap<i32, i64>) -> BTreeMap<i32, Option<i64>> {
+    m.iter().map(|(p, o)| (*p, Some(*o))).collect()
+}
+
+// ---------------------------------------------------------------------------
+// 1. Shared partitions, at-least-once with auto-commit.
+
+/// Three kafka-python and two confluent-kafka members of one group share six
+/// partitions; every record is consumed at least once, and auto-commit
+/// (periodic, and on close) leaves the group's offsets at the end.
+#[test]
+fn mixed_clients_share_partitions_with_auto_commit() {
+    if skipped("mixed_clients_share_partitions_with_auto_commit") {
+        return;
+    }
+    let _serial = serial();
+    let mut s = Scene::start();
+    let (topic, group) = ("shared", "g-shared");
+    s.create(topic, PARTITIONS, &[]);
+    let delivered = s.produce(topic, 0, 3000);
+    let names = ["kp-1", "kp-2", "ck-1", "kp-3", "ck-2"];
+    for name in names {
+        let lib = if name.starts_with("kp") {
+            Lib::Kp
+        } else {
+            Lib::Ck
+        };
+        s.member(name, lib, group, topic, &["--commit", "auto"]);
+    }
+    s.wait_consumed(topic, &delivered, CONSUME_TIMEOUT);
+    let (assignments, _) = s.wait_converged(&names, PARTITIONS, CONVERGE_TIMEOUT);
+
+    // Auto-commit runs every 500 ms; once every record was consumed and the
+    // owners reached the ends, the committed offsets are the end offsets.
+    let (_, ends) = s.offsets(topic);
+    let want = all_some(&ends);
+    let deadline = Instant::now() + STEP_TIMEOUT;
+    loop {
+        let got = s.committed(Lib::Ck, group, topic);
+        if got == want {
+            break;
+        }
+        if Instant::now() >= deadline {
+            s.fail(&format!(
+                "auto-commit did not reach the end offsets {ends:?}: committed {got:?} \
+                 (assignments {assignments:?})"
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    for name in names {
+        s.stop(name);
+    }
+    let (recs, mut problems) = s.all_records(topic);
+    problems.extend(check_consumed(&delivered, &recs, false));
+    if !problems.is_empty() {
+        s.fail(&format!("records:\n  {}", problems.join("\n  ")));
+    }
+    // Closing commits again; it must not move anything backwards.
+    let got = s.committed(Lib::Kp, group, topic);
+    if got != want {
+        s.fail(&format!(
+            "after every member closed, committed {got:?}, expected the end offsets {want:?}"
+        ));
+    }
+    s.broker.stop();
+}
+
+// ---------------------------------------------------------------------------
+// 2. Rebalance on join, clean leave and kill -9, at-least-once.
+
+/// Members join, leave cleanly and die while a producer keeps writing; the
+/// partitions move to the members that remain each time, and every record
+/// is consumed at least once.
+#[test]
+fn rebalance_on_join_leave_and_kill9() {
+    if skipped("rebalance_on_join_leave_and_kill9") {
+        return;
+    }
+    let _serial = serial();
+    let mut s = Scene::start();
+    let (topic, group) = ("churn", "g-churn");
+    s.create(topic, PARTITIONS, &[]);
+    s.background_producer("producer", topic, 0, 150);
+    let auto = ["--commit", "auto"];
+
+    s.member("kp-a", Lib::Kp, group, topic, &auto);
+    s.member("ck-b", Lib::Ck, group, topic, &auto);
+    s.wait_converged(&["kp-a", "ck-b"], PARTITIONS, CONVERGE_TIMEOUT);
+
+    s.member("kp-c", Lib::Kp, group, topic, &auto);
+    s.wait_converged(&["kp-a", "ck-b", "kp-c"], PARTITIONS, CONVERGE_TIMEOUT);
+
+    // A clean leave (LeaveGroup) rebalances at once: the others take over
+    // well before the leaver's session would have expired.
+    s.stop("ck-b");
+    let left_at = s.members[s.idx("ck-b")]
+        .exited_at
+        .expect("stop() saw it exit");
+    let (after_leave, at) = s.wait_converged(&["kp-a", "kp-c"], PARTITIONS, CONVERGE_TIMEOUT);
+    let leave_took = at.saturating_duration_since(left_at);
+    if leave_took >= Duration::from_millis(SESSION_MS) {
+        s.fail(&format!(
+            "after ck-b closed (LeaveGroup), the others took over its partitions only after \
+             {leave_took:?}, not before its session timeout ({SESSION_MS} ms): was the \
+             LeaveGroup ignored? assignments {after_leave:?}"
+        ));
+    }
+
+    s.member("ck-d", Lib::Ck, group, topic, &auto);
+    s.wait_converged(&["kp-a", "kp-c", "ck-d"], PARTITIONS, CONVERGE_TIMEOUT);
+
+    // A crash: nothing tells the broker; the session timeout does.
+    s.kill9("kp-a");
+    let killed_at = Instant::now();
+    let limit = Duration::from_millis(SESSION_MS) + CONVERGE_TIMEOUT;
+    let (after_kill, at) = s.wait_converged(&["kp-c", "ck-d"], PARTITIONS, limit);
+    // For the log of a passing run (`--nocapture`): how long each took.
+    eprintln!(
+        "rebalance after a clean leave: {leave_took:?}; after kill -9: {:?} (session timeout \
+         {SESSION_MS} ms); final assignments {after_kill:?}",
+        at.saturating_duration_since(killed_at)
+    );
+
+    let p = s.idx("producer");
+    s.members[p].request_stop();
+    if !s.members[p]
+        .wait(STEP_TIMEOUT)
+        .is_some_and(|st| st.success())
+    {
+        s.fail("the producer did not finish cleanly");
+    }
+    let delivered = delivered(&s.members[p].events());
+    if delivered.len() < 500 {
+        s.fail(&format!(
+            "the producer delivered only {} records",
+            delivered.len()
+        ));
+    }
+    s.wait_consumed(topic, &delivered, CONSUME_TIMEOUT);
+    s.stop("kp-c");
+    s.stop("ck-d");
+    let (recs, mut problems) = s.all_records(topic);
+    problems.extend(check_consumed(&delivered, &recs, false));
+    if !problems.is_empty() {
+        s.fail(&format!("records:\n  {}", problems.join("\n  ")));
+    }
+    s.broker.stop();
+}
+
+// ---------------------------------------------------------------------------
+// 3. Manual commit: exactly once in sum.
+
+/// Members commit synchronously after writing out each batch, and
+/// membership changes only gracefully (a member joins, another closes):
+/// then every record is consumed exactly once over all members, because a
+/// member's commit of the current generation is accepted while the group
+/// prepares a rebalance, and the next owner resumes from it.
+#[test]
+fn manual_commit_graceful_changes_consume_exactly_once() {
+    if skipped("manual_commit_graceful_changes_consume_exactly_once") {
+        return;
+    }
+    let _serial = serial();
+    let mut s = Scene::start();
+    let (topic, group) = ("exact", "g-exact");
+    s.create(topic, PARTITIONS, &[]);
+    s.background_producer("producer", topic, 0, 200);
+    // Small batches: more commits, more chances to straddle a rebalance.
+    let sync = ["--commit", "sync", "--batch", "20"];
+
+    s.member("kp-a", Lib::Kp, group, topic, &sync);
+    s.member("ck-b", Lib::Ck, group, topic, &sync);
+    s.wait_converged(&["kp-a", "ck-b"], PARTITIONS, CONVERGE_TIMEOUT);
+    s.member("ck-c", Lib::Ck, group, topic, &sync);
+    s.wait_converged(&["kp-a", "ck-b", "ck-c"], PARTITIONS, CONVERGE_TIMEOUT);
+    s.stop("kp-a");
+    s.wait_converged(&["ck-b", "ck-c"], PARTITIONS, CONVERGE_TIMEOUT);
+    s.member("kp-d", Lib::Kp, group, topic, &sync);
+    s.wait_converged(&["ck-b", "ck-c", "kp-d"], PARTITIONS, CONVERGE_TIMEOUT);
+    s.stop("ck-b");
+    s.wait_converged(&["ck-c", "kp-d"], PARTITIONS, CONVERGE_TIMEOUT);
+
+    let p = s.idx("producer");
+    s.members[p].request_stop();
+    if !s.members[p]
+        .wait(STEP_TIMEOUT)
+        .is_some_and(|st| st.success())
+    {
+        s.fail("the producer did not finish cleanly");
+    }
+    let delivered = delivered(&s.members[p].events());
+    s.wait_consumed(topic, &delivered, CONSUME_TIMEOUT);
+    s.stop("ck-c");
+    s.stop("kp-d");
+
+    let failed: Vec<String> = s
+        .members
+        .iter()
+        .flat_map(|m| {
+            m.events()
+                .into_iter()
+                .filter(|e| e.ev == "commit_failed")
+                .map(move |e| format!("{}: {} {}", m.name, e.text("name"), e.text("detail")))
+        })
+        .collect();
+    let (recs, mut problems) = s.all_records(topic);
+    problems.extend(check_consumed(&delivered, &recs, true));
+    if !failed.is_empty() {
+        problems.push(format!(
+            "{} synchronous commits failed (a member's commit of the current generation must \
+             be accepted), e.g. {:?}",
+            failed.len(),
+            &failed[..failed.len().min(5)]
+        ));
+    }
+    if !problems.is_empty() {
+        s.fail(&format!("records:\n  {}", problems.join("\n  ")));
+    }
+    let (_, ends) = s.offsets(topic);
+    let got = s.committed(Lib::Kp, group, topic);
+    if got != all_some(&ends) {
+        s.fail(&format!(
+            "committed {got:?} at the end, expected the end offsets {ends:?}"
+        ));
+    }
+    s.broker.stop();
+}
+
+// ---------------------------------------------------------------------------
+// 4. Committed offsets survive restarts.
+
+/// A member consumes part of a topic and commits exactly what it consumed;
+/// after a clean restart of the broker, and again after kill -9 and
+/// restart, a new member of the group reads the committed offsets back
+/// (`committed()`) and resumes exactly there. Over the three members every
+/// record is consumed exactly once.
+#[test]
+fn committed_offsets_survive_clean_and_crash_restart() {
+    if skipped("committed_offsets_survive_clean_and_crash_restart") {
+        return;
+    }
+    let _serial = serial();
+    let mut s = Scene::start();
+    let (topic, group) = ("resume", "g-resume");
+    s.create(topic, 3, &[]);
+    let delivered = s.produce(topic, 0, 600);
+    let (_, ends) = s.offsets(topic);
+    // partition -> committed offset, as the members committed them.
+    let mut committed: BTreeMap<i32, Option<i64>> = ends.keys().map(|p| (*p, None)).collect();
+
+    // Each phase: the member's committed() must be what was committed so
+    // far, it must start each partition there (or at 0: earliest), and what
+    // it commits is added.
+    let phases: [(&str, Lib, &[&str]); 3] = [
+        ("kp-first", Lib::Kp, &["--max-records", "250"]),
+        ("ck-after-clean-restart", Lib::Ck, &["--max-records", "150"]),
+        ("kp-after-kill9", Lib::Kp, &["--until-end"]),
+    ];
+    for (n, (name, lib, extra)) in phases.iter().enumerate() {
+        match n {
+            1 => {
+                s.broker.stop();
+                s.broker.restart();
+            }
+            2 => {
+                s.broker.kill9();
+                s.broker.restart();
+            }
+            _ => {}
+        }
+        let mut args = vec![
+            "--commit",
+            "close-sync",
+            "--batch",
+            "50",
+            "--report-committed",
+        ];
+        args.extend_from_slice(extra);
+        let evs = s.run_member(name, *lib, group, topic, &args);
+        let reported = find(&evs, "committed").and_then(|e| e.offsets("offsets"));
+        if reported.as_ref() != Some(&committed) {
+            s.fail(&format!(
+                "{name}: committed() reported {reported:?}, but the group committed {committed:?}"
+            ));
+        }
+        for (p, first) in first_offsets(&evs) {
+            let want = committed.get(&p).copied().flatten().unwrap_or(0);
+            if first != want {
+                s.fail(&format!(
+                    "{name}: partition {p} resumed at offset {first}, not at the committed \
+                     offset {want} (committed: {committed:?})"
+                ));
+            }
+        }
+        match evs
+            .iter()
+            .rev()
+            .find(|e| e.ev == "commit")
+            .and_then(|e| e.offsets("offsets"))
+        {
+            Some(c) => committed.extend(c),
+            None => s.fail(&format!("{name} committed nothing")),
+        }
+        // And the broker agrees, through the other client.
+        let other = if *lib == Lib::Kp { Lib::Ck } else { Lib::Kp };
+        let got = s.committed(other, group, topic);
+        if got != committed {
+            s.fail(&format!(
+                "after {name}: committed offsets read back {got:?}, expected {committed:?}"
+            ));
+        }
+    }
+    if committed != all_some(&ends) {
+        s.fail(&format!(
+            "the last member consumed to the end but committed {committed:?}, not {ends:?}"
+        ));
+    }
+    let (recs, mut problems) = s.all_records(topic);
+    problems.extend(check_consumed(&delivered, &recs, true));
+    if !problems.is_empty() {
+        s.fail(&format!(
+            "records over the three members:\n  {}",
+            problems.join("\n  ")
+        ));
+    }
+    s.broker.stop();
+}
+
+// ---------------------------------------------------------------------------
+// 5. The Java client.
+
+/// Compiles GroupConsumer.java into `classes`; returns the classpath to run
+/// it with.
+fn compile_group_consumer(libs: &Path, classes: &Path) -> String {
+    let jars = format!("{}/*", libs.display());
+    run_command(
+        Command::new("javac")
+            .args(["-cp", &jars, "-d"])
+            .arg(classes)
+            .arg(Path::new(GROUPS_DIR).join("java/GroupConsumer.java")),
+        None,
+        STEP_TIMEOUT,
+    )
+    .assert_success();
+    format!("{}:{jars}", classes.display())
+}
+
+/// kafka-clients 4.4 (classic protocol, the default) subscribes, consumes
+/// every record, commits synchronously and closes: it got every record
+/// once, and its committed offsets are the end offsets.
+#[test]
+fn java_consumer_commits_everything() {
+    if skipped("java_consumer_commits_everything") {
+        return;
+    }
+    let _serial = serial();
+    let libs = kafka_libs();
+    let classes = tempfile::tempdir().expect("temporary directory for classes");
+    let cp = compile_group_consumer(&libs, classes.path());
+    let mut s = Scene::start();
+    let (topic, group) = ("java", "g-java");
+    s.create(topic, PARTITIONS, &[]);
+    let delivered = s.produce(topic, 0, 3000);
+    let out = run_command(
+        Command::new("java")
+            // C1 only: a short run, and the JVM starts faster without C2.
+            .args(["-XX:TieredStopAtLevel=1", "-cp", &cp, "GroupConsumer"])
+            .args([&s.bootstrap(), group, topic, &delivered.len().to_string()]),
+        None,
+        STEP_TIMEOUT + Duration::from_secs(30),
+    );
+    if !out.success() {
+        s.fail(&format!(
+            "the Java consumer failed:\n{}",
+            out.display_with(40)
+        ));
+    }
+    let mut problems = Vec::new();
+    let mut recs = Vec::new();
+    let (mut committed, mut end) = (BTreeMap::new(), BTreeMap::new());
+    for line in out.stdout.lines() {
+        let w: Vec<&str> = line.split(' ').collect();
+        match w.as_slice() {
+            ["rec", p, o, k, v] => {
+                let e = Event::parse(&format!("rec p={p} o={o} k={k} v={v}"));
+                recs.extend(records("java", topic, &Vec::from_iter(e), &mut problems));
+            }
+            ["committed", p, o] => {
+                committed.insert(p.parse::<i32>().unwrap(), o.parse::<i64>().unwrap());
+            }
+            ["end", p, o] => {
+                end.insert(p.parse::<i32>().unwrap(), o.parse::<i64>().unwrap());
+            }
+            _ => {}
+        }
+    }
+    problems.extend(check_consumed(&delivered, &recs, true));
+    let (_, ends) = s.offsets(topic);
+    if end != ends {
+        problems.push(format!(
+            "endOffsets() {end:?}, the broker's end offsets {ends:?}"
+        ));
+    }
+    if committed != ends {
+        problems.push(format!(
+            "committed() {committed:?} after commitSync, expected {ends:?}"
+        ));
+    }
+    if !problems.is_empty() {
+        s.fail(&format!(
+            "Java consumer:\n  {}\n{}",
+            problems.join("\n  "),
+            out.display_with(30)
+        ));
+    }
+    // The same offsets through another client.
+    let got = s.committed(Lib::Ck, group, topic);
+    if got != all_some(&ends) {
+        s.fail(&format!(
+            "confluent-kafka reads the Java group's offsets as {got:?}, expected {ends:?}"
+        ));
+    }
+    s.broker.stop();
+}
+
+// ---------------------------------------------------------------------------
+// 6. kafka-consumer-groups.
+
+/// One table of `kafka-consumer-groups`: rows of named columns.
+fn table(stdout: &str, first_column: &str) -> Vec<BTreeMap<String, String>> {
+    let mut rows = Vec::new();
+    let mut header: Option<Vec<String>> = None;
+    for line in stdout.lines() {
+        let cells: Vec<String> = line.split_whitespace().map(str::to_string).collect();
+        if cells.is_empty() {
+            continue;
+        }
+        if cells[0] == first_column {
+            header = Some(cells);
+            continue;
+        }
+        if let Some(h) = &header {
+            if cells.len() == h.len() {
+                rows.push(h.iter().cloned().zip(cells).collect());
+            }
+        }
+    }
+    rows
+}
+
+/// Runs `kafka-consumer-groups` (its class, on the Kafka jars) with `args`;
+/// fails the test unless it exits 0.
+fn consumer_groups_tool(s: &Scene, libs: &Path, args: &[&str]) -> CmdOutput {
+    let jars = format!("{}/*", libs.display());
+    let out = run_command(
+        Command::new("java")
+            .args(["-XX:TieredStopAtLevel=1", "-cp", &jars])
+            .arg("org.apache.kafka.tools.consumer.group.ConsumerGroupCommand")
+            .args(["--bootstrap-server", &s.bootstrap()])
+            .args(args),
+        None,
+        STEP_TIMEOUT,
+    );
+    if !out.success() {
+        s.fail(&format!("kafka-consumer-groups failed:\n{out}"));
+    }
+    out
+}
+
+/// Who `--describe` must show as owning the partitions.
+enum Owner<'a> {
+    /// The member with this client id, from 127.0.0.1.
+    Active(&'a str),
+    /// Nobody (`-`): the group is empty.
+    Nobody,
+}
+
+/// Checks the `--describe` offsets table of `group`/`topic`: one row per
+/// partition of `ends`, CURRENT-OFFSET `current(p)`, LOG-END-OFFSET and LAG
+/// to match, and the owner.
+fn check_describe(
+    s: &Scene,
+    out: &CmdOutput,
+    (group, topic): (&str, &str),
+    ends: &BTreeMap<i32, i64>,
+    current: &dyn Fn(i32) -> i64,
+    owner: Owner,
+) {
+    let rows = table(&out.stdout, "GROUP");
+    let mut problems = Vec::new();
+    if rows.len() != ends.len() {
+        problems.push(format!(
+            "{} rows, expected one per partition ({})",
+            rows.len(),
+            ends.len()
+        ));
+    }
+    for row in &rows {
+        let cell = |c: &str| row.get(c).map(String::as_str).unwrap_or("?");
+        let p: i32 = cell("PARTITION").parse().unwrap_or(-1);
+        let end = ends.get(&p).copied().unwrap_or(-1);
+        let cur = current(p);
+        let lag = end - cur;
+        if cell("GROUP") != group || cell("TOPIC") != topic {
+            problems.push(format!("row {row:?}: not {group}/{topic}"));
+        }
+        if cell("CURRENT-OFFSET") != cur.to_string()
+            || cell("LOG-END-OFFSET") != end.to_string()
+            || cell("LAG") != lag.to_string()
+        {
+            problems.push(format!(
+                "partition {p}: expected CURRENT-OFFSET {cur} LOG-END-OFFSET {end} LAG {lag}, \
+                 got {row:?}"
+            ));
+        }
+        match owner {
+            Owner::Active(client) => {
+                if cell("CONSUMER-ID") == "-"
+                    || cell("CLIENT-ID") != client
+                    || !cell("HOST").contains("127.0.0.1")
+                {
+                    problems.push(format!(
+                        "partition {p}: expected the active member (client id {client}, host \
+                         127.0.0.1), got {row:?}"
+                    ));
+                }
+            }
+            Owner::Nobody => {
+                if cell("CONSUMER-ID") != "-" {
+                    problems.push(format!(
+                        "partition {p}: a member in an empty group: {row:?}"
+                    ));
+                }
+            }
+        }
+    }
+    if !problems.is_empty() {
+        s.fail(&format!("--describe:\n  {}\n{out}", problems.join("\n  ")));
+    }
+}
+
+/// The single row of a one-row table (`--members`, `--state`), if so.
+fn single_row(out: &CmdOutput) -> Option<BTreeMap<String, String>> {
+    let mut rows = table(&out.stdout, "GROUP");
+    (rows.len() == 1).then(|| rows.remove(0))
+}
+
+/// `kafka-consumer-groups --list`, `--describe` (offsets, `--members`,
+/// `--state`) while a member is active and after it left, and
+/// `--reset-offsets --to-earliest --execute` on the empty group (an
+/// OffsetCommit from an admin client).
+#[test]
+fn kafka_consumer_groups_tool_lists_describes_and_resets() {
+    if skipped("kafka_consumer_groups_tool_lists_describes_and_resets") {
+        return;
+    }
+    let _serial = serial();
+    let libs = kafka_libs();
+    let mut s = Scene::start();
+    let (topic, group, client) = ("tool", "g-tool", "pinlog-tool-member");
+    s.create(topic, 3, &[]);
+    let delivered = s.produce(topic, 0, 300);
+    let (_, ends) = s.offsets(topic);
+    s.member(client, Lib::Kp, group, topic, &["--commit", "auto"]);
+    s.wait_consumed(topic, &delivered, CONSUME_TIMEOUT);
+    s.wait_converged(&[client], 3, CONVERGE_TIMEOUT);
+    let deadline = Instant::now() + STEP_TIMEOUT;
+    loop {
+        let got = s.committed(Lib::Ck, group, topic);
+        if got == all_some(&ends) {
+            break;
+        }
+        if Instant::now() >= deadline {
+            s.fail(&format!(
+                "auto-commit did not reach the end offsets {ends:?}: committed {got:?}"
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    let at_end = |p: i32| ends[&p];
+
+    let list = consumer_groups_tool(&s, &libs, &["--list"]);
+    if !list.stdout.lines().any(|l| l.trim() == group) {
+        s.fail(&format!("--list does not list {group}:\n{list}"));
+    }
+    let describe = consumer_groups_tool(&s, &libs, &["--describe", "--group", group]);
+    check_describe(
+        &s,
+        &describe,
+        (group, topic),
+        &ends,
+        &at_end,
+        Owner::Active(client),
+    );
+    let members = consumer_groups_tool(&s, &libs, &["--describe", "--group", group, "--members"]);
+    let row = single_row(&members);
+    let cell = |row: &Option<BTreeMap<String, String>>, c: &str| {
+        row.as_ref()
+            .and_then(|r| r.get(c).cloned())
+            .unwrap_or_default()
+    };
+    if cell(&row, "CLIENT-ID") != client || cell(&row, "#PARTITIONS") != "3" {
+        s.fail(&format!(
+            "--members: expected one member {client} with 3 partitions:\n{members}"
+        ));
+    }
+    let state = consumer_groups_tool(&s, &libs, &["--describe", "--group", group, "--state"]);
+    let row = single_row(&state);
+    if cell(&row, "STATE") != "Stable"
+        || cell(&row, "#MEMBERS") != "1"
+        || cell(&row, "ASSIGNMENT-STRATEGY") != "range"
+    {
+        s.fail(&format!(
+            "--state: expected Stable, 1 member, range:\n{state}"
+        ));
+    }
+
+    s.stop(client);
+    let describe = consumer_groups_tool(&s, &libs, &["--describe", "--group", group]);
+    check_describe(&s, &describe, (group, topic), &ends, &at_end, Owner::Nobody);
+    let state = consumer_groups_tool(&s, &libs, &["--describe", "--group", group, "--state"]);
+    let row = single_row(&state);
+    if cell(&row, "STATE") != "Empty" || cell(&row, "#MEMBERS") != "0" {
+        s.fail(&format!(
+            "--state after the member left: expected Empty, 0 members:\n{state}"
+        ));
+    }
+
+    let reset = consumer_groups_tool(
+        &s,
+        &libs,
+        &[
+            "--reset-offsets",
+            "--to-earliest",
+            "--execute",
+            "--group",
+            group,
+            "--topic",
+            topic,
+        ],
+    );
+    let rows = table(&reset.stdout, "GROUP");
+    if rows.len() != ends.len()
+        || rows
+            .iter()
+            .any(|r| r.get("NEW-OFFSET").map(String::as_str) != Some("0"))
+    {
+        s.fail(&format!(
+            "--reset-offsets --to-earliest: expected NEW-OFFSET 0 per partition:\n{reset}"
+        ));
+    }
+    let describe = consumer_groups_tool(&s, &libs, &["--describe", "--group", group]);
+    check_describe(&s, &describe, (group, topic), &ends, &|_| 0, Owner::Nobody);
+    let got = s.committed(Lib::Kp, group, topic);
+    let zeros: BTreeMap<i32, Option<i64>> = ends.keys().map(|p| (*p, Some(0))).collect();
+    if got != zeros {
+        s.fail(&format!(
+            "after the reset, committed {got:?}, expected 0 everywhere"
+        ));
+    }
+    s.broker.stop();
+}
+
+// ---------------------------------------------------------------------------
+// 7. A committed offset below the log start.
+
+/// DeleteRecords moves the log start to K above a group's committed offset
+/// (as retention does): on resuming, `auto.offset.reset=earliest` starts at
+/// K, `latest` at the end, and `none` surfaces the out-of-range error.
+#[test]
+fn committed_offset_below_log_start_follows_auto_offset_reset() {
+    if skipped("committed_offset_below_log_start_follows_auto_offset_reset") {
+        return;
+    }
+    let _serial = serial();
+    let mut s = Scene::start();
+    let topic = "trimmed";
+    // Small segments, as a retention test would use: the log start then
+    // moves inside a segment, not at a segment boundary.
+    s.create(topic, 2, &["segment.bytes=1048576", "segment.ms=600000"]);
+    s.produce(topic, 0, 400);
+    let (_, ends) = s.offsets(topic);
+    let (committed_at, k) = (10i64, 100i64);
+    let groups = [
+        "g-earliest-kp",
+        "g-earliest-ck",
+        "g-latest-kp",
+        "g-none-kp",
+        "g-none-ck",
+    ];
+    let pairs: Vec<String> = ends.keys().map(|p| format!("{p}={committed_at}")).collect();
+    for g in groups {
+        let mut args = vec!["commit".to_string(), s.bootstrap(), g.into(), topic.into()];
+        args.extend(pairs.iter().cloned());
+        s.step(&args);
+    }
+    let mut args = vec!["delete-records".to_string(), s.bootstrap(), topic.into()];
+    args.extend(ends.keys().map(|p| format!("{p}={k}")));
+    let out = run_command(&mut python(&args), None, STEP_TIMEOUT);
+    if !out.success() {
+        s.fail(&format!(
+            "DeleteRecords failed, so the log start could not be moved (is DeleteRecords \
+             served?):\n{out}"
+        ));
+    }
+    let (starts, _) = s.offsets(topic);
+    if starts.values().any(|&o| o != k) {
+        s.fail(&format!(
+            "log start offsets {starts:?} after DeleteRecords to {k}"
+        ));
+    }
+    let want_start: BTreeMap<i32, Option<i64>> =
+        ends.keys().map(|p| (*p, Some(committed_at))).collect();
+    let check_committed = |s: &Scene, name: &str, evs: &[Event]| {
+        let got = find(evs, "committed").and_then(|e| e.offsets("offsets"));
+        if got.as_ref() != Some(&want_start) {
+            s.fail(&format!(
+                "{name}: committed() {got:?}, expected {want_start:?}"
+            ));
+        }
+    };
+
+    for (name, lib, group) in [
+        ("earliest-kp", Lib::Kp, groups[0]),
+        ("earliest-ck", Lib::Ck, groups[1]),
+    ] {
+        let evs = s.run_member(
+            name,
+            lib,
+            group,
+            topic,
+            &["--reset", "earliest", "--until-end", "--commit", "none"],
+        );
+        check_committed(&s, name, &evs);
+        let first = first_offsets(&evs);
+        let want: BTreeMap<i32, i64> = ends.keys().map(|p| (*p, k)).collect();
+        if first != want {
+            s.fail(&format!(
+                "{name}: with auto.offset.reset=earliest, first offsets {first:?}, expected the \
+                 log start {k} everywhere"
+            ));
+        }
+    }
+
+    let evs = s.run_member(
+        "latest-kp",
+        Lib::Kp,
+        groups[2],
+        topic,
+        &[
+            "--reset",
+            "latest",
+            "--positions",
+            "--positions-wait",
+            "15",
+            "--commit",
+            "none",
+        ],
+    );
+    check_committed(&s, "latest-kp", &evs);
+    let positions = find(&evs, "positions").and_then(|e| e.offsets("offsets"));
+    if positions != Some(all_some(&ends)) || evs.iter().any(|e| e.ev == "rec") {
+        s.fail(&format!(
+            "latest-kp: with auto.offset.reset=latest, positions {positions:?} (and {} records), \
+             expected the end offsets {ends:?} and no records",
+            evs.iter().filter(|e| e.ev == "rec").count()
+        ));
+    }
+
+    // kafka-python raises OffsetOutOfRangeError from poll(); librdkafka
+    // reports _AUTO_OFFSET_RESET naming the broker's "Offset out of range"
+    // (and not "no previously committed offset", which would mean the
+    // committed offset was not found).
+    for (name, lib, group, want, detail) in [
+        (
+            "none-kp",
+            Lib::Kp,
+            groups[3],
+            "OffsetOutOfRangeError",
+            "OffsetOutOfRangeError",
+        ),
+        (
+            "none-ck",
+            Lib::Ck,
+            groups[4],
+            "_AUTO_OFFSET_RESET",
+            "Offset out of range",
+        ),
+    ] {
+        let evs = s.run_member(
+            name,
+            lib,
+            group,
+            topic,
+            &[
+                "--reset",
+                "none",
+                "--exit-on-error",
+                "--commit",
+                "none",
+                "--report-committed",
+            ],
+        );
+        check_committed(&s, name, &evs);
+        let err = find(&evs, "error");
+        let ok = err.is_some_and(|e| e.text("name") == want && e.text("detail").contains(detail));
+        if !ok || evs.iter().any(|e| e.ev == "rec") {
+            s.fail(&format!(
+                "{name}: with auto.offset.reset=none, expected the error {want} ({detail:?}) \
+                 and no records; got error {err:?}"
+            ));
+        }
+    }
+    s.broker.stop();
+}
