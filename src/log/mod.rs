@@ -6,11 +6,13 @@
 pub mod batch;
 pub mod batch_cache;
 pub mod checkpoint;
+pub mod compression;
 pub mod data_dir;
 pub mod direct_io;
 pub mod epoch_cache;
 pub mod mmap_index;
 pub mod offset_index;
+pub mod offset_map;
 pub mod partition_log;
 pub mod producer_state;
 pub mod segment;

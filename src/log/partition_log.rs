@@ -937,9 +937,14 @@ impl PartitionLog {
 
     /// Deletes whole segments past `retention.ms` or beyond `retention.bytes`,
     /// oldest first, never past the HW, and advances the log start offset.
-    /// The active segment is rolled first when it too has expired.
+    /// The active segment is rolled first when it too has expired. Only
+    /// under `cleanup.policy` `delete` (alone or with `compact`): a
+    /// compact-only log keeps every key's latest record however old.
     pub async fn apply_retention(&mut self, now_ms: i64) -> LogResult<usize> {
         self.ensure_online()?;
+        if !self.config.cleanup_policy.delete {
+            return Ok(0);
+        }
         let mut deleted = 0;
         loop {
             let count = self.segments.len();
