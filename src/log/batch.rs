@@ -389,6 +389,10 @@ impl BatchFields {
         self.attributes |= DELETE_HORIZON_FLAG;
         self.base_timestamp = horizon_ms;
     }
+    /// Removes the delete-horizon flag (the base timestamp is the caller's).
+    pub fn clear_delete_horizon(&mut self) {
+        self.attributes &= !DELETE_HORIZON_FLAG;
+    }
     /// Sets the compression codec bits (0: none).
     pub fn set_compression(&mut self, codec: u8) {
         self.attributes = (self.attributes & !COMPRESSION_MASK) | (codec as i16 & COMPRESSION_MASK);

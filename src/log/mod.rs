@@ -6,6 +6,7 @@
 pub mod batch;
 pub mod batch_cache;
 pub mod checkpoint;
+pub mod cleaner;
 pub mod compression;
 pub mod data_dir;
 pub mod direct_io;

@@ -1,0 +1,1172 @@
+//! The log cleaner: compaction of `cleanup.policy=compact` logs with Kafka's
+//! semantics (`LogCleaner`, `Cleaner`, `LogCleanerManager`).
+//!
+//! **What is cleaned.** A log is split at its cleaner checkpoint (where the
+//! last clean ended) into a clean head and a dirty tail. The dirty part
+//! that may be cleaned ends at the *first uncleanable offset*: the lowest of
+//! the active segment's base, the high watermark, and the base of the first
+//! segment holding a record newer than `min.compaction.lag.ms`. A log is
+//! chosen when its dirty ratio (dirty bytes over clean plus dirty bytes)
+//! exceeds `min.cleanable.dirty.ratio`, or when its oldest dirty batch is
+//! older than `max.compaction.lag.ms`, or when tombstones the last clean
+//! kept have passed their delete horizon; among those, the dirtiest.
+//!
+//! **How.** The dirty range is read once to build a map from each key to
+//! its latest offset ([`OffsetMap`], bounded memory: when it fills, the
+//! clean ends at the last batch mapped whole). Then every segment from the
+//! log start to the end of that range is rewritten, in groups whose sizes
+//! add up to at most `segment.bytes` (and `segment.index.bytes` for the
+//! indexes), each group into one new segment. A record stays if it is past
+//! the mapped range or is its key's latest, and, for a tombstone (null
+//! value), only until its delete horizon: the first clean that keeps a
+//! tombstone stamps its batch with `now + delete.retention.ms` (KIP-534's
+//! delete-horizon flag), and cleans after that time drop it. Records
+//! without a key are dropped, as Kafka's cleaner does. Offsets never
+//! change: a batch keeps its base offset and last offset delta, only its
+//! records thin out, and empty batches vanish except the last batch of
+//! each idempotent producer and the last batch of each group, which stay
+//! as empty batches (headers only): the former so that producer state
+//! survives a rebuild from the log, the latter so that the cleaned segment
+//! spans its whole group (crash recovery relies on it, see
+//! `PartitionLog`'s swap protocol). Compressed batches are decompressed,
+//! filtered and compressed again with the same codec.
+//!
+//! **Without stalling the shard.** The cleaner reads the old segments and
+//! writes the new one without the log's lock: segments below the active one
+//! never change except by retention, DeleteRecords or truncation, which
+//! the swap detects (same file, same size, still present) under the write
+//! lock, abandoning the clean if anything moved. Only the swap itself holds
+//! the lock. Work yields to the shard's other tasks after every batch.
+
+use std::collections::HashMap;
+use std::rc::Rc;
+use std::time::Instant;
+
+use glommio::io::DmaFile;
+use glommio::sync::RwLock;
+
+use crate::config::LogConfig;
+use crate::constants::{LOG_CLEANER_IO_BUFFER_LOAD_FACTOR, RECORD_BATCH_HEADER_SIZE};
+use crate::error::{LogError, LogResult};
+use crate::log::batch::{self, BatchFields, BatchHeader, CountRule};
+use crate::log::compression::{self, Compression};
+use crate::log::offset_map::OffsetMap;
+use crate::log::partition_log::{
+    delete_cleaned_files, CleanableSegment, CleanerOffsets, CleanerView, PartitionLog,
+    SegmentStats, SwapFailpoint,
+};
+use crate::log::segment::Segment;
+use crate::log::topic_partition::TopicPartition;
+
+/// How one clean is run.
+#[derive(Clone)]
+pub struct CleanerOptions {
+    /// This shard's share of `log.cleaner.dedupe.buffer.size`.
+    pub dedupe_buffer_bytes: u64,
+    /// This shard's read buffer (and write buffer) size, from
+    /// `log.cleaner.io.buffer.size`.
+    pub io_buffer_bytes: usize,
+    /// A test's simulated crash in the swap.
+    pub failpoint: Option<SwapFailpoint>,
+}
+
+/// Where a log stands for the cleaner (Kafka's `LogToClean`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct LogToClean {
+    /// Where cleaning starts: the cleaner checkpoint, or the log start.
+    pub first_dirty_offset: i64,
+    /// Where it must stop (exclusive).
+    pub first_uncleanable_offset: i64,
+    /// Bytes of segments wholly below the first dirty offset.
+    pub clean_bytes: u64,
+    /// Bytes of the segments holding the cleanable dirty range.
+    pub dirty_bytes: u64,
+    /// The oldest dirty batch is older than `max.compaction.lag.ms`.
+    pub needs_compaction_now: bool,
+    /// Tombstones kept by the last clean have passed their delete horizon.
+    pub tombstones_expired: bool,
+}
+
+impl LogToClean {
+    /// Dirty bytes over clean plus dirty bytes (Kafka's `cleanableRatio`).
+    pub fn dirty_ratio(&self) -> f64 {
+        let total = self.clean_bytes + self.dirty_bytes;
+        if total == 0 {
+            0.0
+        } else {
+            self.dirty_bytes as f64 / total as f64
+        }
+    }
+
+    /// Kafka's selection rule (`grabFilthiestCompactedLog`), plus the
+    /// tombstone horizon, which Kafka leaves to the next dirty clean.
+    pub fn should_clean(&self, min_cleanable_dirty_ratio: f64) -> bool {
+        let dirty = self.dirty_bytes > 0
+            && (self.needs_compaction_now || self.dirty_ratio() > min_cleanable_dirty_ratio);
+        dirty || (self.tombstones_expired && self.clean_bytes > 0)
+    }
+}
+
+/// What one clean did, for the log line and tests.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CleanStats {
+    pub first_dirty_offset: i64,
+    /// Where the clean ended: the next clean starts here.
+    pub end_offset: i64,
+    pub segments_in: usize,
+    pub segments_out: usize,
+    pub bytes_in: u64,
+    pub bytes_out: u64,
+    pub records_in: u64,
+    pub records_removed: u64,
+    pub keys_mapped: usize,
+    /// Compressed batches kept whole because they could not be opened.
+    pub batches_kept_whole: u64,
+    pub duration_ms: u64,
+}
+
+/// How a clean ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CleanOutcome {
+    Cleaned(CleanStats),
+    /// Nothing to do: the range was empty or no batch fit the map.
+    Nothing,
+    /// The log changed underneath (retention, DeleteRecords, truncation)
+    /// or the caller asked to stop; nothing was swapped from then on.
+    Aborted,
+}
+
+/// Computes where a log stands at `now_ms` (Kafka's `cleanableOffsets`
+/// and `calculateCleanableBytes`) from its non-active segments.
+pub fn log_to_clean(
+    segments: &[SegmentStats],
+    offsets: &CleanerOffsets,
+    config: &LogConfig,
+    now_ms: i64,
+) -> LogToClean {
+    // A checkpoint outside the log (truncation, DeleteRecords, a lost
+    // clean) means the whole log may need cleaning, as Kafka resets it.
+    let first_dirty_offset = match offsets.cleaner_checkpoint {
+        Some(c) if c >= offsets.log_start_offset && c <= offsets.log_end_offset => c,
+        _ => offsets.log_start_offset,
+    };
+    let min_lag_ms = config.min_compaction_lag_ms.max(0);
+    let lag_bound = (min_lag_ms > 0)
+        .then(|| {
+            segments
+                .iter()
+                .filter(|s| s.next_offset > first_dirty_offset)
+                .find(|s| s.largest_timestamp > now_ms.saturating_sub(min_lag_ms))
+                .map(|s| s.base_offset)
+        })
+        .flatten()
+        .unwrap_or(i64::MAX);
+    let first_uncleanable_offset = offsets
+        .high_watermark
+        .min(offsets.active_base_offset)
+        .min(lag_bound)
+        .max(first_dirty_offset);
+    let dirty = || {
+        segments.iter().filter(move |s| {
+            s.next_offset > first_dirty_offset && s.base_offset < first_uncleanable_offset
+        })
+    };
+    let clean_bytes = segments
+        .iter()
+        .filter(|s| s.next_offset <= first_dirty_offset)
+        .map(|s| s.size_bytes)
+        .sum();
+    let dirty_bytes = dirty().map(|s| s.size_bytes).sum();
+    let max_lag_ms = config.max_compaction_lag_ms.max(0);
+    let needs_compaction_now = dirty()
+        .map(|s| s.first_batch_timestamp)
+        .filter(|t| *t > 0)
+        .min()
+        .is_some_and(|oldest| oldest < now_ms.saturating_sub(max_lag_ms));
+    LogToClean {
+        first_dirty_offset,
+        first_uncleanable_offset,
+        clean_bytes,
+        dirty_bytes,
+        needs_compaction_now,
+        tombstones_expired: offsets.tombstone_horizon_ms.is_some_and(|h| h <= now_ms),
+    }
+}
+
+/// [`log_to_clean`] of a log's view.
+pub fn view_to_clean(view: &CleanerView, now_ms: i64) -> LogToClean {
+    let stats: Vec<SegmentStats> = view.segments.iter().map(|s| s.stats).collect();
+    log_to_clean(&stats, &view.offsets, &view.config, now_ms)
+}
+
+/// Splits segments into groups whose log bytes add up to at most
+/// `max_bytes` and whose index bytes to at most `max_index_bytes`, and
+/// whose offsets fit one segment's 32-bit relative offsets (Kafka's
+/// `groupSegmentsBySize`); returns index ranges into `segments`. Each group
+/// becomes one cleaned segment. A group never ends with an empty segment:
+/// recovery could not tell it from the next group's segments after a
+/// crash (see the swap protocol), so it is left where it is.
+pub fn group_segments_by_size(
+    segments: &[SegmentStats],
+    max_bytes: u64,
+    max_index_bytes: u64,
+    first_uncleanable_offset: i64,
+) -> Vec<std::ops::Range<usize>> {
+    let mut groups = Vec::new();
+    let mut start = 0;
+    while start < segments.len() {
+        let first = &segments[start];
+        let (mut log_bytes, mut offset_index, mut time_index) = (
+            first.size_bytes,
+            first.offset_index_bytes,
+            first.time_index_bytes,
+        );
+        let mut end = start + 1;
+        while let Some(next) = segments.get(end) {
+            // The next segment's offsets end before the one after it starts.
+            let next_last_offset = segments
+                .get(end + 1)
+                .map_or(first_uncleanable_offset, |s| s.base_offset)
+                - 1;
+            let fits = log_bytes + next.size_bytes <= max_bytes
+                && offset_index + next.offset_index_bytes <= max_index_bytes
+                && time_index + next.time_index_bytes <= max_index_bytes
+                && (next.size_bytes == 0
+                    || next_last_offset - first.base_offset <= i32::MAX as i64);
+            if !fits {
+                break;
+            }
+            log_bytes += next.size_bytes;
+            offset_index += next.offset_index_bytes;
+            time_index += next.time_index_bytes;
+            end += 1;
+        }
+        let mut group_end = end;
+        while group_end > start && segments[group_end - 1].size_bytes == 0 {
+            group_end -= 1;
+        }
+        if group_end > start {
+            groups.push(start..group_end);
+        }
+        start = end;
+    }
+    groups
+}
+
+/// What the record filter needs besides the batch.
+pub struct FilterContext<'a> {
+    pub map: &'a OffsetMap,
+    pub now_ms: i64,
+    pub delete_retention_ms: i64,
+    pub producer_last_offsets: &'a HashMap<i64, i64>,
+}
+
+/// What became of one batch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Filtered {
+    /// Kept as it was.
+    Unchanged,
+    /// Kept with fewer records, or with a delete horizon, or emptied.
+    Rewritten(Vec<u8>),
+    /// Every record went and nothing needs the batch.
+    Dropped,
+}
+
+/// The outcome of [`filter_batch`] with its counts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FilterResult {
+    pub filtered: Filtered,
+    pub records_in: u64,
+    pub records_removed: u64,
+    /// Delete horizon of the tombstones the batch keeps, if any.
+    pub tombstone_horizon_ms: Option<i64>,
+    /// The batch could not be opened (an unknown codec, records that do not
+    /// decode) and was kept whole.
+    pub kept_whole: bool,
+}
+
+/// Applies the cleaner's rule to one whole, validated batch. `keep_header`
+/// keeps the batch at least as an empty batch (the last batch of a group).
+pub fn filter_batch(
+    bytes: &[u8],
+    h: &BatchHeader,
+    ctx: &FilterContext<'_>,
+    keep_header: bool,
+) -> FilterResult {
+    let unchanged = |kept_whole| FilterResult {
+        filtered: Filtered::Unchanged,
+        records_in: h.record_count.max(0) as u64,
+        records_removed: 0,
+        tombstone_horizon_ms: None,
+        kept_whole,
+    };
+    if h.is_control() {
+        // pinlog has no transactions, so no markers to expire; keep any.
+        return unchanged(false);
+    }
+    let body_bytes = &bytes[RECORD_BATCH_HEADER_SIZE..h.size_bytes()];
+    let (Some(codec), Ok(body)) = (
+        Compression::from_id(h.compression()),
+        compression::decompress_records(h.compression(), body_bytes),
+    ) else {
+        return unchanged(true);
+    };
+    let mut kept = Vec::new();
+    let mut records_in = 0u64;
+    for r in batch::records_of_body(&body, h.record_count) {
+        let Ok(r) = r else {
+            return unchanged(true);
+        };
+        records_in += 1;
+        let offset = h.base_offset + r.offset_delta;
+        let keep = if offset > ctx.map.latest_offset() {
+            // Past the mapped range: the next clean decides.
+            true
+        } else if let Some(key) = r.key {
+            let latest = offset >= ctx.map.get(key).unwrap_or(-1);
+            let retain_deletes = h.delete_horizon_ms().is_none_or(|hz| ctx.now_ms < hz);
+            latest && (r.value.is_some() || retain_deletes)
+        } else {
+            // Kafka's cleaner drops records without a key (a topic that
+            // became compacted may hold some).
+            false
+        };
+        if keep {
+            kept.push(r);
+        }
+    }
+    let removed = records_in - kept.len() as u64;
+    let producer_last = h.producer_id >= 0
+        && ctx.producer_last_offsets.get(&h.producer_id) == Some(&h.last_offset());
+    if kept.is_empty() && !(keep_header || producer_last) {
+        // Kafka's DELETE_EMPTY: an empty batch nothing needs goes, including
+        // one an earlier clean kept as its group's last.
+        return FilterResult {
+            filtered: Filtered::Dropped,
+            records_in,
+            records_removed: removed,
+            tombstone_horizon_ms: None,
+            kept_whole: false,
+        };
+    }
+    let keeps_tombstone = kept.iter().any(|r| r.value.is_none());
+    let needs_horizon = keeps_tombstone && h.delete_horizon_ms().is_none();
+    let result = |filtered, horizon| FilterResult {
+        filtered,
+        records_in,
+        records_removed: removed,
+        tombstone_horizon_ms: horizon,
+        kept_whole: false,
+    };
+    if removed == 0 && !needs_horizon {
+        let mut r = unchanged(false);
+        r.records_in = records_in;
+        r.tombstone_horizon_ms = h.delete_horizon_ms().filter(|_| keeps_tombstone);
+        return r;
+    }
+    if kept.is_empty() {
+        // Kafka's empty batch: the header with no records and no codec, both
+        // timestamps the old max timestamp.
+        let mut fields = BatchFields::of(h);
+        fields.set_compression(0);
+        fields.clear_delete_horizon();
+        fields.base_timestamp = h.max_timestamp;
+        return result(
+            Filtered::Rewritten(batch::encode_batch(&fields, 0, &[])),
+            None,
+        );
+    }
+    let mut fields = BatchFields::of(h);
+    let horizon = if needs_horizon {
+        let hz = ctx.now_ms.saturating_add(ctx.delete_retention_ms.max(0));
+        fields.set_delete_horizon(hz);
+        Some(hz)
+    } else {
+        h.delete_horizon_ms().filter(|_| keeps_tombstone)
+    };
+    let mut records = Vec::with_capacity(body.len());
+    let mut max_timestamp = i64::MIN;
+    for r in &kept {
+        // A record's timestamp is the base timestamp plus its delta, so a
+        // new base timestamp (the delete horizon) moves every delta.
+        let timestamp = h.base_timestamp.saturating_add(r.timestamp_delta);
+        max_timestamp = max_timestamp.max(timestamp);
+        let delta = timestamp.saturating_sub(fields.base_timestamp);
+        batch::encode_record(
+            &mut records,
+            r.offset_delta,
+            delta,
+            r.key,
+            r.value,
+            r.headers,
+        );
+    }
+    if !h.is_log_append_time() {
+        fields.max_timestamp = max_timestamp;
+    }
+    let records = match compression::compress_records(codec, &records) {
+        Ok(c) => c,
+        Err(_) => return unchanged(true),
+    };
+    result(
+        Filtered::Rewritten(batch::encode_batch(&fields, kept.len() as i32, &records)),
+        horizon,
+    )
+}
+
+/// Reads whole batches of a segment in chunks of about `io_bytes`, without
+/// the log's lock (see the module docs).
+struct BatchReader<'a> {
+    segment: &'a CleanableSegment,
+    position: u64,
+    io_bytes: usize,
+}
+
+impl BatchReader<'_> {
+    /// The next chunk: its bytes and the whole batches in it as (position
+    /// in the chunk, header). Empty at the end of the segment.
+    async fn next_chunk(&mut self) -> LogResult<(Vec<u8>, Vec<(usize, BatchHeader)>)> {
+        let size = self.segment.stats.size_bytes;
+        if self.position >= size {
+            return Ok((Vec::new(), Vec::new()));
+        }
+        let want = (size - self.position).min(self.io_bytes as u64) as usize;
+        let mut chunk =
+            read_at(&self.segment.file, &self.segment.path, self.position, want).await?;
+        let first = batch::parse_header_only(&chunk).map_err(|e| self.invalid(0, e))?;
+        if first.size_bytes() > chunk.len() {
+            // A batch larger than the buffer is read on its own, as Kafka
+            // grows its buffers.
+            chunk = read_at(
+                &self.segment.file,
+                &self.segment.path,
+                self.position,
+                first.size_bytes(),
+            )
+            .await?;
+        }
+        let mut batches = Vec::new();
+        let mut at = 0usize;
+        while at < chunk.len() {
+            let Ok(h) = batch::parse_header_only(&chunk[at..]) else {
+                break;
+            };
+            if at + h.size_bytes() > chunk.len() {
+                break;
+            }
+            let h = batch::validate(&chunk[at..], CountRule::Compacted)
+                .map_err(|e| self.invalid(at, e))?;
+            batches.push((at, h));
+            at += h.size_bytes();
+        }
+        if batches.is_empty() {
+            return Err(self.invalid(
+                0,
+                crate::error::BatchError::Truncated {
+                    needed: first.size_bytes(),
+                    available: chunk.len(),
+                },
+            ));
+        }
+        chunk.truncate(at);
+        self.position += at as u64;
+        Ok((chunk, batches))
+    }
+
+    fn invalid(&self, at: usize, source: crate::error::BatchError) -> LogError {
+        LogError::InvalidBatch {
+            partition: self.segment.path.display().to_string(),
+            position: self.position + at as u64,
+            source,
+        }
+    }
+}
+
+async fn read_at(
+    file: &Rc<DmaFile>,
+    path: &std::path::Path,
+    position: u64,
+    len: usize,
+) -> LogResult<Vec<u8>> {
+    let r = file
+        .read_at(position, len)
+        .await
+        .map_err(|e| LogError::io("cleaner read", path, -1, e))?;
+    Ok(r[..r.len().min(len)].to_vec())
+}
+
+/// Cleans `log` if its state at `now_ms` calls for it (see
+/// [`LogToClean::should_clean`]); `abort` is asked between batches and
+/// stops the clean before its next swap. The log's lock is held only to
+/// look and to swap.
+pub async fn clean_log(
+    log: &RwLock<PartitionLog>,
+    options: &CleanerOptions,
+    now_ms: i64,
+    abort: &dyn Fn() -> bool,
+) -> LogResult<CleanOutcome> {
+    let started = Instant::now();
+    let view = {
+        let guard = log.read().await.map_err(|_| closed())?;
+        guard.cleaner_view()
+    };
+    let plan = view_to_clean(&view, now_ms);
+    let mut stats = CleanStats {
+        first_dirty_offset: plan.first_dirty_offset,
+        ..CleanStats::default()
+    };
+    let map = build_offset_map(&view, &plan, options, abort).await?;
+    let Some(mut map) = map else {
+        return Ok(CleanOutcome::Aborted);
+    };
+    let end_offset = (map.latest_offset() + 1).max(plan.first_dirty_offset);
+    // Everything below the end is decided by this clean, also when nothing
+    // was dirty (a clean for expired tombstones).
+    map.update_latest_offset(end_offset - 1);
+    stats.end_offset = end_offset;
+    stats.keys_mapped = map.len();
+    if end_offset == plan.first_dirty_offset
+        && plan.first_dirty_offset < plan.first_uncleanable_offset
+    {
+        tracing::warn!(
+            partition = %view.tp,
+            offset = plan.first_dirty_offset,
+            keys = map.max_entries(),
+            "log cleaner: the first dirty batch holds more keys than the dedupe buffer; raise log.cleaner.dedupe.buffer.size"
+        );
+        return Ok(CleanOutcome::Nothing);
+    }
+    let to_rewrite: Vec<SegmentStats> = view
+        .segments
+        .iter()
+        .map(|s| s.stats)
+        .filter(|s| s.base_offset < end_offset)
+        .collect();
+    if to_rewrite.is_empty() {
+        return Ok(CleanOutcome::Nothing);
+    }
+    let groups = group_segments_by_size(
+        &to_rewrite,
+        view.config.segment_bytes,
+        view.config.segment_index_bytes,
+        plan.first_uncleanable_offset,
+    );
+    let ctx = FilterContext {
+        map: &map,
+        now_ms,
+        delete_retention_ms: view.config.delete_retention_ms,
+        producer_last_offsets: &view.producer_last_offsets,
+    };
+    let mut horizon: Option<i64> = None;
+    for range in groups {
+        let group = &view.segments[range];
+        let base = group[0].stats.base_offset;
+        let written = clean_group(&view, group, &ctx, options, now_ms, abort, &mut stats).await;
+        let group_horizon = match written {
+            Ok(Some(h)) => h,
+            Ok(None) => {
+                delete_cleaned_files(&view.dir, base).await?;
+                return Ok(CleanOutcome::Aborted);
+            }
+            Err(e) => {
+                // Keep the error that stopped the clean; the cleaned files are
+                // of no use either way.
+                if let Err(d) = delete_cleaned_files(&view.dir, base).await {
+                    tracing::error!(partition = %view.tp, "deleting cleaned files failed: {d}");
+                }
+                return Err(e);
+            }
+        };
+        let swapped = {
+            let mut guard = log.write().await.map_err(|_| closed())?;
+            guard
+                .replace_segments(group, now_ms, options.failpoint)
+                .await?
+        };
+        if !swapped {
+            delete_cleaned_files(&view.dir, base).await?;
+            tracing::info!(
+                partition = %view.tp,
+                base_offset = base,
+                "log cleaner: segments changed during the clean (retention, DeleteRecords or truncation); abandoned it"
+            );
+            return Ok(CleanOutcome::Aborted);
+        }
+        horizon = min_opt(horizon, group_horizon);
+        stats.segments_in += group.len();
+        stats.segments_out += 1;
+    }
+    {
+        let mut guard = log.write().await.map_err(|_| closed())?;
+        let end = end_offset.min(guard.log_end_offset());
+        guard.set_cleaner_checkpoint(end);
+        guard.set_tombstone_horizon_ms(horizon);
+    }
+    stats.duration_ms = started.elapsed().as_millis() as u64;
+    tracing::info!(
+        partition = %view.tp,
+        first_dirty_offset = stats.first_dirty_offset,
+        end_offset = stats.end_offset,
+        segments_in = stats.segments_in,
+        segments_out = stats.segments_out,
+        bytes_in = stats.bytes_in,
+        bytes_out = stats.bytes_out,
+        records_removed = stats.records_removed,
+        keys = stats.keys_mapped,
+        duration_ms = stats.duration_ms,
+        "log cleaner: cleaned partition"
+    );
+    Ok(CleanOutcome::Cleaned(stats))
+}
+
+fn min_opt(a: Option<i64>, b: Option<i64>) -> Option<i64> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+fn closed() -> LogError {
+    LogError::io(
+        "log cleaner",
+        "<partition>",
+        -1,
+        std::io::Error::other("the partition log was closed"),
+    )
+}
+
+/// Maps every key of the dirty range to its latest offset, stopping when
+/// the map is full. `None` when aborted.
+async fn build_offset_map(
+    view: &CleanerView,
+    plan: &LogToClean,
+    options: &CleanerOptions,
+    abort: &dyn Fn() -> bool,
+) -> LogResult<Option<OffsetMap>> {
+    let (start, end) = (plan.first_dirty_offset, plan.first_uncleanable_offset);
+    let expected_keys = (end - start).max(0) as u64;
+    let mut map = OffsetMap::new(
+        options.dedupe_buffer_bytes,
+        LOG_CLEANER_IO_BUFFER_LOAD_FACTOR,
+        expected_keys,
+    );
+    let dirty: Vec<&CleanableSegment> = view
+        .segments
+        .iter()
+        .filter(|s| s.stats.next_offset > start && s.stats.base_offset < end)
+        .collect();
+    for (i, segment) in dirty.iter().enumerate() {
+        let mut reader = BatchReader {
+            segment,
+            position: 0,
+            io_bytes: options.io_buffer_bytes,
+        };
+        loop {
+            let (chunk, batches) = reader.next_chunk().await?;
+            if batches.is_empty() {
+                break;
+            }
+            for (at, h) in batches {
+                if abort() {
+                    return Ok(None);
+                }
+                if h.last_offset() >= end {
+                    return Ok(Some(map));
+                }
+                if h.last_offset() < start {
+                    continue;
+                }
+                if !map_batch(&mut map, &chunk[at..at + h.size_bytes()], &h, start) {
+                    return Ok(Some(map));
+                }
+                map.update_latest_offset(h.last_offset());
+                glommio::yield_if_needed().await;
+            }
+        }
+        // Offsets between this segment's last batch and the next segment (or
+        // the end) are gaps compaction left: nothing there to map.
+        let next = dirty
+            .get(i + 1)
+            .map_or(end, |s| s.stats.base_offset.min(end));
+        map.update_latest_offset(next - 1);
+    }
+    Ok(Some(map))
+}
+
+/// Puts the keys of one batch into the map; `false` when it filled up
+/// before the batch was done (the batch then does not count as mapped).
+fn map_batch(map: &mut OffsetMap, bytes: &[u8], h: &BatchHeader, start: i64) -> bool {
+    if h.is_control() {
+        return true;
+    }
+    let body_bytes = &bytes[RECORD_BATCH_HEADER_SIZE..h.size_bytes()];
+    let Ok(body) = compression::decompress_records(h.compression(), body_bytes) else {
+        // Its keys stay unknown: nothing older is dropped on its account,
+        // and the filter keeps the batch whole.
+        return true;
+    };
+    for r in batch::records_of_body(&body, h.record_count) {
+        let Ok(r) = r else { return true };
+        let offset = h.base_offset + r.offset_delta;
+        if let (Some(key), true) = (r.key, offset >= start) {
+            if !map.put(key, offset) {
+                return false;
+            }
+        }
+    }
+    true
+}
+
+/// Writes one group's cleaned segment (`.cleaned` files, flushed and
+/// closed). Returns the earliest delete horizon of the tombstones it kept,
+/// or `None` (outer) when aborted.
+async fn clean_group(
+    view: &CleanerView,
+    group: &[CleanableSegment],
+    ctx: &FilterContext<'_>,
+    options: &CleanerOptions,
+    now_ms: i64,
+    abort: &dyn Fn() -> bool,
+    stats: &mut CleanStats,
+) -> LogResult<Option<Option<i64>>> {
+    let base = group[0].stats.base_offset;
+    let mut cleaned = Segment::create_cleaned(&view.dir, base, &view.config, now_ms).await?;
+    let mut out = Vec::with_capacity(options.io_buffer_bytes);
+    let mut headers = Vec::new();
+    let mut horizon = None;
+    let last_index = group.len() - 1;
+    for (i, segment) in group.iter().enumerate() {
+        stats.bytes_in += segment.stats.size_bytes;
+        let mut reader = BatchReader {
+            segment,
+            position: 0,
+            io_bytes: options.io_buffer_bytes,
+        };
+        loop {
+            let chunk_start = reader.position;
+            let (chunk, batches) = reader.next_chunk().await?;
+            if batches.is_empty() {
+                break;
+            }
+            for (at, h) in batches {
+                if abort() {
+                    drop(cleaned);
+                    return Ok(None);
+                }
+                let bytes = &chunk[at..at + h.size_bytes()];
+                let is_last = i == last_index
+                    && chunk_start + (at + h.size_bytes()) as u64 == segment.stats.size_bytes;
+                let r = filter_batch(bytes, &h, ctx, is_last);
+                stats.records_in += r.records_in;
+                stats.records_removed += r.records_removed;
+                if r.kept_whole {
+                    stats.batches_kept_whole += 1;
+                    tracing::warn!(
+                        partition = %view.tp,
+                        offset = h.base_offset,
+                        codec = h.compression(),
+                        "log cleaner: kept a batch whole that it cannot open"
+                    );
+                }
+                horizon = min_opt(horizon, r.tombstone_horizon_ms);
+                let kept: &[u8] = match &r.filtered {
+                    Filtered::Unchanged => bytes,
+                    Filtered::Rewritten(b) => b,
+                    Filtered::Dropped => continue,
+                };
+                let kept_header =
+                    batch::parse_header(kept).expect("the filter writes whole, valid batches");
+                out.extend_from_slice(kept);
+                headers.push(kept_header);
+                if out.len() >= options.io_buffer_bytes {
+                    cleaned.append(&out, &headers).await?;
+                    stats.bytes_out += out.len() as u64;
+                    out.clear();
+                    headers.clear();
+                }
+                glommio::yield_if_needed().await;
+            }
+        }
+    }
+    if !out.is_empty() {
+        cleaned.append(&out, &headers).await?;
+        stats.bytes_out += out.len() as u64;
+    }
+    // Seals the indexes, cuts the DMA padding, fdatasyncs, closes.
+    cleaned.close().await?;
+    Ok(Some(horizon))
+}
+
+/// The partitions of a shard that failed to clean (corrupt batches, for
+/// example) and are skipped until restart, as Kafka marks them uncleanable.
+pub type Uncleanable = std::collections::HashSet<TopicPartition>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::log::batch::{build_keyed_batch, KeyedRecordSpec};
+
+    const NOW: i64 = 1_000_000;
+
+    fn stats(base: i64, next: i64, size: u64) -> SegmentStats {
+        SegmentStats {
+            base_offset: base,
+            next_offset: next,
+            size_bytes: size,
+            offset_index_bytes: size / 100,
+            time_index_bytes: size / 100 * 3 / 2,
+            first_batch_timestamp: 1_000,
+            largest_timestamp: 2_000,
+        }
+    }
+
+    fn offsets(checkpoint: Option<i64>) -> CleanerOffsets {
+        CleanerOffsets {
+            log_start_offset: 0,
+            high_watermark: 400,
+            log_end_offset: 400,
+            active_base_offset: 300,
+            cleaner_checkpoint: checkpoint,
+            tombstone_horizon_ms: None,
+        }
+    }
+
+    fn segments() -> Vec<SegmentStats> {
+        vec![
+            stats(0, 100, 1000),
+            stats(100, 200, 1000),
+            stats(200, 300, 2000),
+        ]
+    }
+
+    #[test]
+    fn dirty_ratio_counts_segments_on_each_side_of_the_checkpoint() {
+        let config = LogConfig::default();
+        let p = log_to_clean(&segments(), &offsets(Some(100)), &config, NOW);
+        assert_eq!(p.first_dirty_offset, 100);
+        assert_eq!(p.first_uncleanable_offset, 300, "the active segment's base");
+        assert_eq!((p.clean_bytes, p.dirty_bytes), (1000, 3000));
+        assert!((p.dirty_ratio() - 0.75).abs() < 1e-9);
+        assert!(p.should_clean(0.5));
+        assert!(!p.should_clean(0.8));
+        // Never cleaned: everything is dirty.
+        let p = log_to_clean(&segments(), &offsets(None), &config, NOW);
+        assert_eq!(
+            (p.first_dirty_offset, p.clean_bytes, p.dirty_bytes),
+            (0, 0, 4000)
+        );
+        // A checkpoint outside the log resets to the log start.
+        let p = log_to_clean(&segments(), &offsets(Some(9_999)), &config, NOW);
+        assert_eq!(p.first_dirty_offset, 0);
+    }
+
+    #[test]
+    fn uncleanable_offset_honours_hw_and_min_compaction_lag() {
+        let mut config = LogConfig::default();
+        let mut o = offsets(Some(0));
+        o.high_watermark = 150;
+        assert_eq!(
+            log_to_clean(&segments(), &o, &config, NOW).first_uncleanable_offset,
+            150
+        );
+        // Segment 200.. holds a record newer than the lag allows.
+        let mut segs = segments();
+        segs[2].largest_timestamp = NOW - 10;
+        config.min_compaction_lag_ms = 100;
+        let p = log_to_clean(&segs, &offsets(Some(0)), &config, NOW);
+        assert_eq!(p.first_uncleanable_offset, 200);
+        assert_eq!(p.dirty_bytes, 2000);
+    }
+
+    #[test]
+    fn max_compaction_lag_forces_a_clean_below_the_ratio() {
+        let mut config = LogConfig::default();
+        let mut segs = segments();
+        segs.push(stats(300, 300, 0));
+        let o = offsets(Some(200));
+        let p = log_to_clean(&segs, &o, &config, NOW);
+        assert!(!p.should_clean(0.99));
+        config.max_compaction_lag_ms = NOW - 1_000 - 1;
+        let p = log_to_clean(&segs, &o, &config, NOW);
+        assert!(p.needs_compaction_now);
+        assert!(p.should_clean(0.99));
+    }
+
+    #[test]
+    fn expired_tombstones_make_a_clean_log_cleanable() {
+        let config = LogConfig::default();
+        let mut o = offsets(Some(300));
+        let p = log_to_clean(&segments(), &o, &config, NOW);
+        assert_eq!(p.dirty_bytes, 0);
+        assert!(!p.should_clean(0.0));
+        o.tombstone_horizon_ms = Some(NOW);
+        assert!(log_to_clean(&segments(), &o, &config, NOW).should_clean(0.5));
+        o.tombstone_horizon_ms = Some(NOW + 1);
+        assert!(!log_to_clean(&segments(), &o, &config, NOW).should_clean(0.5));
+    }
+
+    #[test]
+    fn groups_respect_segment_and_index_sizes() {
+        let segs = vec![
+            stats(0, 10, 400),
+            stats(10, 20, 400),
+            stats(20, 30, 400),
+            stats(30, 40, 100),
+        ];
+        let g = group_segments_by_size(&segs, 1000, 1 << 20, 40);
+        assert_eq!(g, vec![0..2, 2..4]);
+        // Index bytes bound the groups too.
+        let g = group_segments_by_size(&segs, 10_000, 8, 40);
+        assert_eq!(g, vec![0..1, 1..2, 2..4]);
+        // Offsets must fit 32-bit relative offsets.
+        let wide = vec![
+            stats(0, 10, 1),
+            stats(i32::MAX as i64 + 5, i32::MAX as i64 + 9, 1),
+        ];
+        let g = group_segments_by_size(&wide, 10_000, 1 << 20, i32::MAX as i64 + 9);
+        assert_eq!(g, vec![0..1, 1..2]);
+    }
+
+    #[test]
+    fn a_group_never_ends_with_an_empty_segment() {
+        let segs = vec![stats(0, 10, 400), stats(10, 10, 0), stats(20, 30, 2000)];
+        let g = group_segments_by_size(&segs, 1000, 1 << 20, 30);
+        assert_eq!(g, vec![0..1, 2..3]);
+    }
+
+    fn keyed(base: i64, recs: &[(&str, Option<&str>)]) -> Vec<u8> {
+        let specs: Vec<KeyedRecordSpec> = recs
+            .iter()
+            .enumerate()
+            .map(|(i, (k, v))| (i as i64, Some(k.as_bytes()), v.map(str::as_bytes)))
+            .collect();
+        build_keyed_batch(base, 0, 5_000, &specs)
+    }
+
+    fn records_of(bytes: &[u8]) -> Vec<(i64, String, Option<String>, i64)> {
+        let h = batch::validate(bytes, CountRule::Compacted).unwrap();
+        let body = compression::decompress_records(
+            h.compression(),
+            &bytes[RECORD_BATCH_HEADER_SIZE..h.size_bytes()],
+        )
+        .unwrap();
+        batch::records_of_body(&body, h.record_count)
+            .map(|r| {
+                let r = r.unwrap();
+                (
+                    h.base_offset + r.offset_delta,
+                    String::from_utf8(r.key.unwrap().to_vec()).unwrap(),
+                    r.value.map(|v| String::from_utf8(v.to_vec()).unwrap()),
+                    h.base_timestamp + r.timestamp_delta,
+                )
+            })
+            .collect()
+    }
+
+    fn map_of(entries: &[(&str, i64)], latest: i64) -> OffsetMap {
+        let mut m = OffsetMap::new(1 << 20, 0.9, 100);
+        for (k, o) in entries {
+            m.put(k.as_bytes(), *o);
+        }
+        m.update_latest_offset(latest);
+        m
+    }
+
+    #[test]
+    fn filter_keeps_latest_values_and_offsets() {
+        let b = keyed(10, &[("a", Some("1")), ("b", Some("2")), ("a", Some("3"))]);
+        let h = batch::validate(&b, CountRule::Exact).unwrap();
+        let map = map_of(&[("a", 12), ("b", 11)], 12);
+        let none = HashMap::new();
+        let ctx = FilterContext {
+            map: &map,
+            now_ms: NOW,
+            delete_retention_ms: 100,
+            producer_last_offsets: &none,
+        };
+        let r = filter_batch(&b, &h, &ctx, false);
+        assert_eq!((r.records_in, r.records_removed), (3, 1));
+        let Filtered::Rewritten(out) = r.filtered else {
+            panic!("{r:?}")
+        };
+        let h2 = batch::validate(&out, CountRule::Compacted).unwrap();
+        assert_eq!(
+            (h2.base_offset, h2.last_offset_delta, h2.record_count),
+            (10, 2, 2)
+        );
+        assert_eq!(
+            records_of(&out),
+            vec![
+                (11, "b".into(), Some("2".into()), 5_001),
+                (12, "a".into(), Some("3".into()), 5_002)
+            ]
+        );
+        // Everything current: the batch is kept byte for byte.
+        let map = map_of(&[("a", 12), ("b", 11)], 9);
+        let ctx = FilterContext { map: &map, ..ctx };
+        assert_eq!(
+            filter_batch(&b, &h, &ctx, false).filtered,
+            Filtered::Unchanged
+        );
+    }
+
+    #[test]
+    fn tombstones_get_a_horizon_then_go_after_it() {
+        let b = keyed(0, &[("a", None)]);
+        let h = batch::validate(&b, CountRule::Exact).unwrap();
+        let map = map_of(&[("a", 0)], 0);
+        let none = HashMap::new();
+        let ctx = FilterContext {
+            map: &map,
+            now_ms: NOW,
+            delete_retention_ms: 100,
+            producer_last_offsets: &none,
+        };
+        let r = filter_batch(&b, &h, &ctx, false);
+        assert_eq!(r.tombstone_horizon_ms, Some(NOW + 100));
+        let Filtered::Rewritten(stamped) = r.filtered else {
+            panic!("{r:?}")
+        };
+        let hs = batch::validate(&stamped, CountRule::Compacted).unwrap();
+        assert_eq!(hs.delete_horizon_ms(), Some(NOW + 100));
+        // The record keeps its timestamp under the new base timestamp.
+        assert_eq!(records_of(&stamped)[0].3, 5_000);
+        // Before the horizon the stamped tombstone stays as it is.
+        let ctx = FilterContext {
+            now_ms: NOW + 99,
+            ..ctx
+        };
+        let r = filter_batch(&stamped, &hs, &ctx, false);
+        assert_eq!(r.filtered, Filtered::Unchanged);
+        assert_eq!(r.tombstone_horizon_ms, Some(NOW + 100));
+        // At the horizon it goes, and the empty batch with it...
+        let ctx = FilterContext {
+            now_ms: NOW + 100,
+            ..ctx
+        };
+        assert_eq!(
+            filter_batch(&stamped, &hs, &ctx, false).filtered,
+            Filtered::Dropped
+        );
+        // ...unless it is its group's last batch: then an empty header stays.
+        let Filtered::Rewritten(empty) = filter_batch(&stamped, &hs, &ctx, true).filtered else {
+            panic!()
+        };
+        let he = batch::validate(&empty, CountRule::Compacted).unwrap();
+        assert_eq!(
+            (he.record_count, he.base_offset, he.last_offset_delta),
+            (0, 0, 0)
+        );
+        assert_eq!(he.delete_horizon_ms(), None);
+    }
+
+    #[test]
+    fn the_last_batch_of_a_producer_survives_empty() {
+        let mut b = keyed(20, &[("a", Some("old"))]);
+        // Give it a producer id (CRC-covered: re-encode).
+        let h = batch::validate(&b, CountRule::Exact).unwrap();
+        let mut f = BatchFields::of(&h);
+        f.producer_id = 7;
+        f.producer_epoch = 0;
+        f.base_sequence = 3;
+        b = batch::encode_batch(&f, 1, &b[RECORD_BATCH_HEADER_SIZE..]);
+        let h = batch::validate(&b, CountRule::Exact).unwrap();
+        let map = map_of(&[("a", 50)], 50);
+        let producers: HashMap<i64, i64> = [(7, 20)].into_iter().collect();
+        let ctx = FilterContext {
+            map: &map,
+            now_ms: NOW,
+            delete_retention_ms: 100,
+            producer_last_offsets: &producers,
+        };
+        let Filtered::Rewritten(out) = filter_batch(&b, &h, &ctx, false).filtered else {
+            panic!()
+        };
+        let ho = batch::validate(&out, CountRule::Compacted).unwrap();
+        assert_eq!(
+            (
+                ho.record_count,
+                ho.producer_id,
+                ho.base_sequence,
+                ho.last_offset()
+            ),
+            (0, 7, 3, 20)
+        );
+        let other: HashMap<i64, i64> = [(7, 99)].into_iter().collect();
+        let ctx = FilterContext {
+            producer_last_offsets: &other,
+            ..ctx
+        };
+        assert_eq!(
+            filter_batch(&b, &h, &ctx, false).filtered,
+            Filtered::Dropped
+        );
+    }
+
+    #[test]
+    fn compressed_batches_are_filtered_and_keep_their_codec() {
+        let plain = keyed(0, &[("a", Some("1")), ("b", Some("2")), ("a", Some("3"))]);
+        let h = batch::validate(&plain, CountRule::Exact).unwrap();
+        for codec in [
+            Compression::Gzip,
+            Compression::Snappy,
+            Compression::Lz4,
+            Compression::Zstd,
+        ] {
+            let body =
+                compression::compress_records(codec, &plain[RECORD_BATCH_HEADER_SIZE..]).unwrap();
+            let mut f = BatchFields::of(&h);
+            f.set_compression(codec.id());
+            let b = batch::encode_batch(&f, 3, &body);
+            let hb = batch::validate(&b, CountRule::Exact).unwrap();
+            let map = map_of(&[("a", 2), ("b", 1)], 2);
+            let none = HashMap::new();
+            let ctx = FilterContext {
+                map: &map,
+                now_ms: NOW,
+                delete_retention_ms: 100,
+                producer_last_offsets: &none,
+            };
+            let Filtered::Rewritten(out) = filter_batch(&b, &hb, &ctx, false).filtered else {
+                panic!("{codec:?}")
+            };
+            let ho = batch::validate(&out, CountRule::Compacted).unwrap();
+            assert_eq!(ho.compression(), codec.id(), "{codec:?}");
+            let keys: Vec<_> = records_of(&out).into_iter().map(|r| (r.0, r.1)).collect();
+            assert_eq!(keys, vec![(1, "b".into()), (2, "a".into())], "{codec:?}");
+        }
+    }
+
+    #[test]
+    fn unknown_codecs_and_keyless_records() {
+        let b = keyed(0, &[("a", Some("1"))]);
+        let h = batch::validate(&b, CountRule::Exact).unwrap();
+        let mut f = BatchFields::of(&h);
+        f.set_compression(6);
+        let odd = batch::encode_batch(&f, 1, &b[RECORD_BATCH_HEADER_SIZE..]);
+        let ho = batch::validate(&odd, CountRule::Exact).unwrap();
+        let map = map_of(&[("a", 5)], 5);
+        let none = HashMap::new();
+        let ctx = FilterContext {
+            map: &map,
+            now_ms: NOW,
+            delete_retention_ms: 100,
+            producer_last_offsets: &none,
+        };
+        let r = filter_batch(&odd, &ho, &ctx, false);
+        assert!(r.kept_whole);
+        assert_eq!(r.filtered, Filtered::Unchanged);
+        // A record without a key is dropped, as Kafka's cleaner does.
+        let nokey = build_keyed_batch(0, 0, 1, &[(0, None, Some(b"v"))]);
+        let hn = batch::validate(&nokey, CountRule::Exact).unwrap();
+        assert_eq!(
+            filter_batch(&nokey, &hn, &ctx, false).filtered,
+            Filtered::Dropped
+        );
+        assert!(matches!(
+            batch::check_keys(&nokey),
+            Err(crate::error::BatchError::MissingKey { .. })
+        ));
+        assert!(batch::check_keys(&b).is_ok());
+    }
+}
