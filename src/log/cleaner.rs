@@ -39,6 +39,7 @@
 //! the lock. Work yields to the shard's other tasks after every batch.
 
 use std::collections::HashMap;
+use std::path::PathBuf;
 use std::rc::Rc;
 use std::time::Instant;
 
@@ -51,12 +52,59 @@ use crate::error::{LogError, LogResult};
 use crate::log::batch::{self, BatchFields, BatchHeader, CountRule};
 use crate::log::compression::{self, Compression};
 use crate::log::offset_map::OffsetMap;
-use crate::log::partition_log::{
-    delete_cleaned_files, CleanableSegment, CleanerOffsets, CleanerView, PartitionLog,
-    SegmentStats, SwapFailpoint,
-};
+use crate::log::partition_log::PartitionLog;
 use crate::log::segment::Segment;
+use crate::log::swap::{delete_cleaned_files, SwapFailpoint};
 use crate::log::topic_partition::TopicPartition;
+
+/// The sizes and times of one segment that the cleaner plans with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SegmentStats {
+    pub base_offset: i64,
+    pub next_offset: i64,
+    pub size_bytes: u64,
+    pub offset_index_bytes: u64,
+    pub time_index_bytes: u64,
+    pub first_batch_timestamp: i64,
+    pub largest_timestamp: i64,
+}
+
+/// One non-active segment as the log cleaner sees it. `file` identifies the
+/// segment too: the cleaner reads it without the log's lock, and the swap
+/// checks that the same file is still in the log.
+#[derive(Clone)]
+pub struct CleanableSegment {
+    pub stats: SegmentStats,
+    pub file: Rc<DmaFile>,
+    pub path: PathBuf,
+}
+
+/// The offsets of a log that the cleaner plans with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CleanerOffsets {
+    pub log_start_offset: i64,
+    pub high_watermark: i64,
+    pub log_end_offset: i64,
+    pub active_base_offset: i64,
+    /// Where the last clean ended, if known.
+    pub cleaner_checkpoint: Option<i64>,
+    /// The earliest delete horizon of tombstones the last clean kept.
+    pub tombstone_horizon_ms: Option<i64>,
+}
+
+/// What the log cleaner reads of a log under its lock before working
+/// without it.
+pub struct CleanerView {
+    pub tp: TopicPartition,
+    pub dir: PathBuf,
+    pub config: LogConfig,
+    pub offsets: CleanerOffsets,
+    /// Every segment but the active one, in offset order.
+    pub segments: Vec<CleanableSegment>,
+    /// Last offset of each idempotent producer's last batch: the cleaner
+    /// keeps those batches (empty if need be) so producer state survives.
+    pub producer_last_offsets: HashMap<i64, i64>,
+}
 
 /// How one clean is run.
 #[derive(Clone)]
@@ -796,10 +844,6 @@ async fn clean_group(
     cleaned.close().await?;
     Ok(Some(horizon))
 }
-
-/// The partitions of a shard that failed to clean (corrupt batches, for
-/// example) and are skipped until restart, as Kafka marks them uncleanable.
-pub type Uncleanable = std::collections::HashSet<TopicPartition>;
 
 #[cfg(test)]
 mod tests {

@@ -17,5 +17,6 @@ pub mod offset_map;
 pub mod partition_log;
 pub mod producer_state;
 pub mod segment;
+pub mod swap;
 pub mod time_index;
 pub mod topic_partition;

@@ -23,15 +23,15 @@ use crate::error::{BatchError, LogError, LogResult};
 use crate::log::batch::{self, BatchHeader, CountRule};
 use crate::log::batch_cache::{CacheKey, CachedBatch, SharedBatchCache};
 use crate::log::checkpoint;
+use crate::log::cleaner::{CleanableSegment, CleanerOffsets, CleanerView, SegmentStats};
 
 use crate::log::epoch_cache::{EpochEntry, LeaderEpochCache};
 use crate::log::producer_state::{
     LeaderAppendCheck, ProducerStateManager, DEFAULT_PRODUCER_ID_EXPIRATION_MS,
 };
-use crate::log::segment::{
-    parse_segment_file_name, segment_file_path, Segment, CLEANED_FILE_SUFFIX, SEGMENT_FILE_KINDS,
-    SWAP_FILE_SUFFIX,
-};
+use crate::log::segment::{parse_segment_file_name, segment_file_path, Segment};
+use crate::log::swap;
+pub use crate::log::swap::{delete_cleaned_files, SwapFailpoint};
 use crate::log::topic_partition::TopicPartition;
 
 /// Where fetched bytes are: in memory or in a segment file. The network layer
@@ -168,69 +168,6 @@ pub struct PartitionLog {
     tombstone_horizon_ms: Option<i64>,
 }
 
-/// A step of the cleaner's segment swap at which a test can stop, leaving
-/// the files as a crash there would (a named failure point).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SwapFailpoint {
-    /// The `.cleaned` files are written and flushed; nothing renamed.
-    BeforeSwap,
-    /// The `.swap` files are in place (the commit point); old segments intact.
-    AfterSwapCommitted,
-    /// The first of the replaced segments is deleted, the others are not.
-    AfterFirstOldDeleted,
-    /// Every replaced segment is deleted; the `.swap` files are not renamed.
-    AfterOldDeleted,
-}
-
-/// The sizes and times of one segment that the cleaner plans with.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct SegmentStats {
-    pub base_offset: i64,
-    pub next_offset: i64,
-    pub size_bytes: u64,
-    pub offset_index_bytes: u64,
-    pub time_index_bytes: u64,
-    pub first_batch_timestamp: i64,
-    pub largest_timestamp: i64,
-}
-
-/// One non-active segment as the log cleaner sees it. `file` identifies the
-/// segment too: the cleaner reads it without the log's lock, and the swap
-/// checks that the same file is still in the log.
-#[derive(Clone)]
-pub struct CleanableSegment {
-    pub stats: SegmentStats,
-    pub file: Rc<DmaFile>,
-    pub path: PathBuf,
-}
-
-/// The offsets of a log that the cleaner plans with.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct CleanerOffsets {
-    pub log_start_offset: i64,
-    pub high_watermark: i64,
-    pub log_end_offset: i64,
-    pub active_base_offset: i64,
-    /// Where the last clean ended, if known.
-    pub cleaner_checkpoint: Option<i64>,
-    /// The earliest delete horizon of tombstones the last clean kept.
-    pub tombstone_horizon_ms: Option<i64>,
-}
-
-/// What the log cleaner reads of a log under its lock before working
-/// without it.
-pub struct CleanerView {
-    pub tp: TopicPartition,
-    pub dir: PathBuf,
-    pub config: LogConfig,
-    pub offsets: CleanerOffsets,
-    /// Every segment but the active one, in offset order.
-    pub segments: Vec<CleanableSegment>,
-    /// Last offset of each idempotent producer's last batch: the cleaner
-    /// keeps those batches (empty if need be) so producer state survives.
-    pub producer_last_offsets: std::collections::HashMap<i64, i64>,
-}
-
 impl PartitionLog {
     /// Opens (or creates) the partition directory `data_dir/<topic>-<partition>`,
     /// recovering any segment past the recovery point unless the shutdown
@@ -247,7 +184,7 @@ impl PartitionLog {
         // mkdir and directory listing are acceptable here and nowhere else.
         std::fs::create_dir_all(&dir)
             .map_err(|e| LogError::io("create partition dir", &dir, -1, e))?;
-        complete_interrupted_swaps(&dir)?;
+        swap::complete_interrupted_swaps(&dir)?;
         let base_offsets = list_segments(&dir)?;
         let mut report = RecoveryReport::default();
         let mut segments = BTreeMap::new();
@@ -1162,29 +1099,8 @@ impl PartitionLog {
 }
 
 /// The log cleaner's side of the log: what it reads before cleaning without
-/// the lock, and the swap of cleaned segments for the ones they replace.
-///
-/// **The swap protocol** (Kafka's `replaceSegments`), for one group of old
-/// segments replaced by one cleaned segment whose base offset is the first
-/// old segment's (`X`). The cleaned files `X.{index,timeindex,log}.cleaned`
-/// were written and fdatasync'ed before the swap starts.
-/// 1. Rename the cleaned files to `.swap`, the log file last, and fsync the
-///    directory. `X.log.swap` existing is the commit point: recovery then
-///    finishes the swap; before it, recovery deletes the `.cleaned` files and
-///    the old segments are untouched.
-/// 2. Delete every old segment of the group, then fsync the directory.
-///    After a crash here recovery deletes what is left of them: the old
-///    segments are exactly those whose base offsets fall in the swap file's
-///    offset range `[X, next offset of its last batch)`. The cleaner always
-///    keeps the last batch of a group (empty if need be), so the range
-///    covers the whole group and nothing after it.
-/// 3. Rename the `.swap` files to their final names (log last) and fsync
-///    the directory. A crash between the renames leaves a `.log.swap` that
-///    recovery renames; an index renamed before the crash is deleted as one
-///    of the "old" files and rebuilt, since indexes derive from the log.
-///
-/// Between steps the directory fsyncs order the steps on disk, so no crash
-/// can leave the new segment under its final name beside an old one.
+/// the lock, and the swap of cleaned segments for the ones they replace
+/// (the protocol is in `log/swap.rs`).
 impl PartitionLog {
     /// Where the last clean ended, for the `cleaner-offset-checkpoint`.
     pub fn cleaner_checkpoint(&self) -> Option<i64> {
@@ -1316,14 +1232,7 @@ impl PartitionLog {
             Ok(())
         };
         crash(SwapFailpoint::BeforeSwap)?;
-        for kind in SEGMENT_FILE_KINDS {
-            rename(
-                &suffixed(&self.dir, base, kind, CLEANED_FILE_SUFFIX),
-                &suffixed(&self.dir, base, kind, SWAP_FILE_SUFFIX),
-            )
-            .await?;
-        }
-        sync_dir(&self.dir).await?;
+        swap::commit_cleaned(&self.dir, base).await?;
         crash(SwapFailpoint::AfterSwapCommitted)?;
         for (i, r) in replaced.iter().enumerate() {
             let old = self
@@ -1335,16 +1244,9 @@ impl PartitionLog {
                 crash(SwapFailpoint::AfterFirstOldDeleted)?;
             }
         }
-        sync_dir(&self.dir).await?;
+        swap::sync_dir(&self.dir).await?;
         crash(SwapFailpoint::AfterOldDeleted)?;
-        for kind in SEGMENT_FILE_KINDS {
-            rename(
-                &suffixed(&self.dir, base, kind, SWAP_FILE_SUFFIX),
-                &segment_file_path(&self.dir, base, kind),
-            )
-            .await?;
-        }
-        sync_dir(&self.dir).await?;
+        swap::rename_swap_to_final(&self.dir, base).await?;
         let mut segment = Segment::open(&self.dir, base, &self.config, now_ms).await?;
         if !segment.load_clean().await? {
             // The indexes were flushed before the swap; if they fail the
@@ -1353,178 +1255,6 @@ impl PartitionLog {
         }
         self.segments.insert(base, segment);
         Ok(())
-    }
-}
-
-/// Deletes the files of an aborted clean: `<base>.*.cleaned`.
-pub async fn delete_cleaned_files(dir: &Path, base: i64) -> LogResult<()> {
-    for kind in SEGMENT_FILE_KINDS {
-        let path = suffixed(dir, base, kind, CLEANED_FILE_SUFFIX);
-        match glommio::io::remove(&path).await {
-            Ok(()) => {}
-            Err(e) => {
-                let e = std::io::Error::from(e);
-                if e.kind() != std::io::ErrorKind::NotFound {
-                    return Err(LogError::io("delete cleaned file", &path, base, e));
-                }
-            }
-        }
-    }
-    Ok(())
-}
-
-/// `<base>.<kind><suffix>`, as `00000000000000000000.log.cleaned`.
-fn suffixed(dir: &Path, base: i64, kind: &str, suffix: &str) -> PathBuf {
-    let mut p = segment_file_path(dir, base, kind).into_os_string();
-    p.push(suffix);
-    PathBuf::from(p)
-}
-
-async fn rename(from: &Path, to: &Path) -> LogResult<()> {
-    glommio::io::rename(from, to)
-        .await
-        .map_err(|e| LogError::io("rename segment file", from, -1, std::io::Error::from(e)))
-}
-
-/// fsync of a directory, so that renames and deletions in it are durable,
-/// on glommio's blocking pool.
-async fn sync_dir(dir: &Path) -> LogResult<()> {
-    let d = dir.to_path_buf();
-    glommio::executor()
-        .spawn_blocking(move || std::fs::File::open(&d).and_then(|f| f.sync_all()))
-        .await
-        .map_err(|e| LogError::io("fsync partition dir", dir, -1, e))
-}
-
-fn sync_dir_blocking(dir: &Path) -> LogResult<()> {
-    std::fs::File::open(dir)
-        .and_then(|f| f.sync_all())
-        .map_err(|e| LogError::io("fsync partition dir", dir, -1, e))
-}
-
-/// Recovery of an interrupted clean, before the segments are opened (the
-/// protocol is described on the cleaner impl above): `.cleaned` files are
-/// deleted, a `<X>.log.swap` is finished by deleting the segments in its
-/// offset range and renaming it, and index `.swap` files without a log
-/// `.swap` are deleted. Blocking file calls, like the rest of opening.
-/// Returns the number of swaps finished.
-fn complete_interrupted_swaps(dir: &Path) -> LogResult<usize> {
-    let list_err = |e| LogError::io("list partition dir", dir, -1, e);
-    let mut log_swaps = Vec::new();
-    let mut index_swaps = Vec::new();
-    let mut segment_files = Vec::new();
-    let mut removed_any = false;
-    for entry in std::fs::read_dir(dir).map_err(list_err)? {
-        let entry = entry.map_err(list_err)?;
-        let name = entry.file_name();
-        let Some(name) = name.to_str() else { continue };
-        if name.ends_with(CLEANED_FILE_SUFFIX) {
-            tracing::info!(file = %entry.path().display(), "deleting the file of an interrupted clean");
-            remove_file(&entry.path())?;
-            removed_any = true;
-        } else if let Some(stem) = name.strip_suffix(SWAP_FILE_SUFFIX) {
-            if let Some(base) = parse_segment_file_name(stem, "log") {
-                log_swaps.push(base);
-            } else if let Some(base) = ["index", "timeindex"]
-                .iter()
-                .find_map(|k| parse_segment_file_name(stem, k))
-            {
-                index_swaps.push((base, entry.path()));
-            }
-        } else if let Some(base) = SEGMENT_FILE_KINDS
-            .iter()
-            .find_map(|k| parse_segment_file_name(name, k))
-        {
-            segment_files.push((base, entry.path()));
-        }
-    }
-    log_swaps.sort_unstable();
-    for &base in &log_swaps {
-        let swap = suffixed(dir, base, "log", SWAP_FILE_SUFFIX);
-        let end = swap_file_end_offset(&swap)?;
-        if end <= base {
-            // Never written by the cleaner (a cleaned segment always keeps
-            // its group's last batch), so it cannot have replaced anything.
-            tracing::warn!(file = %swap.display(), "deleting a swap file that holds no batch");
-            for kind in SEGMENT_FILE_KINDS {
-                remove_if_exists(&suffixed(dir, base, kind, SWAP_FILE_SUFFIX))?;
-            }
-            continue;
-        }
-        for (_, path) in segment_files
-            .iter()
-            .filter(|(b, _)| (base..end).contains(b))
-        {
-            tracing::info!(
-                file = %path.display(),
-                swap = %swap.display(),
-                "finishing an interrupted clean: deleting a replaced segment file"
-            );
-            remove_if_exists(path)?;
-        }
-        sync_dir_blocking(dir)?;
-        for kind in SEGMENT_FILE_KINDS {
-            let from = suffixed(dir, base, kind, SWAP_FILE_SUFFIX);
-            if from.exists() {
-                let to = segment_file_path(dir, base, kind);
-                std::fs::rename(&from, &to)
-                    .map_err(|e| LogError::io("rename swap file", &from, base, e))?;
-            }
-        }
-        tracing::info!(segment = %swap.display(), end_offset = end, "finished an interrupted clean's swap");
-        removed_any = true;
-    }
-    for (base, path) in index_swaps {
-        if !log_swaps.contains(&base) {
-            remove_file(&path)?;
-            removed_any = true;
-        }
-    }
-    if removed_any {
-        sync_dir_blocking(dir)?;
-    }
-    Ok(log_swaps.len())
-}
-
-/// The offset after the last whole batch of a swap file (its base offset
-/// from the name when it holds none). The file was fdatasync'ed before it
-/// was renamed, so its batches are whole; reading stops at anything else.
-fn swap_file_end_offset(path: &Path) -> LogResult<i64> {
-    use std::os::unix::fs::FileExt;
-    let file =
-        std::fs::File::open(path).map_err(|e| LogError::io("open swap file", path, -1, e))?;
-    let len = file
-        .metadata()
-        .map_err(|e| LogError::io("stat swap file", path, -1, e))?
-        .len();
-    let mut end = -1;
-    let mut position = 0u64;
-    let mut head = [0u8; crate::constants::RECORD_BATCH_HEADER_SIZE];
-    while position + head.len() as u64 <= len {
-        file.read_exact_at(&mut head, position)
-            .map_err(|e| LogError::io("read swap file", path, -1, e))?;
-        let Ok(h) = batch::parse_header_only(&head) else {
-            break;
-        };
-        if position + h.size_bytes() as u64 > len {
-            break;
-        }
-        end = h.next_offset();
-        position += h.size_bytes() as u64;
-    }
-    Ok(end)
-}
-
-fn remove_file(path: &Path) -> LogResult<()> {
-    std::fs::remove_file(path).map_err(|e| LogError::io("remove file", path, -1, e))
-}
-
-fn remove_if_exists(path: &Path) -> LogResult<()> {
-    match std::fs::remove_file(path) {
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-            Err(LogError::io("remove file", path, -1, e))
-        }
-        _ => Ok(()),
     }
 }
 
