@@ -296,6 +296,48 @@ fn tombstones_vanish_only_after_delete_retention() {
     });
 }
 
+/// A fetch holds a file range (the DMA file and the buffered descriptor
+/// that sendfile uses) of a segment the swap then deletes: the range keeps
+/// reading the old bytes, because deleting unlinks the file and the open
+/// descriptors keep it.
+#[test]
+fn a_read_taken_before_a_swap_still_reads_the_old_segment() {
+    use std::os::unix::fs::FileExt;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().to_path_buf();
+    run(move || async move {
+        let mut log = open(&path, false, T0).await;
+        let written = fill(&mut log, 20, 6).await;
+        let held = log
+            .read(0, 1 << 20, log.high_watermark(), true)
+            .await
+            .unwrap();
+        let before = held.to_vec().await.unwrap();
+        let (mut log, outcome) = clean(log, T0, None).await;
+        stats(outcome);
+        assert!(read(&mut log).await.len() < written.len());
+        // Through the DMA file...
+        assert_eq!(held.to_vec().await.unwrap(), before);
+        // ...and through the descriptor sendfile reads.
+        let Some(pinlog::log::partition_log::ReadSlice::File {
+            reader,
+            position,
+            len,
+            ..
+        }) = held.slices.first()
+        else {
+            panic!("expected a file range");
+        };
+        let mut buf = vec![0u8; *len as usize];
+        reader.read_exact_at(&mut buf, *position).unwrap();
+        assert_eq!(buf, before);
+        let recs = decode(&before);
+        assert_eq!(recs[..], written[..recs.len()]);
+        drop(held);
+        log.close().await.unwrap();
+    });
+}
+
 #[test]
 fn compaction_policy_is_enforced_on_produce() {
     let dir = tempfile::tempdir().unwrap();
