@@ -675,7 +675,7 @@ fn kafka_dump_log_segments_reads_compacted_segments() {
             let values: Vec<String> = (0..10)
                 .map(|k| format!("v{round}-{k}-{}", "z".repeat(30)))
                 .collect();
-            let specs: Vec<(i64, Option<&[u8]>, Option<&[u8]>)> = (0..10)
+            let specs: Vec<batch::KeyedRecordSpec> = (0..10)
                 .map(|k| {
                     let key: &[u8] =
                         [b"a", b"b", b"c", b"d", b"e", b"f", b"g", b"h", b"p", b"q"][k];
