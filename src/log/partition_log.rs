@@ -333,6 +333,11 @@ impl PartitionLog {
     pub fn is_offline(&self) -> bool {
         self.offline.is_some()
     }
+    /// Fences a log whose partition is being deleted while something still
+    /// holds it: every later operation fails, so none touches the files.
+    pub fn mark_deleted(&mut self) {
+        self.offline = Some("the partition was deleted".to_string());
+    }
     pub fn segment_count(&self) -> usize {
         self.segments.len()
     }

@@ -167,10 +167,21 @@ impl Shard {
             return Ok(());
         };
         let dir = self.config.data_dir.join(tp.dir_name());
-        if let Ok(log) = Rc::try_unwrap(log) {
-            if let Ok(log) = log.into_inner() {
-                if !log.is_offline() {
-                    log.close().await?;
+        match Rc::try_unwrap(log) {
+            Ok(log) => {
+                if let Ok(log) = log.into_inner() {
+                    if !log.is_offline() {
+                        log.close().await?;
+                    }
+                }
+            }
+            Err(shared) => {
+                // The log cleaner (or a request) still holds the log. Fence it
+                // under its lock so that it changes no file of the directory
+                // about to go, nor of a partition created again under the
+                // same name.
+                if let Ok(mut log) = shared.write().await {
+                    log.mark_deleted();
                 }
             }
         }
