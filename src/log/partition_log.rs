@@ -1183,7 +1183,7 @@ impl PartitionLog {
 
     /// Swaps the cleaned segment written (and closed) as
     /// `<replaced[0].base>.*.cleaned` in for the `replaced` segments, by the
-    /// protocol above. Returns `false`, touching nothing, when the replaced
+    /// protocol in `log/swap.rs`. Returns `false`, touching nothing, when the replaced
     /// segments changed meanwhile; the caller then deletes the cleaned files.
     /// An I/O error takes the partition offline; the next open finishes or
     /// undoes the swap. `failpoint` stops at a step as a crash would.

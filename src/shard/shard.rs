@@ -166,6 +166,7 @@ impl Shard {
         let Some(log) = self.logs.borrow_mut().remove(tp) else {
             return Ok(());
         };
+        self.uncleanable.borrow_mut().remove(tp);
         let dir = self.config.data_dir.join(tp.dir_name());
         match Rc::try_unwrap(log) {
             Ok(log) => {
@@ -556,6 +557,9 @@ impl Shard {
             match cleaner::clean_log(&log, options, now_ms(), abort).await {
                 Ok(CleanOutcome::Cleaned(_)) => cleaned += 1,
                 Ok(CleanOutcome::Nothing | CleanOutcome::Aborted) => {}
+                // Deleted meanwhile, or offline after an I/O error that was
+                // logged where it happened: nothing more for the cleaner.
+                Err(LogError::Offline { .. }) => {}
                 Err(e) => {
                     tracing::error!(
                         shard = self.id,
