@@ -405,7 +405,14 @@ fn recovery_finishes_or_undoes_a_swap_interrupted_at_any_step() {
         let path = dir.path().to_path_buf();
         run(move || async move {
             let mut log = open(&path, false, T0).await;
-            let written = fill(&mut log, 20, 6).await;
+            let mut written = fill(&mut log, 20, 6).await;
+            // A first clean shrinks the segments, so that the interrupted
+            // one merges several into each group.
+            let (mut log, outcome) = clean(log, T0, None).await;
+            stats(outcome);
+            written.extend(fill(&mut log, 20, 2).await);
+            let segments_before = log.segment_count();
+            let before = read(&mut log).await;
             let part = path.join(tp().dir_name());
             let (log, outcome) = clean(log, T0, Some(failpoint)).await;
             assert!(outcome.is_err(), "{failpoint:?}: {outcome:?}");
@@ -428,12 +435,23 @@ fn recovery_finishes_or_undoes_a_swap_interrupted_at_any_step() {
             assert_eq!(latest(&after), latest(&written), "{failpoint:?}");
             assert!(after.windows(2).all(|w| w[0].0 < w[1].0), "{failpoint:?}");
             if failpoint == SwapFailpoint::BeforeSwap {
-                assert_eq!(after, written, "the old segments are intact");
-            } else {
-                assert!(
-                    after.len() < written.len(),
-                    "{failpoint:?}: the swapped group stays"
+                assert_eq!(
+                    log.segment_count(),
+                    segments_before,
+                    "the old segments are intact"
                 );
+                assert_eq!(after.len(), before.len());
+            } else {
+                // The first group's clean is installed. Old segments of the
+                // group past the cleaned segment's last offset may survive
+                // (see log/swap.rs): here the group's output is empty, its
+                // records all overwritten, and until the old segments are
+                // gone they come back. The reads above show they are
+                // harmless.
+                assert!(after.len() <= before.len(), "{failpoint:?}");
+                if failpoint == SwapFailpoint::AfterOldDeleted {
+                    assert!(after.len() < before.len(), "{failpoint:?}: the swap stays");
+                }
             }
             assert_eq!(log.log_end_offset(), written.len() as i64);
             // The checkpoint was lost with the crash: the next clean redoes

@@ -4,8 +4,12 @@
 //! clean. After every restart each key must still read as its latest
 //! acknowledged value, and the partitions must pass `log verify`.
 //!
-//! Needs kcat (`apt-get install kcat`; CI installs it);
-//! `PINLOG_SKIP_CLIENT_TESTS=1` skips it, as it skips the client tests.
+//! A second test switches a topic from `delete` to `compact` with
+//! IncrementalAlterConfigs and expects the cleaner to take it up live.
+//!
+//! Needs kcat (`apt-get install kcat`) and confluent-kafka (`pip install
+//! confluent-kafka`); CI installs both. `PINLOG_SKIP_CLIENT_TESTS=1` skips
+//! these tests, as it skips the client tests.
 
 mod support;
 
@@ -30,6 +34,14 @@ fn skip_requested() -> bool {
     std::env::var("PINLOG_SKIP_CLIENT_TESTS").is_ok_and(|v| v == "1")
 }
 
+fn require_kcat() {
+    assert!(
+        which("kcat").is_some(),
+        "kcat is not available; install it with `apt-get install kcat` (CI does), \
+         or set PINLOG_SKIP_CLIENT_TESTS=1"
+    );
+}
+
 fn kcat(broker: &Broker) -> Command {
     let mut cmd = Command::new("kcat");
     cmd.args(["-b", &broker.bootstrap()]);
@@ -52,13 +64,21 @@ fn round_records(round: usize) -> Vec<(String, Option<String>)> {
 }
 
 /// Each key's latest record as kcat reads the whole topic:
+/// A key's latest record as read: (partition, offset, value).
+type Latest = HashMap<String, (i64, i64, Option<String>)>;
+
 /// `key -> (partition, offset, value)`, checking offsets increase.
-fn read_latest(broker: &Broker) -> HashMap<String, (i64, i64, Option<String>)> {
+fn read_latest(broker: &Broker) -> Latest {
+    read_latest_of(broker, TOPIC).0
+}
+
+/// [`read_latest`] of `topic`, and how many records it holds.
+fn read_latest_of(broker: &Broker, topic: &str) -> (Latest, usize) {
     let out = run_command(
         kcat(broker).args([
             "-C",
             "-t",
-            TOPIC,
+            topic,
             "-o",
             "beginning",
             "-e",
@@ -71,7 +91,7 @@ fn read_latest(broker: &Broker) -> HashMap<String, (i64, i64, Option<String>)> {
     if !out.success() {
         broker.fail(&format!("kcat -C failed: {out}"));
     }
-    let mut latest: HashMap<String, (i64, i64, Option<String>)> = HashMap::new();
+    let mut latest: Latest = HashMap::new();
     let mut last_offset: HashMap<i64, i64> = HashMap::new();
     for line in out.stdout.lines() {
         let f: Vec<&str> = line.splitn(5, '\t').collect();
@@ -82,7 +102,7 @@ fn read_latest(broker: &Broker) -> HashMap<String, (i64, i64, Option<String>)> {
         let value = (f[3] != "-1").then(|| f[4].to_string());
         latest.insert(f[2].to_string(), (p, o, value));
     }
-    latest
+    (latest, out.stdout.lines().count())
 }
 
 #[test]
@@ -93,11 +113,7 @@ fn kill_9_while_cleaning_keeps_every_keys_latest_value() {
         );
         return;
     }
-    assert!(
-        which("kcat").is_some(),
-        "kcat is not available; install it with `apt-get install kcat` (CI does), \
-         or set PINLOG_SKIP_CLIENT_TESTS=1"
-    );
+    require_kcat();
     let mut broker = Broker::start(
         BrokerOpts::new()
             .shards(2)
@@ -180,5 +196,102 @@ fn kill_9_while_cleaning_keeps_every_keys_latest_value() {
             .filter(|n| n.ends_with(".cleaned") || n.ends_with(".swap"))
             .collect();
         assert!(leftovers.is_empty(), "{}: {leftovers:?}", dir.display());
+    }
+}
+
+/// The confluent-kafka side of the live test: create a `delete` topic with
+/// 1 KiB segments, write 10 keys 10 times (one batch each, so segments
+/// roll) and a record without a key, switch the topic to `compact` with
+/// IncrementalAlterConfigs, check that a keyless record is now refused,
+/// and write one more round.
+const LIVE_SCRIPT: &str = r#"
+import sys
+from confluent_kafka import Producer
+from confluent_kafka.admin import (AdminClient, AlterConfigOpType, ConfigEntry,
+                                   ConfigResource, NewTopic)
+b, topic = sys.argv[1], sys.argv[2]
+conf = {"bootstrap.servers": b, "socket.timeout.ms": 10000}
+admin = AdminClient(conf)
+for f in admin.create_topics([NewTopic(topic, num_partitions=1, replication_factor=1,
+        config={"cleanup.policy": "delete", "segment.bytes": "1024"})]).values():
+    f.result(timeout=30)
+p = Producer(dict(conf, **{"linger.ms": 0, "message.timeout.ms": 30000}))
+errors = []
+def produce(key, value):
+    p.produce(topic, key=key, value=value,
+              on_delivery=lambda e, m: errors.append(e) if e is not None else None)
+    p.flush(30)
+for r in range(10):
+    for k in range(10):
+        produce("k%d" % k, "r%d-k%d-%s" % (r, k, "v" * 50))
+produce(None, "no key, accepted under delete")
+assert not errors, errors
+res = admin.incremental_alter_configs([ConfigResource("topic", topic, incremental_configs=[
+    ConfigEntry("cleanup.policy", "compact", incremental_operation=AlterConfigOpType.SET),
+    ConfigEntry("min.cleanable.dirty.ratio", "0.01", incremental_operation=AlterConfigOpType.SET),
+])])
+for f in res.values():
+    f.result(timeout=30)
+produce(None, "no key, refused under compact")
+assert len(errors) == 1 and "INVALID_RECORD" in str(errors[0]), errors
+print("keyless record refused: %s" % errors[0], flush=True)
+errors.clear()
+for k in range(10):
+    produce("k%d" % k, "final-k%d" % k)
+assert not errors, errors
+print("done", flush=True)
+"#;
+
+#[test]
+fn switching_a_topic_to_compact_applies_live() {
+    if skip_requested() {
+        eprintln!("*** SKIPPED (PINLOG_SKIP_CLIENT_TESTS=1): live cleanup.policy NOT checked ***");
+        return;
+    }
+    require_kcat();
+    let python_ok = which("python3").is_some()
+        && run_command(
+            Command::new("python3").args(["-c", "import confluent_kafka"]),
+            None,
+            CLIENT_TIMEOUT,
+        )
+        .success();
+    assert!(
+        python_ok,
+        "confluent-kafka is not available; install it with `pip install confluent-kafka` \
+         (CI does), or set PINLOG_SKIP_CLIENT_TESTS=1"
+    );
+    let broker = Broker::start(
+        BrokerOpts::new()
+            .setting("log.cleaner.backoff.ms", 20)
+            .env("RUST_LOG", "info"),
+    );
+    let topic = "live";
+    let out = run_command(
+        Command::new("python3").args(["-c", LIVE_SCRIPT, &broker.bootstrap(), topic]),
+        None,
+        CLIENT_TIMEOUT,
+    );
+    if !out.success() {
+        broker.fail(&format!("confluent-kafka script failed: {out}"));
+    }
+    // 111 records were acknowledged. Once the cleaner has run over the
+    // log, at most one record per key is left below the active segment
+    // (which keeps up to one more per key), and the keyless one is gone.
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let (latest, count) = read_latest_of(&broker, topic);
+        if count <= 20 && !latest.contains_key("") {
+            assert_eq!(latest.len(), 10, "{latest:?}");
+            for k in 0..10 {
+                let (_, _, v) = &latest[&format!("k{k}")];
+                assert_eq!(v.as_deref(), Some(format!("final-k{k}").as_str()));
+            }
+            break;
+        }
+        if std::time::Instant::now() > deadline {
+            broker.fail(&format!("no compaction after the switch: {count} records"));
+        }
+        std::thread::sleep(Duration::from_millis(200));
     }
 }

@@ -23,13 +23,16 @@
 //! delete-horizon flag), and cleans after that time drop it. Records
 //! without a key are dropped, as Kafka's cleaner does. Offsets never
 //! change: a batch keeps its base offset and last offset delta, only its
-//! records thin out, and empty batches vanish except the last batch of
-//! each idempotent producer and the last batch of each group, which stay
-//! as empty batches (headers only): the former so that producer state
-//! survives a rebuild from the log, the latter so that the cleaned segment
-//! spans its whole group (crash recovery relies on it, see
-//! `PartitionLog`'s swap protocol). Compressed batches are decompressed,
-//! filtered and compressed again with the same codec.
+//! records thin out, and empty batches vanish except, as in Kafka, the last
+//! batch of each idempotent producer (so that producer state survives a
+//! rebuild from the log) and the batch that ends the cleanable range, which
+//! stay as empty batches (headers only). A cleaned segment may be empty;
+//! reads skip it. Compressed batches are decompressed, filtered and
+//! compressed again with the same codec.
+//!
+//! Empty batches are kept to a minimum on purpose: librdkafka (2.0, the
+//! version Debian's kcat links) takes about ten fetch responses in a row
+//! without a record for a sign of a message too large to fetch, and stops.
 //!
 //! **Without stalling the shard.** The cleaner reads the old segments and
 //! writes the new one without the log's lock: segments below the active one
@@ -251,9 +254,7 @@ pub fn view_to_clean(view: &CleanerView, now_ms: i64) -> LogToClean {
 /// `max_bytes` and whose index bytes to at most `max_index_bytes`, and
 /// whose offsets fit one segment's 32-bit relative offsets (Kafka's
 /// `groupSegmentsBySize`); returns index ranges into `segments`. Each group
-/// becomes one cleaned segment. A group never ends with an empty segment:
-/// recovery could not tell it from the next group's segments after a
-/// crash (see the swap protocol), so it is left where it is.
+/// becomes one cleaned segment.
 pub fn group_segments_by_size(
     segments: &[SegmentStats],
     max_bytes: u64,
@@ -289,13 +290,7 @@ pub fn group_segments_by_size(
             time_index += next.time_index_bytes;
             end += 1;
         }
-        let mut group_end = end;
-        while group_end > start && segments[group_end - 1].size_bytes == 0 {
-            group_end -= 1;
-        }
-        if group_end > start {
-            groups.push(start..group_end);
-        }
+        groups.push(start..end);
         start = end;
     }
     groups
@@ -307,6 +302,10 @@ pub struct FilterContext<'a> {
     pub now_ms: i64,
     pub delete_retention_ms: i64,
     pub producer_last_offsets: &'a HashMap<i64, i64>,
+    /// The first uncleanable offset: the batch ending just before it stays,
+    /// emptied if need be, as Kafka keeps the last offset of a cleaning
+    /// round.
+    pub upper_bound_offset: i64,
 }
 
 /// What became of one batch.
@@ -333,14 +332,8 @@ pub struct FilterResult {
     pub kept_whole: bool,
 }
 
-/// Applies the cleaner's rule to one whole, validated batch. `keep_header`
-/// keeps the batch at least as an empty batch (the last batch of a group).
-pub fn filter_batch(
-    bytes: &[u8],
-    h: &BatchHeader,
-    ctx: &FilterContext<'_>,
-    keep_header: bool,
-) -> FilterResult {
+/// Applies the cleaner's rule to one whole, validated batch.
+pub fn filter_batch(bytes: &[u8], h: &BatchHeader, ctx: &FilterContext<'_>) -> FilterResult {
     let unchanged = |kept_whole| FilterResult {
         filtered: Filtered::Unchanged,
         records_in: h.record_count.max(0) as u64,
@@ -386,9 +379,10 @@ pub fn filter_batch(
     let removed = records_in - kept.len() as u64;
     let producer_last = h.producer_id >= 0
         && ctx.producer_last_offsets.get(&h.producer_id) == Some(&h.last_offset());
-    if kept.is_empty() && !(keep_header || producer_last) {
+    let round_last = h.next_offset() == ctx.upper_bound_offset;
+    if kept.is_empty() && !(producer_last || round_last) {
         // Kafka's DELETE_EMPTY: an empty batch nothing needs goes, including
-        // one an earlier clean kept as its group's last.
+        // one an earlier clean kept.
         return FilterResult {
             filtered: Filtered::Dropped,
             records_in,
@@ -604,6 +598,7 @@ pub async fn clean_log(
         now_ms,
         delete_retention_ms: view.config.delete_retention_ms,
         producer_last_offsets: &view.producer_last_offsets,
+        upper_bound_offset: plan.first_uncleanable_offset,
     };
     let mut horizon: Option<i64> = None;
     for range in groups {
@@ -782,8 +777,7 @@ async fn clean_group(
     let mut out = Vec::with_capacity(options.io_buffer_bytes);
     let mut headers = Vec::new();
     let mut horizon = None;
-    let last_index = group.len() - 1;
-    for (i, segment) in group.iter().enumerate() {
+    for segment in group {
         stats.bytes_in += segment.stats.size_bytes;
         let mut reader = BatchReader {
             segment,
@@ -791,7 +785,6 @@ async fn clean_group(
             io_bytes: options.io_buffer_bytes,
         };
         loop {
-            let chunk_start = reader.position;
             let (chunk, batches) = reader.next_chunk().await?;
             if batches.is_empty() {
                 break;
@@ -802,9 +795,7 @@ async fn clean_group(
                     return Ok(None);
                 }
                 let bytes = &chunk[at..at + h.size_bytes()];
-                let is_last = i == last_index
-                    && chunk_start + (at + h.size_bytes()) as u64 == segment.stats.size_bytes;
-                let r = filter_batch(bytes, &h, ctx, is_last);
+                let r = filter_batch(bytes, &h, ctx);
                 stats.records_in += r.records_in;
                 stats.records_removed += r.records_removed;
                 if r.kept_whole {
@@ -972,10 +963,10 @@ mod tests {
     }
 
     #[test]
-    fn a_group_never_ends_with_an_empty_segment() {
+    fn empty_segments_join_a_group() {
         let segs = vec![stats(0, 10, 400), stats(10, 10, 0), stats(20, 30, 2000)];
         let g = group_segments_by_size(&segs, 1000, 1 << 20, 30);
-        assert_eq!(g, vec![0..1, 2..3]);
+        assert_eq!(g, vec![0..2, 2..3]);
     }
 
     fn keyed(base: i64, recs: &[(&str, Option<&str>)]) -> Vec<u8> {
@@ -1027,8 +1018,9 @@ mod tests {
             now_ms: NOW,
             delete_retention_ms: 100,
             producer_last_offsets: &none,
+            upper_bound_offset: i64::MAX,
         };
-        let r = filter_batch(&b, &h, &ctx, false);
+        let r = filter_batch(&b, &h, &ctx);
         assert_eq!((r.records_in, r.records_removed), (3, 1));
         let Filtered::Rewritten(out) = r.filtered else {
             panic!("{r:?}")
@@ -1048,10 +1040,7 @@ mod tests {
         // Everything current: the batch is kept byte for byte.
         let map = map_of(&[("a", 12), ("b", 11)], 9);
         let ctx = FilterContext { map: &map, ..ctx };
-        assert_eq!(
-            filter_batch(&b, &h, &ctx, false).filtered,
-            Filtered::Unchanged
-        );
+        assert_eq!(filter_batch(&b, &h, &ctx).filtered, Filtered::Unchanged);
     }
 
     #[test]
@@ -1065,8 +1054,9 @@ mod tests {
             now_ms: NOW,
             delete_retention_ms: 100,
             producer_last_offsets: &none,
+            upper_bound_offset: i64::MAX,
         };
-        let r = filter_batch(&b, &h, &ctx, false);
+        let r = filter_batch(&b, &h, &ctx);
         assert_eq!(r.tombstone_horizon_ms, Some(NOW + 100));
         let Filtered::Rewritten(stamped) = r.filtered else {
             panic!("{r:?}")
@@ -1080,7 +1070,7 @@ mod tests {
             now_ms: NOW + 99,
             ..ctx
         };
-        let r = filter_batch(&stamped, &hs, &ctx, false);
+        let r = filter_batch(&stamped, &hs, &ctx);
         assert_eq!(r.filtered, Filtered::Unchanged);
         assert_eq!(r.tombstone_horizon_ms, Some(NOW + 100));
         // At the horizon it goes, and the empty batch with it...
@@ -1089,11 +1079,15 @@ mod tests {
             ..ctx
         };
         assert_eq!(
-            filter_batch(&stamped, &hs, &ctx, false).filtered,
+            filter_batch(&stamped, &hs, &ctx).filtered,
             Filtered::Dropped
         );
-        // ...unless it is its group's last batch: then an empty header stays.
-        let Filtered::Rewritten(empty) = filter_batch(&stamped, &hs, &ctx, true).filtered else {
+        // ...unless it ends the cleanable range: then an empty header stays.
+        let ctx = FilterContext {
+            upper_bound_offset: 1,
+            ..ctx
+        };
+        let Filtered::Rewritten(empty) = filter_batch(&stamped, &hs, &ctx).filtered else {
             panic!()
         };
         let he = batch::validate(&empty, CountRule::Compacted).unwrap();
@@ -1122,8 +1116,9 @@ mod tests {
             now_ms: NOW,
             delete_retention_ms: 100,
             producer_last_offsets: &producers,
+            upper_bound_offset: i64::MAX,
         };
-        let Filtered::Rewritten(out) = filter_batch(&b, &h, &ctx, false).filtered else {
+        let Filtered::Rewritten(out) = filter_batch(&b, &h, &ctx).filtered else {
             panic!()
         };
         let ho = batch::validate(&out, CountRule::Compacted).unwrap();
@@ -1141,10 +1136,7 @@ mod tests {
             producer_last_offsets: &other,
             ..ctx
         };
-        assert_eq!(
-            filter_batch(&b, &h, &ctx, false).filtered,
-            Filtered::Dropped
-        );
+        assert_eq!(filter_batch(&b, &h, &ctx).filtered, Filtered::Dropped);
     }
 
     #[test]
@@ -1170,8 +1162,9 @@ mod tests {
                 now_ms: NOW,
                 delete_retention_ms: 100,
                 producer_last_offsets: &none,
+                upper_bound_offset: i64::MAX,
             };
-            let Filtered::Rewritten(out) = filter_batch(&b, &hb, &ctx, false).filtered else {
+            let Filtered::Rewritten(out) = filter_batch(&b, &hb, &ctx).filtered else {
                 panic!("{codec:?}")
             };
             let ho = batch::validate(&out, CountRule::Compacted).unwrap();
@@ -1196,17 +1189,15 @@ mod tests {
             now_ms: NOW,
             delete_retention_ms: 100,
             producer_last_offsets: &none,
+            upper_bound_offset: i64::MAX,
         };
-        let r = filter_batch(&odd, &ho, &ctx, false);
+        let r = filter_batch(&odd, &ho, &ctx);
         assert!(r.kept_whole);
         assert_eq!(r.filtered, Filtered::Unchanged);
         // A record without a key is dropped, as Kafka's cleaner does.
         let nokey = build_keyed_batch(0, 0, 1, &[(0, None, Some(b"v"))]);
         let hn = batch::validate(&nokey, CountRule::Exact).unwrap();
-        assert_eq!(
-            filter_batch(&nokey, &hn, &ctx, false).filtered,
-            Filtered::Dropped
-        );
+        assert_eq!(filter_batch(&nokey, &hn, &ctx).filtered, Filtered::Dropped);
         assert!(matches!(
             batch::check_keys(&nokey),
             Err(crate::error::BatchError::MissingKey { .. })

@@ -986,10 +986,17 @@ impl PartitionLog {
                 && now_ms - segment.largest_timestamp() > self.config.retention_ms;
             let oversize = self.config.retention_bytes >= 0
                 && total - segment.size_bytes() >= self.config.retention_bytes as u64;
-            if !(expired || oversize) || segment.is_empty() {
+            // The cleaner can leave a segment with no batch at all; below
+            // the active one it holds nothing to keep.
+            let empty_sealed = segment.is_empty() && count > 1;
+            if !(expired || oversize || empty_sealed) || (segment.is_empty() && count == 1) {
                 break;
             }
-            let next_start = segment.next_offset();
+            let next_start = if empty_sealed {
+                *self.segments.keys().nth(1).expect("count > 1")
+            } else {
+                segment.next_offset()
+            };
             if next_start > self.high_watermark {
                 break;
             }

@@ -11,11 +11,17 @@
 //!    finishes the swap; before it, recovery deletes the `.cleaned` files and
 //!    the old segments are untouched.
 //! 2. Delete every old segment of the group, then fsync the directory.
-//!    After a crash here recovery deletes what is left of them: the old
-//!    segments are exactly those whose base offsets fall in the swap file's
-//!    offset range `[X, next offset of its last batch)`. The cleaner always
-//!    keeps the last batch of a group (empty if need be), so the range
-//!    covers the whole group and nothing after it.
+//!    After a crash here recovery deletes what is left of them, as Kafka's
+//!    log loader does: the segments whose base offsets fall in the swap
+//!    file's offset range `[X, next offset of its last batch)`, and `X`
+//!    itself. Old segments of the group past that range may survive. That
+//!    is safe: they are exactly the segments from which the clean kept no
+//!    record. Each record in them is overwritten by a later record, which
+//!    lies at a higher offset and so is still in the log (untouched, after
+//!    the swap's range); or it is a tombstone past its horizon, whose key's
+//!    older records the clean dropped; or it has no key. No key reads an
+//!    older value, and no deleted key comes back; the next clean removes
+//!    them.
 //! 3. Rename the `.swap` files to their final names (log last) and fsync
 //!    the directory. A crash between the renames leaves a `.log.swap` that
 //!    recovery renames; an index renamed before the crash is deleted as one
@@ -162,16 +168,9 @@ pub fn complete_interrupted_swaps(dir: &Path) -> LogResult<usize> {
     log_swaps.sort_unstable();
     for &base in &log_swaps {
         let swap = suffixed(dir, base, "log", SWAP_FILE_SUFFIX);
-        let end = swap_file_end_offset(&swap)?;
-        if end <= base {
-            // Never written by the cleaner (a cleaned segment always keeps
-            // its group's last batch), so it cannot have replaced anything.
-            tracing::warn!(file = %swap.display(), "deleting a swap file that holds no batch");
-            for kind in SEGMENT_FILE_KINDS {
-                remove_if_exists(&suffixed(dir, base, kind, SWAP_FILE_SUFFIX))?;
-            }
-            continue;
-        }
+        // An empty cleaned segment replaces at least the one it is named
+        // after.
+        let end = swap_file_end_offset(&swap)?.max(base + 1);
         for (_, path) in segment_files
             .iter()
             .filter(|(b, _)| (base..end).contains(b))
@@ -207,8 +206,8 @@ pub fn complete_interrupted_swaps(dir: &Path) -> LogResult<usize> {
     Ok(log_swaps.len())
 }
 
-/// The offset after the last whole batch of a swap file (its base offset
-/// from the name when it holds none). The file was fdatasync'ed before it
+/// The offset after the last whole batch of a swap file, -1 when it holds
+/// none. The file was fdatasync'ed before it
 /// was renamed, so its batches are whole; reading stops at anything else.
 fn swap_file_end_offset(path: &Path) -> LogResult<i64> {
     use std::os::unix::fs::FileExt;
