@@ -338,6 +338,37 @@ fn a_read_taken_before_a_swap_still_reads_the_old_segment() {
     });
 }
 
+/// Under `compact,delete` retention also removes the empty segments a clean
+/// leaves (every record in them was overwritten), and nothing else that is
+/// young.
+#[test]
+fn retention_removes_segments_a_clean_emptied() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().to_path_buf();
+    run(move || async move {
+        let mut log = open(&path, false, T0).await;
+        let mut c = config();
+        c.cleanup_policy = CleanupPolicy {
+            delete: true,
+            compact: true,
+        };
+        c.retention_ms = 7 * 24 * 3600 * 1000;
+        log.set_config(c);
+        let written = fill(&mut log, 20, 6).await;
+        let (mut log, outcome) = clean(log, T0, None).await;
+        stats(outcome);
+        let after = read(&mut log).await;
+        let segments = log.segment_count();
+        let deleted = log.apply_retention(T0 + 1).await.unwrap();
+        assert!(deleted > 0, "empty segments go");
+        assert_eq!(log.segment_count(), segments - deleted);
+        assert!(log.log_start_offset() > 0);
+        assert_eq!(read(&mut log).await, after, "nothing with data went");
+        assert_eq!(latest(&after), latest(&written));
+        log.close().await.unwrap();
+    });
+}
+
 #[test]
 fn compaction_policy_is_enforced_on_produce() {
     let dir = tempfile::tempdir().unwrap();
