@@ -359,7 +359,7 @@ pub fn filter_batch(bytes: &[u8], h: &BatchHeader, ctx: &FilterContext<'_>) -> F
             return unchanged(true);
         };
         records_in += 1;
-        let offset = h.base_offset + r.offset_delta;
+        let offset = h.base_offset.saturating_add(r.offset_delta);
         let keep = if offset > ctx.map.latest_offset() {
             // Past the mapped range: the next clean decides.
             true
@@ -750,7 +750,7 @@ fn map_batch(map: &mut OffsetMap, bytes: &[u8], h: &BatchHeader, start: i64) -> 
     };
     for r in batch::records_of_body(&body, h.record_count) {
         let Ok(r) = r else { return true };
-        let offset = h.base_offset + r.offset_delta;
+        let offset = h.base_offset.saturating_add(r.offset_delta);
         if let (Some(key), true) = (r.key, offset >= start) {
             if !map.put(key, offset) {
                 return false;
@@ -1172,6 +1172,38 @@ mod tests {
             let keys: Vec<_> = records_of(&out).into_iter().map(|r| (r.0, r.1)).collect();
             assert_eq!(keys, vec![(1, "b".into()), (2, "a".into())], "{codec:?}");
         }
+    }
+
+    #[test]
+    fn hostile_record_offset_deltas_never_panic() {
+        // A record claiming offset delta i64::MAX in a batch at a high base
+        // offset: CRC-valid, since the producer computed the CRC.
+        let mut body = Vec::new();
+        batch::encode_record(&mut body, i64::MAX, 0, Some(b"k"), Some(b"v"), &[0]);
+        let fields = BatchFields {
+            base_offset: i64::MAX - 10,
+            partition_leader_epoch: 0,
+            attributes: 0,
+            last_offset_delta: 0,
+            base_timestamp: 0,
+            max_timestamp: 0,
+            producer_id: -1,
+            producer_epoch: -1,
+            base_sequence: -1,
+        };
+        let b = batch::encode_batch(&fields, 1, &body);
+        let h = batch::validate(&b, CountRule::Exact).unwrap();
+        let mut map = map_of(&[], i64::MAX - 1);
+        assert!(map_batch(&mut map, &b, &h, 0));
+        let none = HashMap::new();
+        let ctx = FilterContext {
+            map: &map,
+            now_ms: NOW,
+            delete_retention_ms: 100,
+            producer_last_offsets: &none,
+            upper_bound_offset: i64::MAX,
+        };
+        let _ = filter_batch(&b, &h, &ctx);
     }
 
     #[test]
