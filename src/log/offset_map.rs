@@ -18,15 +18,15 @@ use std::collections::hash_map::RandomState;
 use std::hash::{BuildHasher, Hasher};
 
 /// Bytes one slot takes: the 128-bit key hash and an offset.
-pub const OFFSET_MAP_SLOT_BYTES: usize = 24;
+pub const OFFSET_MAP_SLOT_BYTES: usize = std::mem::size_of::<Slot>();
 
-/// An empty slot: offsets are never negative.
-const EMPTY: i64 = -1;
+/// A slot: the two hash words and the offset plus one, so that an all-zero
+/// slot is empty and a new table is zeroed memory the kernel hands out page
+/// by page as the map fills, not memory written up front.
+type Slot = [u64; 3];
 
-#[derive(Clone, Copy)]
-struct Slot {
-    hash: [u64; 2],
-    offset: i64,
+fn is_empty(slot: &Slot) -> bool {
+    slot[2] == 0
 }
 
 /// Latest offset of each key hash, for one clean.
@@ -54,13 +54,7 @@ impl OffsetMap {
         let slots = by_memory.min(by_need).max(2) as usize;
         let max_entries = ((slots as f64 * load_factor) as usize).clamp(1, slots - 1);
         OffsetMap {
-            slots: vec![
-                Slot {
-                    hash: [0; 2],
-                    offset: EMPTY
-                };
-                slots
-            ],
+            slots: vec![[0u64; 3]; slots],
             entries: 0,
             max_entries,
             hashers: [RandomState::new(), RandomState::new()],
@@ -84,7 +78,7 @@ impl OffsetMap {
         let mut i = (hash[0] % n as u64) as usize;
         loop {
             let s = &self.slots[i];
-            if s.offset == EMPTY || s.hash == hash {
+            if is_empty(s) || s[..2] == hash {
                 return i;
             }
             i = (i + 1) % n;
@@ -97,20 +91,20 @@ impl OffsetMap {
         assert!(offset >= 0, "negative offset {offset} in the offset map");
         let hash = self.hash(key);
         let i = self.find(hash);
-        if self.slots[i].offset == EMPTY {
+        if is_empty(&self.slots[i]) {
             if self.is_full() {
                 return false;
             }
             self.entries += 1;
         }
-        self.slots[i] = Slot { hash, offset };
+        self.slots[i] = [hash[0], hash[1], offset as u64 + 1];
         true
     }
 
     /// The latest offset mapped for `key`.
     pub fn get(&self, key: &[u8]) -> Option<i64> {
         let s = &self.slots[self.find(self.hash(key))];
-        (s.offset != EMPTY).then_some(s.offset)
+        (!is_empty(s)).then(|| s[2] as i64 - 1)
     }
 
     pub fn len(&self) -> usize {
