@@ -15,7 +15,7 @@
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
-use crate::config::LogConfig;
+use crate::config::{CleanerConfig, CleanupPolicy, LogConfig};
 use crate::constants::*;
 use crate::group::config::{GroupConfig, GROUP_KEYS};
 
@@ -61,6 +61,8 @@ pub struct BrokerConfig {
     pub log: LogConfig,
     /// The group coordinator's settings (`group.*`, `offsets.*`).
     pub group: GroupConfig,
+    /// The log cleaner (`log.cleaner.*`).
+    pub cleaner: CleanerConfig,
 }
 
 impl Default for BrokerConfig {
@@ -81,6 +83,7 @@ impl Default for BrokerConfig {
             spin_before_park_us: DEFAULT_SPIN_BEFORE_PARK_US,
             log: LogConfig::default(),
             group: GroupConfig::default(),
+            cleaner: CleanerConfig::default(),
         }
     }
 }
@@ -121,6 +124,15 @@ pub const KNOWN_KEYS: &[&str] = &[
     "log.retention.ms",
     "log.retention.bytes",
     "log.preallocate",
+    "log.cleanup.policy",
+    "log.cleaner.delete.retention.ms",
+    "log.cleaner.min.cleanable.ratio",
+    "log.cleaner.min.compaction.lag.ms",
+    "log.cleaner.max.compaction.lag.ms",
+    "log.cleaner.enable",
+    "log.cleaner.backoff.ms",
+    "log.cleaner.dedupe.buffer.size",
+    "log.cleaner.io.buffer.size",
 ];
 
 fn bad(key: &str, why: impl std::fmt::Display) -> String {
@@ -268,6 +280,44 @@ impl BrokerConfig {
                 "log.retention.bytes" => self.log.retention_bytes = int(key, v)?,
                 "log.preallocate" => self.log.preallocate = boolean(key, v)?,
                 k if GROUP_KEYS.contains(&k) => self.group.set(k, int(key, v)?)?,
+                "log.cleanup.policy" => {
+                    let s = string(key, v)?;
+                    self.log.cleanup_policy = CleanupPolicy::parse(&s).ok_or_else(|| {
+                        bad(
+                            key,
+                            format!("{s:?} is not delete, compact or compact,delete"),
+                        )
+                    })?
+                }
+                "log.cleaner.delete.retention.ms" => {
+                    self.log.delete_retention_ms = non_negative(key, v)? as i64
+                }
+                "log.cleaner.min.cleanable.ratio" => {
+                    let r = v
+                        .as_float()
+                        .or_else(|| v.as_integer().map(|i| i as f64))
+                        .ok_or_else(|| bad(key, format!("expected a number, got {v}")))?;
+                    if !(0.0..=1.0).contains(&r) {
+                        return Err(bad(key, "must be between 0 and 1"));
+                    }
+                    self.log.min_cleanable_dirty_ratio = r;
+                }
+                "log.cleaner.min.compaction.lag.ms" => {
+                    self.log.min_compaction_lag_ms = non_negative(key, v)? as i64
+                }
+                "log.cleaner.max.compaction.lag.ms" => {
+                    let ms = non_negative(key, v)? as i64;
+                    if ms < 1 {
+                        return Err(bad(key, "must be at least 1"));
+                    }
+                    self.log.max_compaction_lag_ms = ms;
+                }
+                "log.cleaner.enable" => self.cleaner.enable = boolean(key, v)?,
+                "log.cleaner.backoff.ms" => self.cleaner.backoff_ms = non_negative(key, v)?,
+                "log.cleaner.dedupe.buffer.size" => {
+                    self.cleaner.dedupe_buffer_size = non_negative(key, v)?
+                }
+                "log.cleaner.io.buffer.size" => self.cleaner.io_buffer_size = non_negative(key, v)?,
                 other => {
                     return Err(format!(
                         "unknown setting {other:?} in {}; known settings: {}, {}",
@@ -295,6 +345,38 @@ mod tests {
         assert!(c.auto_create_topics_enable);
         assert_eq!(c.socket_request_max_bytes, 100 * 1024 * 1024);
         assert_eq!(c.log.segment_bytes, 1 << 30);
+        assert!(c.cleaner.enable);
+        assert_eq!(c.cleaner.backoff_ms, 15_000);
+        assert_eq!(c.log.cleanup_policy, CleanupPolicy::DELETE);
+        assert_eq!(c.log.delete_retention_ms, 86_400_000);
+    }
+
+    #[test]
+    fn cleaner_settings_take_kafkas_names() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("pinlog.toml");
+        std::fs::write(
+            &path,
+            "\"log.cleanup.policy\" = \"compact\"\n\"log.cleaner.min.cleanable.ratio\" = 0.2\n\
+             \"log.cleaner.backoff.ms\" = 100\n\"log.cleaner.enable\" = false\n",
+        )
+        .unwrap();
+        let c = BrokerConfig::load(&Overrides {
+            config_file: Some(path.clone()),
+            ..Overrides::default()
+        })
+        .unwrap();
+        assert_eq!(c.log.cleanup_policy, CleanupPolicy::COMPACT);
+        assert_eq!(c.log.min_cleanable_dirty_ratio, 0.2);
+        assert_eq!(c.cleaner.backoff_ms, 100);
+        assert!(!c.cleaner.enable);
+        std::fs::write(&path, "\"log.cleaner.min.cleanable.ratio\" = 2.0\n").unwrap();
+        let e = BrokerConfig::load(&Overrides {
+            config_file: Some(path),
+            ..Overrides::default()
+        })
+        .unwrap_err();
+        assert!(e.contains("between 0 and 1"), "{e}");
     }
 
     #[test]

@@ -37,6 +37,56 @@ pub const DEFAULT_FLUSH_MS: u64 = i64::MAX as u64;
 /// Kafka's `message.max.bytes` default (1 MiB plus record batch overhead).
 pub const DEFAULT_MAX_BATCH_BYTES: usize = 1024 * 1024 + LOG_OVERHEAD;
 
+/// Kafka's `delete.retention.ms` (`log.cleaner.delete.retention.ms`) default:
+/// one day that a tombstone survives after the cleaner first kept it.
+pub const DEFAULT_DELETE_RETENTION_MS: i64 = 24 * 60 * 60 * 1000;
+/// Kafka's `min.cleanable.dirty.ratio` (`log.cleaner.min.cleanable.ratio`)
+/// default.
+pub const DEFAULT_MIN_CLEANABLE_DIRTY_RATIO: f64 = 0.5;
+/// Kafka's `min.compaction.lag.ms` (`log.cleaner.min.compaction.lag.ms`)
+/// default: records may be compacted as soon as they leave the active segment.
+pub const DEFAULT_MIN_COMPACTION_LAG_MS: i64 = 0;
+/// Kafka's `max.compaction.lag.ms` (`log.cleaner.max.compaction.lag.ms`)
+/// default (Long.MAX_VALUE): no deadline.
+pub const DEFAULT_MAX_COMPACTION_LAG_MS: i64 = i64::MAX;
+/// Kafka's `log.cleaner.backoff.ms` default: how often each shard looks for
+/// a log to clean.
+pub const DEFAULT_LOG_CLEANER_BACKOFF_MS: u64 = 15_000;
+/// Kafka's `log.cleaner.dedupe.buffer.size` default: 128 MiB for the key to
+/// offset maps of all cleaners together. Kafka splits it across
+/// `log.cleaner.threads`; pinlog has one cleaner per shard and splits it
+/// across shards, so the broker's total stays Kafka's.
+pub const DEFAULT_LOG_CLEANER_DEDUPE_BUFFER_SIZE: u64 = 128 * 1024 * 1024;
+/// Kafka's `log.cleaner.io.buffer.size` default: 512 KiB of read and write
+/// buffers for all cleaners together, split like the dedupe buffer.
+pub const DEFAULT_LOG_CLEANER_IO_BUFFER_SIZE: u64 = 512 * 1024;
+/// Kafka's `log.cleaner.io.buffer.load.factor`: how full the key to offset
+/// map may get before a clean stops at the records mapped so far.
+pub const LOG_CLEANER_IO_BUFFER_LOAD_FACTOR: f64 = 0.9;
+/// A shard's share of the dedupe buffer never falls below this, however many
+/// shards there are: a map too small to hold a useful number of keys would
+/// make every clean a short one.
+pub const LOG_CLEANER_DEDUPE_BUFFER_PER_SHARD_MIN: u64 = 1024 * 1024;
+/// A shard's read (and write) buffer never falls below this. A batch larger
+/// than the buffer is read whole on its own, as Kafka grows its buffers.
+pub const LOG_CLEANER_IO_BUFFER_PER_SHARD_MIN: u64 = 64 * 1024;
+/// Kafka's per-data-directory checkpoint of each compacted partition's first
+/// dirty offset (where the last clean ended).
+pub const CLEANER_OFFSET_CHECKPOINT_FILE: &str = "cleaner-offset-checkpoint";
+
+/// xerial snappy-java's block size, as Kafka's producer uses it.
+pub const SNAPPY_BLOCK_BYTES: usize = 32 * 1024;
+/// Kafka's default compression levels (`compression.gzip.level`,
+/// `compression.zstd.level`). lz4_flex has a single (fast) level.
+pub const GZIP_LEVEL: u32 = 6;
+pub const ZSTD_LEVEL: i32 = 3;
+
+/// No record batch the broker opens (the log cleaner, key checks on produce
+/// to a compacted topic) may decompress to more than this: a guard against
+/// compression bombs. 64 times the default `message.max.bytes` leaves room
+/// for any real producer's compression ratio.
+pub const DECOMPRESSED_BATCH_MAX_BYTES: usize = 64 * DEFAULT_MAX_BATCH_BYTES;
+
 /// Block size that DMA (O_DIRECT) writes are aligned to. 4 KiB covers every
 /// logical block size we expect (512 B and 4 KiB devices) and the page size.
 pub const DMA_ALIGNMENT: u64 = 4096;
@@ -75,3 +125,6 @@ const _: () = assert!(RECORD_BATCH_HEADER_SIZE > LOG_OVERHEAD);
 const _: () = assert!(DMA_WRITE_BYTES_MAX % DMA_ALIGNMENT as usize == 0);
 const _: () = assert!(DEFAULT_SEGMENT_INDEX_BYTES % OFFSET_INDEX_ENTRY_SIZE as u64 == 0);
 const _: () = assert!(DEFAULT_SEGMENT_BYTES <= u32::MAX as u64);
+const _: () = assert!(LOG_CLEANER_IO_BUFFER_PER_SHARD_MIN as usize >= RECORD_BATCH_HEADER_SIZE);
+const _: () =
+    assert!(LOG_CLEANER_DEDUPE_BUFFER_PER_SHARD_MIN <= DEFAULT_LOG_CLEANER_DEDUPE_BUFFER_SIZE);

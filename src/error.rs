@@ -28,6 +28,10 @@ pub enum BatchError {
     Compressed { codec: u8 },
     #[error("record batch of {size} bytes exceeds the limit of {max} bytes")]
     TooLarge { size: usize, max: usize },
+    #[error("compacted topic cannot accept a record without a key (record {index}, offset delta {offset_delta}): the log cleaner keeps each key's latest record, so every record needs a key")]
+    MissingKey { offset_delta: i64, index: usize },
+    #[error("records of the batch do not decode: {reason}")]
+    InvalidRecords { reason: String },
     #[error("record batch of idempotent producer {producer_id} has base sequence {base_sequence}; a batch with a producer id needs a sequence >= 0")]
     InvalidSequence {
         producer_id: i64,

@@ -616,3 +616,182 @@ fn kafka_dump_log_segments_reads_pinlog_segments_and_indexes() {
         assert_eq!(kafka, pinlog);
     }
 }
+
+/// Segments the log cleaner wrote: thinned batches with offset gaps, a
+/// batch stamped with a KIP-534 delete horizon (a tombstone), empty batches
+/// (an idempotent producer's last, a group's last), a re-compressed gzip
+/// batch, merged segments. Kafka reads every record at its offset, checks
+/// every index entry, and finds nothing wrong but the offset gaps that
+/// compaction leaves by design.
+#[test]
+fn kafka_dump_log_segments_reads_compacted_segments() {
+    use glommio::sync::RwLock;
+    use pinlog::config::CleanupPolicy;
+    use pinlog::log::batch::{self, build_keyed_batch, BatchFields};
+    use pinlog::log::cleaner::{clean_log, CleanOutcome, CleanerOptions};
+    use pinlog::log::compression::{self, Compression};
+
+    let Some((java, libs)) = kafka_tooling() else {
+        return;
+    };
+    let root = tempfile::tempdir().expect("tempdir");
+    let data_dir = root.path().to_path_buf();
+    let dir = data_dir.join(TopicPartition::new("compacted", 0).dir_name());
+    // (offset, key, value) of every record left after the clean.
+    let kept: Vec<(i64, String, Option<String>)> = run(move || async move {
+        let config = LogConfig {
+            segment_bytes: 4096,
+            index_interval_bytes: 256,
+            segment_index_bytes: 4096,
+            cleanup_policy: CleanupPolicy::COMPACT,
+            ..LogConfig::default()
+        };
+        let params = OpenParams {
+            recovery_point: 0,
+            log_start_offset: 0,
+            clean_shutdown: false,
+            now_ms: BASE_TIMESTAMP_MS,
+        };
+        let mut log = PartitionLog::open(
+            &data_dir,
+            TopicPartition::new("compacted", 0),
+            config,
+            params,
+            None,
+        )
+        .await
+        .expect("open");
+        let append = |b: Vec<u8>| BytesMut::from(&b[..]);
+        // An idempotent producer writes key "p" once; it is overwritten later.
+        let b = build_keyed_batch(0, 0, BASE_TIMESTAMP_MS, &[(0, Some(b"p"), Some(b"first"))]);
+        let h = batch::validate(&b, CountRule::Exact).unwrap();
+        let mut f = BatchFields::of(&h);
+        (f.producer_id, f.producer_epoch, f.base_sequence) = (9, 0, 0);
+        let b = batch::encode_batch(&f, 1, &b[61..]);
+        log.append_as_leader(append(b), 0, None, BASE_TIMESTAMP_MS)
+            .await
+            .unwrap();
+        for round in 0..8i64 {
+            let values: Vec<String> = (0..10)
+                .map(|k| format!("v{round}-{k}-{}", "z".repeat(30)))
+                .collect();
+            let specs: Vec<batch::KeyedRecordSpec> = (0..10)
+                .map(|k| {
+                    let key: &[u8] =
+                        [b"a", b"b", b"c", b"d", b"e", b"f", b"g", b"h", b"p", b"q"][k];
+                    let deleted = round == 7 && k == 3;
+                    (
+                        k as i64,
+                        Some(key),
+                        (!deleted).then(|| values[k].as_bytes()),
+                    )
+                })
+                .collect();
+            let mut b = build_keyed_batch(0, 0, BASE_TIMESTAMP_MS + round * 100, &specs);
+            // Rounds 1, 4 and 7 are gzip: the last one survives the clean
+            // and is re-compressed with its delete horizon.
+            if round % 3 == 1 {
+                let h = batch::validate(&b, CountRule::Exact).unwrap();
+                let body = compression::compress_records(Compression::Gzip, &b[61..]).unwrap();
+                let mut f = BatchFields::of(&h);
+                f.set_compression(Compression::Gzip.id());
+                b = batch::encode_batch(&f, h.record_count, &body);
+            }
+            log.append_as_leader(append(b), 0, None, BASE_TIMESTAMP_MS)
+                .await
+                .unwrap();
+        }
+        let leo = log.log_end_offset();
+        log.set_high_watermark(leo);
+        log.roll(leo, BASE_TIMESTAMP_MS).await.unwrap();
+        let lock = RwLock::new(log);
+        let options = CleanerOptions {
+            dedupe_buffer_bytes: 1 << 20,
+            io_buffer_bytes: 4096,
+            failpoint: None,
+        };
+        let outcome = clean_log(&lock, &options, BASE_TIMESTAMP_MS + 1_000, &|| false)
+            .await
+            .expect("clean");
+        assert!(matches!(outcome, CleanOutcome::Cleaned(_)), "{outcome:?}");
+        let mut log = lock.into_inner().unwrap_or_else(|_| panic!("lock"));
+        let bytes = log.read_all().await.unwrap();
+        let mut kept = Vec::new();
+        for item in BatchIter::new(&bytes, CountRule::Compacted) {
+            let (at, h) = item.unwrap();
+            let body = compression::decompress_records(
+                h.compression(),
+                &bytes[at + 61..at + h.size_bytes()],
+            )
+            .unwrap();
+            for r in batch::records_of_body(&body, h.record_count) {
+                let r = r.unwrap();
+                let s = |b: &[u8]| String::from_utf8(b.to_vec()).unwrap();
+                kept.push((
+                    h.base_offset + r.offset_delta,
+                    s(r.key.unwrap()),
+                    r.value.map(s),
+                ));
+            }
+        }
+        log.close().await.expect("close");
+        kept
+    });
+    assert_eq!(kept.len(), 10, "one record per key: {kept:?}");
+    assert!(kept.iter().any(|r| r.2.is_none()), "the tombstone stays");
+    let report = verify_partition_dir(&dir);
+    assert!(report.is_ok(), "{report}");
+    let files = segment_files(&dir);
+    let logs: Vec<&PathBuf> = files["log"].iter().collect();
+    let index_files: Vec<&PathBuf> = files["index"].iter().chain(&files["timeindex"]).collect();
+    let mut deep_args = vec![
+        "--deep-iteration".to_string(),
+        "--print-data-log".to_string(),
+        "--files".to_string(),
+    ];
+    deep_args.push(joined(&logs));
+    let deep = dump_log_segments(&java, &libs, &deep_args);
+    for report in PROBLEM_REPORTS {
+        assert!(
+            !deep.stdout.contains(report) && !deep.stderr.contains(report),
+            "DumpLogSegments reported {report:?}\n{deep}"
+        );
+    }
+    let records: Vec<(String, String, String)> = deep
+        .stdout
+        .lines()
+        .filter(|l| l.starts_with("| offset:"))
+        .map(|l| {
+            let f = |n| field(l, n).unwrap_or_default().to_string();
+            (f("offset:"), f("key:"), f("payload:"))
+        })
+        .collect();
+    // Kafka prints no payload for a tombstone.
+    let want: Vec<(String, String, String)> = kept
+        .iter()
+        .map(|(o, k, v)| (o.to_string(), k.clone(), v.clone().unwrap_or_default()))
+        .collect();
+    assert_eq!(records, want, "{deep}");
+    assert!(
+        deep.stdout.contains("count: 0"),
+        "the producer's emptied batch stays\n{deep}"
+    );
+    assert!(
+        deep.stdout.contains("compresscodec: gzip")
+            && deep.stdout.contains("deleteHorizonMs: OptionalLong["),
+        "the surviving gzip batch with its tombstone and delete horizon\n{deep}"
+    );
+    let mut verify_args = vec!["--verify-index-only".to_string(), "--files".to_string()];
+    verify_args.push(joined(&index_files));
+    let verify = dump_log_segments(&java, &libs, &verify_args);
+    check_no_reports(&verify);
+    let printed: Vec<&str> = verify
+        .stdout
+        .lines()
+        .filter(|l| !l.starts_with("Dumping ") && !l.ends_with(".index is empty."))
+        .collect();
+    assert!(
+        printed.is_empty(),
+        "--verify-index-only found problems\n{verify}"
+    );
+}

@@ -94,13 +94,6 @@ pub const HGRM_UNIT_SCALE: f64 = 1000.0;
 /// (HdrHistogram's `outputPercentileDistribution` default).
 pub const HGRM_TICKS_PER_HALF_DISTANCE: u32 = 5;
 
-/// xerial snappy-java's block size, as Kafka's producer uses it.
-pub const SNAPPY_BLOCK_BYTES: usize = 32 * 1024;
-/// Kafka's default compression levels (`compression.gzip.level`,
-/// `compression.zstd.level`). lz4_flex has a single (fast) level.
-pub const GZIP_LEVEL: u32 = 6;
-pub const ZSTD_LEVEL: i32 = 3;
-
 const _: () = assert!(RECORD_SIZE_MAX < BATCH_BYTES_MAX);
 const _: () = assert!(DEFAULT_BATCH_BYTES <= BATCH_BYTES_MAX);
 const _: () = assert!(DEFAULT_MAX_IN_FLIGHT <= MAX_IN_FLIGHT_LIMIT);

@@ -392,11 +392,11 @@ impl GroupCoordinator {
             .map(|p| p.leader_epoch)
             .unwrap_or(0);
         let now = now_ms();
-        let specs: Vec<batch::KeyedRecord<'_>> = records
+        let specs: Vec<batch::KeyedRecordSpec<'_>> = records
             .iter()
-            .map(|(k, v)| (Some(&k[..]), v.as_deref()))
+            .map(|(k, v)| (0, Some(&k[..]), v.as_deref()))
             .collect();
-        let bytes = batch::build_keyed_batch(now, &specs);
+        let bytes = batch::build_keyed_batch(0, epoch, now, &specs);
         let result = {
             let mut log = log
                 .write()

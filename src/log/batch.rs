@@ -37,6 +37,9 @@ const COMPRESSION_MASK: i16 = 0x07;
 const TIMESTAMP_TYPE_LOG_APPEND: i16 = 0x08;
 const TRANSACTIONAL_FLAG: i16 = 0x10;
 const CONTROL_FLAG: i16 = 0x20;
+/// KIP-534: the base timestamp holds the time after which the log cleaner
+/// may drop this batch's tombstones.
+const DELETE_HORIZON_FLAG: i16 = 0x40;
 
 /// How strictly the record count is checked against the offset range.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -94,6 +97,11 @@ impl BatchHeader {
     }
     pub fn is_control(&self) -> bool {
         self.attributes & CONTROL_FLAG != 0
+    }
+    /// When the log cleaner may drop the batch's tombstones (KIP-534): set
+    /// by the first clean that kept them, `None` before.
+    pub fn delete_horizon_ms(&self) -> Option<i64> {
+        (self.attributes & DELETE_HORIZON_FLAG != 0).then_some(self.base_timestamp)
     }
 }
 
@@ -293,87 +301,157 @@ fn put_varint(out: &mut Vec<u8>, v: i64) {
     out.push(z as u8);
 }
 
-/// A record of [`build_keyed_batch`]: key and value, `None` value being a
-/// tombstone.
-pub type KeyedRecord<'a> = (Option<&'a [u8]>, Option<&'a [u8]>);
-
-/// Encodes an uncompressed batch at offset 0 whose records all carry
-/// `timestamp`: what the broker itself writes (group state).
-pub fn build_keyed_batch(timestamp: i64, records: &[KeyedRecord<'_>]) -> Vec<u8> {
-    encode_batch(0, 0, timestamp, records.iter().map(|(k, v)| (0, *k, *v)))
-}
-
 /// Encodes an uncompressed RecordBatch v2 with the given records. Producers
 /// build batches themselves; this exists for the tools, tests and benches.
 pub fn build_batch(spec: &BatchSpec<'_>) -> Vec<u8> {
-    encode_batch(
+    let records: Vec<KeyedRecordSpec> = spec
+        .records
+        .iter()
+        .map(|(ts_delta, key, value)| (*ts_delta, *key, Some(*value)))
+        .collect();
+    build_keyed_batch(
         spec.base_offset,
         spec.leader_epoch,
         spec.base_timestamp,
-        spec.records.iter().map(|(ts, k, v)| (*ts, *k, Some(*v))),
+        &records,
     )
 }
 
-fn encode_batch<'a>(
+/// One record of [`build_keyed_batch`]: (timestamp delta, key, value), where
+/// a `None` value is a tombstone.
+pub type KeyedRecordSpec<'a> = (i64, Option<&'a [u8]>, Option<&'a [u8]>);
+
+/// Encodes an uncompressed RecordBatch v2 whose values may be null
+/// (tombstones), for tests and tools.
+pub fn build_keyed_batch(
     base_offset: i64,
     leader_epoch: i32,
     base_timestamp: i64,
-    specs: impl Iterator<Item = (i64, Option<&'a [u8]>, Option<&'a [u8]>)>,
+    records: &[KeyedRecordSpec<'_>],
 ) -> Vec<u8> {
-    let spec = BatchSpec {
-        base_offset,
-        leader_epoch,
-        base_timestamp,
-        records: &[],
-    };
-    let mut records = Vec::new();
-    let mut max_ts = spec.base_timestamp;
-    let mut count = 0i32;
-    for (i, (ts_delta, key, value)) in specs.enumerate() {
-        count += 1;
-        let ts_delta = &ts_delta;
-        let mut rec = Vec::with_capacity(16 + value.map_or(0, <[u8]>::len));
-        rec.push(0); // attributes
-        put_varint(&mut rec, *ts_delta);
-        put_varint(&mut rec, i as i64);
-        match key {
-            Some(k) => {
-                put_varint(&mut rec, k.len() as i64);
-                rec.extend_from_slice(k);
-            }
-            None => put_varint(&mut rec, -1),
-        }
-        match value {
-            Some(v) => {
-                put_varint(&mut rec, v.len() as i64);
-                rec.extend_from_slice(v);
-            }
-            None => put_varint(&mut rec, -1),
-        }
-        put_varint(&mut rec, 0); // headers
-        put_varint(&mut records, rec.len() as i64);
-        records.extend_from_slice(&rec);
-        max_ts = max_ts.max(spec.base_timestamp + ts_delta);
+    let mut body = Vec::new();
+    let mut max_ts = base_timestamp;
+    for (i, (ts_delta, key, value)) in records.iter().enumerate() {
+        encode_record(&mut body, i as i64, *ts_delta, *key, *value, &[0]);
+        max_ts = max_ts.max(base_timestamp + ts_delta);
     }
+    let count = records.len() as i32;
+    encode_batch(
+        &BatchFields {
+            base_offset,
+            partition_leader_epoch: leader_epoch,
+            attributes: 0,
+            last_offset_delta: (count - 1).max(0),
+            base_timestamp,
+            max_timestamp: max_ts,
+            producer_id: -1,
+            producer_epoch: -1,
+            base_sequence: -1,
+        },
+        count,
+        &body,
+    )
+}
+
+/// The header fields of a batch to encode; the length, magic, CRC and
+/// record count follow from the records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BatchFields {
+    pub base_offset: i64,
+    pub partition_leader_epoch: i32,
+    pub attributes: i16,
+    pub last_offset_delta: i32,
+    pub base_timestamp: i64,
+    pub max_timestamp: i64,
+    pub producer_id: i64,
+    pub producer_epoch: i16,
+    pub base_sequence: i32,
+}
+
+impl BatchFields {
+    /// The fields of an existing batch, to re-encode it.
+    pub fn of(h: &BatchHeader) -> BatchFields {
+        BatchFields {
+            base_offset: h.base_offset,
+            partition_leader_epoch: h.partition_leader_epoch,
+            attributes: h.attributes,
+            last_offset_delta: h.last_offset_delta,
+            base_timestamp: h.base_timestamp,
+            max_timestamp: h.max_timestamp,
+            producer_id: h.producer_id,
+            producer_epoch: h.producer_epoch,
+            base_sequence: h.base_sequence,
+        }
+    }
+    /// Marks the batch with a KIP-534 delete horizon, which takes the place
+    /// of the base timestamp.
+    pub fn set_delete_horizon(&mut self, horizon_ms: i64) {
+        self.attributes |= DELETE_HORIZON_FLAG;
+        self.base_timestamp = horizon_ms;
+    }
+    /// Removes the delete-horizon flag (the base timestamp is the caller's).
+    pub fn clear_delete_horizon(&mut self) {
+        self.attributes &= !DELETE_HORIZON_FLAG;
+    }
+    /// Sets the compression codec bits (0: none).
+    pub fn set_compression(&mut self, codec: u8) {
+        self.attributes = (self.attributes & !COMPRESSION_MASK) | (codec as i16 & COMPRESSION_MASK);
+    }
+}
+
+/// Encodes a whole RecordBatch v2 around `records` (the encoded records, or
+/// their compressed form), computing the length and the CRC.
+pub fn encode_batch(fields: &BatchFields, record_count: i32, records: &[u8]) -> Vec<u8> {
     let mut b = Vec::with_capacity(RECORD_BATCH_HEADER_SIZE + records.len());
-    b.extend_from_slice(&spec.base_offset.to_be_bytes());
+    b.extend_from_slice(&fields.base_offset.to_be_bytes());
     let length = (RECORD_BATCH_HEADER_SIZE - LOG_OVERHEAD + records.len()) as i32;
     b.extend_from_slice(&length.to_be_bytes());
-    b.extend_from_slice(&spec.leader_epoch.to_be_bytes());
+    b.extend_from_slice(&fields.partition_leader_epoch.to_be_bytes());
     b.push(RECORD_BATCH_MAGIC_V2 as u8);
     b.extend_from_slice(&[0; 4]); // crc, filled below
-    b.extend_from_slice(&0i16.to_be_bytes());
-    b.extend_from_slice(&(count - 1).max(0).to_be_bytes());
-    b.extend_from_slice(&spec.base_timestamp.to_be_bytes());
-    b.extend_from_slice(&max_ts.to_be_bytes());
-    b.extend_from_slice(&(-1i64).to_be_bytes()); // producer id
-    b.extend_from_slice(&(-1i16).to_be_bytes()); // producer epoch
-    b.extend_from_slice(&(-1i32).to_be_bytes()); // base sequence
-    b.extend_from_slice(&count.to_be_bytes());
-    b.extend_from_slice(&records);
+    b.extend_from_slice(&fields.attributes.to_be_bytes());
+    b.extend_from_slice(&fields.last_offset_delta.to_be_bytes());
+    b.extend_from_slice(&fields.base_timestamp.to_be_bytes());
+    b.extend_from_slice(&fields.max_timestamp.to_be_bytes());
+    b.extend_from_slice(&fields.producer_id.to_be_bytes());
+    b.extend_from_slice(&fields.producer_epoch.to_be_bytes());
+    b.extend_from_slice(&fields.base_sequence.to_be_bytes());
+    b.extend_from_slice(&record_count.to_be_bytes());
+    b.extend_from_slice(records);
     let crc = compute_crc(&b);
     b[CRC_AT..CRC_AT + 4].copy_from_slice(&crc.to_be_bytes());
     b
+}
+
+/// Appends one record in Kafka's `DefaultRecord` layout. `headers` is the
+/// encoded header section: the header count varint and the headers (`[0]`
+/// for none).
+pub fn encode_record(
+    out: &mut Vec<u8>,
+    offset_delta: i64,
+    timestamp_delta: i64,
+    key: Option<&[u8]>,
+    value: Option<&[u8]>,
+    headers: &[u8],
+) {
+    let mut rec = Vec::with_capacity(
+        16 + key.map_or(0, <[u8]>::len) + value.map_or(0, <[u8]>::len) + headers.len(),
+    );
+    rec.push(0); // attributes: unused in v2
+    put_varint(&mut rec, timestamp_delta);
+    put_varint(&mut rec, offset_delta);
+    for field in [key, value] {
+        match field {
+            Some(bytes) => {
+                put_varint(&mut rec, bytes.len() as i64);
+                rec.extend_from_slice(bytes);
+            }
+            None => put_varint(&mut rec, -1),
+        }
+    }
+    rec.extend_from_slice(headers);
+    put_varint(out, rec.len() as i64);
+    out.extend_from_slice(&rec);
 }
 
 /// One record of an uncompressed batch, borrowed from the batch bytes.
@@ -384,6 +462,8 @@ pub struct Record<'a> {
     pub key: Option<&'a [u8]>,
     pub value: Option<&'a [u8]>,
     pub header_count: i64,
+    /// The encoded header section: the count and the headers, as stored.
+    pub headers: &'a [u8],
 }
 
 /// Walks the records of an uncompressed batch (Kafka's `DefaultRecord`
@@ -405,12 +485,43 @@ pub fn records(batch: &[u8]) -> Result<RecordIter<'_>, BatchError> {
             codec: h.compression(),
         });
     }
-    Ok(RecordIter {
-        bytes: &batch[..h.size_bytes()],
-        position: RECORD_BATCH_HEADER_SIZE,
-        remaining: h.record_count.max(0),
+    Ok(records_of_body(
+        &batch[RECORD_BATCH_HEADER_SIZE..h.size_bytes()],
+        h.record_count,
+    ))
+}
+
+/// Records laid end to end in `body` (a batch's record section, after any
+/// decompression); `count` is the batch's record count.
+pub fn records_of_body(body: &[u8], count: i32) -> RecordIter<'_> {
+    RecordIter {
+        bytes: body,
+        position: 0,
+        remaining: count.max(0),
         failed: false,
-    })
+    }
+}
+
+/// Checks that every record of a batch has a key, as Kafka's `LogValidator`
+/// requires for compacted topics: the cleaner keeps the latest record of
+/// each key, and a record without one has no latest.
+pub fn check_keys(batch: &[u8]) -> Result<(), BatchError> {
+    let h = parse_header(batch)?;
+    let body = crate::log::compression::decompress_records(
+        h.compression(),
+        &batch[RECORD_BATCH_HEADER_SIZE..h.size_bytes()],
+    )
+    .map_err(|reason| BatchError::InvalidRecords { reason })?;
+    for (index, r) in records_of_body(&body, h.record_count).enumerate() {
+        let r = r.map_err(|reason| BatchError::InvalidRecords { reason })?;
+        if r.key.is_none() {
+            return Err(BatchError::MissingKey {
+                offset_delta: r.offset_delta,
+                index,
+            });
+        }
+    }
+    Ok(())
 }
 
 impl<'a> RecordIter<'a> {
@@ -446,6 +557,7 @@ impl<'a> RecordIter<'a> {
                 key,
                 value,
                 header_count,
+                headers: self.bytes.get(at..body_end)?,
             },
             body_end,
         ))

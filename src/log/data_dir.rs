@@ -1,5 +1,6 @@
 //! Per-data-directory state: the clean-shutdown marker and Kafka's
-//! `recovery-point-offset-checkpoint` and `log-start-offset-checkpoint`.
+//! `recovery-point-offset-checkpoint`, `log-start-offset-checkpoint` and
+//! `cleaner-offset-checkpoint`.
 //!
 //! These files belong to the whole directory while partitions belong to
 //! shards, so they are read before the shards start and written after they
@@ -9,7 +10,8 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use crate::constants::{
-    CLEAN_SHUTDOWN_FILE, LOG_START_OFFSET_CHECKPOINT_FILE, RECOVERY_POINT_CHECKPOINT_FILE,
+    CLEANER_OFFSET_CHECKPOINT_FILE, CLEAN_SHUTDOWN_FILE, LOG_START_OFFSET_CHECKPOINT_FILE,
+    RECOVERY_POINT_CHECKPOINT_FILE,
 };
 use crate::error::{LogError, LogResult};
 use crate::log::checkpoint::{self, OffsetCheckpointEntry};
@@ -21,6 +23,8 @@ pub struct DataDirState {
     pub clean_shutdown: bool,
     pub recovery_points: HashMap<TopicPartition, i64>,
     pub log_start_offsets: HashMap<TopicPartition, i64>,
+    /// Where the last clean of each compacted partition ended.
+    pub cleaner_offsets: HashMap<TopicPartition, i64>,
     pub partitions: Vec<TopicPartition>,
 }
 
@@ -31,6 +35,9 @@ impl DataDirState {
     pub fn log_start_offset(&self, tp: &TopicPartition) -> i64 {
         self.log_start_offsets.get(tp).copied().unwrap_or(0)
     }
+    pub fn cleaner_offset(&self, tp: &TopicPartition) -> Option<i64> {
+        self.cleaner_offsets.get(tp).copied()
+    }
 }
 
 /// Where one partition stood when its shard stopped.
@@ -39,6 +46,8 @@ pub struct PartitionOffsets {
     pub tp: TopicPartition,
     pub recovery_point: i64,
     pub log_start_offset: i64,
+    /// Where the last clean ended; `None` for a log never cleaned.
+    pub cleaner_offset: Option<i64>,
 }
 
 /// Reads the directory's state at startup, creating the directory if needed,
@@ -60,6 +69,7 @@ pub fn load_data_dir(dir: &Path) -> LogResult<DataDirState> {
     };
     let recovery_points = read(RECOVERY_POINT_CHECKPOINT_FILE)?;
     let log_start_offsets = read(LOG_START_OFFSET_CHECKPOINT_FILE)?;
+    let cleaner_offsets = read(CLEANER_OFFSET_CHECKPOINT_FILE)?;
     let partitions = list_partitions(dir)?;
     if clean_shutdown {
         std::fs::remove_file(&marker)
@@ -70,6 +80,7 @@ pub fn load_data_dir(dir: &Path) -> LogResult<DataDirState> {
         clean_shutdown,
         recovery_points,
         log_start_offsets,
+        cleaner_offsets,
         partitions,
     })
 }
@@ -99,7 +110,7 @@ pub fn list_partitions(dir: &Path) -> LogResult<Vec<TopicPartition>> {
     Ok(out)
 }
 
-/// Writes both offset checkpoints and, when every shard closed its logs
+/// Writes the offset checkpoints and, when every shard closed its logs
 /// cleanly, the clean-shutdown marker last, so that a crash while writing
 /// leaves no marker.
 pub fn write_shutdown_state(
@@ -127,6 +138,19 @@ pub fn write_shutdown_state(
         LOG_START_OFFSET_CHECKPOINT_FILE,
         &entries(|o| o.log_start_offset),
     )?;
+    // Kafka lists only the partitions the cleaner has seen. Losing an entry
+    // (a crash before this write) only makes the next clean redo work.
+    let cleaned: Vec<OffsetCheckpointEntry> = offsets
+        .iter()
+        .filter_map(|o| {
+            o.cleaner_offset.map(|offset| OffsetCheckpointEntry {
+                topic: o.tp.topic.clone(),
+                partition: o.tp.partition,
+                offset,
+            })
+        })
+        .collect();
+    write(dir, CLEANER_OFFSET_CHECKPOINT_FILE, &cleaned)?;
     if clean {
         let marker = dir.join(CLEAN_SHUTDOWN_FILE);
         checkpoint::write_atomically_blocking(&marker, b"")

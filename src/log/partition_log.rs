@@ -23,12 +23,15 @@ use crate::error::{BatchError, LogError, LogResult};
 use crate::log::batch::{self, BatchHeader, CountRule};
 use crate::log::batch_cache::{CacheKey, CachedBatch, SharedBatchCache};
 use crate::log::checkpoint;
+use crate::log::cleaner::{CleanableSegment, CleanerOffsets, CleanerView, SegmentStats};
 
 use crate::log::epoch_cache::{EpochEntry, LeaderEpochCache};
 use crate::log::producer_state::{
     LeaderAppendCheck, ProducerStateManager, DEFAULT_PRODUCER_ID_EXPIRATION_MS,
 };
-use crate::log::segment::{parse_segment_file_name, Segment};
+use crate::log::segment::{parse_segment_file_name, segment_file_path, Segment};
+use crate::log::swap;
+pub use crate::log::swap::{delete_cleaned_files, SwapFailpoint};
 use crate::log::topic_partition::TopicPartition;
 
 /// Where fetched bytes are: in memory or in a segment file. The network layer
@@ -155,6 +158,14 @@ pub struct PartitionLog {
     recovery: RecoveryReport,
     /// Idempotent producers' epochs and recent sequences.
     producers: ProducerStateManager,
+    /// Where the last clean ended (Kafka's `cleaner-offset-checkpoint`
+    /// entry): offsets below it were cleaned. `None` before the first clean.
+    cleaner_checkpoint: Option<i64>,
+    /// The earliest KIP-534 delete horizon among tombstones the last clean
+    /// kept: once it passes, a clean can drop them even if nothing is dirty.
+    /// Not persisted; after a restart tombstones wait for the next clean
+    /// that dirt triggers, as in Kafka.
+    tombstone_horizon_ms: Option<i64>,
 }
 
 impl PartitionLog {
@@ -173,6 +184,7 @@ impl PartitionLog {
         // mkdir and directory listing are acceptable here and nowhere else.
         std::fs::create_dir_all(&dir)
             .map_err(|e| LogError::io("create partition dir", &dir, -1, e))?;
+        swap::complete_interrupted_swaps(&dir)?;
         let base_offsets = list_segments(&dir)?;
         let mut report = RecoveryReport::default();
         let mut segments = BTreeMap::new();
@@ -276,6 +288,8 @@ impl PartitionLog {
             offline: None,
             recovery: report,
             producers,
+            cleaner_checkpoint: None,
+            tombstone_horizon_ms: None,
         };
         if trimmed_end || trimmed_start {
             log.persist_epochs().await?;
@@ -318,6 +332,11 @@ impl PartitionLog {
     }
     pub fn is_offline(&self) -> bool {
         self.offline.is_some()
+    }
+    /// Fences a log whose partition is being deleted while something still
+    /// holds it: every later operation fails, so none touches the files.
+    pub fn mark_deleted(&mut self) {
+        self.offline = Some("the partition was deleted".to_string());
     }
     pub fn segment_count(&self) -> usize {
         self.segments.len()
@@ -432,6 +451,12 @@ impl PartitionLog {
         while position < batches.len() {
             let h = batch::validate(&batches[position..], CountRule::Exact)
                 .map_err(|e| self.invalid(position as u64, e))?;
+            if self.config.cleanup_policy.compact {
+                // Kafka's LogValidator: a compacted topic needs a key on every
+                // record. The one place the write path reads records.
+                batch::check_keys(&batches[position..])
+                    .map_err(|e| self.invalid(position as u64, e))?;
+            }
             if h.size_bytes() > self.config.max_batch_bytes {
                 return Err(self.invalid(
                     position as u64,
@@ -849,6 +874,9 @@ impl PartitionLog {
         self.recovery_point = self.recovery_point.min(leo);
         self.high_watermark = self.high_watermark.min(leo);
         self.log_start_offset = self.log_start_offset.min(leo);
+        // Kafka's maybeTruncateCheckpoint: a clean cannot have ended past
+        // the new log end.
+        self.cleaner_checkpoint = self.cleaner_checkpoint.map(|c| c.min(leo));
         self.rebuild_producer_state(now_ms).await?;
         self.check_invariants();
         Ok(true)
@@ -877,6 +905,8 @@ impl PartitionLog {
         }
         self.epochs.clear();
         self.persist_epochs().await?;
+        self.cleaner_checkpoint = None;
+        self.tombstone_horizon_ms = None;
         self.log_start_offset = offset;
         self.high_watermark = offset;
         self.recovery_point = offset;
@@ -937,9 +967,14 @@ impl PartitionLog {
 
     /// Deletes whole segments past `retention.ms` or beyond `retention.bytes`,
     /// oldest first, never past the HW, and advances the log start offset.
-    /// The active segment is rolled first when it too has expired.
+    /// The active segment is rolled first when it too has expired. Only
+    /// under `cleanup.policy` `delete` (alone or with `compact`): a
+    /// compact-only log keeps every key's latest record however old.
     pub async fn apply_retention(&mut self, now_ms: i64) -> LogResult<usize> {
         self.ensure_online()?;
+        if !self.config.cleanup_policy.delete {
+            return Ok(0);
+        }
         let mut deleted = 0;
         loop {
             let count = self.segments.len();
@@ -951,10 +986,17 @@ impl PartitionLog {
                 && now_ms - segment.largest_timestamp() > self.config.retention_ms;
             let oversize = self.config.retention_bytes >= 0
                 && total - segment.size_bytes() >= self.config.retention_bytes as u64;
-            if !(expired || oversize) || segment.is_empty() {
+            // The cleaner can leave a segment with no batch at all; below
+            // the active one it holds nothing to keep.
+            let empty_sealed = segment.is_empty() && count > 1;
+            if !(expired || oversize || empty_sealed) || (segment.is_empty() && count == 1) {
                 break;
             }
-            let next_start = segment.next_offset();
+            let next_start = if empty_sealed {
+                *self.segments.keys().nth(1).expect("count > 1")
+            } else {
+                segment.next_offset()
+            };
             if next_start > self.high_watermark {
                 break;
             }
@@ -1065,6 +1107,166 @@ impl PartitionLog {
             .await
             .map(|_| ());
         self.fail(r)
+    }
+}
+
+/// The log cleaner's side of the log: what it reads before cleaning without
+/// the lock, and the swap of cleaned segments for the ones they replace
+/// (the protocol is in `log/swap.rs`).
+impl PartitionLog {
+    /// Where the last clean ended, for the `cleaner-offset-checkpoint`.
+    pub fn cleaner_checkpoint(&self) -> Option<i64> {
+        self.cleaner_checkpoint
+    }
+
+    /// Sets where the last clean ended: from the `cleaner-offset-checkpoint`
+    /// at open, and by the cleaner after a clean.
+    pub fn set_cleaner_checkpoint(&mut self, offset: i64) {
+        self.cleaner_checkpoint = Some(offset);
+    }
+
+    /// Records the earliest delete horizon of the tombstones a clean kept.
+    pub fn set_tombstone_horizon_ms(&mut self, horizon_ms: Option<i64>) {
+        self.tombstone_horizon_ms = horizon_ms;
+    }
+
+    /// A snapshot of what the cleaner needs, taken under the log's lock.
+    pub fn cleaner_view(&self) -> CleanerView {
+        let active = self.active().base_offset();
+        let segments = self
+            .segments
+            .range(..active)
+            .map(|(_, s)| {
+                let (offset_index_bytes, time_index_bytes) = s.index_sizes_bytes();
+                CleanableSegment {
+                    stats: SegmentStats {
+                        base_offset: s.base_offset(),
+                        next_offset: s.next_offset(),
+                        size_bytes: s.size_bytes(),
+                        offset_index_bytes,
+                        time_index_bytes,
+                        first_batch_timestamp: s.first_batch_timestamp(),
+                        largest_timestamp: s.largest_timestamp(),
+                    },
+                    file: s.file().clone(),
+                    path: s.log_path().to_path_buf(),
+                }
+            })
+            .collect();
+        CleanerView {
+            tp: self.tp.clone(),
+            dir: self.dir.clone(),
+            config: self.config.clone(),
+            offsets: CleanerOffsets {
+                log_start_offset: self.log_start_offset,
+                high_watermark: self.high_watermark,
+                log_end_offset: self.log_end_offset(),
+                active_base_offset: active,
+                cleaner_checkpoint: self.cleaner_checkpoint,
+                tombstone_horizon_ms: self.tombstone_horizon_ms,
+            },
+            segments,
+            producer_last_offsets: self
+                .producers
+                .entries()
+                .filter_map(|e| e.last_batch().map(|b| (e.producer_id, b.last_offset)))
+                .collect(),
+        }
+    }
+
+    /// Whether every segment the cleaner read is still in the log, unchanged
+    /// and not active: retention, DeleteRecords and truncation may have
+    /// removed or cut some while the cleaner worked without the lock.
+    pub fn segments_unchanged(&self, replaced: &[CleanableSegment]) -> bool {
+        let active = self.active().base_offset();
+        !self.is_offline()
+            && replaced.iter().all(|r| {
+                r.stats.base_offset < active
+                    && self.segments.get(&r.stats.base_offset).is_some_and(|s| {
+                        Rc::ptr_eq(s.file(), &r.file) && s.size_bytes() == r.stats.size_bytes
+                    })
+            })
+    }
+
+    /// Swaps the cleaned segment written (and closed) as
+    /// `<replaced[0].base>.*.cleaned` in for the `replaced` segments, by the
+    /// protocol in `log/swap.rs`. Returns `false`, touching nothing, when the replaced
+    /// segments changed meanwhile; the caller then deletes the cleaned files.
+    /// An I/O error takes the partition offline; the next open finishes or
+    /// undoes the swap. `failpoint` stops at a step as a crash would.
+    pub async fn replace_segments(
+        &mut self,
+        replaced: &[CleanableSegment],
+        now_ms: i64,
+        failpoint: Option<SwapFailpoint>,
+    ) -> LogResult<bool> {
+        self.ensure_online()?;
+        assert!(!replaced.is_empty(), "a swap replaces at least one segment");
+        if !self.segments_unchanged(replaced) {
+            return Ok(false);
+        }
+        let base = replaced[0].stats.base_offset;
+        let r = self.swap_in(replaced, base, now_ms, failpoint).await;
+        let r = self.fail(r);
+        if r.is_ok() {
+            if let Some((cache, key)) = &self.cache {
+                // Cached batches are the uncleaned bytes; reads of these
+                // offsets must see the cleaned segment from now on.
+                let first_kept = self
+                    .segments
+                    .range(base + 1..)
+                    .next()
+                    .map(|(b, _)| *b)
+                    .unwrap_or(i64::MAX);
+                cache.borrow_mut().truncate_front(*key, first_kept);
+            }
+            self.check_invariants();
+        }
+        r.map(|()| true)
+    }
+
+    async fn swap_in(
+        &mut self,
+        replaced: &[CleanableSegment],
+        base: i64,
+        now_ms: i64,
+        failpoint: Option<SwapFailpoint>,
+    ) -> LogResult<()> {
+        let crash = |at: SwapFailpoint| -> LogResult<()> {
+            if failpoint == Some(at) {
+                return Err(LogError::io(
+                    "cleaner swap",
+                    segment_file_path(&self.dir, base, "log"),
+                    base,
+                    std::io::Error::other(format!("simulated crash at {at:?}")),
+                ));
+            }
+            Ok(())
+        };
+        crash(SwapFailpoint::BeforeSwap)?;
+        swap::commit_cleaned(&self.dir, base).await?;
+        crash(SwapFailpoint::AfterSwapCommitted)?;
+        for (i, r) in replaced.iter().enumerate() {
+            let old = self
+                .segments
+                .remove(&r.stats.base_offset)
+                .expect("checked under the same lock");
+            old.delete().await?;
+            if i == 0 {
+                crash(SwapFailpoint::AfterFirstOldDeleted)?;
+            }
+        }
+        swap::sync_dir(&self.dir).await?;
+        crash(SwapFailpoint::AfterOldDeleted)?;
+        swap::rename_swap_to_final(&self.dir, base).await?;
+        let mut segment = Segment::open(&self.dir, base, &self.config, now_ms).await?;
+        if !segment.load_clean().await? {
+            // The indexes were flushed before the swap; if they fail the
+            // check anyway, rebuild them from the log like recovery would.
+            segment.recover().await?;
+        }
+        self.segments.insert(base, segment);
+        Ok(())
     }
 }
 

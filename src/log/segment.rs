@@ -27,6 +27,16 @@ use crate::log::time_index::TimeIndex;
 /// Kafka's `RecordBatch.NO_TIMESTAMP`.
 pub const NO_TIMESTAMP: i64 = -1;
 
+/// Suffix of the files the log cleaner is still writing (Kafka's
+/// `LogFileUtils.CLEANED_FILE_SUFFIX`).
+pub const CLEANED_FILE_SUFFIX: &str = ".cleaned";
+/// Suffix of cleaned files that replace old segments once the old ones are
+/// gone (Kafka's `SWAP_FILE_SUFFIX`).
+pub const SWAP_FILE_SUFFIX: &str = ".swap";
+/// The three files of a segment, by Kafka's suffixes; the log file last, as
+/// the cleaner's swap renames it last.
+pub const SEGMENT_FILE_KINDS: [&str; 3] = ["index", "timeindex", "log"];
+
 /// `<20-digit base offset>.<suffix>` in `dir`, as Kafka names segment files.
 pub fn segment_file_path(dir: &Path, base_offset: i64, suffix: &str) -> PathBuf {
     dir.join(format!(
@@ -103,8 +113,35 @@ impl Segment {
         config: &LogConfig,
         now_ms: i64,
     ) -> LogResult<Segment> {
+        Self::create_named(dir, base_offset, config, now_ms, "").await
+    }
+
+    /// Creates the segment the log cleaner writes: its files carry Kafka's
+    /// `.cleaned` suffix (`<base>.log.cleaned`, `.index.cleaned`,
+    /// `.timeindex.cleaned`) until the swap renames them.
+    pub async fn create_cleaned(
+        dir: &Path,
+        base_offset: i64,
+        config: &LogConfig,
+        now_ms: i64,
+    ) -> LogResult<Segment> {
+        Self::create_named(dir, base_offset, config, now_ms, CLEANED_FILE_SUFFIX).await
+    }
+
+    async fn create_named(
+        dir: &Path,
+        base_offset: i64,
+        config: &LogConfig,
+        now_ms: i64,
+        extra_suffix: &str,
+    ) -> LogResult<Segment> {
         crate::log::direct_io::ensure_probed(dir).await?;
-        let log_path = segment_file_path(dir, base_offset, "log");
+        let path = |kind: &str| {
+            let mut p = segment_file_path(dir, base_offset, kind).into_os_string();
+            p.push(extra_suffix);
+            PathBuf::from(p)
+        };
+        let log_path = path("log");
         let file = OpenOptions::new()
             .read(true)
             .write(true)
@@ -122,16 +159,10 @@ impl Segment {
                 .map_err(|e| LogError::io("preallocate segment", &log_path, base_offset, e))?;
         }
         let reader = open_reader(&log_path, base_offset)?;
-        let offset_index = OffsetIndex::create(
-            segment_file_path(dir, base_offset, "index"),
-            base_offset,
-            config.segment_index_bytes,
-        )?;
-        let time_index = TimeIndex::create(
-            segment_file_path(dir, base_offset, "timeindex"),
-            base_offset,
-            config.segment_index_bytes,
-        )?;
+        let offset_index =
+            OffsetIndex::create(path("index"), base_offset, config.segment_index_bytes)?;
+        let time_index =
+            TimeIndex::create(path("timeindex"), base_offset, config.segment_index_bytes)?;
         Ok(Segment {
             base_offset,
             log_path,
@@ -255,6 +286,20 @@ impl Segment {
     /// Largest record timestamp in the segment, or [`NO_TIMESTAMP`].
     pub fn max_timestamp(&self) -> i64 {
         self.max_timestamp_so_far
+    }
+    /// Max timestamp of the first batch, or [`NO_TIMESTAMP`]: what
+    /// `max.compaction.lag.ms` measures a segment's age from (Kafka's
+    /// `getFirstBatchTimestamp`).
+    pub fn first_batch_timestamp(&self) -> i64 {
+        self.rolling_based_timestamp.unwrap_or(NO_TIMESTAMP)
+    }
+    /// Bytes of the offset and time index entries: what Kafka's
+    /// `groupSegmentsBySize` adds up against `segment.index.bytes`.
+    pub fn index_sizes_bytes(&self) -> (u64, u64) {
+        (
+            (self.offset_index.entries() * crate::constants::OFFSET_INDEX_ENTRY_SIZE) as u64,
+            (self.time_index.entries() * crate::constants::TIME_INDEX_ENTRY_SIZE) as u64,
+        )
     }
     /// What retention by time compares against: the largest timestamp, or the
     /// creation time for a segment whose records carry no timestamps.

@@ -135,6 +135,7 @@ impl MetadataStore {
             tp: metadata_partition(),
             recovery_point: self.log.log_end_offset(),
             log_start_offset: self.log.log_start_offset(),
+            cleaner_offset: None,
         };
         self.log.close().await?;
         Ok(offsets)

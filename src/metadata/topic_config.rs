@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use crate::broker_config::{BrokerConfig, TimestampType};
-use crate::config::LogConfig;
+use crate::config::{CleanupPolicy, LogConfig};
 
 /// One setting as DescribeConfigs reports it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -22,6 +22,8 @@ enum Kind {
     /// Integer where -1 means unlimited.
     LongOrUnlimited,
     Bool,
+    /// A fraction in `[0, 1]`.
+    Ratio,
     CleanupPolicy,
     TimestampType,
     Compression,
@@ -31,11 +33,15 @@ enum Kind {
 const DEFINITIONS: &[(&str, Kind)] = &[
     ("cleanup.policy", Kind::CleanupPolicy),
     ("compression.type", Kind::Compression),
+    ("delete.retention.ms", Kind::Count),
     ("flush.messages", Kind::Count),
     ("flush.ms", Kind::Count),
     ("index.interval.bytes", Kind::Count),
+    ("max.compaction.lag.ms", Kind::Count),
     ("max.message.bytes", Kind::Count),
     ("message.timestamp.type", Kind::TimestampType),
+    ("min.cleanable.dirty.ratio", Kind::Ratio),
+    ("min.compaction.lag.ms", Kind::Count),
     ("min.insync.replicas", Kind::Count),
     ("preallocate", Kind::Bool),
     ("retention.bytes", Kind::LongOrUnlimited),
@@ -59,10 +65,8 @@ pub fn validate(name: &str, value: &str) -> Result<(), String> {
         Kind::Count => value.parse::<u64>().is_ok(),
         Kind::LongOrUnlimited => value.parse::<i64>().is_ok_and(|v| v >= -1),
         Kind::Bool => matches!(value, "true" | "false"),
-        Kind::CleanupPolicy => matches!(
-            value,
-            "delete" | "compact" | "compact,delete" | "delete,compact"
-        ),
+        Kind::Ratio => value.parse::<f64>().is_ok_and(|v| (0.0..=1.0).contains(&v)),
+        Kind::CleanupPolicy => CleanupPolicy::parse(value).is_some(),
         Kind::TimestampType => matches!(value, "CreateTime" | "LogAppendTime"),
         Kind::Compression => matches!(
             value,
@@ -74,6 +78,13 @@ pub fn validate(name: &str, value: &str) -> Result<(), String> {
             .parse::<u64>()
             .is_ok_and(|v| (14..=u32::MAX as u64).contains(&v)),
         ("min.insync.replicas", _) => value.parse::<u64>().is_ok_and(|v| v >= 1),
+        // Kafka's range: at least 1 ms, at most Long.MAX_VALUE.
+        ("max.compaction.lag.ms", _) => value
+            .parse::<u64>()
+            .is_ok_and(|v| (1..=i64::MAX as u64).contains(&v)),
+        ("delete.retention.ms" | "min.compaction.lag.ms", _) => {
+            value.parse::<u64>().is_ok_and(|v| v <= i64::MAX as u64)
+        }
         _ => true,
     };
     if ok && also {
@@ -91,13 +102,20 @@ fn defaults(broker: &BrokerConfig) -> BTreeMap<&'static str, String> {
         TimestampType::LogAppendTime => "LogAppendTime",
     };
     [
-        ("cleanup.policy", "delete".to_string()),
+        ("cleanup.policy", l.cleanup_policy.to_string()),
         ("compression.type", "producer".to_string()),
+        ("delete.retention.ms", l.delete_retention_ms.to_string()),
         ("flush.messages", l.flush_messages.to_string()),
         ("flush.ms", l.flush_ms.to_string()),
         ("index.interval.bytes", l.index_interval_bytes.to_string()),
+        ("max.compaction.lag.ms", l.max_compaction_lag_ms.to_string()),
         ("max.message.bytes", l.max_batch_bytes.to_string()),
         ("message.timestamp.type", ts.to_string()),
+        (
+            "min.cleanable.dirty.ratio",
+            l.min_cleanable_dirty_ratio.to_string(),
+        ),
+        ("min.compaction.lag.ms", l.min_compaction_lag_ms.to_string()),
         ("min.insync.replicas", "1".to_string()),
         ("preallocate", l.preallocate.to_string()),
         ("retention.bytes", l.retention_bytes.to_string()),
@@ -167,6 +185,21 @@ pub fn log_config(broker: &BrokerConfig, overrides: &BTreeMap<String, String>) -
     if let Some(v) = get("preallocate") {
         c.preallocate = v == "true";
     }
+    if let Some(v) = get("cleanup.policy").and_then(CleanupPolicy::parse) {
+        c.cleanup_policy = v;
+    }
+    if let Some(v) = signed("delete.retention.ms") {
+        c.delete_retention_ms = v;
+    }
+    if let Some(v) = get("min.cleanable.dirty.ratio").and_then(|v| v.parse::<f64>().ok()) {
+        c.min_cleanable_dirty_ratio = v;
+    }
+    if let Some(v) = signed("min.compaction.lag.ms") {
+        c.min_compaction_lag_ms = v;
+    }
+    if let Some(v) = signed("max.compaction.lag.ms") {
+        c.max_compaction_lag_ms = v;
+    }
     c
 }
 
@@ -211,6 +244,12 @@ mod tests {
         assert!(validate("retention.ms", "-2").is_err());
         assert!(validate("segment.bytes", "10").is_err());
         assert!(validate("cleanup.policy", "compact,delete").is_ok());
+        assert!(validate("cleanup.policy", "compact,compact").is_err());
+        assert!(validate("min.cleanable.dirty.ratio", "0.25").is_ok());
+        assert!(validate("min.cleanable.dirty.ratio", "1.5").is_err());
+        assert!(validate("max.compaction.lag.ms", "0").is_err());
+        assert!(validate("delete.retention.ms", "0").is_ok());
+        assert!(validate("min.compaction.lag.ms", "-1").is_err());
         let e = validate("retention.msx", "1").unwrap_err();
         assert!(e.contains("unknown topic config"), "{e}");
     }
@@ -223,6 +262,14 @@ mod tests {
         let c = log_config(&broker, &o);
         assert_eq!(c.segment_bytes, 1 << 20);
         assert_eq!(c.retention_ms, broker.log.retention_ms);
+        o.insert("cleanup.policy".to_string(), "compact".to_string());
+        o.insert("min.cleanable.dirty.ratio".to_string(), "0.1".to_string());
+        o.insert("delete.retention.ms".to_string(), "100".to_string());
+        let c = log_config(&broker, &o);
+        assert_eq!(c.cleanup_policy, CleanupPolicy::COMPACT);
+        assert_eq!(c.min_cleanable_dirty_ratio, 0.1);
+        assert_eq!(c.delete_retention_ms, 100);
+        assert_eq!(c.max_compaction_lag_ms, i64::MAX);
         let d = describe(&broker, &o);
         let seg = d.iter().find(|e| e.name == "segment.bytes").unwrap();
         assert!(seg.is_override);

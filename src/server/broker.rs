@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 use glommio::net::TcpListener;
 
 use crate::broker_config::BrokerConfig;
+use crate::log::cleaner::CleanerOptions;
 use crate::metadata::store::MetadataStore;
 use crate::server::cluster_id;
 use crate::server::connection::serve_connection;
@@ -251,6 +252,7 @@ async fn shard_main(
     let active = Rc::new(Cell::new(0usize));
     spawn_timers(&shard);
     crate::group::coordinator::start(&shard, stopping);
+    let cleaner_task = spawn_cleaner(&shard, &config);
     let metrics_task = metrics_listener.map(|l| metrics_http::spawn(&shard, l, stopping));
     loop {
         let accepted = futures_lite::future::or(async { Some(listener.accept().await) }, async {
@@ -291,6 +293,11 @@ async fn shard_main(
     }
     if let Some(task) = metrics_task {
         // Ends by itself once `stopping()` is set (bounded; see metrics_http).
+        task.await;
+    }
+    if let Some(task) = cleaner_task {
+        // Stops within one batch once `stopping()` is set, so that every
+        // partition log is free to close.
         task.await;
     }
     if shard.id() == CONTROLLER_SHARD {
@@ -359,6 +366,35 @@ async fn checkpoint_all(shard: &Rc<Shard>) {
     if let Err(e) = crate::log::data_dir::write_checkpoints(&dir, offsets).await {
         tracing::error!("writing offset checkpoints failed: {e}");
     }
+}
+
+/// The log cleaner of this shard (`log.cleaner.enable`): cleans while logs
+/// need it, then waits `log.cleaner.backoff.ms`, as Kafka's cleaner threads
+/// back off when they find nothing to do. Its own task, so that a long
+/// clean never delays the flush timer.
+fn spawn_cleaner(shard: &Rc<Shard>, config: &BrokerConfig) -> Option<glommio::Task<()>> {
+    if !config.cleaner.enable {
+        return None;
+    }
+    let shards = shard.shard_count();
+    let options = CleanerOptions {
+        dedupe_buffer_bytes: config.cleaner.dedupe_buffer_per_shard(shards),
+        io_buffer_bytes: config.cleaner.io_buffer_per_shard(shards),
+        failpoint: None,
+    };
+    let backoff = Duration::from_millis(config.cleaner.backoff_ms);
+    let s = shard.clone();
+    Some(glommio::spawn_local(async move {
+        while !stopping() {
+            if s.cleaner_tick(&options, &stopping).await > 0 {
+                continue;
+            }
+            let idle_since = Instant::now();
+            while !stopping() && idle_since.elapsed() < backoff {
+                glommio::timer::sleep(TICK.min(backoff)).await;
+            }
+        }
+    }))
 }
 
 /// The flush-policy timer (`flush.ms`), the retention check and the

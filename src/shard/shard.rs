@@ -9,7 +9,7 @@
 
 use std::any::{Any, TypeId};
 use std::cell::{Cell, RefCell};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -22,6 +22,7 @@ use glommio::sync::RwLock;
 use crate::config::LogConfig;
 use crate::error::{LogError, LogResult};
 use crate::log::batch_cache::{BatchCache, SharedBatchCache};
+use crate::log::cleaner::{self, CleanOutcome, CleanerOptions};
 use crate::log::data_dir::{DataDirState, PartitionOffsets};
 use crate::log::partition_log::{AppendInfo, OpenParams, PartitionLog, ReadSlice, RecoveryReport};
 use crate::log::topic_partition::TopicPartition;
@@ -67,6 +68,9 @@ pub struct Shard {
     /// Offsets of logs that layers above own and closed themselves (the
     /// metadata log), added to the shutdown checkpoints.
     extra_offsets: RefCell<Vec<PartitionOffsets>>,
+    /// Partitions whose clean failed (a corrupt batch, say): the cleaner
+    /// skips them until restart, as Kafka marks them uncleanable.
+    uncleanable: RefCell<HashSet<TopicPartition>>,
 }
 
 fn hop_failed(to: ShardId) -> LogError {
@@ -100,6 +104,7 @@ impl Shard {
             open_lock: glommio::sync::Semaphore::new(1),
             extensions: RefCell::new(HashMap::new()),
             extra_offsets: RefCell::new(Vec::new()),
+            uncleanable: RefCell::new(HashSet::new()),
         }
     }
 
@@ -161,11 +166,23 @@ impl Shard {
         let Some(log) = self.logs.borrow_mut().remove(tp) else {
             return Ok(());
         };
+        self.uncleanable.borrow_mut().remove(tp);
         let dir = self.config.data_dir.join(tp.dir_name());
-        if let Ok(log) = Rc::try_unwrap(log) {
-            if let Ok(log) = log.into_inner() {
-                if !log.is_offline() {
-                    log.close().await?;
+        match Rc::try_unwrap(log) {
+            Ok(log) => {
+                if let Ok(log) = log.into_inner() {
+                    if !log.is_offline() {
+                        log.close().await?;
+                    }
+                }
+            }
+            Err(shared) => {
+                // The log cleaner (or a request) still holds the log. Fence it
+                // under its lock so that it changes no file of the directory
+                // about to go, nor of a partition created again under the
+                // same name.
+                if let Ok(mut log) = shared.write().await {
+                    log.mark_deleted();
                 }
             }
         }
@@ -282,7 +299,7 @@ impl Shard {
             now_ms: now_ms(),
         };
         let config = config.unwrap_or_else(|| self.config.log_defaults.clone());
-        let log = PartitionLog::open(
+        let mut log = PartitionLog::open(
             &self.config.data_dir,
             tp.clone(),
             config,
@@ -290,6 +307,9 @@ impl Shard {
             Some(self.cache.clone()),
         )
         .await?;
+        if let Some(offset) = self.startup.cleaner_offset(&tp) {
+            log.set_cleaner_checkpoint(offset);
+        }
         let r = log.recovery_report();
         if r.segments_recovered > 0 {
             tracing::info!(
@@ -463,6 +483,7 @@ impl Shard {
                 tp,
                 recovery_point: log.recovery_point(),
                 log_start_offset: log.log_start_offset(),
+                cleaner_offset: log.cleaner_checkpoint(),
             });
         }
         out
@@ -493,6 +514,63 @@ impl Shard {
                 }
             }
         }
+    }
+
+    /// The log cleaner's turn on this shard: cleans the dirtiest local
+    /// compacted log that needs it, then the next, each at most once, until
+    /// none is left or `abort` says stop. Returns how many were cleaned.
+    /// The cleaning yields to other tasks after every batch and holds a
+    /// log's lock only to look and to swap (see `log/cleaner.rs`).
+    pub async fn cleaner_tick(&self, options: &CleanerOptions, abort: &dyn Fn() -> bool) -> usize {
+        let mut done: HashSet<TopicPartition> = HashSet::new();
+        let mut cleaned = 0;
+        while !abort() {
+            let logs: Vec<_> = self
+                .logs
+                .borrow()
+                .iter()
+                .filter(|(tp, _)| !done.contains(*tp) && !self.uncleanable.borrow().contains(*tp))
+                .map(|(tp, l)| (tp.clone(), l.clone()))
+                .collect();
+            let now = now_ms();
+            let mut dirtiest: Option<(f64, TopicPartition, Rc<RwLock<PartitionLog>>)> = None;
+            for (tp, log) in logs {
+                let Ok(guard) = log.read().await else {
+                    continue;
+                };
+                if guard.is_offline() || !guard.config().cleanup_policy.compact {
+                    continue;
+                }
+                let plan = cleaner::view_to_clean(&guard.cleaner_view(), now);
+                let ratio = plan.dirty_ratio();
+                if plan.should_clean(guard.config().min_cleanable_dirty_ratio)
+                    && dirtiest.as_ref().is_none_or(|(r, _, _)| ratio > *r)
+                {
+                    drop(guard);
+                    dirtiest = Some((ratio, tp, log));
+                }
+            }
+            let Some((_, tp, log)) = dirtiest else {
+                break;
+            };
+            done.insert(tp.clone());
+            match cleaner::clean_log(&log, options, now_ms(), abort).await {
+                Ok(CleanOutcome::Cleaned(_)) => cleaned += 1,
+                Ok(CleanOutcome::Nothing | CleanOutcome::Aborted) => {}
+                // Deleted meanwhile, or offline after an I/O error that was
+                // logged where it happened: nothing more for the cleaner.
+                Err(LogError::Offline { .. }) => {}
+                Err(e) => {
+                    tracing::error!(
+                        shard = self.id,
+                        partition = %tp,
+                        "log cleaner failed; skipping this partition until restart: {e}"
+                    );
+                    self.uncleanable.borrow_mut().insert(tp);
+                }
+            }
+        }
+        cleaned
     }
 
     /// Flushes every shard's partitions.
@@ -576,6 +654,7 @@ impl Shard {
                 tp: tp.clone(),
                 recovery_point: log.log_end_offset(),
                 log_start_offset: log.log_start_offset(),
+                cleaner_offset: log.cleaner_checkpoint(),
             };
             match log.close().await {
                 Ok(()) => offsets.push(entry),
