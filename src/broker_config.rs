@@ -24,6 +24,8 @@ pub const DEFAULT_SOCKET_REQUEST_MAX_BYTES: usize = 100 * 1024 * 1024;
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:9092";
 pub const DEFAULT_METRICS_LISTEN: &str = "127.0.0.1:9644";
 pub const DEFAULT_DATA_DIR: &str = "./pinlog-data";
+/// Kafka's `log.retention.check.interval.ms` default: 5 minutes.
+pub const DEFAULT_RETENTION_CHECK_INTERVAL_MS: u64 = 5 * 60 * 1000;
 
 /// `message.timestamp.type`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -57,6 +59,9 @@ pub struct BrokerConfig {
     pub tail_cache_bytes: usize,
     /// `shard.spin.before.park.us`.
     pub spin_before_park_us: u64,
+    /// `log.retention.check.interval.ms`: how often each shard applies
+    /// `retention.ms` and `retention.bytes`.
+    pub retention_check_interval_ms: u64,
     /// Defaults for every topic's log settings (`log.*`, `message.max.bytes`).
     pub log: LogConfig,
     /// The group coordinator's settings (`group.*`, `offsets.*`).
@@ -81,6 +86,7 @@ impl Default for BrokerConfig {
             metrics_listen: DEFAULT_METRICS_LISTEN.parse().expect("valid default"),
             tail_cache_bytes: DEFAULT_TAIL_CACHE_BYTES,
             spin_before_park_us: DEFAULT_SPIN_BEFORE_PARK_US,
+            retention_check_interval_ms: DEFAULT_RETENTION_CHECK_INTERVAL_MS,
             log: LogConfig::default(),
             group: GroupConfig::default(),
             cleaner: CleanerConfig::default(),
@@ -123,6 +129,7 @@ pub const KNOWN_KEYS: &[&str] = &[
     "log.flush.interval.ms",
     "log.retention.ms",
     "log.retention.bytes",
+    "log.retention.check.interval.ms",
     "log.preallocate",
     "log.cleanup.policy",
     "log.cleaner.delete.retention.ms",
@@ -278,6 +285,13 @@ impl BrokerConfig {
                 "log.flush.interval.ms" => self.log.flush_ms = non_negative(key, v)?,
                 "log.retention.ms" => self.log.retention_ms = int(key, v)?,
                 "log.retention.bytes" => self.log.retention_bytes = int(key, v)?,
+                "log.retention.check.interval.ms" => {
+                    let ms = non_negative(key, v)?;
+                    if ms == 0 {
+                        return Err(bad(key, "must be at least 1"));
+                    }
+                    self.retention_check_interval_ms = ms;
+                }
                 "log.preallocate" => self.log.preallocate = boolean(key, v)?,
                 k if GROUP_KEYS.contains(&k) => self.group.set(k, int(key, v)?)?,
                 "log.cleanup.policy" => {

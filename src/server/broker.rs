@@ -36,8 +36,6 @@ const DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
 const STARTUP_TIMEOUT: Duration = Duration::from_secs(120);
 /// Kafka's `log.flush.offset.checkpoint.interval.ms` default: 1 minute.
 const CHECKPOINT_INTERVAL: Duration = Duration::from_secs(60);
-/// Kafka's `log.retention.check.interval.ms` default: 5 minutes.
-const RETENTION_CHECK_INTERVAL: Duration = Duration::from_secs(300);
 
 /// Set by the signal thread; every shard watches it.
 static STOP: AtomicBool = AtomicBool::new(false);
@@ -250,7 +248,7 @@ async fn shard_main(
         );
     }
     let active = Rc::new(Cell::new(0usize));
-    spawn_timers(&shard);
+    spawn_timers(&shard, &config);
     crate::group::coordinator::start(&shard, stopping);
     let cleaner_task = spawn_cleaner(&shard, &config);
     let metrics_task = metrics_listener.map(|l| metrics_http::spawn(&shard, l, stopping));
@@ -399,8 +397,9 @@ fn spawn_cleaner(shard: &Rc<Shard>, config: &BrokerConfig) -> Option<glommio::Ta
 
 /// The flush-policy timer (`flush.ms`), the retention check and the
 /// periodic offset checkpoints (shard 0).
-fn spawn_timers(shard: &Rc<Shard>) {
+fn spawn_timers(shard: &Rc<Shard>, config: &BrokerConfig) {
     let s = shard.clone();
+    let retention_check_interval = Duration::from_millis(config.retention_check_interval_ms);
     glommio::spawn_local(async move {
         let mut last_retention = Instant::now();
         let mut last_checkpoint = Instant::now();
@@ -409,7 +408,7 @@ fn spawn_timers(shard: &Rc<Shard>) {
             if let Err(e) = s.flush_tick().await {
                 tracing::error!(shard = s.id(), "flush failed: {e}");
             }
-            if last_retention.elapsed() >= RETENTION_CHECK_INTERVAL {
+            if last_retention.elapsed() >= retention_check_interval {
                 last_retention = Instant::now();
                 s.retention_tick().await;
             }
