@@ -55,6 +55,10 @@ pub struct BrokerConfig {
     pub message_timestamp_type: TimestampType,
     /// `metrics.listen`.
     pub metrics_listen: SocketAddr,
+    /// Whether `metrics.listen` was set rather than defaulted: a default
+    /// port taken by another broker on the machine disables the endpoint
+    /// with a warning instead of stopping the broker.
+    pub metrics_listen_explicit: bool,
     /// `tail.cache.bytes`: per-shard memory for recently appended batches.
     pub tail_cache_bytes: usize,
     /// `shard.spin.before.park.us`.
@@ -84,6 +88,7 @@ impl Default for BrokerConfig {
             socket_request_max_bytes: DEFAULT_SOCKET_REQUEST_MAX_BYTES,
             message_timestamp_type: TimestampType::CreateTime,
             metrics_listen: DEFAULT_METRICS_LISTEN.parse().expect("valid default"),
+            metrics_listen_explicit: false,
             tail_cache_bytes: DEFAULT_TAIL_CACHE_BYTES,
             spin_before_park_us: DEFAULT_SPIN_BEFORE_PARK_US,
             retention_check_interval_ms: DEFAULT_RETENTION_CHECK_INTERVAL_MS,
@@ -274,7 +279,10 @@ impl BrokerConfig {
                         }
                     }
                 }
-                "metrics.listen" => self.metrics_listen = addr(key, &string(key, v)?)?,
+                "metrics.listen" => {
+                    self.metrics_listen = addr(key, &string(key, v)?)?;
+                    self.metrics_listen_explicit = true;
+                }
                 "tail.cache.bytes" => self.tail_cache_bytes = non_negative(key, v)? as usize,
                 "shard.spin.before.park.us" => self.spin_before_park_us = non_negative(key, v)?,
                 "log.segment.bytes" => self.log.segment_bytes = non_negative(key, v)?,

@@ -433,3 +433,51 @@ fn io_error_takes_the_partition_offline_loudly() {
         ));
     });
 }
+
+/// An idle partition's restart writes no checkpoint and no snapshot: the
+/// epoch entry at the LEO that open trims is re-added by the new leader and
+/// then matches the file (P4 restart time; Kafka flushes that trim
+/// asynchronously). A trim that nothing re-adds is persisted at close.
+#[test]
+fn idle_restart_rewrites_no_epoch_checkpoint_or_snapshot() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().to_path_buf();
+    run(move || async move {
+        let tp = TopicPartition::new("idle", 0);
+        let pdir = path.join(tp.dir_name());
+        let mut log = PartitionLog::open(&path, tp.clone(), small_config(), params(true), None)
+            .await
+            .unwrap();
+        log.assign_epoch_start_offset(0, 0).await.unwrap();
+        log.close().await.unwrap();
+        let checkpoint = pdir.join("leader-epoch-checkpoint");
+        let snapshot = pdir.join("00000000000000000000.snapshot");
+        let stamp = |p: &std::path::Path| std::fs::metadata(p).unwrap().modified().unwrap();
+        let (c0, s0) = (stamp(&checkpoint), stamp(&snapshot));
+        assert_eq!(std::fs::read_to_string(&checkpoint).unwrap(), "0\n1\n0 0\n");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+
+        let mut log = PartitionLog::open(&path, tp.clone(), small_config(), params(true), None)
+            .await
+            .unwrap();
+        assert!(
+            log.epoch_cache().entries().is_empty(),
+            "open trims the entry at the LEO"
+        );
+        log.assign_epoch_start_offset(0, 0).await.unwrap();
+        log.close().await.unwrap();
+        assert_eq!(stamp(&checkpoint), c0, "the same entries are not rewritten");
+        assert_eq!(
+            stamp(&snapshot),
+            s0,
+            "a snapshot at this LEO exists already"
+        );
+
+        // Nobody re-adds the trimmed entry: close persists the trim.
+        let log = PartitionLog::open(&path, tp, small_config(), params(true), None)
+            .await
+            .unwrap();
+        log.close().await.unwrap();
+        assert_eq!(std::fs::read_to_string(&checkpoint).unwrap(), "0\n0\n");
+    });
+}

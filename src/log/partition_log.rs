@@ -150,6 +150,9 @@ pub struct PartitionLog {
     high_watermark: i64,
     recovery_point: i64,
     epochs: LeaderEpochCache,
+    /// The entries the checkpoint file holds, so that a persist that would
+    /// write the same content (an idle partition's restart) costs nothing.
+    persisted_epochs: Vec<EpochEntry>,
     cache: Option<(SharedBatchCache, CacheKey)>,
     unflushed_records: u64,
     first_unflushed_ms: Option<i64>,
@@ -258,8 +261,14 @@ impl PartitionLog {
                 reason,
             }
         })?;
-        let trimmed_end = epochs.truncate_from_end(log_end);
-        let trimmed_start = epochs.truncate_from_start(log_start_offset);
+        let persisted_epochs = epochs.entries().to_vec();
+        // Trimmed in memory only, as Kafka's load does (its flush is
+        // asynchronous): the next change persists the whole list, and the
+        // trim is deterministic, so a crash before then trims again. A new
+        // leader re-adds an entry at the LEO straight away, which then
+        // matches the file and writes nothing.
+        epochs.truncate_from_end(log_end);
+        epochs.truncate_from_start(log_start_offset);
 
         let cache = cache.map(|c| {
             let key = c.borrow_mut().register();
@@ -282,6 +291,7 @@ impl PartitionLog {
                 params.recovery_point.clamp(0, log_end)
             },
             epochs,
+            persisted_epochs,
             cache,
             unflushed_records: 0,
             first_unflushed_ms: None,
@@ -291,9 +301,6 @@ impl PartitionLog {
             cleaner_checkpoint: None,
             tombstone_horizon_ms: None,
         };
-        if trimmed_end || trimmed_start {
-            log.persist_epochs().await?;
-        }
         log.rebuild_producer_state(params.now_ms).await?;
         log.check_invariants();
         Ok(log)
@@ -418,11 +425,16 @@ impl PartitionLog {
     }
 
     async fn persist_epochs(&mut self) -> LogResult<()> {
+        if self.epochs.entries() == self.persisted_epochs.as_slice() {
+            return Ok(());
+        }
         let path = self
             .dir
             .join(crate::constants::LEADER_EPOCH_CHECKPOINT_FILE);
         let r = checkpoint::write_epoch_checkpoint(&path, self.epochs.entries()).await;
-        self.fail(r)
+        self.fail(r)?;
+        self.persisted_epochs = self.epochs.entries().to_vec();
+        Ok(())
     }
 
     fn invalid(&self, position: u64, source: BatchError) -> LogError {
@@ -1022,11 +1034,17 @@ impl PartitionLog {
     pub async fn close(mut self) -> LogResult<()> {
         self.ensure_online()?;
         self.flush().await?;
+        // An epoch trim made at open and never followed by a change.
+        self.persist_epochs().await?;
         // As Kafka's close: a snapshot at the LEO spares the next open any
-        // replay.
+        // replay. One taken at this LEO already holds this state (producer
+        // state changes only with appends), as on an idle partition's
+        // restart.
         let leo = self.log_end_offset();
-        let r = self.producers.take_snapshot(&self.dir, leo).await;
-        self.fail(r)?;
+        if !self.producers.snapshot_offsets().contains(&leo) {
+            let r = self.producers.take_snapshot(&self.dir, leo).await;
+            self.fail(r)?;
+        }
         if let Some((cache, key)) = &self.cache {
             cache.borrow_mut().remove(*key);
         }

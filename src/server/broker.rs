@@ -82,6 +82,7 @@ fn install_signal_thread() -> Result<(), String> {
 /// Runs the broker until SIGINT/SIGTERM (or [`request_stop`]).
 pub fn serve(config: BrokerConfig) -> Result<(), String> {
     install_signal_thread()?;
+    raise_open_files_limit();
     // A panicking shard cannot serve its partitions any more: stop the whole
     // broker (without a clean-shutdown marker) rather than limp on or hang.
     let default_hook = std::panic::take_hook();
@@ -93,13 +94,44 @@ pub fn serve(config: BrokerConfig) -> Result<(), String> {
     run(config)
 }
 
+/// Each partition holds a few descriptors (its active segment, indexes):
+/// take the hard limit on open files rather than the often much lower soft
+/// one, as Kafka's start scripts advise operators to.
+fn raise_open_files_limit() {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit/setrlimit read and write the struct passed.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) != 0 || lim.rlim_cur >= lim.rlim_max {
+            return;
+        }
+        let from = lim.rlim_cur;
+        lim.rlim_cur = lim.rlim_max;
+        if libc::setrlimit(libc::RLIMIT_NOFILE, &lim) == 0 {
+            tracing::info!(from, to = lim.rlim_max, "raised the open-files limit");
+        }
+    }
+}
+
 /// Runs the broker until [`request_stop`]; no signal handling.
 pub fn run(config: BrokerConfig) -> Result<(), String> {
     STOP.store(false, Ordering::SeqCst);
     let started = Instant::now();
     // Bound here, before any shard starts, so that a port in use stops the
     // broker at once with an error naming the setting; shard 0 serves it.
-    let metrics_listener = Arc::new(Mutex::new(Some(metrics_http::bind(config.metrics_listen)?)));
+    let metrics_listener = match metrics_http::bind(config.metrics_listen) {
+        Ok(l) => Some(l),
+        Err(e) if !config.metrics_listen_explicit => {
+            tracing::warn!(
+                "metrics endpoint disabled: {e}; set \"metrics.listen\" to a free HOST:PORT to serve it"
+            );
+            None
+        }
+        Err(e) => return Err(e),
+    };
+    let metrics_listener = Arc::new(Mutex::new(metrics_listener));
     // Every shard binds the Kafka port with SO_REUSEPORT, which would let a
     // second broker of the same user share the port silently. A plain bind
     // first fails loudly when anything already listens there.
