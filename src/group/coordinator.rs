@@ -505,6 +505,25 @@ impl GroupCoordinator {
         }
         match step {
             JoinStep::Answer(o) => o,
+            JoinStep::AnswerAfterStore(o) => {
+                let value = self.groups.borrow().get(&group_id).map(Group::to_value);
+                let Some(value) = value else {
+                    return JoinOutcome::error(error_code::UNKNOWN_MEMBER_ID, &o.member_id);
+                };
+                let key = RecordKey::Group { group: group_id };
+                match self
+                    .write(
+                        &shard,
+                        partition,
+                        vec![(key.encode(), Some(value.encode()))],
+                        |_| {},
+                    )
+                    .await
+                {
+                    Ok(()) => o,
+                    Err(code) => JoinOutcome::error(code, &o.member_id),
+                }
+            }
             JoinStep::Wait(rx) => rx
                 .await
                 .unwrap_or_else(|_| JoinOutcome::error(error_code::COORDINATOR_NOT_AVAILABLE, "")),

@@ -149,6 +149,9 @@ pub struct JoinParams {
 /// The result of a JoinGroup step: an immediate answer, or a parked one.
 pub enum JoinStep {
     Answer(JoinOutcome),
+    /// Store the group's metadata first, then answer (a static member took
+    /// over its old place: a coordinator restart must know the new id).
+    AnswerAfterStore(JoinOutcome),
     Wait(oneshot::Receiver<JoinOutcome>),
 }
 
@@ -775,7 +778,6 @@ impl Group {
             let _ = tx.send(SyncOutcome::error(error_code::FENCED_INSTANCE_ID));
         }
         let new_id = Self::new_member_id(&p);
-        let unchanged = old.same_protocols(&p.protocols);
         old.id = new_id.clone();
         old.protocols = p.protocols.clone();
         old.rebalance_timeout_ms = p.rebalance_timeout_ms;
@@ -795,12 +797,16 @@ impl Group {
             self.static_members.insert(i.clone(), new_id.clone());
         }
         tracing::info!(group = %self.id, old = %old_id, new = %new_id, "static member replaced");
+        // As Kafka: a Stable group rebalances only if the protocol it would
+        // now select changes. The subscription bytes themselves may differ
+        // (the Java client writes its last generation into them).
+        let unchanged = self.select_protocol() == self.protocol;
         match self.state {
             GroupState::Stable if unchanged => {
                 let mut out = self.current_join_outcome(&new_id);
                 // The leader already computed this generation's assignment.
                 out.skip_assignment = was_leader;
-                (JoinStep::Answer(out), false)
+                (JoinStep::AnswerAfterStore(out), false)
             }
             GroupState::PreparingRebalance => self.park_join(&new_id, now_ms),
             _ => {
@@ -1168,7 +1174,7 @@ mod tests {
 
     fn answered(step: JoinStep) -> JoinOutcome {
         match step {
-            JoinStep::Answer(o) => o,
+            JoinStep::Answer(o) | JoinStep::AnswerAfterStore(o) => o,
             JoinStep::Wait(mut rx) => rx
                 .try_recv()
                 .expect("sender alive")
@@ -1408,6 +1414,38 @@ mod tests {
             _ => panic!("a stable group answers at once"),
         };
         assert_eq!(assignment, Bytes::from(format!("assign-{}", o2.member_id)));
+    }
+
+    #[test]
+    fn a_static_member_with_new_subscription_bytes_but_the_same_protocol_does_not_rebalance() {
+        // The Java client writes its last generation into its subscription,
+        // so a restarted static member's bytes differ from its old ones.
+        let mut g = Group::new("g".into(), 0);
+        let mut p = params("", &["range"]);
+        p.instance_id = Some("host-1".into());
+        let a = answered(g.join(p.clone(), 0, &LIMITS).0).member_id;
+        sync_all(&mut g, 1, &a, &[&a], 0);
+        p.protocols = vec![("range".into(), Bytes::from_static(b"generation-1"))];
+        let (step, _) = g.join(p.clone(), 10, &LIMITS);
+        let JoinStep::AnswerAfterStore(out) = step else {
+            panic!("the replacement is stored before the answer");
+        };
+        assert_eq!((out.error_code, out.generation_id), (error_code::NONE, 1));
+        assert!(g.is(GroupState::Stable));
+        assert_eq!(
+            g.to_value().members[0].member_id,
+            out.member_id,
+            "stored under the new id"
+        );
+        // A protocol the group would not select now does rebalance.
+        p.protocols = vec![
+            ("roundrobin".into(), Bytes::new()),
+            ("range".into(), Bytes::new()),
+        ];
+        let (step, _) = g.join(p, 20, &LIMITS);
+        let out = answered(step);
+        assert_eq!(out.protocol_name.as_deref(), Some("roundrobin"));
+        assert_eq!(out.generation_id, 2, "a new generation");
     }
 
     #[test]
