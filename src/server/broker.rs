@@ -30,6 +30,8 @@ use crate::shard::shard::{now_ms, Shard};
 
 /// How often idle shards look at the stop flag and run the flush timer.
 const TICK: Duration = Duration::from_millis(50);
+/// Pending connections per shard listener (the kernel caps it at somaxconn).
+const LISTEN_BACKLOG: i32 = 1024;
 /// How long shutdown waits for in-flight requests before closing anyway.
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long a shard waits for shard 0 to publish the first image.
@@ -227,7 +229,7 @@ async fn shard_main(
             glommio::timer::sleep(Duration::from_millis(5)).await;
         }
     }
-    let listener = TcpListener::bind(config.listen).map_err(|e| {
+    let listener = bind_shard_listener(config.listen).map_err(|e| {
         format!(
             "cannot listen on {}: {e}; is another broker running there? choose another with --listen",
             config.listen
@@ -361,6 +363,28 @@ pub(crate) async fn checkpoint_now(shard: &Rc<Shard>) {
     if let Err(e) = written {
         tracing::error!("writing offset checkpoints failed: {e}");
     }
+}
+
+/// Each shard's own listener on the Kafka port: SO_REUSEPORT gives every
+/// shard its own accept queue, and SO_REUSEADDR lets a restarted broker bind
+/// while the previous run's connections sit in TIME_WAIT (glommio's own
+/// bind sets only the first). The plain bind in `run` still refuses a port
+/// another broker listens on.
+fn bind_shard_listener(addr: std::net::SocketAddr) -> std::io::Result<TcpListener> {
+    use std::os::fd::{FromRawFd, IntoRawFd};
+    let socket = socket2::Socket::new(
+        socket2::Domain::for_address(addr),
+        socket2::Type::STREAM,
+        Some(socket2::Protocol::TCP),
+    )?;
+    socket.set_reuse_address(true)?;
+    socket.set_reuse_port(true)?;
+    socket.bind(&addr.into())?;
+    socket.listen(LISTEN_BACKLOG)?;
+    let std_listener: std::net::TcpListener = socket.into();
+    // SAFETY: the descriptor is a listening TCP socket whose ownership moves
+    // to glommio's listener.
+    Ok(unsafe { TcpListener::from_raw_fd(std_listener.into_raw_fd()) })
 }
 
 /// Gathers every shard's partition offsets and writes the recovery-point
