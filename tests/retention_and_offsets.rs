@@ -12,7 +12,8 @@
 //!   one partition's offset fill many small `__consumer_offsets` segments;
 //!   the cleaner compacts them down to little more than the latest record
 //!   per key, and after a restart the group reloads the last committed
-//!   offset from the compacted log.
+//!   offset from the compacted log. Deleting `__consumer_offsets` is
+//!   refused.
 //!
 //! Loopback only, free ports, every wait bounded. `PINLOG_SKIP_CLIENT_TESTS=1`
 //! skips both, as in `tests/clients.rs`.
@@ -181,6 +182,26 @@ fn consumer_offsets_stays_bounded_and_reloads() {
         committed["committed"].as_i64(),
         Some(COMMITS),
         "{committed}"
+    );
+
+    // The coordinators' state lives there: deleting it is refused.
+    let bootstrap = broker.bootstrap();
+    let refused = run_command(
+        Command::new(PINLOG_BIN).args([
+            "topic",
+            "delete",
+            "__consumer_offsets",
+            "--bootstrap-server",
+            &bootstrap,
+        ]),
+        None,
+        STEP_TIMEOUT,
+    );
+    assert!(!refused.success(), "{}", refused.display_with(20));
+    assert!(
+        refused.stderr.contains("internal"),
+        "{}",
+        refused.display_with(20)
     );
 
     // After a crash the compacted log reloads to the same state.

@@ -12,6 +12,7 @@ use std::sync::Arc;
 use glommio::sync::RwLock;
 
 use crate::error::LogResult;
+use crate::group::offsets_topic::OFFSETS_TOPIC;
 use crate::log::topic_partition::TopicPartition;
 use crate::metadata::dynamic_broker_config;
 use crate::metadata::image::MetadataImage;
@@ -251,6 +252,15 @@ pub async fn delete_topics(
             let mut results = Vec::new();
             for name in names {
                 match image.topic(&name) {
+                    // The group coordinators hold state loaded from it;
+                    // Kafka's tools refuse to delete internal topics too.
+                    Some(_) if name == OFFSETS_TOPIC => results.push((
+                        name.clone(),
+                        Err((
+                            error_code::INVALID_REQUEST,
+                            format!("{name} is internal and cannot be deleted; delete consumer groups with DeleteGroups instead"),
+                        )),
+                    )),
                     Some(t) => {
                         records.push(MetadataRecord::RemoveTopic { topic_id: t.id });
                         results.push((name, Ok(t.id)));
