@@ -7,9 +7,11 @@
 //!
 //! The clients run as separate processes: `tests/groups/group_client.py`
 //! (kafka-python and confluent-kafka members, a producer, admin and offset
-//! helpers) and `tests/groups/java/GroupConsumer.java`. A member prints one
-//! event per line (see the script's doc): its assignments, every record it
-//! consumed, its commits; the tests read those files while the members run.
+//! helpers) and `tests/groups/java/GroupConsumer.java` (a one-shot consumer,
+//! and a long-running member that speaks the script's event format). A
+//! member prints one event per line (see the script's doc): its rebalance
+//! callbacks, assignments and generation, every record it consumed, its
+//! commits; the tests read those files while the members run.
 //! Events are `name key=value ...` lines rather than JSON because the
 //! dev-dependencies have no JSON parser, and these lines need none.
 //! Members stop when a stop file appears, so they close() (commit, then
@@ -28,7 +30,22 @@
 //! - the Java client, and `kafka-consumer-groups` --list / --describe /
 //!   --members / --state / --reset-offsets;
 //! - a committed offset below the log start (after DeleteRecords) is
-//!   handled per `auto.offset.reset`: earliest, latest, and none (error).
+//!   handled per `auto.offset.reset`: earliest, latest, and none (error);
+//! - assignors: `cooperative-sticky` (librdkafka, kafka-python and Java in
+//!   one group) rebalances incrementally on join and on leave, as the
+//!   members' rebalance callbacks show; `roundrobin` is picked when it is
+//!   the only protocol kafka-python and librdkafka share, and both compute
+//!   the same layout as leader;
+//! - static membership (`group.instance.id`): a member restarted within its
+//!   session timeout takes its old place without a rebalance (librdkafka,
+//!   kafka-python and Java), a closed static member stays until its session
+//!   times out, and a replaced member's new id is what the coordinator
+//!   stores;
+//! - `group.max.size`: a member beyond it is refused (each client reports
+//!   GROUP_MAX_SIZE_REACHED its own way) without disturbing the group, and
+//!   a static member still takes its own place in a full group;
+//! - a member that stops polling for longer than `max.poll.interval.ms`
+//!   leaves (its client does) and is replaced, then rejoins.
 //!
 //! The records: `seq` of topic T has key `key-<seq % 37>` and value
 //! `T/<seq as 7 digits>/<key>`; the producer reports each record's
@@ -534,13 +551,20 @@ impl Scene {
     /// partitions (startup creates them) but more than the two shards, so
     /// groups live on both.
     fn start() -> Scene {
+        Scene::start_with(&[])
+    }
+
+    /// [`Scene::start`] with more broker settings.
+    fn start_with(settings: &[(&str, i64)]) -> Scene {
         require_python_clients();
-        let broker = Broker::start(
-            BrokerOpts::new()
-                .setting("group.initial.rebalance.delay.ms", 300)
-                .setting("group.min.session.timeout.ms", 1000)
-                .setting("offsets.topic.num.partitions", 4),
-        );
+        let mut opts = BrokerOpts::new()
+            .setting("group.initial.rebalance.delay.ms", 300)
+            .setting("group.min.session.timeout.ms", 1000)
+            .setting("offsets.topic.num.partitions", 4);
+        for (k, v) in settings {
+            opts = opts.setting(k, *v);
+        }
+        let broker = Broker::start(opts);
         Scene {
             members: Vec::new(),
             broker,
@@ -666,6 +690,41 @@ impl Scene {
         ];
         args.extend(extra.iter().map(|s| s.to_string()));
         let m = Member::spawn(self.dir.path(), name, python(&args));
+        self.members.push(m);
+        self.members.len() - 1
+    }
+
+    /// Starts a Java group member (GroupConsumer.java's `member` mode) with
+    /// the members' timeouts; `props` are more consumer settings
+    /// (`name=value`), which override those. Returns its index.
+    fn java_member(
+        &mut self,
+        java: &JavaClasses,
+        name: &str,
+        group: &str,
+        topic: &str,
+        props: &[&str],
+    ) -> usize {
+        let stop = self.dir.path().join(format!("{name}.stop"));
+        let mut cmd = Command::new("java");
+        // C1 only: the JVM starts faster, which keeps a restarted static
+        // member well within its session timeout.
+        cmd.args(["-XX:TieredStopAtLevel=1", "-cp", &java.classpath])
+            .args([
+                "GroupConsumer",
+                "member",
+                &self.bootstrap(),
+                group,
+                topic,
+                name,
+            ])
+            .arg(&stop)
+            .arg(SCRIPT_MAX_SECONDS.to_string())
+            .arg(format!("session.timeout.ms={SESSION_MS}"))
+            .arg(format!("heartbeat.interval.ms={HEARTBEAT_MS}"))
+            .arg(format!("max.poll.interval.ms={MAX_POLL_MS}"))
+            .args(props);
+        let m = Member::spawn(self.dir.path(), name, cmd);
         self.members.push(m);
         self.members.len() - 1
     }
@@ -810,6 +869,88 @@ impl Scene {
     fn kill9(&mut self, name: &str) {
         let i = self.idx(name);
         self.members[i].kill9();
+    }
+
+    /// How many events each member has printed so far: a mark to read the
+    /// events of one phase with [`Scene::events_since`].
+    fn mark(&self) -> BTreeMap<String, usize> {
+        self.members
+            .iter()
+            .map(|m| (m.name.clone(), m.events().len()))
+            .collect()
+    }
+
+    /// The events `name` printed after `mark` was taken.
+    fn events_since(&self, name: &str, mark: &BTreeMap<String, usize>) -> Vec<Event> {
+        let skip = mark.get(name).copied().unwrap_or(0);
+        self.members[self.idx(name)]
+            .events()
+            .into_iter()
+            .skip(skip)
+            .collect()
+    }
+
+    /// The group generation `name` reported last, where its client exposes
+    /// it (kafka-python, Java).
+    fn generation(&self, name: &str) -> Option<i64> {
+        self.members[self.idx(name)]
+            .events()
+            .iter()
+            .rev()
+            .find(|e| e.ev == "assignment")
+            .and_then(|e| e.int("gen"))
+    }
+
+    /// Waits (at most `timeout`) for `name` to print the event `ev`.
+    fn wait_event(&mut self, name: &str, ev: &str, timeout: Duration) -> Event {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let i = self.idx(name);
+            if let Some(e) = self.members[i].events().into_iter().find(|e| e.ev == ev) {
+                return e;
+            }
+            if let Some(st) = self.members[i].poll_exit() {
+                self.fail(&format!(
+                    "member {name} exited ({st}) before printing {ev:?}"
+                ));
+            }
+            if Instant::now() >= deadline {
+                self.fail(&format!(
+                    "member {name} printed no {ev:?} within {timeout:?}"
+                ));
+            }
+            std::thread::sleep(POLL_INTERVAL);
+        }
+    }
+
+    /// The group as DescribeGroups reports it: the `group` event (state,
+    /// assignor, members) and one `member` event per member.
+    fn describe(&self, group: &str) -> (Event, Vec<Event>) {
+        let out = self.step(&["describe", &self.bootstrap(), group]);
+        let g = self.one(&out, "group");
+        let members = out.1.iter().filter(|e| e.ev == "member").cloned().collect();
+        (g, members)
+    }
+
+    /// Stops the background producer `name` and returns what it delivered
+    /// (at least `min` records, or the test fails).
+    fn stop_producer(&mut self, name: &str, min: usize) -> Delivered {
+        let p = self.idx(name);
+        self.members[p].request_stop();
+        if !self.members[p]
+            .wait(STEP_TIMEOUT)
+            .is_some_and(|st| st.success())
+        {
+            self.fail("the producer did not finish cleanly");
+        }
+        let d = delivered(&self.members[p].events());
+        if d.len() < min {
+            self.fail(&format!(
+                "the producer delivered only {} records, expected at least {min}",
+                d.len()
+            ));
+        }
+        d
     }
 
     /// Runs a member to completion (it stops on its own: --max-records,
@@ -1215,6 +1356,24 @@ fn committed_offsets_survive_clean_and_crash_restart() {
 
 // ---------------------------------------------------------------------------
 // 5. The Java client.
+
+/// GroupConsumer.java, compiled for one test.
+struct JavaClasses {
+    /// Where the classes are; deleted with this.
+    _dir: tempfile::TempDir,
+    classpath: String,
+}
+
+impl JavaClasses {
+    fn compile(libs: &Path) -> JavaClasses {
+        let dir = tempfile::tempdir().expect("temporary directory for classes");
+        let classpath = compile_group_consumer(libs, dir.path());
+        JavaClasses {
+            _dir: dir,
+            classpath,
+        }
+    }
+}
 
 /// Compiles GroupConsumer.java into `classes`; returns the classpath to run
 /// it with.
@@ -1697,6 +1856,754 @@ fn committed_offset_below_log_start_follows_auto_offset_reset() {
                  and no records; got error {err:?}"
             ));
         }
+    }
+    s.broker.stop();
+}
+
+// ---------------------------------------------------------------------------
+// Helpers of the assignor, static membership and limit tests.
+
+/// The partitions that the rebalance callbacks `ev` (`assigned`, `revoked`,
+/// `lost`) got in `events`, together.
+fn callback_parts(events: &[Event], ev: &str) -> BTreeSet<i32> {
+    events
+        .iter()
+        .filter(|e| e.ev == ev)
+        .flat_map(|e| e.parts("parts").unwrap_or_default())
+        .collect()
+}
+
+/// Wall-clock milliseconds, as the clients stamp their events (`t`).
+fn wall_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("the clock is after 1970")
+        .as_millis() as i64
+}
+
+fn set(parts: &[i32]) -> BTreeSet<i32> {
+    parts.iter().copied().collect()
+}
+
+/// What a cooperative rebalance from `before` to `after` must look like to
+/// every member in both (the events since `mark`): its callbacks revoked
+/// exactly the partitions it gave up and assigned exactly the ones it
+/// gained, so a partition it kept was never revoked (an eager rebalance
+/// revokes everything and assigns everything again), and nothing was lost.
+fn incremental_problems(
+    s: &Scene,
+    mark: &BTreeMap<String, usize>,
+    before: &BTreeMap<String, Vec<i32>>,
+    after: &BTreeMap<String, Vec<i32>>,
+) -> Vec<String> {
+    let mut problems = Vec::new();
+    for (name, had) in before {
+        let Some(has) = after.get(name) else { continue };
+        let (had, has) = (set(had), set(has));
+        let evs = s.events_since(name, mark);
+        let revoked = callback_parts(&evs, "revoked");
+        let assigned = callback_parts(&evs, "assigned");
+        let lost = callback_parts(&evs, "lost");
+        let gave_up: BTreeSet<i32> = had.difference(&has).copied().collect();
+        let gained: BTreeSet<i32> = has.difference(&had).copied().collect();
+        let kept: BTreeSet<i32> = had.intersection(&has).copied().collect();
+        if !revoked.is_disjoint(&kept) || !assigned.is_disjoint(&kept) {
+            problems.push(format!(
+                "{name} kept {kept:?} ({had:?} -> {has:?}), but its callbacks revoked \
+                 {revoked:?} and assigned {assigned:?}: an eager rebalance, not an incremental one"
+            ));
+        } else if revoked != gave_up || assigned != gained {
+            problems.push(format!(
+                "{name} went from {had:?} to {has:?}, but its callbacks revoked {revoked:?} and \
+                 assigned {assigned:?}"
+            ));
+        }
+        if !lost.is_empty() {
+            problems.push(format!(
+                "{name} lost {lost:?} (it was dropped from the group) in a rebalance it took part in"
+            ));
+        }
+    }
+    problems
+}
+
+// ---------------------------------------------------------------------------
+// 8. Assignors: cooperative-sticky.
+
+/// The Java consumer's name of the cooperative-sticky assignor.
+const JAVA_COOPERATIVE: &str =
+    "partition.assignment.strategy=org.apache.kafka.clients.consumer.CooperativeStickyAssignor";
+
+/// A group of confluent-kafka, kafka-python and Java members that all use
+/// `cooperative-sticky` (KIP-429) rebalances incrementally: when a member
+/// joins, the others give up only the partitions that move to it, and when
+/// one leaves, the others only gain its partitions; a partition a member
+/// keeps is never revoked. Every record is consumed at least once.
+#[test]
+fn cooperative_sticky_rebalances_incrementally() {
+    if skipped("cooperative_sticky_rebalances_incrementally") {
+        return;
+    }
+    let _serial = serial();
+    let libs = kafka_libs();
+    let java = JavaClasses::compile(&libs);
+    let mut s = Scene::start();
+    let (topic, group) = ("coop", "g-coop");
+    s.create(topic, PARTITIONS, &[]);
+    s.background_producer("producer", topic, 0, 150);
+    let coop = ["--strategy", "cooperative-sticky"];
+
+    s.member("ck-1", Lib::Ck, group, topic, &coop);
+    s.member("kp-1", Lib::Kp, group, topic, &coop);
+    let (two, _) = s.wait_converged(&["ck-1", "kp-1"], PARTITIONS, CONVERGE_TIMEOUT);
+
+    // A member joins: cooperative-sticky moves two partitions to it, in two
+    // rounds (revoke from the owners, then assign to the newcomer).
+    let mark = s.mark();
+    s.java_member(&java, "java-1", group, topic, &[JAVA_COOPERATIVE]);
+    let (three, _) = s.wait_converged(&["ck-1", "kp-1", "java-1"], PARTITIONS, CONVERGE_TIMEOUT);
+    let mut problems = incremental_problems(&s, &mark, &two, &three);
+    let assigned = callback_parts(&s.events_since("java-1", &mark), "assigned");
+    if assigned != set(&three["java-1"]) {
+        problems.push(format!(
+            "java-1 joined and owns {:?}, but its callbacks assigned {assigned:?}",
+            three["java-1"]
+        ));
+    }
+    if !problems.is_empty() {
+        s.fail(&format!(
+            "when java-1 joined ({two:?} -> {three:?}):\n  {}",
+            problems.join("\n  ")
+        ));
+    }
+    let (g, members) = s.describe(group);
+    if g.get("assignor") != Some("cooperative-sticky") || members.len() != 3 {
+        s.fail(&format!(
+            "DescribeGroups: expected the assignor cooperative-sticky and 3 members, got {g:?}"
+        ));
+    }
+
+    // A member leaves cleanly: the others only gain its partitions.
+    let mark = s.mark();
+    s.stop("kp-1");
+    let (after_leave, _) = s.wait_converged(&["ck-1", "java-1"], PARTITIONS, CONVERGE_TIMEOUT);
+    let problems = incremental_problems(&s, &mark, &three, &after_leave);
+    if !problems.is_empty() {
+        s.fail(&format!(
+            "when kp-1 left ({three:?} -> {after_leave:?}):\n  {}",
+            problems.join("\n  ")
+        ));
+    }
+
+    let delivered = s.stop_producer("producer", 500);
+    s.wait_consumed(topic, &delivered, CONSUME_TIMEOUT);
+    s.stop("ck-1");
+    s.stop("java-1");
+    let (recs, mut problems) = s.all_records(topic);
+    problems.extend(check_consumed(&delivered, &recs, false));
+    if !problems.is_empty() {
+        s.fail(&format!("records:\n  {}", problems.join("\n  ")));
+    }
+    s.broker.stop();
+}
+
+// ---------------------------------------------------------------------------
+// 9. Assignors: roundrobin.
+
+/// kafka-python offers `range` then `roundrobin`, confluent-kafka only
+/// `roundrobin`: the broker must pick the one protocol they share, and each
+/// client, as the group's leader, must compute the same round-robin layout
+/// (every other partition; `range` would give each a contiguous half).
+#[test]
+fn roundrobin_is_the_shared_assignor_of_kafka_python_and_librdkafka() {
+    if skipped("roundrobin_is_the_shared_assignor_of_kafka_python_and_librdkafka") {
+        return;
+    }
+    let _serial = serial();
+    let mut s = Scene::start();
+    let (topic, group) = ("rr", "g-rr");
+    s.create(topic, PARTITIONS, &[]);
+    s.background_producer("producer", topic, 0, 150);
+    let alternate: BTreeSet<Vec<i32>> = [vec![0, 2, 4], vec![1, 3, 5]].into();
+    let check = |s: &mut Scene, names: [&str; 2], leader: &str| {
+        let (a, _) = s.wait_converged(&names, PARTITIONS, CONVERGE_TIMEOUT);
+        let layout: BTreeSet<Vec<i32>> = a.values().cloned().collect();
+        if layout != alternate {
+            s.fail(&format!(
+                "with {leader} leading, the members own {a:?}, not the round-robin layout \
+                 {alternate:?}"
+            ));
+        }
+        let (g, _) = s.describe(group);
+        if g.get("assignor") != Some("roundrobin") {
+            s.fail(&format!(
+                "DescribeGroups: the group's assignor is not roundrobin: {g:?}"
+            ));
+        }
+    };
+
+    // The first member to join leads the group and computes the
+    // assignment: kafka-python first, then librdkafka.
+    s.member(
+        "kp-1",
+        Lib::Kp,
+        group,
+        topic,
+        &["--strategy", "range,roundrobin"],
+    );
+    s.wait_converged(&["kp-1"], PARTITIONS, CONVERGE_TIMEOUT);
+    s.member("ck-1", Lib::Ck, group, topic, &["--strategy", "roundrobin"]);
+    check(&mut s, ["kp-1", "ck-1"], "kafka-python");
+    s.stop("kp-1");
+    s.wait_converged(&["ck-1"], PARTITIONS, CONVERGE_TIMEOUT);
+    s.member(
+        "kp-2",
+        Lib::Kp,
+        group,
+        topic,
+        &["--strategy", "range,roundrobin"],
+    );
+    check(&mut s, ["ck-1", "kp-2"], "librdkafka");
+
+    let delivered = s.stop_producer("producer", 500);
+    s.wait_consumed(topic, &delivered, CONSUME_TIMEOUT);
+    s.stop("ck-1");
+    s.stop("kp-2");
+    let (recs, mut problems) = s.all_records(topic);
+    problems.extend(check_consumed(&delivered, &recs, false));
+    if !problems.is_empty() {
+        s.fail(&format!("records:\n  {}", problems.join("\n  ")));
+    }
+    s.broker.stop();
+}
+
+// ---------------------------------------------------------------------------
+// 10. Static membership (KIP-345).
+
+/// Problems if `name` saw any rebalance callback since `mark`, or its
+/// generation is no longer `generation` (when its client reports one).
+fn undisturbed(
+    s: &Scene,
+    name: &str,
+    mark: &BTreeMap<String, usize>,
+    generation: Option<i64>,
+) -> Vec<String> {
+    let mut problems = Vec::new();
+    let callbacks: Vec<String> = s
+        .events_since(name, mark)
+        .iter()
+        .filter(|e| ["assigned", "revoked", "lost"].contains(&e.ev.as_str()))
+        .map(|e| format!("{} {}", e.ev, e.get("parts").unwrap_or("")))
+        .collect();
+    if !callbacks.is_empty() {
+        problems.push(format!(
+            "{name} went through a rebalance: its callbacks {callbacks:?}"
+        ));
+    }
+    let now = s.generation(name);
+    if generation.is_some() && now != generation {
+        problems.push(format!(
+            "{name}'s generation moved from {generation:?} to {now:?}"
+        ));
+    }
+    problems
+}
+
+/// Two static members (`group.instance.id`), confluent-kafka and
+/// kafka-python. Each in turn is killed with -9 and restarted with the same
+/// instance id within its session timeout: the group does not rebalance
+/// (the other member's callbacks are not called, the generation stays) and
+/// the new process gets the old one's partitions back. Then a static
+/// member closes, which does not leave the group (static members do not
+/// send LeaveGroup), so it stays listed until its session times out; then
+/// it is removed and its partitions move to the other member.
+#[test]
+fn static_members_restart_without_rebalance_and_expire_after_session() {
+    if skipped("static_members_restart_without_rebalance_and_expire_after_session") {
+        return;
+    }
+    let _serial = serial();
+    let mut s = Scene::start();
+    let (topic, group) = ("static", "g-static");
+    s.create(topic, PARTITIONS, &[]);
+    s.background_producer("producer", topic, 0, 150);
+    let ck_static = ["--instance-id", "inst-ck"];
+    let kp_static = ["--instance-id", "inst-kp"];
+
+    s.member("ck-1", Lib::Ck, group, topic, &ck_static);
+    s.member("kp-1", Lib::Kp, group, topic, &kp_static);
+    let (a0, _) = s.wait_converged(&["ck-1", "kp-1"], PARTITIONS, CONVERGE_TIMEOUT);
+    let gen0 = s.generation("kp-1");
+    let (_, members) = s.describe(group);
+    let instances: BTreeSet<&str> = members.iter().filter_map(|m| m.get("instance")).collect();
+    if instances != BTreeSet::from(["inst-ck", "inst-kp"]) {
+        s.fail(&format!(
+            "DescribeGroups lists the instance ids {instances:?}, expected inst-ck and inst-kp: \
+             {members:?}"
+        ));
+    }
+
+    // Each member in turn: kill -9, restart at once with the same id.
+    let rounds = [
+        ("ck-1", "ck-2", Lib::Ck, &ck_static, "kp-1"),
+        ("kp-1", "kp-2", Lib::Kp, &kp_static, "ck-2"),
+    ];
+    let mut current = a0.clone();
+    for (old, new, lib, instance, other) in rounds {
+        let other_generation = s.generation(other);
+        let mark = s.mark();
+        s.kill9(old);
+        let killed_ms = wall_ms();
+        s.member(new, lib, group, topic, instance);
+        let (a, _) = s.wait_converged(&[new, other], PARTITIONS, CONVERGE_TIMEOUT);
+        let mut problems = undisturbed(&s, other, &mark, other_generation);
+        if a[new] != current[old] || a[other] != current[other] {
+            problems.push(format!(
+                "the assignment changed from {current:?} to {a:?}: {new} should have {old}'s \
+                 partitions and {other} its own"
+            ));
+        }
+        // kafka-python reports the generation it was given: the group's
+        // current one, which must be the one before the restart.
+        if new == "kp-2" && s.generation("kp-2") != gen0 {
+            problems.push(format!(
+                "kp-2 joined in generation {:?}, not in the group's generation {gen0:?}",
+                s.generation("kp-2")
+            ));
+        }
+        if !problems.is_empty() {
+            let took = s
+                .events_since(new, &mark)
+                .iter()
+                .find(|e| e.ev == "assigned")
+                .and_then(|e| e.int("t"))
+                .map(|t| t - killed_ms);
+            s.fail(&format!(
+                "{old} killed and restarted as {new} with the same group.instance.id (it got its \
+                 partitions {took:?} ms after the kill; the session timeout is {SESSION_MS} \
+                 ms):\n  {}",
+                problems.join("\n  ")
+            ));
+        }
+        current = [
+            (new.to_string(), a[new].clone()),
+            (other.to_string(), a[other].clone()),
+        ]
+        .into();
+    }
+
+    // A static member that closes stays a member until its session ends.
+    let mark = s.mark();
+    s.stop("ck-2");
+    let closed_at = s.members[s.idx("ck-2")]
+        .exited_at
+        .expect("stop() saw it exit");
+    let (g, members) = s.describe(group);
+    let listed = members.iter().any(|m| m.get("instance") == Some("inst-ck"));
+    if closed_at.elapsed() < Duration::from_millis(SESSION_MS / 2) && !listed {
+        s.fail(&format!(
+            "right after the static member ck-2 closed, DescribeGroups no longer lists it \
+             (state {:?}, members {members:?}): it was removed before its session timeout",
+            g.get("state")
+        ));
+    }
+    let limit = Duration::from_millis(SESSION_MS) + CONVERGE_TIMEOUT;
+    let (after, at) = s.wait_converged(&["kp-2"], PARTITIONS, limit);
+    let took = at.saturating_duration_since(closed_at);
+    if took < Duration::from_millis(SESSION_MS / 2) {
+        s.fail(&format!(
+            "kp-2 took over the static member's partitions {took:?} after it closed, before \
+             its session timeout ({SESSION_MS} ms) could have run out: {after:?}"
+        ));
+    }
+    let moved = callback_parts(&s.events_since("kp-2", &mark), "assigned");
+    if !moved.is_superset(&set(&current["ck-2"])) {
+        s.fail(&format!(
+            "kp-2's callbacks assigned {moved:?}, not ck-2's partitions {:?}",
+            current["ck-2"]
+        ));
+    }
+    eprintln!(
+        "the closed static member's partitions moved after {took:?} (session timeout \
+         {SESSION_MS} ms)"
+    );
+
+    let delivered = s.stop_producer("producer", 500);
+    s.wait_consumed(topic, &delivered, CONSUME_TIMEOUT);
+    s.stop("kp-2");
+    let (recs, mut problems) = s.all_records(topic);
+    problems.extend(check_consumed(&delivered, &recs, false));
+    if !problems.is_empty() {
+        s.fail(&format!("records:\n  {}", problems.join("\n  ")));
+    }
+    s.broker.stop();
+}
+
+/// The Java consumer as a static member: it joins alone, a kafka-python
+/// static member joins (so the Java member rejoins once, in a later
+/// generation), then the Java member is killed with -9 and restarted with
+/// the same `group.instance.id` within its session timeout. As with the
+/// other clients (above), the group must not rebalance: kafka-python's
+/// callbacks are not called, its generation stays, and the new Java process
+/// gets the old one's partitions in the same generation.
+///
+/// The Java client's subscription (ConsumerProtocolSubscription v2+)
+/// carries the generation it last joined in, and a new process sends -1, so
+/// its metadata differs from what the old process last sent although its
+/// protocols are the same. Kafka only rebalances a rejoining static member
+/// of a Stable group if the group's protocol would change.
+#[test]
+fn java_static_member_restarts_without_rebalance() {
+    if skipped("java_static_member_restarts_without_rebalance") {
+        return;
+    }
+    let _serial = serial();
+    let libs = kafka_libs();
+    let java = JavaClasses::compile(&libs);
+    let mut s = Scene::start();
+    let (topic, group) = ("jstatic", "g-jstatic");
+    s.create(topic, PARTITIONS, &[]);
+    s.background_producer("producer", topic, 0, 150);
+    let java_static = "group.instance.id=inst-java";
+
+    s.java_member(&java, "java-1", group, topic, &[java_static]);
+    s.wait_converged(&["java-1"], PARTITIONS, CONVERGE_TIMEOUT);
+    s.member("kp-1", Lib::Kp, group, topic, &["--instance-id", "inst-kp"]);
+    let (before, _) = s.wait_converged(&["java-1", "kp-1"], PARTITIONS, CONVERGE_TIMEOUT);
+    let generation = s.generation("kp-1");
+
+    let mark = s.mark();
+    s.kill9("java-1");
+    let killed_ms = wall_ms();
+    s.java_member(&java, "java-2", group, topic, &[java_static]);
+    let (after, _) = s.wait_converged(&["java-2", "kp-1"], PARTITIONS, CONVERGE_TIMEOUT);
+    let mut problems = undisturbed(&s, "kp-1", &mark, generation);
+    if after["java-2"] != before["java-1"] || after["kp-1"] != before["kp-1"] {
+        problems.push(format!(
+            "the assignment changed from {before:?} to {after:?}"
+        ));
+    }
+    if s.generation("java-2") != generation {
+        problems.push(format!(
+            "java-2 joined in generation {:?}, not in the group's generation {generation:?}",
+            s.generation("java-2")
+        ));
+    }
+    if !problems.is_empty() {
+        let took = s
+            .events_since("java-2", &mark)
+            .iter()
+            .find(|e| e.ev == "assigned")
+            .and_then(|e| e.int("t"))
+            .map(|t| t - killed_ms);
+        s.fail(&format!(
+            "java-1 killed and restarted as java-2 with the same group.instance.id (it got its \
+             partitions {took:?} ms after the kill; the session timeout is {SESSION_MS} ms), \
+             and the group rebalanced (the broker log says why):\n  {}",
+            problems.join("\n  ")
+        ));
+    }
+
+    let delivered = s.stop_producer("producer", 300);
+    s.wait_consumed(topic, &delivered, CONSUME_TIMEOUT);
+    // Static members do not leave when they close: the broker expires them
+    // after it stops, which does not matter here.
+    s.stop("java-2");
+    s.stop("kp-1");
+    let (recs, mut problems) = s.all_records(topic);
+    problems.extend(check_consumed(&delivered, &recs, false));
+    if !problems.is_empty() {
+        s.fail(&format!("records:\n  {}", problems.join("\n  ")));
+    }
+    s.broker.stop();
+}
+
+/// A static member replaced without a rebalance (a new process, a new
+/// member id) is what the coordinator must store: after the broker
+/// restarts, the group it loads from `__consumer_offsets` has the new
+/// member id under the instance id, as DescribeGroups showed before the
+/// restart. With the old id stored, the live member would be fenced
+/// (FENCED_INSTANCE_ID, fatal to the clients) by its first heartbeat to the
+/// restarted coordinator.
+///
+/// The members are killed before the broker restarts: the check is on what
+/// was stored, and DescribeGroups reads the loaded group before their
+/// sessions expire.
+#[test]
+fn static_member_replacement_survives_a_coordinator_restart() {
+    if skipped("static_member_replacement_survives_a_coordinator_restart") {
+        return;
+    }
+    let _serial = serial();
+    let mut s = Scene::start();
+    let (topic, group) = ("sstored", "g-sstored");
+    s.create(topic, PARTITIONS, &[]);
+    s.produce(topic, 0, 300);
+    let ck_static = ["--instance-id", "inst-ck"];
+    s.member("ck-1", Lib::Ck, group, topic, &ck_static);
+    s.member("kp-1", Lib::Kp, group, topic, &["--instance-id", "inst-kp"]);
+    s.wait_converged(&["ck-1", "kp-1"], PARTITIONS, CONVERGE_TIMEOUT);
+    let mark = s.mark();
+    s.kill9("ck-1");
+    s.member("ck-2", Lib::Ck, group, topic, &ck_static);
+    s.wait_converged(&["ck-2", "kp-1"], PARTITIONS, CONVERGE_TIMEOUT);
+    let problems = undisturbed(&s, "kp-1", &mark, s.generation("kp-1"));
+    if !problems.is_empty() {
+        s.fail(&format!(
+            "the static member's restart rebalanced the group:\n  {}",
+            problems.join("\n  ")
+        ));
+    }
+    let ids = |members: &[Event]| -> BTreeMap<String, String> {
+        members
+            .iter()
+            .filter_map(|m| Some((m.get("instance")?.to_string(), m.get("id")?.to_string())))
+            .collect()
+    };
+    let (_, members) = s.describe(group);
+    let live = ids(&members);
+    if live.len() != 2 {
+        s.fail(&format!(
+            "DescribeGroups before the restart: expected the two static members, got \
+             {members:?}"
+        ));
+    }
+
+    s.kill9("ck-2");
+    s.kill9("kp-1");
+    s.broker.stop();
+    s.broker.restart();
+    let (g, members) = s.describe(group);
+    let loaded = ids(&members);
+    if loaded != live {
+        s.fail(&format!(
+            "after the restart the coordinator loaded the group (state {:?}) with the members \
+             {loaded:?} (instance id -> member id), but before it the members were {live:?}: \
+             the replacement of a static member was not stored",
+            g.get("state")
+        ));
+    }
+    s.broker.stop();
+}
+
+// ---------------------------------------------------------------------------
+// 11. group.max.size.
+
+/// With `group.max.size = 2`, a third member is refused: kafka-python
+/// raises GroupMaxSizeReachedError, librdkafka reports
+/// GROUP_MAX_SIZE_REACHED, the Java client throws
+/// GroupMaxSizeReachedException; none of them gets a partition, and the two
+/// members keep theirs (no rebalance) and keep consuming. A static member
+/// restarted with its instance id is not a third member: it takes its old
+/// place.
+#[test]
+fn group_max_size_refuses_a_third_member() {
+    if skipped("group_max_size_refuses_a_third_member") {
+        return;
+    }
+    let _serial = serial();
+    let libs = kafka_libs();
+    let java = JavaClasses::compile(&libs);
+    let mut s = Scene::start_with(&[("group.max.size", 2)]);
+    let (topic, group) = ("full", "g-full");
+    s.create(topic, PARTITIONS, &[]);
+    s.background_producer("producer", topic, 0, 150);
+    let ck_static = ["--instance-id", "inst-ck"];
+    s.member("ck-1", Lib::Ck, group, topic, &ck_static);
+    s.member("kp-1", Lib::Kp, group, topic, &[]);
+    let (two, _) = s.wait_converged(&["ck-1", "kp-1"], PARTITIONS, CONVERGE_TIMEOUT);
+    let generation = s.generation("kp-1");
+    let mark = s.mark();
+
+    // If a member were let in, it would consume a record and stop, rather
+    // than wait out the step's time limit.
+    let refused = ["--exit-on-error", "--commit", "none", "--max-records", "1"];
+    for (name, lib, want) in [
+        ("kp-3", Lib::Kp, "GroupMaxSizeReachedError"),
+        ("ck-3", Lib::Ck, "GROUP_MAX_SIZE_REACHED"),
+    ] {
+        let evs = s.run_member(name, lib, group, topic, &refused);
+        let err = find(&evs, "error");
+        let got = callback_parts(&evs, "assigned");
+        if err.map(|e| e.text("name")).as_deref() != Some(want) || !got.is_empty() {
+            s.fail(&format!(
+                "{name}, a third member of a group limited to 2: expected the error {want} and \
+                 no partitions; got error {err:?}, partitions {got:?}"
+            ));
+        }
+    }
+    let i = s.java_member(&java, "java-3", group, topic, &[]);
+    match s.members[i].wait(CONVERGE_TIMEOUT) {
+        Some(st) if st.success() => {}
+        Some(st) => s.fail(&format!("java-3 exited with {st}")),
+        None => s.fail(&format!(
+            "java-3, a third member of a group limited to 2, was not refused within \
+             {CONVERGE_TIMEOUT:?}"
+        )),
+    }
+    let evs = s.members[i].events();
+    let err = find(&evs, "error");
+    let got = callback_parts(&evs, "assigned");
+    if err.and_then(|e| e.get("name")) != Some("GroupMaxSizeReachedException") || !got.is_empty() {
+        s.fail(&format!(
+            "java-3: expected GroupMaxSizeReachedException and no partitions; got error {err:?}, \
+             partitions {got:?}"
+        ));
+    }
+    let (still, _) = s.wait_converged(&["ck-1", "kp-1"], PARTITIONS, CONVERGE_TIMEOUT);
+    let mut problems = undisturbed(&s, "kp-1", &mark, generation);
+    problems.extend(undisturbed(&s, "ck-1", &mark, None));
+    if still != two {
+        problems.push(format!("the assignment changed from {two:?} to {still:?}"));
+    }
+    if !problems.is_empty() {
+        s.fail(&format!(
+            "the refused members disturbed the group:\n  {}",
+            problems.join("\n  ")
+        ));
+    }
+
+    // A full group still takes back a static member's new process.
+    let mark = s.mark();
+    s.kill9("ck-1");
+    s.member("ck-2", Lib::Ck, group, topic, &ck_static);
+    let (back, _) = s.wait_converged(&["ck-2", "kp-1"], PARTITIONS, CONVERGE_TIMEOUT);
+    let mut problems = undisturbed(&s, "kp-1", &mark, generation);
+    if back["ck-2"] != two["ck-1"] {
+        problems.push(format!(
+            "ck-2 owns {:?}, not ck-1's {:?}",
+            back["ck-2"], two["ck-1"]
+        ));
+    }
+    let refusals: Vec<Event> = s
+        .events_since("ck-2", &mark)
+        .into_iter()
+        .filter(|e| e.ev.contains("error"))
+        .collect();
+    if !refusals.is_empty() {
+        problems.push(format!("ck-2 reported errors: {refusals:?}"));
+    }
+    if !problems.is_empty() {
+        s.fail(&format!(
+            "a static member restarted into a full group:\n  {}",
+            problems.join("\n  ")
+        ));
+    }
+
+    let delivered = s.stop_producer("producer", 500);
+    s.wait_consumed(topic, &delivered, CONSUME_TIMEOUT);
+    s.stop("ck-2");
+    s.stop("kp-1");
+    let (recs, mut problems) = s.all_records(topic);
+    problems.extend(check_consumed(&delivered, &recs, false));
+    let third: Vec<&Rec> = recs.iter().filter(|r| r.member.ends_with("-3")).collect();
+    if !third.is_empty() {
+        problems.push(format!("refused members consumed {} records", third.len()));
+    }
+    if !problems.is_empty() {
+        s.fail(&format!("records:\n  {}", problems.join("\n  ")));
+    }
+    s.broker.stop();
+}
+
+// ---------------------------------------------------------------------------
+// 12. max.poll.interval.ms.
+
+/// The stalled member's `session.timeout.ms`: librdkafka requires it not to
+/// exceed `max.poll.interval.ms`.
+const STALL_SESSION_MS: u64 = 2000;
+/// The stalled member's `max.poll.interval.ms`.
+const STALL_MAX_POLL_MS: u64 = 3000;
+/// How long the stalled member does not poll: well beyond its
+/// `max.poll.interval.ms` plus a rebalance, so the others take over while
+/// it is still stalled.
+const STALL_SECONDS: u64 = 10;
+
+/// A member that stops polling (an application stuck in processing) for
+/// longer than its `max.poll.interval.ms` keeps heartbeating from its
+/// client's background thread, so its session never runs out; its client
+/// leaves the group instead, and the others take over its partitions while
+/// it is still stalled. When it polls again it rejoins and the partitions
+/// are shared again. Once with librdkafka (which then reports
+/// _MAX_POLL_EXCEEDED) and once with kafka-python (which reports its
+/// partitions lost); every record is consumed at least once.
+#[test]
+fn member_that_stops_polling_is_replaced_then_rejoins() {
+    if skipped("member_that_stops_polling_is_replaced_then_rejoins") {
+        return;
+    }
+    let _serial = serial();
+    let mut s = Scene::start();
+    let (topic, group) = ("stall", "g-stall");
+    s.create(topic, PARTITIONS, &[]);
+    s.background_producer("producer", topic, 0, 150);
+    let (session, max_poll, seconds) = (
+        STALL_SESSION_MS.to_string(),
+        STALL_MAX_POLL_MS.to_string(),
+        STALL_SECONDS.to_string(),
+    );
+    let stall = [
+        "--session-ms",
+        session.as_str(),
+        "--max-poll-ms",
+        max_poll.as_str(),
+        "--stall-after",
+        "50",
+        "--stall-seconds",
+        seconds.as_str(),
+    ];
+    s.member("kp-1", Lib::Kp, group, topic, &[]);
+    s.wait_converged(&["kp-1"], PARTITIONS, CONVERGE_TIMEOUT);
+
+    let mut others = vec!["kp-1"];
+    for (name, lib, evidence) in [
+        ("ck-stall", Lib::Ck, "error"),
+        ("kp-stall", Lib::Kp, "lost"),
+    ] {
+        s.member(name, lib, group, topic, &stall);
+        let mut all = others.clone();
+        all.push(name);
+        s.wait_converged(&all, PARTITIONS, CONVERGE_TIMEOUT);
+        let stalled = s.wait_event(name, "stall", CONVERGE_TIMEOUT);
+        let limit = Duration::from_secs(STALL_SECONDS) + CONVERGE_TIMEOUT;
+        s.wait_converged(&others, PARTITIONS, limit);
+        let i = s.idx(name);
+        if let Some(resumed) = find(&s.members[i].events(), "resume") {
+            s.fail(&format!(
+                "{others:?} took over {name}'s partitions only after it polled again \
+                 ({resumed:?}; it stalled at {stalled:?}): its max.poll.interval.ms \
+                 ({STALL_MAX_POLL_MS} ms) did not take it out of the group"
+            ));
+        }
+        let replaced_ms = wall_ms() - stalled.int("t").unwrap_or(0);
+        s.wait_event(name, "resume", limit);
+        s.wait_converged(&all, PARTITIONS, CONVERGE_TIMEOUT);
+        let evs = s.members[i].events();
+        let seen = match evidence {
+            "error" => evs
+                .iter()
+                .any(|e| e.ev == "error" && e.get("name") == Some("_MAX_POLL_EXCEEDED")),
+            _ => evs.iter().any(|e| e.ev == "lost"),
+        };
+        if !seen {
+            s.fail(&format!(
+                "{name} rejoined, but did not report that it had been out of the group \
+                 (_MAX_POLL_EXCEEDED for librdkafka, lost partitions for kafka-python)"
+            ));
+        }
+        eprintln!("{name}: the others owned every partition {replaced_ms} ms into its stall");
+        others.push(name);
+    }
+
+    let delivered = s.stop_producer("producer", 500);
+    s.wait_consumed(topic, &delivered, CONSUME_TIMEOUT);
+    for name in others {
+        s.stop(name);
+    }
+    let (recs, mut problems) = s.all_records(topic);
+    problems.extend(check_consumed(&delivered, &recs, false));
+    if !problems.is_empty() {
+        s.fail(&format!("records:\n  {}", problems.join("\n  ")));
     }
     s.broker.stop();
 }

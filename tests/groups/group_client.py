@@ -7,6 +7,7 @@ offset helpers the tests need. Usage:
   group_client.py consume  LIB BOOTSTRAP GROUP TOPIC [options, see consume_args]
   group_client.py commit   BOOTSTRAP GROUP TOPIC PARTITION=OFFSET...  # from outside the group
   group_client.py committed LIB BOOTSTRAP GROUP TOPIC
+  group_client.py describe BOOTSTRAP GROUP                            # DescribeGroups
   group_client.py offsets  BOOTSTRAP TOPIC                            # log start and end
   group_client.py delete-records BOOTSTRAP TOPIC PARTITION=OFFSET...
 
@@ -17,7 +18,13 @@ newline). An event is `EVENT key=value key=value ...`: lists are written
 `a,b,c`, partition maps `partition:offset,...` with `-` for "none", and
 spaces, tabs, newlines and `%` in text are %-escaped, so no value holds
 whitespace. Every event has `t`, wall-clock milliseconds. Records are
-`rec p=P o=OFFSET k=KEY v=VALUE`.
+`rec p=P o=OFFSET k=KEY v=VALUE`. A consumer also reports its rebalance
+callbacks as they are called (`assigned`, `revoked`, `lost`, with the
+partitions the callback got: all of them under an eager protocol, only
+the ones that move under a cooperative one), `assignment parts=... gen=G`
+after a poll that changed its assignment or generation (`-` where the
+client does not expose the generation), and confluent-kafka's error
+callback as `client_error`.
 
 Record `seq` of a topic T: key "key-<seq % 37>" (37 keys: spread over the
 partitions), value "T/<seq as 7 digits>/<key>", so a consumed value names
@@ -230,6 +237,16 @@ def commit(a):
 # Consumers. Both libraries behind one small interface, so that the loop in
 # consume() is the same for both.
 
+def kp_assignors():
+    """kafka-python's assignors by protocol name (as librdkafka names them)."""
+    from kafka.coordinator.assignors.cooperative_sticky import CooperativeStickyAssignor
+    from kafka.coordinator.assignors.range import RangePartitionAssignor
+    from kafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
+    from kafka.coordinator.assignors.sticky.sticky_assignor import StickyPartitionAssignor
+    return {"range": RangePartitionAssignor, "roundrobin": RoundRobinPartitionAssignor,
+            "sticky": StickyPartitionAssignor, "cooperative-sticky": CooperativeStickyAssignor}
+
+
 class KpConsumer:
     """kafka-python: KafkaConsumer with a ConsumerRebalanceListener."""
 
@@ -244,12 +261,17 @@ class KpConsumer:
         self.errors = kafka.errors
         self.a = a
         reset = {"earliest": "earliest", "latest": "latest", "none": "none"}[a.reset]
+        extra = {}
+        if a.strategy:
+            extra["partition_assignment_strategy"] = [kp_assignors()[n] for n in a.strategy]
+        if a.instance_id:
+            extra["group_instance_id"] = a.instance_id
         self.c = KafkaConsumer(
             bootstrap_servers=a.bootstrap, group_id=a.group, client_id=a.name,
             enable_auto_commit=(a.commit == "auto"), auto_commit_interval_ms=500,
             auto_offset_reset=reset, session_timeout_ms=a.session_ms,
             heartbeat_interval_ms=a.heartbeat_ms, max_poll_interval_ms=a.max_poll_ms,
-            max_poll_records=a.batch, request_timeout_ms=20000)
+            max_poll_records=a.batch, request_timeout_ms=20000, **extra)
 
         class Listener(ConsumerRebalanceListener):
             def on_partitions_revoked(self, revoked):
@@ -257,6 +279,11 @@ class KpConsumer:
 
             def on_partitions_assigned(self, assigned):
                 emit("assigned", parts=sorted(tp.partition for tp in assigned))
+
+            def on_partitions_lost(self, lost):
+                # Without this, kafka-python reports lost partitions as
+                # revoked; the tests tell the two apart.
+                emit("lost", parts=sorted(tp.partition for tp in lost))
 
         self.listener = Listener()
 
@@ -301,6 +328,10 @@ class KpConsumer:
     def assignment(self):
         return sorted(tp.partition for tp in (self.c.assignment() or ()))
 
+    def generation(self):
+        # group_metadata() is public (KIP-447); -1 before the first join.
+        return self.c.group_metadata().generation_id
+
     def position(self, p):
         return self.c.position(self.TopicPartition(self.a.topic, p), timeout_ms=20000)
 
@@ -322,12 +353,32 @@ class CkConsumer:
         # librdkafka names 'none' "error": it then reports
         # _AUTO_OFFSET_RESET as a consumed message's error.
         reset = {"earliest": "earliest", "latest": "latest", "none": "error"}[a.reset]
-        self.c = Consumer(ck_conf(a.bootstrap, **{
+        conf = {
             "group.id": a.group, "client.id": a.name,
             "enable.auto.commit": a.commit == "auto", "auto.commit.interval.ms": 500,
             "auto.offset.reset": reset, "session.timeout.ms": a.session_ms,
             "heartbeat.interval.ms": a.heartbeat_ms, "max.poll.interval.ms": a.max_poll_ms,
-        }))
+        }
+        if a.strategy:
+            conf["partition.assignment.strategy"] = ",".join(a.strategy)
+        if a.instance_id:
+            conf["group.instance.id"] = a.instance_id
+
+        last_error = [None, 0.0]
+
+        def on_error(err):
+            # Errors librdkafka reports outside consume(), such as a failed
+            # JoinGroup it retries by itself. While the broker is down it
+            # reports every failed connect, so a repeat is shown once a
+            # second at most.
+            now = time.monotonic()
+            if last_error[0] == err.name() and now - last_error[1] < 1.0:
+                return
+            last_error[:] = [err.name(), now]
+            emit("client_error", name=err.name(), detail=err.str())
+
+        conf["error_cb"] = on_error
+        self.c = Consumer(ck_conf(a.bootstrap, **conf))
 
     def partitions(self):
         md = self.c.list_topics(self.a.topic, timeout=20)
@@ -348,7 +399,14 @@ class CkConsumer:
         def on_revoke(consumer, parts):
             emit("revoked", parts=sorted(tp.partition for tp in parts))
 
-        self.c.subscribe([self.a.topic], on_assign=on_assign, on_revoke=on_revoke)
+        def on_lost(consumer, parts):
+            emit("lost", parts=sorted(tp.partition for tp in parts))
+
+        # The callbacks do not assign themselves: confluent-kafka then calls
+        # assign() (eager) or incremental_assign() (cooperative) after them,
+        # so the parts they report are what the protocol hands over.
+        self.c.subscribe([self.a.topic], on_assign=on_assign, on_revoke=on_revoke,
+                         on_lost=on_lost)
 
     def poll(self):
         out = []
@@ -374,6 +432,10 @@ class CkConsumer:
 
     def assignment(self):
         return sorted(tp.partition for tp in self.c.assignment())
+
+    def generation(self):
+        # confluent-kafka does not expose the generation.
+        return None
 
     def position(self, p):
         off = self.c.position([self.TopicPartition(self.a.topic, p)])[0].offset
@@ -416,6 +478,7 @@ def consume(a):
     consumed = 0
     last = {}  # partition -> last consumed offset, for --until-end
     shown = None
+    stalled = False
     reason = None
     while reason is None:
         if a.stop and os.path.exists(a.stop):
@@ -450,9 +513,19 @@ def consume(a):
             except ConsumerError as e:
                 emit("commit_failed", name=e.name, detail=e.detail, offsets=batch_next)
         now = c.assignment()
-        if now != shown:
-            emit("assignment", parts=now)
-            shown = now
+        state = (now, c.generation())
+        if state != shown:
+            # gen is "-" where the client does not expose it (confluent-kafka).
+            emit("assignment", parts=now, gen=state[1])
+            shown = state
+        if a.stall_after is not None and not stalled and consumed >= a.stall_after:
+            # An application stuck in its processing: no poll() for longer
+            # than max.poll.interval.ms, while the client's background
+            # thread keeps heartbeating.
+            stalled = True
+            emit("stall", seconds=a.stall_seconds, consumed=consumed)
+            time.sleep(a.stall_seconds)
+            emit("resume")
         if a.max_records is not None and consumed >= a.max_records:
             reason = "max records"
         elif ends is not None and all(
@@ -495,6 +568,19 @@ class OffsetsReader:
             c.close()
 
 
+def describe(a):
+    """The group as DescribeGroups reports it (confluent-kafka's admin
+    client): one `group` event, then a `member` event per member."""
+    from confluent_kafka.admin import AdminClient
+    admin = AdminClient(ck_conf(a.bootstrap))
+    d = admin.describe_consumer_groups([a.group], request_timeout=20)[a.group].result(timeout=30)
+    emit("group", state=d.state.name, assignor=d.partition_assignor, members=len(d.members))
+    for m in sorted(d.members, key=lambda m: m.client_id):
+        parts = sorted(tp.partition for tp in (m.assignment.topic_partitions or []))
+        emit("member", client=m.client_id, instance=m.group_instance_id, id=m.member_id,
+             parts=parts)
+
+
 def committed(a):
     c = KpConsumer(a) if a.lib == "kp" else CkConsumer(a)
     parts = c.partitions()
@@ -528,6 +614,13 @@ def consume_args(sub):
     sub.add_argument("--positions-wait", type=float,
                      help="with --positions: report anyway after this many seconds")
     sub.add_argument("--exit-on-error", action="store_true")
+    sub.add_argument("--strategy", type=lambda v: v.split(","),
+                     help="assignors by protocol name, in preference order: range, "
+                          "roundrobin, sticky, cooperative-sticky (default: the client's)")
+    sub.add_argument("--instance-id", help="group.instance.id: a static member")
+    sub.add_argument("--stall-after", type=int,
+                     help="after this many records, stop polling for --stall-seconds")
+    sub.add_argument("--stall-seconds", type=float, default=0)
 
 
 def main():
@@ -558,6 +651,9 @@ def main():
     s.add_argument("bootstrap")
     s.add_argument("group")
     s.add_argument("topic")
+    s = cmds.add_parser("describe")
+    s.add_argument("bootstrap")
+    s.add_argument("group")
     s = cmds.add_parser("offsets")
     s.add_argument("bootstrap")
     s.add_argument("topic")
@@ -570,12 +666,13 @@ def main():
         # KpConsumer/CkConsumer read these; a query never consumes.
         a.name, a.commit, a.reset = "pinlog-test-committed", "none", "earliest"
         a.session_ms, a.heartbeat_ms, a.max_poll_ms, a.batch = 10000, 1000, 30000, 100
+        a.strategy, a.instance_id = None, None
     if debug():
         logging.basicConfig(level=logging.DEBUG, stream=sys.stderr)
     if a.cmd == "produce" and a.count is None and a.stop is None:
         die("produce needs --count or --stop")
     {"create": create, "produce": produce, "consume": consume, "commit": commit,
-     "committed": committed, "offsets": offsets,
+     "committed": committed, "describe": describe, "offsets": offsets,
      "delete-records": delete_records}[a.cmd](a)
 
 

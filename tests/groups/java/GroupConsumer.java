@@ -2,23 +2,38 @@
 // classic group protocol, which is the default), driven by tests/groups.rs.
 // It is compiled with
 //   javac -cp "<kafka libs>/*" -d <tmp> GroupConsumer.java
-// and run as `java -cp "<tmp>:<kafka libs>/*" GroupConsumer BOOTSTRAP GROUP TOPIC N`.
+// and runs in one of two modes.
 //
-// It subscribes to TOPIC in GROUP (auto.offset.reset=earliest, auto-commit
-// off), consumes until it has seen N distinct records, commitSync()s what it
-// consumed, reads back committed() and endOffsets(), and closes (which
-// sends LeaveGroup). Output, one line each:
+// `GroupConsumer BOOTSTRAP GROUP TOPIC N` subscribes to TOPIC in GROUP
+// (auto.offset.reset=earliest, auto-commit off), consumes until it has seen
+// N distinct records, commitSync()s what it consumed, reads back committed()
+// and endOffsets(), and closes (which sends LeaveGroup). Output, one line
+// each:
 //   assigned P,P,...          partitions after each rebalance
 //   rec P OFFSET KEY VALUE    every record
 //   committed P OFFSET        per partition, after commitSync
 //   end P OFFSET              per partition
 //   done N                    after close()
 // Everything has a time limit (STEP); on failure it prints ERROR and exits 1.
+//
+// `GroupConsumer member BOOTSTRAP GROUP TOPIC NAME STOP_FILE MAX_SECONDS
+// [NAME=VALUE...]` is a long-running member that speaks group_client.py's
+// event format (see its doc), so the tests treat it like the Python
+// members: it subscribes with auto-commit every 500 ms and earliest, with
+// the consumer settings NAME=VALUE on top (assignor, group.instance.id,
+// timeouts), prints its rebalance callbacks (`assigned`, `revoked`, `lost`:
+// the partitions each call got), `assignment parts=... gen=G` when its
+// assignment or generation changed, every record, and stops (close(), which
+// commits and, for a dynamic member, leaves the group) once STOP_FILE exists,
+// or after reporting an exception of poll() as `error name=CLASS detail=...`.
+// After MAX_SECONDS it gives up and exits 3.
 
 import java.io.BufferedWriter;
 import java.io.OutputStreamWriter;
 import java.io.PrintWriter;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Collection;
 import java.util.HashMap;
@@ -33,8 +48,10 @@ import java.util.stream.Collectors;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRebalanceListener;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.ConsumerRecords;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
+import org.apache.kafka.common.KafkaException;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.StringDeserializer;
 
@@ -42,6 +59,10 @@ public class GroupConsumer {
     static final Duration STEP = Duration.ofSeconds(60);
 
     public static void main(String[] args) throws Exception {
+        if (args.length > 0 && args[0].equals("member")) {
+            member(args);
+            return;
+        }
         if (args.length != 4) {
             die("usage: GroupConsumer BOOTSTRAP GROUP TOPIC N");
         }
@@ -99,6 +120,108 @@ public class GroupConsumer {
         }
         out.println("done " + seen.size());
         out.flush();
+    }
+
+    /** One event line (group_client.py's format), flushed at once. */
+    static void emit(String ev, String... fields) {
+        StringBuilder b = new StringBuilder(ev);
+        for (int i = 0; i + 1 < fields.length; i += 2) {
+            b.append(' ').append(fields[i]).append('=').append(escape(fields[i + 1]));
+        }
+        b.append(" t=").append(System.currentTimeMillis());
+        System.out.println(b);
+        System.out.flush();
+    }
+
+    static String escape(String v) {
+        return v.replace("%", "%25").replace(" ", "%20").replace("\t", "%09")
+                .replace("\n", "%0A").replace("\r", "%0D");
+    }
+
+    static String parts(Collection<TopicPartition> tps) {
+        return tps.stream().map(TopicPartition::partition).sorted()
+                .map(p -> Integer.toString(p)).collect(Collectors.joining(","));
+    }
+
+    static void member(String[] args) throws Exception {
+        if (args.length < 7) {
+            die("usage: GroupConsumer member BOOTSTRAP GROUP TOPIC NAME STOP_FILE MAX_SECONDS "
+                    + "[NAME=VALUE...]");
+        }
+        String bootstrap = args[1], group = args[2], topic = args[3], name = args[4];
+        Path stop = Path.of(args[5]);
+        long deadline = System.nanoTime() + Duration.ofSeconds(Long.parseLong(args[6])).toNanos();
+        Properties props = new Properties();
+        props.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+        props.put(ConsumerConfig.GROUP_ID_CONFIG, group);
+        props.put(ConsumerConfig.CLIENT_ID_CONFIG, name);
+        props.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
+        props.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "true");
+        props.put(ConsumerConfig.AUTO_COMMIT_INTERVAL_MS_CONFIG, "500");
+        props.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
+        props.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
+        for (int i = 7; i < args.length; i++) {
+            String[] kv = args[i].split("=", 2);
+            if (kv.length != 2) {
+                die("not NAME=VALUE: " + args[i]);
+            }
+            props.put(kv[0], kv[1]);
+        }
+        emit("start", "name", name, "lib", "java", "group", group,
+                "pid", Long.toString(ProcessHandle.current().pid()));
+        long consumed = 0;
+        String shown = null;
+        try (KafkaConsumer<String, String> consumer = new KafkaConsumer<>(props)) {
+            // The listener runs inside poll(), on this thread.
+            consumer.subscribe(List.of(topic), new ConsumerRebalanceListener() {
+                @Override
+                public void onPartitionsRevoked(Collection<TopicPartition> tps) {
+                    emit("revoked", "parts", parts(tps));
+                }
+
+                @Override
+                public void onPartitionsAssigned(Collection<TopicPartition> tps) {
+                    emit("assigned", "parts", parts(tps));
+                }
+
+                @Override
+                public void onPartitionsLost(Collection<TopicPartition> tps) {
+                    emit("lost", "parts", parts(tps));
+                }
+            });
+            String reason = "stop file";
+            while (!Files.exists(stop)) {
+                if (System.nanoTime() > deadline) {
+                    emit("fatal", "error", "deadline; consumed " + consumed + " records");
+                    System.exit(3);
+                }
+                ConsumerRecords<String, String> records;
+                try {
+                    records = consumer.poll(Duration.ofMillis(200));
+                } catch (KafkaException e) {
+                    // Errors poll() throws are fatal to this consumer (a
+                    // full group, a fenced instance id): report and stop.
+                    emit("error", "name", e.getClass().getSimpleName(),
+                            "detail", String.valueOf(e.getMessage()));
+                    reason = "error";
+                    break;
+                }
+                for (ConsumerRecord<String, String> r : records) {
+                    emit("rec", "p", Integer.toString(r.partition()), "o", Long.toString(r.offset()),
+                            "k", r.key(), "v", r.value());
+                    consumed++;
+                }
+                String now = parts(consumer.assignment()) + " "
+                        + consumer.groupMetadata().generationId();
+                if (!now.equals(shown)) {
+                    String[] w = now.split(" ");
+                    emit("assignment", "parts", w[0], "gen", w[1]);
+                    shown = now;
+                }
+            }
+            emit("stopping", "reason", reason, "consumed", Long.toString(consumed));
+        }
+        emit("closed", "consumed", Long.toString(consumed));
     }
 
     static void die(String msg) {
