@@ -1,5 +1,6 @@
-//! Criterion micro-benchmarks of the storage engine's CPU paths: index
-//! lookups on full default-sized indexes and RecordBatch validation.
+//! Criterion micro-benchmarks of the CPU paths: index lookups on full
+//! default-sized indexes, RecordBatch validation, and the wire codec of
+//! Produce (decode) and Fetch (encode), the two requests on the data path.
 //!
 //! After criterion's own report, the harness prints ratios between
 //! benchmarks of this same run (it reads criterion's `estimates.json` files
@@ -15,11 +16,16 @@ use std::hint::black_box;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
+use bytes::{Bytes, BytesMut};
 use criterion::{BenchmarkGroup, Criterion, Throughput};
 use pinlog::constants::DEFAULT_SEGMENT_INDEX_BYTES;
 use pinlog::log::batch::{self, build_batch, BatchSpec, CountRule, RecordSpec};
 use pinlog::log::offset_index::OffsetIndex;
 use pinlog::log::time_index::TimeIndex;
+use pinlog::protocol::chunks::{ChunkWriter, RecordData};
+use pinlog::protocol::codec::Reader;
+use pinlog::protocol::messages::fetch::{FetchResponse, FetchableTopicResponse, PartitionData};
+use pinlog::protocol::messages::produce::{PartitionProduceData, ProduceRequest, TopicProduceData};
 
 /// Records per batch and value size: a producer batch of about 64 KiB, the
 /// same shape as the storage bench's.
@@ -32,6 +38,12 @@ const TARGETS: usize = 1 << 16;
 const OFFSETS_PER_ENTRY: i64 = 16;
 const BYTES_PER_ENTRY: u32 = 1024;
 const TIMESTAMP_STEP_MS: i64 = 10;
+/// Partitions in the benchmarked Produce and Fetch messages, each carrying
+/// one 64 KiB batch: the shape of the P1 workload's requests.
+const CODEC_PARTITIONS: i32 = 12;
+/// Versions the benchmarks use: the highest pinlog serves.
+const PRODUCE_VERSION: i16 = 9;
+const FETCH_VERSION: i16 = 12;
 
 fn xorshift(state: &mut u64) -> u64 {
     *state ^= *state << 13;
@@ -182,6 +194,67 @@ fn batch_checks(c: &mut Criterion) {
     group.finish();
 }
 
+/// Produce decode and Fetch encode of 12 partitions x 64 KiB, against a
+/// plain copy of the same bytes: the codec must cost far less than one copy
+/// of the records, because it slices them (decode) and references them
+/// (encode) instead of copying.
+fn codec(c: &mut Criterion) {
+    let batch = Bytes::from(producer_batch());
+    let produce = ProduceRequest {
+        transactional_id: None,
+        acks: 1,
+        timeout_ms: 30_000,
+        topics: vec![TopicProduceData {
+            name: "bench".into(),
+            partitions: (0..CODEC_PARTITIONS)
+                .map(|index| PartitionProduceData {
+                    index,
+                    records: Some(batch.clone()),
+                })
+                .collect(),
+        }],
+    };
+    let mut encoded = BytesMut::new();
+    produce.encode(&mut encoded, PRODUCE_VERSION);
+    let encoded = encoded.freeze();
+    let fetch = FetchResponse {
+        responses: vec![FetchableTopicResponse {
+            topic: "bench".into(),
+            partitions: (0..CODEC_PARTITIONS)
+                .map(|partition_index| PartitionData {
+                    partition_index,
+                    high_watermark: 1 << 20,
+                    records: Some(RecordData::Bytes(batch.clone())),
+                    ..PartitionData::default()
+                })
+                .collect(),
+        }],
+        ..FetchResponse::default()
+    };
+    let mut group = c.benchmark_group("codec");
+    configure(&mut group);
+    group.throughput(Throughput::Bytes(encoded.len() as u64));
+    group.bench_function("produce_decode_12x64k", |b| {
+        b.iter(|| {
+            ProduceRequest::decode(
+                &mut Reader::new(black_box(encoded.clone())),
+                PRODUCE_VERSION,
+            )
+        })
+    });
+    group.bench_function("fetch_encode_12x64k", |b| {
+        b.iter(|| {
+            let mut w = ChunkWriter::new();
+            black_box(&fetch).encode_chunked(&mut w, FETCH_VERSION);
+            w.finish()
+        })
+    });
+    group.bench_function("memcpy_12x64k", |b| {
+        b.iter(|| black_box(&encoded[..]).to_vec())
+    });
+    group.finish();
+}
+
 /// Mean time in ns of `group/function` from criterion's estimates, if this
 /// process (started at `since`) wrote them.
 fn mean_ns(root: &Path, group: &str, function: &str, since: SystemTime) -> Option<f64> {
@@ -215,6 +288,18 @@ fn criterion_home() -> PathBuf {
 fn print_ratios(root: &Path, since: SystemTime) {
     let batch_len = producer_batch().len() as f64;
     println!("\nRatios from this run (criterion mean estimates):");
+    let copy = mean_ns(root, "codec", "memcpy_12x64k", since);
+    for (name, what) in [
+        ("produce_decode_12x64k", "Produce decode"),
+        ("fetch_encode_12x64k", "Fetch encode"),
+    ] {
+        if let (Some(t), Some(c)) = (mean_ns(root, "codec", name, since), copy) {
+            println!(
+                "  {what} / one copy of the same 12 x 64 KiB: {:.4} ({t:.0} vs {c:.0} ns)",
+                t / c
+            );
+        }
+    }
     let validate = mean_ns(root, "batch", "validate_64k", since);
     let crc = mean_ns(root, "batch", "crc32c_64k", since);
     if let (Some(v), Some(c)) = (validate, crc) {
@@ -251,6 +336,7 @@ fn main() {
     offset_index(&mut c);
     time_index(&mut c);
     batch_checks(&mut c);
+    codec(&mut c);
     c.final_summary();
     print_ratios(&root, since);
 }
