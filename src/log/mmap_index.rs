@@ -73,9 +73,13 @@ pub enum IndexAppendError {
 /// bytes whenever `max_entries > 0`. Normally the mapping and the file have
 /// the same length, `max_entries` whole entries; only after a failed remap
 /// (see `resize_to`) are fewer entries usable than the file could hold.
+///
+/// No descriptor is kept open: the mapping needs none, and the rare
+/// operations that need the file (resizing, fdatasync) open it by path. A
+/// partition then holds two descriptors (its active segment's) instead of
+/// four, as Kafka closes its index files after mapping them.
 #[derive(Debug)]
 pub struct MmapIndexFile {
-    file: File,
     path: PathBuf,
     /// `None` exactly when the file is empty: a zero-length mapping is not a
     /// thing mmap(2) can make, and a trimmed index of a segment without
@@ -119,8 +123,8 @@ impl MmapIndexFile {
             .open(&path)?;
         file.set_len(length_bytes)?;
         let mmap = map(&file, length_bytes)?;
+        drop(file);
         let index = MmapIndexFile {
-            file,
             path,
             mmap,
             entry_size_bytes,
@@ -163,8 +167,8 @@ impl MmapIndexFile {
             file.set_len(length_bytes)?;
         }
         let mmap = map(&file, length_bytes)?;
+        drop(file);
         let index = MmapIndexFile {
-            file,
             path,
             mmap,
             entry_size_bytes,
@@ -291,8 +295,9 @@ impl MmapIndexFile {
             return Ok(false);
         }
         let max_entries = entries_in(length_bytes, self.entry_size_bytes)?;
-        self.file.set_len(length_bytes)?;
-        match map(&self.file, length_bytes) {
+        let file = OpenOptions::new().read(true).write(true).open(&self.path)?;
+        file.set_len(length_bytes)?;
+        match map(&file, length_bytes) {
             Ok(mmap) => {
                 self.mmap = mmap;
                 self.max_entries = max_entries;
@@ -309,12 +314,6 @@ impl MmapIndexFile {
                 Err(error)
             }
         }
-    }
-
-    /// The open file, for `fdatasync` (which also writes back pages dirtied
-    /// through the shared mapping).
-    pub fn file(&self) -> &File {
-        &self.file
     }
 
     pub fn path(&self) -> &Path {
@@ -334,11 +333,8 @@ impl MmapIndexFile {
     /// Unmaps, closes and deletes the file. Returns false if the file was
     /// already gone (Kafka's `deleteIfExists`).
     pub fn delete(self) -> io::Result<bool> {
-        let MmapIndexFile {
-            file, path, mmap, ..
-        } = self;
+        let MmapIndexFile { path, mmap, .. } = self;
         drop(mmap);
-        drop(file);
         match std::fs::remove_file(&path) {
             Ok(()) => Ok(true),
             Err(error) if error.kind() == io::ErrorKind::NotFound => Ok(false),

@@ -18,7 +18,6 @@
 //! [`OffsetIndex::sanity_check`] checks every entry, so an index that was not
 //! trimmed before a crash is reported corrupt and rebuilt from the segment.
 
-use std::fs::File;
 use std::path::Path;
 
 use crate::constants::OFFSET_INDEX_ENTRY_SIZE;
@@ -205,11 +204,6 @@ impl OffsetIndex {
         self.file
             .resize(max_index_bytes)
             .map_err(|e| LogError::io("resize offset index", self.file.path(), self.base_offset, e))
-    }
-
-    /// The open file, for `fdatasync`.
-    pub fn file(&self) -> &File {
-        self.file.file()
     }
 
     pub fn path(&self) -> &Path {

@@ -758,8 +758,8 @@ impl Segment {
             .fdatasync()
             .await
             .map_err(|e| LogError::io("fdatasync segment", &self.log_path, self.next_offset, e))?;
-        sync_off_thread(self.offset_index.file(), self.offset_index.path()).await?;
-        sync_off_thread(self.time_index.file(), self.time_index.path()).await?;
+        sync_off_thread(self.offset_index.path()).await?;
+        sync_off_thread(self.time_index.path()).await?;
         self.flushed_size_bytes = self.size_bytes;
         Ok(())
     }
@@ -865,14 +865,14 @@ impl Segment {
     }
 }
 
-/// fdatasync of a file that glommio did not open (the mmap'ed indexes), on
-/// glommio's blocking pool so that the shard thread never blocks.
-async fn sync_off_thread(file: &std::fs::File, path: &Path) -> LogResult<()> {
-    let file = file
-        .try_clone()
-        .map_err(|e| LogError::io("dup index fd", path, -1, e))?;
+/// fdatasync of an mmap'ed index, on glommio's blocking pool so that the
+/// shard thread never blocks. The index keeps no descriptor, so this opens
+/// one: fdatasync writes back the file's dirty pages whichever descriptor
+/// asks, pages dirtied through the mapping included.
+async fn sync_off_thread(path: &Path) -> LogResult<()> {
+    let owned = path.to_path_buf();
     glommio::executor()
-        .spawn_blocking(move || file.sync_data())
+        .spawn_blocking(move || std::fs::File::open(&owned)?.sync_data())
         .await
         .map_err(|e| LogError::io("fdatasync index", path, -1, e))
 }

@@ -19,7 +19,6 @@
 //! early) so that rolling a segment can always append its final entry with
 //! `skip_full_check`.
 
-use std::fs::File;
 use std::path::Path;
 
 use crate::constants::TIME_INDEX_ENTRY_SIZE;
@@ -236,11 +235,6 @@ impl TimeIndex {
         self.file
             .resize(max_index_bytes)
             .map_err(|e| LogError::io("resize time index", self.file.path(), self.base_offset, e))
-    }
-
-    /// The open file, for `fdatasync`.
-    pub fn file(&self) -> &File {
-        self.file.file()
     }
 
     pub fn path(&self) -> &Path {
