@@ -644,8 +644,7 @@ impl Group {
         if p.member_id.is_empty() {
             return self.join_unknown_member(p, now_ms, limits);
         }
-        if let Some(deadline) = self.pending_members.remove(&p.member_id) {
-            let _ = deadline;
+        if self.pending_members.remove(&p.member_id).is_some() {
             if self.members.len() >= limits.max_size {
                 return answer(error_code::GROUP_MAX_SIZE_REACHED, &p.member_id);
             }
