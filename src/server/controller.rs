@@ -121,6 +121,42 @@ fn controller(shard: &Shard) -> Rc<Controller> {
         .expect("the controller runs on shard 0")
 }
 
+/// Descriptors a partition holds once open: its active segment's O_DIRECT
+/// and buffered `.log` (the indexes are mapped and closed).
+const DESCRIPTORS_PER_PARTITION: u64 = 2;
+/// Descriptors kept free for connections, segment rolls and the broker.
+const DESCRIPTOR_HEADROOM: u64 = 512;
+
+/// Refuses partitions whose descriptors would not fit under the process's
+/// open-files limit. Past the limit, opening them fails halfway, after the
+/// metadata already names them: the topic would be half there and the data
+/// directory would not start again under the same limit.
+fn check_descriptor_budget(new_partitions: u64) -> Result<(), TopicError> {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes the struct passed.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0
+        || lim.rlim_cur == libc::RLIM_INFINITY
+    {
+        return Ok(());
+    }
+    let limit = lim.rlim_cur;
+    let in_use = std::fs::read_dir("/proc/self/fd").map_or(0, |d| d.count() as u64);
+    let needed = new_partitions.saturating_mul(DESCRIPTORS_PER_PARTITION);
+    let free = limit.saturating_sub(in_use + DESCRIPTOR_HEADROOM);
+    if needed > free {
+        return Err((
+            error_code::POLICY_VIOLATION,
+            format!(
+                "{new_partitions} new partitions need about {needed} open files, but only {free} of the broker's limit of {limit} are free ({in_use} in use, {DESCRIPTOR_HEADROOM} kept for connections); raise the hard open-files limit (ulimit -n, systemd LimitNOFILE) and restart the broker, or create fewer partitions"
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// Creates topics; callable from any shard.
 pub async fn create_topics(
     shard: &Rc<Shard>,
@@ -150,6 +186,8 @@ async fn create_topics_local(
     let mut records = Vec::new();
     let mut results = Vec::new();
     let mut seen = BTreeSet::new();
+    // Partitions this request adds so far, for the descriptor budget.
+    let mut new_partitions = 0u64;
     for t in topics {
         let r = (|| {
             validate_topic_name(&t.name)?;
@@ -175,6 +213,7 @@ async fn create_topics_local(
             } else {
                 t.replication_factor
             };
+            check_descriptor_budget(new_partitions + partitions as u64)?;
             if rf != 1 {
                 return Err((
                     error_code::INVALID_REPLICATION_FACTOR,
@@ -190,6 +229,7 @@ async fn create_topics_local(
         })();
         match r {
             Ok((partitions, rf)) => {
+                new_partitions += partitions as u64;
                 let topic_id = random_uuid();
                 records.push(MetadataRecord::Topic {
                     name: t.name.clone(),
@@ -300,6 +340,7 @@ pub async fn create_partitions(
             let image = store.image();
             let mut records = Vec::new();
             let mut results = Vec::new();
+            let mut added = 0u64;
             for (name, count) in requests {
                 let Some(t) = image.topic(&name) else {
                     results.push((name.clone(), Err((error_code::UNKNOWN_TOPIC_OR_PARTITION, format!("topic {name:?} does not exist")))));
@@ -316,6 +357,11 @@ pub async fn create_partitions(
                     ));
                     continue;
                 }
+                if let Err(e) = check_descriptor_budget(added + (count - current) as u64) {
+                    results.push((name, Err(e)));
+                    continue;
+                }
+                added += (count - current) as u64;
                 for p in current..count {
                     records.push(MetadataRecord::Partition {
                         topic_id: t.id,

@@ -65,6 +65,8 @@ pub struct BrokerOpts {
     /// Host to advertise in Metadata; the port is always the listen port.
     advertise_host: Option<String>,
     env: Vec<(String, String)>,
+    /// Soft and hard RLIMIT_NOFILE of the broker process, if set.
+    open_files_limit: Option<u64>,
 }
 
 impl Default for BrokerOpts {
@@ -76,6 +78,7 @@ impl Default for BrokerOpts {
             settings: toml::Table::new(),
             advertise_host: None,
             env: Vec::new(),
+            open_files_limit: None,
         }
     }
 }
@@ -104,6 +107,13 @@ impl BrokerOpts {
     /// address (`--advertise`).
     pub fn advertise_host(mut self, host: &str) -> Self {
         self.advertise_host = Some(host.to_string());
+        self
+    }
+
+    /// Caps the broker's open files (soft and hard RLIMIT_NOFILE), as a
+    /// small `ulimit -n` would.
+    pub fn open_files_limit(mut self, n: u64) -> Self {
+        self.open_files_limit = Some(n);
         self
     }
 
@@ -362,6 +372,22 @@ impl Broker {
         cmd.env("NO_COLOR", "1");
         for (k, v) in &self.opts.env {
             cmd.env(k, v);
+        }
+        if let Some(n) = self.opts.open_files_limit {
+            use std::os::unix::process::CommandExt;
+            // SAFETY: setrlimit is async-signal-safe, as pre_exec requires.
+            unsafe {
+                cmd.pre_exec(move || {
+                    let lim = libc::rlimit {
+                        rlim_cur: n,
+                        rlim_max: n,
+                    };
+                    if libc::setrlimit(libc::RLIMIT_NOFILE, &lim) != 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                    Ok(())
+                });
+            }
         }
         self.log_offset = log.metadata().map(|m| m.len() as usize).unwrap_or(0);
         writeln!(
