@@ -431,24 +431,35 @@ impl GroupCoordinator {
     fn spawn_persist_group(self: &Rc<Self>, shard: &Rc<Shard>, partition: i32, group_id: String) {
         let (me, shard) = (self.clone(), shard.clone());
         glommio::spawn_local(async move {
-            let value = me.groups.borrow().get(&group_id).map(Group::to_value);
-            let Some(value) = value else { return };
-            let key = RecordKey::Group {
-                group: group_id.clone(),
-            };
-            if let Err(code) = me
-                .write(
-                    &shard,
-                    partition,
-                    vec![(key.encode(), Some(value.encode()))],
-                    |_| {},
-                )
-                .await
-            {
+            if let Err(code) = me.store_group(&shard, partition, &group_id).await {
                 tracing::warn!(group = %group_id, code, "could not store the group's metadata");
             }
         })
         .detach();
+    }
+
+    /// Appends the group's current metadata (a group no longer in memory
+    /// has nothing to store).
+    async fn store_group(
+        &self,
+        shard: &Rc<Shard>,
+        partition: i32,
+        group_id: &str,
+    ) -> Result<(), i16> {
+        let value = self.groups.borrow().get(group_id).map(Group::to_value);
+        let Some(value) = value else {
+            return Ok(());
+        };
+        let key = RecordKey::Group {
+            group: group_id.to_string(),
+        };
+        self.write(
+            shard,
+            partition,
+            vec![(key.encode(), Some(value.encode()))],
+            |_| {},
+        )
+        .await
     }
 
     fn check_session_timeout(&self, ms: i32) -> Result<(), i16> {
@@ -506,20 +517,7 @@ impl GroupCoordinator {
         match step {
             JoinStep::Answer(o) => o,
             JoinStep::AnswerAfterStore(o) => {
-                let value = self.groups.borrow().get(&group_id).map(Group::to_value);
-                let Some(value) = value else {
-                    return JoinOutcome::error(error_code::UNKNOWN_MEMBER_ID, &o.member_id);
-                };
-                let key = RecordKey::Group { group: group_id };
-                match self
-                    .write(
-                        &shard,
-                        partition,
-                        vec![(key.encode(), Some(value.encode()))],
-                        |_| {},
-                    )
-                    .await
-                {
+                match self.store_group(&shard, partition, &group_id).await {
                     Ok(()) => o,
                     Err(code) => JoinOutcome::error(code, &o.member_id),
                 }
@@ -974,17 +972,7 @@ impl GroupCoordinator {
                 .collect();
             (results, keys)
         };
-        let records: Vec<_> = keys
-            .iter()
-            .map(|(t, p)| {
-                let key = RecordKey::Offset {
-                    group: group_id.clone(),
-                    topic: t.clone(),
-                    partition: *p,
-                };
-                (key.encode(), None)
-            })
-            .collect();
+        let records = tombstones_for(&group_id, keys.iter().cloned());
         let gid = group_id.clone();
         self.write(&shard, partition, records, move |groups| {
             if let Some(g) = groups.get_mut(&gid) {
@@ -1052,11 +1040,11 @@ impl GroupCoordinator {
                 let Some(g) = groups.get(&group_id) else {
                     continue;
                 };
-                let mut r = tombstones_for(&group_id, expired.iter().cloned());
                 if drop_group && g.is(GroupState::Empty) {
-                    r = tombstones(g, expired.iter().cloned());
+                    tombstones(g, expired.iter().cloned())
+                } else {
+                    tombstones_for(&group_id, expired.iter().cloned())
                 }
-                r
             };
             let count = expired.len();
             let gid = group_id.clone();
