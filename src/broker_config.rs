@@ -63,6 +63,8 @@ pub struct BrokerConfig {
     pub tail_cache_bytes: usize,
     /// `shard.spin.before.park.us`.
     pub spin_before_park_us: u64,
+    /// `shard.io.memory.bytes`: aligned buffer pool for DMA reads and writes.
+    pub io_memory_bytes: usize,
     /// `log.retention.check.interval.ms`: how often each shard applies
     /// `retention.ms` and `retention.bytes`.
     pub retention_check_interval_ms: u64,
@@ -91,6 +93,7 @@ impl Default for BrokerConfig {
             metrics_listen_explicit: false,
             tail_cache_bytes: DEFAULT_TAIL_CACHE_BYTES,
             spin_before_park_us: DEFAULT_SPIN_BEFORE_PARK_US,
+            io_memory_bytes: DEFAULT_SHARD_IO_MEMORY_BYTES,
             retention_check_interval_ms: DEFAULT_RETENTION_CHECK_INTERVAL_MS,
             log: LogConfig::default(),
             group: GroupConfig::default(),
@@ -126,6 +129,7 @@ pub const KNOWN_KEYS: &[&str] = &[
     "metrics.listen",
     "tail.cache.bytes",
     "shard.spin.before.park.us",
+    "shard.io.memory.bytes",
     "log.segment.bytes",
     "log.roll.ms",
     "log.index.size.max.bytes",
@@ -285,6 +289,7 @@ impl BrokerConfig {
                 }
                 "tail.cache.bytes" => self.tail_cache_bytes = non_negative(key, v)? as usize,
                 "shard.spin.before.park.us" => self.spin_before_park_us = non_negative(key, v)?,
+                "shard.io.memory.bytes" => self.io_memory_bytes = non_negative(key, v)? as usize,
                 "log.segment.bytes" => self.log.segment_bytes = non_negative(key, v)?,
                 "log.roll.ms" => self.log.segment_ms = int(key, v)?,
                 "log.index.size.max.bytes" => self.log.segment_index_bytes = non_negative(key, v)?,

@@ -302,7 +302,6 @@ fn tombstones_vanish_only_after_delete_retention() {
 /// descriptors keep it.
 #[test]
 fn a_read_taken_before_a_swap_still_reads_the_old_segment() {
-    use std::os::unix::fs::FileExt;
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().to_path_buf();
     run(move || async move {
@@ -318,19 +317,21 @@ fn a_read_taken_before_a_swap_still_reads_the_old_segment() {
         assert!(read(&mut log).await.len() < written.len());
         // Through the DMA file...
         assert_eq!(held.to_vec().await.unwrap(), before);
-        // ...and through the descriptor sendfile reads.
+        // ...and through the descriptor a fetch response takes to the
+        // connection's shard.
         let Some(pinlog::log::partition_log::ReadSlice::File {
-            reader,
+            file,
             position,
             len,
-            ..
         }) = held.slices.first()
         else {
             panic!("expected a file range");
         };
-        let mut buf = vec![0u8; *len as usize];
-        reader.read_exact_at(&mut buf, *position).unwrap();
-        assert_eq!(buf, before);
+        let shared = pinlog::protocol::chunks::SegmentFile::dup_of(file).unwrap();
+        let dup = shared.take_for_this_shard().unwrap();
+        let buf = dup.read_at(*position, *len as usize).await.unwrap();
+        assert_eq!(&buf[..], &before[..]);
+        dup.close().await.unwrap();
         let recs = decode(&before);
         assert_eq!(recs[..], written[..recs.len()]);
         drop(held);

@@ -13,7 +13,8 @@ use std::time::Duration;
 use support::{run_command, Broker, BrokerOpts, PINLOG_BIN};
 
 const STEP_TIMEOUT: Duration = Duration::from_secs(60);
-/// Small enough that 1,000 partitions (2 descriptors each) cannot fit.
+/// Small enough that 1,000 partitions (a descriptor each, plus the headroom
+/// kept for connections) cannot fit.
 const OPEN_FILES_LIMIT: u64 = 1024;
 
 fn cli(broker: &Broker, args: &[&str]) -> support::CmdOutput {

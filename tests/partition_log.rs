@@ -515,6 +515,8 @@ fn indexes_hold_no_open_descriptor() {
         );
         assert_eq!(open_in_dir(".index"), 0);
         assert_eq!(open_in_dir(".timeindex"), 0);
+        // One O_DIRECT descriptor per segment serves appends and reads.
+        assert_eq!(open_in_dir(".log"), log.segment_count());
         log.close().await.unwrap();
     });
 }

@@ -35,15 +35,13 @@ pub use crate::log::swap::{delete_cleaned_files, SwapFailpoint};
 use crate::log::topic_partition::TopicPartition;
 
 /// Where fetched bytes are: in memory or in a segment file. The network layer
-/// writes `Cached` with writev and `File` with sendfile; nothing here copies
-/// record bytes.
+/// writes `Cached` as it is and reads `File` with O_DIRECT into the buffers it
+/// sends (`server/response_writer.rs`); nothing here copies record bytes.
 #[derive(Clone)]
 pub enum ReadSlice {
     Cached(Bytes),
     File {
         file: Rc<DmaFile>,
-        /// Buffered descriptor of the same file, for sendfile.
-        reader: Rc<std::fs::File>,
         position: u64,
         len: u64,
     },
@@ -808,7 +806,6 @@ impl PartitionLog {
             return Ok(LogReadResult {
                 slices: vec![ReadSlice::File {
                     file: segment.file().clone(),
-                    reader: segment.reader().clone(),
                     position: found.position,
                     len,
                 }],

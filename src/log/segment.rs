@@ -75,9 +75,6 @@ pub struct Segment {
     base_offset: i64,
     log_path: PathBuf,
     file: Rc<DmaFile>,
-    /// A buffered read-only descriptor of the same file, for sendfile: an
-    /// O_DIRECT descriptor cannot feed the page-cache splice path.
-    reader: Rc<std::fs::File>,
     /// Bytes of valid batches in the file. Everything past it is padding or
     /// garbage.
     size_bytes: u64,
@@ -158,7 +155,6 @@ impl Segment {
                 .await
                 .map_err(|e| LogError::io("preallocate segment", &log_path, base_offset, e))?;
         }
-        let reader = open_reader(&log_path, base_offset)?;
         let offset_index =
             OffsetIndex::create(path("index"), base_offset, config.segment_index_bytes)?;
         let time_index =
@@ -167,7 +163,6 @@ impl Segment {
             base_offset,
             log_path,
             file: Rc::new(file),
-            reader,
             size_bytes: 0,
             tail_block: Vec::new(),
             flushed_size_bytes: 0,
@@ -206,7 +201,6 @@ impl Segment {
             .file_size()
             .await
             .map_err(|e| LogError::io("stat segment", &log_path, base_offset, e))?;
-        let reader = open_reader(&log_path, base_offset)?;
         let index_paths = [
             segment_file_path(dir, base_offset, "index"),
             segment_file_path(dir, base_offset, "timeindex"),
@@ -226,7 +220,6 @@ impl Segment {
             base_offset,
             log_path,
             file: Rc::new(file),
-            reader,
             size_bytes,
             tail_block: Vec::new(),
             flushed_size_bytes: size_bytes,
@@ -263,9 +256,6 @@ impl Segment {
     }
     pub fn file(&self) -> &Rc<DmaFile> {
         &self.file
-    }
-    pub fn reader(&self) -> &Rc<std::fs::File> {
-        &self.reader
     }
     pub fn offset_index(&self) -> &OffsetIndex {
         &self.offset_index
@@ -875,12 +865,4 @@ async fn sync_off_thread(path: &Path) -> LogResult<()> {
         .spawn_blocking(move || std::fs::File::open(&owned)?.sync_data())
         .await
         .map_err(|e| LogError::io("fdatasync index", path, -1, e))
-}
-
-/// Opens the buffered read-only descriptor of a segment. A blocking open,
-/// like index creation, happens only when a segment is created or opened.
-fn open_reader(path: &Path, base_offset: i64) -> LogResult<Rc<std::fs::File>> {
-    std::fs::File::open(path)
-        .map(Rc::new)
-        .map_err(|e| LogError::io("open segment for reading", path, base_offset, e))
 }

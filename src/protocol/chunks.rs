@@ -1,17 +1,50 @@
 //! Responses as a list of chunks, so that record bytes reach the socket
 //! without being copied into the response buffer: cached batches travel as
-//! the `Bytes` the log holds, and file ranges are sent with sendfile.
+//! the `Bytes` the log holds, and file ranges are read from the segment with
+//! O_DIRECT reads on the connection's shard and sent from those buffers.
 
-use std::os::fd::OwnedFd;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use bytes::{Bytes, BytesMut};
+use glommio::io::{DmaFile, OwnedDmaFile};
 
-/// A range of a segment file. The descriptor is a `dup` of the owning
-/// shard's, so it can cross shards and outlive a segment deletion.
+/// A segment file that can cross shards: a `dup` of the owner's O_DIRECT
+/// descriptor, so the connection's shard reads it through its own io_uring
+/// (never blocking on a page-cache miss), and it outlives a roll, a
+/// truncation or a deletion of the segment on the owner.
+pub struct SegmentFile(Mutex<Option<OwnedDmaFile>>);
+
+impl SegmentFile {
+    /// Duplicates the descriptor of an open segment file.
+    pub fn dup_of(file: &DmaFile) -> std::io::Result<Self> {
+        let dup = file.dup().map_err(std::io::Error::from)?;
+        Ok(Self(Mutex::new(Some(OwnedDmaFile::from(dup)))))
+    }
+
+    /// The file, for the shard that reads it. A range is read once: its
+    /// response is written once.
+    pub fn take_for_this_shard(&self) -> std::io::Result<DmaFile> {
+        let owned = self
+            .0
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .take();
+        owned.map(DmaFile::from).ok_or_else(|| {
+            std::io::Error::other("a segment file range was sent twice; it can be read only once")
+        })
+    }
+}
+
+impl std::fmt::Debug for SegmentFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SegmentFile")
+    }
+}
+
+/// A range of a segment file.
 #[derive(Debug, Clone)]
 pub struct FileRange {
-    pub fd: Arc<OwnedFd>,
+    pub file: Arc<SegmentFile>,
     pub position: u64,
     pub len: u64,
 }

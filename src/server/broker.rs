@@ -152,6 +152,7 @@ pub fn run(config: BrokerConfig) -> Result<(), String> {
     }
     shard_config.tail_cache_bytes = config.tail_cache_bytes;
     shard_config.spin_before_park = Duration::from_micros(config.spin_before_park_us);
+    shard_config.io_memory_bytes = config.io_memory_bytes;
     shard_config.log_defaults = config.log.clone();
     let shards = shard_config.shard_count;
     let config = Arc::new(config);

@@ -10,19 +10,17 @@
 //! between the loops is bounded, so a client that pipelines more than
 //! [`IN_FLIGHT_REQUESTS_MAX`] requests waits for the oldest to be answered.
 
-use std::os::fd::{AsRawFd, RawFd};
 use std::rc::Rc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use futures_lite::AsyncWriteExt;
 use glommio::channels::local_channel;
 use glommio::net::TcpStream;
 
-use crate::protocol::chunks::{Chunk, FileRange};
 use crate::server::dispatch::{handle_frame, Outcome};
 use crate::server::frame_reader::{FrameError, FrameReader};
 use crate::server::metrics::{self, RequestTimer, ShardProbe};
+use crate::server::response_writer::write_response;
 use crate::server::state::BrokerState;
 use crate::shard::shard::Shard;
 
@@ -30,8 +28,6 @@ use crate::shard::shard::Shard;
 pub const IN_FLIGHT_REQUESTS_MAX: usize = 64;
 /// How often an idle connection checks whether the broker is stopping.
 const STOP_CHECK_INTERVAL: Duration = Duration::from_millis(50);
-/// Pause before retrying a sendfile that found the socket buffer full.
-const SENDFILE_RETRY_PAUSE: Duration = Duration::from_micros(50);
 
 /// Why a connection ends.
 #[derive(Debug)]
@@ -56,7 +52,6 @@ pub async fn serve_connection(shard: Rc<Shard>, stream: TcpStream, stopping: fn(
     if let Err(e) = stream.set_nodelay(true) {
         tracing::debug!(%peer, "cannot set TCP_NODELAY: {e}");
     }
-    let fd = stream.as_raw_fd();
     let max_frame = BrokerState::of(&shard).config.socket_request_max_bytes;
     let probe = ShardProbe::of(&shard);
     let (mut reader, mut writer) = futures_lite::io::split(stream);
@@ -70,15 +65,7 @@ pub async fn serve_connection(shard: Rc<Shard>, stream: TcpStream, stopping: fn(
     let writer_done = Rc::new(std::cell::Cell::new(false));
     let writer_done_flag = writer_done.clone();
     let writer_task = glommio::spawn_local(async move {
-        let end = serve_requests(
-            &worker_shard,
-            &rx,
-            &mut writer,
-            fd,
-            &writer_probe,
-            &peer_host,
-        )
-        .await;
+        let end = serve_requests(&worker_shard, &rx, &mut writer, &writer_probe, &peer_host).await;
         writer_done_flag.set(true);
         end
     });
@@ -124,7 +111,6 @@ async fn serve_requests<W: futures_lite::AsyncWrite + Unpin>(
     shard: &Rc<Shard>,
     rx: &local_channel::LocalReceiver<(Bytes, RequestTimer)>,
     writer: &mut W,
-    fd: RawFd,
     probe: &ShardProbe,
     peer_host: &str,
 ) -> End {
@@ -134,7 +120,7 @@ async fn serve_requests<W: futures_lite::AsyncWrite + Unpin>(
         match outcome {
             Outcome::Respond(chunks) => {
                 let bytes = metrics::response_bytes(&chunks);
-                if let Err(e) = write_chunks(writer, fd, chunks).await {
+                if let Err(e) = write_response(writer, chunks).await {
                     return End::Io(e);
                 }
                 probe.response_sent(bytes);
@@ -144,93 +130,4 @@ async fn serve_requests<W: futures_lite::AsyncWrite + Unpin>(
         }
     }
     End::PeerClosed
-}
-
-/// Writes a response: memory chunks with write_all, file ranges with
-/// sendfile straight from the page cache to the socket.
-async fn write_chunks<W: futures_lite::AsyncWrite + Unpin>(
-    writer: &mut W,
-    socket: RawFd,
-    chunks: Vec<Chunk>,
-) -> std::io::Result<()> {
-    for chunk in chunks {
-        match chunk {
-            Chunk::Bytes(b) => writer.write_all(&b).await?,
-            Chunk::File(range) => {
-                writer.flush().await?;
-                sendfile_all(socket, &range).await?;
-            }
-        }
-    }
-    writer.flush().await
-}
-
-/// Sends a file range with sendfile without ever blocking the shard:
-/// glommio's sockets are blocking descriptors driven through io_uring, so
-/// each sendfile is limited to the free space in the socket's send buffer
-/// (half of SO_SNDBUF, the payload share, minus what is queued), and waits
-/// briefly when the buffer is full.
-async fn sendfile_all(socket: RawFd, range: &FileRange) -> std::io::Result<()> {
-    let budget = send_buffer_bytes(socket)? / 2;
-    let mut offset = range.position as libc::off_t;
-    let end = range.position + range.len;
-    while (offset as u64) < end {
-        let free = budget.saturating_sub(queued_bytes(socket)?);
-        if free < SENDFILE_MIN_BYTES.min(budget) {
-            glommio::timer::sleep(SENDFILE_RETRY_PAUSE).await;
-            continue;
-        }
-        let want = ((end - offset as u64) as usize).min(free);
-        // SAFETY: both descriptors are open for the duration of the call;
-        // sendfile advances `offset` by the bytes sent.
-        let n = unsafe { libc::sendfile(socket, range.fd.as_raw_fd(), &mut offset, want) };
-        if n > 0 {
-            continue;
-        }
-        if n == 0 {
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::UnexpectedEof,
-                "segment file shorter than the range being sent",
-            ));
-        }
-        let err = std::io::Error::last_os_error();
-        match err.raw_os_error() {
-            Some(libc::EAGAIN) => glommio::timer::sleep(SENDFILE_RETRY_PAUSE).await,
-            Some(libc::EINTR) => {}
-            _ => return Err(err),
-        }
-    }
-    Ok(())
-}
-
-/// Smallest sendfile worth issuing when the buffer is nearly full.
-const SENDFILE_MIN_BYTES: usize = 16 * 1024;
-
-fn send_buffer_bytes(socket: RawFd) -> std::io::Result<usize> {
-    let mut v: libc::c_int = 0;
-    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
-    // SAFETY: getsockopt writes an int into `v`.
-    let r = unsafe {
-        libc::getsockopt(
-            socket,
-            libc::SOL_SOCKET,
-            libc::SO_SNDBUF,
-            (&mut v as *mut libc::c_int).cast(),
-            &mut len,
-        )
-    };
-    if r != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    Ok(v.max(0) as usize)
-}
-
-fn queued_bytes(socket: RawFd) -> std::io::Result<usize> {
-    let mut v: libc::c_int = 0;
-    // SAFETY: TIOCOUTQ (SIOCOUTQ) writes an int: bytes not yet acknowledged.
-    let r = unsafe { libc::ioctl(socket, libc::TIOCOUTQ, &mut v) };
-    if r != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    Ok(v.max(0) as usize)
 }

@@ -122,8 +122,8 @@ fn controller(shard: &Shard) -> Rc<Controller> {
 }
 
 /// Descriptors a partition holds once open: its active segment's O_DIRECT
-/// and buffered `.log` (the indexes are mapped and closed).
-const DESCRIPTORS_PER_PARTITION: u64 = 2;
+/// `.log` (the indexes are mapped and closed; reads use the same file).
+const DESCRIPTORS_PER_PARTITION: u64 = 1;
 /// Descriptors kept free for connections, segment rolls and the broker.
 const DESCRIPTOR_HEADROOM: u64 = 512;
 

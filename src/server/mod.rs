@@ -12,4 +12,5 @@ pub mod frame_reader;
 pub mod handlers;
 pub mod metrics;
 pub mod metrics_http;
+pub mod response_writer;
 pub mod state;

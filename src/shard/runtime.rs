@@ -19,7 +19,8 @@ use glommio::{LocalExecutorBuilder, Placement};
 
 use crate::config::LogConfig;
 use crate::constants::{
-    DEFAULT_SPIN_BEFORE_PARK_US, DEFAULT_TAIL_CACHE_BYTES, SHARD_CHANNEL_DEPTH,
+    DEFAULT_SHARD_IO_MEMORY_BYTES, DEFAULT_SPIN_BEFORE_PARK_US, DEFAULT_TAIL_CACHE_BYTES,
+    SHARD_CHANNEL_DEPTH,
 };
 use crate::error::{LogError, LogResult};
 use crate::log::data_dir::{self, DataDirState, PartitionOffsets};
@@ -39,6 +40,8 @@ pub struct ShardConfig {
     pub spin_before_park: Duration,
     /// Bytes of recently appended batches each shard keeps in memory.
     pub tail_cache_bytes: usize,
+    /// Aligned buffer pool for the shard's DMA reads and writes.
+    pub io_memory_bytes: usize,
     pub data_dir: PathBuf,
     /// Settings for partitions opened without their own.
     pub log_defaults: LogConfig,
@@ -67,6 +70,7 @@ impl ShardConfig {
             cpus,
             spin_before_park: Duration::from_micros(DEFAULT_SPIN_BEFORE_PARK_US),
             tail_cache_bytes: DEFAULT_TAIL_CACHE_BYTES,
+            io_memory_bytes: DEFAULT_SHARD_IO_MEMORY_BYTES,
             data_dir: data_dir.into(),
             log_defaults: LogConfig::default(),
         }
@@ -121,7 +125,8 @@ where
         let body = body.clone();
         let builder = LocalExecutorBuilder::new(Placement::Fixed(config.cpu_for(id)))
             .name(&format!("pinlog-shard-{id}"))
-            .spin_before_park(config.spin_before_park);
+            .spin_before_park(config.spin_before_park)
+            .io_memory(config.io_memory_bytes);
         let handle = builder
             .spawn(
                 move || async move { shard_main(id, config, startup, mesh, shutdown, body).await },

@@ -381,7 +381,8 @@ impl Shard {
 
     /// Reads whole batches from `offset` below the HW. Across shards the
     /// bytes travel as reference-counted `Bytes`; file ranges are read into
-    /// memory by the owner (the fetch path will send them with sendfile).
+    /// memory by the owner (the fetch path reads them on the connection's
+    /// shard instead).
     pub async fn read(
         &self,
         tp: TopicPartition,

@@ -7,8 +7,8 @@
 //! Responses carry record data that the broker must not copy: the
 //! [`FetchResponse::encode_chunked`] path writes every ordinary field into a
 //! buffer and hands the records to [`ChunkWriter::push_records`], so cached
-//! batches travel as the log's own `Bytes` and file ranges go out with
-//! sendfile.
+//! batches travel as the log's own `Bytes` and file ranges are read by the
+//! connection's shard and sent as stored.
 //!
 //! Tagged fields are always written after every untagged field of their
 //! struct, whatever their position in Kafka's JSON: in a partition they
@@ -642,7 +642,7 @@ impl FetchResponse {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::chunks::{Chunk, FileRange};
+    use crate::protocol::chunks::{Chunk, FileRange, SegmentFile};
     use crate::protocol::messages::test_support::*;
     use proptest::prelude::*;
     use std::sync::Arc;
@@ -840,15 +840,30 @@ mod tests {
         assert!(FetchRequest::decode(&mut Reader::new(bad.freeze()), 12).is_err());
     }
 
+    /// A range of a real O_DIRECT file: `FileRange` holds a glommio file,
+    /// which only an executor can open.
+    fn segment_file_range(position: u64, len: u64) -> FileRange {
+        let dir = std::env::temp_dir().join(format!("pinlog-chunks-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("00000000000000000000.log");
+        let file = glommio::LocalExecutor::default().run(async move {
+            let file = glommio::io::DmaFile::create(&path).await.unwrap();
+            let shared = SegmentFile::dup_of(&file).unwrap();
+            file.close().await.unwrap();
+            shared
+        });
+        std::fs::remove_dir_all(&dir).unwrap();
+        FileRange {
+            file: Arc::new(file),
+            position,
+            len,
+        }
+    }
+
     #[test]
     fn chunked_encoding_does_not_copy_records() {
         let cached = Bytes::from(vec![7u8; 4096]);
-        let file = std::fs::File::open("/dev/null").unwrap();
-        let range = FileRange {
-            fd: Arc::new(file.into()),
-            position: 100,
-            len: 8192,
-        };
+        let range = segment_file_range(100, 8192);
         let mut resp = response(12);
         resp.responses[0].partitions[0].records = Some(RecordData::Chunks(vec![
             Chunk::Bytes(cached.clone()),

@@ -1,9 +1,8 @@
 //! Fetch: reads on the owning shards, long polls woken by appends, and
 //! incremental fetch sessions. Record bytes travel as chunks: cached `Bytes`
-//! or file ranges that the connection sends with sendfile.
+//! or segment file ranges that the connection reads with O_DIRECT and sends.
 
 use std::collections::BTreeMap;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Duration;
@@ -12,7 +11,7 @@ use bytes::Bytes;
 
 use crate::log::partition_log::ReadSlice;
 use crate::log::topic_partition::TopicPartition;
-use crate::protocol::chunks::{Chunk, FileRange, RecordData};
+use crate::protocol::chunks::{Chunk, FileRange, RecordData, SegmentFile};
 use crate::protocol::error_code;
 use crate::protocol::header::RequestHeader;
 use crate::protocol::messages::fetch::*;
@@ -287,13 +286,12 @@ async fn read_on_owner(
                     match s {
                         ReadSlice::Cached(b) => chunks.push(Chunk::Bytes(b)),
                         ReadSlice::File {
-                            reader,
+                            file,
                             position,
                             len,
-                            ..
-                        } => match dup_fd(reader.as_raw_fd()) {
-                            Ok(fd) => chunks.push(Chunk::File(FileRange {
-                                fd: Arc::new(fd),
+                        } => match SegmentFile::dup_of(&file) {
+                            Ok(file) => chunks.push(Chunk::File(FileRange {
+                                file: Arc::new(file),
                                 position,
                                 len,
                             })),
@@ -324,18 +322,6 @@ async fn read_on_owner(
         out.push((i, read));
     }
     out
-}
-
-/// A descriptor of the segment file for the connection's shard: it may send
-/// after the owner has rolled or even deleted the segment.
-fn dup_fd(fd: i32) -> std::io::Result<OwnedFd> {
-    // SAFETY: `fd` is open; F_DUPFD_CLOEXEC returns a new descriptor we own.
-    let new = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 0) };
-    if new < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    // SAFETY: `new` is a fresh descriptor owned by nobody else.
-    Ok(unsafe { OwnedFd::from_raw_fd(new) })
 }
 
 /// Waits until any of `partitions` gets an append past its fetch offset, or
