@@ -159,6 +159,26 @@ fn int(key: &str, v: &toml::Value) -> Result<i64, String> {
     v.as_integer()
         .ok_or_else(|| bad(key, format!("expected an integer, got {v}")))
 }
+/// `a = { b = 1 }` (what TOML makes of the bare `a.b = 1`) as `("a.b", 1)`.
+fn flatten_dotted_keys(table: toml::Table) -> Vec<(String, toml::Value)> {
+    let mut out = Vec::new();
+    let mut pending: Vec<(String, toml::Table)> = vec![(String::new(), table)];
+    while let Some((prefix, table)) = pending.pop() {
+        for (key, value) in table {
+            let name = if prefix.is_empty() {
+                key
+            } else {
+                format!("{prefix}.{key}")
+            };
+            match value {
+                toml::Value::Table(inner) => pending.push((name, inner)),
+                other => out.push((name, other)),
+            }
+        }
+    }
+    out
+}
+
 fn non_negative(key: &str, v: &toml::Value) -> Result<u64, String> {
     let i = int(key, v)?;
     u64::try_from(i).map_err(|_| bad(key, "must not be negative"))
@@ -244,7 +264,10 @@ impl BrokerConfig {
         (h.to_string(), p.parse().unwrap_or(9092))
     }
 
-    /// Applies a TOML file; returns whether it set `advertise`.
+    /// Applies a TOML file; returns whether it set `advertise`. Kafka's names
+    /// may be written quoted (`"num.partitions" = 12`) or bare
+    /// (`num.partitions = 12`, which TOML reads as nested tables), or grouped
+    /// under a table header (`[log]` then `segment.bytes = ...`).
     fn apply_file(&mut self, path: &Path) -> Result<bool, String> {
         let text = std::fs::read_to_string(path)
             .map_err(|e| format!("cannot read config file {}: {e}", path.display()))?;
@@ -252,7 +275,7 @@ impl BrokerConfig {
             .parse()
             .map_err(|e| format!("config file {} is not valid TOML: {e}", path.display()))?;
         let mut advertise_set = false;
-        for (key, v) in &table {
+        for (key, v) in &flatten_dotted_keys(table) {
             match key.as_str() {
                 "data-dir" | "log.dirs" => self.data_dir = PathBuf::from(string(key, v)?),
                 "listen" => self.listen = addr(key, &string(key, v)?)?,
@@ -425,6 +448,25 @@ mod tests {
         assert_eq!(c.listen.port(), 9999);
         assert_eq!(c.advertise, "127.0.0.1:9999", "advertise follows listen");
         assert_eq!(c.data_dir, PathBuf::from("/y"));
+    }
+
+    #[test]
+    fn bare_dotted_keys_and_table_headers_name_kafka_settings() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.toml");
+        std::fs::write(
+            &path,
+            "num.partitions = 7\n\"tail.cache.bytes\" = 4096\n[log]\nsegment.bytes = 2097152\n",
+        )
+        .unwrap();
+        let c = BrokerConfig::load(&Overrides {
+            config_file: Some(path),
+            ..Overrides::default()
+        })
+        .unwrap();
+        assert_eq!(c.num_partitions, 7);
+        assert_eq!(c.tail_cache_bytes, 4096);
+        assert_eq!(c.log.segment_bytes, 2 * 1024 * 1024);
     }
 
     #[test]

@@ -106,6 +106,16 @@ pub const DEFAULT_SPIN_BEFORE_PARK_US: u64 = 50;
 /// Sized for a shard serving 8 catch-up connections, each with
 /// `FILE_READS_AHEAD` pieces of `FILE_READ_PIECE_BYTES` in flight.
 pub const DEFAULT_SHARD_IO_MEMORY_BYTES: usize = 32 * 1024 * 1024;
+/// Partitions a shard opens at once when it starts. Opening is a chain of
+/// small file operations (open, stat, mmap of the indexes, checkpoint
+/// reads), most of them waits on io_uring; one at a time, 5,000 partitions
+/// per shard took 2 s to open. After a crash each open may scan segments
+/// with a `RECOVERY_READ_CHUNK_BYTES` buffer, so this also bounds recovery's
+/// memory per shard (16 x 4 MiB).
+pub const PARTITION_OPENS_IN_FLIGHT: usize = 16;
+/// Locks that serialise opens of one partition; different partitions mostly
+/// take different locks and open in parallel.
+pub const PARTITION_OPEN_LOCK_STRIPES: usize = 64;
 /// Depth of each cross-shard channel: the bound on in-flight requests from one
 /// shard to another.
 pub const SHARD_CHANNEL_DEPTH: usize = 1024;

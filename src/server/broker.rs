@@ -18,6 +18,7 @@ use glommio::net::TcpListener;
 
 use crate::broker_config::BrokerConfig;
 use crate::log::cleaner::CleanerOptions;
+use crate::log::data_dir::DataDirLock;
 use crate::metadata::store::MetadataStore;
 use crate::server::cluster_id;
 use crate::server::connection::serve_connection;
@@ -143,6 +144,8 @@ pub fn run(config: BrokerConfig) -> Result<(), String> {
             config.listen
         )
     })?;
+    // Held until `run` returns; the kernel releases it if the process dies.
+    let _data_dir_lock = DataDirLock::acquire(&config.data_dir)?;
     let cluster_id: Arc<str> = cluster_id::load_or_create(&config.data_dir, config.node_id)
         .map_err(|e| e.to_string())?
         .into();

@@ -9,7 +9,7 @@
 
 use std::any::{Any, TypeId};
 use std::cell::{Cell, RefCell};
-use std::collections::{HashMap, HashSet};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -20,6 +20,7 @@ use glommio::channels::channel_mesh::Senders;
 use glommio::sync::RwLock;
 
 use crate::config::LogConfig;
+use crate::constants::{PARTITION_OPENS_IN_FLIGHT, PARTITION_OPEN_LOCK_STRIPES};
 use crate::error::{LogError, LogResult};
 use crate::log::batch_cache::{BatchCache, SharedBatchCache};
 use crate::log::cleaner::{self, CleanOutcome, CleanerOptions};
@@ -61,8 +62,10 @@ pub struct Shard {
     senders: Senders<ShardRequest>,
     /// Set after a shard-level I/O failure; kept for stats and shutdown.
     offline_partitions: Cell<usize>,
-    /// Serialises partition opens on this shard.
-    open_lock: glommio::sync::Semaphore,
+    /// Serialise opens of the same partition (striped by partition): two
+    /// tasks opening one partition would both recover it and hold two logs
+    /// over the same files.
+    open_locks: Vec<glommio::sync::Semaphore>,
     /// Shard-local state of the layers above (server, metadata), by type.
     extensions: RefCell<HashMap<TypeId, Rc<dyn Any>>>,
     /// Offsets of logs that layers above own and closed themselves (the
@@ -101,7 +104,9 @@ impl Shard {
             logs: RefCell::new(HashMap::new()),
             senders,
             offline_partitions: Cell::new(0),
-            open_lock: glommio::sync::Semaphore::new(1),
+            open_locks: (0..PARTITION_OPEN_LOCK_STRIPES)
+                .map(|_| glommio::sync::Semaphore::new(1))
+                .collect(),
             extensions: RefCell::new(HashMap::new()),
             extra_offsets: RefCell::new(Vec::new()),
             uncleanable: RefCell::new(HashSet::new()),
@@ -265,7 +270,9 @@ impl Shard {
     }
 
     /// Opens every partition in the data directory that this shard owns.
-    pub(crate) async fn open_owned_partitions(&self) -> LogResult<()> {
+    /// [`PARTITION_OPENS_IN_FLIGHT`] at a time, stopping at the first
+    /// failure.
+    pub(crate) async fn open_owned_partitions(self: &Rc<Self>) -> LogResult<()> {
         let mine: Vec<TopicPartition> = self
             .startup
             .partitions
@@ -275,17 +282,39 @@ impl Shard {
             .filter(|tp| self.owner(tp) == self.id)
             .cloned()
             .collect();
-        for tp in mine {
-            self.open_local(tp, None).await?;
+        let failure: Rc<RefCell<Option<LogError>>> = Rc::new(RefCell::new(None));
+        let shard = self.clone();
+        let first_failure = failure.clone();
+        run_concurrently(mine, PARTITION_OPENS_IN_FLIGHT, move |tp| {
+            let shard = shard.clone();
+            let failure = first_failure.clone();
+            async move {
+                if failure.borrow().is_some() {
+                    return;
+                }
+                if let Err(e) = shard.open_local(tp, None).await {
+                    failure.borrow_mut().get_or_insert(e);
+                }
+            }
+        })
+        .await;
+        let failure = failure.borrow_mut().take();
+        match failure {
+            Some(e) => Err(e),
+            None => Ok(()),
         }
-        Ok(())
+    }
+
+    fn open_lock_for(&self, tp: &TopicPartition) -> &glommio::sync::Semaphore {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        tp.hash(&mut h);
+        &self.open_locks[(h.finish() as usize) % self.open_locks.len()]
     }
 
     async fn open_local(&self, tp: TopicPartition, config: Option<LogConfig>) -> LogResult<()> {
-        // Opens are serialised: two tasks opening the same partition would
-        // otherwise both recover it and hold two logs over the same files.
         let _permit = self
-            .open_lock
+            .open_lock_for(&tp)
             .acquire_permit(1)
             .await
             .map_err(|_| hop_failed(self.id))?;
@@ -641,38 +670,77 @@ impl Shard {
     /// closed cleanly (the caller then writes no clean-shutdown marker).
     pub(crate) async fn close_all(&self) -> (Vec<PartitionOffsets>, bool) {
         let logs: Vec<_> = self.logs.borrow_mut().drain().collect();
-        let mut offsets: Vec<PartitionOffsets> =
-            self.extra_offsets.borrow_mut().drain(..).collect();
-        let mut clean = true;
-        for (tp, log) in logs {
-            let Ok(log) = Rc::try_unwrap(log) else {
-                tracing::error!(partition = %tp, "partition still in use at shutdown");
-                clean = false;
-                continue;
-            };
-            let log = log.into_inner().expect("lock not poisoned");
-            let entry = PartitionOffsets {
-                tp: tp.clone(),
-                recovery_point: log.log_end_offset(),
-                log_start_offset: log.log_start_offset(),
-                cleaner_offset: log.cleaner_checkpoint(),
-            };
-            match log.close().await {
-                Ok(()) => offsets.push(entry),
-                Err(e) => {
-                    tracing::error!(partition = %tp, "clean close failed: {e}");
-                    self.offline_partitions
-                        .set(self.offline_partitions.get() + 1);
-                    clean = false;
+        let offsets: Rc<RefCell<Vec<PartitionOffsets>>> = Rc::new(RefCell::new(
+            self.extra_offsets.borrow_mut().drain(..).collect(),
+        ));
+        let clean = Rc::new(Cell::new(true));
+        let offline = Rc::new(Cell::new(0usize));
+        let (closed, all_clean, failed) = (offsets.clone(), clean.clone(), offline.clone());
+        // Closes write each partition's producer snapshot and flush: waits on
+        // the disk, so several run at once, as opens do.
+        run_concurrently(logs, PARTITION_OPENS_IN_FLIGHT, move |(tp, log)| {
+            let (offsets, clean, offline) = (closed.clone(), all_clean.clone(), failed.clone());
+            async move {
+                let Ok(log) = Rc::try_unwrap(log) else {
+                    tracing::error!(partition = %tp, "partition still in use at shutdown");
+                    clean.set(false);
+                    return;
+                };
+                let log = log.into_inner().expect("lock not poisoned");
+                let entry = PartitionOffsets {
+                    tp: tp.clone(),
+                    recovery_point: log.log_end_offset(),
+                    log_start_offset: log.log_start_offset(),
+                    cleaner_offset: log.cleaner_checkpoint(),
+                };
+                match log.close().await {
+                    Ok(()) => offsets.borrow_mut().push(entry),
+                    Err(e) => {
+                        tracing::error!(partition = %tp, "clean close failed: {e}");
+                        offline.set(offline.get() + 1);
+                        clean.set(false);
+                    }
                 }
             }
-        }
-        (offsets, clean)
+        })
+        .await;
+        self.offline_partitions
+            .set(self.offline_partitions.get() + offline.get());
+        let offsets = offsets.take();
+        (offsets, clean.get())
     }
 
     /// Drops every local partition without closing: what a crash leaves.
     /// For crash tests and the demo only.
     pub(crate) fn abandon_all(&self) {
         self.logs.borrow_mut().clear();
+    }
+}
+
+/// Runs `work` on every item, at most `in_flight` at a time, on this shard.
+async fn run_concurrently<T, F, Fut>(items: Vec<T>, in_flight: usize, work: F)
+where
+    T: 'static,
+    F: Fn(T) -> Fut + Clone + 'static,
+    Fut: std::future::Future<Output = ()> + 'static,
+{
+    let queue = Rc::new(RefCell::new(VecDeque::from(items)));
+    let workers: Vec<_> = (0..in_flight.max(1))
+        .map(|_| {
+            let queue = queue.clone();
+            let work = work.clone();
+            glommio::spawn_local(async move {
+                loop {
+                    let next = queue.borrow_mut().pop_front();
+                    match next {
+                        Some(item) => work(item).await,
+                        None => return,
+                    }
+                }
+            })
+        })
+        .collect();
+    for w in workers {
+        w.await;
     }
 }
