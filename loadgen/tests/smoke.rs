@@ -136,9 +136,14 @@ struct Broker {
 
 impl Broker {
     fn start() -> Broker {
+        Broker::start_with("")
+    }
+
+    /// A broker with extra lines for its TOML settings file.
+    fn start_with(settings: &str) -> Broker {
         let mut last = String::new();
         for _ in 0..START_ATTEMPTS {
-            match Broker::try_start() {
+            match Broker::try_start(settings) {
                 Ok(b) => return b,
                 Err(log) => last = log,
             }
@@ -146,7 +151,7 @@ impl Broker {
         panic!("pinlog serve did not start; its log:\n{last}");
     }
 
-    fn try_start() -> Result<Broker, String> {
+    fn try_start(settings: &str) -> Result<Broker, String> {
         let dir = tempfile::Builder::new()
             .prefix("loadgen-smoke-")
             .tempdir()
@@ -157,7 +162,10 @@ impl Broker {
         let config = dir.path().join("pinlog.toml");
         std::fs::write(
             &config,
-            format!("\"metrics.listen\" = \"127.0.0.1:{}\"\n", free_port()),
+            format!(
+                "\"metrics.listen\" = \"127.0.0.1:{}\"\n{settings}\n",
+                free_port()
+            ),
         )
         .expect("write broker settings");
         let log = std::fs::File::create(dir.path().join("broker.log")).expect("broker log");
@@ -590,4 +598,44 @@ fn a_broker_that_dies_mid_run_gives_an_error_and_partial_results() {
         "{}",
         run.stderr
     );
+}
+
+/// Produce flat out and then at a fixed rate against two shards that
+/// fdatasync every append: the load under which a shard once panicked
+/// inside glommio ("Waker invariant broken", in 1 of 2 such runs), while
+/// index fsyncs went through glommio's blocking thread pool. They go
+/// through the shard's io_uring now. A regression shows as a broker panic
+/// here (not on every run: it is a race).
+#[test]
+fn two_shards_fsyncing_every_append_survive_flat_out_and_fixed_rate_produce() {
+    let broker = Broker::start_with("\"log.flush.interval.messages\" = 1");
+    let bootstrap = broker.bootstrap();
+    for args in [
+        ["--batch-bytes", "262144", "--linger-ms", "5"],
+        // More than two fsyncing shards keep up with: the reproducer.
+        ["--rate", "100000", "--linger-ms", "1"],
+    ] {
+        let mut all = vec![
+            "produce",
+            "--bootstrap",
+            &bootstrap,
+            "--topic",
+            "fsync-every-append",
+            "--partitions",
+            "12",
+            "--record-size",
+            "1024",
+            "--producers",
+            "4",
+            "--duration",
+            "8",
+            "--json",
+        ];
+        all.extend_from_slice(&args);
+        let v = loadgen(&all).ok_json();
+        assert_eq!(u64_at(&v, "errors"), 0, "{v}");
+        assert!(u64_at(&v, "records") > 0, "{v}");
+        let log = broker.log();
+        assert!(!log.contains("panicked"), "a shard panicked:\n{log}");
+    }
 }

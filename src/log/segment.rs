@@ -741,15 +741,15 @@ impl Segment {
             .map_err(|e| LogError::io("read segment", &self.log_path, -1, e))
     }
 
-    /// Makes everything written so far durable: fdatasync of the log through
-    /// io_uring, and of both index files off the shard thread.
+    /// Makes everything written so far durable: fdatasync of the log and of
+    /// both index files, all through io_uring.
     pub async fn flush(&mut self) -> LogResult<()> {
         self.file
             .fdatasync()
             .await
             .map_err(|e| LogError::io("fdatasync segment", &self.log_path, self.next_offset, e))?;
-        sync_off_thread(self.offset_index.path()).await?;
-        sync_off_thread(self.time_index.path()).await?;
+        sync_index_file(self.offset_index.path()).await?;
+        sync_index_file(self.time_index.path()).await?;
         self.flushed_size_bytes = self.size_bytes;
         Ok(())
     }
@@ -855,14 +855,19 @@ impl Segment {
     }
 }
 
-/// fdatasync of an mmap'ed index, on glommio's blocking pool so that the
-/// shard thread never blocks. The index keeps no descriptor, so this opens
-/// one: fdatasync writes back the file's dirty pages whichever descriptor
-/// asks, pages dirtied through the mapping included.
-async fn sync_off_thread(path: &Path) -> LogResult<()> {
-    let owned = path.to_path_buf();
-    glommio::executor()
-        .spawn_blocking(move || std::fs::File::open(&owned)?.sync_data())
+/// fdatasync of an mmap'ed index through the shard's io_uring (open,
+/// fdatasync, close), so that the shard thread never blocks and no other
+/// thread is involved. The index keeps no descriptor, so this opens one:
+/// fdatasync writes back the file's dirty pages whichever descriptor asks,
+/// pages dirtied through the mapping included.
+async fn sync_index_file(path: &Path) -> LogResult<()> {
+    let file = glommio::io::BufferedFile::open(path)
         .await
-        .map_err(|e| LogError::io("fdatasync index", path, -1, e))
+        .map_err(|e| LogError::io("open index for fdatasync", path, -1, e))?;
+    file.fdatasync()
+        .await
+        .map_err(|e| LogError::io("fdatasync index", path, -1, e))?;
+    file.close()
+        .await
+        .map_err(|e| LogError::io("close index", path, -1, e))
 }

@@ -93,8 +93,39 @@ pub fn serve(config: BrokerConfig) -> Result<(), String> {
         default_hook(info);
         tracing::error!("a shard panicked: stopping the broker; the next start runs recovery");
         request_stop();
+        exit_if_not_stopped_after_panic();
     }));
     run(config)
+}
+
+/// How long a broker may take to stop after a shard panicked before the
+/// process exits anyway. The dead shard's peers can wait forever for it; a
+/// broker that neither serves nor exits is worse than one that exits, which
+/// a supervisor restarts (and the start runs recovery: no clean-shutdown
+/// marker is written after a panic).
+pub const PANIC_STOP_GRACE: Duration = Duration::from_secs(10);
+/// Exit status after a shard panic that did not stop in time (EX_SOFTWARE).
+pub const EXIT_AFTER_PANIC: i32 = 70;
+/// Test-only: makes the last shard panic this many milliseconds after it
+/// starts serving, so that tests can check what a shard panic does.
+pub const TEST_PANIC_ENV: &str = "PINLOG_TEST_SHARD_PANIC_AFTER_MS";
+
+fn exit_if_not_stopped_after_panic() {
+    static ARMED: std::sync::Once = std::sync::Once::new();
+    ARMED.call_once(|| {
+        let spawned = std::thread::Builder::new()
+            .name("pinlog-panic-exit".into())
+            .spawn(|| {
+                std::thread::sleep(PANIC_STOP_GRACE);
+                tracing::error!(
+                    "the broker did not stop within {PANIC_STOP_GRACE:?} of a shard panic; exiting with status {EXIT_AFTER_PANIC}"
+                );
+                std::process::exit(EXIT_AFTER_PANIC);
+            });
+        if spawned.is_err() {
+            std::process::exit(EXIT_AFTER_PANIC);
+        }
+    });
 }
 
 /// Each partition holds a few descriptors (its active segment, indexes):
@@ -286,6 +317,18 @@ async fn shard_main(
         );
     }
     let active = Rc::new(Cell::new(0usize));
+    if shard.id() + 1 == shard.shard_count() {
+        if let Some(ms) = std::env::var(TEST_PANIC_ENV)
+            .ok()
+            .and_then(|v| v.parse::<u64>().ok())
+        {
+            glommio::spawn_local(async move {
+                glommio::timer::sleep(Duration::from_millis(ms)).await;
+                panic!("{TEST_PANIC_ENV} asked this shard to panic");
+            })
+            .detach();
+        }
+    }
     spawn_timers(&shard, &config);
     crate::group::coordinator::start(&shard, stopping);
     let cleaner_task = spawn_cleaner(&shard, &config);

@@ -314,6 +314,13 @@ impl Broker {
         }
     }
 
+    /// Drops an environment variable set with [`BrokerOpts::env`], for the
+    /// next [`Broker::restart`].
+    #[allow(dead_code)]
+    pub fn clear_env(&mut self, key: &str) {
+        self.opts.env.retain(|(k, _)| k != key);
+    }
+
     /// Panics with `msg` and the broker's log.
     pub fn fail(&self, msg: &str) -> ! {
         panic!(
