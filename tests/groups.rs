@@ -818,6 +818,16 @@ impl Scene {
         (recs, problems)
     }
 
+    /// Fails unless the records consumed so far are good and cover every
+    /// delivered one (at least once).
+    fn check_all_consumed(&self, topic: &str, delivered: &Delivered) {
+        let (recs, mut problems) = self.all_records(topic);
+        problems.extend(check_consumed(delivered, &recs, false));
+        if !problems.is_empty() {
+            self.fail(&format!("records:\n  {}", problems.join("\n  ")));
+        }
+    }
+
     /// Waits until every delivered record was consumed by some member.
     fn wait_consumed(&mut self, topic: &str, delivered: &Delivered, timeout: Duration) {
         let deadline = Instant::now() + timeout;
@@ -1078,11 +1088,7 @@ fn mixed_clients_share_partitions_with_auto_commit() {
     for name in names {
         s.stop(name);
     }
-    let (recs, mut problems) = s.all_records(topic);
-    problems.extend(check_consumed(&delivered, &recs, false));
-    if !problems.is_empty() {
-        s.fail(&format!("records:\n  {}", problems.join("\n  ")));
-    }
+    s.check_all_consumed(topic, &delivered);
     // Closing commits again; it must not move anything backwards.
     let got = s.committed(Lib::Kp, group, topic);
     if got != want {
@@ -1167,11 +1173,7 @@ fn rebalance_on_join_leave_and_kill9() {
     s.wait_consumed(topic, &delivered, CONSUME_TIMEOUT);
     s.stop("kp-c");
     s.stop("ck-d");
-    let (recs, mut problems) = s.all_records(topic);
-    problems.extend(check_consumed(&delivered, &recs, false));
-    if !problems.is_empty() {
-        s.fail(&format!("records:\n  {}", problems.join("\n  ")));
-    }
+    s.check_all_consumed(topic, &delivered);
     s.broker.stop();
 }
 
@@ -1999,11 +2001,7 @@ fn cooperative_sticky_rebalances_incrementally() {
     s.wait_consumed(topic, &delivered, CONSUME_TIMEOUT);
     s.stop("ck-1");
     s.stop("java-1");
-    let (recs, mut problems) = s.all_records(topic);
-    problems.extend(check_consumed(&delivered, &recs, false));
-    if !problems.is_empty() {
-        s.fail(&format!("records:\n  {}", problems.join("\n  ")));
-    }
+    s.check_all_consumed(topic, &delivered);
     s.broker.stop();
 }
 
@@ -2069,11 +2067,7 @@ fn roundrobin_is_the_shared_assignor_of_kafka_python_and_librdkafka() {
     s.wait_consumed(topic, &delivered, CONSUME_TIMEOUT);
     s.stop("ck-1");
     s.stop("kp-2");
-    let (recs, mut problems) = s.all_records(topic);
-    problems.extend(check_consumed(&delivered, &recs, false));
-    if !problems.is_empty() {
-        s.fail(&format!("records:\n  {}", problems.join("\n  ")));
-    }
+    s.check_all_consumed(topic, &delivered);
     s.broker.stop();
 }
 
@@ -2231,11 +2225,7 @@ fn static_members_restart_without_rebalance_and_expire_after_session() {
     let delivered = s.stop_producer("producer", 500);
     s.wait_consumed(topic, &delivered, CONSUME_TIMEOUT);
     s.stop("kp-2");
-    let (recs, mut problems) = s.all_records(topic);
-    problems.extend(check_consumed(&delivered, &recs, false));
-    if !problems.is_empty() {
-        s.fail(&format!("records:\n  {}", problems.join("\n  ")));
-    }
+    s.check_all_consumed(topic, &delivered);
     s.broker.stop();
 }
 
@@ -2310,11 +2300,7 @@ fn java_static_member_restarts_without_rebalance() {
     // after it stops, which does not matter here.
     s.stop("java-2");
     s.stop("kp-1");
-    let (recs, mut problems) = s.all_records(topic);
-    problems.extend(check_consumed(&delivered, &recs, false));
-    if !problems.is_empty() {
-        s.fail(&format!("records:\n  {}", problems.join("\n  ")));
-    }
+    s.check_all_consumed(topic, &delivered);
     s.broker.stop();
 }
 
@@ -2600,10 +2586,6 @@ fn member_that_stops_polling_is_replaced_then_rejoins() {
     for name in others {
         s.stop(name);
     }
-    let (recs, mut problems) = s.all_records(topic);
-    problems.extend(check_consumed(&delivered, &recs, false));
-    if !problems.is_empty() {
-        s.fail(&format!("records:\n  {}", problems.join("\n  ")));
-    }
+    s.check_all_consumed(topic, &delivered);
     s.broker.stop();
 }

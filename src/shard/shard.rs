@@ -282,27 +282,23 @@ impl Shard {
             .filter(|tp| self.owner(tp) == self.id)
             .cloned()
             .collect();
-        let failure: Rc<RefCell<Option<LogError>>> = Rc::new(RefCell::new(None));
+        // After a failure the remaining opens are skipped, as a sequential
+        // open would stop at the first error.
+        let failed = Rc::new(Cell::new(false));
         let shard = self.clone();
-        let first_failure = failure.clone();
-        run_concurrently(mine, PARTITION_OPENS_IN_FLIGHT, move |tp| {
-            let shard = shard.clone();
-            let failure = first_failure.clone();
+        let results = map_concurrently(mine, PARTITION_OPENS_IN_FLIGHT, move |tp| {
+            let (shard, failed) = (shard.clone(), failed.clone());
             async move {
-                if failure.borrow().is_some() {
-                    return;
+                if failed.get() {
+                    return Ok(());
                 }
-                if let Err(e) = shard.open_local(tp, None).await {
-                    failure.borrow_mut().get_or_insert(e);
-                }
+                let r = shard.open_local(tp, None).await;
+                failed.set(failed.get() || r.is_err());
+                r
             }
         })
         .await;
-        let failure = failure.borrow_mut().take();
-        match failure {
-            Some(e) => Err(e),
-            None => Ok(()),
-        }
+        results.into_iter().collect()
     }
 
     fn open_lock_for(&self, tp: &TopicPartition) -> &glommio::sync::Semaphore {
@@ -670,44 +666,43 @@ impl Shard {
     /// closed cleanly (the caller then writes no clean-shutdown marker).
     pub(crate) async fn close_all(&self) -> (Vec<PartitionOffsets>, bool) {
         let logs: Vec<_> = self.logs.borrow_mut().drain().collect();
-        let offsets: Rc<RefCell<Vec<PartitionOffsets>>> = Rc::new(RefCell::new(
-            self.extra_offsets.borrow_mut().drain(..).collect(),
-        ));
-        let clean = Rc::new(Cell::new(true));
-        let offline = Rc::new(Cell::new(0usize));
-        let (closed, all_clean, failed) = (offsets.clone(), clean.clone(), offline.clone());
+        let mut offsets: Vec<PartitionOffsets> =
+            self.extra_offsets.borrow_mut().drain(..).collect();
+        let mut clean = true;
         // Closes write each partition's producer snapshot and flush: waits on
         // the disk, so several run at once, as opens do.
-        run_concurrently(logs, PARTITION_OPENS_IN_FLIGHT, move |(tp, log)| {
-            let (offsets, clean, offline) = (closed.clone(), all_clean.clone(), failed.clone());
-            async move {
-                let Ok(log) = Rc::try_unwrap(log) else {
-                    tracing::error!(partition = %tp, "partition still in use at shutdown");
-                    clean.set(false);
-                    return;
-                };
-                let log = log.into_inner().expect("lock not poisoned");
-                let entry = PartitionOffsets {
-                    tp: tp.clone(),
-                    recovery_point: log.log_end_offset(),
-                    log_start_offset: log.log_start_offset(),
-                    cleaner_offset: log.cleaner_checkpoint(),
-                };
-                match log.close().await {
-                    Ok(()) => offsets.borrow_mut().push(entry),
-                    Err(e) => {
-                        tracing::error!(partition = %tp, "clean close failed: {e}");
-                        offline.set(offline.get() + 1);
-                        clean.set(false);
+        let closed = map_concurrently(logs, PARTITION_OPENS_IN_FLIGHT, |(tp, log)| async move {
+            let Ok(log) = Rc::try_unwrap(log) else {
+                tracing::error!(partition = %tp, "partition still in use at shutdown");
+                return Err(false);
+            };
+            let log = log.into_inner().expect("lock not poisoned");
+            let entry = PartitionOffsets {
+                tp: tp.clone(),
+                recovery_point: log.log_end_offset(),
+                log_start_offset: log.log_start_offset(),
+                cleaner_offset: log.cleaner_checkpoint(),
+            };
+            log.close().await.map(|()| entry).map_err(|e| {
+                tracing::error!(partition = %tp, "clean close failed: {e}");
+                true
+            })
+        })
+        .await;
+        // `Err(true)`: the close failed; `Err(false)`: the log was in use.
+        for r in closed {
+            match r {
+                Ok(entry) => offsets.push(entry),
+                Err(close_failed) => {
+                    clean = false;
+                    if close_failed {
+                        self.offline_partitions
+                            .set(self.offline_partitions.get() + 1);
                     }
                 }
             }
-        })
-        .await;
-        self.offline_partitions
-            .set(self.offline_partitions.get() + offline.get());
-        let offsets = offsets.take();
-        (offsets, clean.get())
+        }
+        (offsets, clean)
     }
 
     /// Drops every local partition without closing: what a crash leaves.
@@ -717,12 +712,14 @@ impl Shard {
     }
 }
 
-/// Runs `work` on every item, at most `in_flight` at a time, on this shard.
-async fn run_concurrently<T, F, Fut>(items: Vec<T>, in_flight: usize, work: F)
+/// Runs `work` on every item, at most `in_flight` at a time, on this shard,
+/// and returns the results (in no particular order).
+async fn map_concurrently<T, R, F, Fut>(items: Vec<T>, in_flight: usize, work: F) -> Vec<R>
 where
     T: 'static,
+    R: 'static,
     F: Fn(T) -> Fut + Clone + 'static,
-    Fut: std::future::Future<Output = ()> + 'static,
+    Fut: std::future::Future<Output = R> + 'static,
 {
     let queue = Rc::new(RefCell::new(VecDeque::from(items)));
     let workers: Vec<_> = (0..in_flight.max(1))
@@ -730,17 +727,20 @@ where
             let queue = queue.clone();
             let work = work.clone();
             glommio::spawn_local(async move {
+                let mut done = Vec::new();
                 loop {
                     let next = queue.borrow_mut().pop_front();
                     match next {
-                        Some(item) => work(item).await,
-                        None => return,
+                        Some(item) => done.push(work(item).await),
+                        None => return done,
                     }
                 }
             })
         })
         .collect();
+    let mut out = Vec::new();
     for w in workers {
-        w.await;
+        out.extend(w.await);
     }
+    out
 }
