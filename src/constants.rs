@@ -116,6 +116,13 @@ pub const PARTITION_OPENS_IN_FLIGHT: usize = 16;
 /// Locks that serialise opens of one partition; different partitions mostly
 /// take different locks and open in parallel.
 pub const PARTITION_OPEN_LOCK_STRIPES: usize = 64;
+/// Slots in glommio 0.9's per-executor blocking-pool request queue
+/// (`sys/blocking.rs`: `flume::bounded(4 << 10)`).
+pub const GLOMMIO_BLOCKING_QUEUE_SLOTS: usize = 4 << 10;
+/// Blocking-pool calls one shard has in flight at most (`blocking_pool`):
+/// far below `GLOMMIO_BLOCKING_QUEUE_SLOTS`, so a task never waits on that
+/// queue and is never woken by a pool thread.
+pub const BLOCKING_CALLS_IN_FLIGHT_MAX: usize = 256;
 /// Depth of each cross-shard channel: the bound on in-flight requests from one
 /// shard to another.
 pub const SHARD_CHANNEL_DEPTH: usize = 1024;
@@ -139,6 +146,7 @@ pub const LEADER_EPOCH_CHECKPOINT_FILE: &str = "leader-epoch-checkpoint";
 pub const SEGMENT_NAME_DIGITS: usize = 20;
 
 const _: () = assert!(RECORD_BATCH_HEADER_SIZE > LOG_OVERHEAD);
+const _: () = assert!(BLOCKING_CALLS_IN_FLIGHT_MAX * 4 <= GLOMMIO_BLOCKING_QUEUE_SLOTS);
 const _: () = assert!(DMA_WRITE_BYTES_MAX % DMA_ALIGNMENT as usize == 0);
 const _: () = assert!(DEFAULT_SEGMENT_INDEX_BYTES % OFFSET_INDEX_ENTRY_SIZE as u64 == 0);
 const _: () = assert!(DEFAULT_SEGMENT_BYTES <= u32::MAX as u64);

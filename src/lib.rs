@@ -2,6 +2,7 @@
 //!
 //! See `ARCHITECTURE.md` for the map of this crate.
 
+pub mod blocking_pool;
 pub mod broker_config;
 pub mod cli;
 pub mod config;

@@ -307,12 +307,11 @@ pub fn write_atomically_blocking(path: &Path, contents: &[u8]) -> io::Result<()>
 ///
 /// Must be awaited inside a glommio executor.
 pub async fn write_atomically(path: PathBuf, contents: Vec<u8>) -> LogResult<()> {
-    let (path, result) = glommio::executor()
-        .spawn_blocking(move || {
-            let result = write_atomically_blocking(&path, &contents);
-            (path, result)
-        })
-        .await;
+    let (path, result) = crate::blocking_pool::run(move || {
+        let result = write_atomically_blocking(&path, &contents);
+        (path, result)
+    })
+    .await;
     result.map_err(|e| LogError::io("write checkpoint", path, -1, e))
 }
 
@@ -363,9 +362,7 @@ pub async fn write_offset_checkpoint(
 
 async fn read_checkpoint_file_async(path: &Path) -> LogResult<Option<Vec<u8>>> {
     let path = path.to_path_buf();
-    glommio::executor()
-        .spawn_blocking(move || read_checkpoint_file(&path))
-        .await
+    crate::blocking_pool::run(move || read_checkpoint_file(&path)).await
 }
 
 /// `<path>.tmp`, Kafka's name for a checkpoint being written.

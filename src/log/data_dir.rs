@@ -164,9 +164,7 @@ pub fn write_shutdown_state(
 /// what was written since. Runs the blocking writes off the shard thread.
 pub async fn write_checkpoints(dir: &Path, offsets: Vec<PartitionOffsets>) -> LogResult<()> {
     let dir = dir.to_path_buf();
-    glommio::executor()
-        .spawn_blocking(move || write_shutdown_state(&dir, &offsets, false))
-        .await
+    crate::blocking_pool::run(move || write_shutdown_state(&dir, &offsets, false)).await
 }
 
 fn write(dir: &Path, name: &str, entries: &[OffsetCheckpointEntry]) -> LogResult<()> {

@@ -850,9 +850,7 @@ impl Reader<'_> {
 /// Reads a whole file on glommio's blocking pool; `None` if it is missing.
 async fn read_file_off_thread(path: &Path) -> LogResult<Option<Vec<u8>>> {
     let owned = path.to_path_buf();
-    let result = glommio::executor()
-        .spawn_blocking(move || std::fs::read(owned))
-        .await;
+    let result = crate::blocking_pool::run(move || std::fs::read(owned)).await;
     match result {
         Ok(bytes) => Ok(Some(bytes)),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),

@@ -527,8 +527,7 @@ impl Segment {
         let removed = self.size_bytes - found.position;
         self.offset_index.truncate_to(offset);
         self.time_index.truncate_to(offset);
-        self.file
-            .truncate(found.position)
+        crate::blocking_pool::gated(self.file.truncate(found.position))
             .await
             .map_err(|e| LogError::io("truncate segment", &self.log_path, offset, e))?;
         self.size_bytes = found.position;
@@ -685,8 +684,7 @@ impl Segment {
                     "recovery dropped invalid bytes at the segment tail: {why}"
                 );
             }
-            self.file
-                .truncate(valid_end)
+            crate::blocking_pool::gated(self.file.truncate(valid_end))
                 .await
                 .map_err(|e| LogError::io("truncate segment", &self.log_path, -1, e))?;
         }
@@ -784,8 +782,7 @@ impl Segment {
             .await
             .map_err(|e| LogError::io("stat segment", &self.log_path, -1, e))?;
         if on_disk != self.size_bytes {
-            self.file
-                .truncate(self.size_bytes)
+            crate::blocking_pool::gated(self.file.truncate(self.size_bytes))
                 .await
                 .map_err(|e| LogError::io("truncate segment", &self.log_path, -1, e))?;
         }

@@ -117,8 +117,7 @@ async fn rename(from: &Path, to: &Path) -> LogResult<()> {
 /// on glommio's blocking pool.
 pub async fn sync_dir(dir: &Path) -> LogResult<()> {
     let d = dir.to_path_buf();
-    glommio::executor()
-        .spawn_blocking(move || std::fs::File::open(&d).and_then(|f| f.sync_all()))
+    crate::blocking_pool::run(move || std::fs::File::open(&d).and_then(|f| f.sync_all()))
         .await
         .map_err(|e| LogError::io("fsync partition dir", dir, -1, e))
 }

@@ -3,12 +3,12 @@
 //! bytes (reference-counted, not copied).
 
 use bytes::{Bytes, BytesMut};
-use futures_channel::oneshot;
 
 use crate::config::LogConfig;
 use crate::error::LogResult;
 use crate::log::partition_log::AppendInfo;
 use crate::log::topic_partition::TopicPartition;
+use crate::shard::cross_shard::ReplySender;
 
 /// The log state of one partition, as another shard sees it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -31,34 +31,32 @@ pub enum ShardRequest {
     OpenPartition {
         tp: TopicPartition,
         config: Option<LogConfig>,
-        reply: oneshot::Sender<LogResult<()>>,
+        reply: ReplySender<LogResult<()>>,
     },
     /// Append producer batches as leader.
     Append {
         tp: TopicPartition,
         batches: BytesMut,
         leader_epoch: i32,
-        reply: oneshot::Sender<LogResult<AppendInfo>>,
+        reply: ReplySender<LogResult<AppendInfo>>,
     },
     /// Read batches up to `max_bytes` from `offset`, below the HW.
     Read {
         tp: TopicPartition,
         offset: i64,
         max_bytes: usize,
-        reply: oneshot::Sender<LogResult<Vec<Bytes>>>,
+        reply: ReplySender<LogResult<Vec<Bytes>>>,
     },
     /// Set the high watermark (single-replica brokers set it to the LEO).
     SetHighWatermark {
         tp: TopicPartition,
         high_watermark: i64,
-        reply: oneshot::Sender<LogResult<PartitionOffsetsView>>,
+        reply: ReplySender<LogResult<PartitionOffsetsView>>,
     },
     /// Flush every partition the shard owns.
-    FlushAll {
-        reply: oneshot::Sender<LogResult<()>>,
-    },
+    FlushAll { reply: ReplySender<LogResult<()>> },
     /// Round trip with no work, for measuring the cost of a hop.
-    Ping { reply: oneshot::Sender<usize> },
+    Ping { reply: ReplySender<usize> },
     /// Run a closure on the receiving shard (Seastar's `submit_to`): how
     /// layers above the storage engine do work on a partition's owner
     /// without adding message types here. The closure replies itself.

@@ -15,7 +15,6 @@ use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use bytes::{Bytes, BytesMut};
-use futures_channel::oneshot;
 use glommio::channels::channel_mesh::Senders;
 use glommio::sync::RwLock;
 
@@ -27,6 +26,7 @@ use crate::log::cleaner::{self, CleanOutcome, CleanerOptions};
 use crate::log::data_dir::{DataDirState, PartitionOffsets};
 use crate::log::partition_log::{AppendInfo, OpenParams, PartitionLog, ReadSlice, RecoveryReport};
 use crate::log::topic_partition::TopicPartition;
+use crate::shard::cross_shard::{reply_channel, ReplySender};
 use crate::shard::messages::{PartitionOffsetsView, ShardRequest};
 use crate::shard::partition_table::{PartitionTable, ShardId};
 use crate::shard::runtime::ShardConfig;
@@ -194,8 +194,7 @@ impl Shard {
         // Removing a directory tree is a rare admin operation; run it off the
         // shard thread.
         let d = dir.clone();
-        glommio::executor()
-            .spawn_blocking(move || std::fs::remove_dir_all(d))
+        crate::blocking_pool::run(move || std::fs::remove_dir_all(d))
             .await
             .map_err(|e| LogError::io("delete partition dir", &dir, -1, e))
     }
@@ -350,16 +349,21 @@ impl Shard {
         Ok(())
     }
 
-    async fn ask<T>(
+    /// Sends shard `to` the request `make` builds around a reply sender, and
+    /// waits for the reply. Every cross-shard wait in pinlog goes through
+    /// here: the reply lands in a detached relay task, never in the caller's
+    /// own waker (see `cross_shard`: glommio 0.9 can free a task with a live
+    /// `JoinHandle` that another thread wakes).
+    async fn ask<T: Send + 'static>(
         &self,
         to: ShardId,
-        make: impl FnOnce(oneshot::Sender<T>) -> ShardRequest,
+        make: impl FnOnce(ReplySender<T>) -> ShardRequest,
     ) -> Result<T, LogError> {
-        let (tx, rx) = oneshot::channel();
+        let (tx, rx) = reply_channel();
         if self.senders.send_to(to, make(tx)).await.is_err() {
             return Err(hop_failed(to));
         }
-        rx.await.map_err(|_| hop_failed(to))
+        rx.recv().await.map_err(|_| hop_failed(to))
     }
 
     /// Opens (or creates) `tp` on its owning shard.

@@ -77,16 +77,14 @@ pub async fn handle(
     let log_dir = log_dir_name(&data_dir);
     // statvfs is a blocking call: keep it off the shard thread.
     let dir = data_dir.clone();
-    let (total_bytes, usable_bytes) = match glommio::executor()
-        .spawn_blocking(move || volume_bytes(&dir))
-        .await
-    {
-        Ok(bytes) => bytes,
-        Err(e) => {
-            tracing::warn!(dir = %data_dir.display(), "statvfs failed: {e}");
-            (UNKNOWN_BYTES, UNKNOWN_BYTES)
-        }
-    };
+    let (total_bytes, usable_bytes) =
+        match crate::blocking_pool::run(move || volume_bytes(&dir)).await {
+            Ok(bytes) => bytes,
+            Err(e) => {
+                tracing::warn!(dir = %data_dir.display(), "statvfs failed: {e}");
+                (UNKNOWN_BYTES, UNKNOWN_BYTES)
+            }
+        };
     DescribeLogDirsResponse {
         throttle_time_ms: 0,
         error_code: error_code::NONE,
