@@ -10,9 +10,11 @@
 //! the partition's write permit, so memory never runs ahead of the log and
 //! replays in log order reproduce it.
 //!
-//! When a shard opens an offsets partition (at startup or when the topic is
-//! created) the coordinator loads it by reading it from the log start; until
-//! then requests for its groups get COORDINATOR_LOAD_IN_PROGRESS and retry.
+//! The coordinator loads an offsets partition (reads it from the log start)
+//! as soon as this broker leads it: at startup for the partitions the shard
+//! opened, and when the metadata image makes this broker its leader (the
+//! topic was just created; with replication, a failover). Only while that
+//! load runs do requests for its groups get COORDINATOR_LOAD_IN_PROGRESS.
 
 use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, HashMap};
@@ -195,6 +197,14 @@ impl GroupCoordinator {
                 Err(error_code::COORDINATOR_LOAD_IN_PROGRESS)
             }
         }
+    }
+
+    /// This broker became the leader of `__consumer_offsets` partition
+    /// `partition`, whose log is open on this shard: load its groups now,
+    /// as Kafka's coordinator does on becoming leader, rather than on the
+    /// first request for one of them.
+    pub fn on_became_leader(self: &Rc<Self>, shard: &Rc<Shard>, partition: i32) {
+        self.spawn_load(shard, partition);
     }
 
     fn spawn_load(self: &Rc<Self>, shard: &Rc<Shard>, partition: i32) {
@@ -1117,20 +1127,8 @@ pub fn start(shard: &Rc<Shard>, stopping: fn() -> bool) {
     glommio::spawn_local(async move {
         let interval = Duration::from_millis(c.config.offsets_retention_check_interval_ms);
         let mut last_expiry = std::time::Instant::now();
-        let mut image_seen = BrokerState::of(&s).image().offset;
         while !stopping() {
             glommio::timer::sleep(COORDINATOR_TICK).await;
-            // Partitions created since (the topic is created on the first
-            // FindCoordinator) start loading right away.
-            let image = BrokerState::of(&s).image().offset;
-            if image != image_seen {
-                image_seen = image;
-                for tp in s.local_partitions() {
-                    if tp.topic == OFFSETS_TOPIC {
-                        c.spawn_load(&s, tp.partition);
-                    }
-                }
-            }
             c.tick(&s);
             if last_expiry.elapsed() >= interval {
                 last_expiry = std::time::Instant::now();

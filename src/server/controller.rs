@@ -12,6 +12,7 @@ use std::sync::Arc;
 use glommio::sync::RwLock;
 
 use crate::error::LogResult;
+use crate::group::coordinator::GroupCoordinator;
 use crate::group::offsets_topic::OFFSETS_TOPIC;
 use crate::log::topic_partition::TopicPartition;
 use crate::metadata::dynamic_broker_config;
@@ -605,6 +606,10 @@ pub async fn apply_image(shard: &Rc<Shard>, image: Arc<MetadataImage>) -> LogRes
                 // The only replica's HW is its LEO.
                 if part.isr == [broker.node_id()] {
                     log.set_high_watermark(leo);
+                }
+                drop(log);
+                if tp.topic == OFFSETS_TOPIC {
+                    GroupCoordinator::of(shard).on_became_leader(shard, p);
                 }
             }
         }
