@@ -47,7 +47,7 @@ use pinlog::protocol::codec::Reader;
 use pinlog::protocol::error_code;
 use pinlog::protocol::header::decode_response_header;
 use pinlog::protocol::messages::api_versions::ApiVersionsResponse;
-use support::{run_command, which, Broker, BrokerOpts, CmdOutput};
+use support::{run_command, which, Broker, BrokerOpts, CmdOutput, CutProxy};
 
 const CODECS: [&str; 5] = ["none", "gzip", "snappy", "lz4", "zstd"];
 /// Records per codec (so per topic) and client.
@@ -456,7 +456,7 @@ fn kafka_libs() -> PathBuf {
     libs
 }
 
-/// Compiles ClientCheck.java into `classes` and returns the classpath to
+/// Compiles ClientCheck.java and FetchSessionCheck.java into `classes` and returns the classpath to
 /// run it with.
 fn compile_java_client(classes: &Path) -> String {
     require(
@@ -470,7 +470,8 @@ fn compile_java_client(classes: &Path) -> String {
         Command::new("javac")
             .args(["-cp", &jars, "-d"])
             .arg(classes)
-            .arg(Path::new(CLIENTS_DIR).join("java/ClientCheck.java")),
+            .arg(Path::new(CLIENTS_DIR).join("java/ClientCheck.java"))
+            .arg(Path::new(CLIENTS_DIR).join("java/FetchSessionCheck.java")),
         None,
         CLIENT_TIMEOUT,
     )
@@ -922,4 +923,145 @@ fn api_versions_of_unknown_version_is_answered_as_v0() {
         .expect("the reply lists ApiVersions itself");
     assert!(own.min_version == 0 && own.max_version >= 3, "{own:?}");
     broker.stop();
+}
+
+/// The Java consumer (kafka-clients 4.4 uses incremental fetch sessions)
+/// through a dropped connection, a seek, a rebalance and partitions removed
+/// and re-added. After each, its next fetch is a full fetch that may name
+/// its old session (KIP-227: session id with epoch 0); a broker that refused
+/// it kept the consumer in a loop of rejected fetches, and the phase after
+/// it timed out. The connections are cut by a proxy in front of the broker,
+/// so the broker keeps the session the client then names.
+#[test]
+fn java_consumer_fetch_sessions_survive_cut_seek_rebalance_and_reassign() {
+    if skipped("java_consumer_fetch_sessions_survive_cut_seek_rebalance_and_reassign") {
+        return;
+    }
+    let classes = tempfile::tempdir().unwrap();
+    let cp = compile_java_client(classes.path());
+    let proxy = CutProxy::start();
+    // One shard: sessions live on the connection's shard, and with two the
+    // reconnection may land on the other one, which knows no such session
+    // (FETCH_SESSION_ID_NOT_FOUND, from which clients start over): the
+    // case under test would then happen only half of the time.
+    let broker = Broker::start(
+        BrokerOpts::new()
+            .shards(1)
+            .advertise(&proxy.addr())
+            .setting("group.initial.rebalance.delay.ms", 0),
+    );
+    proxy.forward_to(&broker.bootstrap());
+    let signals = tempfile::tempdir().unwrap();
+    let cut_request = signals.path().join("cut-request");
+    let cut_done = signals.path().join("cut-done");
+    let mut cmd = Command::new("java");
+    cmd.args(["-XX:TieredStopAtLevel=1", "-cp", &cp, "FetchSessionCheck"])
+        .arg(proxy.addr())
+        .arg("fetch-sessions")
+        .arg(PARTITIONS.to_string())
+        .arg(&cut_request)
+        .arg(&cut_done);
+    let mut child = support::spawn_logged(&mut cmd, signals.path(), "java");
+    let deadline = std::time::Instant::now() + Duration::from_secs(300);
+    let mut cut = 0;
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("poll the Java client") {
+            break status;
+        }
+        if cut == 0 && cut_request.exists() {
+            cut = proxy.cut_all();
+            std::fs::write(&cut_done, b"").unwrap();
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            broker.fail(&format!(
+                "the Java client did not finish within 300 s:\n{}",
+                support::read_logged(signals.path(), "java")
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let out = support::read_logged(signals.path(), "java");
+    if !status.success() || !out.contains("\ndone") {
+        broker.fail(&format!("the Java client failed ({status}):\n{out}"));
+    }
+    assert!(
+        cut > 0,
+        "the proxy cut no connection: the cut phase tested nothing"
+    );
+    for phase in [
+        "subscribe",
+        "connection cut",
+        "seek",
+        "rebalance join",
+        "rebalance leave",
+        "reassign",
+    ] {
+        assert!(
+            out.contains(&format!("phase {phase} ok")),
+            "phase {phase} did not finish:\n{out}"
+        );
+    }
+}
+
+/// kafkajs's node_modules, installed by tests/clients/kafkajs/install.sh (a
+/// no-op when it is there; `tests/run` runs it beforehand).
+fn kafkajs_modules() -> String {
+    require(
+        which("node").is_some() && which("npm").is_some(),
+        "node and npm",
+        "apt-get install nodejs npm",
+    );
+    let script = Path::new(CLIENTS_DIR).join("kafkajs/install.sh");
+    let out = run_command(&mut Command::new(&script), None, Duration::from_secs(300));
+    require(
+        out.success(),
+        &format!("kafkajs (installing it failed:\n{out})"),
+        "tests/clients/kafkajs/install.sh",
+    );
+    out.stdout.trim().to_string()
+}
+
+/// kafkajs 2 (npm), which a new user may well try first: topic admin,
+/// produce, a consumer group with auto-commit, then ListGroups (while the
+/// group is live and after it emptied), DescribeGroups, the committed
+/// offsets against the end offsets, and deletes. ListGroups used to answer
+/// COORDINATOR_LOAD_IN_PROGRESS for good on a running broker: offsets
+/// partitions opened after the image changed were only loaded when a
+/// request asked for them.
+#[test]
+fn kafkajs_admin_produce_group_and_list_groups() {
+    if skipped("kafkajs_admin_produce_group_and_list_groups") {
+        return;
+    }
+    let modules = kafkajs_modules();
+    let broker = Broker::start(BrokerOpts::new().setting("group.initial.rebalance.delay.ms", 0));
+    let mut cmd = Command::new("node");
+    cmd.arg(Path::new(CLIENTS_DIR).join("kafkajs/kafkajs_client.js"))
+        .args([broker.bootstrap().as_str(), "kafkajs-topic", "2000"])
+        .env("NODE_PATH", &modules)
+        .env("KAFKAJS_NO_PARTITIONER_WARNING", "1");
+    let out = run_against(&broker, cmd, None);
+    let line = out.stdout.lines().last().unwrap_or_default();
+    let result: serde_json::Value = serde_json::from_str(line)
+        .unwrap_or_else(|e| broker.fail(&format!("kafkajs printed no result ({e}):\n{out}")));
+    let expect = |key: &str, want: serde_json::Value| {
+        if result[key] != want {
+            broker.fail(&format!(
+                "kafkajs: {key} = {}, expected {want}:\n{out}",
+                result[key]
+            ));
+        }
+    };
+    expect("created", true.into());
+    expect("listed", true.into());
+    expect("consumed", 2000.into());
+    expect("groupListedWhileLive", true.into());
+    expect("groupListed", true.into());
+    expect("groupState", "Empty".into());
+    expect("committed", 2000.into());
+    expect("endOffsets", 2000.into());
+    expect("partitions", 3.into());
+    expect("deleted", true.into());
 }

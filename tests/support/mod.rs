@@ -64,6 +64,8 @@ pub struct BrokerOpts {
     settings: toml::Table,
     /// Host to advertise in Metadata; the port is always the listen port.
     advertise_host: Option<String>,
+    /// A whole `HOST:PORT` to advertise instead (a proxy in front).
+    advertise_addr: Option<String>,
     env: Vec<(String, String)>,
     /// Soft and hard RLIMIT_NOFILE of the broker process, if set.
     open_files_limit: Option<u64>,
@@ -77,6 +79,7 @@ impl Default for BrokerOpts {
             shards: 2,
             settings: toml::Table::new(),
             advertise_host: None,
+            advertise_addr: None,
             env: Vec::new(),
             open_files_limit: None,
         }
@@ -107,6 +110,14 @@ impl BrokerOpts {
     /// address (`--advertise`).
     pub fn advertise_host(mut self, host: &str) -> Self {
         self.advertise_host = Some(host.to_string());
+        self
+    }
+
+    /// Advertise exactly `addr` (`HOST:PORT`) in Metadata, so that clients
+    /// connect through something in front of the broker, such as a
+    /// [`CutProxy`].
+    pub fn advertise(mut self, addr: &str) -> Self {
+        self.advertise_addr = Some(addr.to_string());
         self
     }
 
@@ -182,6 +193,9 @@ impl Broker {
 
     /// What Metadata should return for this broker: `HOST:PORT`.
     pub fn advertised(&self) -> String {
+        if let Some(addr) = &self.opts.advertise_addr {
+            return addr.clone();
+        }
         let host = self.opts.advertise_host.as_deref().unwrap_or("127.0.0.1");
         format!("{host}:{}", self.port)
     }
@@ -363,7 +377,9 @@ impl Broker {
             .arg(self.opts.shards.to_string())
             .arg("--config")
             .arg(self.config_path());
-        if let Some(host) = &self.opts.advertise_host {
+        if let Some(addr) = &self.opts.advertise_addr {
+            cmd.arg("--advertise").arg(addr);
+        } else if let Some(host) = &self.opts.advertise_host {
             cmd.arg("--advertise").arg(format!("{host}:{}", self.port));
         }
         // Settings come from this test alone: a PINLOG_* variable of the
@@ -697,4 +713,139 @@ pub fn write_file(dir: &Path, name: &str, contents: &[u8]) -> PathBuf {
         .and_then(|mut f| f.write_all(contents))
         .unwrap_or_else(|e| panic!("write {}: {e}", path.display()));
     path
+}
+
+/// A loopback TCP proxy whose connections the test can cut at once, as a
+/// network failure or a broker-side close would: clients see their
+/// connections drop, while the broker keeps running (and keeps its fetch
+/// sessions). Point a broker's advertised address at it
+/// ([`BrokerOpts::advertise`]), then [`CutProxy::forward_to`] the broker.
+pub struct CutProxy {
+    port: u16,
+    shared: std::sync::Arc<ProxyShared>,
+    acceptor: Option<std::thread::JoinHandle<()>>,
+}
+
+struct ProxyShared {
+    target: std::sync::Mutex<Option<SocketAddr>>,
+    /// Both ends of every live connection, to shut down on a cut.
+    streams: std::sync::Mutex<Vec<TcpStream>>,
+    stop: std::sync::atomic::AtomicBool,
+}
+
+/// How often the proxy's accept loop checks for stop.
+const PROXY_POLL: Duration = Duration::from_millis(10);
+
+impl CutProxy {
+    /// Listens on a free loopback port; connections are refused (closed)
+    /// until [`CutProxy::forward_to`] names the target.
+    pub fn start() -> CutProxy {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        use std::sync::{Arc, Mutex};
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind the proxy");
+        listener.set_nonblocking(true).expect("non-blocking accept");
+        let port = listener.local_addr().unwrap().port();
+        let shared = Arc::new(ProxyShared {
+            target: Mutex::new(None),
+            streams: Mutex::new(Vec::new()),
+            stop: AtomicBool::new(false),
+        });
+        let s = shared.clone();
+        let acceptor = std::thread::spawn(move || {
+            while !s.stop.load(Ordering::SeqCst) {
+                let client = match listener.accept() {
+                    Ok((c, _)) => c,
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                        std::thread::sleep(PROXY_POLL);
+                        continue;
+                    }
+                    Err(_) => continue,
+                };
+                let target = *s.target.lock().unwrap();
+                let Some(target) = target else { continue };
+                let Ok(upstream) = TcpStream::connect(target) else {
+                    continue;
+                };
+                let _ = client.set_nonblocking(false);
+                let _ = client.set_nodelay(true);
+                let _ = upstream.set_nodelay(true);
+                let (Ok(c2), Ok(u2)) = (client.try_clone(), upstream.try_clone()) else {
+                    continue;
+                };
+                {
+                    let mut streams = s.streams.lock().unwrap();
+                    streams.push(c2);
+                    streams.push(u2);
+                }
+                let (Ok(mut c_read), Ok(mut u_read)) = (client.try_clone(), upstream.try_clone())
+                else {
+                    continue;
+                };
+                let (mut c_write, mut u_write) = (client, upstream);
+                // Each direction copies until either side closes; a cut
+                // shuts both sockets down, which ends both copies.
+                std::thread::spawn(move || {
+                    let _ = std::io::copy(&mut c_read, &mut u_write);
+                    let _ = u_write.shutdown(std::net::Shutdown::Both);
+                });
+                std::thread::spawn(move || {
+                    let _ = std::io::copy(&mut u_read, &mut c_write);
+                    let _ = c_write.shutdown(std::net::Shutdown::Both);
+                });
+            }
+        });
+        CutProxy {
+            port,
+            shared,
+            acceptor: Some(acceptor),
+        }
+    }
+
+    /// `127.0.0.1:PORT` of the proxy.
+    pub fn addr(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+
+    /// Forwards new connections to `target` (`HOST:PORT`).
+    pub fn forward_to(&self, target: &str) {
+        *self.shared.target.lock().unwrap() = Some(target.parse().expect("a socket address"));
+    }
+
+    /// Shuts down every live connection; returns how many there were.
+    pub fn cut_all(&self) -> usize {
+        let streams: Vec<TcpStream> = self.shared.streams.lock().unwrap().drain(..).collect();
+        for s in &streams {
+            let _ = s.shutdown(std::net::Shutdown::Both);
+        }
+        streams.len() / 2
+    }
+}
+
+impl Drop for CutProxy {
+    fn drop(&mut self) {
+        self.shared
+            .stop
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        self.cut_all();
+        if let Some(t) = self.acceptor.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Spawns `cmd` with its stdout and stderr in `<dir>/<name>.out`, for a
+/// long-running client the test watches while it runs.
+pub fn spawn_logged(cmd: &mut Command, dir: &Path, name: &str) -> Child {
+    let out = File::create(dir.join(format!("{name}.out"))).expect("create the client's log");
+    let err = out.try_clone().expect("clone the client's log handle");
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::from(out))
+        .stderr(Stdio::from(err))
+        .spawn()
+        .unwrap_or_else(|e| panic!("spawn {name}: {e}"))
+}
+
+/// What a client started with [`spawn_logged`] wrote so far.
+pub fn read_logged(dir: &Path, name: &str) -> String {
+    std::fs::read_to_string(dir.join(format!("{name}.out"))).unwrap_or_default()
 }

@@ -16,9 +16,12 @@ use crate::protocol::error_code;
 use crate::protocol::header::RequestHeader;
 use crate::protocol::messages::fetch::*;
 use crate::server::append_waiters::AppendWaiters;
-use crate::server::fetch_sessions::{FetchSessions, SessionPartition, FINAL_EPOCH, INITIAL_EPOCH};
+use crate::server::fetch_sessions::{
+    FetchSessions, ResolvedFetch, SentPartition, SessionPartition, SessionRequest,
+};
 use crate::server::handlers::{check_leader_epoch, error_code_for};
 use crate::server::state::BrokerState;
+use crate::shard::shard::now_ms;
 use crate::shard::shard::Shard;
 
 /// Upper bound on how long one fetch may wait, whatever the client asks.
@@ -43,11 +46,7 @@ impl PartitionRead {
     }
 }
 
-pub async fn handle(
-    shard: &Rc<Shard>,
-    _header: &RequestHeader,
-    req: FetchRequest,
-) -> FetchResponse {
+pub async fn handle(shard: &Rc<Shard>, header: &RequestHeader, req: FetchRequest) -> FetchResponse {
     let sessions = FetchSessions::of(shard);
     let is_follower = req.replica_id >= 0;
     let requested: Vec<SessionPartition> = req
@@ -67,54 +66,43 @@ pub async fn handle(
         .collect();
 
     // Resolve which partitions this fetch covers and which session it uses.
-    let (session_id, partitions, incremental) = if req.session_id == 0 {
-        if req.session_epoch == INITIAL_EPOCH {
-            let id = sessions.create(requested.clone());
-            (id, requested, false)
-        } else {
-            (0, requested, false)
-        }
-    } else if req.session_epoch == FINAL_EPOCH {
-        sessions.remove(req.session_id);
-        (0, requested, false)
-    } else {
-        let forgotten: Vec<(String, i32)> = req
-            .forgotten_topics_data
-            .iter()
-            .flat_map(|f| f.partitions.iter().map(move |p| (f.topic.clone(), *p)))
-            .collect();
-        let merged = sessions.with_session(req.session_id, req.session_epoch, |s| {
-            s.partitions.retain(|p| {
-                !forgotten
-                    .iter()
-                    .any(|(t, i)| *t == p.topic && *i == p.partition)
-            });
-            for r in &requested {
-                match s
-                    .partitions
-                    .iter_mut()
-                    .find(|p| p.topic == r.topic && p.partition == r.partition)
-                {
-                    Some(p) => {
-                        p.fetch_offset = r.fetch_offset;
-                        p.partition_max_bytes = r.partition_max_bytes;
-                        p.current_leader_epoch = r.current_leader_epoch;
-                    }
-                    None => s.partitions.push(r.clone()),
-                }
+    let forgotten: Vec<(String, i32)> = req
+        .forgotten_topics_data
+        .iter()
+        .flat_map(|f| f.partitions.iter().map(move |p| (f.topic.clone(), *p)))
+        .collect();
+    let session_request = SessionRequest {
+        session_id: req.session_id,
+        epoch: req.session_epoch,
+        privileged: is_follower,
+        forgotten: &forgotten,
+    };
+    let now = now_ms();
+    let resolved = sessions.with(|c| c.resolve(session_request, requested, now));
+    let ResolvedFetch {
+        session_id,
+        partitions,
+        incremental,
+    } = match resolved {
+        Ok(r) => r,
+        Err(code) => {
+            if let Some(count) = sessions.with(|c| c.note_rejection(client_of(header), now)) {
+                tracing::warn!(
+                    client = client_of(header),
+                    session_id = req.session_id,
+                    session_epoch = req.session_epoch,
+                    rejected = count,
+                    "fetch session request refused with error {}; the client should start a new \
+                     session (a full fetch with epoch 0)",
+                    code
+                );
             }
-            s.partitions.clone()
-        });
-        match merged {
-            Ok(parts) => (req.session_id, parts, true),
-            Err(code) => {
-                return FetchResponse {
-                    throttle_time_ms: 0,
-                    error_code: code,
-                    session_id: 0,
-                    responses: Vec::new(),
-                }
-            }
+            return FetchResponse {
+                throttle_time_ms: 0,
+                error_code: code,
+                session_id: 0,
+                responses: Vec::new(),
+            };
         }
     };
 
@@ -135,7 +123,7 @@ pub async fn handle(
 
     // Answer in order; an incremental response carries only news.
     let mut responses: Vec<FetchableTopicResponse> = Vec::new();
-    let mut news: Vec<(String, i32, i64, i64)> = Vec::new();
+    let mut sent: Vec<SentPartition> = Vec::new();
     for (p, r) in partitions.iter().zip(reads) {
         let changed = !r.records.is_empty()
             || r.error_code != error_code::NONE
@@ -144,12 +132,13 @@ pub async fn handle(
         if incremental && !changed {
             continue;
         }
-        news.push((
-            p.topic.clone(),
-            p.partition,
-            r.high_watermark,
-            r.log_start_offset,
-        ));
+        sent.push(SentPartition {
+            topic: p.topic.clone(),
+            partition: p.partition,
+            high_watermark: r.high_watermark,
+            log_start_offset: r.log_start_offset,
+            had_records: !r.records.is_empty(),
+        });
         let data = PartitionData {
             partition_index: p.partition,
             error_code: r.error_code,
@@ -170,18 +159,7 @@ pub async fn handle(
         }
     }
     if session_id != 0 {
-        sessions.update(session_id, |s| {
-            for (topic, partition, hw, lso) in &news {
-                if let Some(p) = s
-                    .partitions
-                    .iter_mut()
-                    .find(|p| p.topic == *topic && p.partition == *partition)
-                {
-                    p.last_high_watermark = *hw;
-                    p.last_log_start_offset = *lso;
-                }
-            }
-        });
+        sessions.with(|c| c.record_response(session_id, &sent));
     }
     FetchResponse {
         throttle_time_ms: 0,
@@ -375,4 +353,9 @@ async fn wait_on_owner(shard: &Rc<Shard>, work: Vec<(TopicPartition, i64)>, time
         None
     })
     .await;
+}
+
+/// The client id to name in log lines.
+fn client_of(header: &RequestHeader) -> &str {
+    header.client_id.as_deref().unwrap_or("-")
 }
