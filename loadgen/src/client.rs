@@ -36,6 +36,12 @@ pub struct Versions {
     pub list_offsets: Option<i16>,
     pub metadata: Option<i16>,
     pub create_topics: Option<i16>,
+    pub find_coordinator: Option<i16>,
+    pub join_group: Option<i16>,
+    pub sync_group: Option<i16>,
+    pub heartbeat: Option<i16>,
+    pub leave_group: Option<i16>,
+    pub offset_commit: Option<i16>,
 }
 
 impl Versions {
@@ -55,6 +61,12 @@ impl Versions {
             list_offsets: pick(ApiKey::ListOffsets),
             metadata: pick(ApiKey::Metadata),
             create_topics: pick(ApiKey::CreateTopics),
+            find_coordinator: pick(ApiKey::FindCoordinator),
+            join_group: pick(ApiKey::JoinGroup),
+            sync_group: pick(ApiKey::SyncGroup),
+            heartbeat: pick(ApiKey::Heartbeat),
+            leave_group: pick(ApiKey::LeaveGroup),
+            offset_commit: pick(ApiKey::OffsetCommit),
         }
     }
 
@@ -66,6 +78,12 @@ impl Versions {
             ApiKey::ListOffsets => self.list_offsets,
             ApiKey::Metadata => self.metadata,
             ApiKey::CreateTopics => self.create_topics,
+            ApiKey::FindCoordinator => self.find_coordinator,
+            ApiKey::JoinGroup => self.join_group,
+            ApiKey::SyncGroup => self.sync_group,
+            ApiKey::Heartbeat => self.heartbeat,
+            ApiKey::LeaveGroup => self.leave_group,
+            ApiKey::OffsetCommit => self.offset_commit,
             _ => None,
         };
         v.ok_or_else(|| {

@@ -23,6 +23,7 @@ mod plot;
 mod producer;
 mod report;
 mod run;
+mod soak;
 mod stats;
 
 use std::path::PathBuf;
@@ -86,6 +87,20 @@ enum Command {
         produce: ProduceArgs,
         #[command(flatten)]
         consume: ConsumeArgs,
+    },
+    /// A soak: an e2e run while group members join, commit, leave and die,
+    /// and clients are killed mid-request; fails if the broker misbehaves
+    /// or stops (see soak.rs). Run by hand before each milestone, e.g.
+    /// `soak --duration 5m --rate 20000`.
+    Soak {
+        #[command(flatten)]
+        common: Common,
+        #[command(flatten)]
+        produce: ProduceArgs,
+        #[command(flatten)]
+        consume: ConsumeArgs,
+        #[command(flatten)]
+        soak: SoakArgs,
     },
     /// Draw latency by percentile from .hgrm files (written by --histogram),
     /// several runs overlaid.
@@ -191,6 +206,20 @@ pub struct ConsumeArgs {
     pub no_crc_check: bool,
 }
 
+#[derive(Args, Debug, Clone)]
+pub struct SoakArgs {
+    /// Group members churning in one group (join, commit, leave or die).
+    #[arg(long, default_value_t = 4)]
+    pub members: usize,
+    /// Threads sending requests and closing their connections before the
+    /// answer.
+    #[arg(long, default_value_t = 2)]
+    pub killers: usize,
+    /// Seed of the members' and killers' random choices.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum StartAt {
     Earliest,
@@ -256,6 +285,12 @@ fn main() -> ExitCode {
             produce,
             consume,
         } => run::finish(&common, run::e2e(&common, &produce, &consume)),
+        Command::Soak {
+            common,
+            produce,
+            consume,
+            soak,
+        } => run::finish(&common, soak::soak(&common, &produce, &consume, &soak)),
     }
 }
 
