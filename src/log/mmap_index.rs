@@ -430,10 +430,17 @@ fn map(file: &File, length_bytes: u64) -> io::Result<Option<MmapMut>> {
             format!("index of {length_bytes} bytes does not fit in memory"),
         )
     })?;
-    // SAFETY: the mapping is only sound while nobody else truncates or
-    // rewrites the file. pinlog owns its data directory (as a Kafka broker
-    // owns its log.dirs), and this type truncates the file only in
-    // `resize_to`, never below what it still reads or writes.
+    // SAFETY: the mapping is only sound while nobody truncates the file
+    // below what is mapped or rewrites it behind our back. pinlog owns its
+    // data directory (as a Kafka broker owns its log.dirs; the data-dir
+    // flock keeps a second broker out, though not other tools). This type
+    // shrinks the file only in `resize_to`, never below what it still reads
+    // or writes; `create` truncates its path, so no other live
+    // `MmapIndexFile` may map that path then (segments are created only
+    // after the one they replace was deleted or dropped). One unsoundness
+    // remains that mmap cannot avoid: the file is grown sparse, so a full
+    // disk (or an I/O error) at the page fault of an entry write raises
+    // SIGBUS instead of an error; see ARCHITECTURE.md, sharp edges.
     let mmap = unsafe { MmapOptions::new().len(length).map_mut(file)? };
     Ok(Some(mmap))
 }

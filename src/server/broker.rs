@@ -56,8 +56,9 @@ fn stopping() -> bool {
 /// Blocks SIGINT and SIGTERM in this thread (and so in every thread started
 /// after it) and turns them into [`request_stop`] on a dedicated thread.
 fn install_signal_thread() -> Result<(), String> {
-    // SAFETY: plain libc signal-mask calls on a zeroed sigset.
-    unsafe {
+    // SAFETY: sigemptyset/sigaddset fill a sigset_t we own (zeroed plain
+    // data), pthread_sigmask reads it; signal() only changes a disposition.
+    let set = unsafe {
         let mut set: libc::sigset_t = std::mem::zeroed();
         libc::sigemptyset(&mut set);
         libc::sigaddset(&mut set, libc::SIGINT);
@@ -66,19 +67,29 @@ fn install_signal_thread() -> Result<(), String> {
             return Err("cannot block SIGINT/SIGTERM".into());
         }
         // Writes to closed sockets must return EPIPE, not kill the broker.
-        libc::signal(libc::SIGPIPE, libc::SIG_IGN);
-        std::thread::Builder::new()
-            .name("pinlog-signals".into())
-            .spawn(move || loop {
-                let mut sig: libc::c_int = 0;
-                if libc::sigwait(&set, &mut sig) == 0 {
+        if libc::signal(libc::SIGPIPE, libc::SIG_IGN) == libc::SIG_ERR {
+            return Err("cannot ignore SIGPIPE".into());
+        }
+        set
+    };
+    std::thread::Builder::new()
+        .name("pinlog-signals".into())
+        .spawn(move || {
+            let mut sig: libc::c_int = 0;
+            // SAFETY: sigwait reads the sigset we own and writes one int.
+            // It fails only with EINVAL for an invalid set, which this is
+            // not; stop the thread rather than spin if it ever does.
+            match unsafe { libc::sigwait(&set, &mut sig) } {
+                0 => {
                     tracing::info!("received signal {sig}: shutting down");
                     request_stop();
-                    return;
                 }
-            })
-            .map_err(|e| format!("cannot start the signal thread: {e}"))?;
-    }
+                e => {
+                    tracing::error!("sigwait failed ({e}): SIGINT/SIGTERM will not stop the broker")
+                }
+            }
+        })
+        .map_err(|e| format!("cannot start the signal thread: {e}"))?;
     Ok(())
 }
 
