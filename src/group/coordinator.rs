@@ -33,9 +33,10 @@ pub use crate::group::offsets_topic::OFFSETS_TOPIC;
 use crate::group::schema::{GroupValue, OffsetValue, RecordKey};
 use crate::log::batch::{self, BatchIter, CountRule};
 use crate::log::topic_partition::TopicPartition;
+use crate::node::append_waiters::AppendWaiters;
+use crate::node::state::BrokerState;
+use crate::node::stop::StopHandle;
 use crate::protocol::error_code;
-use crate::server::append_waiters::AppendWaiters;
-use crate::server::state::BrokerState;
 use crate::shard::partition_table::ShardId;
 use crate::shard::shard::{now_ms, Shard};
 
@@ -1115,8 +1116,8 @@ fn tombstones(g: &Group, keys: impl Iterator<Item = (String, i32)>) -> Vec<(Byte
 }
 
 /// Installs the coordinator on `shard`, starts loading the offsets
-/// partitions it owns, and runs its timers until `stopping()`.
-pub fn start(shard: &Rc<Shard>, stopping: fn() -> bool) {
+/// partitions it owns, and runs its timers until `stop` is requested.
+pub fn start(shard: &Rc<Shard>, stop: StopHandle) {
     let c = GroupCoordinator::of(shard);
     for tp in shard.local_partitions() {
         if tp.topic == OFFSETS_TOPIC {
@@ -1127,7 +1128,7 @@ pub fn start(shard: &Rc<Shard>, stopping: fn() -> bool) {
     glommio::spawn_local(async move {
         let interval = Duration::from_millis(c.config.offsets_retention_check_interval_ms);
         let mut last_expiry = std::time::Instant::now();
-        while !stopping() {
+        while !stop.is_requested() {
             glommio::timer::sleep(COORDINATOR_TICK).await;
             c.tick(&s);
             if last_expiry.elapsed() >= interval {

@@ -384,7 +384,7 @@ impl Group {
             .instance_id
             .as_deref()
             .unwrap_or(params.client_id.as_str());
-        format!("{prefix}-{}", uuid_string())
+        format!("{prefix}-{}", crate::node::ids::uuid_string())
     }
 
     /// Starts (or restarts) a rebalance.
@@ -1129,20 +1129,6 @@ impl Group {
         }
         Some(topics)
     }
-}
-
-/// A random UUID in its usual text form, as Kafka's member ids use.
-fn uuid_string() -> String {
-    let u = crate::server::cluster_id::random_uuid();
-    let h: String = u.iter().map(|b| format!("{b:02x}")).collect();
-    format!(
-        "{}-{}-{}-{}-{}",
-        &h[0..8],
-        &h[8..12],
-        &h[12..16],
-        &h[16..20],
-        &h[20..32]
-    )
 }
 
 #[cfg(test)]

@@ -1,15 +1,8 @@
-//! `__consumer_offsets`: which partition a group lives on, and creating the
-//! topic the first time a client looks for a coordinator, as Kafka does.
+//! `__consumer_offsets`: which partition a group lives on. The server
+//! creates the topic the first time a client looks for a coordinator
+//! (`server/offsets_topic.rs`), as Kafka does.
 
-use std::rc::Rc;
-
-use crate::protocol::error_code;
-use crate::server::controller::{self, NewTopic};
-use crate::server::state::BrokerState;
-use crate::shard::shard::Shard;
-
-/// Kafka's internal topic for committed offsets and group metadata.
-pub const OFFSETS_TOPIC: &str = "__consumer_offsets";
+pub use crate::metadata::OFFSETS_TOPIC;
 
 /// Kafka's group-to-partition mapping: `Utils.abs(groupId.hashCode()) %
 /// partitions`, with Java's UTF-16 string hash, so a group lands on the
@@ -21,53 +14,6 @@ pub fn partition_for(group_id: &str, partitions: i32) -> i32 {
     }
     let abs = if h == i32::MIN { 0 } else { h.abs() };
     abs % partitions.max(1)
-}
-
-/// Creates `__consumer_offsets` if it does not exist yet: compacted, with
-/// `offsets.topic.num.partitions` partitions and
-/// `offsets.topic.segment.bytes` segments. Errors come back as the code
-/// FindCoordinator answers with (the client retries).
-pub async fn ensure_offsets_topic(shard: &Rc<Shard>) -> Result<(), i16> {
-    let broker = BrokerState::of(shard);
-    if broker.image().topic(OFFSETS_TOPIC).is_some() {
-        return Ok(());
-    }
-    let cfg = &broker.config.group;
-    let topic = NewTopic {
-        name: OFFSETS_TOPIC.to_string(),
-        num_partitions: cfg.offsets_topic_num_partitions,
-        replication_factor: 1,
-        configs: vec![
-            ("cleanup.policy".into(), Some("compact".into())),
-            (
-                "segment.bytes".into(),
-                Some(cfg.offsets_topic_segment_bytes.to_string()),
-            ),
-            ("compression.type".into(), Some("producer".into())),
-        ],
-    };
-    match controller::create_topics(shard, vec![topic], false).await {
-        Ok(results) => {
-            for (_, r) in results {
-                match r {
-                    Ok(created) => tracing::info!(
-                        partitions = created.num_partitions,
-                        "created {OFFSETS_TOPIC} for the group coordinator"
-                    ),
-                    Err((code, _)) if code == error_code::TOPIC_ALREADY_EXISTS => {}
-                    Err((code, message)) => {
-                        tracing::error!(code, "cannot create {OFFSETS_TOPIC}: {message}");
-                        return Err(error_code::COORDINATOR_NOT_AVAILABLE);
-                    }
-                }
-            }
-            Ok(())
-        }
-        Err(e) => {
-            tracing::error!("cannot create {OFFSETS_TOPIC}: {e}");
-            Err(error_code::COORDINATOR_NOT_AVAILABLE)
-        }
-    }
 }
 
 #[cfg(test)]

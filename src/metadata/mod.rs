@@ -6,3 +6,8 @@ pub mod image;
 pub mod records;
 pub mod store;
 pub mod topic_config;
+
+/// Kafka's internal topic for committed offsets and group metadata. Named
+/// here, below the group coordinator and the controller, because both need
+/// to know it (the controller refuses to delete it).
+pub const OFFSETS_TOPIC: &str = "__consumer_offsets";

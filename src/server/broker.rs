@@ -10,7 +10,6 @@
 
 use std::cell::Cell;
 use std::rc::Rc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -20,11 +19,12 @@ use crate::broker_config::BrokerConfig;
 use crate::log::cleaner::CleanerOptions;
 use crate::log::data_dir::DataDirLock;
 use crate::metadata::store::MetadataStore;
+use crate::node::state::BrokerState;
+use crate::node::stop::StopHandle;
 use crate::server::cluster_id;
 use crate::server::connection::serve_connection;
 use crate::server::controller::{self, Controller, CONTROLLER_SHARD};
 use crate::server::metrics_http;
-use crate::server::state::BrokerState;
 use crate::shard::partition_table::ShardId;
 use crate::shard::runtime::{run_shards, ShardConfig, Shutdown};
 use crate::shard::shard::{now_ms, Shard};
@@ -40,22 +40,9 @@ const STARTUP_TIMEOUT: Duration = Duration::from_secs(120);
 /// Kafka's `log.flush.offset.checkpoint.interval.ms` default: 1 minute.
 const CHECKPOINT_INTERVAL: Duration = Duration::from_secs(60);
 
-/// Set by the signal thread; every shard watches it.
-static STOP: AtomicBool = AtomicBool::new(false);
-
-/// Asks a running broker in this process to stop (used by tests and by the
-/// signal thread).
-pub fn request_stop() {
-    STOP.store(true, Ordering::SeqCst);
-}
-
-fn stopping() -> bool {
-    STOP.load(Ordering::SeqCst)
-}
-
 /// Blocks SIGINT and SIGTERM in this thread (and so in every thread started
-/// after it) and turns them into [`request_stop`] on a dedicated thread.
-fn install_signal_thread() -> Result<(), String> {
+/// after it) and turns them into a stop request on a dedicated thread.
+fn install_signal_thread(stop: StopHandle) -> Result<(), String> {
     // SAFETY: sigemptyset/sigaddset fill a sigset_t we own (zeroed plain
     // data), pthread_sigmask reads it; signal() only changes a disposition.
     let set = unsafe {
@@ -82,7 +69,7 @@ fn install_signal_thread() -> Result<(), String> {
             match unsafe { libc::sigwait(&set, &mut sig) } {
                 0 => {
                     tracing::info!("received signal {sig}: shutting down");
-                    request_stop();
+                    stop.request();
                 }
                 e => {
                     tracing::error!("sigwait failed ({e}): SIGINT/SIGTERM will not stop the broker")
@@ -93,20 +80,22 @@ fn install_signal_thread() -> Result<(), String> {
     Ok(())
 }
 
-/// Runs the broker until SIGINT/SIGTERM (or [`request_stop`]).
+/// Runs the broker until SIGINT/SIGTERM.
 pub fn serve(config: BrokerConfig) -> Result<(), String> {
-    install_signal_thread()?;
+    let stop = StopHandle::new();
+    install_signal_thread(stop.clone())?;
     raise_open_files_limit();
     // A panicking shard cannot serve its partitions any more: stop the whole
     // broker (without a clean-shutdown marker) rather than limp on or hang.
     let default_hook = std::panic::take_hook();
+    let on_panic = stop.clone();
     std::panic::set_hook(Box::new(move |info| {
         default_hook(info);
         tracing::error!("a shard panicked: stopping the broker; the next start runs recovery");
-        request_stop();
+        on_panic.request();
         exit_if_not_stopped_after_panic();
     }));
-    run(config)
+    run(config, stop)
 }
 
 /// How long a broker may take to stop after a shard panicked before the
@@ -160,9 +149,9 @@ fn raise_open_files_limit() {
     }
 }
 
-/// Runs the broker until [`request_stop`]; no signal handling.
-pub fn run(config: BrokerConfig) -> Result<(), String> {
-    STOP.store(false, Ordering::SeqCst);
+/// Runs the broker until `stop` is requested; no signal handling. Each
+/// broker has its own handle, so several can run in one process.
+pub fn run(config: BrokerConfig, stop: StopHandle) -> Result<(), String> {
     let started = Instant::now();
     // Bound here, before any shard starts, so that a port in use stops the
     // broker at once with an error naming the setting; shard 0 serves it.
@@ -218,7 +207,8 @@ pub fn run(config: BrokerConfig) -> Result<(), String> {
                 .take(),
             _ => None,
         };
-        async move { shard_main(shard, config, cluster_id, started, metrics_listener).await }
+        let stop = stop.clone();
+        async move { shard_main(shard, config, cluster_id, started, metrics_listener, stop).await }
     })
     .map_err(|e| e.to_string())?;
     let mut failed = None;
@@ -240,6 +230,7 @@ async fn shard_main(
     cluster_id: Arc<str>,
     started: Instant,
     metrics_listener: Option<std::net::TcpListener>,
+    stop: StopHandle,
 ) -> Result<(), String> {
     // Before any shard can serve a request that writes checkpoints.
     if shard.id() == CHECKPOINT_SHARD {
@@ -340,13 +331,13 @@ async fn shard_main(
             .detach();
         }
     }
-    spawn_timers(&shard, &config);
-    crate::group::coordinator::start(&shard, stopping);
-    let cleaner_task = spawn_cleaner(&shard, &config);
-    let metrics_task = metrics_listener.map(|l| metrics_http::spawn(&shard, l, stopping));
+    spawn_timers(&shard, &config, stop.clone());
+    crate::group::coordinator::start(&shard, stop.clone());
+    let cleaner_task = spawn_cleaner(&shard, &config, stop.clone());
+    let metrics_task = metrics_listener.map(|l| metrics_http::spawn(&shard, l, stop.clone()));
     loop {
         let accepted = futures_lite::future::or(async { Some(listener.accept().await) }, async {
-            while !stopping() {
+            while !stop.is_requested() {
                 glommio::timer::sleep(TICK).await;
             }
             None
@@ -355,10 +346,10 @@ async fn shard_main(
         match accepted {
             None => break,
             Some(Ok(stream)) => {
-                let (shard, active) = (shard.clone(), active.clone());
+                let (shard, active, stop) = (shard.clone(), active.clone(), stop.clone());
                 active.set(active.get() + 1);
                 glommio::spawn_local(async move {
-                    serve_connection(shard, stream, stopping).await;
+                    serve_connection(shard, stream, stop).await;
                     active.set(active.get() - 1);
                 })
                 .detach();
@@ -382,11 +373,11 @@ async fn shard_main(
         );
     }
     if let Some(task) = metrics_task {
-        // Ends by itself once `stopping()` is set (bounded; see metrics_http).
+        // Ends by itself once the stop request is set (bounded; see metrics_http).
         task.await;
     }
     if let Some(task) = cleaner_task {
-        // Stops within one batch once `stopping()` is set, so that every
+        // Stops within one batch once the stop request is set, so that every
         // partition log is free to close.
         task.await;
     }
@@ -484,7 +475,11 @@ async fn checkpoint_all(shard: &Rc<Shard>) {
 /// need it, then waits `log.cleaner.backoff.ms`, as Kafka's cleaner threads
 /// back off when they find nothing to do. Its own task, so that a long
 /// clean never delays the flush timer.
-fn spawn_cleaner(shard: &Rc<Shard>, config: &BrokerConfig) -> Option<glommio::Task<()>> {
+fn spawn_cleaner(
+    shard: &Rc<Shard>,
+    config: &BrokerConfig,
+    stop: StopHandle,
+) -> Option<glommio::Task<()>> {
     if !config.cleaner.enable {
         return None;
     }
@@ -497,6 +492,7 @@ fn spawn_cleaner(shard: &Rc<Shard>, config: &BrokerConfig) -> Option<glommio::Ta
     let backoff = Duration::from_millis(config.cleaner.backoff_ms);
     let s = shard.clone();
     Some(glommio::spawn_local(async move {
+        let stopping = || stop.is_requested();
         while !stopping() {
             if s.cleaner_tick(&options, &stopping).await > 0 {
                 continue;
@@ -511,13 +507,13 @@ fn spawn_cleaner(shard: &Rc<Shard>, config: &BrokerConfig) -> Option<glommio::Ta
 
 /// The flush-policy timer (`flush.ms`), the retention check and the
 /// periodic offset checkpoints (shard 0).
-fn spawn_timers(shard: &Rc<Shard>, config: &BrokerConfig) {
+fn spawn_timers(shard: &Rc<Shard>, config: &BrokerConfig, stop: StopHandle) {
     let s = shard.clone();
     let retention_check_interval = Duration::from_millis(config.retention_check_interval_ms);
     glommio::spawn_local(async move {
         let mut last_retention = Instant::now();
         let mut last_checkpoint = Instant::now();
-        while !stopping() {
+        while !stop.is_requested() {
             glommio::timer::sleep(TICK).await;
             if let Err(e) = s.flush_tick().await {
                 tracing::error!(shard = s.id(), "flush failed: {e}");

@@ -6,6 +6,7 @@ use std::path::Path;
 
 use crate::error::{LogError, LogResult};
 use crate::log::checkpoint::write_atomically_blocking;
+use crate::node::ids::random_uuid;
 
 const META_PROPERTIES: &str = "meta.properties";
 
@@ -35,22 +36,6 @@ pub fn load_or_create(data_dir: &Path, node_id: i32) -> LogResult<String> {
 /// A random 16-byte id in Kafka's URL-safe base64 form (22 characters).
 pub fn new_cluster_id() -> String {
     base64_url(&random_uuid())
-}
-
-/// 16 random bytes from the kernel.
-pub fn random_uuid() -> [u8; 16] {
-    let mut u = [0u8; 16];
-    // SAFETY: getrandom writes at most `len` bytes into the buffer.
-    let n = unsafe { libc::getrandom(u.as_mut_ptr().cast(), u.len(), 0) };
-    if n != u.len() as isize {
-        // The kernel always has entropy after boot; fall back to the clock.
-        let t = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or(0);
-        u = t.to_le_bytes();
-    }
-    u
 }
 
 fn base64_url(bytes: &[u8]) -> String {

@@ -17,11 +17,12 @@ use bytes::Bytes;
 use glommio::channels::local_channel;
 use glommio::net::TcpStream;
 
+use crate::node::state::BrokerState;
+use crate::node::stop::StopHandle;
 use crate::server::dispatch::{handle_frame, Outcome};
 use crate::server::frame_reader::{FrameError, FrameReader};
 use crate::server::metrics::{self, RequestTimer, ShardProbe};
 use crate::server::response_writer::write_response;
-use crate::server::state::BrokerState;
 use crate::shard::shard::Shard;
 
 /// Requests read but not yet answered, per connection.
@@ -38,9 +39,9 @@ enum End {
 }
 
 /// Serves one connection until the peer closes it or sends garbage.
-/// `stopping` says when the broker shuts down: the connection then reads no
+/// `stop` says when the broker shuts down: the connection then reads no
 /// new request, answers those in flight, and closes.
-pub async fn serve_connection(shard: Rc<Shard>, stream: TcpStream, stopping: fn() -> bool) {
+pub async fn serve_connection(shard: Rc<Shard>, stream: TcpStream, stop: StopHandle) {
     let peer_addr = stream.peer_addr().ok();
     let peer = peer_addr
         .map(|a| a.to_string())
@@ -73,7 +74,7 @@ pub async fn serve_connection(shard: Rc<Shard>, stream: TcpStream, stopping: fn(
     let end = loop {
         let next =
             futures_lite::future::or(async { Some(frames.next(&mut reader).await) }, async {
-                while !stopping() && !writer_done.get() {
+                while !stop.is_requested() && !writer_done.get() {
                     glommio::timer::sleep(STOP_CHECK_INTERVAL).await;
                 }
                 None

@@ -1,38 +1,39 @@
-//! The single-node controller: the only writer of the metadata log, on
-//! shard 0. It validates topic and config changes, appends them as metadata
-//! records, and publishes the new image to every shard, which opens or
-//! deletes the partitions it owns. A change is answered only after every
-//! shard has applied it.
+//! The single-node controller's applying half: the only writer of the
+//! metadata log, on shard 0. The decisions (what records a request becomes,
+//! or why it is refused) are the pure functions of `crate::controller`;
+//! this module serialises requests, appends their records to the metadata
+//! log, and publishes the new image to every shard, which opens or deletes
+//! the partitions it owns. A change is answered only after every shard has
+//! applied it.
 
 use std::cell::Cell;
-use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
 use std::sync::Arc;
 
 use glommio::sync::RwLock;
 
+use crate::controller::{
+    plan_alter_broker_configs, plan_alter_topic_configs, plan_create_partitions,
+    plan_create_topics, plan_delete_topics, Context,
+};
+pub use crate::controller::{CreatedTopic, NewTopic, TopicError};
 use crate::error::LogResult;
 use crate::group::coordinator::GroupCoordinator;
-use crate::group::offsets_topic::OFFSETS_TOPIC;
 use crate::log::topic_partition::TopicPartition;
-use crate::metadata::dynamic_broker_config;
 use crate::metadata::image::MetadataImage;
-use crate::metadata::records::{MetadataRecord, RESOURCE_BROKER, RESOURCE_TOPIC};
+use crate::metadata::records::MetadataRecord;
 use crate::metadata::store::MetadataStore;
-use crate::metadata::topic_config;
+use crate::metadata::OFFSETS_TOPIC;
+use crate::metadata::{dynamic_broker_config, topic_config};
+use crate::node::ids::random_uuid;
+use crate::node::state::BrokerState;
 use crate::protocol::error_code;
-use crate::server::cluster_id::random_uuid;
-use crate::server::state::BrokerState;
 use crate::shard::shard::{now_ms, Shard};
 
 /// The shard that runs the controller.
 pub const CONTROLLER_SHARD: usize = 0;
-/// Kafka's limit on topic name length.
-pub const TOPIC_NAME_MAX_LEN: usize = 249;
 /// Producer ids are reserved in the metadata log in blocks of this size.
 pub const PRODUCER_ID_BLOCK: i64 = 1000;
-/// Upper bound on partitions per topic in one request.
-pub const PARTITIONS_PER_TOPIC_MAX: i32 = 100_000;
 
 /// Shard-0 state: the metadata log, serialised by a lock so that changes
 /// are appended and published one at a time.
@@ -63,57 +64,6 @@ impl Controller {
         }
         Ok(())
     }
-}
-
-/// A topic to create, as requested.
-#[derive(Debug, Clone)]
-pub struct NewTopic {
-    pub name: String,
-    /// -1: `num.partitions`.
-    pub num_partitions: i32,
-    /// -1: `default.replication.factor`.
-    pub replication_factor: i16,
-    pub configs: Vec<(String, Option<String>)>,
-}
-
-/// What creating one topic produced.
-#[derive(Debug, Clone)]
-pub struct CreatedTopic {
-    pub topic_id: [u8; 16],
-    pub num_partitions: i32,
-    pub replication_factor: i16,
-}
-
-/// A failure with Kafka's error code and a message that says what to do.
-pub type TopicError = (i16, String);
-
-/// Kafka's legal topic names: ASCII letters, digits, '.', '_' and '-'.
-pub fn validate_topic_name(name: &str) -> Result<(), TopicError> {
-    if name.is_empty() || name == "." || name == ".." {
-        return Err((
-            error_code::INVALID_TOPIC_EXCEPTION,
-            format!("topic name {name:?} is not allowed"),
-        ));
-    }
-    if name.len() > TOPIC_NAME_MAX_LEN {
-        return Err((
-            error_code::INVALID_TOPIC_EXCEPTION,
-            format!(
-                "topic name is {} characters; the limit is {TOPIC_NAME_MAX_LEN}",
-                name.len()
-            ),
-        ));
-    }
-    if !name
-        .bytes()
-        .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'_' || b == b'-')
-    {
-        return Err((
-            error_code::INVALID_TOPIC_EXCEPTION,
-            format!("topic name {name:?} may only contain ASCII letters, digits, '.', '_' and '-'"),
-        ));
-    }
-    Ok(())
 }
 
 fn controller(shard: &Shard) -> Rc<Controller> {
@@ -183,97 +133,37 @@ async fn create_topics_local(
         return Err(stopped());
     };
     let image = store.image();
-    let node = broker.node_id();
-    let mut records = Vec::new();
-    let mut results = Vec::new();
-    let mut seen = BTreeSet::new();
-    // Partitions this request adds so far, for the descriptor budget.
-    let mut new_partitions = 0u64;
-    for t in topics {
-        let r = (|| {
-            validate_topic_name(&t.name)?;
-            if image.topic(&t.name).is_some() || !seen.insert(t.name.clone()) {
-                return Err((
-                    error_code::TOPIC_ALREADY_EXISTS,
-                    format!("topic {:?} already exists", t.name),
-                ));
-            }
-            let partitions = if t.num_partitions == -1 {
-                broker.config.num_partitions
-            } else {
-                t.num_partitions
-            };
-            if !(1..=PARTITIONS_PER_TOPIC_MAX).contains(&partitions) {
-                return Err((
-                    error_code::INVALID_PARTITIONS,
-                    format!("number of partitions must be between 1 and {PARTITIONS_PER_TOPIC_MAX}, got {partitions}"),
-                ));
-            }
-            let rf = if t.replication_factor == -1 {
-                broker.config.default_replication_factor
-            } else {
-                t.replication_factor
-            };
-            check_descriptor_budget(new_partitions + partitions as u64)?;
-            if rf != 1 {
-                return Err((
-                    error_code::INVALID_REPLICATION_FACTOR,
-                    format!("replication factor {rf} is larger than the 1 available broker; use 1 on a single-node pinlog"),
-                ));
-            }
-            for (name, value) in &t.configs {
-                if let Some(v) = value {
-                    topic_config::validate(name, v).map_err(|m| (error_code::INVALID_CONFIG, m))?;
-                }
-            }
-            Ok((partitions, rf))
-        })();
-        match r {
-            Ok((partitions, rf)) => {
-                new_partitions += partitions as u64;
-                let topic_id = random_uuid();
-                records.push(MetadataRecord::Topic {
-                    name: t.name.clone(),
-                    topic_id,
-                });
-                for p in 0..partitions {
-                    records.push(MetadataRecord::Partition {
-                        topic_id,
-                        partition: p,
-                        replicas: vec![node],
-                        isr: vec![node],
-                        leader: node,
-                        leader_epoch: 0,
-                        partition_epoch: 0,
-                    });
-                }
-                for (name, value) in t.configs {
-                    if value.is_some() {
-                        records.push(MetadataRecord::Config {
-                            resource_type: RESOURCE_TOPIC,
-                            resource_name: t.name.clone(),
-                            name,
-                            value,
-                        });
-                    }
-                }
-                results.push((
-                    t.name,
-                    Ok(CreatedTopic {
-                        topic_id,
-                        num_partitions: partitions,
-                        replication_factor: rf,
-                    }),
-                ));
-            }
-            Err(e) => results.push((t.name, Err(e))),
-        }
+    let mut new_topic_id = random_uuid;
+    let mut ctx = context(&broker, &mut new_topic_id);
+    let plan = plan_create_topics(&image, &mut ctx, topics);
+    if !validate_only {
+        append_and_publish(shard, store, &plan.records).await?;
     }
-    if !validate_only && !records.is_empty() {
-        let image = store.append(&records, now_ms()).await?;
-        publish(shard, image).await?;
+    Ok(plan.results)
+}
+
+/// The decisions' view of this broker.
+fn context<'a>(broker: &BrokerState, new_topic_id: &'a mut dyn FnMut() -> [u8; 16]) -> Context<'a> {
+    Context {
+        node_id: broker.node_id(),
+        num_partitions: broker.config.num_partitions,
+        default_replication_factor: broker.config.default_replication_factor,
+        new_topic_id,
+        descriptor_budget: &check_descriptor_budget,
     }
-    Ok(results)
+}
+
+/// Appends `records` (if any) and publishes the image they make.
+async fn append_and_publish(
+    shard: &Rc<Shard>,
+    store: &mut MetadataStore,
+    records: &[MetadataRecord],
+) -> LogResult<()> {
+    if records.is_empty() {
+        return Ok(());
+    }
+    let image = store.append(records, now_ms()).await?;
+    publish(shard, image).await
 }
 
 /// Deletes topics by name; callable from any shard.
@@ -288,38 +178,9 @@ pub async fn delete_topics(
             let Some(store) = guard.as_mut() else {
                 return Err(stopped());
             };
-            let image = store.image();
-            let mut records = Vec::new();
-            let mut results = Vec::new();
-            for name in names {
-                match image.topic(&name) {
-                    // The group coordinators hold state loaded from it;
-                    // Kafka's tools refuse to delete internal topics too.
-                    Some(_) if name == OFFSETS_TOPIC => results.push((
-                        name.clone(),
-                        Err((
-                            error_code::INVALID_REQUEST,
-                            format!("{name} is internal and cannot be deleted; delete consumer groups with DeleteGroups instead"),
-                        )),
-                    )),
-                    Some(t) => {
-                        records.push(MetadataRecord::RemoveTopic { topic_id: t.id });
-                        results.push((name, Ok(t.id)));
-                    }
-                    None => results.push((
-                        name.clone(),
-                        Err((
-                            error_code::UNKNOWN_TOPIC_OR_PARTITION,
-                            format!("topic {name:?} does not exist"),
-                        )),
-                    )),
-                }
-            }
-            if !records.is_empty() {
-                let image = store.append(&records, now_ms()).await?;
-                publish(&shard, image).await?;
-            }
-            Ok(results)
+            let plan = plan_delete_topics(&store.image(), names);
+            append_and_publish(&shard, store, &plan.records).await?;
+            Ok(plan.results)
         })
         .await?
 }
@@ -338,49 +199,13 @@ pub async fn create_partitions(
             let Some(store) = guard.as_mut() else {
                 return Err(stopped());
             };
-            let image = store.image();
-            let mut records = Vec::new();
-            let mut results = Vec::new();
-            let mut added = 0u64;
-            for (name, count) in requests {
-                let Some(t) = image.topic(&name) else {
-                    results.push((name.clone(), Err((error_code::UNKNOWN_TOPIC_OR_PARTITION, format!("topic {name:?} does not exist")))));
-                    continue;
-                };
-                let current = t.partitions.len() as i32;
-                if count <= current || count > PARTITIONS_PER_TOPIC_MAX {
-                    results.push((
-                        name,
-                        Err((
-                            error_code::INVALID_PARTITIONS,
-                            format!("topic has {current} partitions; the new count must be larger (and at most {PARTITIONS_PER_TOPIC_MAX}), got {count}"),
-                        )),
-                    ));
-                    continue;
-                }
-                if let Err(e) = check_descriptor_budget(added + (count - current) as u64) {
-                    results.push((name, Err(e)));
-                    continue;
-                }
-                added += (count - current) as u64;
-                for p in current..count {
-                    records.push(MetadataRecord::Partition {
-                        topic_id: t.id,
-                        partition: p,
-                        replicas: vec![broker.node_id()],
-                        isr: vec![broker.node_id()],
-                        leader: broker.node_id(),
-                        leader_epoch: 0,
-                        partition_epoch: 0,
-                    });
-                }
-                results.push((name, Ok(())));
+            let mut new_topic_id = random_uuid;
+            let ctx = context(&broker, &mut new_topic_id);
+            let plan = plan_create_partitions(&store.image(), &ctx, requests);
+            if !validate_only {
+                append_and_publish(&shard, store, &plan.records).await?;
             }
-            if !validate_only && !records.is_empty() {
-                let image = store.append(&records, now_ms()).await?;
-                publish(&shard, image).await?;
-            }
-            Ok(results)
+            Ok(plan.results)
         })
         .await?
 }
@@ -401,49 +226,13 @@ pub async fn alter_topic_configs(
             let Some(store) = guard.as_mut() else {
                 return Err(stopped());
             };
-            let image = store.image();
-            let Some(t) = image.topic(&topic) else {
-                return Ok(Err((
-                    error_code::UNKNOWN_TOPIC_OR_PARTITION,
-                    format!("topic {topic:?} does not exist"),
-                )));
-            };
-            for (name, value) in &changes {
-                let check = match value {
-                    Some(v) => topic_config::validate(name, v),
-                    None => topic_config::validate(name, "0").or_else(|e| {
-                        if e.contains("unknown") {
-                            Err(e)
-                        } else {
-                            Ok(())
-                        }
-                    }),
+            let records =
+                match plan_alter_topic_configs(&store.image(), &topic, changes, incremental) {
+                    Ok(records) => records,
+                    Err(e) => return Ok(Err(e)),
                 };
-                if let Err(m) = check {
-                    return Ok(Err((error_code::INVALID_CONFIG, m)));
-                }
-            }
-            let mut target: BTreeMap<String, Option<String>> = BTreeMap::new();
-            if !incremental {
-                for name in t.configs.keys() {
-                    target.insert(name.clone(), None);
-                }
-            }
-            for (name, value) in changes {
-                target.insert(name, value);
-            }
-            let records: Vec<MetadataRecord> = target
-                .into_iter()
-                .map(|(name, value)| MetadataRecord::Config {
-                    resource_type: RESOURCE_TOPIC,
-                    resource_name: topic.clone(),
-                    name,
-                    value,
-                })
-                .collect();
-            if !validate_only && !records.is_empty() {
-                let image = store.append(&records, now_ms()).await?;
-                publish(&shard, image).await?;
+            if !validate_only {
+                append_and_publish(&shard, store, &records).await?;
             }
             Ok(Ok(()))
         })
@@ -466,47 +255,12 @@ pub async fn alter_broker_configs(
             let Some(store) = guard.as_mut() else {
                 return Err(stopped());
             };
-            let image = store.image();
-            for (name, value) in &changes {
-                let Some(topic_name) = dynamic_broker_config::topic_name(name) else {
-                    return Ok(Err((
-                        error_code::INVALID_CONFIG,
-                        format!(
-                            "broker setting {name:?} cannot change at runtime; set it in the broker's config file and restart. Settings that can: {}",
-                            dynamic_broker_config::dynamic_names()
-                        ),
-                    )));
-                };
-                if let Some(v) = value {
-                    if let Err(m) = topic_config::validate(topic_name, v) {
-                        return Ok(Err((
-                            error_code::INVALID_CONFIG,
-                            format!("{name}: {m}"),
-                        )));
-                    }
-                }
-            }
-            let mut target: BTreeMap<String, Option<String>> = BTreeMap::new();
-            if !incremental {
-                for name in image.broker_configs.keys() {
-                    target.insert(name.clone(), None);
-                }
-            }
-            for (name, value) in changes {
-                target.insert(name, value);
-            }
-            let records: Vec<MetadataRecord> = target
-                .into_iter()
-                .map(|(name, value)| MetadataRecord::Config {
-                    resource_type: RESOURCE_BROKER,
-                    resource_name: String::new(),
-                    name,
-                    value,
-                })
-                .collect();
-            if !validate_only && !records.is_empty() {
-                let image = store.append(&records, now_ms()).await?;
-                publish(&shard, image).await?;
+            let records = match plan_alter_broker_configs(&store.image(), changes, incremental) {
+                Ok(records) => records,
+                Err(e) => return Ok(Err(e)),
+            };
+            if !validate_only {
+                append_and_publish(&shard, store, &records).await?;
             }
             Ok(Ok(()))
         })

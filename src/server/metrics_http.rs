@@ -27,6 +27,7 @@ use std::time::{Duration, Instant};
 use futures_lite::{AsyncReadExt, AsyncWriteExt};
 use glommio::net::{TcpListener, TcpStream};
 
+use crate::node::stop::StopHandle;
 use crate::server::metrics::{self, ShardProbe, ShardSnapshot};
 use crate::shard::shard::Shard;
 
@@ -52,27 +53,27 @@ pub fn bind(addr: SocketAddr) -> Result<std::net::TcpListener, String> {
     })
 }
 
-/// Serves the endpoint on this shard until `stopping()` says the broker is
+/// Serves the endpoint on this shard until `stop` says the broker is
 /// stopping; the task ends once the exchanges in progress have ended too
 /// (each within [`METRICS_EXCHANGE_TIMEOUT`]).
 pub fn spawn(
     shard: &Rc<Shard>,
     listener: std::net::TcpListener,
-    stopping: fn() -> bool,
+    stop: StopHandle,
 ) -> glommio::Task<()> {
     // SAFETY: the descriptor comes from `into_raw_fd` of a bound, listening
     // socket, so it is open and owned by nobody else; the glommio listener
     // takes over closing it.
     let listener = unsafe { TcpListener::from_raw_fd(listener.into_raw_fd()) };
     let shard = shard.clone();
-    glommio::spawn_local(async move { accept_loop(shard, listener, stopping).await })
+    glommio::spawn_local(async move { accept_loop(shard, listener, stop).await })
 }
 
-async fn accept_loop(shard: Rc<Shard>, listener: TcpListener, stopping: fn() -> bool) {
+async fn accept_loop(shard: Rc<Shard>, listener: TcpListener, stop: StopHandle) {
     let active = Rc::new(Cell::new(0usize));
     loop {
         let accepted = futures_lite::future::or(async { Some(listener.accept().await) }, async {
-            while !stopping() {
+            while !stop.is_requested() {
                 glommio::timer::sleep(STOP_CHECK_INTERVAL).await;
             }
             None

@@ -1,7 +1,6 @@
 //! The Kafka broker: connections on every shard, request handlers (one
 //! file per API), and the single-node controller.
 
-pub mod append_waiters;
 pub mod broker;
 pub mod cluster_id;
 pub mod connection;
@@ -12,5 +11,5 @@ pub mod frame_reader;
 pub mod handlers;
 pub mod metrics;
 pub mod metrics_http;
+pub mod offsets_topic;
 pub mod response_writer;
-pub mod state;

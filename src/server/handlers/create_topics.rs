@@ -3,11 +3,11 @@
 use std::rc::Rc;
 
 use crate::metadata::dynamic_broker_config::{self, Source};
+use crate::node::state::BrokerState;
 use crate::protocol::error_code;
 use crate::protocol::header::RequestHeader;
 use crate::protocol::messages::create_topics::*;
 use crate::server::controller::{self, NewTopic};
-use crate::server::state::BrokerState;
 use crate::shard::shard::Shard;
 
 /// Kafka's ConfigSource values.

@@ -24,12 +24,12 @@ use crate::log::topic_partition::TopicPartition;
 use crate::metadata::dynamic_broker_config;
 use crate::metadata::image::MetadataImage;
 use crate::metadata::topic_config;
+use crate::node::state::BrokerState;
 use crate::protocol::error_code;
 use crate::protocol::header::RequestHeader;
 use crate::protocol::messages::delete_records::*;
 use crate::server::broker;
 use crate::server::handlers::error_code_for;
-use crate::server::state::BrokerState;
 use crate::shard::partition_table::ShardId;
 use crate::shard::shard::Shard;
 

@@ -2,11 +2,11 @@
 
 use std::rc::Rc;
 
+use crate::node::state::BrokerState;
 use crate::protocol::error_code;
 use crate::protocol::header::RequestHeader;
 use crate::protocol::messages::delete_topics::*;
 use crate::server::controller;
-use crate::server::state::BrokerState;
 use crate::shard::shard::Shard;
 
 pub async fn handle(

@@ -2,10 +2,10 @@
 
 use std::rc::Rc;
 
+use crate::node::state::BrokerState;
 use crate::protocol::error_code;
 use crate::protocol::header::RequestHeader;
 use crate::protocol::messages::describe_cluster::*;
-use crate::server::state::BrokerState;
 use crate::shard::shard::Shard;
 
 pub async fn handle(

@@ -6,11 +6,11 @@ use std::rc::Rc;
 use crate::metadata::dynamic_broker_config;
 use crate::metadata::records::{RESOURCE_BROKER, RESOURCE_TOPIC};
 use crate::metadata::topic_config;
+use crate::node::state::BrokerState;
 use crate::protocol::error_code;
 use crate::protocol::header::RequestHeader;
 use crate::protocol::messages::describe_configs::*;
 use crate::server::handlers::create_topics::{config_source, CONFIG_SOURCE_DYNAMIC_DEFAULT_BROKER};
-use crate::server::state::BrokerState;
 use crate::shard::shard::Shard;
 
 /// Kafka's ConfigSource for settings from the broker's config file.

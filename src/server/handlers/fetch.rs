@@ -11,16 +11,16 @@ use bytes::Bytes;
 
 use crate::log::partition_log::ReadSlice;
 use crate::log::topic_partition::TopicPartition;
+use crate::node::append_waiters::AppendWaiters;
+use crate::node::state::BrokerState;
 use crate::protocol::chunks::{Chunk, FileRange, RecordData, SegmentFile};
 use crate::protocol::error_code;
 use crate::protocol::header::RequestHeader;
 use crate::protocol::messages::fetch::*;
-use crate::server::append_waiters::AppendWaiters;
 use crate::server::fetch_sessions::{
     FetchSessions, ResolvedFetch, SentPartition, SessionPartition, SessionRequest,
 };
 use crate::server::handlers::{check_leader_epoch, error_code_for};
-use crate::server::state::BrokerState;
 use crate::shard::shard::now_ms;
 use crate::shard::shard::Shard;
 

@@ -7,11 +7,11 @@
 
 use std::rc::Rc;
 
-use crate::group::offsets_topic::ensure_offsets_topic;
+use crate::node::state::BrokerState;
 use crate::protocol::error_code;
 use crate::protocol::header::RequestHeader;
 use crate::protocol::messages::find_coordinator::*;
-use crate::server::state::BrokerState;
+use crate::server::offsets_topic::ensure_offsets_topic;
 use crate::shard::shard::Shard;
 
 /// First version that looks up a batch of keys.

@@ -5,12 +5,12 @@
 use std::rc::Rc;
 
 use crate::metadata::records::{RESOURCE_BROKER, RESOURCE_TOPIC};
+use crate::node::state::BrokerState;
 use crate::protocol::error_code;
 use crate::protocol::header::RequestHeader;
 use crate::protocol::messages::alter_configs::AlterConfigsResourceResponse;
 use crate::protocol::messages::incremental_alter_configs::*;
 use crate::server::controller;
-use crate::server::state::BrokerState;
 use crate::shard::shard::Shard;
 
 const OP_SET: i8 = 0;

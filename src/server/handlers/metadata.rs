@@ -4,11 +4,11 @@
 use std::rc::Rc;
 
 use crate::metadata::store::METADATA_TOPIC;
+use crate::node::state::BrokerState;
 use crate::protocol::error_code;
 use crate::protocol::header::RequestHeader;
 use crate::protocol::messages::metadata::*;
 use crate::server::controller::{self, NewTopic};
-use crate::server::state::BrokerState;
 use crate::shard::shard::Shard;
 
 pub async fn handle(

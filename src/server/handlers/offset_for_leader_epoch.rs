@@ -4,11 +4,11 @@
 use std::rc::Rc;
 
 use crate::log::topic_partition::TopicPartition;
+use crate::node::state::BrokerState;
 use crate::protocol::error_code;
 use crate::protocol::header::RequestHeader;
 use crate::protocol::messages::offset_for_leader_epoch::*;
 use crate::server::handlers::{check_leader_epoch, error_code_for};
-use crate::server::state::BrokerState;
 use crate::shard::shard::Shard;
 
 pub async fn handle(

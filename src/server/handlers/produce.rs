@@ -15,12 +15,12 @@ use crate::group::offsets_topic::OFFSETS_TOPIC;
 use crate::log::topic_partition::TopicPartition;
 use crate::metadata::dynamic_broker_config;
 use crate::metadata::topic_config;
+use crate::node::append_waiters::AppendWaiters;
+use crate::node::state::BrokerState;
 use crate::protocol::error_code;
 use crate::protocol::header::RequestHeader;
 use crate::protocol::messages::produce::*;
-use crate::server::append_waiters::AppendWaiters;
 use crate::server::handlers::error_code_for;
-use crate::server::state::BrokerState;
 use crate::shard::shard::{now_ms, Shard};
 
 /// One partition's share of a produce request, sent to its owner:

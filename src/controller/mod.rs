@@ -1,0 +1,20 @@
+//! The controller's decisions, as pure functions: a request and the current
+//! metadata image in, the metadata records to append (or Kafka's error for
+//! each part) out. Nothing here does I/O, reads the clock or draws random
+//! numbers; what the decisions need from outside (this node's id, the
+//! broker's defaults, new topic ids, the open-files budget) comes in a
+//! [`Context`]. `server/controller.rs` applies the plans: it serialises the
+//! requests, appends the records to the metadata log and publishes the new
+//! image.
+//!
+//! **Architecture Invariant:** this module knows nothing of shards, glommio
+//! or the network, so tests drive it directly, and the Raft controller of
+//! the cluster issue reuses it unchanged behind its quorum.
+
+pub mod topics;
+
+pub use topics::{
+    plan_alter_broker_configs, plan_alter_topic_configs, plan_create_partitions,
+    plan_create_topics, plan_delete_topics, validate_topic_name, Context, CreatedTopic, NewTopic,
+    Plan, TopicError, PARTITIONS_PER_TOPIC_MAX, TOPIC_NAME_MAX_LEN,
+};

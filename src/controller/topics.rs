@@ -1,0 +1,647 @@
+//! Topic, partition and configuration changes: what records each request
+//! becomes, or why it is refused.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::metadata::dynamic_broker_config;
+use crate::metadata::image::MetadataImage;
+use crate::metadata::records::{MetadataRecord, RESOURCE_BROKER, RESOURCE_TOPIC};
+use crate::metadata::topic_config;
+use crate::metadata::OFFSETS_TOPIC;
+use crate::protocol::error_code;
+
+/// Kafka's limit on topic name length.
+pub const TOPIC_NAME_MAX_LEN: usize = 249;
+/// Upper bound on partitions per topic in one request.
+pub const PARTITIONS_PER_TOPIC_MAX: i32 = 100_000;
+
+/// A failure with Kafka's error code and a message that says what to do.
+pub type TopicError = (i16, String);
+
+/// A topic to create, as requested.
+#[derive(Debug, Clone)]
+pub struct NewTopic {
+    pub name: String,
+    /// -1: `num.partitions`.
+    pub num_partitions: i32,
+    /// -1: `default.replication.factor`.
+    pub replication_factor: i16,
+    pub configs: Vec<(String, Option<String>)>,
+}
+
+/// What creating one topic produced.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CreatedTopic {
+    pub topic_id: [u8; 16],
+    pub num_partitions: i32,
+    pub replication_factor: i16,
+}
+
+/// What the decisions need from outside the image.
+pub struct Context<'a> {
+    /// This node: the only replica until the cluster places replicas.
+    pub node_id: i32,
+    /// `num.partitions`, for requests that ask for the default (-1).
+    pub num_partitions: i32,
+    /// `default.replication.factor`, likewise.
+    pub default_replication_factor: i16,
+    /// A fresh topic id (random in the broker, a sequence in tests).
+    pub new_topic_id: &'a mut dyn FnMut() -> [u8; 16],
+    /// Whether this many new partitions fit under the open-files limit.
+    pub descriptor_budget: &'a dyn Fn(u64) -> Result<(), TopicError>,
+}
+
+/// Per topic: its id, or why it was not deleted.
+pub type DeletedTopics = Vec<(String, Result<[u8; 16], TopicError>)>;
+
+/// Records to append, and the answer for each part of the request.
+#[derive(Debug)]
+pub struct Plan<T> {
+    pub records: Vec<MetadataRecord>,
+    pub results: T,
+}
+
+/// Kafka's legal topic names: ASCII letters, digits, '.', '_' and '-'.
+pub fn validate_topic_name(name: &str) -> Result<(), TopicError> {
+    if name.is_empty() || name == "." || name == ".." {
+        return Err((
+            error_code::INVALID_TOPIC_EXCEPTION,
+            format!("topic name {name:?} is not allowed"),
+        ));
+    }
+    if name.len() > TOPIC_NAME_MAX_LEN {
+        return Err((
+            error_code::INVALID_TOPIC_EXCEPTION,
+            format!(
+                "topic name is {} characters; the limit is {TOPIC_NAME_MAX_LEN}",
+                name.len()
+            ),
+        ));
+    }
+    if !name
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'_' || b == b'-')
+    {
+        return Err((
+            error_code::INVALID_TOPIC_EXCEPTION,
+            format!("topic name {name:?} may only contain ASCII letters, digits, '.', '_' and '-'"),
+        ));
+    }
+    Ok(())
+}
+
+/// The partition record of a new single-replica partition led by `node`.
+fn new_partition(topic_id: [u8; 16], partition: i32, node: i32) -> MetadataRecord {
+    MetadataRecord::Partition {
+        topic_id,
+        partition,
+        replicas: vec![node],
+        isr: vec![node],
+        leader: node,
+        leader_epoch: 0,
+        partition_epoch: 0,
+    }
+}
+
+/// CreateTopics: each topic is checked on its own (name, existence, and
+/// duplicates within the request, partition count, replication factor,
+/// open files, settings) and becomes a Topic record, its Partition records
+/// and its Config records.
+pub fn plan_create_topics(
+    image: &MetadataImage,
+    ctx: &mut Context<'_>,
+    topics: Vec<NewTopic>,
+) -> Plan<Vec<(String, Result<CreatedTopic, TopicError>)>> {
+    let mut records = Vec::new();
+    let mut results = Vec::new();
+    let mut seen = BTreeSet::new();
+    // Partitions this request adds so far, for the descriptor budget.
+    let mut new_partitions = 0u64;
+    for t in topics {
+        let checked = (|| {
+            validate_topic_name(&t.name)?;
+            if image.topic(&t.name).is_some() || !seen.insert(t.name.clone()) {
+                return Err((
+                    error_code::TOPIC_ALREADY_EXISTS,
+                    format!("topic {:?} already exists", t.name),
+                ));
+            }
+            let partitions = if t.num_partitions == -1 {
+                ctx.num_partitions
+            } else {
+                t.num_partitions
+            };
+            if !(1..=PARTITIONS_PER_TOPIC_MAX).contains(&partitions) {
+                return Err((
+                    error_code::INVALID_PARTITIONS,
+                    format!("number of partitions must be between 1 and {PARTITIONS_PER_TOPIC_MAX}, got {partitions}"),
+                ));
+            }
+            let rf = if t.replication_factor == -1 {
+                ctx.default_replication_factor
+            } else {
+                t.replication_factor
+            };
+            (ctx.descriptor_budget)(new_partitions + partitions as u64)?;
+            if rf != 1 {
+                return Err((
+                    error_code::INVALID_REPLICATION_FACTOR,
+                    format!("replication factor {rf} is larger than the 1 available broker; use 1 on a single-node pinlog"),
+                ));
+            }
+            for (name, value) in &t.configs {
+                if let Some(v) = value {
+                    topic_config::validate(name, v).map_err(|m| (error_code::INVALID_CONFIG, m))?;
+                }
+            }
+            Ok((partitions, rf))
+        })();
+        let (partitions, rf) = match checked {
+            Ok(ok) => ok,
+            Err(e) => {
+                results.push((t.name, Err(e)));
+                continue;
+            }
+        };
+        new_partitions += partitions as u64;
+        let topic_id = (ctx.new_topic_id)();
+        records.push(MetadataRecord::Topic {
+            name: t.name.clone(),
+            topic_id,
+        });
+        records.extend((0..partitions).map(|p| new_partition(topic_id, p, ctx.node_id)));
+        for (name, value) in t.configs {
+            if value.is_some() {
+                records.push(MetadataRecord::Config {
+                    resource_type: RESOURCE_TOPIC,
+                    resource_name: t.name.clone(),
+                    name,
+                    value,
+                });
+            }
+        }
+        results.push((
+            t.name,
+            Ok(CreatedTopic {
+                topic_id,
+                num_partitions: partitions,
+                replication_factor: rf,
+            }),
+        ));
+    }
+    Plan { records, results }
+}
+
+/// DeleteTopics: a RemoveTopic record per existing topic. The offsets
+/// topic is refused: the group coordinators hold state loaded from it, and
+/// Kafka's tools refuse to delete internal topics too.
+pub fn plan_delete_topics(image: &MetadataImage, names: Vec<String>) -> Plan<DeletedTopics> {
+    let mut records = Vec::new();
+    let mut results = Vec::new();
+    for name in names {
+        match image.topic(&name) {
+            Some(_) if name == OFFSETS_TOPIC => results.push((
+                name.clone(),
+                Err((
+                    error_code::INVALID_REQUEST,
+                    format!("{name} is internal and cannot be deleted; delete consumer groups with DeleteGroups instead"),
+                )),
+            )),
+            Some(t) => {
+                records.push(MetadataRecord::RemoveTopic { topic_id: t.id });
+                results.push((name, Ok(t.id)));
+            }
+            None => results.push((
+                name.clone(),
+                Err((
+                    error_code::UNKNOWN_TOPIC_OR_PARTITION,
+                    format!("topic {name:?} does not exist"),
+                )),
+            )),
+        }
+    }
+    Plan { records, results }
+}
+
+/// CreatePartitions: grows each topic to its new count with Partition
+/// records for the added partitions.
+pub fn plan_create_partitions(
+    image: &MetadataImage,
+    ctx: &Context<'_>,
+    requests: Vec<(String, i32)>,
+) -> Plan<Vec<(String, Result<(), TopicError>)>> {
+    let mut records = Vec::new();
+    let mut results = Vec::new();
+    let mut added = 0u64;
+    for (name, count) in requests {
+        let Some(t) = image.topic(&name) else {
+            results.push((
+                name.clone(),
+                Err((
+                    error_code::UNKNOWN_TOPIC_OR_PARTITION,
+                    format!("topic {name:?} does not exist"),
+                )),
+            ));
+            continue;
+        };
+        let current = t.partitions.len() as i32;
+        if count <= current || count > PARTITIONS_PER_TOPIC_MAX {
+            results.push((
+                name,
+                Err((
+                    error_code::INVALID_PARTITIONS,
+                    format!("topic has {current} partitions; the new count must be larger (and at most {PARTITIONS_PER_TOPIC_MAX}), got {count}"),
+                )),
+            ));
+            continue;
+        }
+        if let Err(e) = (ctx.descriptor_budget)(added + (count - current) as u64) {
+            results.push((name, Err(e)));
+            continue;
+        }
+        added += (count - current) as u64;
+        records.extend((current..count).map(|p| new_partition(t.id, p, ctx.node_id)));
+        results.push((name, Ok(())));
+    }
+    Plan { records, results }
+}
+
+/// The Config records that bring `current` settings to `changes`: with
+/// `incremental` the settings not named stay, otherwise they are removed
+/// (AlterConfigs semantics).
+fn config_records<'a>(
+    current: impl Iterator<Item = &'a String>,
+    changes: Vec<(String, Option<String>)>,
+    incremental: bool,
+    resource_type: i8,
+    resource_name: &str,
+) -> Vec<MetadataRecord> {
+    let mut target: BTreeMap<String, Option<String>> = BTreeMap::new();
+    if !incremental {
+        for name in current {
+            target.insert(name.clone(), None);
+        }
+    }
+    for (name, value) in changes {
+        target.insert(name, value);
+    }
+    target
+        .into_iter()
+        .map(|(name, value)| MetadataRecord::Config {
+            resource_type,
+            resource_name: resource_name.to_string(),
+            name,
+            value,
+        })
+        .collect()
+}
+
+/// AlterConfigs / IncrementalAlterConfigs on a topic: sets (`Some`) or
+/// removes (`None`) its settings, each validated first.
+pub fn plan_alter_topic_configs(
+    image: &MetadataImage,
+    topic: &str,
+    changes: Vec<(String, Option<String>)>,
+    incremental: bool,
+) -> Result<Vec<MetadataRecord>, TopicError> {
+    let Some(t) = image.topic(topic) else {
+        return Err((
+            error_code::UNKNOWN_TOPIC_OR_PARTITION,
+            format!("topic {topic:?} does not exist"),
+        ));
+    };
+    for (name, value) in &changes {
+        let check = match value {
+            Some(v) => topic_config::validate(name, v),
+            // Removing a setting only needs its name to be known.
+            None => topic_config::validate(name, "0").or_else(|e| {
+                if e.contains("unknown") {
+                    Err(e)
+                } else {
+                    Ok(())
+                }
+            }),
+        };
+        check.map_err(|m| (error_code::INVALID_CONFIG, m))?;
+    }
+    Ok(config_records(
+        t.configs.keys(),
+        changes,
+        incremental,
+        RESOURCE_TOPIC,
+        topic,
+    ))
+}
+
+/// The same on the broker resource: dynamic broker defaults (`log.*` and
+/// their broker names), which apply to every topic without an override.
+pub fn plan_alter_broker_configs(
+    image: &MetadataImage,
+    changes: Vec<(String, Option<String>)>,
+    incremental: bool,
+) -> Result<Vec<MetadataRecord>, TopicError> {
+    for (name, value) in &changes {
+        let Some(topic_name) = dynamic_broker_config::topic_name(name) else {
+            return Err((
+                error_code::INVALID_CONFIG,
+                format!(
+                    "broker setting {name:?} cannot change at runtime; set it in the broker's config file and restart. Settings that can: {}",
+                    dynamic_broker_config::dynamic_names()
+                ),
+            ));
+        };
+        if let Some(v) = value {
+            topic_config::validate(topic_name, v)
+                .map_err(|m| (error_code::INVALID_CONFIG, format!("{name}: {m}")))?;
+        }
+    }
+    Ok(config_records(
+        image.broker_configs.keys(),
+        changes,
+        incremental,
+        RESOURCE_BROKER,
+        "",
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn no_limit(_: u64) -> Result<(), TopicError> {
+        Ok(())
+    }
+
+    /// Applies a plan's records to `image`, as the store would.
+    fn applied(mut image: MetadataImage, records: &[MetadataRecord]) -> MetadataImage {
+        for r in records {
+            let next = image.offset + 1;
+            image.apply(next, r);
+        }
+        image
+    }
+
+    fn topic(name: &str, partitions: i32) -> NewTopic {
+        NewTopic {
+            name: name.into(),
+            num_partitions: partitions,
+            replication_factor: -1,
+            configs: vec![],
+        }
+    }
+
+    fn with_ctx<T>(f: impl FnOnce(&mut Context<'_>) -> T) -> T {
+        let mut next = 0u8;
+        let mut ids = move || {
+            next += 1;
+            [next; 16]
+        };
+        let mut ctx = Context {
+            node_id: 7,
+            num_partitions: 3,
+            default_replication_factor: 1,
+            new_topic_id: &mut ids,
+            descriptor_budget: &no_limit,
+        };
+        f(&mut ctx)
+    }
+
+    #[test]
+    fn create_topics_makes_topic_partition_and_config_records() {
+        let image = MetadataImage::empty();
+        let mut t = topic("a", -1);
+        t.configs = vec![
+            ("retention.ms".into(), Some("1000".into())),
+            ("cleanup.policy".into(), None),
+        ];
+        let plan = with_ctx(|ctx| plan_create_topics(&image, ctx, vec![t]));
+        let created = plan.results[0].1.clone().unwrap();
+        assert_eq!(created.num_partitions, 3, "-1 takes num.partitions");
+        assert_eq!(created.topic_id, [1; 16], "the id comes from the context");
+        // Topic, three partitions, one config (the None value is skipped).
+        assert_eq!(plan.records.len(), 5);
+        let image = applied(image, &plan.records);
+        let t = image.topic("a").unwrap();
+        assert_eq!(t.partitions.len(), 3);
+        let p = &t.partitions[&0];
+        assert_eq!(
+            (p.leader, p.replicas.clone(), p.isr.clone()),
+            (7, vec![7], vec![7])
+        );
+        assert_eq!(
+            t.configs.get("retention.ms").map(String::as_str),
+            Some("1000")
+        );
+    }
+
+    #[test]
+    fn create_topics_refuses_each_bad_topic_on_its_own() {
+        let image = with_ctx(|ctx| {
+            let plan = plan_create_topics(&MetadataImage::empty(), ctx, vec![topic("old", 1)]);
+            applied(MetadataImage::empty(), &plan.records)
+        });
+        let mut bad_rf = topic("rf", 1);
+        bad_rf.replication_factor = 3;
+        let mut bad_config = topic("cfg", 1);
+        bad_config.configs = vec![("retention.ms".into(), Some("soon".into()))];
+        let plan = with_ctx(|ctx| {
+            plan_create_topics(
+                &image,
+                ctx,
+                vec![
+                    topic("old", 1),
+                    topic("dup", 1),
+                    topic("dup", 1),
+                    topic("bad/name", 1),
+                    topic("zero", 0),
+                    bad_rf,
+                    bad_config,
+                    topic("fine", 2),
+                ],
+            )
+        });
+        let codes: Vec<Option<i16>> = plan
+            .results
+            .iter()
+            .map(|(_, r)| r.as_ref().err().map(|e| e.0))
+            .collect();
+        assert_eq!(
+            codes,
+            vec![
+                Some(error_code::TOPIC_ALREADY_EXISTS),
+                None,
+                Some(error_code::TOPIC_ALREADY_EXISTS),
+                Some(error_code::INVALID_TOPIC_EXCEPTION),
+                Some(error_code::INVALID_PARTITIONS),
+                Some(error_code::INVALID_REPLICATION_FACTOR),
+                Some(error_code::INVALID_CONFIG),
+                None,
+            ]
+        );
+        // Records only for "dup" (1 partition) and "fine" (2).
+        let image = applied(image, &plan.records);
+        assert_eq!(image.topic("dup").unwrap().partitions.len(), 1);
+        assert_eq!(image.topic("fine").unwrap().partitions.len(), 2);
+    }
+
+    #[test]
+    fn the_descriptor_budget_counts_the_whole_request() {
+        let budget = |n: u64| {
+            if n > 4 {
+                Err((error_code::POLICY_VIOLATION, format!("{n} is too many")))
+            } else {
+                Ok(())
+            }
+        };
+        let mut ids = || [9; 16];
+        let mut ctx = Context {
+            node_id: 1,
+            num_partitions: 1,
+            default_replication_factor: 1,
+            new_topic_id: &mut ids,
+            descriptor_budget: &budget,
+        };
+        let plan = plan_create_topics(
+            &MetadataImage::empty(),
+            &mut ctx,
+            vec![topic("a", 3), topic("b", 3), topic("c", 1)],
+        );
+        assert!(plan.results[0].1.is_ok());
+        assert_eq!(
+            plan.results[1].1.as_ref().unwrap_err().0,
+            error_code::POLICY_VIOLATION
+        );
+        assert!(plan.results[2].1.is_ok(), "3 + 1 still fits");
+    }
+
+    #[test]
+    fn delete_topics_refuses_unknown_and_internal_topics() {
+        let image = with_ctx(|ctx| {
+            let plan = plan_create_topics(
+                &MetadataImage::empty(),
+                ctx,
+                vec![topic("a", 1), topic(OFFSETS_TOPIC, 1)],
+            );
+            applied(MetadataImage::empty(), &plan.records)
+        });
+        let plan = plan_delete_topics(
+            &image,
+            vec!["a".into(), "nope".into(), OFFSETS_TOPIC.into()],
+        );
+        assert_eq!(plan.records.len(), 1);
+        assert!(plan.results[0].1.is_ok());
+        assert_eq!(
+            plan.results[1].1.as_ref().unwrap_err().0,
+            error_code::UNKNOWN_TOPIC_OR_PARTITION
+        );
+        assert_eq!(
+            plan.results[2].1.as_ref().unwrap_err().0,
+            error_code::INVALID_REQUEST
+        );
+        let image = applied(image, &plan.records);
+        assert!(image.topic("a").is_none());
+    }
+
+    #[test]
+    fn create_partitions_only_grows() {
+        let image = with_ctx(|ctx| {
+            let plan = plan_create_topics(&MetadataImage::empty(), ctx, vec![topic("a", 2)]);
+            applied(MetadataImage::empty(), &plan.records)
+        });
+        let plan = with_ctx(|ctx| {
+            plan_create_partitions(
+                &image,
+                ctx,
+                vec![("a".into(), 5), ("a".into(), 1), ("b".into(), 3)],
+            )
+        });
+        assert!(plan.results[0].1.is_ok());
+        assert_eq!(
+            plan.results[1].1.as_ref().unwrap_err().0,
+            error_code::INVALID_PARTITIONS
+        );
+        assert_eq!(
+            plan.results[2].1.as_ref().unwrap_err().0,
+            error_code::UNKNOWN_TOPIC_OR_PARTITION
+        );
+        let image = applied(image, &plan.records);
+        assert_eq!(image.topic("a").unwrap().partitions.len(), 5);
+    }
+
+    #[test]
+    fn alter_configs_incremental_keeps_the_rest_and_full_resets_it() {
+        let mut t = topic("a", 1);
+        t.configs = vec![
+            ("retention.ms".into(), Some("1000".into())),
+            ("segment.bytes".into(), Some("1048576".into())),
+        ];
+        let image = with_ctx(|ctx| {
+            let plan = plan_create_topics(&MetadataImage::empty(), ctx, vec![t]);
+            applied(MetadataImage::empty(), &plan.records)
+        });
+        let change = vec![("retention.ms".to_string(), Some("2000".to_string()))];
+        let inc = plan_alter_topic_configs(&image, "a", change.clone(), true).unwrap();
+        let after = applied(image.clone(), &inc);
+        let c = &after.topic("a").unwrap().configs;
+        assert_eq!(c.get("retention.ms").map(String::as_str), Some("2000"));
+        assert!(c.contains_key("segment.bytes"));
+        let full = plan_alter_topic_configs(&image, "a", change, false).unwrap();
+        let after = applied(image.clone(), &full);
+        assert!(!after
+            .topic("a")
+            .unwrap()
+            .configs
+            .contains_key("segment.bytes"));
+        assert_eq!(
+            plan_alter_topic_configs(
+                &image,
+                "a",
+                vec![("retention.ms".into(), Some("x".into()))],
+                true
+            )
+            .unwrap_err()
+            .0,
+            error_code::INVALID_CONFIG
+        );
+        assert_eq!(
+            plan_alter_topic_configs(&image, "b", vec![], true)
+                .unwrap_err()
+                .0,
+            error_code::UNKNOWN_TOPIC_OR_PARTITION
+        );
+    }
+
+    #[test]
+    fn broker_configs_accept_only_dynamic_settings() {
+        let image = MetadataImage::empty();
+        let ok = plan_alter_broker_configs(
+            &image,
+            vec![("log.retention.ms".into(), Some("5000".into()))],
+            true,
+        )
+        .unwrap();
+        let after = applied(image.clone(), &ok);
+        assert_eq!(
+            after
+                .broker_configs
+                .get("log.retention.ms")
+                .map(String::as_str),
+            Some("5000")
+        );
+        let err =
+            plan_alter_broker_configs(&image, vec![("listen".into(), Some("x".into()))], true)
+                .unwrap_err();
+        assert_eq!(err.0, error_code::INVALID_CONFIG);
+        assert!(err.1.contains("restart"), "{}", err.1);
+    }
+
+    #[test]
+    fn topic_names_follow_kafka() {
+        assert!(validate_topic_name("a.b_c-D9").is_ok());
+        for bad in ["", ".", "..", "a b", "ä"] {
+            assert!(validate_topic_name(bad).is_err(), "{bad:?}");
+        }
+        assert!(validate_topic_name(&"x".repeat(TOPIC_NAME_MAX_LEN)).is_ok());
+        assert!(validate_topic_name(&"x".repeat(TOPIC_NAME_MAX_LEN + 1)).is_err());
+    }
+}

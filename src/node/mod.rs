@@ -1,0 +1,19 @@
+//! The node context: per-broker state that the layers above the shard
+//! runtime share (the server, the group coordinator, and the controller and
+//! replication to come), kept below all of them so that none imports
+//! another for it.
+//!
+//! - [`state::BrokerState`]: settings, identity and the current metadata
+//!   image, one per shard;
+//! - [`append_waiters::AppendWaiters`]: long polls woken by appends;
+//! - [`stop::StopHandle`]: the per-broker stop request;
+//! - [`ids`]: random ids (UUIDs, cluster ids, member ids).
+//!
+//! **Architecture Invariant:** `node` imports only the shard runtime, the
+//! metadata image and the broker settings; `server` and `group` import
+//! `node`, never the other way round.
+
+pub mod append_waiters;
+pub mod ids;
+pub mod state;
+pub mod stop;
