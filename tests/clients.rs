@@ -927,11 +927,8 @@ fn api_versions_of_unknown_version_is_answered_as_v0() {
 
 /// The Java consumer (kafka-clients 4.4 uses incremental fetch sessions)
 /// through a dropped connection, a seek, a rebalance and partitions removed
-/// and re-added. After each, its next fetch is a full fetch that may name
-/// its old session (KIP-227: session id with epoch 0); a broker that refused
-/// it kept the consumer in a loop of rejected fetches, and the phase after
-/// it timed out. The connections are cut by a proxy in front of the broker,
-/// so the broker keeps the session the client then names.
+/// and re-added (tests/clients/java/FetchSessionCheck.java). See
+/// [`check_fetch_sessions`].
 #[test]
 fn java_consumer_fetch_sessions_survive_cut_seek_rebalance_and_reassign() {
     if skipped("java_consumer_fetch_sessions_survive_cut_seek_rebalance_and_reassign") {
@@ -939,6 +936,36 @@ fn java_consumer_fetch_sessions_survive_cut_seek_rebalance_and_reassign() {
     }
     let classes = tempfile::tempdir().unwrap();
     let cp = compile_java_client(classes.path());
+    check_fetch_sessions("java", |args| {
+        let mut cmd = Command::new("java");
+        cmd.args(["-XX:TieredStopAtLevel=1", "-cp", &cp, "FetchSessionCheck"])
+            .args(args);
+        cmd
+    });
+}
+
+/// The same with kafka-python, whose 3.x consumer has Kafka's fetch-session
+/// handler (tests/clients/fetch_session_check.py).
+#[test]
+fn kafka_python_fetch_sessions_survive_cut_seek_rebalance_and_reassign() {
+    if skipped("kafka_python_fetch_sessions_survive_cut_seek_rebalance_and_reassign") {
+        return;
+    }
+    require_kafka_python();
+    check_fetch_sessions("kafka-python", |args| {
+        python("fetch_session_check.py", args)
+    });
+}
+
+/// Runs a fetch-session client (`client` builds its command from the
+/// arguments BOOTSTRAP TOPIC PARTITIONS CUT_REQUEST_FILE CUT_DONE_FILE) and
+/// checks that every phase finished. After each phase's trigger the
+/// client's next fetch is a full fetch that may name its old session
+/// (KIP-227: session id with epoch 0); a broker that refused it kept the
+/// consumer in a loop of rejected fetches, and the phase after it timed
+/// out. The connections are cut by a proxy in front of the broker, so the
+/// broker keeps the session the client then names.
+fn check_fetch_sessions(label: &str, client: impl FnOnce(&[String]) -> Command) {
     let proxy = CutProxy::start();
     // One shard: sessions live on the connection's shard, and with two the
     // reconnection may land on the other one, which knows no such session
@@ -954,18 +981,18 @@ fn java_consumer_fetch_sessions_survive_cut_seek_rebalance_and_reassign() {
     let signals = tempfile::tempdir().unwrap();
     let cut_request = signals.path().join("cut-request");
     let cut_done = signals.path().join("cut-done");
-    let mut cmd = Command::new("java");
-    cmd.args(["-XX:TieredStopAtLevel=1", "-cp", &cp, "FetchSessionCheck"])
-        .arg(proxy.addr())
-        .arg("fetch-sessions")
-        .arg(PARTITIONS.to_string())
-        .arg(&cut_request)
-        .arg(&cut_done);
-    let mut child = support::spawn_logged(&mut cmd, signals.path(), "java");
-    let deadline = std::time::Instant::now() + Duration::from_secs(300);
+    let args: Vec<String> = vec![
+        proxy.addr(),
+        "fetch-sessions".into(),
+        PARTITIONS.to_string(),
+        cut_request.display().to_string(),
+        cut_done.display().to_string(),
+    ];
+    let mut child = support::spawn_logged(&mut client(&args), signals.path(), label);
+    let deadline = std::time::Instant::now() + FETCH_SESSION_CHECK_TIMEOUT;
     let mut cut = 0;
     let status = loop {
-        if let Some(status) = child.try_wait().expect("poll the Java client") {
+        if let Some(status) = child.try_wait().expect("poll the client") {
             break status;
         }
         if cut == 0 && cut_request.exists() {
@@ -976,15 +1003,15 @@ fn java_consumer_fetch_sessions_survive_cut_seek_rebalance_and_reassign() {
             let _ = child.kill();
             let _ = child.wait();
             broker.fail(&format!(
-                "the Java client did not finish within 300 s:\n{}",
-                support::read_logged(signals.path(), "java")
+                "{label} did not finish within {FETCH_SESSION_CHECK_TIMEOUT:?}:\n{}",
+                support::read_logged(signals.path(), label)
             ));
         }
         std::thread::sleep(Duration::from_millis(20));
     };
-    let out = support::read_logged(signals.path(), "java");
+    let out = support::read_logged(signals.path(), label);
     if !status.success() || !out.contains("\ndone") {
-        broker.fail(&format!("the Java client failed ({status}):\n{out}"));
+        broker.fail(&format!("{label} failed ({status}):\n{out}"));
     }
     assert!(
         cut > 0,
@@ -1000,10 +1027,14 @@ fn java_consumer_fetch_sessions_survive_cut_seek_rebalance_and_reassign() {
     ] {
         assert!(
             out.contains(&format!("phase {phase} ok")),
-            "phase {phase} did not finish:\n{out}"
+            "{label}: phase {phase} did not finish:\n{out}"
         );
     }
 }
+
+/// Outer limit of one fetch-session client run: six phases of at most 60 s
+/// each would be 6 minutes; a healthy run takes about 15 s.
+const FETCH_SESSION_CHECK_TIMEOUT: Duration = Duration::from_secs(300);
 
 /// kafkajs's node_modules, installed by tests/clients/kafkajs/install.sh (a
 /// no-op when it is there; `tests/run` runs it beforehand).
