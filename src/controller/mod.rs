@@ -5,12 +5,16 @@
 //! broker's defaults, new topic ids, the open-files budget) comes in a
 //! [`Context`]. `server/controller.rs` applies the plans: it serialises the
 //! requests, appends the records to the metadata log and publishes the new
-//! image.
+//! image. `placement.rs` places new replicas on brokers (rack-aware
+//! striping) and `brokers.rs` decides registrations, heartbeats and
+//! session expiry, for the cluster controller to come.
 //!
 //! **Architecture Invariant:** this module knows nothing of shards, glommio
 //! or the network, so tests drive it directly, and the Raft controller of
 //! the cluster issue reuses it unchanged behind its quorum.
 
+pub mod brokers;
+pub mod placement;
 pub mod topics;
 
 pub use topics::{

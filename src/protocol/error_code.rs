@@ -57,3 +57,8 @@ pub const MEMBER_ID_REQUIRED: i16 = 79;
 pub const GROUP_MAX_SIZE_REACHED: i16 = 81;
 pub const FENCED_INSTANCE_ID: i16 = 82;
 pub const GROUP_SUBSCRIBED_TO_TOPIC: i16 = 86;
+// The broker lifecycle (KRaft's BrokerRegistration and BrokerHeartbeat).
+pub const NOT_CONTROLLER: i16 = 41;
+pub const STALE_BROKER_EPOCH: i16 = 77;
+pub const DUPLICATE_BROKER_REGISTRATION: i16 = 101;
+pub const INCONSISTENT_CLUSTER_ID: i16 = 104;
