@@ -15,6 +15,7 @@ pub mod log;
 pub mod metadata;
 pub mod node;
 pub mod protocol;
+pub mod quorum;
 pub mod server;
 pub mod shard;
 pub mod tools;
