@@ -1096,3 +1096,64 @@ fn kafkajs_admin_produce_group_and_list_groups() {
     expect("partitions", 3.into());
     expect("deleted", true.into());
 }
+
+/// Kafka's own `kafka-metadata-quorum.sh` (MetadataQuorumCommand) against
+/// the single-node quorum: `describe --status` and `--replication` used to
+/// fail with UNSUPPORTED_VERSION for DESCRIBE_QUORUM.
+#[test]
+fn kafka_metadata_quorum_tool_describes_the_quorum() {
+    if skipped("kafka_metadata_quorum_tool_describes_the_quorum") {
+        return;
+    }
+    require(
+        which("java").is_some(),
+        "a JDK (java, 17+)",
+        "apt-get install openjdk-17-jdk-headless",
+    );
+    let libs = kafka_libs();
+    let jars = format!("{}/*", libs.display());
+    let broker = Broker::start(BrokerOpts::new());
+    // Something in the metadata log, so the high watermark is not 0.
+    let bootstrap = broker.bootstrap();
+    run_against(
+        &broker,
+        python(
+            "kafka_python_admin.py",
+            &["create", bootstrap.as_str(), "quorum-t", "2", "1048576"],
+        ),
+        None,
+    );
+    let tool = |what: &str| {
+        let mut cmd = Command::new("java");
+        cmd.args(["-XX:TieredStopAtLevel=1", "-cp", &jars])
+            .arg("org.apache.kafka.tools.MetadataQuorumCommand")
+            .args(["--bootstrap-server", &broker.bootstrap(), "describe", what]);
+        run_against(&broker, cmd, None).stdout
+    };
+    let status = tool("--status");
+    let field = |name: &str| -> String {
+        status
+            .lines()
+            .find_map(|l| {
+                l.strip_prefix(name)
+                    .map(|v| v.trim_start_matches(':').trim().to_string())
+            })
+            .unwrap_or_else(|| broker.fail(&format!("no {name} in:\n{status}")))
+    };
+    assert_eq!(field("LeaderId"), "1", "{status}");
+    let hw: i64 = field("HighWatermark").parse().unwrap();
+    assert!(hw > 0, "the metadata log holds the topic: {status}");
+    assert_eq!(field("MaxFollowerLag"), "0", "{status}");
+    assert!(field("CurrentVoters").contains("\"id\": 1"), "{status}");
+    assert!(field("ClusterId").len() >= 22, "{status}");
+    let replication = tool("--replication");
+    let row = replication
+        .lines()
+        .find(|l| l.split_whitespace().next() == Some("1"))
+        .unwrap_or_else(|| broker.fail(&format!("no row for node 1:\n{replication}")));
+    assert!(row.contains("Leader"), "{replication}");
+    assert!(
+        row.contains(&hw.to_string()),
+        "log end offset is the high watermark: {replication}"
+    );
+}

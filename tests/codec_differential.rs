@@ -41,8 +41,8 @@ use pinlog::protocol::codec::{DecodeError, DecodeResult, Reader};
 use pinlog::protocol::header::{decode_response_header, encode_response_header, RequestHeader};
 use pinlog::protocol::messages::{
     alter_configs, api_versions, create_partitions, create_topics, delete_topics, describe_cluster,
-    describe_configs, fetch, incremental_alter_configs, init_producer_id, list_offsets, metadata,
-    offset_for_leader_epoch, produce,
+    describe_configs, describe_quorum, fetch, incremental_alter_configs, init_producer_id,
+    list_offsets, metadata, offset_for_leader_epoch, produce,
 };
 use pinlog::protocol::messages::{
     delete_groups, delete_records, describe_groups, describe_log_dirs, find_coordinator, heartbeat,
@@ -980,6 +980,66 @@ fn describe_cluster_response(g: &mut Gen, v: i16) -> kp::DescribeClusterResponse
         .with_cluster_authorized_operations(g.i32())
 }
 
+fn describe_quorum_request(g: &mut Gen, _v: i16) -> kp::DescribeQuorumRequest {
+    use kp::describe_quorum_request::{PartitionData, TopicData};
+    new!(g, kp::DescribeQuorumRequest).with_topics(g.vec(|g| {
+        new!(g, TopicData)
+            .with_topic_name(g.topic())
+            .with_partitions(g.vec(|g| new!(g, PartitionData).with_partition_index(g.i32())))
+    }))
+}
+
+fn describe_quorum_response(g: &mut Gen, v: i16) -> kp::DescribeQuorumResponse {
+    use kp::describe_quorum_response::{Listener, Node, PartitionData, ReplicaState, TopicData};
+    let replica = |g: &mut Gen| {
+        let mut s = new!(g, ReplicaState)
+            .with_replica_id(g.broker())
+            .with_log_end_offset(g.i64());
+        if v >= 1 {
+            s = s
+                .with_last_fetch_timestamp(g.i64())
+                .with_last_caught_up_timestamp(g.i64());
+        }
+        if v >= 2 {
+            s = s.with_replica_directory_id(g.uuid());
+        }
+        s
+    };
+    let mut m = new!(g, kp::DescribeQuorumResponse)
+        .with_error_code(g.i16())
+        .with_topics(g.vec(|g| {
+            new!(g, TopicData)
+                .with_topic_name(g.topic())
+                .with_partitions(g.vec(|g| {
+                    let mut p = new!(g, PartitionData)
+                        .with_partition_index(g.i32())
+                        .with_error_code(g.i16())
+                        .with_leader_id(g.broker())
+                        .with_leader_epoch(g.i32())
+                        .with_high_watermark(g.i64())
+                        .with_current_voters(g.vec(replica))
+                        .with_observers(g.vec(replica));
+                    if v >= 2 {
+                        p = p.with_error_message(g.opt(Gen::str));
+                    }
+                    p
+                }))
+        }));
+    if v >= 2 {
+        m = m.with_error_message(g.opt(Gen::str)).with_nodes(g.vec(|g| {
+            new!(g, Node)
+                .with_node_id(g.broker())
+                .with_listeners(g.vec(|g| {
+                    new!(g, Listener)
+                        .with_name(g.str())
+                        .with_host(g.str())
+                        .with_port(g.i32() as u16)
+                }))
+        }));
+    }
+    m
+}
+
 fn offset_commit_request(g: &mut Gen, v: i16) -> kp::OffsetCommitRequest {
     use kp::offset_commit_request::{OffsetCommitRequestPartition, OffsetCommitRequestTopic};
     let mut m = new!(g, kp::OffsetCommitRequest)
@@ -1543,6 +1603,8 @@ pinlog_messages!(
     incremental_alter_configs::IncrementalAlterConfigsResponse,
     describe_cluster::DescribeClusterRequest,
     describe_cluster::DescribeClusterResponse,
+    describe_quorum::DescribeQuorumRequest,
+    describe_quorum::DescribeQuorumResponse,
     offset_commit::OffsetCommitRequest,
     offset_commit::OffsetCommitResponse,
     find_coordinator::FindCoordinatorRequest,
@@ -1844,6 +1906,12 @@ api_table! {
             describe_cluster_request;
         response: kp::DescribeClusterResponse, describe_cluster::DescribeClusterResponse,
             describe_cluster_response;
+    }
+    DescribeQuorum => {
+        request: kp::DescribeQuorumRequest, describe_quorum::DescribeQuorumRequest,
+            describe_quorum_request;
+        response: kp::DescribeQuorumResponse, describe_quorum::DescribeQuorumResponse,
+            describe_quorum_response;
     }
     OffsetCommit => {
         request: kp::OffsetCommitRequest, offset_commit::OffsetCommitRequest,

@@ -62,6 +62,8 @@ messages!(
     delete_topics::DeleteTopicsResponse,
     describe_cluster::DescribeClusterRequest,
     describe_cluster::DescribeClusterResponse,
+    describe_quorum::DescribeQuorumRequest,
+    describe_quorum::DescribeQuorumResponse,
     describe_configs::DescribeConfigsRequest,
     describe_configs::DescribeConfigsResponse,
     fetch::FetchRequest,
@@ -197,6 +199,10 @@ fn check_api(key: ApiKey, version: i16, request: Reader, also_response: bool) {
         ApiKey::DescribeCluster => pair!(
             describe_cluster::DescribeClusterRequest,
             describe_cluster::DescribeClusterResponse
+        ),
+        ApiKey::DescribeQuorum => pair!(
+            describe_quorum::DescribeQuorumRequest,
+            describe_quorum::DescribeQuorumResponse
         ),
         ApiKey::OffsetFetch => pair!(
             offset_fetch::OffsetFetchRequest,

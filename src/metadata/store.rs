@@ -27,7 +27,7 @@ pub const METADATA_TOPIC: &str = "__cluster_metadata";
 /// Metadata segments stay small: the log holds only topic and config changes.
 const METADATA_SEGMENT_BYTES: u64 = 8 * 1024 * 1024;
 /// Leader epoch of the single-node metadata log.
-const METADATA_EPOCH: i32 = 0;
+pub const METADATA_EPOCH: i32 = 0;
 
 pub fn metadata_partition() -> TopicPartition {
     TopicPartition::new(METADATA_TOPIC, 0)

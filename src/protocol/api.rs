@@ -34,6 +34,7 @@ pub enum ApiKey {
     DeleteGroups = 42,
     IncrementalAlterConfigs = 44,
     OffsetDelete = 47,
+    DescribeQuorum = 55,
     DescribeCluster = 60,
 }
 
@@ -209,6 +210,12 @@ pub const SUPPORTED_APIS: &[ApiSupport] = &[
         first_flexible_version: NEVER_FLEXIBLE,
     },
     ApiSupport {
+        key: ApiKey::DescribeQuorum,
+        min_version: 0,
+        max_version: 2,
+        first_flexible_version: 0,
+    },
+    ApiSupport {
         key: ApiKey::DescribeCluster,
         min_version: 0,
         max_version: 1,
@@ -283,6 +290,7 @@ impl ApiKey {
             ApiKey::AlterConfigs => "AlterConfigs",
             ApiKey::CreatePartitions => "CreatePartitions",
             ApiKey::IncrementalAlterConfigs => "IncrementalAlterConfigs",
+            ApiKey::DescribeQuorum => "DescribeQuorum",
             ApiKey::DescribeCluster => "DescribeCluster",
             ApiKey::OffsetFetch => "OffsetFetch",
             ApiKey::DescribeGroups => "DescribeGroups",

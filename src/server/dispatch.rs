@@ -139,6 +139,10 @@ pub async fn handle_frame(shard: &Rc<Shard>, frame: Bytes, peer_host: &str) -> O
             incremental_alter_configs::IncrementalAlterConfigsRequest,
             handlers::incremental_alter_configs::handle
         ),
+        ApiKey::DescribeQuorum => serve!(
+            describe_quorum::DescribeQuorumRequest,
+            handlers::describe_quorum::handle
+        ),
         ApiKey::DescribeCluster => serve!(
             describe_cluster::DescribeClusterRequest,
             handlers::describe_cluster::handle

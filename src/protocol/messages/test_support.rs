@@ -41,6 +41,8 @@ messages!(
     delete_topics::DeleteTopicsResponse,
     describe_cluster::DescribeClusterRequest,
     describe_cluster::DescribeClusterResponse,
+    describe_quorum::DescribeQuorumRequest,
+    describe_quorum::DescribeQuorumResponse,
     describe_configs::DescribeConfigsRequest,
     describe_configs::DescribeConfigsResponse,
     fetch::FetchRequest,
