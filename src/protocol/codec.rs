@@ -343,6 +343,32 @@ impl Reader {
     }
 }
 
+/// Parses the value of a known tagged field. The value must be consumed
+/// exactly: a size that disagrees with the field's own encoding means the
+/// frame is corrupt, and Kafka's decoder would be misaligned by it too.
+pub fn parse_tag<T>(
+    tag: u32,
+    value: Bytes,
+    parse: impl FnOnce(&mut Reader) -> DecodeResult<T>,
+) -> DecodeResult<T> {
+    let mut r = Reader::new(value);
+    let out = parse(&mut r)?;
+    if !r.is_empty() {
+        return Err(DecodeError::Invalid(format!(
+            "tagged field {tag} has {} unread bytes",
+            r.remaining()
+        )));
+    }
+    Ok(out)
+}
+
+/// Writes one tagged field: its tag, its size, then the value.
+pub fn put_tag(w: &mut BytesMut, tag: u32, value: &[u8]) {
+    w.put_uvarint(tag as u64);
+    w.put_uvarint(value.len() as u64);
+    w.put_slice(value);
+}
+
 /// Encoding helpers on `BytesMut`.
 pub trait Writer {
     fn put_uvarint(&mut self, v: u64);

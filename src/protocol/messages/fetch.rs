@@ -14,11 +14,11 @@
 //! struct, whatever their position in Kafka's JSON: in a partition they
 //! follow the records, not the log start offset.
 
-use bytes::{BufMut, Bytes, BytesMut};
+use bytes::{BufMut, BytesMut};
 
 use super::min_topic_bytes;
 use crate::protocol::chunks::{ChunkWriter, RecordData};
-use crate::protocol::codec::{DecodeError, DecodeResult, Reader, Writer};
+use crate::protocol::codec::{parse_tag, put_tag, DecodeResult, Reader, Writer};
 
 const FLEXIBLE_FROM: i16 = 12;
 
@@ -120,32 +120,6 @@ fn min_fetch_partition_bytes(version: i16, flexible: bool) -> usize {
         n += 4 + 1;
     }
     n
-}
-
-/// Parses the value of a known tagged field. The value must be consumed
-/// exactly: a size that disagrees with the field's own encoding means the
-/// frame is corrupt, and Kafka's decoder would be misaligned by it too.
-fn parse_tag<T>(
-    tag: u32,
-    value: Bytes,
-    parse: impl FnOnce(&mut Reader) -> DecodeResult<T>,
-) -> DecodeResult<T> {
-    let mut r = Reader::new(value);
-    let out = parse(&mut r)?;
-    if !r.is_empty() {
-        return Err(DecodeError::Invalid(format!(
-            "tagged field {tag} has {} unread bytes",
-            r.remaining()
-        )));
-    }
-    Ok(out)
-}
-
-/// Writes one tagged field: its tag, its size, then the value.
-fn put_tag(w: &mut BytesMut, tag: u32, value: &[u8]) {
-    w.put_uvarint(tag as u64);
-    w.put_uvarint(value.len() as u64);
-    w.put_slice(value);
 }
 
 impl FetchRequest {
@@ -644,6 +618,7 @@ mod tests {
     use super::*;
     use crate::protocol::chunks::{Chunk, FileRange, SegmentFile};
     use crate::protocol::messages::test_support::*;
+    use bytes::Bytes;
     use proptest::prelude::*;
     use std::sync::Arc;
 

@@ -5,6 +5,7 @@
 
 pub mod alter_configs;
 pub mod api_versions;
+pub mod broker_registration;
 pub mod create_partitions;
 pub mod create_topics;
 pub mod delete_groups;
