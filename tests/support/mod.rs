@@ -69,6 +69,9 @@ pub struct BrokerOpts {
     env: Vec<(String, String)>,
     /// Soft and hard RLIMIT_NOFILE of the broker process, if set.
     open_files_limit: Option<u64>,
+    /// A `.tar.gz` whose `data/` becomes the data directory before the first
+    /// start (a directory written by an older release).
+    seed_data: Option<PathBuf>,
 }
 
 impl Default for BrokerOpts {
@@ -82,6 +85,7 @@ impl Default for BrokerOpts {
             advertise_addr: None,
             env: Vec::new(),
             open_files_limit: None,
+            seed_data: None,
         }
     }
 }
@@ -128,6 +132,13 @@ impl BrokerOpts {
         self
     }
 
+    /// Start from the data directory in `tar_gz` (its `data/` entry), as
+    /// an older release left it.
+    pub fn seed_data(mut self, tar_gz: impl Into<PathBuf>) -> Self {
+        self.seed_data = Some(tar_gz.into());
+        self
+    }
+
     /// An environment variable for the broker process, e.g. `RUST_LOG`.
     pub fn env(mut self, key: &str, value: &str) -> Self {
         self.env.push((key.to_string(), value.to_string()));
@@ -167,6 +178,23 @@ impl Broker {
             starts: 0,
             log_offset: 0,
         };
+        if let Some(tar_gz) = &broker.opts.seed_data {
+            let out = run_command(
+                Command::new("tar")
+                    .arg("-xzf")
+                    .arg(tar_gz)
+                    .arg("-C")
+                    .arg(broker.root()),
+                None,
+                Duration::from_secs(60),
+            );
+            assert!(out.success(), "unpack {}: {out}", tar_gz.display());
+            assert!(
+                broker.data_dir().is_dir(),
+                "{} has no data/",
+                tar_gz.display()
+            );
+        }
         for attempt in 1..=PORT_ATTEMPTS {
             broker.port = free_port();
             broker.write_config();
