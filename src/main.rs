@@ -75,6 +75,14 @@ enum Command {
         #[command(subcommand)]
         command: pinlog::cli::GroupCommand,
     },
+    /// Show the brokers and the metadata quorum (like kafka-cluster.sh and
+    /// kafka-metadata-quorum.sh describe).
+    Cluster {
+        #[command(flatten)]
+        conn: pinlog::cli::ConnectArgs,
+        #[command(subcommand)]
+        command: pinlog::cli::ClusterCommand,
+    },
     /// Inspect log files offline.
     Log {
         #[command(subcommand)]
@@ -169,6 +177,7 @@ fn main() -> ExitCode {
         }
         Command::Topic { conn, command } => pinlog::cli::run_topic(&conn, command),
         Command::Group { conn, command } => pinlog::cli::run_group(&conn, command),
+        Command::Cluster { conn, command } => pinlog::cli::run_cluster(&conn, command),
         Command::Log { command } => run_log_command(command),
     }
 }

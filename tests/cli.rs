@@ -689,3 +689,24 @@ fn group_commands_against_a_broker() {
 
     broker.stop();
 }
+
+#[test]
+fn cluster_describe_shows_the_brokers_and_the_quorum() {
+    let broker = Broker::start(BrokerOpts::new());
+    let b = broker.bootstrap();
+    // A topic, so the metadata log is not empty.
+    expect_exit(&pinlog(Some(&b), &["topic", "create", "c1"]), 0);
+    let out = pinlog(Some(&b), &["cluster", "describe", "--json"]);
+    let v = json(expect_exit(&out, 0));
+    assert_eq!(v["controller_id"], 1, "{v}");
+    assert_eq!(v["brokers"][0]["id"], 1, "{v}");
+    assert_eq!(v["brokers"][0]["address"], b.as_str(), "{v}");
+    assert_eq!(v["quorum"]["leader"], 1, "{v}");
+    assert!(v["quorum"]["high_watermark"].as_i64().unwrap() > 0, "{v}");
+    assert_eq!(v["quorum"]["members"][0]["role"], "leader", "{v}");
+    assert_eq!(v["quorum"]["members"][0]["lag"], 0, "{v}");
+    let text = pinlog(Some(&b), &["cluster", "describe"]);
+    let text = &expect_exit(&text, 0).stdout;
+    assert!(text.contains("the active controller is 1"), "{text}");
+    assert!(text.contains("Metadata quorum: leader 1"), "{text}");
+}

@@ -128,6 +128,16 @@ api_request!(
     offset_commit::OffsetCommitResponse,
     ApiKey::OffsetCommit
 );
+api_request!(
+    crate::protocol::messages::describe_cluster::DescribeClusterRequest,
+    crate::protocol::messages::describe_cluster::DescribeClusterResponse,
+    ApiKey::DescribeCluster
+);
+api_request!(
+    crate::protocol::messages::describe_quorum::DescribeQuorumRequest,
+    crate::protocol::messages::describe_quorum::DescribeQuorumResponse,
+    ApiKey::DescribeQuorum
+);
 
 /// The highest version of `key` in both our codec's range and the
 /// broker's, or `None` when the ranges do not meet.

@@ -1,4 +1,5 @@
-//! The operator commands: `pinlog topic ...` and `pinlog group ...`, which
+//! The operator commands: `pinlog topic ...`, `pinlog group ...` and
+//! `pinlog cluster describe`, which
 //! speak the Kafka protocol to a running broker, like Kafka's
 //! `kafka-topics.sh`, `kafka-configs.sh` and `kafka-consumer-groups.sh`.
 //!
@@ -8,13 +9,14 @@
 //! operation failed or the broker could not be reached, and 2 for a bad
 //! command line.
 //!
-//! Layout: `client.rs` is the blocking Kafka client, `topic.rs` and
-//! `group.rs` the commands, `table.rs` the output, `error.rs` the errors
+//! Layout: `client.rs` is the blocking Kafka client, `topic.rs`,
+//! `group.rs` and `cluster.rs` the commands, `table.rs` the output, `error.rs` the errors
 //! and exit codes. Each command first gathers what the broker says into
 //! plain structs, then renders them, so the rendering is tested without a
 //! broker.
 
 pub mod client;
+pub mod cluster;
 pub mod error;
 pub mod group;
 pub mod table;
@@ -172,6 +174,20 @@ pub enum GroupCommand {
 /// the error and a next step on stderr.
 pub fn run_topic(conn: &ConnectArgs, command: TopicCommand) -> ExitCode {
     finish(topic::run(conn, command, &mut std::io::stdout().lock()))
+}
+
+/// What `pinlog cluster` does.
+#[derive(Subcommand, Debug, Clone)]
+pub enum ClusterCommand {
+    /// Show the brokers (id, address, rack, the active controller) and the
+    /// metadata quorum (leader, epoch, high watermark, each member's log end
+    /// offset and lag).
+    Describe,
+}
+
+/// Runs a cluster command; see [`run_topic`].
+pub fn run_cluster(conn: &ConnectArgs, command: ClusterCommand) -> ExitCode {
+    finish(cluster::run(conn, command, &mut std::io::stdout().lock()))
 }
 
 /// Runs a group command; see [`run_topic`].
