@@ -65,6 +65,9 @@ pub struct BrokerConfig {
     pub spin_before_park_us: u64,
     /// `shard.io.memory.bytes`: aligned buffer pool for DMA reads and writes.
     pub io_memory_bytes: usize,
+    /// `max.incremental.fetch.session.cache.slots`: fetch sessions (KIP-227)
+    /// the broker keeps, split evenly over its shards.
+    pub fetch_session_cache_slots: usize,
     /// `log.retention.check.interval.ms`: how often each shard applies
     /// `retention.ms` and `retention.bytes`.
     pub retention_check_interval_ms: u64,
@@ -95,6 +98,8 @@ impl Default for BrokerConfig {
             spin_before_park_us: DEFAULT_SPIN_BEFORE_PARK_US,
             io_memory_bytes: DEFAULT_SHARD_IO_MEMORY_BYTES,
             retention_check_interval_ms: DEFAULT_RETENTION_CHECK_INTERVAL_MS,
+            fetch_session_cache_slots:
+                crate::server::fetch_sessions::FETCH_SESSION_CACHE_SLOTS_DEFAULT,
             log: LogConfig::default(),
             group: GroupConfig::default(),
             cleaner: CleanerConfig::default(),
@@ -130,6 +135,7 @@ pub const KNOWN_KEYS: &[&str] = &[
     "tail.cache.bytes",
     "shard.spin.before.park.us",
     "shard.io.memory.bytes",
+    "max.incremental.fetch.session.cache.slots",
     "log.segment.bytes",
     "log.roll.ms",
     "log.index.size.max.bytes",
@@ -290,6 +296,9 @@ impl BrokerConfig {
                     self.default_replication_factor = int(key, v)? as i16
                 }
                 "auto.create.topics.enable" => self.auto_create_topics_enable = boolean(key, v)?,
+                "max.incremental.fetch.session.cache.slots" => {
+                    self.fetch_session_cache_slots = non_negative(key, v)? as usize
+                }
                 "socket.request.max.bytes" => {
                     self.socket_request_max_bytes = non_negative(key, v)? as usize
                 }

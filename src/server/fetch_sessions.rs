@@ -29,9 +29,10 @@ use std::rc::Rc;
 use crate::protocol::error_code;
 use crate::shard::shard::Shard;
 
-/// Kafka's `max.incremental.fetch.session.cache.slots` default, per shard
-/// here (sessions live on the connection's shard).
-pub const FETCH_SESSIONS_PER_SHARD_MAX: usize = 1000;
+/// Kafka's `max.incremental.fetch.session.cache.slots` default: sessions the
+/// broker keeps in all. Sessions live on the connection's shard, so each
+/// shard gets an even share (Kafka splits its cache in 8 the same way).
+pub const FETCH_SESSION_CACHE_SLOTS_DEFAULT: usize = 1000;
 /// Kafka's `MIN_INCREMENTAL_FETCH_SESSION_EVICTION_MS`: a session idle this
 /// long may always be evicted, and one older than this may be evicted by a
 /// larger or more privileged newcomer.
@@ -128,7 +129,17 @@ struct Rejections {
 
 impl Default for SessionCache {
     fn default() -> Self {
-        SessionCache::new(FETCH_SESSIONS_PER_SHARD_MAX, 1)
+        SessionCache::new(FETCH_SESSION_CACHE_SLOTS_DEFAULT, 1)
+    }
+}
+
+/// A shard's share of `max.incremental.fetch.session.cache.slots`: 0 turns
+/// sessions off, as in Kafka; otherwise at least one per shard.
+pub fn slots_per_shard(slots: usize, shards: usize) -> usize {
+    if slots == 0 {
+        0
+    } else {
+        (slots / shards.max(1)).max(1)
     }
 }
 
@@ -366,8 +377,12 @@ impl FetchSessions {
         }
         // Ids differ between shards so a misrouted id is never confused.
         let first_id = 1 + shard.id() as i32 * (i32::MAX / 64);
+        let slots = crate::node::state::BrokerState::of(shard)
+            .config
+            .fetch_session_cache_slots;
+        let capacity = slots_per_shard(slots, shard.shard_count());
         let s = Rc::new(FetchSessions {
-            state: RefCell::new(SessionCache::new(FETCH_SESSIONS_PER_SHARD_MAX, first_id)),
+            state: RefCell::new(SessionCache::new(capacity, first_id)),
         });
         shard.set_extension(s.clone());
         s
@@ -611,6 +626,19 @@ mod tests {
             .unwrap();
         assert_ne!(r.session_id, 0);
         assert!(c.get(consumer).is_none());
+    }
+
+    #[test]
+    fn the_slots_setting_splits_over_shards_and_zero_turns_sessions_off() {
+        assert_eq!(slots_per_shard(1000, 2), 500);
+        assert_eq!(slots_per_shard(3, 8), 1);
+        assert_eq!(slots_per_shard(0, 2), 0);
+        let mut c = SessionCache::new(0, 1);
+        let r = c
+            .resolve(req(0, INITIAL_EPOCH), vec![part("t", 0, 0)], 0)
+            .unwrap();
+        assert_eq!(r.session_id, 0, "no cache: a sessionless answer");
+        assert!(c.is_empty());
     }
 
     #[test]
