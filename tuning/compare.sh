@@ -241,7 +241,7 @@ say "load average at start: $LOAD_START${BUSY_START:+; busy: $BUSY_START}"
 # ---------------------------------------------------------------- build
 if [ "$SKIP_BUILD" = 0 ]; then
   say "building pinlog and pinlog-loadgen (release)"
-  (cd "$REPO" && cargo build --release --bin pinlog -p pinlog-loadgen) > "$LOGS/build.log" 2>&1 \
+  (cd "$REPO" && cargo build --release -p pinlog -p pinlog-loadgen --bins) > "$LOGS/build.log" 2>&1 \
     || { tail -30 "$LOGS/build.log" >&2; die "cargo build failed"; }
   say "building tuning/raw-sink (release)"
   cargo build --release --manifest-path "$RAWSINK_DIR/Cargo.toml" > "$LOGS/build-raw.log" 2>&1 \

@@ -111,7 +111,7 @@ say "work directory $WORK; load average $LOAD_START"
 
 if [ "$SKIP_BUILD" = 0 ]; then
   say "building pinlog and pinlog-loadgen (release)"
-  (cd "$REPO" && cargo build --release --bin pinlog -p pinlog-loadgen) > "$WORK/build.log" 2>&1 \
+  (cd "$REPO" && cargo build --release -p pinlog -p pinlog-loadgen --bins) > "$WORK/build.log" 2>&1 \
     || { tail -30 "$WORK/build.log" >&2; die "cargo build failed"; }
 fi
 [ -x "$PINLOG_BIN" ] && [ -x "$LOADGEN_BIN" ] || die "missing binaries (run without --skip-build)"
