@@ -281,9 +281,7 @@ impl BrokerHeartbeatResponse {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::messages::test_support::*;
-    use bytes::Bytes;
-    use proptest::prelude::*;
+    use crate::protocol::messages::test_support::conformance_tests;
 
     const REGISTRATION_VERSIONS: std::ops::RangeInclusive<i16> = 0..=4;
     const HEARTBEAT_VERSIONS: std::ops::RangeInclusive<i16> = 0..=1;
@@ -324,54 +322,43 @@ mod tests {
         }
     }
 
-    #[test]
-    fn messages_round_trip_at_every_version() {
-        for v in REGISTRATION_VERSIONS {
-            assert_round_trip(&registration(v), v);
-            assert_round_trip(
-                &BrokerRegistrationResponse {
-                    throttle_time_ms: 2,
-                    error_code: 101,
-                    broker_epoch: 41,
-                },
-                v,
-            );
-        }
-        for v in HEARTBEAT_VERSIONS {
-            assert_round_trip(&heartbeat(v), v);
-            assert_round_trip(
-                &BrokerHeartbeatResponse {
-                    throttle_time_ms: 2,
-                    error_code: 77,
-                    is_caught_up: true,
-                    is_fenced: false,
-                    should_shut_down: true,
-                },
-                v,
-            );
+    fn registration_response(_version: i16) -> BrokerRegistrationResponse {
+        BrokerRegistrationResponse {
+            throttle_time_ms: 2,
+            error_code: 101,
+            broker_epoch: 41,
         }
     }
 
-    #[test]
-    fn every_strict_prefix_fails_to_decode() {
-        for v in REGISTRATION_VERSIONS {
-            assert_every_strict_prefix_fails(&registration(v), v);
-        }
-        for v in HEARTBEAT_VERSIONS {
-            assert_every_strict_prefix_fails(&heartbeat(v), v);
+    fn heartbeat_response(_version: i16) -> BrokerHeartbeatResponse {
+        BrokerHeartbeatResponse {
+            throttle_time_ms: 2,
+            error_code: 77,
+            is_caught_up: true,
+            is_fenced: false,
+            should_shut_down: true,
         }
     }
 
-    proptest! {
-        #[test]
-        fn decoding_random_bytes_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..256)) {
-            let bytes = Bytes::from(bytes);
-            for v in REGISTRATION_VERSIONS {
-                decode_ignoring_errors::<BrokerRegistrationRequest, BrokerRegistrationResponse>(&bytes, v);
-            }
-            for v in HEARTBEAT_VERSIONS {
-                decode_ignoring_errors::<BrokerHeartbeatRequest, BrokerHeartbeatResponse>(&bytes, v);
-            }
-        }
+    mod registration {
+        use super::*;
+        conformance_tests!(
+            BrokerRegistrationRequest,
+            BrokerRegistrationResponse,
+            REGISTRATION_VERSIONS,
+            registration,
+            registration_response
+        );
+    }
+
+    mod heartbeats {
+        use super::*;
+        conformance_tests!(
+            BrokerHeartbeatRequest,
+            BrokerHeartbeatResponse,
+            HEARTBEAT_VERSIONS,
+            heartbeat,
+            heartbeat_response
+        );
     }
 }

@@ -143,3 +143,67 @@ pub(crate) fn assert_count_too_large<M: Message>(frame: Bytes, version: i16) {
         Err(DecodeError::CountTooLarge { .. })
     ));
 }
+
+/// The conformance tests every message pair carries, given its version
+/// range and builders of a request and a response with a non-default value
+/// in every field a version has: round trips, every strict prefix refused,
+/// random and corrupted bytes decoded without a panic. Use it inside the
+/// message file's `mod tests` (with `use super::*`):
+///
+/// `conformance_tests!(Request, Response, 0..=2, request, response);`
+macro_rules! conformance_tests {
+    ($req:ty, $resp:ty, $versions:expr, $request:ident, $response:ident) => {
+        #[test]
+        fn requests_round_trip_at_every_version() {
+            for v in $versions {
+                $crate::protocol::messages::test_support::assert_round_trip(&$request(v), v);
+            }
+        }
+
+        #[test]
+        fn responses_round_trip_at_every_version() {
+            for v in $versions {
+                $crate::protocol::messages::test_support::assert_round_trip(&$response(v), v);
+            }
+        }
+
+        #[test]
+        fn every_strict_prefix_fails_to_decode() {
+            use $crate::protocol::messages::test_support::assert_every_strict_prefix_fails;
+            for v in $versions {
+                assert_every_strict_prefix_fails(&$request(v), v);
+                assert_every_strict_prefix_fails(&$response(v), v);
+            }
+        }
+
+        proptest::proptest! {
+            #[test]
+            fn decoding_random_bytes_never_panics(
+                bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..256),
+            ) {
+                let bytes = bytes::Bytes::from(bytes);
+                for v in $versions {
+                    $crate::protocol::messages::test_support::decode_ignoring_errors::<$req, $resp>(
+                        &bytes, v,
+                    );
+                }
+            }
+
+            #[test]
+            fn decoding_corrupted_messages_never_panics(
+                edits in proptest::collection::vec(
+                    (proptest::prelude::any::<usize>(), proptest::prelude::any::<u8>()),
+                    1..8,
+                ),
+            ) {
+                use $crate::protocol::messages::test_support::{corrupt, decode_ignoring_errors, encode};
+                for v in $versions {
+                    for good in [encode(&$request(v), v), encode(&$response(v), v)] {
+                        decode_ignoring_errors::<$req, $resp>(&corrupt(&good, &edits), v);
+                    }
+                }
+            }
+        }
+    };
+}
+pub(crate) use conformance_tests;
