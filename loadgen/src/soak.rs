@@ -127,22 +127,20 @@ pub fn soak(
         timeout,
     )?;
     // Killed produce requests go to a topic of their own, so the e2e run
-    // sees only its own records; it has as many partitions, so a killed
-    // fetch fans out to every shard just the same.
-    let victim = cluster::prepare_topic(
-        &common.bootstrap,
-        &format!("{}-soak-victim", common.topic),
-        IfMissing::Create(Some(topic.partitions.len() as i32)),
-        timeout,
-    )?;
-    // Killed fetches long-poll a topic nobody writes to, so each one waits
-    // on every shard until its connection is long gone.
-    let idle = cluster::prepare_topic(
-        &common.bootstrap,
-        &format!("{}-soak-idle", common.topic),
-        IfMissing::Create(Some(topic.partitions.len() as i32)),
-        timeout,
-    )?;
+    // sees only its own records; killed fetches long-poll a topic nobody
+    // writes to, so each one waits on every shard until its connection is
+    // long gone. Both have the e2e topic's partition count, so the killed
+    // requests fan out to every shard just the same.
+    let side_topic = |suffix: &str| {
+        cluster::prepare_topic(
+            &common.bootstrap,
+            &format!("{}-soak-{suffix}", common.topic),
+            IfMissing::Create(Some(topic.partitions.len() as i32)),
+            timeout,
+        )
+    };
+    let victim = side_topic("victim")?;
+    let idle = side_topic("idle")?;
     let stop = Arc::new(AtomicBool::new(false));
     let trouble = Arc::new(Trouble::default());
     let group = format!("{}-soak", common.topic);
@@ -263,15 +261,15 @@ fn member_loop(
 }
 
 /// The outcome of one group call: go on, or start over with a new join.
-enum Step<T> {
-    Ok(T),
+enum Step {
+    Go,
     Rejoin,
 }
 
-fn check(code: i16, what: &str, trouble: &Trouble) -> Result<Step<()>> {
+fn check(code: i16, what: &str, trouble: &Trouble) -> Result<Step> {
     trouble.code(code);
     if code == error_code::NONE {
-        return Ok(Step::Ok(()));
+        return Ok(Step::Go);
     }
     if EXPECTED_MEMBER_ERRORS.contains(&code) {
         std::thread::sleep(RETRY_BACKOFF);
