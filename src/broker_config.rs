@@ -77,6 +77,103 @@ pub struct BrokerConfig {
     pub group: GroupConfig,
     /// The log cleaner (`log.cleaner.*`).
     pub cleaner: CleanerConfig,
+    /// `process.roles`, `controller.quorum.*`, `controller.listen`.
+    pub cluster: ClusterConfig,
+}
+
+/// Kafka's `controller.quorum.election.timeout.ms` default.
+pub const DEFAULT_QUORUM_ELECTION_TIMEOUT_MS: u64 = 1000;
+/// Kafka's `controller.quorum.fetch.timeout.ms` default.
+pub const DEFAULT_QUORUM_FETCH_TIMEOUT_MS: u64 = 2000;
+/// Kafka's `controller.quorum.request.timeout.ms` default.
+pub const DEFAULT_QUORUM_REQUEST_TIMEOUT_MS: u64 = 2000;
+/// The controller address of a one-voter quorum nobody configured. A
+/// single voter has no peers, so nothing listens there unless
+/// `controller.listen` asks for it.
+pub const DEFAULT_CONTROLLER_ADDRESS: &str = "127.0.0.1:9093";
+
+/// The control plane's settings.
+#[derive(Debug, Clone)]
+pub struct ClusterConfig {
+    /// `process.roles` includes `controller`: this node is a voter.
+    pub controller_role: bool,
+    /// `process.roles` includes `broker`: this node serves clients.
+    pub broker_role: bool,
+    /// `controller.quorum.voters`, parsed: node id to `HOST:PORT`.
+    pub voters: std::collections::BTreeMap<i32, String>,
+    /// `controller.listen`: where this node takes controller RPCs.
+    pub controller_listen: Option<SocketAddr>,
+    pub election_timeout_ms: u64,
+    pub fetch_timeout_ms: u64,
+    pub request_timeout_ms: u64,
+}
+
+impl Default for ClusterConfig {
+    fn default() -> Self {
+        ClusterConfig {
+            controller_role: true,
+            broker_role: true,
+            voters: std::collections::BTreeMap::new(),
+            controller_listen: None,
+            election_timeout_ms: DEFAULT_QUORUM_ELECTION_TIMEOUT_MS,
+            fetch_timeout_ms: DEFAULT_QUORUM_FETCH_TIMEOUT_MS,
+            request_timeout_ms: DEFAULT_QUORUM_REQUEST_TIMEOUT_MS,
+        }
+    }
+}
+
+/// `process.roles`: `broker`, `controller`, or both (in either order).
+pub fn parse_process_roles(s: &str) -> Result<(bool, bool), String> {
+    let (mut broker, mut controller) = (false, false);
+    for role in s.split(',').map(str::trim) {
+        match role {
+            "broker" => broker = true,
+            "controller" => controller = true,
+            other => {
+                return Err(bad(
+                    "process.roles",
+                    format!("{other:?} is not a role; use broker, controller or broker,controller"),
+                ))
+            }
+        }
+    }
+    if !broker && !controller {
+        return Err(bad(
+            "process.roles",
+            "name at least one of broker, controller",
+        ));
+    }
+    Ok((broker, controller))
+}
+
+/// `controller.quorum.voters`: `1@host:port,2@host:port,...`.
+pub fn parse_voters(s: &str) -> Result<std::collections::BTreeMap<i32, String>, String> {
+    let key = "controller.quorum.voters";
+    let mut voters = std::collections::BTreeMap::new();
+    for entry in s.split(',').map(str::trim).filter(|e| !e.is_empty()) {
+        let (id, address) = entry
+            .split_once('@')
+            .ok_or_else(|| bad(key, format!("{entry:?} is not ID@HOST:PORT")))?;
+        let id: i32 = id
+            .parse()
+            .map_err(|_| bad(key, format!("{id:?} in {entry:?} is not a node id")))?;
+        let (host, port) = address
+            .rsplit_once(':')
+            .ok_or_else(|| bad(key, format!("{address:?} in {entry:?} is not HOST:PORT")))?;
+        if host.is_empty() || port.parse::<u16>().is_err() {
+            return Err(bad(
+                key,
+                format!("{address:?} in {entry:?} is not HOST:PORT"),
+            ));
+        }
+        if voters.insert(id, address.to_string()).is_some() {
+            return Err(bad(key, format!("node id {id} is listed twice")));
+        }
+    }
+    if voters.is_empty() {
+        return Err(bad(key, "lists no voter"));
+    }
+    Ok(voters)
 }
 
 impl Default for BrokerConfig {
@@ -103,6 +200,7 @@ impl Default for BrokerConfig {
             log: LogConfig::default(),
             group: GroupConfig::default(),
             cleaner: CleanerConfig::default(),
+            cluster: ClusterConfig::default(),
         }
     }
 }
@@ -116,6 +214,10 @@ pub struct Overrides {
     pub advertise: Option<String>,
     pub shards: Option<usize>,
     pub config_file: Option<PathBuf>,
+    pub node_id: Option<i32>,
+    pub process_roles: Option<String>,
+    pub controller_quorum_voters: Option<String>,
+    pub controller_listen: Option<String>,
 }
 
 /// Every key the TOML file accepts.
@@ -125,6 +227,12 @@ pub const KNOWN_KEYS: &[&str] = &[
     "advertise",
     "shards",
     "node.id",
+    "process.roles",
+    "controller.quorum.voters",
+    "controller.listen",
+    "controller.quorum.election.timeout.ms",
+    "controller.quorum.fetch.timeout.ms",
+    "controller.quorum.request.timeout.ms",
     "num.partitions",
     "default.replication.factor",
     "auto.create.topics.enable",
@@ -189,6 +297,12 @@ fn non_negative(key: &str, v: &toml::Value) -> Result<u64, String> {
     let i = int(key, v)?;
     u64::try_from(i).map_err(|_| bad(key, "must not be negative"))
 }
+fn positive(key: &str, v: &toml::Value) -> Result<u64, String> {
+    match non_negative(key, v)? {
+        0 => Err(bad(key, "must be at least 1")),
+        n => Ok(n),
+    }
+}
 fn boolean(key: &str, v: &toml::Value) -> Result<bool, String> {
     v.as_bool()
         .ok_or_else(|| bad(key, format!("expected true or false, got {v}")))
@@ -228,11 +342,80 @@ impl BrokerConfig {
         if let Some(s) = overrides.shards {
             c.shards = Some(s);
         }
+        if let Some(id) = overrides.node_id {
+            c.node_id = id;
+        }
+        if let Some(r) = &overrides.process_roles {
+            (c.cluster.broker_role, c.cluster.controller_role) = parse_process_roles(r)?;
+        }
+        if let Some(v) = &overrides.controller_quorum_voters {
+            c.cluster.voters = parse_voters(v)?;
+        }
+        if let Some(l) = &overrides.controller_listen {
+            c.cluster.controller_listen = Some(addr("--controller-listen", l)?);
+        }
+        c.settle_cluster()?;
         if !advertise_set {
             c.advertise = c.listen.to_string();
         }
         c.validate()?;
         Ok(c)
+    }
+
+    /// Fills in the quorum's defaults and refuses combinations that cannot
+    /// work, naming the setting to change.
+    fn settle_cluster(&mut self) -> Result<(), String> {
+        let c = &mut self.cluster;
+        if !c.controller_role {
+            return Err(bad(
+                "process.roles",
+                "a node without the controller role (a broker that observes the quorum) is not supported yet; run every node with process.roles=broker,controller",
+            ));
+        }
+        if !c.broker_role {
+            return Err(bad(
+                "process.roles",
+                "a controller-only node is not supported yet; run every node with process.roles=broker,controller",
+            ));
+        }
+        if c.voters.is_empty() {
+            // Zero-config: a quorum of this node alone.
+            let address = c
+                .controller_listen
+                .map_or(DEFAULT_CONTROLLER_ADDRESS.to_string(), |a| a.to_string());
+            c.voters.insert(self.node_id, address);
+        }
+        let Some(own) = c.voters.get(&self.node_id) else {
+            let ids: Vec<String> = c.voters.keys().map(i32::to_string).collect();
+            return Err(bad(
+                "controller.quorum.voters",
+                format!(
+                    "this node is a controller with node.id {}, but the voters are {}; add {}@HOST:PORT to controller.quorum.voters or set node.id to one of them",
+                    self.node_id,
+                    ids.join(", "),
+                    self.node_id
+                ),
+            ));
+        };
+        if c.voters.len() > 1 && c.controller_listen.is_none() {
+            // Listen where the other voters are told to connect.
+            c.controller_listen = Some(own.parse().map_err(|_| {
+                bad(
+                    "controller.listen",
+                    format!("this node's voter address {own:?} is a name, not an IP address; set controller.listen to the HOST:PORT to bind"),
+                )
+            })?);
+        }
+        if c.controller_listen == Some(self.listen) {
+            return Err(bad(
+                "controller.listen",
+                format!(
+                    "{} is also the client listener (listen); give the controllers their own port",
+                    self.listen
+                ),
+            ));
+        }
+        Ok(())
     }
 
     fn validate(&self) -> Result<(), String> {
@@ -291,6 +474,23 @@ impl BrokerConfig {
                 }
                 "shards" => self.shards = Some(non_negative(key, v)? as usize),
                 "node.id" => self.node_id = int(key, v)? as i32,
+                "process.roles" => {
+                    (self.cluster.broker_role, self.cluster.controller_role) =
+                        parse_process_roles(&string(key, v)?)?
+                }
+                "controller.quorum.voters" => self.cluster.voters = parse_voters(&string(key, v)?)?,
+                "controller.listen" => {
+                    self.cluster.controller_listen = Some(addr(key, &string(key, v)?)?)
+                }
+                "controller.quorum.election.timeout.ms" => {
+                    self.cluster.election_timeout_ms = positive(key, v)?
+                }
+                "controller.quorum.fetch.timeout.ms" => {
+                    self.cluster.fetch_timeout_ms = positive(key, v)?
+                }
+                "controller.quorum.request.timeout.ms" => {
+                    self.cluster.request_timeout_ms = positive(key, v)?
+                }
                 "num.partitions" => self.num_partitions = int(key, v)? as i32,
                 "default.replication.factor" => {
                     self.default_replication_factor = int(key, v)? as i16

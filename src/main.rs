@@ -36,6 +36,20 @@ enum Command {
         /// TOML file with Kafka-named settings (flags and PINLOG_* win over it).
         #[arg(long, env = "PINLOG_CONFIG")]
         config: Option<PathBuf>,
+        /// This node's id (Kafka's node.id; default 1).
+        #[arg(long, env = "PINLOG_NODE_ID")]
+        node_id: Option<i32>,
+        /// Roles of this node: broker,controller (Kafka's process.roles; the default).
+        #[arg(long, env = "PINLOG_PROCESS_ROLES")]
+        process_roles: Option<String>,
+        /// The metadata quorum's voters, ID@HOST:PORT,... at their controller
+        /// listeners (Kafka's controller.quorum.voters; default: this node alone).
+        #[arg(long, env = "PINLOG_CONTROLLER_QUORUM_VOTERS")]
+        controller_quorum_voters: Option<String>,
+        /// Address for controller traffic, HOST:PORT (default: this node's
+        /// entry in --controller-quorum-voters).
+        #[arg(long, env = "PINLOG_CONTROLLER_LISTEN")]
+        controller_listen: Option<String>,
     },
     /// Run the storage engine end to end on pinned shards: append, restart
     /// cleanly, crash with a torn write, recover.
@@ -110,7 +124,8 @@ fn main() -> ExitCode {
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+                // openraft narrates every election at info; its warnings matter.
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,openraft=warn")),
         )
         .with_writer(std::io::stderr)
         // A closed stderr (a log piped into `head`) must not panic a shard.
@@ -124,6 +139,10 @@ fn main() -> ExitCode {
             advertise,
             shards,
             config,
+            node_id,
+            process_roles,
+            controller_quorum_voters,
+            controller_listen,
         } => {
             let overrides = pinlog::broker_config::Overrides {
                 data_dir,
@@ -131,6 +150,10 @@ fn main() -> ExitCode {
                 advertise,
                 shards,
                 config_file: config,
+                node_id,
+                process_roles,
+                controller_quorum_voters,
+                controller_listen,
             };
             let config = match pinlog::broker_config::BrokerConfig::load(&overrides) {
                 Ok(c) => c,

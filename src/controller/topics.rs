@@ -19,7 +19,7 @@ pub const PARTITIONS_PER_TOPIC_MAX: i32 = 100_000;
 pub type TopicError = (i16, String);
 
 /// A topic to create, as requested.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct NewTopic {
     pub name: String,
     /// -1: `num.partitions`.
@@ -30,7 +30,7 @@ pub struct NewTopic {
 }
 
 /// What creating one topic produced.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct CreatedTopic {
     pub topic_id: [u8; 16],
     pub num_partitions: i32,

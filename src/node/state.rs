@@ -1,7 +1,7 @@
 //! What every shard knows about the broker: its settings, identity, and the
 //! current metadata image.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::sync::Arc;
 
@@ -14,6 +14,9 @@ pub struct BrokerState {
     pub config: Arc<BrokerConfig>,
     pub cluster_id: Arc<str>,
     image: RefCell<Arc<MetadataImage>>,
+    /// Whether this node has applied everything the metadata quorum had
+    /// committed when it started; until then it serves no client.
+    caught_up: Cell<bool>,
 }
 
 impl BrokerState {
@@ -22,7 +25,16 @@ impl BrokerState {
             config,
             cluster_id,
             image: RefCell::new(image),
+            caught_up: Cell::new(false),
         }
+    }
+
+    pub fn is_caught_up(&self) -> bool {
+        self.caught_up.get()
+    }
+
+    pub fn set_caught_up(&self) {
+        self.caught_up.set(true);
     }
 
     pub fn image(&self) -> Arc<MetadataImage> {

@@ -1,10 +1,549 @@
-//! The Raft quorum that will replicate the metadata log (the cluster
-//! issue): openraft, on glommio, hidden behind this module so that no
-//! openraft type leaks into the rest of pinlog.
+//! The Raft quorum that replicates the metadata log: openraft on glommio,
+//! hidden behind [`Quorum`] so that no openraft type leaks into the rest
+//! of pinlog.
 //!
-//! So far this holds the runtime adapter (`runtime.rs`), checked against
-//! openraft's own runtime conformance suite. The log storage on
-//! `__cluster_metadata-0`, the network and the `Quorum` interface come
-//! next.
+//! - `runtime.rs`: openraft's runtime on glommio (its conformance suite
+//!   runs in the unit tests);
+//! - `log_store.rs`: the Raft log on `__cluster_metadata-0`;
+//! - `state_machine.rs`: committed entries applied to the image, which is
+//!   published to every shard; snapshots as `.checkpoint` files;
+//! - `network.rs`: the controllers' RPCs and forwarded admin requests;
+//! - `upgrade.rs`: a metadata log of the release before the quorum becomes
+//!   the quorum's first snapshot.
+//!
+//! The quorum runs on shard 0 of every controller and must only be driven
+//! from there: its channels wake only local tasks.
 
+pub mod log_store;
+pub mod network;
 pub mod runtime;
+pub mod state_machine;
+pub mod types;
+pub mod upgrade;
+
+use std::cell::RefCell;
+use std::collections::{BTreeMap, HashMap};
+use std::net::SocketAddr;
+use std::path::Path;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use openraft::impls::BasicNode;
+use openraft::rt::watch::WatchReceiver;
+use openraft::{Config, ReadPolicy, ServerState, SnapshotPolicy};
+
+use crate::log::data_dir::{DataDirState, PartitionOffsets};
+use crate::log::partition_log::OpenParams;
+use crate::metadata::image::MetadataImage;
+use crate::metadata::records::MetadataRecord;
+use crate::metadata::store::metadata_partition;
+use crate::node::stop::StopHandle;
+use crate::quorum::log_store::{LogCloser, LogStore};
+use crate::quorum::network::{
+    ForwardHandler, PeerClients, PeerConnection, PeerRequest, PeerResponse,
+};
+pub use crate::quorum::state_machine::Publish;
+use crate::quorum::state_machine::StateMachine;
+use crate::quorum::types::{Proposal, Raft};
+
+/// Entries between two snapshots of the metadata log. Kafka's trigger is
+/// `metadata.log.max.record.bytes.between.snapshots` (20 MiB); a pinlog
+/// entry is one controller decision, a few hundred bytes to a few
+/// kilobytes, so this is the same order of size.
+pub const METADATA_SNAPSHOT_ENTRIES: u64 = 10_000;
+/// Entries kept behind a snapshot, so that a briefly lagging voter catches
+/// up from the log rather than by a snapshot.
+const ENTRIES_KEPT_BEHIND_SNAPSHOT: u64 = 1_000;
+/// How often a starting node looks at whether the quorum has caught it up,
+/// and how often it says it is still waiting.
+const READY_POLL: Duration = Duration::from_millis(20);
+const READY_LOG_EVERY: Duration = Duration::from_secs(5);
+
+/// Who votes, and how fast the quorum reacts (Kafka's `controller.quorum.*`).
+#[derive(Debug, Clone)]
+pub struct QuorumSettings {
+    pub node_id: i32,
+    /// `controller.quorum.voters`: each voter's id and controller address.
+    pub voters: BTreeMap<i32, String>,
+    /// `controller.listen`; `None` for a one-voter quorum without peers.
+    pub listen: Option<SocketAddr>,
+    /// `controller.quorum.election.timeout.ms` (Kafka: 1000): the random
+    /// spread of election timeouts.
+    pub election_timeout_ms: u64,
+    /// `controller.quorum.fetch.timeout.ms` (Kafka: 2000): how long a voter
+    /// waits to hear from a leader before it stands for election.
+    pub fetch_timeout_ms: u64,
+    /// `controller.quorum.request.timeout.ms` (Kafka: 2000): how long an
+    /// RPC to a peer, or a request forwarded to the leader, may take.
+    pub request_timeout_ms: u64,
+}
+
+/// Why a proposal or a forwarded request did not go through.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum QuorumError {
+    #[error("this node is not the active controller{}", leader_hint(*.leader))]
+    NotLeader { leader: Option<i32> },
+    #[error("there is no active controller: the quorum is electing one; retry shortly")]
+    NoLeader,
+    #[error("the active controller did not answer in time: {0}")]
+    Timeout(String),
+    #[error("the controller quorum has stopped: {0}")]
+    Stopped(String),
+}
+
+fn leader_hint(leader: Option<i32>) -> String {
+    match leader {
+        Some(id) => format!(" (node {id} is)"),
+        None => String::new(),
+    }
+}
+
+/// One voter's progress, as the leader sees it.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct VoterStatus {
+    pub node_id: i32,
+    pub address: String,
+    /// Next offset the voter is known to hold; -1 when unknown.
+    pub log_end_offset: i64,
+    /// Milliseconds since the leader last heard from it; `None` if never.
+    pub last_ack_ms_ago: Option<u64>,
+}
+
+/// The quorum as this node sees it.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct QuorumStatus {
+    pub leader: Option<i32>,
+    /// The Raft term: the metadata partition's leader epoch.
+    pub leader_epoch: i32,
+    /// Next offset after the last committed entry.
+    pub high_watermark: i64,
+    pub voters: Vec<VoterStatus>,
+    pub is_leader: bool,
+}
+
+/// The metadata quorum of one node.
+pub struct Quorum {
+    raft: Raft,
+    state_machine: StateMachine,
+    log: LogCloser,
+    settings: QuorumSettings,
+    /// Connections to the other voters for forwarded requests.
+    forward_connections: RefCell<HashMap<i32, Rc<glommio::sync::RwLock<PeerConnection>>>>,
+}
+
+impl Quorum {
+    /// Opens the metadata log and starts this node's Raft member (and its
+    /// controller listener when there are peers). Startup, shard 0 only.
+    pub async fn start(
+        data_dir: &Path,
+        startup: &DataDirState,
+        settings: QuorumSettings,
+        publish: Publish,
+        forward: ForwardHandler,
+        stop: StopHandle,
+    ) -> Result<Rc<Quorum>, String> {
+        let tp = metadata_partition();
+        let now = crate::shard::shard::now_ms();
+        let params = || OpenParams {
+            recovery_point: startup.recovery_point(&tp),
+            log_start_offset: startup.log_start_offset(&tp),
+            clean_shutdown: startup.clean_shutdown,
+            now_ms: now,
+        };
+        let members = membership(&settings);
+        upgrade::migrate_pre_quorum_log(data_dir, params(), &members)
+            .await
+            .map_err(|e| format!("cannot migrate the metadata log to the quorum: {e}"))?;
+        let log_store = LogStore::open(data_dir, params())
+            .await
+            .map_err(|e| format!("cannot open the metadata log: {e}"))?;
+        let dir = data_dir.join(tp.dir_name());
+        let state_machine = StateMachine::open(&dir, publish).map_err(|e| {
+            format!(
+                "cannot read the metadata snapshot in {}: {e}",
+                dir.display()
+            )
+        })?;
+        let pristine = log_store.is_pristine() && state_machine.image().offset < 0;
+        let log = log_store.closer();
+        let config = Config {
+            cluster_name: "pinlog-metadata".into(),
+            // A voter that hears nothing from a leader for the fetch timeout
+            // stands for election, after a random extra of up to the
+            // election timeout, as KRaft's voters do.
+            election_timeout_min: settings.fetch_timeout_ms,
+            election_timeout_max: settings.fetch_timeout_ms + settings.election_timeout_ms.max(1),
+            // Followers must hear from the leader well within the fetch
+            // timeout; a quarter of it survives a lost heartbeat or two.
+            heartbeat_interval: (settings.fetch_timeout_ms / 4).max(1),
+            install_snapshot_timeout: settings.request_timeout_ms,
+            snapshot_policy: SnapshotPolicy::LogsSinceLast(METADATA_SNAPSHOT_ENTRIES),
+            max_in_snapshot_log_to_keep: ENTRIES_KEPT_BEHIND_SNAPSHOT,
+            enable_pre_vote: Some(true),
+            ..Config::default()
+        };
+        let config = Arc::new(
+            config
+                .validate()
+                .map_err(|e| format!("invalid controller.quorum.* settings: {e}"))?,
+        );
+        let node_id = settings.node_id as u64;
+        let raft = Raft::new(
+            node_id,
+            config,
+            PeerClients,
+            log_store,
+            state_machine.clone(),
+        )
+        .await
+        .map_err(|e| format!("cannot start the metadata quorum: {e}"))?;
+        if pristine {
+            // Every voter of a new quorum proposes the same first entry (the
+            // voter set at index 0), so it does not matter who goes first.
+            if let Err(e) = raft.initialize(members.clone()).await {
+                tracing::debug!("quorum already initialized: {e}");
+            }
+        }
+        if let Some(addr) = settings.listen {
+            let listener = glommio::net::TcpListener::bind(addr).map_err(|e| {
+                format!(
+                    "cannot listen for controllers on {addr}: {e}; is another node using it? choose another with --controller-listen"
+                )
+            })?;
+            glommio::spawn_local(network::serve(listener, raft.clone(), forward, stop)).detach();
+        }
+        if settings.voters.len() == 1 && !pristine {
+            // The only voter needs no election timeout to win; KRaft's
+            // single voter becomes leader at once too. (A new one already
+            // is: initializing a one-voter quorum elects it.)
+            raft.trigger()
+                .elect(false)
+                .await
+                .map_err(|e| format!("the metadata quorum stopped: {e}"))?;
+        }
+        Ok(Rc::new(Quorum {
+            raft,
+            state_machine,
+            log,
+            settings,
+            forward_connections: RefCell::new(HashMap::new()),
+        }))
+    }
+
+    /// Waits until this node knows a leader and has applied every entry it
+    /// knows to be committed, logging while it waits. Until then its image
+    /// may lag the quorum's, and the node must not serve clients.
+    pub async fn wait_until_caught_up(&self, stop: &StopHandle) -> Result<(), String> {
+        let started = Instant::now();
+        let mut last_log = Instant::now();
+        loop {
+            if stop.is_requested() {
+                return Err("stopped while waiting for the controller quorum".into());
+            }
+            let m = self.raft.metrics().borrow_watched().clone();
+            if let Err(e) = &m.running_state {
+                return Err(format!("the metadata quorum stopped: {e}"));
+            }
+            if m.current_leader.is_some()
+                && m.cluster_committed.is_some()
+                && m.last_applied >= m.cluster_committed
+            {
+                tracing::info!(
+                    leader = m.current_leader,
+                    term = m.current_term,
+                    applied = m.last_applied.map(|l| l.index),
+                    waited_ms = started.elapsed().as_millis() as u64,
+                    "caught up with the controller quorum"
+                );
+                return Ok(());
+            }
+            if last_log.elapsed() >= READY_LOG_EVERY {
+                last_log = Instant::now();
+                let voters: Vec<String> = self
+                    .settings
+                    .voters
+                    .iter()
+                    .map(|(id, a)| format!("{id}@{a}"))
+                    .collect();
+                tracing::warn!(
+                    waited_s = started.elapsed().as_secs(),
+                    leader = m.current_leader,
+                    "waiting for the controller quorum ({}): a majority of the voters must be running and reachable on their controller listeners",
+                    voters.join(",")
+                );
+            }
+            glommio::timer::sleep(READY_POLL).await;
+        }
+    }
+
+    /// The image of every committed entry applied so far.
+    pub fn image(&self) -> Arc<MetadataImage> {
+        self.state_machine.image()
+    }
+
+    /// `controller.quorum.request.timeout.ms`.
+    pub fn request_timeout(&self) -> Duration {
+        Duration::from_millis(self.settings.request_timeout_ms)
+    }
+
+    pub fn node_id(&self) -> i32 {
+        self.settings.node_id
+    }
+
+    /// The active controller, if one is known.
+    pub fn leader(&self) -> Option<i32> {
+        self.raft
+            .metrics()
+            .borrow_watched()
+            .current_leader
+            .map(|id| id as i32)
+    }
+
+    pub fn is_leader(&self) -> bool {
+        self.leader() == Some(self.settings.node_id)
+    }
+
+    /// Waits until this leader has applied everything committed before its
+    /// term, so that decisions see the whole image (a read barrier).
+    pub async fn read_barrier(&self) -> Result<(), QuorumError> {
+        match self.raft.ensure_linearizable(ReadPolicy::ReadIndex).await {
+            Ok(_) => Ok(()),
+            Err(e) => Err(match e.forward_to_leader() {
+                Some(f) => self.not_leader(f.leader_id),
+                None => QuorumError::Stopped(e.to_string()),
+            }),
+        }
+    }
+
+    fn not_leader(&self, leader: Option<u64>) -> QuorumError {
+        match leader {
+            Some(id) => QuorumError::NotLeader {
+                leader: Some(id as i32),
+            },
+            None => QuorumError::NoLeader,
+        }
+    }
+
+    /// Commits `records` as one entry; returns its offset once every shard
+    /// of this node has applied it.
+    pub async fn propose(&self, records: &[MetadataRecord]) -> Result<i64, QuorumError> {
+        match self.raft.client_write(Proposal::new(records)).await {
+            Ok(r) => Ok(r.data.offset as i64),
+            Err(e) => Err(match e.forward_to_leader() {
+                Some(f) => self.not_leader(f.leader_id),
+                None => QuorumError::Stopped(e.to_string()),
+            }),
+        }
+    }
+
+    /// Sends `request` to the active controller's forward handler.
+    pub async fn forward(&self, request: Vec<u8>) -> Result<Vec<u8>, QuorumError> {
+        let Some(leader) = self.leader() else {
+            return Err(QuorumError::NoLeader);
+        };
+        let Some(addr) = self.settings.voters.get(&leader).cloned() else {
+            return Err(QuorumError::NoLeader);
+        };
+        let connection = self
+            .forward_connections
+            .borrow_mut()
+            .entry(leader)
+            .or_insert_with(|| Rc::new(glommio::sync::RwLock::new(PeerConnection::new(addr))))
+            .clone();
+        let mut connection = connection
+            .write()
+            .await
+            .map_err(|e| QuorumError::Stopped(e.to_string()))?;
+        let timeout = Duration::from_millis(self.settings.request_timeout_ms);
+        match connection
+            .call(&PeerRequest::Forward(request), timeout)
+            .await
+        {
+            Ok(PeerResponse::Forward(bytes)) => Ok(bytes),
+            Ok(_) => Err(QuorumError::Timeout(format!(
+                "node {leader} answered a forwarded request with something else"
+            ))),
+            Err(e) => Err(QuorumError::Timeout(e.to_string())),
+        }
+    }
+
+    /// The quorum as this node sees it; the leader knows every voter's
+    /// progress, the others only their own.
+    pub fn status(&self) -> QuorumStatus {
+        let m = self.raft.metrics().borrow_watched().clone();
+        let is_leader = m.state == ServerState::Leader;
+        let replication = m.replication.clone().unwrap_or_default();
+        let now = Instant::now();
+        let acked: BTreeMap<u64, Option<u64>> = m
+            .heartbeat
+            .clone()
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(id, at)| {
+                (
+                    id,
+                    at.map(|t| now.saturating_duration_since(*t).as_millis() as u64),
+                )
+            })
+            .collect();
+        let own_end = m.last_log_index.map_or(0, |i| i as i64 + 1);
+        let voters = self
+            .settings
+            .voters
+            .iter()
+            .map(|(&id, address)| {
+                let is_self = id == self.settings.node_id;
+                let log_end_offset = if is_self {
+                    own_end
+                } else {
+                    replication
+                        .get(&(id as u64))
+                        .map_or(-1, |l| l.map_or(0, |l| l.index as i64 + 1))
+                };
+                VoterStatus {
+                    node_id: id,
+                    address: address.clone(),
+                    log_end_offset,
+                    last_ack_ms_ago: if is_self {
+                        Some(0)
+                    } else {
+                        acked.get(&(id as u64)).copied().flatten()
+                    },
+                }
+            })
+            .collect();
+        QuorumStatus {
+            leader: m.current_leader.map(|id| id as i32),
+            leader_epoch: i32::try_from(m.current_term).unwrap_or(i32::MAX),
+            high_watermark: m.cluster_committed.map_or(0, |l| l.index as i64 + 1),
+            voters,
+            is_leader,
+        }
+    }
+
+    /// Stops the Raft member and closes the metadata log.
+    pub async fn shutdown(&self) -> Result<Option<PartitionOffsets>, String> {
+        if let Err(e) = self.raft.shutdown().await {
+            tracing::warn!("the metadata quorum did not stop cleanly: {e}");
+        }
+        self.log.close().await.map_err(|e| e.to_string())
+    }
+}
+
+/// The voter set, with each voter's controller address.
+fn membership(settings: &QuorumSettings) -> BTreeMap<u64, BasicNode> {
+    settings
+        .voters
+        .iter()
+        .map(|(&id, addr)| (id as u64, BasicNode::new(addr.clone())))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use openraft::testing::log::{StoreBuilder, Suite};
+    use openraft::StorageError;
+
+    use crate::quorum::types::MetadataRaft;
+
+    /// A fresh metadata partition and state machine in a temporary
+    /// directory, which the guard keeps until the test ends.
+    struct MetadataStores;
+
+    impl StoreBuilder<MetadataRaft, LogStore, StateMachine, tempfile::TempDir> for MetadataStores {
+        async fn build(
+            &self,
+        ) -> Result<(tempfile::TempDir, LogStore, StateMachine), StorageError<MetadataRaft>>
+        {
+            let dir = tempfile::tempdir().expect("temporary directory");
+            let params = OpenParams {
+                recovery_point: 0,
+                log_start_offset: 0,
+                clean_shutdown: false,
+                now_ms: 0,
+            };
+            let log = LogStore::open(dir.path(), params)
+                .await
+                .expect("open the metadata log");
+            let sm_dir = dir.path().join(metadata_partition().dir_name());
+            let publish: Publish = Rc::new(|_image| Box::pin(async {}));
+            let sm = StateMachine::open(&sm_dir, publish).expect("open the state machine");
+            Ok((dir, log, sm))
+        }
+    }
+
+    /// openraft's own conformance suite for log storage and state
+    /// machines, against `__cluster_metadata-0` on pinlog's storage engine.
+    #[test]
+    fn metadata_log_passes_openraft_storage_suite() {
+        glommio::LocalExecutorBuilder::default()
+            .spawn(|| async {
+                Suite::test_all(MetadataStores)
+                    .await
+                    .expect("storage suite");
+            })
+            .expect("executor")
+            .join()
+            .expect("suite thread");
+    }
+
+    fn params() -> OpenParams {
+        OpenParams {
+            recovery_point: 0,
+            log_start_offset: 0,
+            clean_shutdown: false,
+            now_ms: 0,
+        }
+    }
+
+    /// Entries, the vote, a purge and a truncation survive closing and
+    /// reopening the partition (and a crash: the reopen runs recovery).
+    #[test]
+    fn the_raft_log_survives_a_restart() {
+        use openraft::entry::RaftEntry;
+        use openraft::storage::{IOFlushed, RaftLogReader, RaftLogStorage};
+
+        use crate::quorum::types::{log_id, Entry, Vote};
+
+        glommio::LocalExecutorBuilder::default()
+            .spawn(|| async {
+                let dir = tempfile::tempdir().unwrap();
+                let records = [MetadataRecord::ProducerIds {
+                    next_producer_id: 7,
+                }];
+                let mut store = LogStore::open(dir.path(), params()).await.unwrap();
+                let entries: Vec<Entry> = (0..6u64)
+                    .map(|i| {
+                        if i % 2 == 0 {
+                            Entry::new_blank(log_id(1 + i / 3, i))
+                        } else {
+                            Entry::new_normal(log_id(1 + i / 3, i), Proposal::new(&records))
+                        }
+                    })
+                    .collect();
+                store
+                    .append(entries.clone(), IOFlushed::noop())
+                    .await
+                    .unwrap();
+                let vote = Vote::new_committed(2, 1);
+                store.save_vote(&vote).await.unwrap();
+                store.purge(log_id(1, 1)).await.unwrap();
+                store.truncate_after(Some(log_id(2, 4))).await.unwrap();
+                // No clean close: the reopen recovers the segment.
+                drop(store);
+
+                let mut store = LogStore::open(dir.path(), params()).await.unwrap();
+                let state = store.get_log_state().await.unwrap();
+                assert_eq!(state.last_purged_log_id, Some(log_id(1, 1)));
+                assert_eq!(state.last_log_id, Some(log_id(2, 4)));
+                assert_eq!(store.read_vote().await.unwrap(), Some(vote));
+                let read = store.try_get_log_entries(0..10).await.unwrap();
+                assert_eq!(read, entries[2..5].to_vec());
+            })
+            .unwrap()
+            .join()
+            .unwrap();
+    }
+}

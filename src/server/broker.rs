@@ -18,16 +18,17 @@ use glommio::net::TcpListener;
 use crate::broker_config::BrokerConfig;
 use crate::log::cleaner::CleanerOptions;
 use crate::log::data_dir::DataDirLock;
-use crate::metadata::store::MetadataStore;
+use crate::metadata::image::MetadataImage;
 use crate::node::state::BrokerState;
 use crate::node::stop::StopHandle;
+use crate::quorum::{Publish, Quorum, QuorumSettings};
 use crate::server::cluster_id;
 use crate::server::connection::serve_connection;
 use crate::server::controller::{self, Controller, CONTROLLER_SHARD};
 use crate::server::metrics_http;
 use crate::shard::partition_table::ShardId;
 use crate::shard::runtime::{run_shards, ShardConfig, Shutdown};
-use crate::shard::shard::{now_ms, Shard};
+use crate::shard::shard::Shard;
 
 /// How often idle shards look at the stop flag and run the flush timer.
 const TICK: Duration = Duration::from_millis(50);
@@ -237,31 +238,20 @@ async fn shard_main(
         shard.set_extension(Rc::new(CheckpointLock(glommio::sync::Semaphore::new(1))));
     }
     if shard.id() == CONTROLLER_SHARD {
-        let store = MetadataStore::open(&config.data_dir, shard.startup(), now_ms(), None)
-            .await
-            .map_err(|e| format!("cannot open the metadata log: {e}"))?;
-        let image = store.image();
-        shard.set_extension(Rc::new(Controller::new(store)));
-        for s in 0..shard.shard_count() {
-            let (config, cluster_id, image) = (config.clone(), cluster_id.clone(), image.clone());
-            shard
-                .submit_to(s, move |shard| async move {
-                    shard.set_extension(Rc::new(BrokerState::new(
-                        config,
-                        cluster_id,
-                        image.clone(),
-                    )));
-                    controller::apply_image(&shard, image).await
-                })
-                .await
-                .map_err(|e| e.to_string())?
-                .map_err(|e| format!("cannot open partitions: {e}"))?;
-        }
+        start_controller(&shard, &config, &cluster_id, &stop).await?;
     } else {
         let deadline = Instant::now() + STARTUP_TIMEOUT;
         while shard.extension::<BrokerState>().is_none() {
             if Instant::now() > deadline {
                 return Err("shard 0 did not publish the metadata image in time".into());
+            }
+            glommio::timer::sleep(Duration::from_millis(5)).await;
+        }
+        // Shard 0 sets every shard's state first, then waits for the
+        // quorum; serve only once it has caught up.
+        while !BrokerState::of(&shard).is_caught_up() {
+            if stop.is_requested() {
+                return Ok(());
             }
             glommio::timer::sleep(Duration::from_millis(5)).await;
         }
@@ -387,6 +377,70 @@ async fn shard_main(
                 .await
                 .map_err(|e| format!("closing the metadata log failed: {e}"))?;
         }
+    }
+    Ok(())
+}
+
+/// Shard 0's start: every shard's broker state, then the metadata quorum,
+/// whose committed image reaches every shard before any serves a client.
+async fn start_controller(
+    shard: &Rc<Shard>,
+    config: &Arc<BrokerConfig>,
+    cluster_id: &Arc<str>,
+    stop: &StopHandle,
+) -> Result<(), String> {
+    let empty = Arc::new(MetadataImage::empty());
+    for s in 0..shard.shard_count() {
+        let (config, cluster_id, image) = (config.clone(), cluster_id.clone(), empty.clone());
+        shard
+            .submit_to(s, move |shard| async move {
+                shard.set_extension(Rc::new(BrokerState::new(config, cluster_id, image)));
+            })
+            .await
+            .map_err(|e| e.to_string())?;
+    }
+    let cluster = &config.cluster;
+    let settings = QuorumSettings {
+        node_id: config.node_id,
+        voters: cluster.voters.clone(),
+        listen: cluster.controller_listen,
+        election_timeout_ms: cluster.election_timeout_ms,
+        fetch_timeout_ms: cluster.fetch_timeout_ms,
+        request_timeout_ms: cluster.request_timeout_ms,
+    };
+    let publisher = shard.clone();
+    let publish: Publish = Rc::new(move |image| {
+        let shard = publisher.clone();
+        Box::pin(async move {
+            if let Err(e) = controller::publish(&shard, image).await {
+                tracing::error!("cannot apply the metadata image on every shard: {e}");
+            }
+        })
+    });
+    let quorum = Quorum::start(
+        &config.data_dir,
+        shard.startup(),
+        settings,
+        publish.clone(),
+        controller::forward_handler(shard.clone()),
+        stop.clone(),
+    )
+    .await?;
+    shard.set_extension(Rc::new(Controller::new(quorum.clone())));
+    // The snapshot the quorum starts from is applied without an entry.
+    let image = quorum.image();
+    if image.offset >= 0 {
+        publish(image).await;
+    }
+    quorum.wait_until_caught_up(stop).await?;
+    for s in 0..shard.shard_count() {
+        shard
+            .submit_to(
+                s,
+                |shard| async move { BrokerState::of(&shard).set_caught_up() },
+            )
+            .await
+            .map_err(|e| e.to_string())?;
     }
     Ok(())
 }

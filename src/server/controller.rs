@@ -1,16 +1,21 @@
-//! The single-node controller's applying half: the only writer of the
-//! metadata log, on shard 0. The decisions (what records a request becomes,
-//! or why it is refused) are the pure functions of `crate::controller`;
-//! this module serialises requests, appends their records to the metadata
-//! log, and publishes the new image to every shard, which opens or deletes
-//! the partitions it owns. A change is answered only after every shard has
-//! applied it.
+//! The controller's applying half, on shard 0 of every node. The
+//! decisions (what records a request becomes, or why it is refused) are
+//! the pure functions of `crate::controller`; this module runs them on the
+//! active controller, commits their records through the metadata quorum
+//! (`crate::quorum`), and publishes each committed image to every shard,
+//! which opens or deletes the partitions it owns.
+//!
+//! Any node accepts admin requests: a node that is not the active
+//! controller forwards them to it over the controller listener and answers
+//! with its result once its own image has caught up with it, so a client
+//! sees its change on the broker it asked.
 
 use std::cell::Cell;
 use std::rc::Rc;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
-use glommio::sync::RwLock;
+use serde::{Deserialize, Serialize};
 
 use crate::controller::{
     plan_alter_broker_configs, plan_alter_topic_configs, plan_create_partitions,
@@ -22,44 +27,133 @@ use crate::group::coordinator::GroupCoordinator;
 use crate::log::topic_partition::TopicPartition;
 use crate::metadata::image::MetadataImage;
 use crate::metadata::records::MetadataRecord;
-use crate::metadata::store::MetadataStore;
 use crate::metadata::OFFSETS_TOPIC;
 use crate::metadata::{dynamic_broker_config, topic_config};
 use crate::node::ids::random_uuid;
 use crate::node::state::BrokerState;
 use crate::protocol::error_code;
-use crate::shard::shard::{now_ms, Shard};
+use crate::quorum::{Quorum, QuorumError, QuorumStatus};
+use crate::shard::shard::Shard;
 
-/// The shard that runs the controller.
+/// The shard that runs the controller and the quorum.
 pub const CONTROLLER_SHARD: usize = 0;
 /// Producer ids are reserved in the metadata log in blocks of this size.
 pub const PRODUCER_ID_BLOCK: i64 = 1000;
+/// How often a node that forwarded a change looks whether its own image
+/// has caught up with it.
+const CATCH_UP_POLL: Duration = Duration::from_millis(2);
 
-/// Shard-0 state: the metadata log, serialised by a lock so that changes
-/// are appended and published one at a time.
+/// Why the controller could not handle a request: a Kafka error code and
+/// a message for the client.
+#[derive(Debug, Clone, thiserror::Error, Serialize, Deserialize)]
+#[error("{message}")]
+pub struct ControllerError {
+    pub code: i16,
+    pub message: String,
+}
+
+impl From<crate::error::LogError> for ControllerError {
+    fn from(e: crate::error::LogError) -> Self {
+        ControllerError {
+            code: error_code::KAFKA_STORAGE_ERROR,
+            message: e.to_string(),
+        }
+    }
+}
+
+impl From<QuorumError> for ControllerError {
+    fn from(e: QuorumError) -> Self {
+        let code = match e {
+            QuorumError::NotLeader { .. } | QuorumError::NoLeader => error_code::NOT_CONTROLLER,
+            QuorumError::Timeout(_) => error_code::REQUEST_TIMED_OUT,
+            QuorumError::Stopped(_) => error_code::NOT_CONTROLLER,
+        };
+        ControllerError {
+            code,
+            message: e.to_string(),
+        }
+    }
+}
+
+pub type ControllerResult<T> = Result<T, ControllerError>;
+
+/// An admin request, as the active controller takes it.
+#[derive(Debug, Serialize, Deserialize)]
+enum AdminRequest {
+    CreateTopics {
+        topics: Vec<NewTopic>,
+        validate_only: bool,
+    },
+    DeleteTopics {
+        names: Vec<String>,
+    },
+    CreatePartitions {
+        requests: Vec<(String, i32)>,
+        validate_only: bool,
+    },
+    AlterTopicConfigs {
+        topic: String,
+        changes: Vec<(String, Option<String>)>,
+        incremental: bool,
+        validate_only: bool,
+    },
+    AlterBrokerConfigs {
+        changes: Vec<(String, Option<String>)>,
+        incremental: bool,
+        validate_only: bool,
+    },
+    AllocateProducerId,
+    DescribeQuorum,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+enum AdminAnswer {
+    CreateTopics(Vec<(String, Result<CreatedTopic, TopicError>)>),
+    DeleteTopics(Vec<(String, Result<[u8; 16], TopicError>)>),
+    CreatePartitions(Vec<(String, Result<(), TopicError>)>),
+    Altered(Result<(), TopicError>),
+    ProducerId(i64),
+    Quorum(QuorumStatus),
+}
+
+/// What the active controller answers, with the offset of the entry that
+/// committed the change (-1 when nothing was written).
+#[derive(Debug, Serialize, Deserialize)]
+struct AdminResponse {
+    result: ControllerResult<AdminAnswer>,
+    offset: i64,
+}
+
+/// Shard-0 state: the quorum, and the lock that makes the active
+/// controller decide one request at a time against the latest image.
 pub struct Controller {
-    store: RwLock<Option<MetadataStore>>,
+    quorum: Rc<Quorum>,
+    decisions: glommio::sync::Semaphore,
     next_producer_id: Cell<i64>,
     producer_id_limit: Cell<i64>,
+    /// The leader epoch whose controller reserved the current id block; a
+    /// new active controller starts after the last reserved block.
+    producer_block_epoch: Cell<i32>,
 }
 
 impl Controller {
-    pub fn new(store: MetadataStore) -> Self {
-        let next = store.image().next_producer_id;
+    pub fn new(quorum: Rc<Quorum>) -> Self {
         Controller {
-            store: RwLock::new(Some(store)),
-            next_producer_id: Cell::new(next),
-            producer_id_limit: Cell::new(next),
+            quorum,
+            decisions: glommio::sync::Semaphore::new(1),
+            next_producer_id: Cell::new(0),
+            producer_id_limit: Cell::new(0),
+            producer_block_epoch: Cell::new(-1),
         }
     }
 
-    /// Closes the metadata log for a clean shutdown.
-    pub async fn close(&self, shard: &Shard) -> LogResult<()> {
-        let Ok(mut guard) = self.store.write().await else {
-            return Ok(());
-        };
-        if let Some(store) = guard.take() {
-            let offsets = store.close().await?;
+    pub fn quorum(&self) -> &Rc<Quorum> {
+        &self.quorum
+    }
+
+    /// Stops the quorum and closes the metadata log for a clean shutdown.
+    pub async fn close(&self, shard: &Shard) -> Result<(), String> {
+        if let Some(offsets) = self.quorum.shutdown().await? {
             shard.add_closed_log_offsets(offsets);
         }
         Ok(())
@@ -108,38 +202,183 @@ fn check_descriptor_budget(new_partitions: u64) -> Result<(), TopicError> {
     Ok(())
 }
 
-/// Creates topics; callable from any shard.
-pub async fn create_topics(
-    shard: &Rc<Shard>,
-    topics: Vec<NewTopic>,
-    validate_only: bool,
-) -> LogResult<Vec<(String, Result<CreatedTopic, TopicError>)>> {
+/// Runs `request` on the active controller, from any shard of any node.
+async fn call(shard: &Rc<Shard>, request: AdminRequest) -> ControllerResult<AdminAnswer> {
     shard
         .submit_to(CONTROLLER_SHARD, move |shard| async move {
-            create_topics_local(&shard, topics, validate_only).await
+            // Boxed: the decision's future is deep, and every handler that
+            // awaits it would otherwise carry its whole layout.
+            Box::pin(call_on_controller_shard(&shard, request)).await
         })
         .await?
 }
 
-async fn create_topics_local(
+async fn call_on_controller_shard(
     shard: &Rc<Shard>,
-    topics: Vec<NewTopic>,
-    validate_only: bool,
-) -> LogResult<Vec<(String, Result<CreatedTopic, TopicError>)>> {
-    let broker = BrokerState::of(shard);
+    request: AdminRequest,
+) -> ControllerResult<AdminAnswer> {
     let controller = controller(shard);
-    let mut guard = controller.store.write().await.map_err(|_| stopped())?;
-    let Some(store) = guard.as_mut() else {
-        return Err(stopped());
-    };
-    let image = store.image();
-    let mut new_topic_id = random_uuid;
-    let mut ctx = context(&broker, &mut new_topic_id);
-    let plan = plan_create_topics(&image, &mut ctx, topics);
-    if !validate_only {
-        append_and_publish(shard, store, &plan.records).await?;
+    let quorum = controller.quorum.clone();
+    if quorum.is_leader() {
+        return decide(shard, request).await.result;
     }
-    Ok(plan.results)
+    let bytes = postcard::to_stdvec(&request).map_err(|e| ControllerError {
+        code: error_code::UNKNOWN_SERVER_ERROR,
+        message: e.to_string(),
+    })?;
+    let answer = quorum.forward(bytes).await?;
+    let response: AdminResponse = postcard::from_bytes(&answer).map_err(|e| ControllerError {
+        code: error_code::UNKNOWN_SERVER_ERROR,
+        message: format!("the active controller's answer does not decode: {e}"),
+    })?;
+    if response.offset >= 0 {
+        wait_for_image(&quorum, response.offset).await;
+    }
+    response.result
+}
+
+/// Waits (bounded by the request timeout) until this node's image holds
+/// the entry at `offset`.
+async fn wait_for_image(quorum: &Quorum, offset: i64) {
+    let deadline = Instant::now() + quorum.request_timeout();
+    while quorum.image().offset < offset && Instant::now() < deadline {
+        glommio::timer::sleep(CATCH_UP_POLL).await;
+    }
+}
+
+/// The forwarded-request handler of the controller listener (shard 0).
+pub fn forward_handler(shard: Rc<Shard>) -> crate::quorum::network::ForwardHandler {
+    Rc::new(move |bytes: Vec<u8>| {
+        let shard = shard.clone();
+        Box::pin(async move {
+            let response = match postcard::from_bytes::<AdminRequest>(&bytes) {
+                Ok(request) => decide(&shard, request).await,
+                Err(e) => AdminResponse {
+                    result: Err(ControllerError {
+                        code: error_code::INVALID_REQUEST,
+                        message: format!("a forwarded request does not decode: {e}"),
+                    }),
+                    offset: -1,
+                },
+            };
+            postcard::to_stdvec(&response).unwrap_or_default()
+        })
+    })
+}
+
+/// Decides `request` as the active controller: one at a time, on the image
+/// of everything committed, committing the records it makes.
+async fn decide(shard: &Rc<Shard>, request: AdminRequest) -> AdminResponse {
+    let controller = controller(shard);
+    let Ok(_permit) = controller.decisions.acquire_permit(1).await else {
+        return AdminResponse {
+            result: Err(QuorumError::Stopped("the controller has shut down".into()).into()),
+            offset: -1,
+        };
+    };
+    let mut offset = -1;
+    let result = decide_locked(shard, &controller, request, &mut offset).await;
+    AdminResponse { result, offset }
+}
+
+async fn decide_locked(
+    shard: &Rc<Shard>,
+    controller: &Controller,
+    request: AdminRequest,
+    offset: &mut i64,
+) -> ControllerResult<AdminAnswer> {
+    let quorum = &controller.quorum;
+    if let AdminRequest::DescribeQuorum = request {
+        return Ok(AdminAnswer::Quorum(quorum.status()));
+    }
+    quorum.read_barrier().await?;
+    let image = quorum.image();
+    let broker = BrokerState::of(shard);
+    let mut new_topic_id = random_uuid;
+    let commit = |records: Vec<MetadataRecord>| async move {
+        if records.is_empty() {
+            return Ok::<i64, ControllerError>(-1);
+        }
+        Ok(quorum.propose(&records).await?)
+    };
+    match request {
+        AdminRequest::CreateTopics {
+            topics,
+            validate_only,
+        } => {
+            let mut ctx = context(&broker, &mut new_topic_id);
+            let plan = plan_create_topics(&image, &mut ctx, topics);
+            if !validate_only {
+                *offset = commit(plan.records).await?;
+            }
+            Ok(AdminAnswer::CreateTopics(plan.results))
+        }
+        AdminRequest::DeleteTopics { names } => {
+            let plan = plan_delete_topics(&image, names);
+            *offset = commit(plan.records).await?;
+            Ok(AdminAnswer::DeleteTopics(plan.results))
+        }
+        AdminRequest::CreatePartitions {
+            requests,
+            validate_only,
+        } => {
+            let ctx = context(&broker, &mut new_topic_id);
+            let plan = plan_create_partitions(&image, &ctx, requests);
+            if !validate_only {
+                *offset = commit(plan.records).await?;
+            }
+            Ok(AdminAnswer::CreatePartitions(plan.results))
+        }
+        AdminRequest::AlterTopicConfigs {
+            topic,
+            changes,
+            incremental,
+            validate_only,
+        } => match plan_alter_topic_configs(&image, &topic, changes, incremental) {
+            Ok(records) => {
+                if !validate_only {
+                    *offset = commit(records).await?;
+                }
+                Ok(AdminAnswer::Altered(Ok(())))
+            }
+            Err(e) => Ok(AdminAnswer::Altered(Err(e))),
+        },
+        AdminRequest::AlterBrokerConfigs {
+            changes,
+            incremental,
+            validate_only,
+        } => match plan_alter_broker_configs(&image, changes, incremental) {
+            Ok(records) => {
+                if !validate_only {
+                    *offset = commit(records).await?;
+                }
+                Ok(AdminAnswer::Altered(Ok(())))
+            }
+            Err(e) => Ok(AdminAnswer::Altered(Err(e))),
+        },
+        AdminRequest::AllocateProducerId => {
+            let epoch = quorum.status().leader_epoch;
+            if controller.producer_block_epoch.get() != epoch {
+                // Ids before the last reserved limit may have been handed
+                // out by an earlier controller: start after it.
+                controller.next_producer_id.set(image.next_producer_id);
+                controller.producer_id_limit.set(image.next_producer_id);
+                controller.producer_block_epoch.set(epoch);
+            }
+            if controller.next_producer_id.get() >= controller.producer_id_limit.get() {
+                let limit = controller.producer_id_limit.get() + PRODUCER_ID_BLOCK;
+                commit(vec![MetadataRecord::ProducerIds {
+                    next_producer_id: limit,
+                }])
+                .await?;
+                controller.producer_id_limit.set(limit);
+            }
+            let id = controller.next_producer_id.get();
+            controller.next_producer_id.set(id + 1);
+            Ok(AdminAnswer::ProducerId(id))
+        }
+        AdminRequest::DescribeQuorum => unreachable!("answered above"),
+    }
 }
 
 /// The decisions' view of this broker.
@@ -153,36 +392,42 @@ fn context<'a>(broker: &BrokerState, new_topic_id: &'a mut dyn FnMut() -> [u8; 1
     }
 }
 
-/// Appends `records` (if any) and publishes the image they make.
-async fn append_and_publish(
-    shard: &Rc<Shard>,
-    store: &mut MetadataStore,
-    records: &[MetadataRecord],
-) -> LogResult<()> {
-    if records.is_empty() {
-        return Ok(());
+fn wrong_answer() -> ControllerError {
+    ControllerError {
+        code: error_code::UNKNOWN_SERVER_ERROR,
+        message: "the active controller answered with the wrong kind of result".into(),
     }
-    let image = store.append(records, now_ms()).await?;
-    publish(shard, image).await
+}
+
+/// Creates topics; callable from any shard.
+pub async fn create_topics(
+    shard: &Rc<Shard>,
+    topics: Vec<NewTopic>,
+    validate_only: bool,
+) -> ControllerResult<Vec<(String, Result<CreatedTopic, TopicError>)>> {
+    match call(
+        shard,
+        AdminRequest::CreateTopics {
+            topics,
+            validate_only,
+        },
+    )
+    .await?
+    {
+        AdminAnswer::CreateTopics(r) => Ok(r),
+        _ => Err(wrong_answer()),
+    }
 }
 
 /// Deletes topics by name; callable from any shard.
 pub async fn delete_topics(
     shard: &Rc<Shard>,
     names: Vec<String>,
-) -> LogResult<Vec<(String, Result<[u8; 16], TopicError>)>> {
-    shard
-        .submit_to(CONTROLLER_SHARD, move |shard| async move {
-            let controller = controller(&shard);
-            let mut guard = controller.store.write().await.map_err(|_| stopped())?;
-            let Some(store) = guard.as_mut() else {
-                return Err(stopped());
-            };
-            let plan = plan_delete_topics(&store.image(), names);
-            append_and_publish(&shard, store, &plan.records).await?;
-            Ok(plan.results)
-        })
-        .await?
+) -> ControllerResult<Vec<(String, Result<[u8; 16], TopicError>)>> {
+    match call(shard, AdminRequest::DeleteTopics { names }).await? {
+        AdminAnswer::DeleteTopics(r) => Ok(r),
+        _ => Err(wrong_answer()),
+    }
 }
 
 /// Grows topics to `count` partitions; callable from any shard.
@@ -190,24 +435,19 @@ pub async fn create_partitions(
     shard: &Rc<Shard>,
     requests: Vec<(String, i32)>,
     validate_only: bool,
-) -> LogResult<Vec<(String, Result<(), TopicError>)>> {
-    shard
-        .submit_to(CONTROLLER_SHARD, move |shard| async move {
-            let broker = BrokerState::of(&shard);
-            let controller = controller(&shard);
-            let mut guard = controller.store.write().await.map_err(|_| stopped())?;
-            let Some(store) = guard.as_mut() else {
-                return Err(stopped());
-            };
-            let mut new_topic_id = random_uuid;
-            let ctx = context(&broker, &mut new_topic_id);
-            let plan = plan_create_partitions(&store.image(), &ctx, requests);
-            if !validate_only {
-                append_and_publish(&shard, store, &plan.records).await?;
-            }
-            Ok(plan.results)
-        })
-        .await?
+) -> ControllerResult<Vec<(String, Result<(), TopicError>)>> {
+    match call(
+        shard,
+        AdminRequest::CreatePartitions {
+            requests,
+            validate_only,
+        },
+    )
+    .await?
+    {
+        AdminAnswer::CreatePartitions(r) => Ok(r),
+        _ => Err(wrong_answer()),
+    }
 }
 
 /// Sets (`Some`) or removes (`None`) topic settings; `incremental` keeps the
@@ -218,25 +458,21 @@ pub async fn alter_topic_configs(
     changes: Vec<(String, Option<String>)>,
     incremental: bool,
     validate_only: bool,
-) -> LogResult<Result<(), TopicError>> {
-    shard
-        .submit_to(CONTROLLER_SHARD, move |shard| async move {
-            let controller = controller(&shard);
-            let mut guard = controller.store.write().await.map_err(|_| stopped())?;
-            let Some(store) = guard.as_mut() else {
-                return Err(stopped());
-            };
-            let records =
-                match plan_alter_topic_configs(&store.image(), &topic, changes, incremental) {
-                    Ok(records) => records,
-                    Err(e) => return Ok(Err(e)),
-                };
-            if !validate_only {
-                append_and_publish(&shard, store, &records).await?;
-            }
-            Ok(Ok(()))
-        })
-        .await?
+) -> ControllerResult<Result<(), TopicError>> {
+    match call(
+        shard,
+        AdminRequest::AlterTopicConfigs {
+            topic,
+            changes,
+            incremental,
+            validate_only,
+        },
+    )
+    .await?
+    {
+        AdminAnswer::Altered(r) => Ok(r),
+        _ => Err(wrong_answer()),
+    }
 }
 
 /// Sets (`Some`) or removes (`None`) dynamic broker defaults (broker
@@ -247,54 +483,37 @@ pub async fn alter_broker_configs(
     changes: Vec<(String, Option<String>)>,
     incremental: bool,
     validate_only: bool,
-) -> LogResult<Result<(), TopicError>> {
-    shard
-        .submit_to(CONTROLLER_SHARD, move |shard| async move {
-            let controller = controller(&shard);
-            let mut guard = controller.store.write().await.map_err(|_| stopped())?;
-            let Some(store) = guard.as_mut() else {
-                return Err(stopped());
-            };
-            let records = match plan_alter_broker_configs(&store.image(), changes, incremental) {
-                Ok(records) => records,
-                Err(e) => return Ok(Err(e)),
-            };
-            if !validate_only {
-                append_and_publish(&shard, store, &records).await?;
-            }
-            Ok(Ok(()))
-        })
-        .await?
+) -> ControllerResult<Result<(), TopicError>> {
+    match call(
+        shard,
+        AdminRequest::AlterBrokerConfigs {
+            changes,
+            incremental,
+            validate_only,
+        },
+    )
+    .await?
+    {
+        AdminAnswer::Altered(r) => Ok(r),
+        _ => Err(wrong_answer()),
+    }
 }
 
 /// Hands out a new producer id, reserving blocks in the metadata log so ids
-/// are never reused after a restart.
-pub async fn allocate_producer_id(shard: &Rc<Shard>) -> LogResult<i64> {
-    shard
-        .submit_to(CONTROLLER_SHARD, |shard| async move {
-            let controller = controller(&shard);
-            let mut guard = controller.store.write().await.map_err(|_| stopped())?;
-            if controller.next_producer_id.get() >= controller.producer_id_limit.get() {
-                let Some(store) = guard.as_mut() else {
-                    return Err(stopped());
-                };
-                let limit = controller.producer_id_limit.get() + PRODUCER_ID_BLOCK;
-                let image = store
-                    .append(
-                        &[MetadataRecord::ProducerIds {
-                            next_producer_id: limit,
-                        }],
-                        now_ms(),
-                    )
-                    .await?;
-                controller.producer_id_limit.set(limit);
-                publish(&shard, image).await?;
-            }
-            let id = controller.next_producer_id.get();
-            controller.next_producer_id.set(id + 1);
-            Ok(id)
-        })
-        .await?
+/// are never reused after a restart or a controller failover.
+pub async fn allocate_producer_id(shard: &Rc<Shard>) -> ControllerResult<i64> {
+    match call(shard, AdminRequest::AllocateProducerId).await? {
+        AdminAnswer::ProducerId(id) => Ok(id),
+        _ => Err(wrong_answer()),
+    }
+}
+
+/// The quorum as the active controller sees it (every voter's progress).
+pub async fn describe_quorum(shard: &Rc<Shard>) -> ControllerResult<QuorumStatus> {
+    match call(shard, AdminRequest::DescribeQuorum).await? {
+        AdminAnswer::Quorum(s) => Ok(s),
+        _ => Err(wrong_answer()),
+    }
 }
 
 fn stopped() -> crate::error::LogError {

@@ -47,7 +47,7 @@ pub async fn handle(
         let (code, message) = match done {
             Ok(Ok(())) => (error_code::NONE, None),
             Ok(Err((c, m))) => (c, Some(m)),
-            Err(e) => (error_code::KAFKA_STORAGE_ERROR, Some(e.to_string())),
+            Err(e) => (e.code, Some(e.message)),
         };
         responses.push(AlterConfigsResourceResponse {
             error_code: code,

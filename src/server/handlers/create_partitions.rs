@@ -46,7 +46,7 @@ pub async fn handle(
             for (name, _) in asks {
                 results.push(CreatePartitionsTopicResult {
                     name,
-                    error_code: error_code::KAFKA_STORAGE_ERROR,
+                    error_code: e.code,
                     error_message: Some(e.to_string()),
                 });
             }

@@ -59,12 +59,7 @@ pub async fn handle(
             tracing::error!("CreateTopics failed: {e}");
             req.topics
                 .iter()
-                .map(|t| {
-                    (
-                        t.name.clone(),
-                        Err((error_code::KAFKA_STORAGE_ERROR, e.to_string())),
-                    )
-                })
+                .map(|t| (t.name.clone(), Err((e.code, e.message.clone()))))
                 .collect()
         }
     };

@@ -56,7 +56,7 @@ pub async fn handle(
                 responses.push(DeletableTopicResult {
                     name: Some(name),
                     topic_id: [0; 16],
-                    error_code: error_code::KAFKA_STORAGE_ERROR,
+                    error_code: e.code,
                     error_message: Some(e.to_string()),
                 });
             }

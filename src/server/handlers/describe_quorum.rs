@@ -1,23 +1,21 @@
 //! DescribeQuorum: the metadata quorum, for `kafka-metadata-quorum.sh`.
 //!
-//! Today the quorum is this node alone, the one voter and leader of
-//! `__cluster_metadata-0`: its high watermark is the end of the metadata
-//! log the image was built from (every record is committed once written),
-//! and there are no observers. The Raft quorum of the cluster issue will
-//! answer from its own state instead.
+//! Answered by the active controller (forwarded there like Kafka's
+//! brokers forward it), which knows every voter's progress. Every node is
+//! a voter for now, so there are no observers.
 
 use std::rc::Rc;
 
-use crate::metadata::store::{METADATA_EPOCH, METADATA_TOPIC};
-use crate::node::state::BrokerState;
+use crate::metadata::store::METADATA_TOPIC;
 use crate::protocol::error_code;
 use crate::protocol::header::RequestHeader;
 use crate::protocol::messages::describe_quorum::*;
+use crate::quorum::VoterStatus;
+use crate::server::controller;
 use crate::shard::shard::{now_ms, Shard};
 
 /// The listener name the voters' endpoints are reported under (Kafka's
-/// default `controller.listener.names`). The single-node controller takes
-/// requests on the client listener.
+/// default `controller.listener.names`).
 const CONTROLLER_LISTENER_NAME: &str = "CONTROLLER";
 
 pub async fn handle(
@@ -25,11 +23,28 @@ pub async fn handle(
     _header: &RequestHeader,
     req: DescribeQuorumRequest,
 ) -> DescribeQuorumResponse {
-    let broker = BrokerState::of(shard);
-    let node = broker.node_id();
-    // The next offset of the metadata log: everything before it is applied.
-    let high_watermark = broker.image().offset + 1;
+    let status = match controller::describe_quorum(shard).await {
+        Ok(s) => s,
+        Err(e) => {
+            return DescribeQuorumResponse {
+                error_code: e.code,
+                error_message: Some(e.message),
+                ..DescribeQuorumResponse::default()
+            }
+        }
+    };
     let now = now_ms();
+    let replica = |v: &VoterStatus| ReplicaState {
+        replica_id: v.node_id,
+        replica_directory_id: [0; 16],
+        log_end_offset: v.log_end_offset,
+        last_fetch_timestamp: v.last_ack_ms_ago.map_or(-1, |ago| now - ago as i64),
+        // A voter at the leader's end is caught up as of its last answer.
+        last_caught_up_timestamp: match v.last_ack_ms_ago {
+            Some(ago) if v.log_end_offset >= status.high_watermark => now - ago as i64,
+            _ => -1,
+        },
+    };
     let topics = req
         .topics
         .into_iter()
@@ -57,17 +72,10 @@ pub async fn handle(
                         partition_index: 0,
                         error_code: error_code::NONE,
                         error_message: None,
-                        leader_id: node,
-                        leader_epoch: METADATA_EPOCH,
-                        high_watermark,
-                        current_voters: vec![ReplicaState {
-                            replica_id: node,
-                            replica_directory_id: [0; 16],
-                            log_end_offset: high_watermark,
-                            // The leader is always caught up with itself.
-                            last_fetch_timestamp: now,
-                            last_caught_up_timestamp: now,
-                        }],
+                        leader_id: status.leader.unwrap_or(-1),
+                        leader_epoch: status.leader_epoch,
+                        high_watermark: status.high_watermark,
+                        current_voters: status.voters.iter().map(replica).collect(),
                         observers: Vec::new(),
                     }
                 })
@@ -78,18 +86,25 @@ pub async fn handle(
             }
         })
         .collect();
-    let (host, port) = broker.config.advertised_host_port();
+    let nodes = status
+        .voters
+        .iter()
+        .map(|v| {
+            let (host, port) = v.address.rsplit_once(':').unwrap_or((&v.address, "0"));
+            QuorumNode {
+                node_id: v.node_id,
+                listeners: vec![QuorumListener {
+                    name: CONTROLLER_LISTENER_NAME.into(),
+                    host: host.to_string(),
+                    port: port.parse().unwrap_or(0),
+                }],
+            }
+        })
+        .collect();
     DescribeQuorumResponse {
         error_code: error_code::NONE,
         error_message: None,
         topics,
-        nodes: vec![QuorumNode {
-            node_id: node,
-            listeners: vec![QuorumListener {
-                name: CONTROLLER_LISTENER_NAME.into(),
-                host,
-                port: u16::try_from(port).unwrap_or(0),
-            }],
-        }],
+        nodes,
     }
 }

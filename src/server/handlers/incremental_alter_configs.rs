@@ -62,7 +62,7 @@ pub async fn handle(
                         };
                         match done {
                             Ok(r) => r,
-                            Err(e) => Err((error_code::KAFKA_STORAGE_ERROR, e.to_string())),
+                            Err(e) => Err((e.code, e.message)),
                         }
                     }
                 }

@@ -33,7 +33,7 @@ pub async fn handle(
         }
         Err(e) => {
             tracing::error!("InitProducerId failed: {e}");
-            resp.error_code = error_code::KAFKA_STORAGE_ERROR;
+            resp.error_code = e.code;
         }
     }
     resp

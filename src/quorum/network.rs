@@ -1,0 +1,414 @@
+//! The controllers' wire: openraft's RPCs (and admin requests forwarded to
+//! the active controller) between controller listeners
+//! (`controller.listen`), on shard 0.
+//!
+//! A frame is a 4-byte big-endian length followed by that many bytes of a
+//! postcard-encoded [`PeerRequest`] or [`PeerResponse`]. A connection
+//! carries one request at a time; a frame over [`PEER_FRAME_BYTES_MAX`], or
+//! one that does not decode, closes the connection with a log line.
+
+use std::future::Future;
+use std::io;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::rc::Rc;
+use std::time::Duration;
+
+use futures_lite::{AsyncReadExt, AsyncWriteExt, FutureExt};
+use glommio::net::{TcpListener, TcpStream};
+use openraft::errors::{NetworkError, RPCError, ReplicationClosed, StreamingError, Unreachable};
+use openraft::impls::BasicNode;
+use openraft::network::v2::RaftNetworkV2;
+use openraft::network::{RPCOption, RaftNetworkFactory};
+use openraft::raft::{
+    AppendEntriesRequest, AppendEntriesResponse, SnapshotResponse, VoteRequest, VoteResponse,
+};
+use openraft::storage::Snapshot;
+use serde::{Deserialize, Serialize};
+
+use crate::node::stop::StopHandle;
+use crate::quorum::state_machine::SnapshotData;
+use crate::quorum::types::{MetadataRaft, Raft, SnapshotMeta, Vote};
+
+/// Largest frame read from a peer: a metadata snapshot of a few hundred
+/// thousand partitions fits.
+pub const PEER_FRAME_BYTES_MAX: usize = 64 * 1024 * 1024;
+/// How long connecting to a peer may take before it counts as unreachable.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
+/// Bytes read from a socket at a time while a frame arrives, so that a
+/// frame's length header alone never allocates its whole size.
+const READ_CHUNK_BYTES: usize = 64 * 1024;
+/// How often the listener looks at the stop request.
+const STOP_POLL: Duration = Duration::from_millis(100);
+/// How long a peer may leave a connection idle before it is closed.
+const IDLE_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// Handles a forwarded admin request on the active controller.
+pub type ForwardHandler = Rc<dyn Fn(Vec<u8>) -> Pin<Box<dyn Future<Output = Vec<u8>>>>>;
+
+#[derive(Serialize, Deserialize)]
+pub enum PeerRequest {
+    AppendEntries(AppendEntriesRequest<MetadataRaft>),
+    Vote(VoteRequest<MetadataRaft>),
+    PreVote(VoteRequest<MetadataRaft>),
+    Snapshot {
+        vote: Vote,
+        meta: SnapshotMeta,
+        data: SnapshotData,
+    },
+    /// An admin request for the active controller (encoded by the
+    /// controller module, opaque here).
+    Forward(Vec<u8>),
+}
+
+#[derive(Serialize, Deserialize)]
+pub enum PeerResponse {
+    AppendEntries(AppendEntriesResponse<MetadataRaft>),
+    Vote(VoteResponse<MetadataRaft>),
+    Snapshot(SnapshotResponse<MetadataRaft>),
+    Forward(Vec<u8>),
+    /// The peer could not handle the request (shutting down, or it failed).
+    Error(String),
+}
+
+fn invalid(why: impl std::fmt::Display) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, why.to_string())
+}
+
+async fn read_frame(stream: &mut TcpStream) -> io::Result<Vec<u8>> {
+    let mut len = [0u8; 4];
+    stream.read_exact(&mut len).await?;
+    let len = u32::from_be_bytes(len) as usize;
+    if len > PEER_FRAME_BYTES_MAX {
+        return Err(invalid(format!(
+            "a peer frame of {len} bytes is over the limit of {PEER_FRAME_BYTES_MAX}"
+        )));
+    }
+    let mut body = Vec::with_capacity(len.min(READ_CHUNK_BYTES));
+    while body.len() < len {
+        let start = body.len();
+        let take = (len - start).min(READ_CHUNK_BYTES);
+        body.resize(start + take, 0);
+        stream.read_exact(&mut body[start..]).await?;
+    }
+    Ok(body)
+}
+
+async fn write_frame(stream: &mut TcpStream, body: &[u8]) -> io::Result<()> {
+    let len = u32::try_from(body.len())
+        .ok()
+        .filter(|l| (*l as usize) <= PEER_FRAME_BYTES_MAX)
+        .ok_or_else(|| {
+            invalid(format!(
+                "a frame of {} bytes is too large to send",
+                body.len()
+            ))
+        })?;
+    stream.write_all(&len.to_be_bytes()).await?;
+    stream.write_all(body).await?;
+    stream.flush().await
+}
+
+/// Accepts peers on the controller listener until `stop`.
+pub async fn serve(listener: TcpListener, raft: Raft, forward: ForwardHandler, stop: StopHandle) {
+    loop {
+        let accepted = async { Some(listener.accept().await) }
+            .or(async {
+                glommio::timer::sleep(STOP_POLL).await;
+                None
+            })
+            .await;
+        if stop.is_requested() {
+            return;
+        }
+        match accepted {
+            None => {}
+            Some(Ok(stream)) => {
+                let (raft, forward, stop) = (raft.clone(), forward.clone(), stop.clone());
+                glommio::spawn_local(async move {
+                    let peer = stream.peer_addr().ok();
+                    if let Err(e) = serve_peer(stream, raft, forward, stop).await {
+                        if e.kind() != io::ErrorKind::UnexpectedEof {
+                            tracing::warn!(?peer, "controller connection closed: {e}");
+                        }
+                    }
+                })
+                .detach();
+            }
+            Some(Err(e)) => {
+                tracing::warn!("controller listener: accept failed: {e}");
+                glommio::timer::sleep(Duration::from_millis(100)).await;
+            }
+        }
+    }
+}
+
+async fn serve_peer(
+    mut stream: TcpStream,
+    raft: Raft,
+    forward: ForwardHandler,
+    stop: StopHandle,
+) -> io::Result<()> {
+    stream.set_nodelay(true).ok();
+    loop {
+        let frame = read_frame(&mut stream)
+            .or(async {
+                glommio::timer::sleep(IDLE_TIMEOUT).await;
+                Err(io::Error::new(io::ErrorKind::TimedOut, "idle"))
+            })
+            .await?;
+        if stop.is_requested() {
+            return Ok(());
+        }
+        let request: PeerRequest = postcard::from_bytes(&frame)
+            .map_err(|e| invalid(format!("a peer request does not decode: {e}")))?;
+        let response = match request {
+            PeerRequest::AppendEntries(rpc) => match raft.append_entries(rpc).await {
+                Ok(r) => PeerResponse::AppendEntries(r),
+                Err(e) => PeerResponse::Error(e.to_string()),
+            },
+            PeerRequest::Vote(rpc) => match raft.vote(rpc).await {
+                Ok(r) => PeerResponse::Vote(r),
+                Err(e) => PeerResponse::Error(e.to_string()),
+            },
+            PeerRequest::PreVote(rpc) => match raft.pre_vote(rpc).await {
+                Ok(r) => PeerResponse::Vote(r),
+                Err(e) => PeerResponse::Error(e.to_string()),
+            },
+            PeerRequest::Snapshot { vote, meta, data } => {
+                match raft
+                    .install_full_snapshot(
+                        vote,
+                        Snapshot {
+                            meta,
+                            snapshot: data,
+                        },
+                    )
+                    .await
+                {
+                    Ok(r) => PeerResponse::Snapshot(r),
+                    Err(e) => PeerResponse::Error(e.to_string()),
+                }
+            }
+            PeerRequest::Forward(bytes) => PeerResponse::Forward(forward(bytes).await),
+        };
+        let bytes = postcard::to_stdvec(&response).map_err(invalid)?;
+        write_frame(&mut stream, &bytes).await?;
+    }
+}
+
+/// One connection to a peer, opened on first use and dropped on any error.
+pub struct PeerConnection {
+    addr: String,
+    stream: Option<TcpStream>,
+}
+
+/// Why a call to a peer failed.
+#[derive(Debug, thiserror::Error)]
+pub enum PeerError {
+    #[error("cannot reach controller {addr}: {source}")]
+    Unreachable { addr: String, source: io::Error },
+    #[error("controller {addr} did not answer: {source}")]
+    Network { addr: String, source: io::Error },
+    #[error("controller {addr} could not handle the request: {message}")]
+    Remote { addr: String, message: String },
+}
+
+impl PeerConnection {
+    pub fn new(addr: String) -> Self {
+        PeerConnection { addr, stream: None }
+    }
+
+    /// Sends `request` and waits up to `timeout` for the answer.
+    pub async fn call(
+        &mut self,
+        request: &PeerRequest,
+        timeout: Duration,
+    ) -> Result<PeerResponse, PeerError> {
+        if self.stream.is_none() {
+            let addr: SocketAddr =
+                resolve(&self.addr).map_err(|source| PeerError::Unreachable {
+                    addr: self.addr.clone(),
+                    source,
+                })?;
+            let stream = TcpStream::connect_timeout(addr, CONNECT_TIMEOUT)
+                .await
+                .map_err(|e| PeerError::Unreachable {
+                    addr: self.addr.clone(),
+                    source: io::Error::other(e.to_string()),
+                })?;
+            stream.set_nodelay(true).ok();
+            self.stream = Some(stream);
+        }
+        let stream = self.stream.as_mut().expect("connected above");
+        let bytes = postcard::to_stdvec(request).map_err(|e| PeerError::Network {
+            addr: self.addr.clone(),
+            source: invalid(e),
+        })?;
+        let exchange = async {
+            write_frame(stream, &bytes).await?;
+            read_frame(stream).await
+        };
+        let answer = exchange
+            .or(async {
+                glommio::timer::sleep(timeout).await;
+                Err(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    format!("no answer within {timeout:?}"),
+                ))
+            })
+            .await;
+        let frame = match answer {
+            Ok(frame) => frame,
+            Err(source) => {
+                self.stream = None;
+                return Err(PeerError::Network {
+                    addr: self.addr.clone(),
+                    source,
+                });
+            }
+        };
+        match postcard::from_bytes::<PeerResponse>(&frame) {
+            Ok(PeerResponse::Error(message)) => Err(PeerError::Remote {
+                addr: self.addr.clone(),
+                message,
+            }),
+            Ok(r) => Ok(r),
+            Err(e) => {
+                self.stream = None;
+                Err(PeerError::Network {
+                    addr: self.addr.clone(),
+                    source: invalid(format!("an answer does not decode: {e}")),
+                })
+            }
+        }
+    }
+}
+
+/// `HOST:PORT` to an address. Startup checks every voter's address, so this
+/// only fails if a name stops resolving.
+fn resolve(addr: &str) -> io::Result<SocketAddr> {
+    use std::net::ToSocketAddrs;
+    addr.to_socket_addrs()?
+        .next()
+        .ok_or_else(|| io::Error::other(format!("{addr} resolves to no address")))
+}
+
+fn rpc_error(e: PeerError) -> RPCError<MetadataRaft> {
+    match e {
+        PeerError::Unreachable { .. } => RPCError::Unreachable(Unreachable::new(&e)),
+        _ => RPCError::Network(NetworkError::new(&e)),
+    }
+}
+
+fn unexpected(addr: &str) -> PeerError {
+    PeerError::Network {
+        addr: addr.to_string(),
+        source: invalid("the answer is of the wrong kind"),
+    }
+}
+
+/// openraft's client to one peer.
+pub struct PeerClient {
+    connection: PeerConnection,
+}
+
+impl RaftNetworkV2<MetadataRaft> for PeerClient {
+    type SnapshotData = SnapshotData;
+
+    async fn append_entries(
+        &mut self,
+        rpc: AppendEntriesRequest<MetadataRaft>,
+        option: RPCOption,
+    ) -> Result<AppendEntriesResponse<MetadataRaft>, RPCError<MetadataRaft>> {
+        match self
+            .connection
+            .call(&PeerRequest::AppendEntries(rpc), option.hard_ttl())
+            .await
+        {
+            Ok(PeerResponse::AppendEntries(r)) => Ok(r),
+            Ok(_) => Err(rpc_error(unexpected(&self.connection.addr))),
+            Err(e) => Err(rpc_error(e)),
+        }
+    }
+
+    async fn vote(
+        &mut self,
+        rpc: VoteRequest<MetadataRaft>,
+        option: RPCOption,
+    ) -> Result<VoteResponse<MetadataRaft>, RPCError<MetadataRaft>> {
+        match self
+            .connection
+            .call(&PeerRequest::Vote(rpc), option.hard_ttl())
+            .await
+        {
+            Ok(PeerResponse::Vote(r)) => Ok(r),
+            Ok(_) => Err(rpc_error(unexpected(&self.connection.addr))),
+            Err(e) => Err(rpc_error(e)),
+        }
+    }
+
+    async fn pre_vote(
+        &mut self,
+        rpc: VoteRequest<MetadataRaft>,
+        option: RPCOption,
+    ) -> Result<VoteResponse<MetadataRaft>, RPCError<MetadataRaft>> {
+        match self
+            .connection
+            .call(&PeerRequest::PreVote(rpc), option.hard_ttl())
+            .await
+        {
+            Ok(PeerResponse::Vote(r)) => Ok(r),
+            Ok(_) => Err(rpc_error(unexpected(&self.connection.addr))),
+            Err(e) => Err(rpc_error(e)),
+        }
+    }
+
+    async fn full_snapshot(
+        &mut self,
+        vote: Vote,
+        snapshot: Snapshot<
+            openraft::type_config::alias::CommittedLeaderIdOf<MetadataRaft>,
+            u64,
+            BasicNode,
+            SnapshotData,
+        >,
+        cancel: impl Future<Output = ReplicationClosed> + 'static,
+        option: RPCOption,
+    ) -> Result<SnapshotResponse<MetadataRaft>, StreamingError<MetadataRaft>> {
+        let request = PeerRequest::Snapshot {
+            vote,
+            meta: snapshot.meta,
+            data: snapshot.snapshot,
+        };
+        let addr = self.connection.addr.clone();
+        let call = async {
+            match self.connection.call(&request, option.hard_ttl()).await {
+                Ok(PeerResponse::Snapshot(r)) => Ok(r),
+                Ok(_) => Err(StreamingError::Network(NetworkError::new(&unexpected(
+                    &addr,
+                )))),
+                Err(e @ PeerError::Unreachable { .. }) => {
+                    Err(StreamingError::Unreachable(Unreachable::new(&e)))
+                }
+                Err(e) => Err(StreamingError::Network(NetworkError::new(&e))),
+            }
+        };
+        call.or(async { Err(StreamingError::Closed(cancel.await)) })
+            .await
+    }
+}
+
+/// Makes a [`PeerClient`] per target, at the address its membership entry
+/// names.
+pub struct PeerClients;
+
+impl RaftNetworkFactory<MetadataRaft> for PeerClients {
+    type Network = PeerClient;
+
+    async fn new_client(&mut self, _target: u64, node: &BasicNode) -> PeerClient {
+        PeerClient {
+            connection: PeerConnection::new(node.addr.clone()),
+        }
+    }
+}

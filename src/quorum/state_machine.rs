@@ -1,0 +1,337 @@
+//! The metadata quorum's state machine: committed entries applied, in
+//! order, to the metadata image, which is then published to every shard
+//! before the entry counts as applied (so a controller answers a client
+//! only once every shard of its node serves the change).
+//!
+//! Snapshots are images written as Kafka-style `.checkpoint` files in the
+//! metadata partition's directory, named
+//! `<end offset, 20 digits>-<epoch, 10 digits>.checkpoint` as KRaft names
+//! them: record batches whose first record holds the snapshot's Raft
+//! metadata (last log id and voters) and whose others are the metadata
+//! records that rebuild the image.
+
+use std::cell::RefCell;
+use std::future::Future;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::pin::Pin;
+use std::rc::Rc;
+use std::sync::Arc;
+
+use futures_lite::StreamExt;
+use openraft::storage::{EntryResponder, RaftSnapshotBuilder, RaftStateMachine, Snapshot};
+use openraft::EntryPayload;
+
+use crate::log::batch::{self, BatchIter, CountRule};
+use crate::log::checkpoint::write_atomically;
+use crate::metadata::image::MetadataImage;
+use crate::metadata::records::MetadataRecord;
+use crate::quorum::types::{Applied, LogId, MetadataRaft, SnapshotMeta, StoredMembership};
+
+/// Publishes an image to the node's shards; resolves once they serve it.
+pub type Publish = Rc<dyn Fn(Arc<MetadataImage>) -> Pin<Box<dyn Future<Output = ()>>>>;
+
+/// Key of the record that carries a snapshot's Raft metadata.
+const SNAPSHOT_META_KEY: &[u8] = b"pinlog.snapshot.meta";
+/// Image records per batch in a snapshot file.
+const SNAPSHOT_RECORDS_PER_BATCH: usize = 1000;
+/// Largest snapshot accepted from disk or a peer.
+pub const SNAPSHOT_BYTES_MAX: usize = 256 * 1024 * 1024;
+
+pub type SnapshotData = Vec<u8>;
+type CurrentSnapshot = Snapshot<
+    openraft::type_config::alias::CommittedLeaderIdOf<MetadataRaft>,
+    u64,
+    openraft::impls::BasicNode,
+    SnapshotData,
+>;
+
+struct State {
+    image: Arc<MetadataImage>,
+    last_applied: Option<LogId>,
+    membership: StoredMembership,
+    snapshot: Option<CurrentSnapshot>,
+}
+
+/// The state machine; cloned handles share one state.
+#[derive(Clone)]
+pub struct StateMachine {
+    state: Rc<RefCell<State>>,
+    dir: PathBuf,
+    publish: Publish,
+}
+
+fn other(e: impl std::fmt::Display) -> io::Error {
+    io::Error::other(e.to_string())
+}
+
+/// `<end offset>-<epoch>.checkpoint`, as KRaft names snapshot files.
+pub fn snapshot_file_name(last: &LogId) -> String {
+    format!(
+        "{:020}-{:010}.checkpoint",
+        last.index + 1,
+        last.leader_id.term
+    )
+}
+
+fn parse_snapshot_file_name(name: &str) -> Option<(u64, u64)> {
+    let stem = name.strip_suffix(".checkpoint")?;
+    let (end, epoch) = stem.split_once('-')?;
+    if end.len() != 20 || epoch.len() != 10 {
+        return None;
+    }
+    Some((end.parse().ok()?, epoch.parse().ok()?))
+}
+
+/// The bytes of a snapshot file.
+pub fn encode_snapshot(meta: &SnapshotMeta, image: &MetadataImage) -> io::Result<Vec<u8>> {
+    let meta_bytes = postcard::to_stdvec(meta).map_err(other)?;
+    let base = meta.last_log_id.map_or(0, |l| l.index as i64);
+    let mut out = batch::build_batch(&batch::BatchSpec {
+        base_offset: base,
+        leader_epoch: meta.last_log_id.map_or(0, |l| l.leader_id.term as i32),
+        base_timestamp: crate::shard::shard::now_ms(),
+        records: &[(0, Some(SNAPSHOT_META_KEY), &meta_bytes[..])],
+    });
+    let values: Vec<bytes::Bytes> = image
+        .to_records()
+        .iter()
+        .map(MetadataRecord::encode)
+        .collect();
+    for chunk in values.chunks(SNAPSHOT_RECORDS_PER_BATCH) {
+        let specs: Vec<batch::RecordSpec> = chunk.iter().map(|v| (0i64, None, &v[..])).collect();
+        out.extend_from_slice(&batch::build_batch(&batch::BatchSpec {
+            base_offset: base,
+            leader_epoch: 0,
+            base_timestamp: 0,
+            records: &specs,
+        }));
+    }
+    Ok(out)
+}
+
+/// The Raft metadata and the image of a snapshot file.
+pub fn decode_snapshot(bytes: &[u8]) -> io::Result<(SnapshotMeta, MetadataImage)> {
+    if bytes.len() > SNAPSHOT_BYTES_MAX {
+        return Err(other(format!(
+            "metadata snapshot of {} bytes is over the limit of {SNAPSHOT_BYTES_MAX}",
+            bytes.len()
+        )));
+    }
+    let mut meta: Option<SnapshotMeta> = None;
+    let mut records = Vec::new();
+    for item in BatchIter::new(bytes, CountRule::Compacted) {
+        let (position, h) = item.map_err(|(p, e)| other(format!("snapshot batch at {p}: {e}")))?;
+        let batch_bytes = &bytes[position..position + h.size_bytes()];
+        for r in batch::records(batch_bytes).map_err(other)? {
+            let r = r.map_err(other)?;
+            let value = r
+                .value
+                .ok_or_else(|| other("snapshot record without a value"))?;
+            if meta.is_none() {
+                if r.key != Some(SNAPSHOT_META_KEY) {
+                    return Err(other("snapshot does not start with its metadata record"));
+                }
+                meta = Some(postcard::from_bytes(value).map_err(other)?);
+                continue;
+            }
+            records
+                .push(MetadataRecord::decode(bytes::Bytes::copy_from_slice(value)).map_err(other)?);
+        }
+    }
+    let meta = meta.ok_or_else(|| other("empty snapshot"))?;
+    let offset = meta.last_log_id.map_or(-1, |l| l.index as i64);
+    Ok((meta, MetadataImage::from_records(offset, &records)))
+}
+
+impl StateMachine {
+    /// Loads the newest snapshot in `dir` (the metadata partition's
+    /// directory), if any. Startup only: reads the file with blocking calls.
+    pub fn open(dir: &Path, publish: Publish) -> io::Result<StateMachine> {
+        std::fs::create_dir_all(dir)?;
+        let mut newest: Option<(u64, PathBuf)> = None;
+        for entry in std::fs::read_dir(dir)? {
+            let entry = entry?;
+            let name = entry.file_name();
+            let Some((end, _)) = name.to_str().and_then(parse_snapshot_file_name) else {
+                continue;
+            };
+            if newest.as_ref().is_none_or(|(e, _)| end > *e) {
+                newest = Some((end, entry.path()));
+            }
+        }
+        let mut state = State {
+            image: Arc::new(MetadataImage::empty()),
+            last_applied: None,
+            membership: StoredMembership::default(),
+            snapshot: None,
+        };
+        if let Some((_, path)) = newest {
+            let bytes = std::fs::read(&path)?;
+            let (meta, image) =
+                decode_snapshot(&bytes).map_err(|e| other(format!("{}: {e}", path.display())))?;
+            state.image = Arc::new(image);
+            state.last_applied = meta.last_log_id;
+            state.membership = meta.last_membership.clone();
+            state.snapshot = Some(Snapshot {
+                meta,
+                snapshot: bytes,
+            });
+        }
+        Ok(StateMachine {
+            state: Rc::new(RefCell::new(state)),
+            dir: dir.to_path_buf(),
+            publish,
+        })
+    }
+
+    /// The image of every entry applied so far.
+    pub fn image(&self) -> Arc<MetadataImage> {
+        self.state.borrow().image.clone()
+    }
+
+    /// Writes `bytes` as the snapshot `meta` names and deletes older ones.
+    async fn store_snapshot(&self, meta: &SnapshotMeta, bytes: &[u8]) -> io::Result<()> {
+        let Some(last) = meta.last_log_id else {
+            return Ok(());
+        };
+        let name = snapshot_file_name(&last);
+        write_atomically(self.dir.join(&name), bytes.to_vec())
+            .await
+            .map_err(other)?;
+        let dir = self.dir.clone();
+        crate::blocking_pool::run(move || remove_snapshots_before(&dir, last.index + 1)).await;
+        Ok(())
+    }
+}
+
+/// Deletes the snapshot files that end before `end`; a failure only leaves
+/// a stale file behind, which the next snapshot removes.
+fn remove_snapshots_before(dir: &Path, end: u64) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        if let Some((e, _)) = name.to_str().and_then(parse_snapshot_file_name) {
+            if e < end {
+                if let Err(err) = std::fs::remove_file(entry.path()) {
+                    tracing::warn!(file = %entry.path().display(), "cannot remove an old metadata snapshot: {err}");
+                }
+            }
+        }
+    }
+}
+
+impl RaftSnapshotBuilder<MetadataRaft> for StateMachine {
+    type SnapshotData = SnapshotData;
+
+    async fn build_snapshot(&mut self) -> Result<CurrentSnapshot, io::Error> {
+        let (meta, image) = {
+            let s = self.state.borrow();
+            (
+                SnapshotMeta {
+                    last_log_id: s.last_applied,
+                    last_membership: s.membership.clone(),
+                },
+                s.image.clone(),
+            )
+        };
+        let bytes = encode_snapshot(&meta, &image)?;
+        self.store_snapshot(&meta, &bytes).await?;
+        let snapshot = Snapshot {
+            meta,
+            snapshot: bytes,
+        };
+        self.state.borrow_mut().snapshot = Some(snapshot.clone());
+        Ok(snapshot)
+    }
+}
+
+impl RaftStateMachine<MetadataRaft> for StateMachine {
+    type SnapshotData = SnapshotData;
+    type SnapshotBuilder = StateMachine;
+
+    async fn applied_state(&mut self) -> Result<(Option<LogId>, StoredMembership), io::Error> {
+        let s = self.state.borrow();
+        Ok((s.last_applied, s.membership.clone()))
+    }
+
+    async fn apply<Strm>(&mut self, mut entries: Strm) -> Result<(), io::Error>
+    where
+        Strm: futures_lite::Stream<Item = Result<EntryResponder<MetadataRaft>, io::Error>> + Unpin,
+    {
+        let mut responders = Vec::new();
+        let mut changed = false;
+        while let Some(item) = entries.next().await {
+            let (entry, responder) = item?;
+            let index = entry.log_id.index;
+            let mut s = self.state.borrow_mut();
+            match &entry.payload {
+                EntryPayload::Blank => {}
+                EntryPayload::Normal(proposal) => {
+                    let mut image = (*s.image).clone();
+                    for bytes in &proposal.records {
+                        let record = MetadataRecord::decode(bytes::Bytes::copy_from_slice(bytes))
+                            .map_err(|e| other(format!("metadata entry {index}: {e}")))?;
+                        image.apply(index as i64, &record);
+                    }
+                    image.offset = index as i64;
+                    s.image = Arc::new(image);
+                    changed = true;
+                }
+                EntryPayload::Membership(m) => {
+                    s.membership = StoredMembership::new(Some(entry.log_id), m.clone());
+                }
+            }
+            s.last_applied = Some(entry.log_id);
+            if let Some(r) = responder {
+                responders.push((r, index));
+            }
+        }
+        if changed {
+            let image = self.image();
+            (self.publish)(image).await;
+        }
+        for (r, offset) in responders {
+            r.send(Applied { offset });
+        }
+        Ok(())
+    }
+
+    async fn get_snapshot_builder(&mut self) -> Self::SnapshotBuilder {
+        self.clone()
+    }
+
+    async fn install_snapshot(
+        &mut self,
+        meta: &SnapshotMeta,
+        snapshot: Self::SnapshotData,
+    ) -> Result<(), io::Error> {
+        let (stored_meta, image) = decode_snapshot(&snapshot)?;
+        if stored_meta.last_log_id != meta.last_log_id {
+            return Err(other(format!(
+                "snapshot data ends at {:?} but its metadata says {:?}",
+                stored_meta.last_log_id, meta.last_log_id
+            )));
+        }
+        self.store_snapshot(meta, &snapshot).await?;
+        let image = Arc::new(image);
+        {
+            let mut s = self.state.borrow_mut();
+            s.image = image.clone();
+            s.last_applied = meta.last_log_id;
+            s.membership = meta.last_membership.clone();
+            s.snapshot = Some(Snapshot {
+                meta: meta.clone(),
+                snapshot,
+            });
+        }
+        (self.publish)(image).await;
+        Ok(())
+    }
+
+    async fn get_current_snapshot(&mut self) -> Result<Option<CurrentSnapshot>, io::Error> {
+        Ok(self.state.borrow().snapshot.clone())
+    }
+}
