@@ -87,6 +87,10 @@ pub const DEFAULT_QUORUM_ELECTION_TIMEOUT_MS: u64 = 1000;
 pub const DEFAULT_QUORUM_FETCH_TIMEOUT_MS: u64 = 2000;
 /// Kafka's `controller.quorum.request.timeout.ms` default.
 pub const DEFAULT_QUORUM_REQUEST_TIMEOUT_MS: u64 = 2000;
+/// Kafka's `broker.heartbeat.interval.ms` default.
+pub const DEFAULT_BROKER_HEARTBEAT_INTERVAL_MS: u64 = 2000;
+/// Kafka's `broker.session.timeout.ms` default.
+pub const DEFAULT_BROKER_SESSION_TIMEOUT_MS: u64 = 9000;
 /// The controller address of a one-voter quorum nobody configured. A
 /// single voter has no peers, so nothing listens there unless
 /// `controller.listen` asks for it.
@@ -106,6 +110,13 @@ pub struct ClusterConfig {
     pub election_timeout_ms: u64,
     pub fetch_timeout_ms: u64,
     pub request_timeout_ms: u64,
+    /// `broker.heartbeat.interval.ms` (Kafka: 2000).
+    pub heartbeat_interval_ms: u64,
+    /// `broker.session.timeout.ms` (Kafka: 9000): a broker not heard from
+    /// for this long is fenced.
+    pub session_timeout_ms: u64,
+    /// `broker.rack`: placement spreads a partition's replicas over racks.
+    pub rack: Option<String>,
 }
 
 impl Default for ClusterConfig {
@@ -118,6 +129,9 @@ impl Default for ClusterConfig {
             election_timeout_ms: DEFAULT_QUORUM_ELECTION_TIMEOUT_MS,
             fetch_timeout_ms: DEFAULT_QUORUM_FETCH_TIMEOUT_MS,
             request_timeout_ms: DEFAULT_QUORUM_REQUEST_TIMEOUT_MS,
+            heartbeat_interval_ms: DEFAULT_BROKER_HEARTBEAT_INTERVAL_MS,
+            session_timeout_ms: DEFAULT_BROKER_SESSION_TIMEOUT_MS,
+            rack: None,
         }
     }
 }
@@ -233,6 +247,9 @@ pub const KNOWN_KEYS: &[&str] = &[
     "controller.quorum.election.timeout.ms",
     "controller.quorum.fetch.timeout.ms",
     "controller.quorum.request.timeout.ms",
+    "broker.heartbeat.interval.ms",
+    "broker.session.timeout.ms",
+    "broker.rack",
     "num.partitions",
     "default.replication.factor",
     "auto.create.topics.enable",
@@ -406,6 +423,15 @@ impl BrokerConfig {
                 )
             })?);
         }
+        if c.heartbeat_interval_ms >= c.session_timeout_ms {
+            return Err(bad(
+                "broker.heartbeat.interval.ms",
+                format!(
+                    "{} ms is not below broker.session.timeout.ms ({} ms): every broker would be fenced between heartbeats",
+                    c.heartbeat_interval_ms, c.session_timeout_ms
+                ),
+            ));
+        }
         if c.controller_listen == Some(self.listen) {
             return Err(bad(
                 "controller.listen",
@@ -491,6 +517,11 @@ impl BrokerConfig {
                 "controller.quorum.request.timeout.ms" => {
                     self.cluster.request_timeout_ms = positive(key, v)?
                 }
+                "broker.heartbeat.interval.ms" => {
+                    self.cluster.heartbeat_interval_ms = positive(key, v)?
+                }
+                "broker.session.timeout.ms" => self.cluster.session_timeout_ms = positive(key, v)?,
+                "broker.rack" => self.cluster.rack = Some(string(key, v)?),
                 "num.partitions" => self.num_partitions = int(key, v)? as i32,
                 "default.replication.factor" => {
                     self.default_replication_factor = int(key, v)? as i16

@@ -124,8 +124,10 @@ fn main() -> ExitCode {
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
-                // openraft narrates every election at info; its warnings matter.
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,openraft=warn")),
+                // openraft narrates every election at info and warns on every
+                // failed RPC to a stopped voter (several a second); pinlog
+                // logs leader changes and what operators act on itself.
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,openraft=error")),
         )
         .with_writer(std::io::stderr)
         // A closed stderr (a log piped into `head`) must not panic a shard.

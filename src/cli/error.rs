@@ -188,7 +188,12 @@ fn hint_for_code(code: i16) -> Option<&'static str> {
             "see it with `pinlog topic describe NAME`, or change it with `pinlog topic alter`"
         }
         INVALID_CONFIG => "see a topic's settings with `pinlog topic describe NAME`",
-        INVALID_REPLICATION_FACTOR => "a single pinlog broker takes --replication-factor 1",
+        INVALID_REPLICATION_FACTOR => {
+            "the replication factor cannot exceed the live brokers; see them with `pinlog cluster describe`"
+        }
+        NOT_CONTROLLER | REQUEST_TIMED_OUT => {
+            "the controller quorum has no reachable leader (it may be electing one); try again in a moment, and check `pinlog cluster describe`"
+        }
         INVALID_TOPIC_EXCEPTION => {
             "topic names use ASCII letters, digits, '.', '_' and '-', at most 249 of them"
         }

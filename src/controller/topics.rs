@@ -3,6 +3,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use crate::controller::placement::{place, Random, UsableBroker};
 use crate::metadata::dynamic_broker_config;
 use crate::metadata::image::MetadataImage;
 use crate::metadata::records::{MetadataRecord, RESOURCE_BROKER, RESOURCE_TOPIC};
@@ -39,8 +40,10 @@ pub struct CreatedTopic {
 
 /// What the decisions need from outside the image.
 pub struct Context<'a> {
-    /// This node: the only replica until the cluster places replicas.
-    pub node_id: i32,
+    /// The registered brokers, for placing replicas.
+    pub brokers: &'a [UsableBroker],
+    /// Uniform in `0..n`: where placement starts (random in the broker).
+    pub random_below: &'a mut dyn FnMut(usize) -> usize,
     /// `num.partitions`, for requests that ask for the default (-1).
     pub num_partitions: i32,
     /// `default.replication.factor`, likewise.
@@ -90,17 +93,40 @@ pub fn validate_topic_name(name: &str) -> Result<(), TopicError> {
     Ok(())
 }
 
-/// The partition record of a new single-replica partition led by `node`.
-fn new_partition(topic_id: [u8; 16], partition: i32, node: i32) -> MetadataRecord {
+/// The partition record of a new partition on `replicas`: the first leads,
+/// and every replica is in sync (a new partition is empty everywhere).
+fn new_partition(topic_id: [u8; 16], partition: i32, replicas: Vec<i32>) -> MetadataRecord {
     MetadataRecord::Partition {
         topic_id,
         partition,
-        replicas: vec![node],
-        isr: vec![node],
-        leader: node,
+        isr: replicas.clone(),
+        leader: replicas[0],
+        replicas,
         leader_epoch: 0,
         partition_epoch: 0,
     }
+}
+
+/// [`Context::random_below`] as placement's [`Random`].
+struct ContextRandom<'a, 'b>(
+    &'a mut dyn FnMut(usize) -> usize,
+    std::marker::PhantomData<&'b ()>,
+);
+
+impl Random for ContextRandom<'_, '_> {
+    fn below(&mut self, n: usize) -> usize {
+        (self.0)(n) % n
+    }
+}
+
+/// Replicas for `count` new partitions of `rf` replicas each.
+fn place_replicas(
+    ctx: &mut Context<'_>,
+    count: usize,
+    rf: i16,
+) -> Result<Vec<Vec<i32>>, TopicError> {
+    let mut random = ContextRandom(&mut *ctx.random_below, std::marker::PhantomData);
+    place(ctx.brokers, count, rf, &mut random)
 }
 
 /// CreateTopics: each topic is checked on its own (name, existence, and
@@ -143,20 +169,15 @@ pub fn plan_create_topics(
                 t.replication_factor
             };
             (ctx.descriptor_budget)(new_partitions + partitions as u64)?;
-            if rf != 1 {
-                return Err((
-                    error_code::INVALID_REPLICATION_FACTOR,
-                    format!("replication factor {rf} is larger than the 1 available broker; use 1 on a single-node pinlog"),
-                ));
-            }
             for (name, value) in &t.configs {
                 if let Some(v) = value {
                     topic_config::validate(name, v).map_err(|m| (error_code::INVALID_CONFIG, m))?;
                 }
             }
-            Ok((partitions, rf))
+            let placed = place_replicas(ctx, partitions as usize, rf)?;
+            Ok((partitions, rf, placed))
         })();
-        let (partitions, rf) = match checked {
+        let (partitions, rf, placed) = match checked {
             Ok(ok) => ok,
             Err(e) => {
                 results.push((t.name, Err(e)));
@@ -169,7 +190,12 @@ pub fn plan_create_topics(
             name: t.name.clone(),
             topic_id,
         });
-        records.extend((0..partitions).map(|p| new_partition(topic_id, p, ctx.node_id)));
+        records.extend(
+            placed
+                .into_iter()
+                .enumerate()
+                .map(|(p, replicas)| new_partition(topic_id, p as i32, replicas)),
+        );
         for (name, value) in t.configs {
             if value.is_some() {
                 records.push(MetadataRecord::Config {
@@ -227,7 +253,7 @@ pub fn plan_delete_topics(image: &MetadataImage, names: Vec<String>) -> Plan<Del
 /// records for the added partitions.
 pub fn plan_create_partitions(
     image: &MetadataImage,
-    ctx: &Context<'_>,
+    ctx: &mut Context<'_>,
     requests: Vec<(String, i32)>,
 ) -> Plan<Vec<(String, Result<(), TopicError>)>> {
     let mut records = Vec::new();
@@ -259,8 +285,22 @@ pub fn plan_create_partitions(
             results.push((name, Err(e)));
             continue;
         }
+        // New partitions get as many replicas as the topic's first one.
+        let rf = t.partitions.values().next().map_or(1, |p| p.replicas.len()) as i16;
+        let placed = match place_replicas(ctx, (count - current) as usize, rf) {
+            Ok(placed) => placed,
+            Err(e) => {
+                results.push((name, Err(e)));
+                continue;
+            }
+        };
         added += (count - current) as u64;
-        records.extend((current..count).map(|p| new_partition(t.id, p, ctx.node_id)));
+        records.extend(
+            placed
+                .into_iter()
+                .zip(current..count)
+                .map(|(replicas, p)| new_partition(t.id, p, replicas)),
+        );
         results.push((name, Ok(())));
     }
     Plan { records, results }
@@ -390,14 +430,22 @@ mod tests {
         }
     }
 
+    const BROKER_7: [UsableBroker; 1] = [UsableBroker {
+        id: 7,
+        rack: None,
+        fenced: false,
+    }];
+
     fn with_ctx<T>(f: impl FnOnce(&mut Context<'_>) -> T) -> T {
         let mut next = 0u8;
         let mut ids = move || {
             next += 1;
             [next; 16]
         };
+        let mut below = |_n: usize| 0;
         let mut ctx = Context {
-            node_id: 7,
+            brokers: &BROKER_7,
+            random_below: &mut below,
             num_partitions: 3,
             default_replication_factor: 1,
             new_topic_id: &mut ids,
@@ -494,8 +542,15 @@ mod tests {
             }
         };
         let mut ids = || [9; 16];
+        let mut below = |_n: usize| 0;
+        let brokers = [UsableBroker {
+            id: 1,
+            rack: None,
+            fenced: false,
+        }];
         let mut ctx = Context {
-            node_id: 1,
+            brokers: &brokers,
+            random_below: &mut below,
             num_partitions: 1,
             default_replication_factor: 1,
             new_topic_id: &mut ids,

@@ -24,6 +24,20 @@ pub struct TopicImage {
     pub configs: BTreeMap<String, String>,
 }
 
+/// A registered broker.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BrokerImage {
+    pub id: i32,
+    pub incarnation_id: Uuid,
+    /// The offset of its registration record.
+    pub epoch: i64,
+    pub host: String,
+    pub port: i32,
+    pub rack: Option<String>,
+    pub fenced: bool,
+    pub in_controlled_shutdown: bool,
+}
+
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct MetadataImage {
     /// Offset of the last record applied; -1 for the empty image.
@@ -32,6 +46,9 @@ pub struct MetadataImage {
     pub topic_names_by_id: HashMap<Uuid, String>,
     pub broker_configs: BTreeMap<String, String>,
     pub next_producer_id: i64,
+    pub brokers: BTreeMap<i32, BrokerImage>,
+    /// Agreed by the quorum once the first broker registered.
+    pub cluster_id: Option<String>,
 }
 
 impl MetadataImage {
@@ -48,6 +65,11 @@ impl MetadataImage {
 
     pub fn partition(&self, topic: &str, partition: i32) -> Option<&PartitionImage> {
         self.topics.get(topic)?.partitions.get(&partition)
+    }
+
+    /// Whether broker `id` is registered and unfenced: it serves clients.
+    pub fn is_live_broker(&self, id: i32) -> bool {
+        self.brokers.get(&id).is_some_and(|b| !b.fenced)
     }
 
     /// Applies one record. Records that refer to unknown topics are
@@ -125,6 +147,59 @@ impl MetadataImage {
             MetadataRecord::ProducerIds { next_producer_id } => {
                 self.next_producer_id = (*next_producer_id).max(self.next_producer_id);
             }
+            MetadataRecord::RegisterBroker {
+                broker_id,
+                incarnation_id,
+                broker_epoch,
+                host,
+                port,
+                rack,
+                fenced,
+                in_controlled_shutdown,
+            } => {
+                self.brokers.insert(
+                    *broker_id,
+                    BrokerImage {
+                        id: *broker_id,
+                        incarnation_id: *incarnation_id,
+                        epoch: if *broker_epoch < 0 {
+                            offset
+                        } else {
+                            *broker_epoch
+                        },
+                        host: host.clone(),
+                        port: *port,
+                        rack: rack.clone(),
+                        fenced: *fenced,
+                        in_controlled_shutdown: *in_controlled_shutdown,
+                    },
+                );
+            }
+            MetadataRecord::BrokerRegistrationChange {
+                broker_id,
+                broker_epoch,
+                fenced,
+                in_controlled_shutdown,
+            } => match self.brokers.get_mut(broker_id) {
+                Some(b) if b.epoch == *broker_epoch => {
+                    if let Some(f) = fenced {
+                        b.fenced = *f;
+                    }
+                    if let Some(c) = in_controlled_shutdown {
+                        b.in_controlled_shutdown = *c;
+                    }
+                }
+                _ => {
+                    tracing::warn!(
+                        offset,
+                        broker_id,
+                        "metadata: change for a broker epoch that is not registered"
+                    );
+                }
+            },
+            MetadataRecord::ClusterId { cluster_id } => {
+                self.cluster_id = Some(cluster_id.clone());
+            }
         }
     }
 }
@@ -135,6 +210,23 @@ impl MetadataImage {
     /// settings in order), so equal images give equal snapshots.
     pub fn to_records(&self) -> Vec<MetadataRecord> {
         let mut out = Vec::new();
+        if let Some(cluster_id) = &self.cluster_id {
+            out.push(MetadataRecord::ClusterId {
+                cluster_id: cluster_id.clone(),
+            });
+        }
+        for b in self.brokers.values() {
+            out.push(MetadataRecord::RegisterBroker {
+                broker_id: b.id,
+                incarnation_id: b.incarnation_id,
+                broker_epoch: b.epoch,
+                host: b.host.clone(),
+                port: b.port,
+                rack: b.rack.clone(),
+                fenced: b.fenced,
+                in_controlled_shutdown: b.in_controlled_shutdown,
+            });
+        }
         for topic in self.topics.values() {
             out.push(MetadataRecord::Topic {
                 name: topic.name.clone(),
@@ -174,6 +266,16 @@ impl MetadataImage {
             });
         }
         out
+    }
+
+    /// A checksum of the image's content (not its offset): two nodes that
+    /// applied the same records have the same digest.
+    pub fn digest(&self) -> u32 {
+        let mut crc = 0u32;
+        for r in self.to_records() {
+            crc = crc32c::crc32c_append(crc, &r.encode());
+        }
+        crc
     }
 
     /// The image `records` build, as of `offset`.
@@ -223,6 +325,25 @@ mod tests {
             },
             MetadataRecord::ProducerIds {
                 next_producer_id: 2000,
+            },
+            MetadataRecord::ClusterId {
+                cluster_id: "c".into(),
+            },
+            MetadataRecord::RegisterBroker {
+                broker_id: 1,
+                incarnation_id: [9; 16],
+                broker_epoch: -1,
+                host: "h".into(),
+                port: 9092,
+                rack: None,
+                fenced: true,
+                in_controlled_shutdown: false,
+            },
+            MetadataRecord::BrokerRegistrationChange {
+                broker_id: 1,
+                broker_epoch: 6,
+                fenced: Some(false),
+                in_controlled_shutdown: None,
             },
         ];
         for (i, r) in records.iter().enumerate() {

@@ -43,6 +43,34 @@ pub enum MetadataRecord {
     ProducerIds {
         next_producer_id: i64,
     },
+    /// A broker process registered (KRaft's RegisterBrokerRecord). It
+    /// starts fenced; its broker epoch is this record's offset.
+    RegisterBroker {
+        broker_id: i32,
+        incarnation_id: Uuid,
+        /// -1 in the log (the epoch is the record's offset); a snapshot
+        /// stores the epoch, as its records all carry the snapshot's offset.
+        broker_epoch: i64,
+        host: String,
+        port: i32,
+        rack: Option<String>,
+        fenced: bool,
+        in_controlled_shutdown: bool,
+    },
+    /// A broker's state changed (KRaft's BrokerRegistrationChangeRecord):
+    /// fenced, unfenced, or in controlled shutdown.
+    BrokerRegistrationChange {
+        broker_id: i32,
+        broker_epoch: i64,
+        fenced: Option<bool>,
+        in_controlled_shutdown: Option<bool>,
+    },
+    /// The cluster's id, agreed by the quorum: the first registered broker
+    /// brings it (or the controller makes one), and nodes with an empty
+    /// data directory adopt it. Kafka writes it with `kafka-storage format`.
+    ClusterId {
+        cluster_id: String,
+    },
 }
 
 const TOPIC: i8 = 1;
@@ -50,6 +78,29 @@ const PARTITION: i8 = 2;
 const CONFIG: i8 = 3;
 const REMOVE_TOPIC: i8 = 4;
 const PRODUCER_IDS: i8 = 5;
+const REGISTER_BROKER: i8 = 6;
+const BROKER_REGISTRATION_CHANGE: i8 = 7;
+const CLUSTER_ID: i8 = 8;
+
+/// An optional flag as one byte: -1 none, 0 false, 1 true.
+fn optional_flag(v: Option<bool>) -> i8 {
+    match v {
+        None => -1,
+        Some(false) => 0,
+        Some(true) => 1,
+    }
+}
+
+fn read_optional_flag(r: &mut Reader, name: &'static str) -> DecodeResult<Option<bool>> {
+    match r.i8(name)? {
+        -1 => Ok(None),
+        0 => Ok(Some(false)),
+        1 => Ok(Some(true)),
+        other => Err(DecodeError::Invalid(format!(
+            "{name} is {other}, not -1, 0 or 1"
+        ))),
+    }
+}
 const VERSION: i8 = 0;
 
 impl MetadataRecord {
@@ -108,6 +159,45 @@ impl MetadataRecord {
                 w.put_i8(VERSION);
                 w.put_i64(*next_producer_id);
             }
+            MetadataRecord::RegisterBroker {
+                broker_id,
+                incarnation_id,
+                broker_epoch,
+                host,
+                port,
+                rack,
+                fenced,
+                in_controlled_shutdown,
+            } => {
+                w.put_i8(REGISTER_BROKER);
+                w.put_i8(VERSION);
+                w.put_i32(*broker_id);
+                w.put_slice(incarnation_id);
+                w.put_i64(*broker_epoch);
+                w.put_string(host, true);
+                w.put_i32(*port);
+                w.put_nullable_string(rack.as_deref(), true);
+                w.put_i8(*fenced as i8);
+                w.put_i8(*in_controlled_shutdown as i8);
+            }
+            MetadataRecord::BrokerRegistrationChange {
+                broker_id,
+                broker_epoch,
+                fenced,
+                in_controlled_shutdown,
+            } => {
+                w.put_i8(BROKER_REGISTRATION_CHANGE);
+                w.put_i8(VERSION);
+                w.put_i32(*broker_id);
+                w.put_i64(*broker_epoch);
+                w.put_i8(optional_flag(*fenced));
+                w.put_i8(optional_flag(*in_controlled_shutdown));
+            }
+            MetadataRecord::ClusterId { cluster_id } => {
+                w.put_i8(CLUSTER_ID);
+                w.put_i8(VERSION);
+                w.put_string(cluster_id, true);
+            }
         }
         w.freeze()
     }
@@ -146,6 +236,25 @@ impl MetadataRecord {
             },
             PRODUCER_IDS => MetadataRecord::ProducerIds {
                 next_producer_id: r.i64("next_producer_id")?,
+            },
+            REGISTER_BROKER => MetadataRecord::RegisterBroker {
+                broker_id: r.i32("broker_id")?,
+                incarnation_id: r.uuid("incarnation_id")?,
+                broker_epoch: r.i64("broker_epoch")?,
+                host: r.string("host", true)?,
+                port: r.i32("port")?,
+                rack: r.nullable_string("rack", true)?,
+                fenced: r.i8("fenced")? != 0,
+                in_controlled_shutdown: r.i8("in_controlled_shutdown")? != 0,
+            },
+            BROKER_REGISTRATION_CHANGE => MetadataRecord::BrokerRegistrationChange {
+                broker_id: r.i32("broker_id")?,
+                broker_epoch: r.i64("broker_epoch")?,
+                fenced: read_optional_flag(&mut r, "fenced")?,
+                in_controlled_shutdown: read_optional_flag(&mut r, "in_controlled_shutdown")?,
+            },
+            CLUSTER_ID => MetadataRecord::ClusterId {
+                cluster_id: r.string("cluster_id", true)?,
             },
             other => {
                 return Err(DecodeError::Invalid(format!(
@@ -187,6 +296,25 @@ mod tests {
             MetadataRecord::RemoveTopic { topic_id: id },
             MetadataRecord::ProducerIds {
                 next_producer_id: 1000,
+            },
+            MetadataRecord::RegisterBroker {
+                broker_id: 2,
+                incarnation_id: id,
+                broker_epoch: -1,
+                host: "10.0.0.2".into(),
+                port: 9092,
+                rack: Some("r1".into()),
+                fenced: true,
+                in_controlled_shutdown: false,
+            },
+            MetadataRecord::BrokerRegistrationChange {
+                broker_id: 2,
+                broker_epoch: 17,
+                fenced: Some(false),
+                in_controlled_shutdown: None,
+            },
+            MetadataRecord::ClusterId {
+                cluster_id: "qau3HT1pWYTbaYLLJD0ulA".into(),
             },
         ];
         for r in records {

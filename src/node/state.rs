@@ -12,7 +12,8 @@ use crate::shard::shard::Shard;
 /// Shard-local broker state, stored as a shard extension.
 pub struct BrokerState {
     pub config: Arc<BrokerConfig>,
-    pub cluster_id: Arc<str>,
+    /// From `meta.properties`, or adopted from the quorum at registration.
+    cluster_id: RefCell<Arc<str>>,
     image: RefCell<Arc<MetadataImage>>,
     /// Whether this node has applied everything the metadata quorum had
     /// committed when it started; until then it serves no client.
@@ -23,10 +24,18 @@ impl BrokerState {
     pub fn new(config: Arc<BrokerConfig>, cluster_id: Arc<str>, image: Arc<MetadataImage>) -> Self {
         BrokerState {
             config,
-            cluster_id,
+            cluster_id: RefCell::new(cluster_id),
             image: RefCell::new(image),
             caught_up: Cell::new(false),
         }
+    }
+
+    pub fn cluster_id(&self) -> Arc<str> {
+        self.cluster_id.borrow().clone()
+    }
+
+    pub fn set_cluster_id(&self, id: Arc<str>) {
+        *self.cluster_id.borrow_mut() = id;
     }
 
     pub fn is_caught_up(&self) -> bool {
@@ -55,4 +64,22 @@ impl BrokerState {
             .extension::<BrokerState>()
             .expect("broker state is installed before serving")
     }
+}
+
+/// The log of `tp` on `shard` if this broker leads it: clients produce to,
+/// fetch from and list offsets of leaders only. A follower's replica is
+/// open on its shard but answers NOT_LEADER_OR_FOLLOWER.
+pub fn led_log(
+    shard: &Shard,
+    tp: &crate::log::topic_partition::TopicPartition,
+) -> Option<Rc<glommio::sync::RwLock<crate::log::partition_log::PartitionLog>>> {
+    let broker = shard.extension::<BrokerState>()?;
+    let leads = broker
+        .image()
+        .partition(&tp.topic, tp.partition)
+        .is_some_and(|p| p.leader == broker.node_id());
+    if !leads {
+        return None;
+    }
+    shard.local_log(tp)
 }

@@ -41,7 +41,7 @@ use crate::metadata::store::metadata_partition;
 use crate::node::stop::StopHandle;
 use crate::quorum::log_store::{LogCloser, LogStore};
 use crate::quorum::network::{
-    ForwardHandler, PeerClients, PeerConnection, PeerRequest, PeerResponse,
+    ForwardHandler, PeerClients, PeerConnection, PeerError, PeerRequest, PeerResponse,
 };
 pub use crate::quorum::state_machine::Publish;
 use crate::quorum::state_machine::StateMachine;
@@ -88,6 +88,8 @@ pub enum QuorumError {
     NoLeader,
     #[error("the active controller did not answer in time: {0}")]
     Timeout(String),
+    #[error("the active controller (node {leader}) cannot be reached ({why}); if it is down the quorum elects another within controller.quorum.fetch.timeout.ms; retry shortly")]
+    Unreachable { leader: i32, why: String },
     #[error("the controller quorum has stopped: {0}")]
     Stopped(String),
 }
@@ -143,6 +145,7 @@ impl Quorum {
         forward: ForwardHandler,
         stop: StopHandle,
     ) -> Result<Rc<Quorum>, String> {
+        refuse_duplicate_node_id(&settings).await?;
         let tp = metadata_partition();
         let now = crate::shard::shard::now_ms();
         let params = || OpenParams {
@@ -181,6 +184,10 @@ impl Quorum {
             snapshot_policy: SnapshotPolicy::LogsSinceLast(METADATA_SNAPSHOT_ENTRIES),
             max_in_snapshot_log_to_keep: ENTRIES_KEPT_BEHIND_SNAPSHOT,
             enable_pre_vote: Some(true),
+            // The state machine lives in memory and the committed id is
+            // not persisted: a restarted leader must win an election
+            // before it leads again, or it could lead with a stale image.
+            enable_leader_restore: Some(false),
             ..Config::default()
         };
         let config = Arc::new(
@@ -208,10 +215,18 @@ impl Quorum {
         if let Some(addr) = settings.listen {
             let listener = glommio::net::TcpListener::bind(addr).map_err(|e| {
                 format!(
-                    "cannot listen for controllers on {addr}: {e}; is another node using it? choose another with --controller-listen"
+                    "cannot listen for controllers on {addr} (controller.listen): {e}; is another node running with node.id {}? every node needs its own node.id and controller port",
+                    settings.node_id
                 )
             })?;
-            glommio::spawn_local(network::serve(listener, raft.clone(), forward, stop)).detach();
+            glommio::spawn_local(network::serve(
+                listener,
+                settings.node_id,
+                raft.clone(),
+                forward,
+                stop,
+            ))
+            .detach();
         }
         if settings.voters.len() == 1 && !pristine {
             // The only voter needs no election timeout to win; KRaft's
@@ -222,6 +237,7 @@ impl Quorum {
                 .await
                 .map_err(|e| format!("the metadata quorum stopped: {e}"))?;
         }
+        glommio::spawn_local(log_leader_changes(raft.clone(), settings.node_id)).detach();
         Ok(Rc::new(Quorum {
             raft,
             state_machine,
@@ -364,6 +380,10 @@ impl Quorum {
             Ok(_) => Err(QuorumError::Timeout(format!(
                 "node {leader} answered a forwarded request with something else"
             ))),
+            Err(PeerError::Unreachable { source, .. }) => Err(QuorumError::Unreachable {
+                leader,
+                why: source.to_string(),
+            }),
             Err(e) => Err(QuorumError::Timeout(e.to_string())),
         }
     }
@@ -428,6 +448,59 @@ impl Quorum {
             tracing::warn!("the metadata quorum did not stop cleanly: {e}");
         }
         self.log.close().await.map_err(|e| e.to_string())
+    }
+}
+
+/// How long the duplicate-id probe waits for an answer at this node's own
+/// voter address.
+const WHOIS_TIMEOUT: Duration = Duration::from_millis(500);
+
+/// Refuses to start when another process already answers at this node's
+/// voter address: two processes with one `node.id` would both vote as it.
+async fn refuse_duplicate_node_id(settings: &QuorumSettings) -> Result<(), String> {
+    if settings.voters.len() < 2 {
+        return Ok(());
+    }
+    let Some(own) = settings.voters.get(&settings.node_id) else {
+        return Ok(());
+    };
+    let mut probe = PeerConnection::new(own.clone());
+    match probe.call(&PeerRequest::Whois, WHOIS_TIMEOUT).await {
+        Ok(PeerResponse::Whois { node_id }) => Err(format!(
+            "another node (node.id {node_id}) already answers at {own}, this node's entry in controller.quorum.voters; every node needs its own node.id: check node.id and controller.quorum.voters"
+        )),
+        // Nothing there (the usual case), or something that is no pinlog
+        // controller: binding the listener tells.
+        _ => Ok(()),
+    }
+}
+
+/// Logs every change of the active controller, as seen by this voter.
+async fn log_leader_changes(raft: Raft, node_id: i32) {
+    let mut metrics = raft.metrics();
+    let mut last: Option<(Option<u64>, u64)> = None;
+    loop {
+        let now = {
+            let m = metrics.borrow_watched();
+            (m.current_leader, m.current_term)
+        };
+        if last.map(|l| l.0) != Some(now.0) {
+            match now.0 {
+                Some(id) if id as i32 == node_id => {
+                    tracing::info!(epoch = now.1, "this node is now the active controller")
+                }
+                Some(id) => tracing::info!(epoch = now.1, "the active controller is node {id}"),
+                None if last.is_some() => tracing::warn!(
+                    epoch = now.1,
+                    "no active controller: the quorum is electing one"
+                ),
+                None => {}
+            }
+            last = Some(now);
+        }
+        if metrics.changed().await.is_err() {
+            return;
+        }
     }
 }
 

@@ -59,6 +59,9 @@ pub enum PeerRequest {
     /// An admin request for the active controller (encoded by the
     /// controller module, opaque here).
     Forward(Vec<u8>),
+    /// Which node answers here: a starting node asks at its own voter
+    /// address, to find another process already using its `node.id`.
+    Whois,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -67,6 +70,9 @@ pub enum PeerResponse {
     Vote(VoteResponse<MetadataRaft>),
     Snapshot(SnapshotResponse<MetadataRaft>),
     Forward(Vec<u8>),
+    Whois {
+        node_id: i32,
+    },
     /// The peer could not handle the request (shutting down, or it failed).
     Error(String),
 }
@@ -110,7 +116,13 @@ async fn write_frame(stream: &mut TcpStream, body: &[u8]) -> io::Result<()> {
 }
 
 /// Accepts peers on the controller listener until `stop`.
-pub async fn serve(listener: TcpListener, raft: Raft, forward: ForwardHandler, stop: StopHandle) {
+pub async fn serve(
+    listener: TcpListener,
+    node_id: i32,
+    raft: Raft,
+    forward: ForwardHandler,
+    stop: StopHandle,
+) {
     loop {
         let accepted = async { Some(listener.accept().await) }
             .or(async {
@@ -127,7 +139,7 @@ pub async fn serve(listener: TcpListener, raft: Raft, forward: ForwardHandler, s
                 let (raft, forward, stop) = (raft.clone(), forward.clone(), stop.clone());
                 glommio::spawn_local(async move {
                     let peer = stream.peer_addr().ok();
-                    if let Err(e) = serve_peer(stream, raft, forward, stop).await {
+                    if let Err(e) = serve_peer(stream, node_id, raft, forward, stop).await {
                         if e.kind() != io::ErrorKind::UnexpectedEof {
                             tracing::warn!(?peer, "controller connection closed: {e}");
                         }
@@ -145,6 +157,7 @@ pub async fn serve(listener: TcpListener, raft: Raft, forward: ForwardHandler, s
 
 async fn serve_peer(
     mut stream: TcpStream,
+    node_id: i32,
     raft: Raft,
     forward: ForwardHandler,
     stop: StopHandle,
@@ -191,6 +204,7 @@ async fn serve_peer(
                 }
             }
             PeerRequest::Forward(bytes) => PeerResponse::Forward(forward(bytes).await),
+            PeerRequest::Whois => PeerResponse::Whois { node_id },
         };
         let bytes = postcard::to_stdvec(&response).map_err(invalid)?;
         write_frame(&mut stream, &bytes).await?;

@@ -22,10 +22,10 @@ use crate::metadata::image::MetadataImage;
 use crate::node::state::BrokerState;
 use crate::node::stop::StopHandle;
 use crate::quorum::{Publish, Quorum, QuorumSettings};
-use crate::server::cluster_id;
 use crate::server::connection::serve_connection;
 use crate::server::controller::{self, Controller, CONTROLLER_SHARD};
 use crate::server::metrics_http;
+use crate::server::{broker_lifecycle, cluster_id};
 use crate::shard::partition_table::ShardId;
 use crate::shard::runtime::{run_shards, ShardConfig, Shutdown};
 use crate::shard::shard::Shard;
@@ -178,9 +178,7 @@ pub fn run(config: BrokerConfig, stop: StopHandle) -> Result<(), String> {
     })?;
     // Held until `run` returns; the kernel releases it if the process dies.
     let _data_dir_lock = DataDirLock::acquire(&config.data_dir)?;
-    let cluster_id: Arc<str> = cluster_id::load_or_create(&config.data_dir, config.node_id)
-        .map_err(|e| e.to_string())?
-        .into();
+    let cluster_id: Option<String> = cluster_id::load(&config.data_dir, config.node_id)?;
     let mut shard_config = ShardConfig::new(&config.data_dir);
     if let Some(n) = config.shards {
         shard_config.shard_count = n;
@@ -194,7 +192,8 @@ pub fn run(config: BrokerConfig, stop: StopHandle) -> Result<(), String> {
     tracing::info!(
         data_dir = %config.data_dir.display(),
         shards,
-        cluster_id = %cluster_id,
+        node_id = config.node_id,
+        cluster_id = cluster_id.as_deref().unwrap_or("(new: adopts the quorum's)"),
         "starting pinlog {}",
         env!("CARGO_PKG_VERSION")
     );
@@ -228,7 +227,7 @@ pub fn run(config: BrokerConfig, stop: StopHandle) -> Result<(), String> {
 async fn shard_main(
     shard: Rc<Shard>,
     config: Arc<BrokerConfig>,
-    cluster_id: Arc<str>,
+    cluster_id: Option<String>,
     started: Instant,
     metrics_listener: Option<std::net::TcpListener>,
     stop: StopHandle,
@@ -386,12 +385,13 @@ async fn shard_main(
 async fn start_controller(
     shard: &Rc<Shard>,
     config: &Arc<BrokerConfig>,
-    cluster_id: &Arc<str>,
+    cluster_id: &Option<String>,
     stop: &StopHandle,
 ) -> Result<(), String> {
+    let local_cluster_id: Arc<str> = cluster_id.as_deref().unwrap_or("").into();
     let empty = Arc::new(MetadataImage::empty());
     for s in 0..shard.shard_count() {
-        let (config, cluster_id, image) = (config.clone(), cluster_id.clone(), empty.clone());
+        let (config, cluster_id, image) = (config.clone(), local_cluster_id.clone(), empty.clone());
         shard
             .submit_to(s, move |shard| async move {
                 shard.set_extension(Rc::new(BrokerState::new(config, cluster_id, image)));
@@ -426,13 +426,53 @@ async fn start_controller(
         stop.clone(),
     )
     .await?;
-    shard.set_extension(Rc::new(Controller::new(quorum.clone())));
+    shard.set_extension(Rc::new(Controller::new(
+        quorum.clone(),
+        cluster.session_timeout_ms,
+    )));
+    // Checked on the active controller; a tenth of the session timeout
+    // fences a silent broker within about 1.1 session timeouts.
+    glommio::spawn_local(controller::fence_expired_brokers(
+        shard.clone(),
+        Duration::from_millis((cluster.session_timeout_ms / 10).max(10)),
+        stop.clone(),
+    ))
+    .detach();
     // The snapshot the quorum starts from is applied without an entry.
     let image = quorum.image();
     if image.offset >= 0 {
         publish(image).await;
     }
     quorum.wait_until_caught_up(stop).await?;
+    let lifecycle = broker_lifecycle::join(shard, cluster_id.clone(), stop)
+        .await
+        .map_err(|broker_lifecycle::JoinRefused(why)| why)?;
+    let agreed = quorum
+        .image()
+        .cluster_id
+        .clone()
+        .ok_or("the quorum registered this broker without agreeing on a cluster id")?;
+    if cluster_id.is_none() {
+        cluster_id::store(&config.data_dir, &agreed, config.node_id).await?;
+        tracing::info!(cluster_id = %agreed, "adopted the quorum's cluster id");
+    }
+    glommio::spawn_local(broker_lifecycle::keep_heartbeating(
+        shard.clone(),
+        lifecycle,
+        Duration::from_millis(cluster.heartbeat_interval_ms),
+        stop.clone(),
+    ))
+    .detach();
+    let agreed: Arc<str> = agreed.into();
+    for s in 0..shard.shard_count() {
+        let agreed = agreed.clone();
+        shard
+            .submit_to(s, move |shard| async move {
+                BrokerState::of(&shard).set_cluster_id(agreed)
+            })
+            .await
+            .map_err(|e| e.to_string())?;
+    }
     for s in 0..shard.shard_count() {
         shard
             .submit_to(

@@ -10,13 +10,19 @@
 //! with its result once its own image has caught up with it, so a client
 //! sees its change on the broker it asked.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell, RefMut};
+use std::collections::BTreeMap;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
+use crate::controller::brokers::{
+    BrokerControlState, BrokerSessions, Heartbeat, Registration, RegistrationDecision,
+    RegistrationRequest,
+};
+use crate::controller::placement::UsableBroker;
 use crate::controller::{
     plan_alter_broker_configs, plan_alter_topic_configs, plan_create_partitions,
     plan_create_topics, plan_delete_topics, Context,
@@ -31,9 +37,15 @@ use crate::metadata::OFFSETS_TOPIC;
 use crate::metadata::{dynamic_broker_config, topic_config};
 use crate::node::ids::random_uuid;
 use crate::node::state::BrokerState;
+use crate::node::stop::StopHandle;
+use crate::protocol::codec::Reader;
 use crate::protocol::error_code;
+use crate::protocol::messages::broker_registration::{
+    BrokerHeartbeatRequest, BrokerHeartbeatResponse, BrokerRegistrationRequest,
+    BrokerRegistrationResponse,
+};
 use crate::quorum::{Quorum, QuorumError, QuorumStatus};
-use crate::shard::shard::Shard;
+use crate::shard::shard::{now_ms, Shard};
 
 /// The shard that runs the controller and the quorum.
 pub const CONTROLLER_SHARD: usize = 0;
@@ -64,7 +76,9 @@ impl From<crate::error::LogError> for ControllerError {
 impl From<QuorumError> for ControllerError {
     fn from(e: QuorumError) -> Self {
         let code = match e {
-            QuorumError::NotLeader { .. } | QuorumError::NoLeader => error_code::NOT_CONTROLLER,
+            QuorumError::NotLeader { .. }
+            | QuorumError::NoLeader
+            | QuorumError::Unreachable { .. } => error_code::NOT_CONTROLLER,
             QuorumError::Timeout(_) => error_code::REQUEST_TIMED_OUT,
             QuorumError::Stopped(_) => error_code::NOT_CONTROLLER,
         };
@@ -104,6 +118,16 @@ enum AdminRequest {
     },
     AllocateProducerId,
     DescribeQuorum,
+    /// Kafka's BrokerRegistration (API 62), encoded at `version`.
+    BrokerRegistration {
+        version: i16,
+        body: Vec<u8>,
+    },
+    /// Kafka's BrokerHeartbeat (API 63), encoded at `version`.
+    BrokerHeartbeat {
+        version: i16,
+        body: Vec<u8>,
+    },
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -114,6 +138,12 @@ enum AdminAnswer {
     Altered(Result<(), TopicError>),
     ProducerId(i64),
     Quorum(QuorumStatus),
+    /// A Kafka-encoded BrokerRegistration or BrokerHeartbeat response, and
+    /// the reason when it carries an error (the schema has no message).
+    Broker {
+        body: Vec<u8>,
+        message: Option<String>,
+    },
 }
 
 /// What the active controller answers, with the offset of the entry that
@@ -128,6 +158,10 @@ struct AdminResponse {
 /// controller decide one request at a time against the latest image.
 pub struct Controller {
     quorum: Rc<Quorum>,
+    /// Broker sessions of the leader epoch this node was active in: a new
+    /// active controller gives every registered broker a fresh one.
+    sessions: RefCell<Option<(i32, BrokerSessions)>>,
+    session_timeout_ms: i64,
     decisions: glommio::sync::Semaphore,
     next_producer_id: Cell<i64>,
     producer_id_limit: Cell<i64>,
@@ -137,9 +171,11 @@ pub struct Controller {
 }
 
 impl Controller {
-    pub fn new(quorum: Rc<Quorum>) -> Self {
+    pub fn new(quorum: Rc<Quorum>, session_timeout_ms: u64) -> Self {
         Controller {
             quorum,
+            sessions: RefCell::new(None),
+            session_timeout_ms: session_timeout_ms as i64,
             decisions: glommio::sync::Semaphore::new(1),
             next_producer_id: Cell::new(0),
             producer_id_limit: Cell::new(0),
@@ -149,6 +185,20 @@ impl Controller {
 
     pub fn quorum(&self) -> &Rc<Quorum> {
         &self.quorum
+    }
+
+    /// The sessions for `epoch`, activated fresh when this node became the
+    /// active controller in it.
+    fn sessions(&self, image: &MetadataImage, epoch: i32, now: i64) -> RefMut<'_, BrokerSessions> {
+        let mut guard = self.sessions.borrow_mut();
+        if guard.as_ref().is_none_or(|(e, _)| *e != epoch) {
+            let registrations = registrations(image);
+            *guard = Some((
+                epoch,
+                BrokerSessions::activate(registrations.values(), self.session_timeout_ms, now),
+            ));
+        }
+        RefMut::map(guard, |g| &mut g.as_mut().expect("set above").1)
     }
 
     /// Stops the quorum and closes the metadata log for a clean shutdown.
@@ -306,7 +356,9 @@ async fn decide_locked(
             topics,
             validate_only,
         } => {
-            let mut ctx = context(&broker, &mut new_topic_id);
+            let brokers = usable_brokers(&image);
+            let mut below = random_below;
+            let mut ctx = context(&broker, &brokers, &mut new_topic_id, &mut below);
             let plan = plan_create_topics(&image, &mut ctx, topics);
             if !validate_only {
                 *offset = commit(plan.records).await?;
@@ -322,8 +374,10 @@ async fn decide_locked(
             requests,
             validate_only,
         } => {
-            let ctx = context(&broker, &mut new_topic_id);
-            let plan = plan_create_partitions(&image, &ctx, requests);
+            let brokers = usable_brokers(&image);
+            let mut below = random_below;
+            let mut ctx = context(&broker, &brokers, &mut new_topic_id, &mut below);
+            let plan = plan_create_partitions(&image, &mut ctx, requests);
             if !validate_only {
                 *offset = commit(plan.records).await?;
             }
@@ -377,14 +431,356 @@ async fn decide_locked(
             controller.next_producer_id.set(id + 1);
             Ok(AdminAnswer::ProducerId(id))
         }
+        AdminRequest::BrokerRegistration { version, body } => {
+            let req = BrokerRegistrationRequest::decode(&mut Reader::new(body.into()), version)
+                .map_err(|e| invalid_request("BrokerRegistration", e))?;
+            let (resp, message) = register_broker(controller, &image, req, offset).await?;
+            let mut w = bytes::BytesMut::new();
+            resp.encode(&mut w, version);
+            Ok(AdminAnswer::Broker {
+                body: w.to_vec(),
+                message,
+            })
+        }
+        AdminRequest::BrokerHeartbeat { version, body } => {
+            let req = BrokerHeartbeatRequest::decode(&mut Reader::new(body.into()), version)
+                .map_err(|e| invalid_request("BrokerHeartbeat", e))?;
+            let (resp, message) = broker_heartbeat(controller, &image, req, offset).await?;
+            let mut w = bytes::BytesMut::new();
+            resp.encode(&mut w, version);
+            Ok(AdminAnswer::Broker {
+                body: w.to_vec(),
+                message,
+            })
+        }
         AdminRequest::DescribeQuorum => unreachable!("answered above"),
     }
 }
 
+fn invalid_request(what: &str, e: impl std::fmt::Display) -> ControllerError {
+    ControllerError {
+        code: error_code::INVALID_REQUEST,
+        message: format!("a {what} request does not decode: {e}"),
+    }
+}
+
+/// BrokerRegistration on the active controller (seed 003): agree on the
+/// cluster id, refuse another cluster's broker and a live duplicate
+/// node.id, and record a new incarnation fenced, its epoch the offset of
+/// its registration record.
+async fn register_broker(
+    controller: &Controller,
+    image: &MetadataImage,
+    req: BrokerRegistrationRequest,
+    offset: &mut i64,
+) -> ControllerResult<(BrokerRegistrationResponse, Option<String>)> {
+    let quorum = &controller.quorum;
+    let now = now_ms();
+    let mut records = Vec::new();
+    let cluster_id = match &image.cluster_id {
+        Some(id) => id.clone(),
+        None => {
+            // The first broker of a new quorum brings the id; a broker with
+            // an empty data directory asks with none, and one is made.
+            let id = if req.cluster_id.is_empty() {
+                crate::server::cluster_id::new_cluster_id()
+            } else {
+                req.cluster_id.clone()
+            };
+            records.push(MetadataRecord::ClusterId {
+                cluster_id: id.clone(),
+            });
+            id
+        }
+    };
+    let ask = RegistrationRequest {
+        id: req.broker_id,
+        cluster_id: if req.cluster_id.is_empty() {
+            cluster_id.clone()
+        } else {
+            req.cluster_id.clone()
+        },
+        incarnation_id: req.incarnation_id,
+        rack: req.rack.clone(),
+    };
+    let status = quorum.status();
+    let mut known = registrations(image);
+    if status.voters.iter().any(|v| v.node_id == req.broker_id) {
+        // A voter's node.id is unique already: a second process with it
+        // is refused at its start (it finds the first answering at its
+        // voter address, or cannot bind it). So a new incarnation of a
+        // voter is that node restarted, and its old session, which a new
+        // controller keeps alive for a session timeout, is not a
+        // duplicate: it need not wait that out.
+        known.remove(&req.broker_id);
+    }
+    let decision = controller
+        .sessions(image, status.leader_epoch, now)
+        .register(&known, &cluster_id, &ask, now);
+    let refuse = |code: i16, message: String| {
+        Ok((
+            BrokerRegistrationResponse {
+                error_code: code,
+                broker_epoch: -1,
+                ..Default::default()
+            },
+            Some(message),
+        ))
+    };
+    let broker_epoch = match decision {
+        Err((code, message)) => return refuse(code, message),
+        Ok(RegistrationDecision::Unchanged { epoch }) => epoch,
+        Ok(RegistrationDecision::New) => {
+            let Some(listener) = req.listeners.first() else {
+                return refuse(
+                    error_code::INVALID_REQUEST,
+                    "a broker registration must name the broker's listener".into(),
+                );
+            };
+            records.push(MetadataRecord::RegisterBroker {
+                broker_id: req.broker_id,
+                incarnation_id: req.incarnation_id,
+                broker_epoch: -1,
+                host: listener.host.clone(),
+                port: listener.port as i32,
+                rack: req.rack.clone(),
+                fenced: true,
+                in_controlled_shutdown: false,
+            });
+            -1
+        }
+    };
+    let broker_epoch = if records.is_empty() {
+        broker_epoch
+    } else {
+        let committed = quorum.propose(&records).await?;
+        *offset = committed;
+        if broker_epoch < 0 {
+            // Every record of an entry takes the entry's offset.
+            tracing::info!(
+                broker = req.broker_id,
+                epoch = committed,
+                "registered broker {} (fenced until it catches up)",
+                req.broker_id
+            );
+            committed
+        } else {
+            broker_epoch
+        }
+    };
+    Ok((
+        BrokerRegistrationResponse {
+            error_code: error_code::NONE,
+            broker_epoch,
+            ..Default::default()
+        },
+        None,
+    ))
+}
+
+/// BrokerHeartbeat on the active controller: refresh the session and move
+/// the broker to the state the pure decision picks, recording any change.
+async fn broker_heartbeat(
+    controller: &Controller,
+    image: &MetadataImage,
+    req: BrokerHeartbeatRequest,
+    offset: &mut i64,
+) -> ControllerResult<(BrokerHeartbeatResponse, Option<String>)> {
+    let now = now_ms();
+    let registrations = registrations(image);
+    let Some(registration) = registrations.get(&req.broker_id) else {
+        return Ok((
+            BrokerHeartbeatResponse {
+                error_code: error_code::STALE_BROKER_EPOCH,
+                is_fenced: true,
+                ..Default::default()
+            },
+            Some(format!(
+                "broker {} is not registered; it must register again",
+                req.broker_id
+            )),
+        ));
+    };
+    let leads_partitions = image
+        .topics
+        .values()
+        .flat_map(|t| t.partitions.values())
+        .any(|p| p.leader == req.broker_id);
+    let hb = Heartbeat {
+        id: req.broker_id,
+        epoch: req.broker_epoch,
+        metadata_offset: req.current_metadata_offset,
+        want_fence: req.want_fence,
+        want_shut_down: req.want_shut_down,
+    };
+    let epoch = controller.quorum.status().leader_epoch;
+    let outcome =
+        controller
+            .sessions(image, epoch, now)
+            .heartbeat(registration, &hb, leads_partitions, now);
+    let outcome = match outcome {
+        Ok(o) => o,
+        Err((code, message)) => {
+            return Ok((
+                BrokerHeartbeatResponse {
+                    error_code: code,
+                    is_fenced: true,
+                    ..Default::default()
+                },
+                Some(message),
+            ))
+        }
+    };
+    use BrokerControlState::*;
+    if outcome.changed {
+        let (fenced, in_controlled_shutdown) = match outcome.next {
+            Fenced | ShutdownNow => (Some(true), None),
+            Unfenced => (Some(false), Some(false)),
+            ControlledShutdown => (None, Some(true)),
+        };
+        *offset = controller
+            .quorum
+            .propose(&[MetadataRecord::BrokerRegistrationChange {
+                broker_id: req.broker_id,
+                broker_epoch: registration.epoch,
+                fenced,
+                in_controlled_shutdown,
+            }])
+            .await?;
+        tracing::info!(broker = req.broker_id, state = ?outcome.next, "broker {} is now {:?}", req.broker_id, outcome.next);
+    }
+    Ok((
+        BrokerHeartbeatResponse {
+            error_code: error_code::NONE,
+            is_caught_up: outcome.caught_up,
+            is_fenced: matches!(outcome.next, Fenced | ShutdownNow),
+            should_shut_down: outcome.next == ShutdownNow,
+            ..Default::default()
+        },
+        None,
+    ))
+}
+
+/// On the active controller, fences the brokers whose session ran out.
+/// Runs on shard 0 until `stop`; does nothing while this node is not the
+/// active controller.
+pub async fn fence_expired_brokers(shard: Rc<Shard>, every: Duration, stop: StopHandle) {
+    while !stop.is_requested() {
+        glommio::timer::sleep(every).await;
+        let controller = controller(&shard);
+        if !controller.quorum.is_leader() {
+            continue;
+        }
+        let Ok(_permit) = controller.decisions.acquire_permit(1).await else {
+            return;
+        };
+        if controller.quorum.read_barrier().await.is_err() {
+            continue;
+        }
+        let image = controller.quorum.image();
+        let now = now_ms();
+        let epoch = controller.quorum.status().leader_epoch;
+        let registrations = registrations(&image);
+        let expired = controller
+            .sessions(&image, epoch, now)
+            .expired(registrations.values(), now);
+        if expired.is_empty() {
+            continue;
+        }
+        let records: Vec<MetadataRecord> = expired
+            .iter()
+            .map(|id| MetadataRecord::BrokerRegistrationChange {
+                broker_id: *id,
+                broker_epoch: registrations[id].epoch,
+                fenced: Some(true),
+                in_controlled_shutdown: None,
+            })
+            .collect();
+        match controller.quorum.propose(&records).await {
+            Ok(_) => tracing::warn!(
+                brokers = ?expired,
+                session_timeout_ms = controller.session_timeout_ms,
+                "fenced brokers that sent no heartbeat within broker.session.timeout.ms"
+            ),
+            Err(e) => tracing::warn!("cannot fence brokers {expired:?}: {e}"),
+        }
+    }
+}
+
+/// Sends a Kafka-encoded BrokerRegistration to the active controller;
+/// returns its Kafka-encoded response and the reason of an error.
+pub async fn broker_registration(
+    shard: &Rc<Shard>,
+    version: i16,
+    body: Vec<u8>,
+) -> ControllerResult<(Vec<u8>, Option<String>)> {
+    match call(shard, AdminRequest::BrokerRegistration { version, body }).await? {
+        AdminAnswer::Broker { body, message } => Ok((body, message)),
+        _ => Err(wrong_answer()),
+    }
+}
+
+/// Sends a Kafka-encoded BrokerHeartbeat to the active controller.
+pub async fn broker_heartbeat_call(
+    shard: &Rc<Shard>,
+    version: i16,
+    body: Vec<u8>,
+) -> ControllerResult<(Vec<u8>, Option<String>)> {
+    match call(shard, AdminRequest::BrokerHeartbeat { version, body }).await? {
+        AdminAnswer::Broker { body, message } => Ok((body, message)),
+        _ => Err(wrong_answer()),
+    }
+}
+
+/// Uniform in `0..n`.
+fn random_below(n: usize) -> usize {
+    rand::random_range(0..n.max(1))
+}
+
+/// The registered brokers as placement sees them.
+fn usable_brokers(image: &MetadataImage) -> Vec<UsableBroker> {
+    image
+        .brokers
+        .values()
+        .map(|b| UsableBroker {
+            id: b.id,
+            rack: b.rack.clone(),
+            fenced: b.fenced || b.in_controlled_shutdown,
+        })
+        .collect()
+}
+
+/// The registered brokers as the lifecycle decisions see them.
+fn registrations(image: &MetadataImage) -> BTreeMap<i32, Registration> {
+    image
+        .brokers
+        .values()
+        .map(|b| {
+            (
+                b.id,
+                Registration {
+                    id: b.id,
+                    incarnation_id: b.incarnation_id,
+                    epoch: b.epoch,
+                    rack: b.rack.clone(),
+                    fenced: b.fenced,
+                    in_controlled_shutdown: b.in_controlled_shutdown,
+                },
+            )
+        })
+        .collect()
+}
+
 /// The decisions' view of this broker.
-fn context<'a>(broker: &BrokerState, new_topic_id: &'a mut dyn FnMut() -> [u8; 16]) -> Context<'a> {
+fn context<'a>(
+    broker: &BrokerState,
+    brokers: &'a [UsableBroker],
+    new_topic_id: &'a mut dyn FnMut() -> [u8; 16],
+    random_below: &'a mut dyn FnMut(usize) -> usize,
+) -> Context<'a> {
     Context {
-        node_id: broker.node_id(),
+        brokers,
+        random_below,
         num_partitions: broker.config.num_partitions,
         default_replication_factor: broker.config.default_replication_factor,
         new_topic_id,
@@ -537,9 +933,11 @@ pub async fn publish(shard: &Rc<Shard>, image: Arc<MetadataImage>) -> LogResult<
     Ok(())
 }
 
-/// Brings one shard in line with `image`: opens partitions it owns that it
-/// does not have yet (as leader, recording the epoch start), deletes those
-/// whose topic is gone, and applies changed topic settings.
+/// Brings one shard in line with `image`: opens the partitions it owns
+/// that have a replica on this broker and that it does not have yet (as
+/// leader, recording the epoch start, or as a follower, which only holds
+/// its own log until replication copies data), deletes those whose topic
+/// is gone, and applies changed topic settings.
 pub async fn apply_image(shard: &Rc<Shard>, image: Arc<MetadataImage>) -> LogResult<()> {
     let broker = BrokerState::of(shard);
     if image.offset < broker.image().offset {
@@ -553,7 +951,7 @@ pub async fn apply_image(shard: &Rc<Shard>, image: Arc<MetadataImage>) -> LogRes
         );
         for (&p, part) in &topic.partitions {
             let tp = TopicPartition::new(topic.name.clone(), p);
-            if shard.owner(&tp) != shard.id() {
+            if shard.owner(&tp) != shard.id() || !part.replicas.contains(&broker.node_id()) {
                 continue;
             }
             if shard.local_log(&tp).is_none() {
@@ -576,10 +974,10 @@ pub async fn apply_image(shard: &Rc<Shard>, image: Arc<MetadataImage>) -> LogRes
                     log.assign_epoch_start_offset(part.leader_epoch, leo)
                         .await?;
                 }
-                // The only replica's HW is its LEO.
-                if part.isr == [broker.node_id()] {
-                    log.set_high_watermark(leo);
-                }
+                // No replication yet: the leader alone serves a partition,
+                // so its high watermark is its log end (ARCHITECTURE.md,
+                // "what is absent").
+                log.set_high_watermark(leo);
                 drop(log);
                 if tp.topic == OFFSETS_TOPIC {
                     GroupCoordinator::of(shard).on_became_leader(shard, p);

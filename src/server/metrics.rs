@@ -197,6 +197,14 @@ impl ShardProbe {
             let (hits, misses) = cache.hit_counts();
             (hits, misses, cache.used_bytes() as u64)
         };
+        let (metadata_end_offset, metadata_image_digest) =
+            match shard.extension::<crate::node::state::BrokerState>() {
+                Some(b) => {
+                    let image = b.image();
+                    ((image.offset + 1).max(0) as u64, image.digest() as u64)
+                }
+                None => (0, 0),
+            };
         ShardSnapshot {
             shard: shard.id(),
             apis: SUPPORTED_APIS
@@ -211,6 +219,8 @@ impl ShardProbe {
             tail_cache_hits,
             tail_cache_misses,
             tail_cache_bytes,
+            metadata_end_offset,
+            metadata_image_digest,
         }
     }
 }
@@ -252,6 +262,12 @@ pub struct ShardSnapshot {
     pub tail_cache_hits: u64,
     pub tail_cache_misses: u64,
     pub tail_cache_bytes: u64,
+    /// The offset after the last metadata record this shard applied.
+    pub metadata_end_offset: u64,
+    /// [`MetadataImage::digest`](crate::metadata::image::MetadataImage::digest)
+    /// of the shard's image: equal on every shard of every broker that
+    /// applied the same records.
+    pub metadata_image_digest: u64,
 }
 
 /// The Prometheus text exposition format version [`render`] writes.
@@ -368,6 +384,22 @@ pub fn render(shards: &[ShardSnapshot]) -> String {
         "Bytes of batches held in the shard's tail cache.",
         |s| s.tail_cache_bytes,
     );
+    per_shard(
+        &mut out,
+        shards,
+        "pinlog_metadata_end_offset",
+        "gauge",
+        "The offset after the last metadata record the shard applied.",
+        |s| s.metadata_end_offset,
+    );
+    per_shard(
+        &mut out,
+        shards,
+        "pinlog_metadata_image_digest",
+        "gauge",
+        "CRC32C of the shard's metadata image: equal wherever the same records were applied.",
+        |s| s.metadata_image_digest,
+    );
     out
 }
 
@@ -445,6 +477,8 @@ mod tests {
             tail_cache_hits: 7,
             tail_cache_misses: 2,
             tail_cache_bytes: 4096,
+            metadata_end_offset: 12,
+            metadata_image_digest: 99,
         }
     }
 
@@ -523,6 +557,8 @@ mod tests {
             "pinlog_partitions",
             "pinlog_tail_cache_hits_total",
             "pinlog_tail_cache_misses_total",
+            "pinlog_metadata_end_offset",
+            "pinlog_metadata_image_digest",
             "pinlog_tail_cache_bytes",
         ] {
             assert_eq!(

@@ -2,6 +2,7 @@
 //! file per API), and the single-node controller.
 
 pub mod broker;
+pub mod broker_lifecycle;
 pub mod cluster_id;
 pub mod connection;
 pub mod controller;

@@ -210,6 +210,67 @@ impl Broker {
         unreachable!("the last attempt returns or panics")
     }
 
+    /// Starts a broker without waiting for it to answer: the nodes of a
+    /// new cluster only answer once a majority of them runs. Pair with
+    /// [`Broker::await_ready`].
+    pub fn launch(opts: BrokerOpts) -> Broker {
+        let root = tempfile::Builder::new()
+            .prefix("pinlog-node-")
+            .tempdir()
+            .expect("create a temporary directory for the node");
+        let mut broker = Broker {
+            opts,
+            root: Some(root),
+            port: free_port(),
+            child: None,
+            starts: 0,
+            log_offset: 0,
+        };
+        broker.write_config();
+        broker.spawn();
+        broker
+    }
+
+    /// Waits until a [`Broker::launch`]ed broker answers ApiVersions.
+    pub fn await_ready(&mut self) {
+        if let Err(e) = self.wait_ready() {
+            self.fail(&format!("node did not start: {e:?}"));
+        }
+    }
+
+    /// Starts the stopped process again without waiting (see
+    /// [`Broker::restart`]).
+    pub fn relaunch(&mut self) {
+        if self.is_running() {
+            self.stop();
+        }
+        self.child = None;
+        self.spawn();
+    }
+
+    /// Waits (at most `timeout`) for the process to exit by itself; its
+    /// status, or `None` if it still runs (then it is killed).
+    pub fn wait_exit(&mut self, timeout: Duration) -> Option<ExitStatus> {
+        let mut child = self.child.take()?;
+        let status = wait_timeout(&mut child, timeout);
+        if status.is_none() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        status
+    }
+
+    /// Sends `signal` (SIGSTOP, SIGCONT) to the running process.
+    pub fn signal(&self, signal: libc::c_int) {
+        let pid = self.pid().expect("the node is running") as libc::pid_t;
+        // SAFETY: kill(2) on the pid of a child we have not reaped yet.
+        assert_eq!(
+            unsafe { libc::kill(pid, signal) },
+            0,
+            "kill -{signal} {pid}"
+        );
+    }
+
     /// `127.0.0.1:PORT`, for a client's bootstrap servers.
     pub fn bootstrap(&self) -> String {
         format!("127.0.0.1:{}", self.port)
@@ -320,7 +381,7 @@ impl Broker {
     /// ... is in use". A real supervisor restarts later than that.
     fn wait_ports_released(&self) {
         let deadline = Instant::now() + PORT_RELEASE_TIMEOUT;
-        let ports = [Some(self.port), self.metrics_port()];
+        let ports = [Some(self.port), self.metrics_port(), self.controller_port()];
         for port in ports.into_iter().flatten() {
             while TcpListener::bind(("127.0.0.1", port)).is_err() {
                 if Instant::now() >= deadline {
@@ -335,11 +396,39 @@ impl Broker {
 
     /// The port of `metrics.listen` from the settings file, if it is a
     /// loopback address this harness can probe.
-    fn metrics_port(&self) -> Option<u16> {
+    pub fn metrics_port(&self) -> Option<u16> {
+        self.setting_port("metrics.listen")
+    }
+
+    /// The port of `controller.listen` from the settings file, if set.
+    pub fn controller_port(&self) -> Option<u16> {
+        self.setting_port("controller.listen")
+    }
+
+    fn setting_port(&self, key: &str) -> Option<u16> {
         let text = std::fs::read_to_string(self.config_path()).ok()?;
         let table: toml::Table = text.parse().ok()?;
-        let addr: SocketAddr = table.get("metrics.listen")?.as_str()?.parse().ok()?;
+        let addr: SocketAddr = table.get(key)?.as_str()?.parse().ok()?;
         Some(addr.port())
+    }
+
+    /// The value of `family` on shard 0 in the node's `/metrics`, if it
+    /// answers.
+    pub fn metric(&self, family: &str) -> Option<f64> {
+        let port = self.metrics_port()?;
+        let mut stream = TcpStream::connect(("127.0.0.1", port)).ok()?;
+        stream.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+        write!(
+            stream,
+            "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+        )
+        .ok()?;
+        let mut text = String::new();
+        stream.read_to_string(&mut text).ok()?;
+        text.lines()
+            .filter(|l| l.starts_with(family) && l[family.len()..].starts_with('{'))
+            .find(|l| l.contains("shard=\"0\""))
+            .and_then(|l| l.rsplit(' ').next()?.parse().ok())
     }
 
     /// Starts the broker again on the same data directory, port and
@@ -528,6 +617,107 @@ enum Startup {
     PortTaken,
     Exited(ExitStatus),
     NotReady(String),
+}
+
+/// Several combined-mode nodes (`process.roles=broker,controller`) on
+/// loopback forming one metadata quorum, with short timeouts so that
+/// elections and fencing happen within a test's patience.
+pub struct Cluster {
+    pub nodes: Vec<Broker>,
+}
+
+/// The quorum and session timeouts of test clusters (Kafka's defaults are
+/// 2 s fetch, 1 s election, 2 s heartbeat, 9 s session).
+pub const TEST_FETCH_TIMEOUT_MS: i64 = 1000;
+pub const TEST_ELECTION_TIMEOUT_MS: i64 = 500;
+pub const TEST_HEARTBEAT_INTERVAL_MS: i64 = 200;
+pub const TEST_SESSION_TIMEOUT_MS: i64 = 1500;
+/// How long a new cluster may take to elect a leader and register every
+/// node.
+const CLUSTER_READY_TIMEOUT: Duration = Duration::from_secs(60);
+
+impl Cluster {
+    /// Starts `n` nodes with ids 1..=n; `opts` applies to each (one shard,
+    /// no spinning: several nodes share this machine's cores).
+    pub fn start(n: usize, opts: BrokerOpts) -> Cluster {
+        let controller_ports: Vec<u16> = (0..n).map(|_| free_port()).collect();
+        let voters = controller_ports
+            .iter()
+            .enumerate()
+            .map(|(i, p)| format!("{}@127.0.0.1:{p}", i + 1))
+            .collect::<Vec<_>>()
+            .join(",");
+        let nodes: Vec<Broker> = controller_ports
+            .iter()
+            .enumerate()
+            .map(|(i, port)| Broker::launch(Self::node_opts(&opts, i as i64 + 1, &voters, *port)))
+            .collect();
+        let mut cluster = Cluster { nodes };
+        let deadline = Instant::now() + CLUSTER_READY_TIMEOUT;
+        for node in &mut cluster.nodes {
+            while Instant::now() < deadline {
+                if node.wait_ready().is_ok() {
+                    break;
+                }
+                node.relaunch();
+            }
+        }
+        cluster
+    }
+
+    /// The settings of node `id` of a cluster with `voters`.
+    pub fn node_opts(opts: &BrokerOpts, id: i64, voters: &str, controller_port: u16) -> BrokerOpts {
+        opts.clone()
+            .shards(1)
+            .setting("node.id", id)
+            .setting("controller.quorum.voters", voters)
+            .setting("controller.listen", format!("127.0.0.1:{controller_port}"))
+            .setting("controller.quorum.fetch.timeout.ms", TEST_FETCH_TIMEOUT_MS)
+            .setting(
+                "controller.quorum.election.timeout.ms",
+                TEST_ELECTION_TIMEOUT_MS,
+            )
+            .setting("broker.heartbeat.interval.ms", TEST_HEARTBEAT_INTERVAL_MS)
+            .setting("broker.session.timeout.ms", TEST_SESSION_TIMEOUT_MS)
+            .setting("shard.spin.before.park.us", 0)
+    }
+
+    /// `controller.quorum.voters` of this cluster.
+    pub fn voters(&self) -> String {
+        self.nodes
+            .iter()
+            .enumerate()
+            .map(|(i, n)| format!("{}@127.0.0.1:{}", i + 1, n.controller_port().unwrap()))
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+
+    /// Node `id` (1-based).
+    pub fn node(&mut self, id: usize) -> &mut Broker {
+        &mut self.nodes[id - 1]
+    }
+
+    /// Every node's bootstrap address, comma-separated.
+    pub fn bootstrap(&self) -> String {
+        self.nodes
+            .iter()
+            .map(Broker::bootstrap)
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+
+    /// Panics with `msg` and every node's log.
+    pub fn fail(&self, msg: &str) -> ! {
+        let mut logs = String::new();
+        for (i, n) in self.nodes.iter().enumerate() {
+            logs.push_str(&format!(
+                "--- node {} log ---\n{}",
+                i + 1,
+                tail(&n.log(), 80)
+            ));
+        }
+        panic!("{msg}\n{logs}--- end of logs ---");
+    }
 }
 
 /// A loopback port that was free a moment ago (bind to port 0, read it,

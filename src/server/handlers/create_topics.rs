@@ -56,7 +56,7 @@ pub async fn handle(
     let results = match controller::create_topics(shard, new, req.validate_only).await {
         Ok(r) => r,
         Err(e) => {
-            tracing::error!("CreateTopics failed: {e}");
+            tracing::warn!("CreateTopics failed: {e}");
             req.topics
                 .iter()
                 .map(|t| (t.name.clone(), Err((e.code, e.message.clone()))))

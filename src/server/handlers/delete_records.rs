@@ -176,7 +176,7 @@ fn resolve_offset(requested: i64, hw: i64) -> Result<i64, i16> {
 async fn delete_on_owner(shard: &Rc<Shard>, work: Vec<PartitionWork>) -> Vec<(usize, Deleted)> {
     let mut out = Vec::with_capacity(work.len());
     for PartitionWork { slot, tp, offset } in work {
-        let Some(log) = shard.local_log(&tp) else {
+        let Some(log) = crate::node::state::led_log(shard, &tp) else {
             out.push((slot, Deleted::error(error_code::NOT_LEADER_OR_FOLLOWER)));
             continue;
         };

@@ -14,20 +14,23 @@ pub async fn handle(
     req: DescribeClusterRequest,
 ) -> DescribeClusterResponse {
     let broker = BrokerState::of(shard);
-    let (host, port) = broker.config.advertised_host_port();
+    let image = broker.image();
     DescribeClusterResponse {
         throttle_time_ms: 0,
         error_code: error_code::NONE,
         error_message: None,
         endpoint_type: req.endpoint_type,
-        cluster_id: broker.cluster_id.to_string(),
+        cluster_id: broker.cluster_id().to_string(),
         controller_id: broker.node_id(),
-        brokers: vec![DescribeClusterBroker {
-            broker_id: broker.node_id(),
-            host,
-            port,
-            rack: None,
-        }],
+        brokers: crate::server::handlers::metadata::live_brokers(&broker, &image)
+            .into_iter()
+            .map(|b| DescribeClusterBroker {
+                broker_id: b.id,
+                host: b.host,
+                port: b.port,
+                rack: b.rack,
+            })
+            .collect(),
         cluster_authorized_operations: i32::MIN,
     }
 }

@@ -240,7 +240,7 @@ async fn read_on_owner(
 ) -> Vec<(usize, PartitionRead)> {
     let mut out = Vec::with_capacity(work.len());
     for (i, tp, offset, max_bytes) in work {
-        let Some(log) = shard.local_log(&tp) else {
+        let Some(log) = crate::node::state::led_log(shard, &tp) else {
             out.push((i, PartitionRead::error(error_code::NOT_LEADER_OR_FOLLOWER)));
             continue;
         };

@@ -50,8 +50,7 @@ pub async fn handle(
             let timestamp = p.timestamp;
             let answer = shard
                 .submit_to(owner, move |shard| async move {
-                    let log = shard
-                        .local_log(&tp)
+                    let log = crate::node::state::led_log(&shard, &tp)
                         .ok_or(error_code::NOT_LEADER_OR_FOLLOWER)?;
                     let log = log
                         .read()

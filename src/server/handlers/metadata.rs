@@ -87,14 +87,28 @@ pub async fn handle(
         let partitions = t
             .partitions
             .iter()
-            .map(|(&p, part)| MetadataResponsePartition {
-                error_code: error_code::NONE,
-                partition_index: p,
-                leader_id: part.leader,
-                leader_epoch: part.leader_epoch,
-                replica_nodes: part.replicas.clone(),
-                isr_nodes: part.isr.clone(),
-                offline_replicas: Vec::new(),
+            .map(|(&p, part)| {
+                // A leader that is not a live broker cannot be reached:
+                // Kafka shows it as -1 with LEADER_NOT_AVAILABLE.
+                let leader_live = image.is_live_broker(part.leader);
+                MetadataResponsePartition {
+                    error_code: if leader_live {
+                        error_code::NONE
+                    } else {
+                        error_code::LEADER_NOT_AVAILABLE
+                    },
+                    partition_index: p,
+                    leader_id: if leader_live { part.leader } else { -1 },
+                    leader_epoch: part.leader_epoch,
+                    replica_nodes: part.replicas.clone(),
+                    isr_nodes: part.isr.clone(),
+                    offline_replicas: part
+                        .replicas
+                        .iter()
+                        .copied()
+                        .filter(|r| !image.is_live_broker(*r))
+                        .collect(),
+                }
             })
             .collect();
         let is_internal = name == crate::group::offsets_topic::OFFSETS_TOPIC;
@@ -107,18 +121,57 @@ pub async fn handle(
             topic_authorized_operations: i32::MIN,
         });
     }
-    let (host, port) = broker.config.advertised_host_port();
     MetadataResponse {
         throttle_time_ms: 0,
-        brokers: vec![MetadataResponseBroker {
-            node_id: node,
-            host,
-            port,
-            rack: None,
-        }],
-        cluster_id: Some(broker.cluster_id.to_string()),
+        brokers: live_brokers(&broker, &image)
+            .into_iter()
+            .map(|b| MetadataResponseBroker {
+                node_id: b.id,
+                host: b.host,
+                port: b.port,
+                rack: b.rack,
+            })
+            .collect(),
+        cluster_id: Some(broker.cluster_id().to_string()),
         controller_id: node,
         topics,
         cluster_authorized_operations: i32::MIN,
     }
+}
+
+/// A broker clients may connect to.
+pub struct LiveBroker {
+    pub id: i32,
+    pub host: String,
+    pub port: i32,
+    pub rack: Option<String>,
+}
+
+/// The registered, unfenced brokers; this broker alone while its own
+/// registration is not in its image yet.
+pub fn live_brokers(
+    broker: &BrokerState,
+    image: &crate::metadata::image::MetadataImage,
+) -> Vec<LiveBroker> {
+    let mut out: Vec<LiveBroker> = image
+        .brokers
+        .values()
+        .filter(|b| !b.fenced)
+        .map(|b| LiveBroker {
+            id: b.id,
+            host: b.host.clone(),
+            port: b.port,
+            rack: b.rack.clone(),
+        })
+        .collect();
+    if out.is_empty() {
+        let (host, port) = broker.config.advertised_host_port();
+        out.push(LiveBroker {
+            id: broker.node_id(),
+            host,
+            port,
+            rack: broker.config.cluster.rack.clone(),
+        });
+    }
+    out
 }

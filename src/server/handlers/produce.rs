@@ -184,7 +184,7 @@ async fn append_on_owner(shard: &Rc<Shard>, work: Vec<PartitionWork>) -> Vec<(us
         log_append_time: append_time,
     } in work
     {
-        let Some(log) = shard.local_log(&tp) else {
+        let Some(log) = crate::node::state::led_log(shard, &tp) else {
             out.push((
                 slot,
                 Appended::error(error_code::NOT_LEADER_OR_FOLLOWER, None),
