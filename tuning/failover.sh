@@ -43,6 +43,8 @@ EOF
     --listen "127.0.0.1:${client[$i]}" --data-dir "$WORK/n$i" --shards 1 \
     --config "$WORK/n$i.toml" >> "$WORK/n$i.log" 2>&1 &
   pid[$i]=$!
+  # No "Killed" line from bash when the script kills it.
+  disown "${pid[$i]}"
 }
 describe() { "$BIN" cluster describe --json --timeout 2s --bootstrap-server "127.0.0.1:${client[$1]}" 2>/dev/null; }
 # Waits until node $1 lists $2 live brokers; fails after 60 s.
@@ -75,7 +77,7 @@ for run in $(seq 1 "$RUNS"); do
   ms=$(( (end_ns - start_ns) / 1000000 ))
   times+=("$ms")
   echo "run $run: killed node $leader, CreateTopics through node $survivor after $ms ms" >&2
-  wait "${pid[$leader]}" 2>/dev/null || true
+  while kill -0 "${pid[$leader]}" 2>/dev/null; do sleep 0.01; done
   start "$leader"
   wait_live "$leader" 3
 done
