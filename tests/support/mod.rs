@@ -379,6 +379,17 @@ impl Broker {
     /// a ring and the files its requests hold down asynchronously after the
     /// process exits), so an immediate restart fails with "metrics.listen
     /// ... is in use". A real supervisor restarts later than that.
+    /// Like [`Broker::wait_ports_released`], but gives up quietly: the
+    /// start that follows reports a port still taken.
+    fn wait_ports_released_for(&self, timeout: Duration) {
+        let deadline = Instant::now() + timeout;
+        for port in [Some(self.port), self.metrics_port()].into_iter().flatten() {
+            while TcpListener::bind(("127.0.0.1", port)).is_err() && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        }
+    }
+
     fn wait_ports_released(&self) {
         let deadline = Instant::now() + PORT_RELEASE_TIMEOUT;
         let ports = [Some(self.port), self.metrics_port(), self.controller_port()];
@@ -439,6 +450,9 @@ impl Broker {
             self.stop();
         }
         self.child = None;
+        // A process that exited by itself (a panic's exit) may hold its
+        // ports a moment longer, as after kill -9: give them that moment.
+        self.wait_ports_released_for(PORT_RELEASE_TIMEOUT);
         self.spawn();
         if let Err(e) = self.wait_ready() {
             self.fail(&format!("broker did not restart: {e:?}"));
