@@ -47,7 +47,7 @@ use pinlog::protocol::codec::Reader;
 use pinlog::protocol::error_code;
 use pinlog::protocol::header::decode_response_header;
 use pinlog::protocol::messages::api_versions::ApiVersionsResponse;
-use support::{run_command, which, Broker, BrokerOpts, CmdOutput, CutProxy};
+use support::{kafka_libs, run_command, which, Broker, BrokerOpts, CmdOutput, CutProxy};
 
 const CODECS: [&str; 5] = ["none", "gzip", "snappy", "lz4", "zstd"];
 /// Records per codec (so per topic) and client.
@@ -62,7 +62,6 @@ const CLIENT_TIMEOUT: Duration = Duration::from_secs(120);
 const QUICK_TIMEOUT: Duration = Duration::from_secs(30);
 const KEYS: usize = 37;
 const CLIENTS_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/clients");
-const KAFKA_VERSION: &str = "4.4.0";
 
 // ---------------------------------------------------------------------------
 // The expected data (keep in step with tests/clients/spec.py).
@@ -423,37 +422,6 @@ fn run_against(broker: &Broker, mut cmd: Command, stdin: Option<&[u8]>) -> CmdOu
         broker.fail(&format!("client step failed:\n{out}"));
     }
     out
-}
-
-/// The Kafka jars, fetched by tests/kafka/fetch-kafka.sh (a no-op when they
-/// are there; CI runs it beforehand).
-fn kafka_libs() -> PathBuf {
-    let libs = std::env::var_os("PINLOG_KAFKA_LIBS")
-        .map(PathBuf::from)
-        .or_else(|| {
-            std::env::var_os("HOME").map(|home| {
-                Path::new(&home)
-                    .join(".cache/pinlog")
-                    .join(format!("kafka-{KAFKA_VERSION}"))
-                    .join("libs")
-            })
-        })
-        .expect("neither PINLOG_KAFKA_LIBS nor HOME is set: cannot place the Kafka jars");
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/kafka/fetch-kafka.sh");
-    let out = run_command(
-        Command::new(&script).arg(&libs),
-        None,
-        Duration::from_secs(600),
-    );
-    require(
-        out.success(),
-        &format!(
-            "the Kafka {KAFKA_VERSION} jars in {} (fetching them failed:\n{out})",
-            libs.display()
-        ),
-        "apt-get install maven; tests/kafka/fetch-kafka.sh",
-    );
-    libs
 }
 
 /// Compiles ClientCheck.java and FetchSessionCheck.java into `classes` and returns the classpath to

@@ -13,13 +13,12 @@
 
 mod support;
 
-use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use support::{
-    run_command, which, Broker, BrokerOpts, Cluster, CmdOutput, PINLOG_BIN,
+    kafka_libs, run_command, which, Broker, BrokerOpts, Cluster, CmdOutput, PINLOG_BIN,
     TEST_ELECTION_TIMEOUT_MS, TEST_FETCH_TIMEOUT_MS, TEST_HEARTBEAT_INTERVAL_MS,
     TEST_SESSION_TIMEOUT_MS,
 };
@@ -33,7 +32,6 @@ const CONVERGE_TIMEOUT: Duration = Duration::from_secs(20);
 /// first commit, a client's retry backoff and the CLI's own start. Stated
 /// in the issue's note with the measured medians (tuning/failover.sh).
 const FAILOVER_SLACK: Duration = Duration::from_secs(5);
-const KAFKA_VERSION: &str = "4.4.0";
 
 fn pinlog(args: &[&str]) -> CmdOutput {
     run_command(Command::new(PINLOG_BIN).args(args), None, CLI_TIMEOUT)
@@ -145,30 +143,6 @@ fn topic_names(node: &Broker) -> Vec<String> {
         .unwrap_or_default()
 }
 
-fn kafka_libs() -> Option<PathBuf> {
-    let libs = std::env::var_os("PINLOG_KAFKA_LIBS")
-        .map(PathBuf::from)
-        .or_else(|| {
-            std::env::var_os("HOME").map(|h| {
-                PathBuf::from(h)
-                    .join(".cache/pinlog")
-                    .join(format!("kafka-{KAFKA_VERSION}"))
-                    .join("libs")
-            })
-        })?;
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/kafka/fetch-kafka.sh");
-    let out = run_command(
-        Command::new(&script).arg(&libs),
-        None,
-        Duration::from_secs(600),
-    );
-    assert!(
-        out.success(),
-        "the Kafka {KAFKA_VERSION} jars (tests/kafka/fetch-kafka.sh; CI fetches them): {out}"
-    );
-    Some(libs)
-}
-
 /// A Kafka tool class run with `java -cp` on the Kafka jars.
 fn kafka_tool(cluster: &Cluster, libs: &std::path::Path, class: &str, args: &[&str]) -> String {
     let jars = format!("{}/*", libs.display());
@@ -192,7 +166,7 @@ fn kafka_tools_describe_the_cluster(cluster: &Cluster) {
         which("java").is_some(),
         "a JDK (java, 17+) is needed: apt-get install openjdk-17-jdk-headless (CI does)"
     );
-    let libs = kafka_libs().expect("HOME or PINLOG_KAFKA_LIBS is set");
+    let libs = kafka_libs();
     let bootstrap = cluster.nodes[1].bootstrap();
     let status = kafka_tool(
         cluster,

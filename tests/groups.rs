@@ -73,7 +73,6 @@ use std::time::{Duration, Instant};
 use support::{run_command, tail, wait_timeout, which, Broker, BrokerOpts, CmdOutput};
 
 const GROUPS_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/groups");
-const KAFKA_VERSION: &str = "4.4.0";
 /// Partitions of the topics the groups share: more than the broker's two
 /// shards, and more than the members, so every member can own some.
 const PARTITIONS: i32 = 6;
@@ -157,40 +156,14 @@ fn require_python_clients() {
     );
 }
 
-/// The Kafka jars, fetched by tests/kafka/fetch-kafka.sh (a no-op when they
-/// are there; CI runs it beforehand).
+/// The Kafka jars, after checking for the JDK the Java members need.
 fn kafka_libs() -> PathBuf {
     require(
         which("java").is_some() && which("javac").is_some(),
         "a JDK (java and javac, 17+)",
         "apt-get install openjdk-17-jdk-headless",
     );
-    let libs = std::env::var_os("PINLOG_KAFKA_LIBS")
-        .map(PathBuf::from)
-        .or_else(|| {
-            std::env::var_os("HOME").map(|home| {
-                Path::new(&home)
-                    .join(".cache/pinlog")
-                    .join(format!("kafka-{KAFKA_VERSION}"))
-                    .join("libs")
-            })
-        })
-        .expect("neither PINLOG_KAFKA_LIBS nor HOME is set: cannot place the Kafka jars");
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/kafka/fetch-kafka.sh");
-    let out = run_command(
-        Command::new(&script).arg(&libs),
-        None,
-        Duration::from_secs(600),
-    );
-    require(
-        out.success(),
-        &format!(
-            "the Kafka {KAFKA_VERSION} jars in {} (fetching them failed:\n{out})",
-            libs.display()
-        ),
-        "apt-get install maven; tests/kafka/fetch-kafka.sh",
-    );
-    libs
+    support::kafka_libs()
 }
 
 // ---------------------------------------------------------------------------

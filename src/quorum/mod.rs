@@ -372,14 +372,14 @@ impl Quorum {
             .await
             .map_err(|e| QuorumError::Stopped(e.to_string()))?;
         let timeout = Duration::from_millis(self.settings.request_timeout_ms);
-        match connection
-            .call(&PeerRequest::Forward(request), timeout)
-            .await
-        {
-            Ok(PeerResponse::Forward(bytes)) => Ok(bytes),
-            Ok(_) => Err(QuorumError::Timeout(format!(
-                "node {leader} answered a forwarded request with something else"
-            ))),
+        let answer = connection
+            .call_for(&PeerRequest::Forward(request), timeout, |a| match a {
+                PeerResponse::Forward(bytes) => Some(bytes),
+                _ => None,
+            })
+            .await;
+        match answer {
+            Ok(bytes) => Ok(bytes),
             Err(PeerError::Unreachable { source, .. }) => Err(QuorumError::Unreachable {
                 leader,
                 why: source.to_string(),

@@ -299,6 +299,23 @@ impl PeerConnection {
     }
 }
 
+impl PeerConnection {
+    /// [`PeerConnection::call`], expecting the answer `pick` accepts; any
+    /// other kind of answer is a network error.
+    pub async fn call_for<T>(
+        &mut self,
+        request: &PeerRequest,
+        timeout: Duration,
+        pick: impl FnOnce(PeerResponse) -> Option<T>,
+    ) -> Result<T, PeerError> {
+        let answer = self.call(request, timeout).await?;
+        pick(answer).ok_or_else(|| PeerError::Network {
+            addr: self.addr.clone(),
+            source: invalid("the answer is of the wrong kind"),
+        })
+    }
+}
+
 /// `HOST:PORT` to an address. Startup checks every voter's address, so this
 /// only fails if a name stops resolving.
 fn resolve(addr: &str) -> io::Result<SocketAddr> {
@@ -315,13 +332,6 @@ fn rpc_error(e: PeerError) -> RPCError<MetadataRaft> {
     }
 }
 
-fn unexpected(addr: &str) -> PeerError {
-    PeerError::Network {
-        addr: addr.to_string(),
-        source: invalid("the answer is of the wrong kind"),
-    }
-}
-
 /// openraft's client to one peer.
 pub struct PeerClient {
     connection: PeerConnection,
@@ -335,15 +345,17 @@ impl RaftNetworkV2<MetadataRaft> for PeerClient {
         rpc: AppendEntriesRequest<MetadataRaft>,
         option: RPCOption,
     ) -> Result<AppendEntriesResponse<MetadataRaft>, RPCError<MetadataRaft>> {
-        match self
-            .connection
-            .call(&PeerRequest::AppendEntries(rpc), option.hard_ttl())
+        self.connection
+            .call_for(
+                &PeerRequest::AppendEntries(rpc),
+                option.hard_ttl(),
+                |a| match a {
+                    PeerResponse::AppendEntries(r) => Some(r),
+                    _ => None,
+                },
+            )
             .await
-        {
-            Ok(PeerResponse::AppendEntries(r)) => Ok(r),
-            Ok(_) => Err(rpc_error(unexpected(&self.connection.addr))),
-            Err(e) => Err(rpc_error(e)),
-        }
+            .map_err(rpc_error)
     }
 
     async fn vote(
@@ -351,15 +363,13 @@ impl RaftNetworkV2<MetadataRaft> for PeerClient {
         rpc: VoteRequest<MetadataRaft>,
         option: RPCOption,
     ) -> Result<VoteResponse<MetadataRaft>, RPCError<MetadataRaft>> {
-        match self
-            .connection
-            .call(&PeerRequest::Vote(rpc), option.hard_ttl())
+        self.connection
+            .call_for(&PeerRequest::Vote(rpc), option.hard_ttl(), |a| match a {
+                PeerResponse::Vote(r) => Some(r),
+                _ => None,
+            })
             .await
-        {
-            Ok(PeerResponse::Vote(r)) => Ok(r),
-            Ok(_) => Err(rpc_error(unexpected(&self.connection.addr))),
-            Err(e) => Err(rpc_error(e)),
-        }
+            .map_err(rpc_error)
     }
 
     async fn pre_vote(
@@ -367,15 +377,13 @@ impl RaftNetworkV2<MetadataRaft> for PeerClient {
         rpc: VoteRequest<MetadataRaft>,
         option: RPCOption,
     ) -> Result<VoteResponse<MetadataRaft>, RPCError<MetadataRaft>> {
-        match self
-            .connection
-            .call(&PeerRequest::PreVote(rpc), option.hard_ttl())
+        self.connection
+            .call_for(&PeerRequest::PreVote(rpc), option.hard_ttl(), |a| match a {
+                PeerResponse::Vote(r) => Some(r),
+                _ => None,
+            })
             .await
-        {
-            Ok(PeerResponse::Vote(r)) => Ok(r),
-            Ok(_) => Err(rpc_error(unexpected(&self.connection.addr))),
-            Err(e) => Err(rpc_error(e)),
-        }
+            .map_err(rpc_error)
     }
 
     async fn full_snapshot(
@@ -395,18 +403,18 @@ impl RaftNetworkV2<MetadataRaft> for PeerClient {
             meta: snapshot.meta,
             data: snapshot.snapshot,
         };
-        let addr = self.connection.addr.clone();
         let call = async {
-            match self.connection.call(&request, option.hard_ttl()).await {
-                Ok(PeerResponse::Snapshot(r)) => Ok(r),
-                Ok(_) => Err(StreamingError::Network(NetworkError::new(&unexpected(
-                    &addr,
-                )))),
-                Err(e @ PeerError::Unreachable { .. }) => {
-                    Err(StreamingError::Unreachable(Unreachable::new(&e)))
-                }
-                Err(e) => Err(StreamingError::Network(NetworkError::new(&e))),
-            }
+            let answer = self
+                .connection
+                .call_for(&request, option.hard_ttl(), |a| match a {
+                    PeerResponse::Snapshot(r) => Some(r),
+                    _ => None,
+                })
+                .await;
+            answer.map_err(|e| match e {
+                PeerError::Unreachable { .. } => StreamingError::Unreachable(Unreachable::new(&e)),
+                _ => StreamingError::Network(NetworkError::new(&e)),
+            })
         };
         call.or(async { Err(StreamingError::Closed(cancel.await)) })
             .await

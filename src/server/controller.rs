@@ -345,8 +345,13 @@ async fn decide_locked(
     let image = quorum.image();
     let broker = BrokerState::of(shard);
     let mut new_topic_id = random_uuid;
-    let commit = |records: Vec<MetadataRecord>| async move {
-        if records.is_empty() {
+    let brokers = usable_brokers(&image);
+    let mut below = random_below;
+    let mut ctx = context(&broker, &brokers, &mut new_topic_id, &mut below);
+    // Commits `records` unless the request only validates; the offset of
+    // the entry, -1 when nothing was written.
+    let commit = |records: Vec<MetadataRecord>, validate_only: bool| async move {
+        if validate_only || records.is_empty() {
             return Ok::<i64, ControllerError>(-1);
         }
         Ok(quorum.propose(&records).await?)
@@ -356,31 +361,21 @@ async fn decide_locked(
             topics,
             validate_only,
         } => {
-            let brokers = usable_brokers(&image);
-            let mut below = random_below;
-            let mut ctx = context(&broker, &brokers, &mut new_topic_id, &mut below);
             let plan = plan_create_topics(&image, &mut ctx, topics);
-            if !validate_only {
-                *offset = commit(plan.records).await?;
-            }
+            *offset = commit(plan.records, validate_only).await?;
             Ok(AdminAnswer::CreateTopics(plan.results))
         }
         AdminRequest::DeleteTopics { names } => {
             let plan = plan_delete_topics(&image, names);
-            *offset = commit(plan.records).await?;
+            *offset = commit(plan.records, false).await?;
             Ok(AdminAnswer::DeleteTopics(plan.results))
         }
         AdminRequest::CreatePartitions {
             requests,
             validate_only,
         } => {
-            let brokers = usable_brokers(&image);
-            let mut below = random_below;
-            let mut ctx = context(&broker, &brokers, &mut new_topic_id, &mut below);
             let plan = plan_create_partitions(&image, &mut ctx, requests);
-            if !validate_only {
-                *offset = commit(plan.records).await?;
-            }
+            *offset = commit(plan.records, validate_only).await?;
             Ok(AdminAnswer::CreatePartitions(plan.results))
         }
         AdminRequest::AlterTopicConfigs {
@@ -388,28 +383,18 @@ async fn decide_locked(
             changes,
             incremental,
             validate_only,
-        } => match plan_alter_topic_configs(&image, &topic, changes, incremental) {
-            Ok(records) => {
-                if !validate_only {
-                    *offset = commit(records).await?;
-                }
-                Ok(AdminAnswer::Altered(Ok(())))
-            }
-            Err(e) => Ok(AdminAnswer::Altered(Err(e))),
-        },
+        } => {
+            let planned = plan_alter_topic_configs(&image, &topic, changes, incremental);
+            altered(planned, validate_only, commit, offset).await
+        }
         AdminRequest::AlterBrokerConfigs {
             changes,
             incremental,
             validate_only,
-        } => match plan_alter_broker_configs(&image, changes, incremental) {
-            Ok(records) => {
-                if !validate_only {
-                    *offset = commit(records).await?;
-                }
-                Ok(AdminAnswer::Altered(Ok(())))
-            }
-            Err(e) => Ok(AdminAnswer::Altered(Err(e))),
-        },
+        } => {
+            let planned = plan_alter_broker_configs(&image, changes, incremental);
+            altered(planned, validate_only, commit, offset).await
+        }
         AdminRequest::AllocateProducerId => {
             let epoch = quorum.status().leader_epoch;
             if controller.producer_block_epoch.get() != epoch {
@@ -421,9 +406,12 @@ async fn decide_locked(
             }
             if controller.next_producer_id.get() >= controller.producer_id_limit.get() {
                 let limit = controller.producer_id_limit.get() + PRODUCER_ID_BLOCK;
-                commit(vec![MetadataRecord::ProducerIds {
-                    next_producer_id: limit,
-                }])
+                commit(
+                    vec![MetadataRecord::ProducerIds {
+                        next_producer_id: limit,
+                    }],
+                    false,
+                )
                 .await?;
                 controller.producer_id_limit.set(limit);
             }
@@ -454,6 +442,26 @@ async fn decide_locked(
             })
         }
         AdminRequest::DescribeQuorum => unreachable!("answered above"),
+    }
+}
+
+/// A config change's answer: its records committed (unless validating),
+/// or the reason it was refused.
+async fn altered<F>(
+    planned: Result<Vec<MetadataRecord>, TopicError>,
+    validate_only: bool,
+    commit: impl Fn(Vec<MetadataRecord>, bool) -> F,
+    offset: &mut i64,
+) -> ControllerResult<AdminAnswer>
+where
+    F: std::future::Future<Output = ControllerResult<i64>>,
+{
+    match planned {
+        Ok(records) => {
+            *offset = commit(records, validate_only).await?;
+            Ok(AdminAnswer::Altered(Ok(())))
+        }
+        Err(e) => Ok(AdminAnswer::Altered(Err(e))),
     }
 }
 

@@ -633,6 +633,40 @@ enum Startup {
     NotReady(String),
 }
 
+/// The Apache Kafka release whose clients and tools the tests run.
+pub const KAFKA_VERSION: &str = "4.4.0";
+
+/// The Kafka jars, fetched by tests/kafka/fetch-kafka.sh (a no-op when they
+/// are there; CI runs it beforehand). Panics with what to install when
+/// they cannot be had.
+pub fn kafka_libs() -> PathBuf {
+    let libs = std::env::var_os("PINLOG_KAFKA_LIBS")
+        .map(PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("HOME").map(|home| {
+                Path::new(&home)
+                    .join(".cache/pinlog")
+                    .join(format!("kafka-{KAFKA_VERSION}"))
+                    .join("libs")
+            })
+        })
+        .expect("neither PINLOG_KAFKA_LIBS nor HOME is set: cannot place the Kafka jars");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/kafka/fetch-kafka.sh");
+    let out = run_command(
+        Command::new(&script).arg(&libs),
+        None,
+        Duration::from_secs(600),
+    );
+    assert!(
+        out.success(),
+        "the Kafka {KAFKA_VERSION} jars in {} (fetching them failed:\n{out}) are not available; \
+         install them with `apt-get install maven; tests/kafka/fetch-kafka.sh` (CI does), \
+         or set PINLOG_SKIP_CLIENT_TESTS=1 to skip the client tests",
+        libs.display()
+    );
+    libs
+}
+
 /// Several combined-mode nodes (`process.roles=broker,controller`) on
 /// loopback forming one metadata quorum, with short timeouts so that
 /// elections and fencing happen within a test's patience.
