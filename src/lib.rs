@@ -16,6 +16,7 @@ pub mod metadata;
 pub mod node;
 pub mod protocol;
 pub mod quorum;
+pub mod replica;
 pub mod server;
 pub mod shard;
 pub mod tools;

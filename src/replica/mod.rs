@@ -1,0 +1,41 @@
+//! Replication decisions for one partition, as a pure state machine.
+//!
+//! [`ReplicaState`] holds what Kafka's `Partition` holds about replication:
+//! this replica's role, the leader and partition epochs, the committed ISR
+//! and any ISR change in flight, each follower's progress, and the high
+//! watermark. The shard that owns the partition feeds it events (an
+//! assignment from the metadata image, a local append, a follower's fetch,
+//! a leader's fetch response, a truncation, a tick) and carries out what the
+//! returned values say (advance the HW, send AlterPartition, truncate). It
+//! does no I/O and reads no clock, so tests drive it deterministically.
+//!
+//! # The contract with the I/O around it
+//! - **Leader, new epoch:** the epoch-cache entry `[epoch, LEO]` is written
+//!   (and its checkpoint persisted) before the first append of the epoch.
+//! - **Follower:** the fetched batches are appended to the log before the
+//!   next fetch reports the new LEO; the LEO a follower reports is never
+//!   ahead of what its log holds (fsync is the flush policy's business, as
+//!   in Kafka).
+//! - **Follower, new epoch:** it truncates to the divergence point
+//!   ([`truncation_offset`]) before its first fetch in that epoch, and calls
+//!   [`ReplicaState::on_truncated`] after the truncation.
+//! - **HW:** the value from [`ReplicaState::high_watermark`] is what
+//!   consumers may read up to. It is checkpointed periodically
+//!   (`replication-offset-checkpoint`); a checkpoint behind the true HW is
+//!   safe, because the HW only decides visibility and never truncation.
+//! - **ISR:** a change is proposed with AlterPartition and counts only when
+//!   the metadata image commits it ([`ReplicaState::apply_assignment`]).
+//!
+//! # Invariants, asserted in release builds
+//! - On the leader, HW ≤ the minimum LEO of the ISR (committed and pending
+//!   members alike, KIP-497's "maximal ISR").
+//! - The leader's HW never goes back during its leadership.
+//! - A replica never truncates below an HW it served as leader, except by an
+//!   unclean election.
+
+mod state;
+
+pub use state::{
+    truncation_offset, AlterIsr, Assignment, FetchRefused, FollowerFetch, LocalLog, ReplicaState,
+    Role, Transition, Truncation,
+};

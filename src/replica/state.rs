@@ -1,0 +1,823 @@
+//! [`ReplicaState`]: one partition's replication state and its rules.
+
+use std::collections::BTreeMap;
+
+/// The epoch Kafka uses for "no epoch" (`UNDEFINED_EPOCH`).
+const UNDEFINED_EPOCH: i32 = -1;
+/// A follower LEO the leader has not heard yet.
+const UNKNOWN_OFFSET: i64 = -1;
+/// "No broker" in leader fields.
+const NO_LEADER: i32 = -1;
+
+/// What this replica does for its partition.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// Serves produce and fetch, tracks followers, computes the HW.
+    Leader,
+    /// Fetches from `leader` (`None` while the partition has no leader).
+    Follower { leader: Option<i32> },
+}
+
+/// The partition's replica assignment as the committed metadata image holds
+/// it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Assignment {
+    pub leader: i32,
+    pub leader_epoch: i32,
+    pub partition_epoch: i32,
+    pub replicas: Vec<i32>,
+    pub isr: Vec<i32>,
+}
+
+/// An ISR change for the leader to propose with AlterPartition.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AlterIsr {
+    pub leader_epoch: i32,
+    /// The partition epoch the change is based on (compare-and-set).
+    pub partition_epoch: i32,
+    pub new_isr: Vec<i32>,
+}
+
+/// What a follower's fetch changed on the leader.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FollowerFetch {
+    /// The new HW, when it advanced.
+    pub high_watermark_advanced: Option<i64>,
+    /// An expansion to propose: the follower caught up.
+    pub expand: Option<AlterIsr>,
+}
+
+/// Why a follower's fetch was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FetchRefused {
+    /// This replica does not lead the partition.
+    NotLeader,
+    /// The fetching broker holds no replica of the partition.
+    NotAReplica,
+}
+
+/// What the leader knows of one follower (Kafka's `ReplicaState`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct FollowerProgress {
+    /// The fetch offset of its last fetch: everything below is in its log.
+    log_end_offset: i64,
+    /// When it last had everything the leader had (`lastCaughtUpTimeMs`).
+    last_caught_up_ms: i64,
+    /// The leader's LEO at the follower's previous fetch.
+    last_fetch_leader_leo: i64,
+    last_fetch_ms: i64,
+}
+
+impl FollowerProgress {
+    fn reset(in_sync: bool, now_ms: i64) -> Self {
+        FollowerProgress {
+            log_end_offset: UNKNOWN_OFFSET,
+            // An ISR member gets a full lag period to show up (Kafka's
+            // `resetReplicaState`).
+            last_caught_up_ms: if in_sync { now_ms } else { 0 },
+            last_fetch_leader_leo: UNKNOWN_OFFSET,
+            last_fetch_ms: 0,
+        }
+    }
+}
+
+/// One partition's replication state on one broker.
+#[derive(Debug, Clone)]
+pub struct ReplicaState {
+    local_id: i32,
+    role: Role,
+    leader_epoch: i32,
+    partition_epoch: i32,
+    replicas: Vec<i32>,
+    /// The committed ISR.
+    isr: Vec<i32>,
+    /// An AlterPartition in flight: the ISR it proposes.
+    pending_isr: Option<Vec<i32>>,
+    followers: BTreeMap<i32, FollowerProgress>,
+    log_start_offset: i64,
+    log_end_offset: i64,
+    high_watermark: i64,
+    /// The first offset of the current leader epoch on this leader: a
+    /// follower joins the ISR only once it has reached it (KAFKA-7128).
+    epoch_start_offset: i64,
+    /// The highest HW this replica served as leader: consumers may have
+    /// read below it, so only an unclean election may truncate below it.
+    exposed: i64,
+    replica_lag_time_max_ms: i64,
+}
+
+impl ReplicaState {
+    /// A replica of a partition whose log spans `[log_start, log_end)`, with
+    /// `checkpointed_hw` from `replication-offset-checkpoint`. It has no role
+    /// until its first assignment.
+    pub fn new(
+        local_id: i32,
+        log_start: i64,
+        log_end: i64,
+        checkpointed_hw: i64,
+        replica_lag_time_max_ms: i64,
+    ) -> Self {
+        ReplicaState {
+            local_id,
+            role: Role::Follower { leader: None },
+            leader_epoch: UNDEFINED_EPOCH,
+            partition_epoch: UNDEFINED_EPOCH,
+            replicas: Vec::new(),
+            isr: Vec::new(),
+            pending_isr: None,
+            followers: BTreeMap::new(),
+            log_start_offset: log_start,
+            log_end_offset: log_end,
+            high_watermark: checkpointed_hw.clamp(log_start, log_end.max(log_start)),
+            epoch_start_offset: log_end,
+            exposed: log_start,
+            replica_lag_time_max_ms,
+        }
+    }
+
+    pub fn role(&self) -> Role {
+        self.role
+    }
+    pub fn is_leader(&self) -> bool {
+        self.role == Role::Leader
+    }
+    pub fn leader_epoch(&self) -> i32 {
+        self.leader_epoch
+    }
+    pub fn partition_epoch(&self) -> i32 {
+        self.partition_epoch
+    }
+    pub fn high_watermark(&self) -> i64 {
+        self.high_watermark
+    }
+    pub fn log_end_offset(&self) -> i64 {
+        self.log_end_offset
+    }
+    /// The committed ISR.
+    pub fn isr(&self) -> &[i32] {
+        &self.isr
+    }
+    pub fn replicas(&self) -> &[i32] {
+        &self.replicas
+    }
+    pub fn pending_isr(&self) -> Option<&[i32]> {
+        self.pending_isr.as_deref()
+    }
+    pub fn set_replica_lag_time_max_ms(&mut self, ms: i64) {
+        self.replica_lag_time_max_ms = ms;
+    }
+
+    /// The leader's view of a follower's LEO (`None` before its first fetch
+    /// in this leadership).
+    pub fn follower_log_end_offset(&self, replica: i32) -> Option<i64> {
+        self.followers
+            .get(&replica)
+            .map(|p| p.log_end_offset)
+            .filter(|&o| o != UNKNOWN_OFFSET)
+    }
+
+    /// The ISR the HW must wait for: the committed ISR plus the members a
+    /// pending expansion adds, and members a pending shrink removes still
+    /// count until it commits (KIP-497).
+    pub fn maximal_isr(&self) -> Vec<i32> {
+        let mut all = self.isr.clone();
+        for r in self.pending_isr.iter().flatten() {
+            if !all.contains(r) {
+                all.push(*r);
+            }
+        }
+        all
+    }
+
+    /// The committed ISR size, for `min.insync.replicas` checks: a pending
+    /// expansion does not count yet.
+    pub fn in_sync_count(&self) -> usize {
+        self.isr.len()
+    }
+
+    /// Applies the assignment the metadata image holds. Returns what changed
+    /// for this replica.
+    pub fn apply_assignment(&mut self, a: &Assignment, now_ms: i64) -> Transition {
+        if a.leader_epoch < self.leader_epoch
+            || (a.leader_epoch == self.leader_epoch && a.partition_epoch < self.partition_epoch)
+        {
+            // An older image than one already applied.
+            return Transition::Unchanged;
+        }
+        let new_epoch = a.leader_epoch != self.leader_epoch;
+        self.replicas = a.replicas.clone();
+        if a.leader == self.local_id {
+            let was_leader = self.is_leader();
+            self.partition_epoch = a.partition_epoch;
+            self.isr = a.isr.clone();
+            if self
+                .pending_isr
+                .as_ref()
+                .is_some_and(|p| *p == a.isr || new_epoch)
+            {
+                self.pending_isr = None;
+            }
+            if new_epoch || !was_leader {
+                self.leader_epoch = a.leader_epoch;
+                self.role = Role::Leader;
+                self.pending_isr = None;
+                self.epoch_start_offset = self.log_end_offset;
+                self.followers = self
+                    .replicas
+                    .iter()
+                    .filter(|&&r| r != self.local_id)
+                    .map(|&r| (r, FollowerProgress::reset(self.isr.contains(&r), now_ms)))
+                    .collect();
+                self.advance_high_watermark();
+                return Transition::BecameLeader {
+                    epoch_start_offset: self.log_end_offset,
+                };
+            }
+            // Same leadership: the ISR or the replica set changed.
+            let keep: Vec<i32> = self
+                .replicas
+                .iter()
+                .copied()
+                .filter(|&r| r != self.local_id)
+                .collect();
+            self.followers.retain(|r, _| keep.contains(r));
+            for r in keep {
+                self.followers
+                    .entry(r)
+                    .or_insert_with(|| FollowerProgress::reset(false, now_ms));
+            }
+            let advanced = self.advance_high_watermark();
+            return Transition::IsrChanged {
+                high_watermark_advanced: advanced,
+            };
+        }
+        let leader = (a.leader != NO_LEADER).then_some(a.leader);
+        let changed_leader = self.role != Role::Follower { leader };
+        self.leader_epoch = a.leader_epoch;
+        self.partition_epoch = a.partition_epoch;
+        self.isr = a.isr.clone();
+        self.pending_isr = None;
+        self.followers.clear();
+        self.role = Role::Follower { leader };
+        if new_epoch || changed_leader {
+            Transition::BecameFollower { leader }
+        } else {
+            Transition::Unchanged
+        }
+    }
+
+    /// The local log's end moved (a leader's append, a follower's append of
+    /// fetched batches). Returns the new HW when it advanced.
+    pub fn on_appended(&mut self, log_end_offset: i64) -> Option<i64> {
+        assert!(
+            log_end_offset >= self.log_end_offset,
+            "an append moved the LEO back from {} to {log_end_offset}",
+            self.log_end_offset
+        );
+        self.log_end_offset = log_end_offset;
+        if self.is_leader() {
+            self.advance_high_watermark()
+        } else {
+            None
+        }
+    }
+
+    /// The log start moved (retention, DeleteRecords, a follower restarting
+    /// at the leader's log start).
+    pub fn on_log_start_moved(&mut self, log_start_offset: i64) {
+        self.log_start_offset = log_start_offset;
+        if self.high_watermark < log_start_offset {
+            self.high_watermark = log_start_offset;
+        }
+    }
+
+    /// A follower fetched from `fetch_offset`: everything below it is in its
+    /// log. Kafka's `updateFollowerFetchState` and `maybeExpandIsr`.
+    pub fn on_follower_fetch(
+        &mut self,
+        replica: i32,
+        fetch_offset: i64,
+        now_ms: i64,
+    ) -> Result<FollowerFetch, FetchRefused> {
+        if !self.is_leader() {
+            return Err(FetchRefused::NotLeader);
+        }
+        let leader_leo = self.log_end_offset;
+        let Some(p) = self.followers.get_mut(&replica) else {
+            return Err(FetchRefused::NotAReplica);
+        };
+        if fetch_offset >= leader_leo {
+            p.last_caught_up_ms = now_ms;
+        } else if p.last_fetch_leader_leo != UNKNOWN_OFFSET
+            && fetch_offset >= p.last_fetch_leader_leo
+        {
+            // It has all the leader had at its previous fetch.
+            p.last_caught_up_ms = p.last_caught_up_ms.max(p.last_fetch_ms);
+        }
+        p.last_fetch_leader_leo = leader_leo;
+        p.last_fetch_ms = now_ms;
+        p.log_end_offset = fetch_offset.min(leader_leo);
+        let follower_leo = p.log_end_offset;
+        let mut out = FollowerFetch {
+            high_watermark_advanced: self.advance_high_watermark(),
+            expand: None,
+        };
+        let joins = !self.isr.contains(&replica)
+            && self.pending_isr.is_none()
+            && follower_leo >= self.high_watermark
+            && follower_leo >= self.epoch_start_offset;
+        if joins {
+            let mut new_isr = self.isr.clone();
+            new_isr.push(replica);
+            self.pending_isr = Some(new_isr.clone());
+            out.expand = Some(AlterIsr {
+                leader_epoch: self.leader_epoch,
+                partition_epoch: self.partition_epoch,
+                new_isr,
+            });
+        }
+        Ok(out)
+    }
+
+    /// Periodic check (Kafka's `maybeShrinkIsr`): ISR members that have not
+    /// caught up for `replica.lag.time.max.ms` are proposed for removal.
+    pub fn tick(&mut self, now_ms: i64) -> Option<AlterIsr> {
+        if !self.is_leader() || self.pending_isr.is_some() {
+            return None;
+        }
+        let lagging: Vec<i32> = self
+            .isr
+            .iter()
+            .copied()
+            .filter(|&r| r != self.local_id)
+            .filter(|r| {
+                self.followers
+                    .get(r)
+                    .is_none_or(|p| now_ms - p.last_caught_up_ms > self.replica_lag_time_max_ms)
+            })
+            .collect();
+        if lagging.is_empty() {
+            return None;
+        }
+        let new_isr: Vec<i32> = self
+            .isr
+            .iter()
+            .copied()
+            .filter(|r| !lagging.contains(r))
+            .collect();
+        self.pending_isr = Some(new_isr.clone());
+        Some(AlterIsr {
+            leader_epoch: self.leader_epoch,
+            partition_epoch: self.partition_epoch,
+            new_isr,
+        })
+    }
+
+    /// The controller refused the proposed ISR change or it timed out: the
+    /// next fetch or tick may propose again.
+    pub fn on_alter_isr_failed(&mut self) {
+        self.pending_isr = None;
+    }
+
+    /// A follower got the leader's HW in a fetch response: its own HW is
+    /// the smaller of that and its LEO.
+    pub fn on_leader_high_watermark(&mut self, leader_hw: i64) {
+        if self.is_leader() {
+            return;
+        }
+        self.high_watermark = leader_hw
+            .min(self.log_end_offset)
+            .max(self.log_start_offset);
+    }
+
+    /// The local log was truncated to `log_end_offset`. `unclean` says an
+    /// unclean election allowed losing records a consumer may have read.
+    pub fn on_truncated(&mut self, log_end_offset: i64, unclean: bool) {
+        assert!(
+            unclean || log_end_offset >= self.exposed,
+            "truncation to {log_end_offset} drops records below the HW {} this replica served as \
+             leader",
+            self.exposed
+        );
+        self.log_end_offset = log_end_offset;
+        self.high_watermark = self.high_watermark.min(log_end_offset);
+        if unclean {
+            self.exposed = self.exposed.min(log_end_offset);
+        }
+    }
+
+    /// The log was emptied and restarted at `offset` (a follower behind the
+    /// leader's log start).
+    pub fn on_restarted_at(&mut self, offset: i64) {
+        assert!(
+            offset >= self.exposed,
+            "restarting at {offset} would drop records this replica served"
+        );
+        self.log_start_offset = offset;
+        self.log_end_offset = offset;
+        self.high_watermark = offset;
+    }
+
+    /// Kafka's `maybeIncrementLeaderHW`: the minimum LEO over the maximal
+    /// ISR; it never goes back.
+    fn advance_high_watermark(&mut self) -> Option<i64> {
+        if !self.is_leader() {
+            return None;
+        }
+        let mut new_hw = self.log_end_offset;
+        for r in self.maximal_isr() {
+            if r == self.local_id {
+                continue;
+            }
+            let leo = self
+                .followers
+                .get(&r)
+                .map_or(UNKNOWN_OFFSET, |p| p.log_end_offset);
+            if leo == UNKNOWN_OFFSET {
+                // Not heard from yet in this leadership: it holds the HW.
+                return None;
+            }
+            new_hw = new_hw.min(leo);
+        }
+        if new_hw <= self.high_watermark {
+            return None;
+        }
+        self.high_watermark = new_hw;
+        self.exposed = self.exposed.max(new_hw);
+        self.check_invariants();
+        Some(new_hw)
+    }
+
+    fn check_invariants(&self) {
+        if !self.is_leader() {
+            return;
+        }
+        for r in self.maximal_isr() {
+            let leo = if r == self.local_id {
+                self.log_end_offset
+            } else {
+                match self.followers.get(&r) {
+                    Some(p) if p.log_end_offset != UNKNOWN_OFFSET => p.log_end_offset,
+                    _ => continue,
+                }
+            };
+            assert!(
+                self.high_watermark <= leo,
+                "HW {} is above the LEO {leo} of ISR member {r}",
+                self.high_watermark
+            );
+        }
+    }
+}
+
+/// What [`ReplicaState::apply_assignment`] changed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Transition {
+    Unchanged,
+    /// Leader of a new epoch: record `[epoch, epoch_start_offset]` in the
+    /// epoch cache before accepting writes.
+    BecameLeader {
+        epoch_start_offset: i64,
+    },
+    /// Follower of a new epoch or leader: find the divergence point and
+    /// truncate before fetching.
+    BecameFollower {
+        leader: Option<i32>,
+    },
+    /// Same leadership, new ISR or replicas.
+    IsrChanged {
+        high_watermark_advanced: Option<i64>,
+    },
+}
+
+/// The next step of a follower's truncation, from the leader's
+/// OffsetsForLeaderEpoch answer for the follower's latest epoch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Truncation {
+    /// Truncate here; the logs agree below it. Then fetch.
+    To(i64),
+    /// Truncate here and ask again with the (new) latest local epoch: the
+    /// leader has an epoch this follower does not know (KIP-279's loop).
+    ThenAskAgain(i64),
+}
+
+/// What a follower knows of its own log, for [`truncation_offset`].
+#[derive(Debug, Clone, Copy)]
+pub struct LocalLog<F: Fn(i32) -> (i32, i64)> {
+    pub log_start_offset: i64,
+    pub log_end_offset: i64,
+    /// The epoch cache's `end_offset_for`: the largest local epoch at or
+    /// below the one given, and where it ends.
+    pub end_offset_for: F,
+}
+
+/// Where a follower truncates (Kafka's `getOffsetTruncationState`), given
+/// the leader's answer (`leader_epoch`, `leader_end_offset`) to
+/// OffsetsForLeaderEpoch for `asked_epoch`, the follower's latest epoch.
+pub fn truncation_offset<F: Fn(i32) -> (i32, i64)>(
+    leader_epoch: i32,
+    leader_end_offset: i64,
+    asked_epoch: i32,
+    local: &LocalLog<F>,
+) -> Truncation {
+    let leo = local.log_end_offset;
+    if leader_end_offset < 0 {
+        // The leader knows nothing at or below our epoch (an empty log):
+        // nothing of ours is shared with it.
+        return Truncation::To(local.log_start_offset);
+    }
+    if leader_epoch == UNDEFINED_EPOCH {
+        // Our epoch is older than the leader's first: its log starts at
+        // `leader_end_offset`, and below that we cannot compare.
+        return Truncation::To(leader_end_offset.min(leo));
+    }
+    if leader_epoch == asked_epoch {
+        return Truncation::To(leader_end_offset.min(leo));
+    }
+    let (local_epoch, local_end) = (local.end_offset_for)(leader_epoch);
+    if local_epoch == UNDEFINED_EPOCH || local_end < 0 {
+        // All our epochs are newer than any the leader has at this point.
+        return Truncation::To(local.log_start_offset);
+    }
+    if local_epoch == leader_epoch {
+        return Truncation::To(leader_end_offset.min(local_end).min(leo));
+    }
+    // We lack the leader's epoch: cut our newer epochs and ask again.
+    Truncation::ThenAskAgain(local_end.min(leo))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LAG: i64 = 30_000;
+
+    fn assignment(leader: i32, epoch: i32, isr: &[i32]) -> Assignment {
+        Assignment {
+            leader,
+            leader_epoch: epoch,
+            partition_epoch: epoch,
+            replicas: vec![1, 2, 3],
+            isr: isr.to_vec(),
+        }
+    }
+
+    fn leader_of_three() -> ReplicaState {
+        let mut s = ReplicaState::new(1, 0, 0, 0, LAG);
+        let t = s.apply_assignment(&assignment(1, 1, &[1, 2, 3]), 0);
+        assert_eq!(
+            t,
+            Transition::BecameLeader {
+                epoch_start_offset: 0
+            }
+        );
+        s
+    }
+
+    #[test]
+    fn single_replica_hw_follows_the_log_end() {
+        let mut s = ReplicaState::new(1, 0, 0, 0, LAG);
+        s.apply_assignment(
+            &Assignment {
+                leader: 1,
+                leader_epoch: 0,
+                partition_epoch: 0,
+                replicas: vec![1],
+                isr: vec![1],
+            },
+            0,
+        );
+        assert_eq!(s.on_appended(5), Some(5));
+        assert_eq!(s.high_watermark(), 5);
+    }
+
+    #[test]
+    fn hw_waits_for_every_isr_member() {
+        let mut s = leader_of_three();
+        assert_eq!(s.on_appended(10), None, "followers not heard from yet");
+        assert_eq!(
+            s.on_follower_fetch(2, 10, 1)
+                .unwrap()
+                .high_watermark_advanced,
+            None
+        );
+        let f = s.on_follower_fetch(3, 4, 1).unwrap();
+        assert_eq!(f.high_watermark_advanced, Some(4));
+        let f = s.on_follower_fetch(3, 10, 2).unwrap();
+        assert_eq!(f.high_watermark_advanced, Some(10));
+        assert_eq!(s.high_watermark(), 10);
+    }
+
+    #[test]
+    fn hw_never_goes_back() {
+        let mut s = leader_of_three();
+        s.on_appended(10);
+        s.on_follower_fetch(2, 10, 1).unwrap();
+        s.on_follower_fetch(3, 10, 1).unwrap();
+        assert_eq!(s.high_watermark(), 10);
+        // A follower that restarted and fetches from an older offset.
+        let f = s.on_follower_fetch(3, 3, 2).unwrap();
+        assert_eq!(f.high_watermark_advanced, None);
+        assert_eq!(s.high_watermark(), 10);
+    }
+
+    #[test]
+    fn lagging_follower_is_proposed_for_removal_and_counts_until_committed() {
+        let mut s = leader_of_three();
+        s.on_appended(10);
+        s.on_follower_fetch(2, 10, 1_000).unwrap();
+        s.on_follower_fetch(3, 2, 1_000).unwrap();
+        assert_eq!(s.high_watermark(), 2);
+        // Follower 2 keeps up; 3 stops fetching.
+        s.on_follower_fetch(2, 10, LAG).unwrap();
+        assert_eq!(s.tick(LAG), None, "3 still within its lag allowance");
+        s.on_follower_fetch(2, 10, LAG + 2_000).unwrap();
+        let shrink = s.tick(LAG + 2_000).expect("3 lags");
+        assert_eq!(shrink.new_isr, vec![1, 2]);
+        assert_eq!(shrink.partition_epoch, 1);
+        // Until it commits, 3 still holds the HW back.
+        assert_eq!(s.high_watermark(), 2);
+        assert_eq!(s.tick(LAG + 3_000), None, "one change in flight at a time");
+        let t = s.apply_assignment(
+            &Assignment {
+                partition_epoch: 2,
+                ..assignment(1, 1, &[1, 2])
+            },
+            LAG + 3_000,
+        );
+        assert_eq!(
+            t,
+            Transition::IsrChanged {
+                high_watermark_advanced: Some(10)
+            }
+        );
+        assert_eq!(s.in_sync_count(), 2);
+    }
+
+    #[test]
+    fn caught_up_follower_is_proposed_for_the_isr_and_counts_only_when_committed() {
+        let mut s = ReplicaState::new(1, 0, 0, 0, LAG);
+        s.apply_assignment(&assignment(1, 1, &[1, 2]), 0);
+        s.on_appended(10);
+        s.on_follower_fetch(2, 10, 1).unwrap();
+        assert_eq!(s.high_watermark(), 10);
+        let f = s.on_follower_fetch(3, 5, 1).unwrap();
+        assert_eq!(f.expand, None, "below the HW");
+        let f = s.on_follower_fetch(3, 10, 2).unwrap();
+        let expand = f.expand.expect("caught up");
+        assert_eq!(expand.new_isr, vec![1, 2, 3]);
+        assert_eq!(s.in_sync_count(), 2, "not committed yet");
+        // The pending member now holds the HW too (maximal ISR).
+        s.on_appended(20);
+        s.on_follower_fetch(2, 20, 3).unwrap();
+        assert_eq!(s.high_watermark(), 10);
+        s.apply_assignment(
+            &Assignment {
+                partition_epoch: 2,
+                ..assignment(1, 1, &[1, 2, 3])
+            },
+            4,
+        );
+        assert_eq!(s.in_sync_count(), 3);
+        assert_eq!(s.pending_isr(), None);
+    }
+
+    #[test]
+    fn follower_must_reach_the_epoch_start_to_join() {
+        let mut s = ReplicaState::new(1, 0, 10, 4, LAG);
+        s.apply_assignment(&assignment(1, 2, &[1]), 0);
+        assert_eq!(s.high_watermark(), 10, "alone in the ISR");
+        let f = s.on_follower_fetch(2, 8, 1).unwrap();
+        assert_eq!(f.expand, None);
+        let f = s.on_follower_fetch(2, 10, 1).unwrap();
+        assert!(f.expand.is_some());
+    }
+
+    #[test]
+    fn refused_alter_lets_the_leader_propose_again() {
+        let mut s = leader_of_three();
+        s.on_appended(1);
+        assert!(s.tick(LAG + 1).is_some());
+        assert!(s.tick(LAG + 2).is_none());
+        s.on_alter_isr_failed();
+        assert!(s.tick(LAG + 3).is_some());
+    }
+
+    #[test]
+    fn fetch_from_a_non_replica_or_on_a_follower_is_refused() {
+        let mut s = leader_of_three();
+        assert_eq!(s.on_follower_fetch(9, 0, 0), Err(FetchRefused::NotAReplica));
+        let mut f = ReplicaState::new(2, 0, 0, 0, LAG);
+        f.apply_assignment(&assignment(1, 1, &[1, 2, 3]), 0);
+        assert_eq!(f.on_follower_fetch(3, 0, 0), Err(FetchRefused::NotLeader));
+    }
+
+    #[test]
+    fn follower_hw_is_min_of_leader_hw_and_own_leo() {
+        let mut f = ReplicaState::new(2, 0, 0, 0, LAG);
+        let t = f.apply_assignment(&assignment(1, 1, &[1, 2, 3]), 0);
+        assert_eq!(t, Transition::BecameFollower { leader: Some(1) });
+        f.on_appended(5);
+        f.on_leader_high_watermark(8);
+        assert_eq!(f.high_watermark(), 5);
+        f.on_appended(9);
+        f.on_leader_high_watermark(8);
+        assert_eq!(f.high_watermark(), 8);
+    }
+
+    #[test]
+    fn new_leader_keeps_its_hw_until_followers_report() {
+        let mut s = ReplicaState::new(2, 0, 10, 7, LAG);
+        s.apply_assignment(&assignment(1, 1, &[1, 2, 3]), 0);
+        let t = s.apply_assignment(&assignment(2, 2, &[2, 3]), 5);
+        assert_eq!(
+            t,
+            Transition::BecameLeader {
+                epoch_start_offset: 10
+            }
+        );
+        assert_eq!(s.high_watermark(), 7);
+        s.on_follower_fetch(3, 10, 6).unwrap();
+        assert_eq!(s.high_watermark(), 10);
+    }
+
+    #[test]
+    fn stale_assignments_are_ignored() {
+        let mut s = leader_of_three();
+        let t = s.apply_assignment(&assignment(2, 0, &[2]), 0);
+        assert_eq!(t, Transition::Unchanged);
+        assert!(s.is_leader());
+    }
+
+    #[test]
+    fn same_epoch_same_leader_is_unchanged_for_a_follower() {
+        let mut f = ReplicaState::new(2, 0, 0, 0, LAG);
+        f.apply_assignment(&assignment(1, 1, &[1, 2, 3]), 0);
+        let t = f.apply_assignment(
+            &Assignment {
+                partition_epoch: 2,
+                ..assignment(1, 1, &[1, 2])
+            },
+            0,
+        );
+        assert_eq!(t, Transition::Unchanged);
+        assert_eq!(f.isr(), &[1, 2]);
+    }
+
+    #[test]
+    #[should_panic(expected = "served as leader")]
+    fn truncating_below_a_served_hw_is_an_invariant_violation() {
+        let mut s = ReplicaState::new(1, 0, 0, 0, LAG);
+        s.apply_assignment(&assignment(1, 1, &[1]), 0);
+        s.on_appended(10);
+        s.apply_assignment(&assignment(2, 2, &[2]), 0);
+        s.on_truncated(5, false);
+    }
+
+    #[test]
+    fn unclean_truncation_below_the_served_hw_is_allowed() {
+        let mut s = ReplicaState::new(1, 0, 0, 0, LAG);
+        s.apply_assignment(&assignment(1, 1, &[1]), 0);
+        s.on_appended(10);
+        s.apply_assignment(&assignment(2, 2, &[2]), 0);
+        s.on_truncated(5, true);
+        assert_eq!(s.high_watermark(), 5);
+    }
+
+    #[test]
+    fn truncation_offset_follows_kip_279() {
+        // Local epochs: 1 @0, 3 @10, LEO 15.
+        let local = LocalLog {
+            log_start_offset: 0,
+            log_end_offset: 15,
+            end_offset_for: |e: i32| match e {
+                1 | 2 => (1, 10),
+                3.. => (3, 15),
+                _ => (UNDEFINED_EPOCH, -1),
+            },
+        };
+        // The leader has our epoch 3 until 12.
+        assert_eq!(truncation_offset(3, 12, 3, &local), Truncation::To(12));
+        // The leader ends our epoch at 20: nothing to cut.
+        assert_eq!(truncation_offset(3, 20, 3, &local), Truncation::To(15));
+        // The leader never had epoch 3, and has an epoch 2 we lack: cut our
+        // epoch 3 and ask again with epoch 1.
+        assert_eq!(
+            truncation_offset(2, 8, 3, &local),
+            Truncation::ThenAskAgain(10)
+        );
+        // Its epoch 1 ends at 7: so does ours from now on.
+        assert_eq!(truncation_offset(1, 7, 3, &local), Truncation::To(7));
+        assert_eq!(truncation_offset(1, 11, 3, &local), Truncation::To(10));
+        // The leader's log begins after our epoch.
+        assert_eq!(
+            truncation_offset(UNDEFINED_EPOCH, 4, 0, &local),
+            Truncation::To(4)
+        );
+        // An empty leader.
+        assert_eq!(
+            truncation_offset(UNDEFINED_EPOCH, -1, 3, &local),
+            Truncation::To(0)
+        );
+    }
+}
