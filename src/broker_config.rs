@@ -79,6 +79,43 @@ pub struct BrokerConfig {
     pub cleaner: CleanerConfig,
     /// `process.roles`, `controller.quorum.*`, `controller.listen`.
     pub cluster: ClusterConfig,
+    pub replication: ReplicationConfig,
+}
+
+/// The replica fetchers' and the ISR's settings, under Kafka's names and
+/// with its defaults.
+#[derive(Debug, Clone)]
+pub struct ReplicationConfig {
+    /// `replica.fetch.max.bytes`: bytes asked per partition per fetch.
+    pub fetch_max_bytes: u64,
+    /// `replica.fetch.response.max.bytes`: bytes asked per fetch response.
+    pub fetch_response_max_bytes: u64,
+    /// `replica.fetch.wait.max.ms`: how long a follower's fetch may wait.
+    pub fetch_wait_max_ms: u64,
+    /// `replica.fetch.min.bytes`.
+    pub fetch_min_bytes: u64,
+    /// `replica.fetch.backoff.ms`: the pause after a failed fetch.
+    pub fetch_backoff_ms: u64,
+    /// `replica.lag.time.max.ms`: a follower that has not caught up for
+    /// this long leaves the ISR.
+    pub lag_time_max_ms: u64,
+    /// `replica.socket.timeout.ms`: a fetch with no answer for this long
+    /// fails and the connection is dropped.
+    pub socket_timeout_ms: u64,
+}
+
+impl Default for ReplicationConfig {
+    fn default() -> Self {
+        ReplicationConfig {
+            fetch_max_bytes: 1024 * 1024,
+            fetch_response_max_bytes: 10 * 1024 * 1024,
+            fetch_wait_max_ms: 500,
+            fetch_min_bytes: 1,
+            fetch_backoff_ms: 1000,
+            lag_time_max_ms: 30_000,
+            socket_timeout_ms: 30_000,
+        }
+    }
 }
 
 /// Kafka's `controller.quorum.election.timeout.ms` default.
@@ -215,6 +252,7 @@ impl Default for BrokerConfig {
             group: GroupConfig::default(),
             cleaner: CleanerConfig::default(),
             cluster: ClusterConfig::default(),
+            replication: ReplicationConfig::default(),
         }
     }
 }
@@ -261,6 +299,13 @@ pub const KNOWN_KEYS: &[&str] = &[
     "shard.spin.before.park.us",
     "shard.io.memory.bytes",
     "max.incremental.fetch.session.cache.slots",
+    "replica.fetch.max.bytes",
+    "replica.fetch.response.max.bytes",
+    "replica.fetch.wait.max.ms",
+    "replica.fetch.min.bytes",
+    "replica.fetch.backoff.ms",
+    "replica.lag.time.max.ms",
+    "replica.socket.timeout.ms",
     "log.segment.bytes",
     "log.roll.ms",
     "log.index.size.max.bytes",
@@ -527,6 +572,21 @@ impl BrokerConfig {
                     self.default_replication_factor = int(key, v)? as i16
                 }
                 "auto.create.topics.enable" => self.auto_create_topics_enable = boolean(key, v)?,
+                "replica.fetch.max.bytes" => self.replication.fetch_max_bytes = positive(key, v)?,
+                "replica.fetch.response.max.bytes" => {
+                    self.replication.fetch_response_max_bytes = positive(key, v)?
+                }
+                "replica.fetch.wait.max.ms" => {
+                    self.replication.fetch_wait_max_ms = non_negative(key, v)?
+                }
+                "replica.fetch.min.bytes" => self.replication.fetch_min_bytes = positive(key, v)?,
+                "replica.fetch.backoff.ms" => {
+                    self.replication.fetch_backoff_ms = non_negative(key, v)?
+                }
+                "replica.lag.time.max.ms" => self.replication.lag_time_max_ms = positive(key, v)?,
+                "replica.socket.timeout.ms" => {
+                    self.replication.socket_timeout_ms = positive(key, v)?
+                }
                 "max.incremental.fetch.session.cache.slots" => {
                     self.fetch_session_cache_slots = non_negative(key, v)? as usize
                 }

@@ -137,6 +137,8 @@ pub const RECOVERY_READ_CHUNK_BYTES: usize = 4 * 1024 * 1024;
 pub const CLEAN_SHUTDOWN_FILE: &str = ".kafka_cleanshutdown";
 /// Kafka's per-data-directory checkpoint of each partition's recovery point.
 pub const RECOVERY_POINT_CHECKPOINT_FILE: &str = "recovery-point-offset-checkpoint";
+/// Kafka's high-watermark checkpoint file in each data directory.
+pub const REPLICATION_OFFSET_CHECKPOINT_FILE: &str = "replication-offset-checkpoint";
 /// Kafka's per-data-directory checkpoint of each partition's log start offset.
 pub const LOG_START_OFFSET_CHECKPOINT_FILE: &str = "log-start-offset-checkpoint";
 /// Kafka's per-partition leader-epoch checkpoint.

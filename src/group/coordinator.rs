@@ -33,7 +33,6 @@ pub use crate::group::offsets_topic::OFFSETS_TOPIC;
 use crate::group::schema::{GroupValue, OffsetValue, RecordKey};
 use crate::log::batch::{self, BatchIter, CountRule};
 use crate::log::topic_partition::TopicPartition;
-use crate::node::append_waiters::AppendWaiters;
 use crate::node::state::BrokerState;
 use crate::node::stop::StopHandle;
 use crate::protocol::error_code;
@@ -44,6 +43,9 @@ use crate::shard::shard::{now_ms, Shard};
 /// schedules a timer per deadline; a short fixed tick is simpler and costs
 /// one pass over the shard's groups.
 const COORDINATOR_TICK: Duration = Duration::from_millis(50);
+/// How long a group write waits to be replicated: Kafka's
+/// `offsets.commit.timeout.ms` default.
+const GROUP_WRITE_TIMEOUT_MS: u64 = 5000;
 /// Bytes read per step while loading a partition.
 const LOAD_READ_BYTES: usize = 1024 * 1024;
 
@@ -182,7 +184,7 @@ impl GroupCoordinator {
     /// Ready to serve `partition`'s groups, or the error to answer with.
     /// The first request for an unloaded partition starts its load.
     fn ready(self: &Rc<Self>, shard: &Rc<Shard>, partition: i32) -> Result<(), i16> {
-        if shard.local_log(&Self::tp(partition)).is_none() {
+        if crate::node::state::led_log(shard, &Self::tp(partition)).is_none() {
             return Err(error_code::NOT_COORDINATOR);
         }
         let state = self
@@ -206,6 +208,33 @@ impl GroupCoordinator {
     /// first request for one of them.
     pub fn on_became_leader(self: &Rc<Self>, shard: &Rc<Shard>, partition: i32) {
         self.spawn_load(shard, partition);
+    }
+
+    /// This broker no longer leads `__consumer_offsets` partition
+    /// `partition`: its groups are unloaded (their waiting joins end), and
+    /// their requests get NOT_COORDINATOR until the new leader has them.
+    pub fn on_lost_leadership(&self, partition: i32) {
+        if self.partitions.borrow_mut().remove(&partition).is_none() {
+            return;
+        }
+        let gone: Vec<String> = self
+            .group_partition
+            .borrow()
+            .iter()
+            .filter(|(_, &p)| p == partition)
+            .map(|(g, _)| g.clone())
+            .collect();
+        let mut groups = self.groups.borrow_mut();
+        let mut by_partition = self.group_partition.borrow_mut();
+        for g in &gone {
+            groups.remove(g);
+            by_partition.remove(g);
+        }
+        tracing::info!(
+            partition,
+            groups = gone.len(),
+            "unloaded the groups of {OFFSETS_TOPIC} partition {partition}: its leadership moved"
+        );
     }
 
     fn spawn_load(self: &Rc<Self>, shard: &Rc<Shard>, partition: i32) {
@@ -394,14 +423,11 @@ impl GroupCoordinator {
         records: &[(Bytes, Option<Bytes>)],
     ) -> Result<(), i16> {
         let tp = Self::tp(partition);
-        let Some(log) = shard.local_log(&tp) else {
+        let Some(led) = crate::node::replicas::led_partition(shard, &tp) else {
             return Err(error_code::NOT_COORDINATOR);
         };
-        let epoch = BrokerState::of(shard)
-            .image()
-            .partition(OFFSETS_TOPIC, partition)
-            .map(|p| p.leader_epoch)
-            .unwrap_or(0);
+        let log = led.log;
+        let epoch = led.state.borrow().leader_epoch();
         let now = now_ms();
         let specs: Vec<batch::KeyedRecordSpec<'_>> = records
             .iter()
@@ -417,15 +443,29 @@ impl GroupCoordinator {
                 .append_as_leader(BytesMut::from(&bytes[..]), epoch, None, now)
                 .await;
             if r.is_ok() {
-                let leo = log.log_end_offset();
-                log.set_high_watermark(leo);
+                crate::node::replicas::after_append(shard, &tp, &mut log);
             }
             r
         };
         match result {
-            Ok(_) => {
-                AppendWaiters::of(shard).notify(&tp);
-                Ok(())
+            // Answered once replicated: a group write the ISR does not hold
+            // could vanish with a failover (Kafka's acks=all for group
+            // state).
+            Ok(info) => {
+                use crate::node::replicas::{wait_for_high_watermark, HighWatermarkWait};
+                let wait = wait_for_high_watermark(
+                    shard,
+                    &tp,
+                    epoch,
+                    info.last_offset + 1,
+                    std::time::Duration::from_millis(GROUP_WRITE_TIMEOUT_MS),
+                )
+                .await;
+                match wait {
+                    HighWatermarkWait::Reached => Ok(()),
+                    HighWatermarkWait::TimedOut => Err(error_code::REQUEST_TIMED_OUT),
+                    HighWatermarkWait::LostLeadership => Err(error_code::NOT_COORDINATOR),
+                }
             }
             Err(e) => {
                 tracing::error!(partition = %tp, "writing group state failed: {e}");

@@ -11,7 +11,7 @@ use std::path::Path;
 
 use crate::constants::{
     CLEANER_OFFSET_CHECKPOINT_FILE, CLEAN_SHUTDOWN_FILE, LOG_START_OFFSET_CHECKPOINT_FILE,
-    RECOVERY_POINT_CHECKPOINT_FILE,
+    RECOVERY_POINT_CHECKPOINT_FILE, REPLICATION_OFFSET_CHECKPOINT_FILE,
 };
 use crate::error::{LogError, LogResult};
 use crate::log::checkpoint::{self, OffsetCheckpointEntry};
@@ -25,6 +25,8 @@ pub struct DataDirState {
     pub log_start_offsets: HashMap<TopicPartition, i64>,
     /// Where the last clean of each compacted partition ended.
     pub cleaner_offsets: HashMap<TopicPartition, i64>,
+    /// From `replication-offset-checkpoint`: each partition's HW.
+    pub high_watermarks: HashMap<TopicPartition, i64>,
     pub partitions: Vec<TopicPartition>,
 }
 
@@ -34,6 +36,11 @@ impl DataDirState {
     }
     pub fn log_start_offset(&self, tp: &TopicPartition) -> i64 {
         self.log_start_offsets.get(tp).copied().unwrap_or(0)
+    }
+    /// The checkpointed HW; 0 when unknown (the HW then starts at the log
+    /// start and catches up as the leader reports it).
+    pub fn high_watermark(&self, tp: &TopicPartition) -> i64 {
+        self.high_watermarks.get(tp).copied().unwrap_or(0)
     }
     pub fn cleaner_offset(&self, tp: &TopicPartition) -> Option<i64> {
         self.cleaner_offsets.get(tp).copied()
@@ -46,6 +53,7 @@ pub struct PartitionOffsets {
     pub tp: TopicPartition,
     pub recovery_point: i64,
     pub log_start_offset: i64,
+    pub high_watermark: i64,
     /// Where the last clean ended; `None` for a log never cleaned.
     pub cleaner_offset: Option<i64>,
 }
@@ -70,6 +78,7 @@ pub fn load_data_dir(dir: &Path) -> LogResult<DataDirState> {
     let recovery_points = read(RECOVERY_POINT_CHECKPOINT_FILE)?;
     let log_start_offsets = read(LOG_START_OFFSET_CHECKPOINT_FILE)?;
     let cleaner_offsets = read(CLEANER_OFFSET_CHECKPOINT_FILE)?;
+    let high_watermarks = read(REPLICATION_OFFSET_CHECKPOINT_FILE)?;
     let partitions = list_partitions(dir)?;
     if clean_shutdown {
         std::fs::remove_file(&marker)
@@ -81,6 +90,7 @@ pub fn load_data_dir(dir: &Path) -> LogResult<DataDirState> {
         recovery_points,
         log_start_offsets,
         cleaner_offsets,
+        high_watermarks,
         partitions,
     })
 }
@@ -137,6 +147,11 @@ pub fn write_shutdown_state(
         dir,
         LOG_START_OFFSET_CHECKPOINT_FILE,
         &entries(|o| o.log_start_offset),
+    )?;
+    write(
+        dir,
+        REPLICATION_OFFSET_CHECKPOINT_FILE,
+        &entries(|o| o.high_watermark),
     )?;
     // Kafka lists only the partitions the cleaner has seen. Losing an entry
     // (a crash before this write) only makes the next clean redo work.

@@ -13,6 +13,10 @@ pub struct PartitionImage {
     pub leader: i32,
     pub leader_epoch: i32,
     pub partition_epoch: i32,
+    /// The last change elected an out-of-sync leader (unclean election): its
+    /// followers may truncate below an HW they served. Not in snapshots: it
+    /// matters only to the replicas that apply the change as it happens.
+    pub last_election_unclean: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -114,6 +118,7 @@ impl MetadataImage {
                         leader: *leader,
                         leader_epoch: *leader_epoch,
                         partition_epoch: *partition_epoch,
+                        last_election_unclean: false,
                     },
                 );
             }
@@ -199,6 +204,37 @@ impl MetadataImage {
             },
             MetadataRecord::ClusterId { cluster_id } => {
                 self.cluster_id = Some(cluster_id.clone());
+            }
+            MetadataRecord::PartitionChange {
+                topic_id,
+                partition,
+                leader,
+                isr,
+                unclean,
+            } => {
+                let Some(p) = self
+                    .topic_names_by_id
+                    .get(topic_id)
+                    .and_then(|n| self.topics.get_mut(n))
+                    .and_then(|t| t.partitions.get_mut(partition))
+                else {
+                    tracing::warn!(
+                        offset,
+                        "metadata: partition change for an unknown partition"
+                    );
+                    return;
+                };
+                if let Some(isr) = isr {
+                    p.isr = isr.clone();
+                }
+                if let Some(leader) = leader {
+                    if *leader != p.leader {
+                        p.leader = *leader;
+                        p.leader_epoch += 1;
+                    }
+                }
+                p.partition_epoch += 1;
+                p.last_election_unclean = *unclean;
             }
         }
     }

@@ -71,6 +71,19 @@ pub enum MetadataRecord {
     ClusterId {
         cluster_id: String,
     },
+    /// A partition's leader or ISR changed (KRaft's PartitionChangeRecord):
+    /// an AlterPartition, a failover, an election. `None` leaves a field as
+    /// it was. Applying it bumps the partition epoch, and the leader epoch
+    /// when the leader changes.
+    PartitionChange {
+        topic_id: Uuid,
+        partition: i32,
+        leader: Option<i32>,
+        isr: Option<Vec<i32>>,
+        /// Set after an unclean election: the new leader's log may lack
+        /// records an earlier leader acknowledged.
+        unclean: bool,
+    },
 }
 
 const TOPIC: i8 = 1;
@@ -81,6 +94,7 @@ const PRODUCER_IDS: i8 = 5;
 const REGISTER_BROKER: i8 = 6;
 const BROKER_REGISTRATION_CHANGE: i8 = 7;
 const CLUSTER_ID: i8 = 8;
+const PARTITION_CHANGE: i8 = 9;
 
 /// An optional flag as one byte: -1 none, 0 false, 1 true.
 fn optional_flag(v: Option<bool>) -> i8 {
@@ -198,6 +212,30 @@ impl MetadataRecord {
                 w.put_i8(VERSION);
                 w.put_string(cluster_id, true);
             }
+            MetadataRecord::PartitionChange {
+                topic_id,
+                partition,
+                leader,
+                isr,
+                unclean,
+            } => {
+                w.put_i8(PARTITION_CHANGE);
+                w.put_i8(VERSION);
+                w.put_slice(topic_id);
+                w.put_i32(*partition);
+                w.put_bool(leader.is_some());
+                w.put_i32(leader.unwrap_or(-1));
+                match isr {
+                    Some(list) => {
+                        w.put_array_len(Some(list.len()), true);
+                        for id in list {
+                            w.put_i32(*id);
+                        }
+                    }
+                    None => w.put_array_len(None, true),
+                }
+                w.put_bool(*unclean);
+            }
         }
         w.freeze()
     }
@@ -256,6 +294,19 @@ impl MetadataRecord {
             CLUSTER_ID => MetadataRecord::ClusterId {
                 cluster_id: r.string("cluster_id", true)?,
             },
+            PARTITION_CHANGE => {
+                let topic_id = r.uuid("topic_id")?;
+                let partition = r.i32("partition")?;
+                let has_leader = r.bool("has_leader")?;
+                let leader = r.i32("leader")?;
+                MetadataRecord::PartitionChange {
+                    topic_id,
+                    partition,
+                    leader: has_leader.then_some(leader),
+                    isr: r.nullable_array("isr", true, 4, |r| r.i32("isr"))?,
+                    unclean: r.bool("unclean")?,
+                }
+            }
             other => {
                 return Err(DecodeError::Invalid(format!(
                     "unknown metadata record type {other}"
@@ -315,6 +366,20 @@ mod tests {
             },
             MetadataRecord::ClusterId {
                 cluster_id: "qau3HT1pWYTbaYLLJD0ulA".into(),
+            },
+            MetadataRecord::PartitionChange {
+                topic_id: id,
+                partition: 1,
+                leader: Some(3),
+                isr: None,
+                unclean: false,
+            },
+            MetadataRecord::PartitionChange {
+                topic_id: id,
+                partition: 1,
+                leader: None,
+                isr: Some(vec![3, 1]),
+                unclean: true,
             },
         ];
         for r in records {

@@ -215,6 +215,23 @@ pub fn timestamp_type(
     }
 }
 
+/// The topic's `min.insync.replicas` (Kafka's default 1): how many ISR
+/// members an acks=all write needs.
+pub fn min_insync_replicas(overrides: &BTreeMap<String, String>) -> usize {
+    overrides
+        .get("min.insync.replicas")
+        .and_then(|v| v.parse::<usize>().ok())
+        .filter(|&v| v >= 1)
+        .unwrap_or(1)
+}
+
+/// The topic's `unclean.leader.election.enable` (Kafka's default false).
+pub fn unclean_leader_election(overrides: &BTreeMap<String, String>) -> bool {
+    overrides
+        .get("unclean.leader.election.enable")
+        .is_some_and(|v| v.eq_ignore_ascii_case("true"))
+}
+
 /// Whether the topic's `cleanup.policy` includes `delete` (the broker
 /// default does). Kafka refuses DeleteRecords on a compact-only topic: its
 /// old records are meant to be removed by compaction alone.

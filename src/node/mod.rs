@@ -6,6 +6,8 @@
 //! - [`state::BrokerState`]: settings, identity and the current metadata
 //!   image, one per shard;
 //! - [`append_waiters::AppendWaiters`]: long polls woken by appends;
+//! - [`replicas::Replicas`]: each local partition's replication state, and
+//!   the helpers that move a log's HW from it;
 //! - [`stop::StopHandle`]: the per-broker stop request;
 //! - [`ids`]: random ids (UUIDs, cluster ids, member ids).
 //!
@@ -15,5 +17,6 @@
 
 pub mod append_waiters;
 pub mod ids;
+pub mod replicas;
 pub mod state;
 pub mod stop;

@@ -73,13 +73,5 @@ pub fn led_log(
     shard: &Shard,
     tp: &crate::log::topic_partition::TopicPartition,
 ) -> Option<Rc<glommio::sync::RwLock<crate::log::partition_log::PartitionLog>>> {
-    let broker = shard.extension::<BrokerState>()?;
-    let leads = broker
-        .image()
-        .partition(&tp.topic, tp.partition)
-        .is_some_and(|p| p.leader == broker.node_id());
-    if !leads {
-        return None;
-    }
-    shard.local_log(tp)
+    crate::node::replicas::led_partition(shard, tp).map(|p| p.log)
 }

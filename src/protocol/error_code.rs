@@ -62,3 +62,13 @@ pub const NOT_CONTROLLER: i16 = 41;
 pub const STALE_BROKER_EPOCH: i16 = 77;
 pub const DUPLICATE_BROKER_REGISTRATION: i16 = 101;
 pub const INCONSISTENT_CLUSTER_ID: i16 = 104;
+pub const NOT_ENOUGH_REPLICAS_AFTER_APPEND: i16 = 20;
+/// AlterPartition: the partition epoch the leader based its change on is
+/// not the current one.
+pub const INVALID_UPDATE_VERSION: i16 = 95;
+/// AlterPartition: a proposed ISR member is fenced, shutting down, or its
+/// broker epoch is stale (KIP-903).
+pub const INELIGIBLE_REPLICA: i16 = 107;
+/// AlterPartition: a new leader was elected; the old one's change is moot.
+pub const NEW_LEADER_ELECTED: i16 = 91;
+pub const UNKNOWN_TOPIC_ID: i16 = 100;

@@ -113,6 +113,7 @@ impl LogCloser {
             tp: metadata_partition(),
             recovery_point: log.log_end_offset(),
             log_start_offset: log.log_start_offset(),
+            high_watermark: log.high_watermark(),
             cleaner_offset: None,
         };
         log.close().await?;

@@ -232,6 +232,8 @@ async fn shard_main(
     metrics_listener: Option<std::net::TcpListener>,
     stop: StopHandle,
 ) -> Result<(), String> {
+    // Replica fetchers find the stop request here.
+    shard.set_extension(Rc::new(stop.clone()));
     // Before any shard can serve a request that writes checkpoints.
     if shard.id() == CHECKPOINT_SHARD {
         shard.set_extension(Rc::new(CheckpointLock(glommio::sync::Semaphore::new(1))));
@@ -307,6 +309,11 @@ async fn shard_main(
             "pinlog is serving Kafka clients"
         );
     }
+    glommio::spawn_local(crate::server::isr_changes::expire_lagging_followers(
+        shard.clone(),
+        stop.clone(),
+    ))
+    .detach();
     let active = Rc::new(Cell::new(0usize));
     if shard.id() + 1 == shard.shard_count() {
         if let Some(ms) = std::env::var(TEST_PANIC_ENV)

@@ -22,6 +22,9 @@ use crate::controller::brokers::{
     BrokerControlState, BrokerSessions, Heartbeat, Registration, RegistrationDecision,
     RegistrationRequest,
 };
+use crate::controller::partitions::{
+    plan_alter_partition, plan_leadership, BrokerView, IsrProposal,
+};
 use crate::controller::placement::UsableBroker;
 use crate::controller::{
     plan_alter_broker_configs, plan_alter_topic_configs, plan_create_partitions,
@@ -31,20 +34,26 @@ pub use crate::controller::{CreatedTopic, NewTopic, TopicError};
 use crate::error::LogResult;
 use crate::group::coordinator::GroupCoordinator;
 use crate::log::topic_partition::TopicPartition;
-use crate::metadata::image::MetadataImage;
+use crate::metadata::image::{MetadataImage, PartitionImage};
 use crate::metadata::records::MetadataRecord;
 use crate::metadata::OFFSETS_TOPIC;
 use crate::metadata::{dynamic_broker_config, topic_config};
 use crate::node::ids::random_uuid;
+use crate::node::replicas::{self, Replicas};
 use crate::node::state::BrokerState;
 use crate::node::stop::StopHandle;
 use crate::protocol::codec::Reader;
 use crate::protocol::error_code;
+use crate::protocol::messages::alter_partition::{
+    AlterPartitionRequest, AlterPartitionResponse, AlterPartitionResult, AlterPartitionTopicResult,
+};
 use crate::protocol::messages::broker_registration::{
     BrokerHeartbeatRequest, BrokerHeartbeatResponse, BrokerRegistrationRequest,
     BrokerRegistrationResponse,
 };
 use crate::quorum::{Quorum, QuorumError, QuorumStatus};
+use crate::replica::{Assignment, Transition};
+use crate::server::replica_fetcher::ReplicaFetchers;
 use crate::shard::shard::{now_ms, Shard};
 
 /// The shard that runs the controller and the quorum.
@@ -125,6 +134,11 @@ enum AdminRequest {
     },
     /// Kafka's BrokerHeartbeat (API 63), encoded at `version`.
     BrokerHeartbeat {
+        version: i16,
+        body: Vec<u8>,
+    },
+    /// Kafka's AlterPartition (API 56), encoded at `version`.
+    AlterPartition {
         version: i16,
         body: Vec<u8>,
     },
@@ -441,8 +455,164 @@ async fn decide_locked(
                 message,
             })
         }
+        AdminRequest::AlterPartition { version, body } => {
+            let req = AlterPartitionRequest::decode(&mut Reader::new(body.into()), version)
+                .map_err(|e| invalid_request("AlterPartition", e))?;
+            let resp = alter_partition(quorum, &image, req, offset).await?;
+            let mut w = bytes::BytesMut::new();
+            resp.encode(&mut w, version);
+            Ok(AdminAnswer::Broker {
+                body: w.to_vec(),
+                message: None,
+            })
+        }
         AdminRequest::DescribeQuorum => unreachable!("answered above"),
     }
+}
+
+/// AlterPartition on the active controller: the pure decision, its
+/// records committed, the partitions' new state answered.
+async fn alter_partition(
+    quorum: &Quorum,
+    image: &MetadataImage,
+    req: AlterPartitionRequest,
+    offset: &mut i64,
+) -> ControllerResult<AlterPartitionResponse> {
+    let proposals: Vec<IsrProposal> = req
+        .topics
+        .iter()
+        .flat_map(|t| {
+            t.partitions.iter().map(|p| IsrProposal {
+                topic_id: t.topic_id,
+                partition: p.partition_index,
+                leader_epoch: p.leader_epoch,
+                partition_epoch: p.partition_epoch,
+                new_isr: p
+                    .new_isr
+                    .iter()
+                    .map(|m| (m.broker_id, m.broker_epoch))
+                    .collect(),
+            })
+        })
+        .collect();
+    let planned = plan_alter_partition(
+        image,
+        &broker_views(image),
+        req.broker_id,
+        req.broker_epoch,
+        &proposals,
+    );
+    let (records, decisions) = match planned {
+        Ok(p) => p,
+        Err(code) => {
+            return Ok(AlterPartitionResponse {
+                error_code: code,
+                ..Default::default()
+            })
+        }
+    };
+    if !records.is_empty() {
+        *offset = quorum.propose(&records).await?;
+    }
+    let mut topics: Vec<AlterPartitionTopicResult> = Vec::new();
+    for (proposal, d) in proposals.iter().zip(decisions) {
+        let p = d.partition.unwrap_or_else(|| PartitionImage {
+            replicas: Vec::new(),
+            isr: Vec::new(),
+            leader: -1,
+            leader_epoch: -1,
+            partition_epoch: -1,
+            last_election_unclean: false,
+        });
+        let result = AlterPartitionResult {
+            partition_index: proposal.partition,
+            error_code: d.error_code,
+            leader_id: p.leader,
+            leader_epoch: p.leader_epoch,
+            isr: p.isr,
+            leader_recovery_state: 0,
+            partition_epoch: p.partition_epoch,
+        };
+        match topics.last_mut() {
+            Some(t) if t.topic_id == proposal.topic_id => t.partitions.push(result),
+            _ => topics.push(AlterPartitionTopicResult {
+                topic_id: proposal.topic_id,
+                partitions: vec![result],
+            }),
+        }
+    }
+    Ok(AlterPartitionResponse {
+        throttle_time_ms: 0,
+        error_code: error_code::NONE,
+        topics,
+    })
+}
+
+/// The brokers as the partition decisions see them.
+fn broker_views(image: &MetadataImage) -> Vec<BrokerView> {
+    image
+        .brokers
+        .values()
+        .map(|b| BrokerView {
+            id: b.id,
+            epoch: b.epoch,
+            usable: !b.fenced && !b.in_controlled_shutdown,
+        })
+        .collect()
+}
+
+/// `records` plus the leadership and ISR changes the brokers' states after
+/// them call for: a fenced or shutting-down broker leaves every ISR and
+/// hands its leaderships over; offline partitions whose replica came back
+/// get a leader. Committed in the same entry, so no image has a fenced
+/// leader that the controller already knew about.
+fn with_leadership_changes(
+    image: &MetadataImage,
+    mut records: Vec<MetadataRecord>,
+) -> Vec<MetadataRecord> {
+    let mut next = image.clone();
+    for r in &records {
+        next.apply(next.offset + 1, r);
+    }
+    let changes = plan_leadership(&next, &broker_views(&next), |topic| {
+        topic_config::unclean_leader_election(&dynamic_broker_config::effective_overrides(
+            &next,
+            &topic.configs,
+        ))
+    });
+    for c in &changes {
+        if let MetadataRecord::PartitionChange {
+            topic_id,
+            partition,
+            leader,
+            isr,
+            unclean,
+        } = c
+        {
+            let name = next
+                .topic_names_by_id
+                .get(topic_id)
+                .cloned()
+                .unwrap_or_default();
+            if *unclean {
+                tracing::warn!(
+                    partition = %format!("{name}-{partition}"),
+                    leader = ?leader,
+                    "unclean leader election: no in-sync replica is live, so an out-of-sync \
+                     replica leads; records it lacks that the old ISR acknowledged are lost"
+                );
+            } else {
+                tracing::info!(
+                    partition = %format!("{name}-{partition}"),
+                    leader = ?leader,
+                    isr = ?isr,
+                    "partition leadership or ISR changed with the brokers' states"
+                );
+            }
+        }
+    }
+    records.extend(changes);
+    records
 }
 
 /// A config change's answer: its records committed (unless validating),
@@ -561,7 +731,9 @@ async fn register_broker(
     let broker_epoch = if records.is_empty() {
         broker_epoch
     } else {
-        let committed = quorum.propose(&records).await?;
+        let committed = quorum
+            .propose(&with_leadership_changes(image, records))
+            .await?;
         *offset = committed;
         if broker_epoch < 0 {
             // Every record of an entry takes the entry's offset.
@@ -646,14 +818,15 @@ async fn broker_heartbeat(
             Unfenced => (Some(false), Some(false)),
             ControlledShutdown => (None, Some(true)),
         };
+        let change = MetadataRecord::BrokerRegistrationChange {
+            broker_id: req.broker_id,
+            broker_epoch: registration.epoch,
+            fenced,
+            in_controlled_shutdown,
+        };
         *offset = controller
             .quorum
-            .propose(&[MetadataRecord::BrokerRegistrationChange {
-                broker_id: req.broker_id,
-                broker_epoch: registration.epoch,
-                fenced,
-                in_controlled_shutdown,
-            }])
+            .propose(&with_leadership_changes(image, vec![change]))
             .await?;
         tracing::info!(broker = req.broker_id, state = ?outcome.next, "broker {} is now {:?}", req.broker_id, outcome.next);
     }
@@ -704,6 +877,7 @@ pub async fn fence_expired_brokers(shard: Rc<Shard>, every: Duration, stop: Stop
                 in_controlled_shutdown: None,
             })
             .collect();
+        let records = with_leadership_changes(&image, records);
         match controller.quorum.propose(&records).await {
             Ok(_) => tracing::warn!(
                 brokers = ?expired,
@@ -723,6 +897,19 @@ pub async fn broker_registration(
     body: Vec<u8>,
 ) -> ControllerResult<(Vec<u8>, Option<String>)> {
     match call(shard, AdminRequest::BrokerRegistration { version, body }).await? {
+        AdminAnswer::Broker { body, message } => Ok((body, message)),
+        _ => Err(wrong_answer()),
+    }
+}
+
+/// Sends a Kafka-encoded AlterPartition to the active controller; returns
+/// its Kafka-encoded response.
+pub async fn alter_partition_call(
+    shard: &Rc<Shard>,
+    version: i16,
+    body: Vec<u8>,
+) -> ControllerResult<(Vec<u8>, Option<String>)> {
+    match call(shard, AdminRequest::AlterPartition { version, body }).await? {
         AdminAnswer::Broker { body, message } => Ok((body, message)),
         _ => Err(wrong_answer()),
     }
@@ -974,27 +1161,68 @@ pub async fn apply_image(shard: &Rc<Shard>, image: Arc<MetadataImage>) -> LogRes
             if log.config() != &config {
                 log.set_config(config.clone());
             }
-            if part.leader == broker.node_id() {
-                // Kafka's makeLeader: the new epoch starts at the LEO (a no-op
-                // when the cache already has this epoch).
-                let leo = log.log_end_offset();
-                if log.epoch_cache().latest_epoch() != Some(part.leader_epoch) {
-                    log.assign_epoch_start_offset(part.leader_epoch, leo)
-                        .await?;
+            let state = Replicas::of(shard).get_or_create(
+                &tp,
+                &log,
+                broker.node_id(),
+                shard.startup().high_watermark(&tp),
+                broker.config.replication.lag_time_max_ms as i64,
+            );
+            let assignment = Assignment {
+                leader: part.leader,
+                leader_epoch: part.leader_epoch,
+                partition_epoch: part.partition_epoch,
+                replicas: part.replicas.clone(),
+                isr: part.isr.clone(),
+            };
+            // The log's write lock is held across the transition and the
+            // epoch-cache update, so no append sees a leader without its
+            // epoch entry.
+            let transition = state.borrow_mut().apply_assignment(&assignment, now_ms());
+            match transition {
+                Transition::BecameLeader { epoch_start_offset } => {
+                    // Kafka's makeLeader: the new epoch starts at the LEO.
+                    if log.epoch_cache().latest_epoch() != Some(part.leader_epoch) {
+                        log.assign_epoch_start_offset(part.leader_epoch, epoch_start_offset)
+                            .await?;
+                    }
+                    replicas::sync_high_watermark(shard, &tp, &mut log);
+                    drop(log);
+                    tracing::info!(
+                        partition = %tp,
+                        leader_epoch = part.leader_epoch,
+                        isr = ?part.isr,
+                        "leading the partition from offset {epoch_start_offset}"
+                    );
+                    if tp.topic == OFFSETS_TOPIC {
+                        GroupCoordinator::of(shard).on_became_leader(shard, p);
+                    }
                 }
-                // No replication yet: the leader alone serves a partition,
-                // so its high watermark is its log end (ARCHITECTURE.md,
-                // "what is absent").
-                log.set_high_watermark(leo);
-                drop(log);
-                if tp.topic == OFFSETS_TOPIC {
-                    GroupCoordinator::of(shard).on_became_leader(shard, p);
+                Transition::BecameFollower { leader } => {
+                    drop(log);
+                    tracing::info!(
+                        partition = %tp,
+                        leader_epoch = part.leader_epoch,
+                        "following broker {}",
+                        leader.map_or("(none: the partition is offline)".to_string(), |l| l.to_string())
+                    );
+                    if tp.topic == OFFSETS_TOPIC {
+                        GroupCoordinator::of(shard).on_lost_leadership(p);
+                    }
+                    if let Some(leader) = leader {
+                        ReplicaFetchers::of(shard).follow(shard, tp.clone(), leader);
+                    }
                 }
+                Transition::IsrChanged { .. } => {
+                    replicas::sync_high_watermark(shard, &tp, &mut log);
+                }
+                Transition::Unchanged => {}
             }
         }
     }
     for tp in shard.local_partitions() {
         if image.partition(&tp.topic, tp.partition).is_none() {
+            Replicas::of(shard).remove(&tp);
             shard.delete_local_partition(&tp).await?;
         }
     }

@@ -513,6 +513,7 @@ impl Shard {
                 tp,
                 recovery_point: log.recovery_point(),
                 log_start_offset: log.log_start_offset(),
+                high_watermark: log.high_watermark(),
                 cleaner_offset: log.cleaner_checkpoint(),
             });
         }
@@ -685,6 +686,7 @@ impl Shard {
                 tp: tp.clone(),
                 recovery_point: log.log_end_offset(),
                 log_start_offset: log.log_start_offset(),
+                high_watermark: log.high_watermark(),
                 cleaner_offset: log.cleaner_checkpoint(),
             };
             log.close().await.map(|()| entry).map_err(|e| {

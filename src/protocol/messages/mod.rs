@@ -4,6 +4,7 @@
 //! tests do the reverse, with the same code.
 
 pub mod alter_configs;
+pub mod alter_partition;
 pub mod api_versions;
 pub mod broker_registration;
 pub mod create_partitions;

@@ -31,6 +31,8 @@ macro_rules! messages {
 messages!(
     alter_configs::AlterConfigsRequest,
     alter_configs::AlterConfigsResponse,
+    alter_partition::AlterPartitionRequest,
+    alter_partition::AlterPartitionResponse,
     api_versions::ApiVersionsRequest,
     api_versions::ApiVersionsResponse,
     broker_registration::BrokerHeartbeatRequest,

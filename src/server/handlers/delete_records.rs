@@ -236,6 +236,7 @@ mod tests {
                 leader: 1,
                 leader_epoch: 0,
                 partition_epoch: 0,
+                last_election_unclean: false,
             },
         )]);
         for (name, policy) in [

@@ -12,15 +12,18 @@ use bytes::Bytes;
 use crate::log::partition_log::ReadSlice;
 use crate::log::topic_partition::TopicPartition;
 use crate::node::append_waiters::AppendWaiters;
+use crate::node::replicas;
 use crate::node::state::BrokerState;
 use crate::protocol::chunks::{Chunk, FileRange, RecordData, SegmentFile};
 use crate::protocol::error_code;
 use crate::protocol::header::RequestHeader;
 use crate::protocol::messages::fetch::*;
+use crate::replica::FetchRefused;
 use crate::server::fetch_sessions::{
     FetchSessions, ResolvedFetch, SentPartition, SessionPartition, SessionRequest,
 };
 use crate::server::handlers::{check_leader_epoch, error_code_for};
+use crate::server::isr_changes;
 use crate::shard::shard::now_ms;
 use crate::shard::shard::Shard;
 
@@ -49,6 +52,7 @@ impl PartitionRead {
 pub async fn handle(shard: &Rc<Shard>, header: &RequestHeader, req: FetchRequest) -> FetchResponse {
     let sessions = FetchSessions::of(shard);
     let is_follower = req.replica_id >= 0;
+    let replica_id = req.replica_id;
     let requested: Vec<SessionPartition> = req
         .topics
         .iter()
@@ -109,7 +113,7 @@ pub async fn handle(shard: &Rc<Shard>, header: &RequestHeader, req: FetchRequest
     let max_wait = Duration::from_millis(req.max_wait_ms.clamp(0, FETCH_MAX_WAIT_MS_MAX) as u64);
     let deadline = std::time::Instant::now() + max_wait;
     let response_max_bytes = req.max_bytes.max(0) as usize;
-    let mut reads = read_all(shard, &partitions, response_max_bytes, is_follower).await;
+    let mut reads = read_all(shard, &partitions, response_max_bytes, replica_id).await;
     loop {
         let total: usize = reads.iter().map(|r| r.records.len()).sum();
         let any_error = reads.iter().any(|r| r.error_code != error_code::NONE);
@@ -117,8 +121,8 @@ pub async fn handle(shard: &Rc<Shard>, header: &RequestHeader, req: FetchRequest
         if total >= req.min_bytes.max(0) as usize || any_error || now >= deadline {
             break;
         }
-        wait_for_appends(shard, &partitions, deadline - now).await;
-        reads = read_all(shard, &partitions, response_max_bytes, is_follower).await;
+        wait_for_appends(shard, &partitions, deadline - now, is_follower).await;
+        reads = read_all(shard, &partitions, response_max_bytes, replica_id).await;
     }
 
     // Answer in order; an incremental response carries only news.
@@ -176,7 +180,7 @@ async fn read_all(
     shard: &Rc<Shard>,
     partitions: &[SessionPartition],
     response_max_bytes: usize,
-    is_follower: bool,
+    replica_id: i32,
 ) -> Vec<PartitionRead> {
     let broker = BrokerState::of(shard);
     let image = broker.image();
@@ -201,7 +205,7 @@ async fn read_all(
         tasks.push(glommio::spawn_local(async move {
             shard
                 .submit_to(owner, move |shard| async move {
-                    read_on_owner(&shard, work, is_follower).await
+                    read_on_owner(&shard, work, replica_id).await
                 })
                 .await
         }));
@@ -236,18 +240,51 @@ async fn read_all(
 async fn read_on_owner(
     shard: &Rc<Shard>,
     work: Vec<(usize, TopicPartition, i64, usize)>,
-    is_follower: bool,
+    replica_id: i32,
 ) -> Vec<(usize, PartitionRead)> {
+    let is_follower = replica_id >= 0;
     let mut out = Vec::with_capacity(work.len());
     for (i, tp, offset, max_bytes) in work {
-        let Some(log) = crate::node::state::led_log(shard, &tp) else {
+        let Some(led) = replicas::led_partition(shard, &tp) else {
             out.push((i, PartitionRead::error(error_code::NOT_LEADER_OR_FOLLOWER)));
             continue;
         };
-        let Ok(mut log) = log.write().await else {
+        let Ok(mut log) = led.log.write().await else {
             out.push((i, PartitionRead::error(error_code::KAFKA_STORAGE_ERROR)));
             continue;
         };
+        if is_follower && offset <= log.log_end_offset() {
+            // The fetch offset is the follower's LEO: it may move the HW
+            // (waking produces and consumers) or return it to the ISR.
+            let fetched = led
+                .state
+                .borrow_mut()
+                .on_follower_fetch(replica_id, offset, now_ms());
+            match fetched {
+                Ok(f) => {
+                    if f.high_watermark_advanced.is_some() {
+                        replicas::sync_high_watermark(shard, &tp, &mut log);
+                    }
+                    if let Some(change) = f.expand {
+                        isr_changes::propose(shard, tp.clone(), change);
+                    }
+                }
+                Err(FetchRefused::NotLeader) => {
+                    out.push((i, PartitionRead::error(error_code::NOT_LEADER_OR_FOLLOWER)));
+                    continue;
+                }
+                Err(FetchRefused::NotAReplica) => {
+                    tracing::warn!(
+                        partition = %tp,
+                        replica = replica_id,
+                        "refused a replica fetch from broker {replica_id}: it holds no replica \
+                         of this partition"
+                    );
+                    out.push((i, PartitionRead::error(error_code::NOT_LEADER_OR_FOLLOWER)));
+                    continue;
+                }
+            }
+        }
         let hw = log.high_watermark();
         let max_offset = if is_follower {
             log.log_end_offset()
@@ -304,7 +341,12 @@ async fn read_on_owner(
 
 /// Waits until any of `partitions` gets an append past its fetch offset, or
 /// `timeout` passes.
-async fn wait_for_appends(shard: &Rc<Shard>, partitions: &[SessionPartition], timeout: Duration) {
+async fn wait_for_appends(
+    shard: &Rc<Shard>,
+    partitions: &[SessionPartition],
+    timeout: Duration,
+    is_follower: bool,
+) {
     let mut by_owner: BTreeMap<usize, Vec<(TopicPartition, i64)>> = BTreeMap::new();
     for p in partitions {
         let tp = TopicPartition::new(p.topic.clone(), p.partition);
@@ -321,7 +363,7 @@ async fn wait_for_appends(shard: &Rc<Shard>, partitions: &[SessionPartition], ti
         glommio::spawn_local(async move {
             let _ = shard
                 .submit_to(owner, move |shard| async move {
-                    wait_on_owner(&shard, work, timeout).await
+                    wait_on_owner(&shard, work, timeout, is_follower).await
                 })
                 .await;
             let _ = tx.try_send(());
@@ -335,12 +377,23 @@ async fn wait_for_appends(shard: &Rc<Shard>, partitions: &[SessionPartition], ti
     .await;
 }
 
-async fn wait_on_owner(shard: &Rc<Shard>, work: Vec<(TopicPartition, i64)>, timeout: Duration) {
-    // Data may have arrived between the read and now: answer at once.
+async fn wait_on_owner(
+    shard: &Rc<Shard>,
+    work: Vec<(TopicPartition, i64)>,
+    timeout: Duration,
+    is_follower: bool,
+) {
+    // Data may have arrived between the read and now: answer at once. A
+    // follower reads up to the LEO, a consumer up to the HW.
     for (tp, offset) in &work {
         if let Some(log) = shard.local_log(tp) {
             if let Ok(log) = log.read().await {
-                if log.high_watermark() > *offset {
+                let visible = if is_follower {
+                    log.log_end_offset()
+                } else {
+                    log.high_watermark()
+                };
+                if visible > *offset {
                     return;
                 }
             }

@@ -38,7 +38,8 @@ pub async fn handle(
             let requested = p.leader_epoch;
             let answer = shard
                 .submit_to(shard.owner(&tp), move |shard| async move {
-                    let log = shard.local_log(&tp)?;
+                    // Only the leader's epoch cache is the reference.
+                    let log = crate::node::state::led_log(&shard, &tp)?;
                     let log = log.read().await.ok()?;
                     Some(log.end_offset_for_epoch(requested))
                 })

@@ -1,8 +1,12 @@
 //! Produce: validate, append on the owning shard, answer per partition.
 //!
-//! With a single replica the high watermark follows the log end offset, and
-//! acks=-1 means the topic's flush policy has been applied, which the
-//! append itself does.
+//! acks=0 and acks=1 answer after the leader's append. acks=-1 (all) checks
+//! `min.insync.replicas` against the committed ISR before the append
+//! (NOT_ENOUGH_REPLICAS), then waits until the HW passes the batch: the ISR
+//! holds it. If the ISR shrank below `min.insync.replicas` meanwhile, the
+//! answer is NOT_ENOUGH_REPLICAS_AFTER_APPEND; if the wait outlives the
+//! request's timeout, REQUEST_TIMED_OUT; if leadership moved,
+//! NOT_LEADER_OR_FOLLOWER. All of them are retriable.
 
 use std::collections::BTreeMap;
 use std::rc::Rc;
@@ -15,7 +19,7 @@ use crate::group::offsets_topic::OFFSETS_TOPIC;
 use crate::log::topic_partition::TopicPartition;
 use crate::metadata::dynamic_broker_config;
 use crate::metadata::topic_config;
-use crate::node::append_waiters::AppendWaiters;
+use crate::node::replicas::{self, wait_for_high_watermark, HighWatermarkWait};
 use crate::node::state::BrokerState;
 use crate::protocol::error_code;
 use crate::protocol::header::RequestHeader;
@@ -29,8 +33,16 @@ struct PartitionWork {
     slot: usize,
     tp: TopicPartition,
     records: Bytes,
-    leader_epoch: i32,
     log_append_time: bool,
+    /// The topic's `min.insync.replicas`, for acks=all.
+    min_insync: usize,
+}
+
+/// What every partition of one request shares.
+#[derive(Clone, Copy)]
+struct Acks {
+    all: bool,
+    timeout: std::time::Duration,
 }
 
 /// What the owner reports for one partition.
@@ -80,7 +92,7 @@ pub async fn handle(
                         "{OFFSETS_TOPIC} is internal; commit offsets with OffsetCommit"
                     )),
                 ))
-            } else if let Some(part) = image.partition(&t.name, p.index) {
+            } else if image.partition(&t.name, p.index).is_some() {
                 match p.records {
                     // Kafka accepts exactly one batch per partition from v3 on;
                     // that also keeps an idempotent retry all-or-nothing.
@@ -106,8 +118,13 @@ pub async fn handle(
                                 slot,
                                 tp,
                                 records,
-                                leader_epoch: part.leader_epoch,
                                 log_append_time: append_time,
+                                min_insync: topic_config::min_insync_replicas(
+                                    &dynamic_broker_config::effective_overrides(
+                                        &image,
+                                        &topic.configs,
+                                    ),
+                                ),
                             });
                         None
                     }
@@ -125,13 +142,17 @@ pub async fn handle(
             answers.push((t.name.clone(), p.index, early));
         }
     }
+    let acks = Acks {
+        all: req.acks == -1,
+        timeout: std::time::Duration::from_millis(req.timeout_ms.max(0) as u64),
+    };
     let mut tasks = Vec::new();
     for (owner, work) in by_owner {
         let shard = shard.clone();
         tasks.push(glommio::spawn_local(async move {
             let result = shard
                 .submit_to(owner, move |shard| async move {
-                    append_on_owner(&shard, work).await
+                    append_on_owner(&shard, work, acks).await
                 })
                 .await;
             result
@@ -173,25 +194,48 @@ pub async fn handle(
     }
 }
 
-async fn append_on_owner(shard: &Rc<Shard>, work: Vec<PartitionWork>) -> Vec<(usize, Appended)> {
-    let waiters = AppendWaiters::of(shard);
+async fn append_on_owner(
+    shard: &Rc<Shard>,
+    work: Vec<PartitionWork>,
+    acks: Acks,
+) -> Vec<(usize, Appended)> {
     let mut out = Vec::with_capacity(work.len());
+    // acks=all: (answer index, partition, leader epoch, offset the HW must
+    // reach, min.insync.replicas), waited for after every append.
+    let mut awaiting = Vec::new();
     for PartitionWork {
         slot,
         tp,
         records,
-        leader_epoch,
         log_append_time: append_time,
+        min_insync,
     } in work
     {
-        let Some(log) = crate::node::state::led_log(shard, &tp) else {
+        let Some(led) = replicas::led_partition(shard, &tp) else {
             out.push((
                 slot,
                 Appended::error(error_code::NOT_LEADER_OR_FOLLOWER, None),
             ));
             continue;
         };
-        let Ok(mut log) = log.write().await else {
+        let (leader_epoch, in_sync) = {
+            let s = led.state.borrow();
+            (s.leader_epoch(), s.in_sync_count())
+        };
+        if acks.all && in_sync < min_insync {
+            out.push((
+                slot,
+                Appended::error(
+                    error_code::NOT_ENOUGH_REPLICAS,
+                    Some(format!(
+                        "the ISR of {tp} has {in_sync} replicas, below min.insync.replicas \
+                         {min_insync}"
+                    )),
+                ),
+            ));
+            continue;
+        }
+        let Ok(mut log) = led.log.write().await else {
             out.push((slot, Appended::error(error_code::KAFKA_STORAGE_ERROR, None)));
             continue;
         };
@@ -209,25 +253,32 @@ async fn append_on_owner(shard: &Rc<Shard>, work: Vec<PartitionWork>) -> Vec<(us
             .await;
         match result {
             Ok(info) => {
-                let leo = log.log_end_offset();
-                log.set_high_watermark(leo);
-                out.push((
-                    slot,
-                    Appended {
-                        error_code: error_code::NONE,
-                        error_message: None,
-                        base_offset: info.first_offset,
-                        // A retried batch answers with the original's time.
-                        log_append_time_ms: match log_append_time {
-                            Some(_) if info.duplicate => info.max_timestamp,
-                            Some(t) => t,
-                            None => -1,
-                        },
-                        log_start_offset: log.log_start_offset(),
+                if !info.duplicate {
+                    replicas::after_append(shard, &tp, &mut log);
+                }
+                let answer = Appended {
+                    error_code: error_code::NONE,
+                    error_message: None,
+                    base_offset: info.first_offset,
+                    // A retried batch answers with the original's time.
+                    log_append_time_ms: match log_append_time {
+                        Some(_) if info.duplicate => info.max_timestamp,
+                        Some(t) => t,
+                        None => -1,
                     },
-                ));
+                    log_start_offset: log.log_start_offset(),
+                };
                 drop(log);
-                waiters.notify(&tp);
+                if acks.all {
+                    awaiting.push((
+                        out.len(),
+                        tp,
+                        leader_epoch,
+                        info.last_offset + 1,
+                        min_insync,
+                    ));
+                }
+                out.push((slot, answer));
             }
             Err(e) => {
                 if matches!(e, LogError::Io { .. } | LogError::Offline { .. }) {
@@ -240,6 +291,39 @@ async fn append_on_owner(shard: &Rc<Shard>, work: Vec<PartitionWork>) -> Vec<(us
                     Appended::error(error_code_for(&e), Some(e.to_string())),
                 ));
             }
+        }
+    }
+    // The waits overlap: the slowest partition decides the answer's time.
+    let deadline = std::time::Instant::now() + acks.timeout;
+    for (i, tp, leader_epoch, offset, min_insync) in awaiting {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        let wait = wait_for_high_watermark(shard, &tp, leader_epoch, offset, left).await;
+        let failed = match wait {
+            HighWatermarkWait::Reached => {
+                let in_sync = replicas::Replicas::of(shard)
+                    .get(&tp)
+                    .map_or(0, |s| s.borrow().in_sync_count());
+                (in_sync < min_insync).then(|| {
+                    (
+                        error_code::NOT_ENOUGH_REPLICAS_AFTER_APPEND,
+                        format!(
+                            "written, but the ISR of {tp} shrank to {in_sync}, below \
+                             min.insync.replicas {min_insync}"
+                        ),
+                    )
+                })
+            }
+            HighWatermarkWait::TimedOut => Some((
+                error_code::REQUEST_TIMED_OUT,
+                format!("the ISR of {tp} did not replicate the batch within the request timeout"),
+            )),
+            HighWatermarkWait::LostLeadership => Some((
+                error_code::NOT_LEADER_OR_FOLLOWER,
+                format!("leadership of {tp} moved before the ISR replicated the batch"),
+            )),
+        };
+        if let Some((code, message)) = failed {
+            out[i].1 = Appended::error(code, Some(message));
         }
     }
     out

@@ -1,0 +1,177 @@
+//! The replication state of every partition a shard owns, beside its log.
+//!
+//! Each local replica has a [`ReplicaState`] (the pure rules in
+//! `crate::replica`) kept here, on the shard that owns the log. The helpers
+//! below are the only places that move a log's HW: they feed the state an
+//! event and copy the HW it decides into the log, which serves consumers up
+//! to it, then wake the fetches and produces waiting on the partition.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::rc::Rc;
+
+use glommio::sync::RwLock;
+
+use crate::log::partition_log::PartitionLog;
+use crate::log::topic_partition::TopicPartition;
+use crate::node::append_waiters::AppendWaiters;
+use crate::node::state::BrokerState;
+use crate::replica::ReplicaState;
+use crate::shard::shard::Shard;
+
+/// A shard's replica states, by partition.
+#[derive(Default)]
+pub struct Replicas {
+    states: RefCell<HashMap<TopicPartition, Rc<RefCell<ReplicaState>>>>,
+}
+
+/// A partition this broker leads: its log and its replica state.
+pub struct LedPartition {
+    pub log: Rc<RwLock<PartitionLog>>,
+    pub state: Rc<RefCell<ReplicaState>>,
+}
+
+impl Replicas {
+    pub fn of(shard: &Shard) -> Rc<Replicas> {
+        if let Some(r) = shard.extension::<Replicas>() {
+            return r;
+        }
+        let r = Rc::new(Replicas::default());
+        shard.set_extension(r.clone());
+        r
+    }
+
+    pub fn get(&self, tp: &TopicPartition) -> Option<Rc<RefCell<ReplicaState>>> {
+        self.states.borrow().get(tp).cloned()
+    }
+
+    /// The replica state of `tp`, made from its log and the checkpointed HW
+    /// the first time.
+    pub fn get_or_create(
+        &self,
+        tp: &TopicPartition,
+        log: &PartitionLog,
+        local_id: i32,
+        checkpointed_hw: i64,
+        lag_time_max_ms: i64,
+    ) -> Rc<RefCell<ReplicaState>> {
+        self.states
+            .borrow_mut()
+            .entry(tp.clone())
+            .or_insert_with(|| {
+                Rc::new(RefCell::new(ReplicaState::new(
+                    local_id,
+                    log.log_start_offset(),
+                    log.log_end_offset(),
+                    checkpointed_hw,
+                    lag_time_max_ms,
+                )))
+            })
+            .clone()
+    }
+
+    pub fn remove(&self, tp: &TopicPartition) {
+        self.states.borrow_mut().remove(tp);
+    }
+
+    /// Every local partition and its state.
+    pub fn all(&self) -> Vec<(TopicPartition, Rc<RefCell<ReplicaState>>)> {
+        self.states
+            .borrow()
+            .iter()
+            .map(|(tp, s)| (tp.clone(), s.clone()))
+            .collect()
+    }
+}
+
+/// `tp`'s log and state if this broker leads it. The replica state decides,
+/// not the image: the state becomes leader only once the epoch cache has
+/// the new epoch.
+pub fn led_partition(shard: &Shard, tp: &TopicPartition) -> Option<LedPartition> {
+    let state = Replicas::of(shard).get(tp)?;
+    if !state.borrow().is_leader() {
+        return None;
+    }
+    let log = shard.local_log(tp)?;
+    Some(LedPartition { log, state })
+}
+
+/// After an append on the leader (or a follower's append of fetched
+/// batches): moves the state's LEO, copies an advanced HW into the log, and
+/// wakes the waiting fetches and produces.
+pub fn after_append(shard: &Shard, tp: &TopicPartition, log: &mut PartitionLog) {
+    if let Some(state) = Replicas::of(shard).get(tp) {
+        let hw = state.borrow_mut().on_appended(log.log_end_offset());
+        if let Some(hw) = hw {
+            log.set_high_watermark(hw);
+        }
+    }
+    AppendWaiters::of(shard).notify(tp);
+}
+
+/// Copies the state's HW into the log (after an ISR change, a follower's
+/// fetch or a leader's fetch response) and wakes waiters if it moved.
+pub fn sync_high_watermark(shard: &Shard, tp: &TopicPartition, log: &mut PartitionLog) {
+    let Some(state) = Replicas::of(shard).get(tp) else {
+        return;
+    };
+    let hw = state.borrow().high_watermark();
+    if hw != log.high_watermark() {
+        log.set_high_watermark(hw);
+        AppendWaiters::of(shard).notify(tp);
+    }
+}
+
+/// This broker's id, for the replica states it creates.
+pub fn local_id(shard: &Shard) -> i32 {
+    BrokerState::of(shard).node_id()
+}
+
+/// How a wait for the HW ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HighWatermarkWait {
+    Reached,
+    TimedOut,
+    /// Leadership moved (or a new leader epoch began) while waiting: the
+    /// write may be truncated by the new leader; the client retries.
+    LostLeadership,
+}
+
+/// Waits until the HW of `tp`, led by this broker in `leader_epoch`,
+/// reaches `offset` (acks=all, group writes), or `timeout` passes.
+pub async fn wait_for_high_watermark(
+    shard: &Shard,
+    tp: &TopicPartition,
+    leader_epoch: i32,
+    offset: i64,
+    timeout: std::time::Duration,
+) -> HighWatermarkWait {
+    let deadline = std::time::Instant::now() + timeout;
+    loop {
+        let Some(state) = Replicas::of(shard).get(tp) else {
+            return HighWatermarkWait::LostLeadership;
+        };
+        {
+            let s = state.borrow();
+            if !s.is_leader() || s.leader_epoch() != leader_epoch {
+                return HighWatermarkWait::LostLeadership;
+            }
+            if s.high_watermark() >= offset {
+                return HighWatermarkWait::Reached;
+            }
+        }
+        let now = std::time::Instant::now();
+        if now >= deadline {
+            return HighWatermarkWait::TimedOut;
+        }
+        // Registered before the next await, so no wake-up is missed.
+        let rx = AppendWaiters::of(shard).register(std::slice::from_ref(tp));
+        futures_lite::future::or(
+            async {
+                let _ = rx.await;
+            },
+            glommio::timer::sleep(deadline - now),
+        )
+        .await;
+    }
+}

@@ -1,0 +1,145 @@
+//! A Kafka-protocol connection from this broker to another one, on the
+//! shard's executor: what replica fetchers use to fetch from leaders.
+//!
+//! One request at a time; every exchange has a timeout, after which the
+//! connection is dropped (a late answer must not be read as the next one's).
+//! A response larger than the caller's bound closes the connection instead
+//! of allocating it.
+
+use std::io;
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::time::Duration;
+
+use bytes::{BufMut, Bytes, BytesMut};
+use futures_lite::{AsyncReadExt, AsyncWriteExt, FutureExt};
+use glommio::net::TcpStream;
+
+use crate::protocol::api::ApiKey;
+use crate::protocol::codec::{DecodeResult, Reader};
+use crate::protocol::header::{decode_response_header, RequestHeader};
+
+/// How long a connection attempt to a peer broker may take.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
+pub struct KafkaPeer {
+    addr: String,
+    client_id: String,
+    stream: Option<TcpStream>,
+    next_correlation_id: i32,
+}
+
+impl KafkaPeer {
+    pub fn new(addr: String, client_id: String) -> Self {
+        KafkaPeer {
+            addr,
+            client_id,
+            stream: None,
+            next_correlation_id: 0,
+        }
+    }
+
+    pub fn addr(&self) -> &str {
+        &self.addr
+    }
+
+    /// Drops the connection; the next call reconnects.
+    pub fn disconnect(&mut self) {
+        self.stream = None;
+    }
+
+    /// Sends one request and decodes its response. `max_response_bytes`
+    /// bounds the response frame.
+    pub async fn call<T>(
+        &mut self,
+        key: ApiKey,
+        version: i16,
+        body: impl FnOnce(&mut BytesMut),
+        decode: impl FnOnce(&mut Reader) -> DecodeResult<T>,
+        timeout: Duration,
+        max_response_bytes: usize,
+    ) -> io::Result<T> {
+        if self.stream.is_none() {
+            let addr = resolve(&self.addr)?;
+            let stream = TcpStream::connect_timeout(addr, CONNECT_TIMEOUT)
+                .await
+                .map_err(|e| io::Error::other(format!("cannot connect to {}: {e}", self.addr)))?;
+            stream.set_nodelay(true).ok();
+            self.stream = Some(stream);
+        }
+        self.next_correlation_id = self.next_correlation_id.wrapping_add(1);
+        let correlation_id = self.next_correlation_id;
+        let mut frame = BytesMut::with_capacity(256);
+        frame.put_i32(0);
+        RequestHeader {
+            api_key: key as i16,
+            api_version: version,
+            correlation_id,
+            client_id: Some(self.client_id.clone()),
+        }
+        .encode(&mut frame, key.request_header_version(version));
+        body(&mut frame);
+        let size = (frame.len() - 4) as i32;
+        frame[..4].copy_from_slice(&size.to_be_bytes());
+        let stream = self.stream.as_mut().expect("connected above");
+        let exchange = async {
+            stream.write_all(&frame).await?;
+            let mut size = [0u8; 4];
+            stream.read_exact(&mut size).await?;
+            let size = i32::from_be_bytes(size);
+            if size < 4 || size as usize > max_response_bytes {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!("a response of {size} bytes is outside 4..={max_response_bytes}"),
+                ));
+            }
+            let mut buf = vec![0u8; size as usize];
+            stream.read_exact(&mut buf).await?;
+            Ok(Bytes::from(buf))
+        };
+        let answer = exchange
+            .or(async {
+                glommio::timer::sleep(timeout).await;
+                Err(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    format!("no answer within {timeout:?}"),
+                ))
+            })
+            .await;
+        let bytes = match answer {
+            Ok(b) => b,
+            Err(e) => {
+                self.stream = None;
+                return Err(io::Error::new(e.kind(), format!("{}: {e}", self.addr)));
+            }
+        };
+        let mut r = Reader::new(bytes);
+        let decoded = decode_response_header(&mut r, key.response_header_version(version))
+            .and_then(|id| {
+                if id == correlation_id {
+                    Ok(())
+                } else {
+                    Err(crate::protocol::codec::DecodeError::Invalid(format!(
+                        "correlation id {id}, expected {correlation_id}"
+                    )))
+                }
+            })
+            .and_then(|()| decode(&mut r));
+        decoded.map_err(|e| {
+            self.stream = None;
+            io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!(
+                    "{}: a {} response does not decode: {e}",
+                    self.addr,
+                    key.name()
+                ),
+            )
+        })
+    }
+}
+
+fn resolve(addr: &str) -> io::Result<SocketAddr> {
+    addr.to_socket_addrs()?
+        .next()
+        .ok_or_else(|| io::Error::other(format!("{addr} resolves to no address")))
+}

@@ -1,0 +1,551 @@
+//! Replica fetchers: each shard runs one fetcher per leader broker, carrying
+//! every partition the shard follows from that leader (Kafka's
+//! `ReplicaFetcherThread`, one per core instead of `num.replica.fetchers`).
+//!
+//! A fetcher loops: partitions that just became followers (a new leader
+//! epoch) or whose fetch offset the leader refused first find where their
+//! log diverges from the leader's with OffsetsForLeaderEpoch and truncate
+//! there (KIP-101/279; never to their own HW); then one Fetch with this
+//! broker's replica id asks for everything past each follower's LEO. The
+//! batches are appended unchanged (`append_as_follower`), so follower
+//! segments are byte-identical to the leader's, and the response's HW moves
+//! the follower's HW. The loop ends when the shard follows nothing from
+//! that leader or the broker stops.
+//!
+//! Every response is checked against the replica state before it touches a
+//! log: if the partition changed leader or epoch while the request was in
+//! flight, its part of the answer is dropped.
+
+use std::cell::RefCell;
+use std::collections::{BTreeMap, HashSet};
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+
+use crate::broker_config::ReplicationConfig;
+use crate::log::epoch_cache::UNDEFINED_EPOCH;
+use crate::log::topic_partition::TopicPartition;
+use crate::node::replicas::{self, Replicas};
+use crate::node::state::BrokerState;
+use crate::node::stop::StopHandle;
+use crate::protocol::api::ApiKey;
+use crate::protocol::chunks::RecordData;
+use crate::protocol::error_code;
+use crate::protocol::messages::fetch::{FetchPartition, FetchRequest, FetchResponse, FetchTopic};
+use crate::protocol::messages::offset_for_leader_epoch::{
+    OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse, OffsetForLeaderPartition,
+    OffsetForLeaderTopic,
+};
+use crate::replica::{truncation_offset, LocalLog, ReplicaState, Role, Truncation};
+use crate::server::kafka_peer::KafkaPeer;
+use crate::shard::shard::{now_ms, Shard};
+
+/// The Fetch version followers send (the highest pinlog serves).
+const FETCH_VERSION: i16 = 12;
+/// The OffsetsForLeaderEpoch version followers send (v3+ carries the
+/// replica id).
+const OFFSET_FOR_LEADER_EPOCH_VERSION: i16 = 4;
+/// Slack over `replica.fetch.response.max.bytes` for a response's own
+/// fields and the one batch a leader may send past the limit.
+const RESPONSE_SLACK_BYTES: usize = 2 * 1024 * 1024;
+/// How often a fetcher with nothing ready (all partitions waiting for a
+/// new image) looks again.
+const IDLE_POLL: Duration = Duration::from_millis(50);
+/// At most one warning per leader in this period.
+const WARN_EVERY: Duration = Duration::from_secs(10);
+
+/// The fetchers of one shard.
+#[derive(Default)]
+pub struct ReplicaFetchers {
+    /// Leaders this shard runs a fetcher for.
+    running: RefCell<HashSet<i32>>,
+    /// Partitions that must find their divergence point before fetching.
+    truncate_first: RefCell<HashSet<TopicPartition>>,
+}
+
+impl ReplicaFetchers {
+    pub fn of(shard: &Shard) -> Rc<ReplicaFetchers> {
+        if let Some(f) = shard.extension::<ReplicaFetchers>() {
+            return f;
+        }
+        let f = Rc::new(ReplicaFetchers::default());
+        shard.set_extension(f.clone());
+        f
+    }
+
+    /// `tp` now follows `leader` in a new epoch: it truncates to the
+    /// divergence point, then fetches, on the fetcher for `leader`.
+    pub fn follow(&self, shard: &Rc<Shard>, tp: TopicPartition, leader: i32) {
+        self.truncate_first.borrow_mut().insert(tp);
+        if self.running.borrow_mut().insert(leader) {
+            glommio::spawn_local(run(shard.clone(), leader)).detach();
+        }
+    }
+}
+
+/// A follower partition as one round of the loop sees it.
+struct Followed {
+    tp: TopicPartition,
+    state: Rc<RefCell<ReplicaState>>,
+    leader_epoch: i32,
+}
+
+fn stopped(shard: &Shard) -> bool {
+    shard
+        .extension::<StopHandle>()
+        .is_some_and(|s| s.is_requested())
+}
+
+/// The partitions this shard follows from `leader`.
+fn followed(shard: &Shard, leader: i32) -> Vec<Followed> {
+    Replicas::of(shard)
+        .all()
+        .into_iter()
+        .filter_map(|(tp, state)| {
+            let s = state.borrow();
+            let epoch = s.leader_epoch();
+            (s.role()
+                == Role::Follower {
+                    leader: Some(leader),
+                })
+            .then(|| Followed {
+                tp: tp.clone(),
+                state: state.clone(),
+                leader_epoch: epoch,
+            })
+        })
+        .collect()
+}
+
+/// Still following `leader` in `epoch`: the answer applies.
+fn still_following(state: &RefCell<ReplicaState>, leader: i32, epoch: i32) -> bool {
+    let s = state.borrow();
+    s.role()
+        == Role::Follower {
+            leader: Some(leader),
+        }
+        && s.leader_epoch() == epoch
+}
+
+async fn run(shard: Rc<Shard>, leader: i32) {
+    let fetchers = ReplicaFetchers::of(&shard);
+    let broker = BrokerState::of(&shard);
+    let config = broker.config.replication.clone();
+    let local_id = broker.node_id();
+    let mut peer: Option<KafkaPeer> = None;
+    let mut last_warning: Option<Instant> = None;
+    let backoff = Duration::from_millis(config.fetch_backoff_ms);
+    tracing::debug!(shard = shard.id(), leader, "replica fetcher started");
+    loop {
+        if stopped(&shard) {
+            break;
+        }
+        let parts = followed(&shard, leader);
+        if parts.is_empty() {
+            break;
+        }
+        let image = broker.image();
+        let addr = image
+            .brokers
+            .get(&leader)
+            .filter(|b| !b.fenced)
+            .map(|b| format!("{}:{}", b.host, b.port));
+        let Some(addr) = addr else {
+            // The leader is not registered or fenced: the controller will
+            // move leadership; wait for the image.
+            glommio::timer::sleep(backoff.max(IDLE_POLL)).await;
+            continue;
+        };
+        if peer.as_ref().is_none_or(|p| p.addr() != addr) {
+            peer = Some(KafkaPeer::new(
+                addr,
+                format!("pinlog-replica-fetcher-{local_id}-shard-{}", shard.id()),
+            ));
+        }
+        let peer = peer.as_mut().expect("set above");
+        let (to_truncate, ready): (Vec<Followed>, Vec<Followed>) = parts
+            .into_iter()
+            .partition(|p| fetchers.truncate_first.borrow().contains(&p.tp));
+        let result = if !to_truncate.is_empty() {
+            truncate(&shard, peer, leader, local_id, &to_truncate, &config).await
+        } else {
+            fetch(&shard, peer, leader, local_id, &ready, &config).await
+        };
+        match result {
+            Ok(true) => {}
+            Ok(false) => glommio::timer::sleep(IDLE_POLL).await,
+            Err(e) => {
+                peer.disconnect();
+                if last_warning.is_none_or(|t| t.elapsed() >= WARN_EVERY) {
+                    last_warning = Some(Instant::now());
+                    tracing::warn!(
+                        leader,
+                        shard = shard.id(),
+                        "replica fetch from broker {leader} failed: {e}; retrying every \
+                         replica.fetch.backoff.ms ({} ms)",
+                        config.fetch_backoff_ms
+                    );
+                }
+                glommio::timer::sleep(backoff).await;
+            }
+        }
+    }
+    fetchers.running.borrow_mut().remove(&leader);
+    tracing::debug!(shard = shard.id(), leader, "replica fetcher stopped");
+}
+
+/// One round of OffsetsForLeaderEpoch for `parts`, and the truncations it
+/// decides. Returns whether any partition made progress.
+async fn truncate(
+    shard: &Rc<Shard>,
+    peer: &mut KafkaPeer,
+    leader: i32,
+    local_id: i32,
+    parts: &[Followed],
+    config: &ReplicationConfig,
+) -> std::io::Result<bool> {
+    let fetchers = ReplicaFetchers::of(shard);
+    let mut asked: BTreeMap<TopicPartition, i32> = BTreeMap::new();
+    for p in parts {
+        let Some(log) = shard.local_log(&p.tp) else {
+            continue;
+        };
+        let Ok(log) = log.read().await else { continue };
+        match log.epoch_cache().latest_epoch() {
+            Some(epoch) => {
+                asked.insert(p.tp.clone(), epoch);
+            }
+            None if log.log_end_offset() == log.log_start_offset() => {
+                // An empty log has nothing to diverge.
+                fetchers.truncate_first.borrow_mut().remove(&p.tp);
+            }
+            None => {
+                asked.insert(p.tp.clone(), UNDEFINED_EPOCH);
+            }
+        }
+    }
+    if asked.is_empty() {
+        return Ok(true);
+    }
+    let mut topics: Vec<OffsetForLeaderTopic> = Vec::new();
+    for (tp, epoch) in &asked {
+        let current = parts
+            .iter()
+            .find(|p| &p.tp == tp)
+            .map_or(-1, |p| p.leader_epoch);
+        let partition = OffsetForLeaderPartition {
+            partition: tp.partition,
+            current_leader_epoch: current,
+            leader_epoch: *epoch,
+        };
+        match topics.last_mut() {
+            Some(t) if t.topic == tp.topic => t.partitions.push(partition),
+            _ => topics.push(OffsetForLeaderTopic {
+                topic: tp.topic.clone(),
+                partitions: vec![partition],
+            }),
+        }
+    }
+    let request = OffsetForLeaderEpochRequest {
+        replica_id: local_id,
+        topics,
+    };
+    let response: OffsetForLeaderEpochResponse = peer
+        .call(
+            ApiKey::OffsetForLeaderEpoch,
+            OFFSET_FOR_LEADER_EPOCH_VERSION,
+            |w| request.encode(w, OFFSET_FOR_LEADER_EPOCH_VERSION),
+            |r| OffsetForLeaderEpochResponse::decode(r, OFFSET_FOR_LEADER_EPOCH_VERSION),
+            Duration::from_millis(config.socket_timeout_ms),
+            RESPONSE_SLACK_BYTES,
+        )
+        .await?;
+    let mut progressed = false;
+    for t in response.topics {
+        for a in t.partitions {
+            let tp = TopicPartition::new(t.topic.clone(), a.partition);
+            let (Some(asked_epoch), Some(part)) =
+                (asked.get(&tp), parts.iter().find(|p| p.tp == tp))
+            else {
+                continue;
+            };
+            if a.error_code != error_code::NONE {
+                // A stale or newer epoch on either side: the next image
+                // settles it.
+                tracing::debug!(partition = %tp, leader, error = a.error_code, "OffsetsForLeaderEpoch refused");
+                continue;
+            }
+            let Some(log) = shard.local_log(&tp) else {
+                continue;
+            };
+            let Ok(mut log) = log.write().await else {
+                continue;
+            };
+            if !still_following(&part.state, leader, part.leader_epoch) {
+                continue;
+            }
+            let local = LocalLog {
+                log_start_offset: log.log_start_offset(),
+                log_end_offset: log.log_end_offset(),
+                end_offset_for: |e: i32| log.end_offset_for_epoch(e),
+            };
+            let step = truncation_offset(a.leader_epoch, a.end_offset, *asked_epoch, &local);
+            let (offset, done) = match step {
+                Truncation::To(o) => (o, true),
+                Truncation::ThenAskAgain(o) => (o, false),
+            };
+            let unclean = BrokerState::of(shard)
+                .image()
+                .partition(&tp.topic, tp.partition)
+                .is_some_and(|p| p.last_election_unclean);
+            let before = log.log_end_offset();
+            if offset < before {
+                let now = now_ms();
+                let result = if offset < log.log_start_offset() {
+                    log.truncate_fully_and_start_at(offset, now)
+                        .await
+                        .map(|_| true)
+                } else {
+                    log.truncate_to(offset, now).await
+                };
+                if let Err(e) = result {
+                    tracing::error!(partition = %tp, "truncation to {offset} failed: {e}");
+                    continue;
+                }
+                part.state
+                    .borrow_mut()
+                    .on_truncated(log.log_end_offset(), unclean);
+                replicas::sync_high_watermark(shard, &tp, &mut log);
+                let lost = before - log.log_end_offset();
+                if unclean {
+                    tracing::warn!(
+                        partition = %tp,
+                        leader,
+                        "truncated {lost} records from offset {offset} after an unclean \
+                         election: records this replica held are lost"
+                    );
+                } else {
+                    tracing::info!(
+                        partition = %tp,
+                        leader,
+                        leader_epoch = part.leader_epoch,
+                        "truncated to offset {offset} ({lost} records past the divergence point)"
+                    );
+                }
+            }
+            progressed = true;
+            if done {
+                fetchers.truncate_first.borrow_mut().remove(&tp);
+            }
+        }
+    }
+    Ok(progressed)
+}
+
+/// One Fetch from the leader for the partitions in `parts`, applied.
+/// Returns whether the leader served any partition.
+async fn fetch(
+    shard: &Rc<Shard>,
+    peer: &mut KafkaPeer,
+    leader: i32,
+    local_id: i32,
+    parts: &[Followed],
+    config: &ReplicationConfig,
+) -> std::io::Result<bool> {
+    if parts.is_empty() {
+        return Ok(false);
+    }
+    let mut topics: Vec<FetchTopic> = Vec::new();
+    let mut sent: BTreeMap<TopicPartition, i64> = BTreeMap::new();
+    let mut sorted: Vec<&Followed> = parts.iter().collect();
+    sorted.sort_by(|a, b| a.tp.cmp(&b.tp));
+    for p in sorted {
+        let Some(log) = shard.local_log(&p.tp) else {
+            continue;
+        };
+        let Ok(log) = log.read().await else { continue };
+        let partition = FetchPartition {
+            partition: p.tp.partition,
+            current_leader_epoch: p.leader_epoch,
+            fetch_offset: log.log_end_offset(),
+            last_fetched_epoch: log.epoch_cache().latest_epoch().unwrap_or(UNDEFINED_EPOCH),
+            log_start_offset: log.log_start_offset(),
+            partition_max_bytes: config.fetch_max_bytes.min(i32::MAX as u64) as i32,
+        };
+        sent.insert(p.tp.clone(), partition.fetch_offset);
+        match topics.last_mut() {
+            Some(t) if t.topic == p.tp.topic => t.partitions.push(partition),
+            _ => topics.push(FetchTopic {
+                topic: p.tp.topic.clone(),
+                partitions: vec![partition],
+            }),
+        }
+    }
+    let request = FetchRequest {
+        replica_id: local_id,
+        max_wait_ms: config.fetch_wait_max_ms.min(i32::MAX as u64) as i32,
+        min_bytes: config.fetch_min_bytes.min(i32::MAX as u64) as i32,
+        max_bytes: config.fetch_response_max_bytes.min(i32::MAX as u64) as i32,
+        // A sessionless full fetch every time.
+        session_id: 0,
+        session_epoch: -1,
+        topics,
+        ..Default::default()
+    };
+    let max_response = config.fetch_response_max_bytes as usize + RESPONSE_SLACK_BYTES;
+    let response: FetchResponse = peer
+        .call(
+            ApiKey::Fetch,
+            FETCH_VERSION,
+            |w| request.encode(w, FETCH_VERSION),
+            |r| FetchResponse::decode(r, FETCH_VERSION),
+            Duration::from_millis(config.socket_timeout_ms + config.fetch_wait_max_ms),
+            max_response,
+        )
+        .await?;
+    if response.error_code != error_code::NONE {
+        return Err(std::io::Error::other(format!(
+            "the leader refused the fetch with error {}",
+            response.error_code
+        )));
+    }
+    let fetchers = ReplicaFetchers::of(shard);
+    // Whether the leader served any partition: if it refused them all (it
+    // has not applied the image that made it leader yet, say), the caller
+    // pauses before asking again.
+    let mut answered = false;
+    for t in response.responses {
+        for d in t.partitions {
+            let tp = TopicPartition::new(t.topic.clone(), d.partition_index);
+            let (Some(&fetch_offset), Some(part)) =
+                (sent.get(&tp), parts.iter().find(|p| p.tp == tp))
+            else {
+                continue;
+            };
+            match d.error_code {
+                error_code::NONE => answered = true,
+                error_code::OFFSET_OUT_OF_RANGE => {
+                    if fetch_offset < d.log_start_offset {
+                        restart_at(shard, part, leader, d.log_start_offset).await;
+                    } else {
+                        // Past the leader's end: our log diverged.
+                        fetchers.truncate_first.borrow_mut().insert(tp);
+                    }
+                    continue;
+                }
+                code => {
+                    tracing::debug!(partition = %tp, leader, error = code, "replica fetch refused");
+                    continue;
+                }
+            }
+            let Some(log) = shard.local_log(&tp) else {
+                continue;
+            };
+            let Ok(mut log) = log.write().await else {
+                continue;
+            };
+            if !still_following(&part.state, leader, part.leader_epoch)
+                || log.log_end_offset() != fetch_offset
+            {
+                continue;
+            }
+            let records = match d.records {
+                Some(RecordData::Bytes(b)) => whole_batches(b),
+                _ => Bytes::new(),
+            };
+            if !records.is_empty() {
+                match log.append_as_follower(records, now_ms()).await {
+                    Ok(_) => replicas::after_append(shard, &tp, &mut log),
+                    Err(e) => {
+                        tracing::error!(
+                            partition = %tp,
+                            leader,
+                            "appending fetched batches failed: {e}; finding the divergence \
+                             point again"
+                        );
+                        fetchers.truncate_first.borrow_mut().insert(tp.clone());
+                        continue;
+                    }
+                }
+            }
+            part.state
+                .borrow_mut()
+                .on_leader_high_watermark(d.high_watermark);
+            replicas::sync_high_watermark(shard, &tp, &mut log);
+        }
+    }
+    Ok(answered)
+}
+
+/// The leader's log starts past our LEO (retention, DeleteRecords): start
+/// over at its log start, as Kafka's `truncateFullyAndStartAt`.
+async fn restart_at(shard: &Rc<Shard>, part: &Followed, leader: i32, offset: i64) {
+    let Some(log) = shard.local_log(&part.tp) else {
+        return;
+    };
+    let Ok(mut log) = log.write().await else {
+        return;
+    };
+    if !still_following(&part.state, leader, part.leader_epoch) {
+        return;
+    }
+    match log.truncate_fully_and_start_at(offset, now_ms()).await {
+        Ok(()) => {
+            part.state.borrow_mut().on_restarted_at(offset);
+            tracing::info!(
+                partition = %part.tp,
+                leader,
+                "the leader's log starts at {offset}, past this replica's end: restarted the \
+                 log there"
+            );
+        }
+        Err(e) => {
+            tracing::error!(partition = %part.tp, "restarting the log at {offset} failed: {e}")
+        }
+    }
+}
+
+/// The complete batches at the front of `records`: a leader's file range
+/// may end inside a batch, and the follower drops that partial batch (the
+/// next fetch asks for it again).
+fn whole_batches(records: Bytes) -> Bytes {
+    let mut end = 0usize;
+    while let Some((_, len)) = crate::log::batch::peek_offset_and_size(&records[end..]) {
+        let Ok(len) = usize::try_from(len) else { break };
+        let next = end + crate::constants::LOG_OVERHEAD + len;
+        if next > records.len() {
+            break;
+        }
+        end = next;
+    }
+    records.slice(..end)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::log::batch::{build_batch, BatchSpec};
+
+    fn batch(base_offset: i64) -> Vec<u8> {
+        build_batch(&BatchSpec {
+            base_offset,
+            leader_epoch: 0,
+            base_timestamp: 0,
+            records: &[(0, None, b"one"), (1, None, b"two")],
+        })
+    }
+
+    #[test]
+    fn a_partial_last_batch_is_dropped() {
+        let a = batch(0);
+        let b = batch(2);
+        let mut all = a.to_vec();
+        all.extend_from_slice(&b[..b.len() - 5]);
+        assert_eq!(whole_batches(Bytes::from(all)), a);
+        let mut both = a.to_vec();
+        both.extend_from_slice(&b);
+        assert_eq!(whole_batches(Bytes::from(both.clone())).len(), both.len());
+        assert!(whole_batches(Bytes::from_static(&[0, 0, 0])).is_empty());
+    }
+}
