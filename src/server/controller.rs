@@ -1138,6 +1138,7 @@ pub async fn apply_image(shard: &Rc<Shard>, image: Arc<MetadataImage>) -> LogRes
     if image.offset < broker.image().offset {
         return Ok(());
     }
+    let previous = broker.image();
     broker.set_image(image.clone());
     for topic in image.topics.values() {
         let config = topic_config::log_config(
@@ -1220,8 +1221,18 @@ pub async fn apply_image(shard: &Rc<Shard>, image: Arc<MetadataImage>) -> LogRes
             }
         }
     }
+    // A local partition missing from the image is deleted only when this
+    // image removed it (the previous one had it), or, once this node has
+    // caught up with the quorum, as a stray. An image replayed at startup
+    // may be older than the partition: deleting then would destroy a
+    // replica the quorum still assigns here.
+    let caught_up = broker.is_caught_up();
     for tp in shard.local_partitions() {
-        if image.partition(&tp.topic, tp.partition).is_none() {
+        if image.partition(&tp.topic, tp.partition).is_some() {
+            continue;
+        }
+        let removed_now = previous.partition(&tp.topic, tp.partition).is_some();
+        if removed_now || caught_up {
             Replicas::of(shard).remove(&tp);
             shard.delete_local_partition(&tp).await?;
         }

@@ -384,7 +384,7 @@ impl Broker {
     fn wait_ports_released_for(&self, timeout: Duration) {
         let deadline = Instant::now() + timeout;
         for port in [Some(self.port), self.metrics_port()].into_iter().flatten() {
-            while TcpListener::bind(("127.0.0.1", port)).is_err() && Instant::now() < deadline {
+            while !bindable_by_pinlog(port) && Instant::now() < deadline {
                 std::thread::sleep(Duration::from_millis(5));
             }
         }
@@ -394,10 +394,23 @@ impl Broker {
         let deadline = Instant::now() + PORT_RELEASE_TIMEOUT;
         let ports = [Some(self.port), self.metrics_port(), self.controller_port()];
         for port in ports.into_iter().flatten() {
-            while TcpListener::bind(("127.0.0.1", port)).is_err() {
+            while !bindable_by_pinlog(port) {
                 if Instant::now() >= deadline {
+                    // Who holds it, for the report.
+                    let sockets = Command::new("ss")
+                        .args(["-tanp"])
+                        .output()
+                        .map(|o| {
+                            String::from_utf8_lossy(&o.stdout)
+                                .lines()
+                                .filter(|l| l.contains(&format!(":{port} ")))
+                                .collect::<Vec<_>>()
+                                .join("\n")
+                        })
+                        .unwrap_or_default();
                     self.fail(&format!(
-                        "port {port} still in use {PORT_RELEASE_TIMEOUT:?} after kill -9"
+                        "port {port} still in use {PORT_RELEASE_TIMEOUT:?} after kill -9; its \
+                         sockets:\n{sockets}"
                     ));
                 }
                 std::thread::sleep(Duration::from_millis(5));
@@ -713,10 +726,10 @@ impl Cluster {
         cluster
     }
 
-    /// The settings of node `id` of a cluster with `voters`.
+    /// The settings of node `id` of a cluster with `voters`. A timeout
+    /// `opts` sets itself wins over the test default.
     pub fn node_opts(opts: &BrokerOpts, id: i64, voters: &str, controller_port: u16) -> BrokerOpts {
-        opts.clone()
-            .shards(1)
+        let mut node = BrokerOpts::new()
             .setting("node.id", id)
             .setting("controller.quorum.voters", voters)
             .setting("controller.listen", format!("127.0.0.1:{controller_port}"))
@@ -727,7 +740,20 @@ impl Cluster {
             )
             .setting("broker.heartbeat.interval.ms", TEST_HEARTBEAT_INTERVAL_MS)
             .setting("broker.session.timeout.ms", TEST_SESSION_TIMEOUT_MS)
-            .setting("shard.spin.before.park.us", 0)
+            .setting("shard.spin.before.park.us", 0);
+        let own = opts.clone().shards(1);
+        for (k, v) in &own.settings {
+            if !matches!(
+                k.as_str(),
+                "node.id" | "controller.quorum.voters" | "controller.listen"
+            ) {
+                node.settings.insert(k.clone(), v.clone());
+            }
+        }
+        BrokerOpts {
+            settings: node.settings,
+            ..own
+        }
     }
 
     /// `controller.quorum.voters` of this cluster.
@@ -766,6 +792,21 @@ impl Cluster {
         }
         panic!("{msg}\n{logs}--- end of logs ---");
     }
+}
+
+/// Whether pinlog could listen on loopback `port` now. pinlog binds its
+/// listeners with SO_REUSEADDR and SO_REUSEPORT, so the socket a killed
+/// node leaves in FIN-WAIT-2 (a peer that has not closed its end yet) does
+/// not keep its successor from binding; a plain bind would wait for it.
+pub fn bindable_by_pinlog(port: u16) -> bool {
+    let Ok(socket) = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None)
+    else {
+        return false;
+    };
+    let addr: std::net::SocketAddr = ([127, 0, 0, 1], port).into();
+    socket.set_reuse_address(true).is_ok()
+        && socket.set_reuse_port(true).is_ok()
+        && socket.bind(&addr.into()).is_ok()
 }
 
 /// A loopback port that was free a moment ago (bind to port 0, read it,

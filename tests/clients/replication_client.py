@@ -1,0 +1,143 @@
+"""confluent-kafka against a replicated cluster, driven by tests/replication.rs.
+
+  replication_client.py produce BOOTSTRAP TOPIC SECONDS [PRODUCER-SETTING=VALUE...]
+      Produces numbered records ("0", "1", ...) to partition 0 of TOPIC for
+      SECONDS with acks=all and idempotence (librdkafka's defaults
+      otherwise), then flushes. Prints one line per outcome:
+        ACK <n> <offset>
+        ERR <n> <error name> retriable|fatal
+      and "DONE <acked> <failed>" last. Progress goes to stderr.
+  replication_client.py consume BOOTSTRAP TOPIC
+      Prints every record value of partition 0, from the start to the
+      high watermark, one per line, then "END <count>".
+  replication_client.py once BOOTSTRAP TOPIC [PRODUCER-SETTING=VALUE...]
+      Produces one record with acks=all and no retries; prints "ACK <offset>"
+      or "ERR <error name>".
+
+Every step has a time limit; the scripts never wait forever.
+"""
+
+import sys
+import time
+
+from confluent_kafka import (OFFSET_BEGINNING, Consumer, KafkaError, Producer,
+                             TopicPartition)
+
+STEP_SECONDS = 90
+
+
+def settings(pairs):
+    out = {}
+    for p in pairs:
+        k, v = p.split("=", 1)
+        out[k] = v
+    return out
+
+
+def produce(bootstrap, topic, seconds, extra):
+    conf = {
+        "bootstrap.servers": bootstrap,
+        "acks": "all",
+        "enable.idempotence": True,
+        "linger.ms": 5,
+    }
+    conf.update(settings(extra))
+    p = Producer(conf)
+    acked = 0
+    failed = 0
+
+    def report(err, msg):
+        nonlocal acked, failed
+        n = msg.value().decode()
+        if err is None:
+            acked += 1
+            print("ACK %s %d" % (n, msg.offset()), flush=True)
+        else:
+            failed += 1
+            kind = "retriable" if err.retriable() else "fatal"
+            if err.fatal():
+                kind = "fatal"
+            print("ERR %s %s %s" % (n, err.name(), kind), flush=True)
+
+    end = time.time() + float(seconds)
+    n = 0
+    last_progress = time.time()
+    while time.time() < end:
+        try:
+            p.produce(topic, value=str(n).encode(), partition=0, on_delivery=report)
+            n += 1
+        except BufferError:
+            p.poll(0.05)
+            continue
+        p.poll(0)
+        # About 500 records a second: enough to be mid-flight at the kill.
+        time.sleep(0.002)
+        if time.time() - last_progress > 1:
+            last_progress = time.time()
+            print("produced %d, acked %d" % (n, acked), file=sys.stderr, flush=True)
+    left = p.flush(STEP_SECONDS)
+    print("DONE %d %d %d" % (acked, failed, left), flush=True)
+
+
+def consume(bootstrap, topic):
+    c = Consumer({
+        "bootstrap.servers": bootstrap,
+        "group.id": "replication-check-%d" % time.time_ns(),
+        "enable.auto.commit": False,
+        "enable.partition.eof": True,
+    })
+    tp = TopicPartition(topic, 0, OFFSET_BEGINNING)
+    _, high = c.get_watermark_offsets(TopicPartition(topic, 0), timeout=30)
+    c.assign([tp])
+    count = 0
+    deadline = time.time() + STEP_SECONDS
+    position = 0
+    while position < high and time.time() < deadline:
+        m = c.poll(1.0)
+        if m is None:
+            continue
+        if m.error():
+            if m.error().code() == KafkaError._PARTITION_EOF:
+                if m.offset() >= high:
+                    break
+                continue
+            print("CONSUME-ERR %s" % m.error().name(), flush=True)
+            continue
+        print(m.value().decode(), flush=True)
+        count += 1
+        position = m.offset() + 1
+    c.close()
+    print("END %d %d" % (count, high), flush=True)
+
+
+def once(bootstrap, topic, extra):
+    conf = {
+        "bootstrap.servers": bootstrap,
+        "acks": "all",
+        "retries": 0,
+        "message.timeout.ms": 10000,
+    }
+    conf.update(settings(extra))
+    p = Producer(conf)
+    out = []
+    p.produce(topic, value=b"once", partition=0,
+              on_delivery=lambda err, msg: out.append((err, msg)))
+    p.flush(30)
+    if not out:
+        print("ERR NO_REPORT", flush=True)
+    elif out[0][0] is None:
+        print("ACK %d" % out[0][1].offset(), flush=True)
+    else:
+        print("ERR %s" % out[0][0].name(), flush=True)
+
+
+if __name__ == "__main__":
+    cmd = sys.argv[1]
+    if cmd == "produce":
+        produce(sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5:])
+    elif cmd == "consume":
+        consume(sys.argv[2], sys.argv[3])
+    elif cmd == "once":
+        once(sys.argv[2], sys.argv[3], sys.argv[4:])
+    else:
+        sys.exit("unknown command %s" % cmd)

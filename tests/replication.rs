@@ -1,0 +1,497 @@
+//! Replication across processes (issue: replication): a 3-node cluster on
+//! loopback, real clients, kill -9 and SIGSTOP.
+//!
+//! One cluster serves every phase, in order:
+//! 1. **Leader kill under load.** confluent-kafka produces numbered
+//!    records with acks=all and idempotence (librdkafka's defaults
+//!    otherwise) to an RF=3, min.insync.replicas=2 topic while the leader
+//!    is killed with kill -9. Every acknowledged record is then consumed
+//!    exactly once, in order, and the client saw no fatal error.
+//! 2. **Byte-identical replicas.** Once the killed node has rejoined and
+//!    caught up, every replica's segment files are byte-identical.
+//! 3. **ISR and min.insync.replicas.** A SIGSTOPped follower leaves the ISR
+//!    after `replica.lag.time.max.ms` (before its session expires); acks=all
+//!    works with 2 of 3 in sync when min.insync.replicas=2, and gets
+//!    NOT_ENOUGH_REPLICAS when it is 3; the ISR regrows after SIGCONT.
+//! 4. **Seed 004, offline partition.** An RF=1 partition whose broker dies
+//!    shows leader -1, while partitions on the other brokers keep serving.
+//! 5. **Unclean election.** An RF=2 topic with
+//!    `unclean.leader.election.enable` whose ISR shrank to one member that
+//!    then died: the stale replica takes over, the controller logs the
+//!    possible loss, and the old leader truncates when it returns.
+
+mod support;
+
+use std::ffi::OsStr;
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use support::{run_command, which, Broker, BrokerOpts, Cluster, CmdOutput, PINLOG_BIN};
+
+const CLIENTS_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/clients");
+/// How long any single CLI or client step may take.
+const STEP_TIMEOUT: Duration = Duration::from_secs(120);
+/// How long the cluster may take to settle after a change.
+const SETTLE_TIMEOUT: Duration = Duration::from_secs(30);
+/// Small replication timeouts, so that the phases take seconds.
+const LAG_TIME_MAX_MS: i64 = 1000;
+/// Longer than the lag limit, so that a stopped follower leaves the ISR
+/// by the leader's lag check, not by fencing.
+const SESSION_TIMEOUT_MS: i64 = 5000;
+/// How long the loaded producer runs, and when the leader dies.
+const PRODUCE_SECONDS: u64 = 8;
+const KILL_AFTER: Duration = Duration::from_millis(2500);
+
+fn pinlog(args: &[&str]) -> CmdOutput {
+    run_command(Command::new(PINLOG_BIN).args(args), None, STEP_TIMEOUT)
+}
+
+fn python<S: AsRef<OsStr>>(args: &[S]) -> Command {
+    let mut cmd = Command::new("python3");
+    cmd.arg(Path::new(CLIENTS_DIR).join("replication_client.py"))
+        .args(args)
+        .env("PYTHONDONTWRITEBYTECODE", "1");
+    cmd
+}
+
+fn clients_available() -> bool {
+    if std::env::var_os("PINLOG_SKIP_CLIENT_TESTS").is_some() {
+        eprintln!("PINLOG_SKIP_CLIENT_TESTS is set: skipping the replication test");
+        return false;
+    }
+    let ok = which("python3").is_some()
+        && run_command(
+            Command::new("python3").args(["-c", "import confluent_kafka"]),
+            None,
+            STEP_TIMEOUT,
+        )
+        .success();
+    assert!(
+        ok,
+        "the replication test needs python3 with confluent-kafka (pip install confluent-kafka; \
+         tests/run installs it), or set PINLOG_SKIP_CLIENT_TESTS=1 to skip it"
+    );
+    true
+}
+
+/// One partition as `pinlog topic describe --json` shows it.
+#[derive(Debug, Clone, PartialEq)]
+struct PartitionView {
+    leader: i64,
+    replicas: Vec<i64>,
+    isr: Vec<i64>,
+}
+
+fn ids(v: &Value) -> Vec<i64> {
+    v.as_array()
+        .map(|a| a.iter().filter_map(Value::as_i64).collect())
+        .unwrap_or_default()
+}
+
+/// The partitions of `topic`, through `node`.
+fn partitions(node: &Broker, topic: &str) -> Option<Vec<PartitionView>> {
+    let out = pinlog(&[
+        "topic",
+        "describe",
+        topic,
+        "--json",
+        "--bootstrap-server",
+        &node.bootstrap(),
+    ]);
+    if !out.success() {
+        return None;
+    }
+    let v: Value = serde_json::from_str(&out.stdout).ok()?;
+    Some(
+        v["topics"][0]["partitions"]
+            .as_array()?
+            .iter()
+            .map(|p| PartitionView {
+                leader: p["leader"].as_i64().unwrap_or(-1),
+                replicas: ids(&p["replicas"]),
+                isr: ids(&p["isr"]),
+            })
+            .collect(),
+    )
+}
+
+/// Polls `cond` every 100 ms until it holds or `timeout` passes.
+fn wait_for(timeout: Duration, mut cond: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if cond() {
+            return true;
+        }
+        if Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Waits until partition `p` of `topic`, seen through `via`, satisfies
+/// `cond`; returns it, or fails with every log.
+fn await_partition(
+    cluster: &Cluster,
+    via: usize,
+    topic: &str,
+    p: usize,
+    what: &str,
+    cond: impl Fn(&PartitionView) -> bool,
+) -> PartitionView {
+    let mut last = None;
+    let ok = wait_for(SETTLE_TIMEOUT, || {
+        last = partitions(&cluster.nodes[via - 1], topic).and_then(|v| v.get(p).cloned());
+        last.as_ref().is_some_and(&cond)
+    });
+    if !ok {
+        cluster.fail(&format!(
+            "{topic}-{p} did not reach {what} within {SETTLE_TIMEOUT:?}; last seen {last:?}"
+        ));
+    }
+    last.expect("seen")
+}
+
+fn create_topic(cluster: &Cluster, name: &str, partitions: &str, rf: &str, configs: &[&str]) {
+    let mut args = vec![
+        "topic",
+        "create",
+        name,
+        "--partitions",
+        partitions,
+        "--replication-factor",
+        rf,
+    ];
+    for c in configs {
+        args.extend(["--config", c]);
+    }
+    let bootstrap = cluster.nodes[0].bootstrap();
+    args.extend(["--bootstrap-server", bootstrap.as_str()]);
+    let out = pinlog(&args);
+    if !out.success() {
+        cluster.fail(&format!("creating {name} failed:\n{out}"));
+    }
+}
+
+/// A node that is running, other than those in `except`.
+fn live_node(cluster: &mut Cluster, except: &[i64]) -> usize {
+    (1..=cluster.nodes.len())
+        .find(|&i| !except.contains(&(i as i64)) && cluster.node(i).is_running())
+        .expect("a live node")
+}
+
+/// One acks=all record with no retries through `via`; the client's verdict.
+fn produce_once(cluster: &Cluster, via: usize, topic: &str) -> String {
+    let out = run_command(
+        &mut python(&["once", &cluster.nodes[via - 1].bootstrap(), topic]),
+        None,
+        STEP_TIMEOUT,
+    );
+    if !out.success() {
+        cluster.fail(&format!("the one-record producer failed:\n{out}"));
+    }
+    out.stdout.trim().to_string()
+}
+
+/// The bytes of every `.log` file of `dir`, by name.
+fn segment_bytes(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut out: Vec<(String, Vec<u8>)> = std::fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .filter_map(Result::ok)
+                .filter(|e| e.path().extension().is_some_and(|x| x == "log"))
+                .filter_map(|e| {
+                    let name = e.file_name().to_string_lossy().into_owned();
+                    std::fs::read(e.path()).ok().map(|b| (name, b))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    out.sort();
+    out
+}
+
+#[test]
+fn replicated_cluster_survives_kills_and_pauses() {
+    if !clients_available() {
+        return;
+    }
+    let opts = BrokerOpts::new()
+        .setting("replica.lag.time.max.ms", LAG_TIME_MAX_MS)
+        .setting("broker.session.timeout.ms", SESSION_TIMEOUT_MS)
+        .setting("replica.fetch.backoff.ms", 100);
+    let mut cluster = Cluster::start(3, opts);
+
+    // 1. Leader kill under load.
+    create_topic(&cluster, "acked", "1", "3", &["min.insync.replicas=2"]);
+    let before = await_partition(&cluster, 1, "acked", 0, "three in sync", |p| {
+        p.leader > 0 && p.isr.len() == 3
+    });
+    let leader = before.leader;
+    let producer = python(&[
+        "produce",
+        &cluster.bootstrap(),
+        "acked",
+        &PRODUCE_SECONDS.to_string(),
+    ]);
+    let producing = std::thread::spawn(move || {
+        let mut producer = producer;
+        run_command(&mut producer, None, STEP_TIMEOUT)
+    });
+    std::thread::sleep(KILL_AFTER);
+    cluster.node(leader as usize).kill9();
+    let killed_at = Instant::now();
+    let out = producing.join().expect("producer thread");
+    if !out.success() {
+        cluster.fail(&format!("the producer failed:\n{out}"));
+    }
+    let via = live_node(&mut cluster, &[leader]);
+    let after = await_partition(&cluster, via, "acked", 0, "a new leader", |p| {
+        p.leader > 0 && p.leader != leader
+    });
+    eprintln!(
+        "leader {leader} killed; {} leads after {:?}",
+        after.leader,
+        killed_at.elapsed()
+    );
+    let mut acked: Vec<u64> = Vec::new();
+    let mut fatal: Vec<String> = Vec::new();
+    let mut done = None;
+    for line in out.stdout.lines() {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        match words.as_slice() {
+            ["ACK", n, _offset] => acked.push(n.parse().unwrap()),
+            ["ERR", n, name, "fatal"] => fatal.push(format!("{n} {name}")),
+            ["DONE", a, f, left] => done = Some((a.to_string(), f.to_string(), left.to_string())),
+            _ => {}
+        }
+    }
+    assert!(
+        fatal.is_empty(),
+        "the producer saw non-retriable errors: {fatal:?}"
+    );
+    assert!(done.is_some(), "the producer did not finish:\n{out}");
+    assert!(
+        acked.len() > 100,
+        "too few records acknowledged ({}) to prove anything:\n{}",
+        acked.len(),
+        support::tail(&out.stderr, 20)
+    );
+    // The killed node comes back and catches up.
+    cluster.node(leader as usize).restart();
+    await_partition(&cluster, 1, "acked", 0, "three in sync again", |p| {
+        p.isr.len() == 3
+    });
+    let consumed = run_command(
+        &mut python(&["consume", &cluster.bootstrap(), "acked"]),
+        None,
+        STEP_TIMEOUT,
+    );
+    if !consumed.success() {
+        cluster.fail(&format!("the consumer failed:\n{consumed}"));
+    }
+    let values: Vec<u64> = consumed
+        .stdout
+        .lines()
+        .filter_map(|l| l.parse().ok())
+        .collect();
+    let mut seen = std::collections::HashMap::new();
+    for v in &values {
+        *seen.entry(*v).or_insert(0u32) += 1;
+    }
+    let lost: Vec<u64> = acked
+        .iter()
+        .copied()
+        .filter(|v| !seen.contains_key(v))
+        .collect();
+    let duplicated: Vec<u64> = seen
+        .iter()
+        .filter(|(_, &c)| c > 1)
+        .map(|(v, _)| *v)
+        .collect();
+    assert!(lost.is_empty(), "acknowledged records lost: {lost:?}");
+    assert!(duplicated.is_empty(), "records duplicated: {duplicated:?}");
+    assert!(
+        values.windows(2).all(|w| w[0] < w[1]),
+        "records out of order in the log"
+    );
+    eprintln!(
+        "{} acknowledged, {} in the log, none lost or duplicated",
+        acked.len(),
+        values.len()
+    );
+
+    // 2. Byte-identical replicas, once every follower has caught up.
+    let dirs: Vec<_> = cluster
+        .nodes
+        .iter()
+        .map(|n| n.data_dir().join("acked-0"))
+        .collect();
+    let identical = wait_for(SETTLE_TIMEOUT, || {
+        let first = segment_bytes(&dirs[0]);
+        !first.is_empty() && dirs[1..].iter().all(|d| segment_bytes(d) == first)
+    });
+    if !identical {
+        let sizes: Vec<Vec<(String, usize)>> = dirs
+            .iter()
+            .map(|d| {
+                segment_bytes(d)
+                    .into_iter()
+                    .map(|(n, b)| (n, b.len()))
+                    .collect()
+            })
+            .collect();
+        cluster.fail(&format!("replicas are not byte-identical: {sizes:?}"));
+    }
+
+    // 3. ISR and min.insync.replicas. Pausing two of the three nodes would
+    // stop the metadata quorum too (every node is a voter), so "one in sync
+    // is too few" is checked on a topic that needs all three.
+    create_topic(&cluster, "strict", "1", "3", &["min.insync.replicas=3"]);
+    await_partition(&cluster, 1, "strict", 0, "three in sync", |p| {
+        p.leader > 0 && p.isr.len() == 3
+    });
+    let now = await_partition(&cluster, 1, "acked", 0, "three in sync", |p| {
+        p.isr.len() == 3 && p.leader > 0
+    });
+    let leader = now.leader;
+    let follower = *now.replicas.iter().find(|&&r| r != leader).unwrap();
+    let via = leader as usize;
+    let verdict = produce_once(&cluster, via, "strict");
+    assert!(
+        verdict.starts_with("ACK"),
+        "acks=all with 3 of 3 in sync and min.insync.replicas=3 failed: {verdict}"
+    );
+    let paused_at = Instant::now();
+    cluster.node(follower as usize).signal(libc::SIGSTOP);
+    await_partition(
+        &cluster,
+        via,
+        "acked",
+        0,
+        "an ISR without the paused follower",
+        |p| !p.isr.contains(&follower),
+    );
+    let shrink = paused_at.elapsed();
+    eprintln!("paused follower {follower} left the ISR after {shrink:?}");
+    assert!(
+        shrink < Duration::from_millis(SESSION_TIMEOUT_MS as u64),
+        "the ISR shrank only after {shrink:?}, when the session ran out, not after \
+         replica.lag.time.max.ms"
+    );
+    assert!(
+        cluster.nodes[via - 1]
+            .log()
+            .contains("replica.lag.time.max.ms"),
+        "the leader's log does not say the ISR shrank for replica.lag.time.max.ms"
+    );
+    let verdict = produce_once(&cluster, via, "acked");
+    assert!(
+        verdict.starts_with("ACK"),
+        "acks=all with 2 of 3 in sync and min.insync.replicas=2 failed: {verdict}"
+    );
+    let strict = await_partition(&cluster, via, "strict", 0, "two in sync", |p| {
+        p.isr.len() == 2 && p.leader > 0 && p.leader != follower
+    });
+    let verdict = produce_once(&cluster, strict.leader as usize, "strict");
+    assert_eq!(
+        verdict, "ERR NOT_ENOUGH_REPLICAS",
+        "acks=all with 2 of 3 in sync and min.insync.replicas=3"
+    );
+    cluster.node(follower as usize).signal(libc::SIGCONT);
+    await_partition(&cluster, via, "acked", 0, "the ISR regrown", |p| {
+        p.isr.len() == 3
+    });
+    await_partition(&cluster, via, "strict", 0, "the ISR regrown", |p| {
+        p.isr.len() == 3
+    });
+
+    // 4. Seed 004: an RF=1 partition whose broker dies goes offline alone.
+    create_topic(&cluster, "solo", "3", "1", &[]);
+    let solo = {
+        let mut last = None;
+        wait_for(SETTLE_TIMEOUT, || {
+            last = partitions(&cluster.nodes[0], "solo");
+            last.as_ref()
+                .is_some_and(|v| v.iter().all(|p| p.leader > 0))
+        });
+        last.unwrap_or_else(|| cluster.fail("solo has no leaders"))
+    };
+    let victim = solo[0].leader;
+    cluster.node(victim as usize).kill9();
+    let via = live_node(&mut cluster, &[victim]);
+    await_partition(&cluster, via, "solo", 0, "offline (leader -1)", |p| {
+        p.leader == -1
+    });
+    let other = solo
+        .iter()
+        .position(|p| p.leader != victim)
+        .expect("a partition on another broker");
+    let view = partitions(&cluster.nodes[via - 1], "solo").unwrap();
+    assert!(
+        view[other].leader > 0,
+        "solo-{other} lost its leader too: {view:?}"
+    );
+    cluster.node(victim as usize).restart();
+    await_partition(&cluster, via, "solo", 0, "back online", |p| {
+        p.leader == victim
+    });
+
+    // 5. Unclean election.
+    create_topic(
+        &cluster,
+        "unclean",
+        "1",
+        "2",
+        &["unclean.leader.election.enable=true"],
+    );
+    let u = await_partition(&cluster, 1, "unclean", 0, "two in sync", |p| {
+        p.leader > 0 && p.isr.len() == 2
+    });
+    let old_leader = u.leader;
+    let stale = *u.replicas.iter().find(|&&r| r != old_leader).unwrap();
+    cluster.node(stale as usize).kill9();
+    let via = live_node(&mut cluster, &[stale]);
+    await_partition(
+        &cluster,
+        via,
+        "unclean",
+        0,
+        "the leader alone in the ISR",
+        |p| p.isr == vec![old_leader],
+    );
+    for _ in 0..3 {
+        let verdict = produce_once(&cluster, via, "unclean");
+        assert!(
+            verdict.starts_with("ACK"),
+            "produce with one in sync failed: {verdict}"
+        );
+    }
+    cluster.node(old_leader as usize).kill9();
+    cluster.node(stale as usize).restart();
+    let via = live_node(&mut cluster, &[old_leader]);
+    await_partition(
+        &cluster,
+        via,
+        "unclean",
+        0,
+        "the stale replica leading",
+        |p| p.leader == stale,
+    );
+    let said = cluster
+        .nodes
+        .iter()
+        .any(|n| n.log().contains("unclean leader election"));
+    assert!(said, "no node logged the unclean leader election");
+    cluster.node(old_leader as usize).restart();
+    let truncated = wait_for(SETTLE_TIMEOUT, || {
+        cluster.nodes[old_leader as usize - 1]
+            .log()
+            .contains("after an unclean election")
+    });
+    if !truncated {
+        cluster.fail("the old leader did not log its truncation after the unclean election");
+    }
+}
