@@ -19,6 +19,10 @@
 //!    `unclean.leader.election.enable` whose ISR shrank to one member that
 //!    then died: the stale replica takes over, the controller logs the
 //!    possible loss, and the old leader truncates when it returns.
+//! 6. **Groups.** The broker of a consuming group's coordinator is killed:
+//!    the group moves to the new leader of its `__consumer_offsets`
+//!    partition (RF=3 here) and resumes from its committed offset, and no
+//!    acknowledged commit is lost.
 
 mod support;
 
@@ -97,6 +101,9 @@ fn partitions(node: &Broker, topic: &str) -> Option<Vec<PartitionView>> {
         "describe",
         topic,
         "--json",
+        // A paused broker must not hold the poll for the default 30 s.
+        "--timeout",
+        "3s",
         "--bootstrap-server",
         &node.bootstrap(),
     ]);
@@ -494,4 +501,103 @@ fn replicated_cluster_survives_kills_and_pauses() {
     if !truncated {
         cluster.fail("the old leader did not log its truncation after the unclean election");
     }
+
+    // 6. Groups: kill the coordinator's broker under a consuming group.
+    const GROUP: &str = "replicated-group";
+    const RECORDS: usize = 1200;
+    create_topic(&cluster, "grouped", "1", "3", &[]);
+    await_partition(&cluster, 1, "grouped", 0, "three in sync", |p| {
+        p.isr.len() == 3
+    });
+    let filled = run_command(
+        &mut python(&["produce", &cluster.bootstrap(), "grouped", "4"]),
+        None,
+        STEP_TIMEOUT,
+    );
+    if !filled.success() {
+        cluster.fail(&format!("filling grouped failed:\n{filled}"));
+    }
+    let produced = filled
+        .stdout
+        .lines()
+        .filter(|l| l.starts_with("ACK"))
+        .count();
+    assert!(
+        produced >= RECORDS,
+        "only {produced} records for the group phase"
+    );
+    let consumer = python(&[
+        "group",
+        &cluster.bootstrap(),
+        "grouped",
+        GROUP,
+        &RECORDS.to_string(),
+    ]);
+    let consuming = std::thread::spawn(move || {
+        let mut consumer = consumer;
+        run_command(&mut consumer, None, STEP_TIMEOUT)
+    });
+    // The coordinator: the leader of the group's offsets partition.
+    let offsets_partition = {
+        let topics = partitions(&cluster.nodes[0], "__consumer_offsets")
+            .unwrap_or_else(|| cluster.fail("no __consumer_offsets"));
+        pinlog::group::offsets_topic::partition_for(GROUP, topics.len() as i32) as usize
+    };
+    // Kill once the group has committed, mid-way through the topic.
+    let committed_once = wait_for(SETTLE_TIMEOUT, || {
+        let out = run_command(
+            &mut python(&["committed", &cluster.nodes[0].bootstrap(), "grouped", GROUP]),
+            None,
+            STEP_TIMEOUT,
+        );
+        out.stdout
+            .trim()
+            .strip_prefix("OFFSET ")
+            .and_then(|o| o.parse::<i64>().ok())
+            .is_some_and(|o| o > 0)
+    });
+    if !committed_once {
+        cluster.fail("the group never committed");
+    }
+    let coordinator = partitions(&cluster.nodes[0], "__consumer_offsets")
+        .and_then(|v| v.get(offsets_partition).cloned())
+        .unwrap_or_else(|| cluster.fail("no offsets partition"));
+    assert_eq!(
+        coordinator.replicas.len(),
+        3,
+        "__consumer_offsets should have offsets.topic.replication.factor 3 replicas"
+    );
+    cluster.node(coordinator.leader as usize).kill9();
+    let out = consuming.join().expect("consumer thread");
+    if !out.success() {
+        cluster.fail(&format!("the group consumer failed:\n{out}"));
+    }
+    let last_commit = out
+        .stdout
+        .lines()
+        .filter_map(|l| l.strip_prefix("COMMITTED "))
+        .filter_map(|o| o.parse::<i64>().ok())
+        .max()
+        .unwrap_or_else(|| cluster.fail(&format!("no commit succeeded:\n{out}")));
+    assert!(
+        out.stdout.contains(&format!("CONSUMED {RECORDS}")),
+        "the group did not resume after its coordinator died:\n{}",
+        support::tail(&out.stdout, 10)
+    );
+    let via = live_node(&mut cluster, &[coordinator.leader]);
+    let committed = run_command(
+        &mut python(&[
+            "committed",
+            &cluster.nodes[via - 1].bootstrap(),
+            "grouped",
+            GROUP,
+        ]),
+        None,
+        STEP_TIMEOUT,
+    );
+    assert_eq!(
+        committed.stdout.trim(),
+        format!("OFFSET {last_commit}"),
+        "the group's committed offset after the coordinator moved:\n{committed}"
+    );
 }

@@ -4,6 +4,8 @@
 
 /// Kafka's `offsets.topic.num.partitions` default.
 pub const DEFAULT_OFFSETS_TOPIC_NUM_PARTITIONS: i32 = 50;
+/// Kafka's `offsets.topic.replication.factor` default.
+pub const DEFAULT_OFFSETS_TOPIC_REPLICATION_FACTOR: i16 = 3;
 /// Kafka's `offsets.topic.segment.bytes` default: 100 MiB, small so that
 /// compaction gets to most of the topic.
 pub const DEFAULT_OFFSETS_TOPIC_SEGMENT_BYTES: u64 = 100 * 1024 * 1024;
@@ -27,6 +29,9 @@ pub struct GroupConfig {
     /// `offsets.topic.num.partitions`: fixed when `__consumer_offsets` is
     /// created.
     pub offsets_topic_num_partitions: i32,
+    /// `offsets.topic.replication.factor`: capped at the live brokers when
+    /// the topic is created, so a single node still gets one.
+    pub offsets_topic_replication_factor: i16,
     /// `offsets.topic.segment.bytes`.
     pub offsets_topic_segment_bytes: u64,
     /// `offsets.retention.minutes`: how long an empty group keeps its
@@ -51,6 +56,7 @@ impl Default for GroupConfig {
     fn default() -> Self {
         GroupConfig {
             offsets_topic_num_partitions: DEFAULT_OFFSETS_TOPIC_NUM_PARTITIONS,
+            offsets_topic_replication_factor: DEFAULT_OFFSETS_TOPIC_REPLICATION_FACTOR,
             offsets_topic_segment_bytes: DEFAULT_OFFSETS_TOPIC_SEGMENT_BYTES,
             offsets_retention_minutes: DEFAULT_OFFSETS_RETENTION_MINUTES,
             offsets_retention_check_interval_ms: DEFAULT_OFFSETS_RETENTION_CHECK_INTERVAL_MS,
@@ -66,6 +72,7 @@ impl Default for GroupConfig {
 /// The setting names this struct takes.
 pub const GROUP_KEYS: &[&str] = &[
     "offsets.topic.num.partitions",
+    "offsets.topic.replication.factor",
     "offsets.topic.segment.bytes",
     "offsets.retention.minutes",
     "offsets.retention.check.interval.ms",
@@ -94,6 +101,9 @@ impl GroupConfig {
             || u64::try_from(v).map_err(|_| format!("setting {key:?}: must not be negative"));
         match key {
             "offsets.topic.num.partitions" => self.offsets_topic_num_partitions = positive_i32(1)?,
+            "offsets.topic.replication.factor" => {
+                self.offsets_topic_replication_factor = positive_i32(1)?.min(i16::MAX as i32) as i16
+            }
             "offsets.topic.segment.bytes" => self.offsets_topic_segment_bytes = non_negative()?,
             "offsets.retention.minutes" => self.offsets_retention_minutes = positive_i32(1)? as i64,
             "offsets.retention.check.interval.ms" => {

@@ -20,10 +20,27 @@ pub async fn ensure_offsets_topic(shard: &Rc<Shard>) -> Result<(), i16> {
         return Ok(());
     }
     let cfg = &broker.config.group;
+    let image = broker.image();
+    let live = image
+        .brokers
+        .values()
+        .filter(|b| !b.fenced && !b.in_controlled_shutdown)
+        .count()
+        .max(1);
+    let replication_factor = cfg.offsets_topic_replication_factor.min(live as i16);
+    if replication_factor < cfg.offsets_topic_replication_factor {
+        tracing::warn!(
+            live_brokers = live,
+            "creating {OFFSETS_TOPIC} with replication factor {replication_factor}, below \
+             offsets.topic.replication.factor {}: only {live} brokers are live; group state \
+             survives fewer broker losses",
+            cfg.offsets_topic_replication_factor
+        );
+    }
     let topic = NewTopic {
         name: OFFSETS_TOPIC.to_string(),
         num_partitions: cfg.offsets_topic_num_partitions,
-        replication_factor: 1,
+        replication_factor,
         configs: vec![
             ("cleanup.policy".into(), Some("compact".into())),
             (

@@ -10,6 +10,14 @@
   replication_client.py consume BOOTSTRAP TOPIC
       Prints every record value of partition 0, from the start to the
       high watermark, one per line, then "END <count>".
+  replication_client.py group BOOTSTRAP TOPIC GROUP TOTAL
+      Consumes TOPIC in consumer group GROUP (librdkafka's defaults, manual
+      commits) until it has seen TOTAL records, committing synchronously
+      every 20 records. Prints "COMMITTED <offset>" after each commit that
+      succeeded, "COMMIT-ERR <error name>" after one that failed, and
+      "CONSUMED <count>" last.
+  replication_client.py committed BOOTSTRAP TOPIC GROUP
+      Prints the group's committed offset of partition 0: "OFFSET <n>".
   replication_client.py once BOOTSTRAP TOPIC [PRODUCER-SETTING=VALUE...]
       Produces one record with acks=all and no retries; prints "ACK <offset>"
       or "ERR <error name>".
@@ -20,8 +28,8 @@ Every step has a time limit; the scripts never wait forever.
 import sys
 import time
 
-from confluent_kafka import (OFFSET_BEGINNING, Consumer, KafkaError, Producer,
-                             TopicPartition)
+from confluent_kafka import (OFFSET_BEGINNING, Consumer, KafkaError,
+                             KafkaException, Producer, TopicPartition)
 
 STEP_SECONDS = 90
 
@@ -110,6 +118,41 @@ def consume(bootstrap, topic):
     print("END %d %d" % (count, high), flush=True)
 
 
+def group(bootstrap, topic, group_id, total):
+    total = int(total)
+    c = Consumer({
+        "bootstrap.servers": bootstrap,
+        "group.id": group_id,
+        "enable.auto.commit": False,
+        "auto.offset.reset": "earliest",
+    })
+    c.subscribe([topic])
+    seen = 0
+    deadline = time.time() + STEP_SECONDS
+    while seen < total and time.time() < deadline:
+        m = c.poll(0.5)
+        if m is None or m.error():
+            continue
+        seen += 1
+        # Slow enough that the coordinator dies mid-way.
+        time.sleep(0.003)
+        if seen % 20 == 0 or seen == total:
+            try:
+                parts = c.commit(message=m, asynchronous=False)
+                print("COMMITTED %d" % parts[0].offset, flush=True)
+            except KafkaException as e:
+                print("COMMIT-ERR %s" % e.args[0].name(), flush=True)
+    c.close()
+    print("CONSUMED %d" % seen, flush=True)
+
+
+def committed(bootstrap, topic, group_id):
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group_id})
+    parts = c.committed([TopicPartition(topic, 0)], timeout=30)
+    c.close()
+    print("OFFSET %d" % parts[0].offset, flush=True)
+
+
 def once(bootstrap, topic, extra):
     conf = {
         "bootstrap.servers": bootstrap,
@@ -137,6 +180,10 @@ if __name__ == "__main__":
         produce(sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5:])
     elif cmd == "consume":
         consume(sys.argv[2], sys.argv[3])
+    elif cmd == "group":
+        group(sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5])
+    elif cmd == "committed":
+        committed(sys.argv[2], sys.argv[3], sys.argv[4])
     elif cmd == "once":
         once(sys.argv[2], sys.argv[3], sys.argv[4:])
     else:
