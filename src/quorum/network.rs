@@ -43,8 +43,22 @@ const STOP_POLL: Duration = Duration::from_millis(100);
 /// How long a peer may leave a connection idle before it is closed.
 const IDLE_TIMEOUT: Duration = Duration::from_secs(300);
 
-/// Handles a forwarded admin request on the active controller.
-pub type ForwardHandler = Rc<dyn Fn(Vec<u8>) -> Pin<Box<dyn Future<Output = Vec<u8>>>>>;
+/// Which accepted controller connection a forwarded request came on.
+pub type ConnectionId = u64;
+
+/// What the server does with forwarded admin requests on the active
+/// controller, and when a connection that carried them closes (the peer
+/// closed it or its process died; a paused or cut-off peer closes nothing).
+pub trait Forwarded {
+    fn request(
+        &self,
+        connection: ConnectionId,
+        bytes: Vec<u8>,
+    ) -> Pin<Box<dyn Future<Output = Vec<u8>>>>;
+    fn closed(&self, connection: ConnectionId);
+}
+
+pub type ForwardHandler = Rc<dyn Forwarded>;
 
 #[derive(Serialize, Deserialize)]
 pub enum PeerRequest {
@@ -123,6 +137,7 @@ pub async fn serve(
     forward: ForwardHandler,
     stop: StopHandle,
 ) {
+    let mut next_connection: ConnectionId = 0;
     loop {
         let accepted = async { Some(listener.accept().await) }
             .or(async {
@@ -137,13 +152,18 @@ pub async fn serve(
             None => {}
             Some(Ok(stream)) => {
                 let (raft, forward, stop) = (raft.clone(), forward.clone(), stop.clone());
+                next_connection += 1;
+                let connection = next_connection;
                 glommio::spawn_local(async move {
                     let peer = stream.peer_addr().ok();
-                    if let Err(e) = serve_peer(stream, node_id, raft, forward, stop).await {
+                    let served =
+                        serve_peer(stream, connection, node_id, raft, forward.clone(), stop).await;
+                    if let Err(e) = served {
                         if e.kind() != io::ErrorKind::UnexpectedEof {
                             tracing::warn!(?peer, "controller connection closed: {e}");
                         }
                     }
+                    forward.closed(connection);
                 })
                 .detach();
             }
@@ -157,6 +177,7 @@ pub async fn serve(
 
 async fn serve_peer(
     mut stream: TcpStream,
+    connection: ConnectionId,
     node_id: i32,
     raft: Raft,
     forward: ForwardHandler,
@@ -203,7 +224,9 @@ async fn serve_peer(
                     Err(e) => PeerResponse::Error(e.to_string()),
                 }
             }
-            PeerRequest::Forward(bytes) => PeerResponse::Forward(forward(bytes).await),
+            PeerRequest::Forward(bytes) => {
+                PeerResponse::Forward(forward.request(connection, bytes).await)
+            }
             PeerRequest::Whois => PeerResponse::Whois { node_id },
         };
         let bytes = postcard::to_stdvec(&response).map_err(invalid)?;

@@ -11,7 +11,8 @@
 //! sees its change on the broker it asked.
 
 use std::cell::{Cell, RefCell, RefMut};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+use std::pin::Pin;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -51,6 +52,7 @@ use crate::protocol::messages::broker_registration::{
     BrokerHeartbeatRequest, BrokerHeartbeatResponse, BrokerRegistrationRequest,
     BrokerRegistrationResponse,
 };
+use crate::quorum::network::{ConnectionId, Forwarded};
 use crate::quorum::{Quorum, QuorumError, QuorumStatus};
 use crate::replica::{Assignment, Transition};
 use crate::server::replica_fetcher::ReplicaFetchers;
@@ -312,10 +314,39 @@ async fn wait_for_image(quorum: &Quorum, offset: i64) {
 
 /// The forwarded-request handler of the controller listener (shard 0).
 pub fn forward_handler(shard: Rc<Shard>) -> crate::quorum::network::ForwardHandler {
-    Rc::new(move |bytes: Vec<u8>| {
-        let shard = shard.clone();
+    Rc::new(Forwarding {
+        shard,
+        heartbeat_connections: RefCell::new(HashMap::new()),
+    })
+}
+
+/// Forwarded requests, and which broker heartbeats on which connection: a
+/// broker's connection that closes may mean its process died (see
+/// [`fence_if_gone`]).
+struct Forwarding {
+    shard: Rc<Shard>,
+    heartbeat_connections: RefCell<HashMap<ConnectionId, i32>>,
+}
+
+impl Forwarded for Forwarding {
+    fn request(
+        &self,
+        connection: ConnectionId,
+        bytes: Vec<u8>,
+    ) -> Pin<Box<dyn std::future::Future<Output = Vec<u8>>>> {
+        let shard = self.shard.clone();
+        let request = postcard::from_bytes::<AdminRequest>(&bytes);
+        if let Ok(AdminRequest::BrokerHeartbeat { version, body }) = &request {
+            if let Ok(hb) =
+                BrokerHeartbeatRequest::decode(&mut Reader::new(body.clone().into()), *version)
+            {
+                self.heartbeat_connections
+                    .borrow_mut()
+                    .insert(connection, hb.broker_id);
+            }
+        }
         Box::pin(async move {
-            let response = match postcard::from_bytes::<AdminRequest>(&bytes) {
+            let response = match request {
                 Ok(request) => decide(&shard, request).await,
                 Err(e) => AdminResponse {
                     result: Err(ControllerError {
@@ -327,7 +358,97 @@ pub fn forward_handler(shard: Rc<Shard>) -> crate::quorum::network::ForwardHandl
             };
             postcard::to_stdvec(&response).unwrap_or_default()
         })
-    })
+    }
+
+    fn closed(&self, connection: ConnectionId) {
+        let broker = self.heartbeat_connections.borrow_mut().remove(&connection);
+        if let Some(broker) = broker {
+            tracing::debug!(broker, "the heartbeat connection of broker {broker} closed");
+            glommio::spawn_local(fence_if_gone(self.shard.clone(), broker)).detach();
+        }
+    }
+}
+
+/// How long the probe of a broker's listener may take.
+const LIVENESS_PROBE_TIMEOUT: Duration = Duration::from_millis(500);
+/// When the probes of a broker whose connection closed run (after each
+/// pause in turn).
+const LIVENESS_PROBE_DELAYS: [Duration; 3] = [
+    Duration::from_millis(20),
+    Duration::from_millis(200),
+    Duration::from_millis(800),
+];
+
+/// Fences `broker` at once if its process is gone: its client listener
+/// refuses connections. Kafka waits out `broker.session.timeout.ms` for
+/// every broker; a refused connection is proof enough that nothing serves
+/// there any more, while a paused or cut-off broker still answers the
+/// handshake (or times out) and keeps its session until it expires.
+async fn fence_if_gone(shard: Rc<Shard>, broker: i32) {
+    let controller = controller(&shard);
+    if !controller.quorum.is_leader() {
+        return;
+    }
+    let image = controller.quorum.image();
+    let Some(b) = image.brokers.get(&broker).filter(|b| !b.fenced) else {
+        return;
+    };
+    let (addr, epoch) = (format!("{}:{}", b.host, b.port), b.epoch);
+    let Some(sock) = std::net::ToSocketAddrs::to_socket_addrs(&addr)
+        .ok()
+        .and_then(|mut a| a.next())
+    else {
+        return;
+    };
+    // A dying process closes its connections and its listener one after
+    // the other: probe a few times before concluding it lives.
+    let mut refused = false;
+    for wait in LIVENESS_PROBE_DELAYS {
+        glommio::timer::sleep(wait).await;
+        refused = match glommio::net::TcpStream::connect_timeout(sock, LIVENESS_PROBE_TIMEOUT).await
+        {
+            Ok(_) => false,
+            Err(e) => std::io::Error::from(e).kind() == std::io::ErrorKind::ConnectionRefused,
+        };
+        if refused {
+            break;
+        }
+    }
+    if !refused {
+        tracing::debug!(broker, "broker {broker}'s connection closed, but {addr} still accepts");
+        return;
+    }
+    let Ok(_permit) = controller.decisions.acquire_permit(1).await else {
+        return;
+    };
+    if !controller.quorum.is_leader() || controller.quorum.read_barrier().await.is_err() {
+        return;
+    }
+    let image = controller.quorum.image();
+    if image
+        .brokers
+        .get(&broker)
+        .is_none_or(|b| b.fenced || b.epoch != epoch)
+    {
+        return;
+    }
+    let records = with_leadership_changes(
+        &image,
+        vec![MetadataRecord::BrokerRegistrationChange {
+            broker_id: broker,
+            broker_epoch: epoch,
+            fenced: Some(true),
+            in_controlled_shutdown: None,
+        }],
+    );
+    match controller.quorum.propose(&records).await {
+        Ok(_) => tracing::warn!(
+            broker,
+            "fenced broker {broker} without waiting for broker.session.timeout.ms: its \
+             connection closed and {addr} refuses connections, so its process is gone"
+        ),
+        Err(e) => tracing::warn!(broker, "cannot fence broker {broker}: {e}"),
+    }
 }
 
 /// Decides `request` as the active controller: one at a time, on the image
@@ -846,11 +967,25 @@ async fn broker_heartbeat(
 /// Runs on shard 0 until `stop`; does nothing while this node is not the
 /// active controller.
 pub async fn fence_expired_brokers(shard: Rc<Shard>, every: Duration, stop: StopHandle) {
+    let mut probed_epoch = None;
     while !stop.is_requested() {
         glommio::timer::sleep(every).await;
         let controller = controller(&shard);
         if !controller.quorum.is_leader() {
             continue;
+        }
+        // A new active controller has no connections from the brokers yet:
+        // it probes each once, so a broker that died with the old
+        // controller (often the same process) is fenced at once too.
+        let epoch = controller.quorum.status().leader_epoch;
+        if probed_epoch != Some(epoch) {
+            probed_epoch = Some(epoch);
+            let me = BrokerState::of(&shard).node_id();
+            for b in controller.quorum.image().brokers.values() {
+                if b.id != me && !b.fenced {
+                    glommio::spawn_local(fence_if_gone(shard.clone(), b.id)).detach();
+                }
+            }
         }
         let Ok(_permit) = controller.decisions.acquire_permit(1).await else {
             return;
