@@ -3,13 +3,16 @@
 //! "broker2", each a `PartitionLog` in its own directory with its own
 //! leader-epoch cache.
 //!
-//! Replication is simulated the way Kafka's fetcher does it: the follower
-//! sends its LEO as the fetch offset, the leader records it, moves its high
-//! watermark to the minimum LEO of the in-sync replicas, and answers with the
-//! batches from the fetch offset plus its HW; the follower appends the
-//! leader's bytes unchanged and takes the HW from the response. The follower
-//! therefore learns each HW one fetch after the leader. The harness tracks
-//! each replica's HW as Kafka's `replication-offset-checkpoint` would.
+//! The replication rules are pinlog's own: each replica has a
+//! `pinlog::replica::ReplicaState`, the pure core the brokers run. The
+//! harness only moves bytes: the follower sends its LEO as the fetch
+//! offset, the leader's core records it and decides the HW (the minimum LEO
+//! of the ISR), the leader answers with the batches from the fetch offset
+//! plus that HW, and the follower appends the leader's bytes unchanged and
+//! its core takes the HW from the response. The follower therefore learns
+//! each HW one fetch after the leader. Truncation by leader epoch follows
+//! the core's `truncation_offset` steps. A crash keeps the HW the replica
+//! last knew, as Kafka's `replication-offset-checkpoint` would.
 //!
 //! A crash flushes the replica's log (the data was on disk) and drops it
 //! without `close()`; a restart reopens it as after an unclean shutdown.
@@ -36,32 +39,85 @@ use pinlog::log::batch::{build_batch, BatchIter, BatchSpec, CountRule};
 use pinlog::log::epoch_cache::{EpochEntry, UNDEFINED_EPOCH};
 use pinlog::log::partition_log::{OpenParams, PartitionLog};
 use pinlog::log::topic_partition::TopicPartition;
+use pinlog::replica::{
+    truncation_offset, Assignment, LocalLog, ReplicaState, Transition, Truncation,
+};
 
 const NOW_MS: i64 = 1_700_000_000_000;
+/// Kafka's `replica.lag.time.max.ms`: the scenarios run at one instant, so
+/// no follower ever lags out of the ISR by time.
+const LAG_TIME_MAX_MS: i64 = 30_000;
+/// Both brokers hold a replica.
+const REPLICAS: [i32; 2] = [1, 2];
 
 /// One broker's replica of the partition.
 struct Replica {
     name: &'static str,
+    id: i32,
     data_dir: PathBuf,
     /// `None` while the broker is down.
     log: Option<PartitionLog>,
-    /// The HW this replica knows, as its HW checkpoint would hold it.
-    hw: i64,
+    /// The replication core; `None` while the broker is down.
+    core: Option<ReplicaState>,
+    /// The HW this replica knew when it went down, as its HW checkpoint
+    /// would hold it.
+    checkpointed_hw: i64,
     /// The recovery point at the last flush before a crash.
     recovery_point: i64,
 }
 
 impl Replica {
-    async fn start(root: &Path, name: &'static str) -> Replica {
+    async fn start(root: &Path, name: &'static str, id: i32) -> Replica {
         let data_dir = root.join(name);
         let log = open_log(&data_dir, 0).await;
         Replica {
             name,
+            id,
             data_dir,
             log: Some(log),
-            hw: 0,
+            core: Some(ReplicaState::new(id, 0, 0, 0, LAG_TIME_MAX_MS)),
+            checkpointed_hw: 0,
             recovery_point: 0,
         }
+    }
+
+    fn core(&mut self) -> &mut ReplicaState {
+        let name = self.name;
+        self.core
+            .as_mut()
+            .unwrap_or_else(|| panic!("{name} is down"))
+    }
+
+    /// The HW as the core decided it.
+    fn hw(&self) -> i64 {
+        self.core.as_ref().expect("up").high_watermark()
+    }
+
+    /// Copies the core's HW into the log, as the broker does.
+    fn sync_hw(&mut self) {
+        let hw = self.hw();
+        self.log().set_high_watermark(hw);
+    }
+
+    /// The controller's assignment: `leader` leads `epoch` with `isr`.
+    fn assign(&mut self, leader: i32, epoch: i32, partition_epoch: i32, isr: &[i32]) -> Transition {
+        let t = self.core().apply_assignment(
+            &Assignment {
+                leader,
+                leader_epoch: epoch,
+                partition_epoch,
+                replicas: REPLICAS.to_vec(),
+                isr: isr.to_vec(),
+            },
+            NOW_MS,
+        );
+        self.sync_hw();
+        t
+    }
+
+    /// Follows `leader` in `epoch` (both replicas in the ISR).
+    fn follow(&mut self, leader: i32, epoch: i32) {
+        self.assign(leader, epoch, epoch, &REPLICAS);
     }
 
     fn log(&mut self) -> &mut PartitionLog {
@@ -81,12 +137,7 @@ impl Replica {
 
     /// `(HW, LEO)`, the pair the seed writes as `[HW=.., LEO=..]`.
     fn state(&self) -> (i64, i64) {
-        (self.hw, self.leo())
-    }
-
-    fn set_hw(&mut self, hw: i64) {
-        self.hw = hw;
-        self.log().set_high_watermark(hw);
+        (self.hw(), self.leo())
     }
 
     /// The broker dies. Its log was flushed, so every batch it holds is on
@@ -96,6 +147,7 @@ impl Replica {
         log.flush().await.expect("flush before the crash");
         self.recovery_point = log.recovery_point();
         drop(self.log.take());
+        self.checkpointed_hw = self.core.take().expect("up").high_watermark();
     }
 
     /// The broker restarts: the log is recovered as after an unclean
@@ -103,8 +155,15 @@ impl Replica {
     async fn restart(&mut self) {
         assert!(self.log.is_none(), "{} is already up", self.name);
         self.log = Some(open_log(&self.data_dir, self.recovery_point).await);
-        let hw = self.hw.min(self.leo());
-        self.set_hw(hw);
+        let (start, end) = (self.log().log_start_offset(), self.leo());
+        self.core = Some(ReplicaState::new(
+            self.id,
+            start,
+            end,
+            self.checkpointed_hw,
+            LAG_TIME_MAX_MS,
+        ));
+        self.sync_hw();
     }
 
     /// A producer's message, appended by this replica as leader of `epoch`.
@@ -114,15 +173,23 @@ impl Replica {
             .append_as_leader(one_record_batch(value), epoch, None, NOW_MS)
             .await
             .expect("leader append");
+        let leo = self.leo();
+        self.core().on_appended(leo);
+        self.sync_hw();
         info.first_offset
     }
 
-    /// Becoming leader of `epoch` records the epoch's start at the LEO
-    /// (Kafka's `makeLeader` → `maybeAssignEpochStartOffset`).
+    /// Becoming leader of `epoch` (with both replicas in the ISR, as in the
+    /// seed) records the epoch's start at the LEO, as the core's transition
+    /// says (Kafka's `makeLeader` → `maybeAssignEpochStartOffset`).
     async fn become_leader(&mut self, epoch: i32) {
-        let leo = self.leo();
+        let id = self.id;
+        let t = self.assign(id, epoch, epoch, &REPLICAS);
+        let Transition::BecameLeader { epoch_start_offset } = t else {
+            panic!("{} did not become leader: {t:?}", self.name);
+        };
         self.log()
-            .assign_epoch_start_offset(epoch, leo)
+            .assign_epoch_start_offset(epoch, epoch_start_offset)
             .await
             .expect("assign the new epoch's start offset");
     }
@@ -237,30 +304,27 @@ struct FetchResponse {
     out_of_range: bool,
 }
 
-/// The leader's half of a Fetch from the follower at `fetch_offset` (the
-/// follower's LEO). With the follower in the ISR the HW becomes the smaller
-/// of the two LEOs; it never moves backwards.
+/// The leader's half of a Fetch from follower `follower_id` at
+/// `fetch_offset` (the follower's LEO): its core records the fetch and
+/// decides the HW; the answer carries the batches from there and that HW.
 async fn leader_handle_fetch(
     leader: &mut Replica,
+    follower_id: i32,
     fetch_offset: i64,
-    follower_in_isr: bool,
 ) -> FetchResponse {
     let leo = leader.leo();
     if fetch_offset > leo {
-        let hw = leader.hw;
         return FetchResponse {
             records: Vec::new(),
-            high_watermark: hw,
+            high_watermark: leader.hw(),
             out_of_range: true,
         };
     }
-    let isr_min_leo = if follower_in_isr {
-        leo.min(fetch_offset)
-    } else {
-        leo
-    };
-    let hw = leader.hw.max(isr_min_leo);
-    leader.set_hw(hw);
+    leader
+        .core()
+        .on_follower_fetch(follower_id, fetch_offset, NOW_MS)
+        .expect("the leader's core accepts its follower's fetch");
+    leader.sync_hw();
     let read = leader
         .log()
         .read(fetch_offset, 1 << 20, leo, true)
@@ -268,13 +332,13 @@ async fn leader_handle_fetch(
         .expect("leader read for a fetch");
     FetchResponse {
         records: read.to_vec().await.expect("fetched bytes"),
-        high_watermark: hw,
+        high_watermark: leader.hw(),
         out_of_range: false,
     }
 }
 
-/// The follower's half: append the leader's bytes as they are, then take the
-/// HW from the response (never past the follower's own LEO).
+/// The follower's half: append the leader's bytes as they are, then let the
+/// core take the HW from the response (never past the follower's own LEO).
 async fn follower_handle_response(follower: &mut Replica, response: FetchResponse) {
     if response.out_of_range {
         // Kafka before leader epochs: the follower is ahead of the leader, so
@@ -287,7 +351,10 @@ async fn follower_handle_response(follower: &mut Replica, response: FetchRespons
             .truncate_to(hw, NOW_MS)
             .await
             .expect("truncate to the leader's HW");
-        follower.set_hw(hw.min(follower.leo()));
+        let leo = follower.leo();
+        follower.core().on_truncated(leo, false);
+        follower.core().on_leader_high_watermark(hw);
+        follower.sync_hw();
         return;
     }
     if !response.records.is_empty() {
@@ -296,59 +363,84 @@ async fn follower_handle_response(follower: &mut Replica, response: FetchRespons
             .append_as_follower(Bytes::from(response.records), NOW_MS)
             .await
             .expect("follower append");
+        let leo = follower.leo();
+        follower.core().on_appended(leo);
     }
-    let hw = response.high_watermark.min(follower.leo());
-    follower.set_hw(hw);
+    follower
+        .core()
+        .on_leader_high_watermark(response.high_watermark);
+    follower.sync_hw();
 }
 
-/// One complete Fetch round trip with the follower in the ISR.
+/// One complete Fetch round trip.
 async fn fetch(follower: &mut Replica, leader: &mut Replica) {
     let fetch_offset = follower.leo();
-    let response = leader_handle_fetch(leader, fetch_offset, true).await;
+    let response = leader_handle_fetch(leader, follower.id, fetch_offset).await;
     follower_handle_response(follower, response).await;
 }
 
 /// Pre-0.11 Kafka's recovery: a restarted replica truncates its log to its
 /// own high watermark, which may be stale.
 async fn truncate_to_own_high_watermark(replica: &mut Replica) {
-    let hw = replica.hw;
+    let hw = replica.hw();
     replica
         .log()
         .truncate_to(hw, NOW_MS)
         .await
         .expect("truncate to the own HW");
+    let leo = replica.leo();
+    replica.core().on_truncated(leo, false);
 }
 
-/// OffsetsForLeaderEpoch, then Kafka's truncation rule: the follower sends
-/// its latest epoch; the leader answers with the largest epoch it has at or
-/// below it and where that epoch ends in the leader's log. The follower
-/// keeps its log up to that end, and no further than its own end of that
-/// same epoch. Returns the leader's answer.
-async fn truncate_by_leader_epoch(follower: &mut Replica, leader: &mut Replica) -> (i32, i64) {
-    let requested = follower
-        .log()
-        .epoch_cache()
-        .latest_epoch()
-        .expect("a replica that held data knows its epochs");
-    let (epoch, end_offset) = leader.log().end_offset_for_epoch(requested);
-    assert_ne!(epoch, UNDEFINED_EPOCH, "the leader knows the epoch");
-    let own_leo = follower.leo();
-    let own_end = if epoch == requested {
-        own_leo
-    } else {
-        follower.log().end_offset_for_epoch(epoch).1
-    };
-    let target = end_offset.min(own_end).min(own_leo);
-    if target < own_leo {
-        follower
+/// OffsetsForLeaderEpoch and the core's truncation steps (KIP-279): the
+/// follower sends its latest epoch; the leader answers with the largest
+/// epoch it has at or below it and where that epoch ends in its log; the
+/// core says where to truncate and whether to ask again. `unclean` says an
+/// unclean election allows truncating below an HW the follower served.
+/// Returns the leader's first answer.
+async fn truncate_by_leader_epoch(
+    follower: &mut Replica,
+    leader: &mut Replica,
+    unclean: bool,
+) -> (i32, i64) {
+    let mut first = None;
+    for _ in 0..8 {
+        let requested = follower
             .log()
-            .truncate_to(target, NOW_MS)
-            .await
-            .expect("truncate to the leader's epoch end");
-        let hw = follower.hw.min(follower.leo());
-        follower.set_hw(hw);
+            .epoch_cache()
+            .latest_epoch()
+            .expect("a replica that held data knows its epochs");
+        let (epoch, end_offset) = leader.log().end_offset_for_epoch(requested);
+        assert_ne!(epoch, UNDEFINED_EPOCH, "the leader knows the epoch");
+        first.get_or_insert((epoch, end_offset));
+        let step = {
+            let log = follower.log();
+            let local = LocalLog {
+                log_start_offset: log.log_start_offset(),
+                log_end_offset: log.log_end_offset(),
+                end_offset_for: |e: i32| log.end_offset_for_epoch(e),
+            };
+            truncation_offset(epoch, end_offset, requested, &local)
+        };
+        let (target, done) = match step {
+            Truncation::To(o) => (o, true),
+            Truncation::ThenAskAgain(o) => (o, false),
+        };
+        if target < follower.leo() {
+            follower
+                .log()
+                .truncate_to(target, NOW_MS)
+                .await
+                .expect("truncate to the leader's epoch end");
+            let leo = follower.leo();
+            follower.core().on_truncated(leo, unclean);
+            follower.sync_hw();
+        }
+        if done {
+            return first.expect("asked once");
+        }
     }
-    (epoch, end_offset)
+    panic!("the truncation did not converge in 8 rounds");
 }
 
 /// Asserts the replication invariant: the follower's log is a prefix of the
@@ -370,12 +462,13 @@ async fn assert_follower_is_prefix(follower: &mut Replica, leader: &mut Replica,
 /// leads epoch 0 and holds "A" and "B", Broker2 follows with both, and
 /// Broker2 crashes before it learns that the HW moved to 2.
 async fn steps_1_to_3(root: &Path) -> (Replica, Replica) {
-    let mut b1 = Replica::start(root, "broker1").await;
-    let mut b2 = Replica::start(root, "broker2").await;
+    let mut b1 = Replica::start(root, "broker1", 1).await;
+    let mut b2 = Replica::start(root, "broker2", 2).await;
 
     // Initially the leader is on Broker1 and the follower on Broker2, both at
     // [HW=1, LEO=1]: "A" at offset 0 is replicated and committed.
     b1.become_leader(0).await;
+    b2.follow(1, 0);
     assert_eq!(b1.produce(b"A", 0).await, 0);
     fetch(&mut b2, &mut b1).await;
     fetch(&mut b2, &mut b1).await;
@@ -401,12 +494,12 @@ async fn steps_1_to_3(root: &Path) -> (Replica, Replica) {
     // HW to 2 and returns it in the response. But Broker2 crashes before it
     // processes the response: Leader [HW=2, LEO=2], Follower [HW=1, LEO=2].
     let fetch_offset = b2.leo();
-    let lost_response = leader_handle_fetch(&mut b1, fetch_offset, true).await;
+    let lost_response = leader_handle_fetch(&mut b1, 2, fetch_offset).await;
     assert_eq!(lost_response.high_watermark, 2);
     b2.crash().await;
     drop(lost_response);
     assert_eq!(b1.state(), (2, 2));
-    assert_eq!(b2.hw, 1, "Broker2 never learned HW=2");
+    assert_eq!(b2.checkpointed_hw, 1, "Broker2 never learned HW=2");
     (b1, b2)
 }
 
@@ -456,6 +549,7 @@ fn data_loss_scenario_with_high_watermark_truncation_loses_data() {
         truncate_to_own_high_watermark(&mut b1).await;
         assert_eq!(b1.state(), (2, 2));
         b2.become_leader(1).await;
+        b1.follow(2, 1);
         assert_eq!(b2.state(), (1, 1));
         fetch(&mut b1, &mut b2).await;
 
@@ -494,8 +588,9 @@ fn data_loss_scenario_with_leader_epoch_truncation_keeps_data() {
         // latest epoch (0) ends: at offset 2, which is its own LEO, so it
         // truncates nothing.
         b1.restart().await;
+        b1.follow(2, 1);
         assert_eq!(
-            truncate_by_leader_epoch(&mut b1, &mut b2).await,
+            truncate_by_leader_epoch(&mut b1, &mut b2, false).await,
             (0, 2),
             "epoch 0 ends where epoch 1 starts"
         );
@@ -538,6 +633,7 @@ fn divergence_scenario_with_high_watermark_truncation_diverges() {
         truncate_to_own_high_watermark(&mut b1).await;
         assert_eq!(b1.state(), (2, 2));
         b2.become_leader(1).await;
+        b1.follow(2, 1);
         assert_eq!(b2.produce(b"C", 1).await, 1);
         assert_eq!(b2.state(), (1, 2));
         fetch(&mut b1, &mut b2).await;
@@ -572,7 +668,11 @@ fn divergence_scenario_with_leader_epoch_truncation_stays_consistent() {
         // before it fetches: epoch 0 ends at 2, its own LEO, so nothing of
         // its log conflicts with the leader's and nothing is truncated.
         b1.restart().await;
-        assert_eq!(truncate_by_leader_epoch(&mut b1, &mut b2).await, (0, 2));
+        b1.follow(2, 1);
+        assert_eq!(
+            truncate_by_leader_epoch(&mut b1, &mut b2, false).await,
+            (0, 2)
+        );
         assert_follower_is_prefix(&mut b1, &mut b2, "after OffsetsForLeaderEpoch").await;
         fetch(&mut b1, &mut b2).await;
         assert_follower_is_prefix(&mut b1, &mut b2, "after the first fetch").await;
@@ -600,9 +700,10 @@ fn unclean_election_divergence_is_repaired_by_leader_epoch_truncation() {
     let dir = tempfile::tempdir().expect("tempdir");
     let root = dir.path().to_path_buf();
     run(move || async move {
-        let mut b1 = Replica::start(&root, "broker1").await;
-        let mut b2 = Replica::start(&root, "broker2").await;
+        let mut b1 = Replica::start(&root, "broker1", 1).await;
+        let mut b2 = Replica::start(&root, "broker2", 2).await;
         b1.become_leader(0).await;
+        b2.follow(1, 0);
         b1.produce(b"A", 0).await;
         fetch(&mut b2, &mut b1).await;
         fetch(&mut b2, &mut b1).await;
@@ -612,9 +713,11 @@ fn unclean_election_divergence_is_repaired_by_leader_epoch_truncation() {
         // while it syncs": outside the ISR the follower does not hold back
         // the leader's HW, so the leader commits "B" alone. The follower's
         // fetch for it never gets an answer because the leader goes down.
+        // The controller took Broker2 out of the ISR (partition epoch 1).
+        b1.assign(1, 0, 1, &[1]);
         b1.produce(b"B", 0).await;
         let fetch_offset = b2.leo();
-        let lost = leader_handle_fetch(&mut b1, fetch_offset, false).await;
+        let lost = leader_handle_fetch(&mut b1, 2, fetch_offset).await;
         assert_eq!(lost.high_watermark, 2);
         b1.crash().await;
         drop(lost);
@@ -635,7 +738,11 @@ fn unclean_election_divergence_is_repaired_by_leader_epoch_truncation() {
         // drops its "B" at offset 1; from there it only lags the leader and
         // catches up by fetching.
         b1.restart().await;
-        assert_eq!(truncate_by_leader_epoch(&mut b1, &mut b2).await, (0, 1));
+        b1.follow(2, 1);
+        assert_eq!(
+            truncate_by_leader_epoch(&mut b1, &mut b2, true).await,
+            (0, 1)
+        );
         assert_eq!(b1.leo(), 1);
         assert_eq!(b1.epochs(), vec![(0, 0)]);
         assert_follower_is_prefix(&mut b1, &mut b2, "after the truncation").await;

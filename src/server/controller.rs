@@ -415,7 +415,10 @@ async fn fence_if_gone(shard: Rc<Shard>, broker: i32) {
         }
     }
     if !refused {
-        tracing::debug!(broker, "broker {broker}'s connection closed, but {addr} still accepts");
+        tracing::debug!(
+            broker,
+            "broker {broker}'s connection closed, but {addr} still accepts"
+        );
         return;
     }
     let Ok(_permit) = controller.decisions.acquire_permit(1).await else {
