@@ -371,13 +371,12 @@ impl Forwarded for Forwarding {
 
 /// How long the probe of a broker's listener may take.
 const LIVENESS_PROBE_TIMEOUT: Duration = Duration::from_millis(500);
-/// When the probes of a broker whose connection closed run (after each
-/// pause in turn).
-const LIVENESS_PROBE_DELAYS: [Duration; 3] = [
-    Duration::from_millis(20),
-    Duration::from_millis(200),
-    Duration::from_millis(800),
-];
+/// How often, and for how long, the listener of a broker whose connection
+/// closed is probed: a killed process closes its connections first and its
+/// listener only once the kernel has torn down the rest (its io_uring
+/// rings among them), which was seen to take up to a second.
+const LIVENESS_PROBE_EVERY: Duration = Duration::from_millis(50);
+const LIVENESS_PROBE_FOR: Duration = Duration::from_secs(3);
 
 /// Fences `broker` at once if its process is gone: its client listener
 /// refuses connections. Kafka waits out `broker.session.timeout.ms` for
@@ -403,16 +402,14 @@ async fn fence_if_gone(shard: Rc<Shard>, broker: i32) {
     // A dying process closes its connections and its listener one after
     // the other: probe a few times before concluding it lives.
     let mut refused = false;
-    for wait in LIVENESS_PROBE_DELAYS {
-        glommio::timer::sleep(wait).await;
+    let probing_until = Instant::now() + LIVENESS_PROBE_FOR;
+    while !refused && Instant::now() < probing_until {
+        glommio::timer::sleep(LIVENESS_PROBE_EVERY).await;
         refused = match glommio::net::TcpStream::connect_timeout(sock, LIVENESS_PROBE_TIMEOUT).await
         {
             Ok(_) => false,
             Err(e) => std::io::Error::from(e).kind() == std::io::ErrorKind::ConnectionRefused,
         };
-        if refused {
-            break;
-        }
     }
     if !refused {
         tracing::debug!(
