@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use support::{
-    kafka_libs, run_command, which, Broker, BrokerOpts, Cluster, CmdOutput, PINLOG_BIN,
+    kafka_libs, run_command, wait_for, which, Broker, BrokerOpts, Cluster, CmdOutput, PINLOG_BIN,
     TEST_ELECTION_TIMEOUT_MS, TEST_FETCH_TIMEOUT_MS, TEST_HEARTBEAT_INTERVAL_MS,
     TEST_SESSION_TIMEOUT_MS,
 };
@@ -62,20 +62,6 @@ fn live_brokers(node: &Broker) -> Option<Vec<i64>> {
             .filter_map(|b| b["id"].as_i64())
             .collect(),
     )
-}
-
-/// Polls `cond` every 50 ms until it holds or `timeout` passes.
-fn wait_for(timeout: Duration, mut cond: impl FnMut() -> bool) -> bool {
-    let deadline = Instant::now() + timeout;
-    loop {
-        if cond() {
-            return true;
-        }
-        if Instant::now() >= deadline {
-            return false;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
 }
 
 /// Every running node's (metadata end offset, image digest) from /metrics.

@@ -32,7 +32,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use support::{run_command, which, Broker, BrokerOpts, Cluster, CmdOutput, PINLOG_BIN};
+use support::{run_command, wait_for, which, Broker, BrokerOpts, Cluster, CmdOutput, PINLOG_BIN};
 
 const CLIENTS_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/clients");
 /// How long any single CLI or client step may take.
@@ -44,7 +44,10 @@ const LAG_TIME_MAX_MS: i64 = 1000;
 /// Longer than the lag limit, so that a stopped follower leaves the ISR
 /// by the leader's lag check, not by fencing.
 const SESSION_TIMEOUT_MS: i64 = 5000;
-/// How long the loaded producer runs, and when the leader dies.
+/// How long the loaded producer runs, and when the leader dies: a fixed
+/// point inside the producer's fixed run, so that records are in flight on
+/// both sides of the kill (the producer reports only when it ends; the
+/// assertions below check that enough were acknowledged).
 const PRODUCE_SECONDS: u64 = 8;
 const KILL_AFTER: Duration = Duration::from_millis(2500);
 
@@ -122,20 +125,6 @@ fn partitions(node: &Broker, topic: &str) -> Option<Vec<PartitionView>> {
             })
             .collect(),
     )
-}
-
-/// Polls `cond` every 100 ms until it holds or `timeout` passes.
-fn wait_for(timeout: Duration, mut cond: impl FnMut() -> bool) -> bool {
-    let deadline = Instant::now() + timeout;
-    loop {
-        if cond() {
-            return true;
-        }
-        if Instant::now() >= deadline {
-            return false;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
 }
 
 /// Waits until partition `p` of `topic`, seen through `via`, satisfies

@@ -15,7 +15,6 @@ use glommio::sync::RwLock;
 use crate::log::partition_log::PartitionLog;
 use crate::log::topic_partition::TopicPartition;
 use crate::node::append_waiters::AppendWaiters;
-use crate::node::state::BrokerState;
 use crate::replica::ReplicaState;
 use crate::shard::shard::Shard;
 
@@ -120,11 +119,6 @@ pub fn sync_high_watermark(shard: &Shard, tp: &TopicPartition, log: &mut Partiti
         log.set_high_watermark(hw);
         AppendWaiters::of(shard).notify(tp);
     }
-}
-
-/// This broker's id, for the replica states it creates.
-pub fn local_id(shard: &Shard) -> i32 {
-    BrokerState::of(shard).node_id()
 }
 
 /// How a wait for the HW ended.

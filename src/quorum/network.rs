@@ -339,9 +339,10 @@ impl PeerConnection {
     }
 }
 
-/// `HOST:PORT` to an address. Startup checks every voter's address, so this
-/// only fails if a name stops resolving.
-fn resolve(addr: &str) -> io::Result<SocketAddr> {
+/// `HOST:PORT` to its first address (peer controllers, and the brokers the
+/// server connects to). Startup checks every voter's address, so for them
+/// this only fails if a name stops resolving.
+pub fn resolve(addr: &str) -> io::Result<SocketAddr> {
     use std::net::ToSocketAddrs;
     addr.to_socket_addrs()?
         .next()

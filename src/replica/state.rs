@@ -144,36 +144,15 @@ impl ReplicaState {
     pub fn leader_epoch(&self) -> i32 {
         self.leader_epoch
     }
-    pub fn partition_epoch(&self) -> i32 {
-        self.partition_epoch
-    }
     pub fn high_watermark(&self) -> i64 {
         self.high_watermark
-    }
-    pub fn log_end_offset(&self) -> i64 {
-        self.log_end_offset
     }
     /// The committed ISR.
     pub fn isr(&self) -> &[i32] {
         &self.isr
     }
-    pub fn replicas(&self) -> &[i32] {
-        &self.replicas
-    }
     pub fn pending_isr(&self) -> Option<&[i32]> {
         self.pending_isr.as_deref()
-    }
-    pub fn set_replica_lag_time_max_ms(&mut self, ms: i64) {
-        self.replica_lag_time_max_ms = ms;
-    }
-
-    /// The leader's view of a follower's LEO (`None` before its first fetch
-    /// in this leadership).
-    pub fn follower_log_end_offset(&self, replica: i32) -> Option<i64> {
-        self.followers
-            .get(&replica)
-            .map(|p| p.log_end_offset)
-            .filter(|&o| o != UNKNOWN_OFFSET)
     }
 
     /// The ISR the HW must wait for: the committed ISR plus the members a
@@ -279,15 +258,6 @@ impl ReplicaState {
             self.advance_high_watermark()
         } else {
             None
-        }
-    }
-
-    /// The log start moved (retention, DeleteRecords, a follower restarting
-    /// at the leader's log start).
-    pub fn on_log_start_moved(&mut self, log_start_offset: i64) {
-        self.log_start_offset = log_start_offset;
-        if self.high_watermark < log_start_offset {
-            self.high_watermark = log_start_offset;
         }
     }
 

@@ -393,10 +393,7 @@ async fn fence_if_gone(shard: Rc<Shard>, broker: i32) {
         return;
     };
     let (addr, epoch) = (format!("{}:{}", b.host, b.port), b.epoch);
-    let Some(sock) = std::net::ToSocketAddrs::to_socket_addrs(&addr)
-        .ok()
-        .and_then(|mut a| a.next())
-    else {
+    let Ok(sock) = crate::quorum::network::resolve(&addr) else {
         return;
     };
     // A dying process closes its connections and its listener one after
@@ -432,15 +429,7 @@ async fn fence_if_gone(shard: Rc<Shard>, broker: i32) {
     {
         return;
     }
-    let records = with_leadership_changes(
-        &image,
-        vec![MetadataRecord::BrokerRegistrationChange {
-            broker_id: broker,
-            broker_epoch: epoch,
-            fenced: Some(true),
-            in_controlled_shutdown: None,
-        }],
-    );
+    let records = fencing(&image, &[(broker, epoch)]);
     match controller.quorum.propose(&records).await {
         Ok(_) => tracing::warn!(
             broker,
@@ -680,6 +669,23 @@ fn broker_views(image: &MetadataImage) -> Vec<BrokerView> {
             usable: !b.fenced && !b.in_controlled_shutdown,
         })
         .collect()
+}
+
+/// The records that fence `brokers` (id, broker epoch), with the leadership
+/// and ISR changes that follow from it.
+fn fencing(image: &MetadataImage, brokers: &[(i32, i64)]) -> Vec<MetadataRecord> {
+    let records = brokers
+        .iter()
+        .map(
+            |&(broker_id, broker_epoch)| MetadataRecord::BrokerRegistrationChange {
+                broker_id,
+                broker_epoch,
+                fenced: Some(true),
+                in_controlled_shutdown: None,
+            },
+        )
+        .collect();
+    with_leadership_changes(image, records)
 }
 
 /// `records` plus the leadership and ISR changes the brokers' states after
@@ -1003,16 +1009,11 @@ pub async fn fence_expired_brokers(shard: Rc<Shard>, every: Duration, stop: Stop
         if expired.is_empty() {
             continue;
         }
-        let records: Vec<MetadataRecord> = expired
+        let fenced: Vec<(i32, i64)> = expired
             .iter()
-            .map(|id| MetadataRecord::BrokerRegistrationChange {
-                broker_id: *id,
-                broker_epoch: registrations[id].epoch,
-                fenced: Some(true),
-                in_controlled_shutdown: None,
-            })
+            .map(|id| (*id, registrations[id].epoch))
             .collect();
-        let records = with_leadership_changes(&image, records);
+        let records = fencing(&image, &fenced);
         match controller.quorum.propose(&records).await {
             Ok(_) => tracing::warn!(
                 brokers = ?expired,

@@ -7,7 +7,6 @@
 //! of allocating it.
 
 use std::io;
-use std::net::{SocketAddr, ToSocketAddrs};
 use std::time::Duration;
 
 use bytes::{BufMut, Bytes, BytesMut};
@@ -17,6 +16,7 @@ use glommio::net::TcpStream;
 use crate::protocol::api::ApiKey;
 use crate::protocol::codec::{DecodeResult, Reader};
 use crate::protocol::header::{decode_response_header, RequestHeader};
+use crate::quorum::network::resolve;
 
 /// How long a connection attempt to a peer broker may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -136,10 +136,4 @@ impl KafkaPeer {
             )
         })
     }
-}
-
-fn resolve(addr: &str) -> io::Result<SocketAddr> {
-    addr.to_socket_addrs()?
-        .next()
-        .ok_or_else(|| io::Error::other(format!("{addr} resolves to no address")))
 }

@@ -809,6 +809,21 @@ pub fn bindable_by_pinlog(port: u16) -> bool {
         && socket.bind(&addr.into()).is_ok()
 }
 
+/// Polls `cond` every 50 ms until it holds or `timeout` passes; whether it
+/// held.
+pub fn wait_for(timeout: Duration, mut cond: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if cond() {
+            return true;
+        }
+        if Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 /// A loopback port that was free a moment ago (bind to port 0, read it,
 /// release it).
 pub fn free_port() -> u16 {

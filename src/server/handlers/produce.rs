@@ -107,10 +107,10 @@ pub async fn handle(
                     }
                     Some(records) if !records.is_empty() => {
                         let topic = image.topic(&t.name).expect("partition implies topic");
-                        let append_time = topic_config::timestamp_type(
-                            &broker.config,
-                            &dynamic_broker_config::effective_overrides(&image, &topic.configs),
-                        ) == TimestampType::LogAppendTime;
+                        let overrides =
+                            dynamic_broker_config::effective_overrides(&image, &topic.configs);
+                        let append_time = topic_config::timestamp_type(&broker.config, &overrides)
+                            == TimestampType::LogAppendTime;
                         by_owner
                             .entry(shard.owner(&tp))
                             .or_default()
@@ -119,12 +119,7 @@ pub async fn handle(
                                 tp,
                                 records,
                                 log_append_time: append_time,
-                                min_insync: topic_config::min_insync_replicas(
-                                    &dynamic_broker_config::effective_overrides(
-                                        &image,
-                                        &topic.configs,
-                                    ),
-                                ),
+                                min_insync: topic_config::min_insync_replicas(&overrides),
                             });
                         None
                     }
