@@ -23,6 +23,8 @@
 //! kept, and its path printed, for inspection.
 #![allow(dead_code)]
 
+pub mod netns;
+
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -72,6 +74,11 @@ pub struct BrokerOpts {
     /// A `.tar.gz` whose `data/` becomes the data directory before the first
     /// start (a directory written by an older release).
     seed_data: Option<PathBuf>,
+    /// The address every listener binds and clients dial: loopback, or the
+    /// node's address inside its network namespace.
+    host: String,
+    /// The network namespace the process runs in (`ip netns exec`), if any.
+    netns: Option<String>,
 }
 
 impl Default for BrokerOpts {
@@ -86,6 +93,8 @@ impl Default for BrokerOpts {
             env: Vec::new(),
             open_files_limit: None,
             seed_data: None,
+            host: "127.0.0.1".to_string(),
+            netns: None,
         }
     }
 }
@@ -143,6 +152,19 @@ impl BrokerOpts {
     pub fn env(mut self, key: &str, value: &str) -> Self {
         self.env.push((key.to_string(), value.to_string()));
         self
+    }
+
+    /// Run inside network namespace `netns` (see [`netns::Testbed`]),
+    /// listening on `host`, the node's address there.
+    pub fn in_netns(mut self, netns: &str, host: &str) -> Self {
+        self.netns = Some(netns.to_string());
+        self.host = host.to_string();
+        self
+    }
+
+    /// The address the broker listens on and clients dial.
+    pub fn host(&self) -> &str {
+        &self.host
     }
 }
 
@@ -238,6 +260,11 @@ impl Broker {
         }
     }
 
+    /// Like [`Broker::await_ready`], but says why instead of failing.
+    pub fn try_await_ready(&mut self) -> Result<(), String> {
+        self.wait_ready().map_err(|e| format!("{e:?}"))
+    }
+
     /// Starts the stopped process again without waiting (see
     /// [`Broker::restart`]).
     pub fn relaunch(&mut self) {
@@ -271,9 +298,10 @@ impl Broker {
         );
     }
 
-    /// `127.0.0.1:PORT`, for a client's bootstrap servers.
+    /// `HOST:PORT` (loopback unless the broker runs in a namespace), for
+    /// a client's bootstrap servers.
     pub fn bootstrap(&self) -> String {
-        format!("127.0.0.1:{}", self.port)
+        format!("{}:{}", self.opts.host, self.port)
     }
 
     pub fn port(&self) -> u16 {
@@ -285,7 +313,11 @@ impl Broker {
         if let Some(addr) = &self.opts.advertise_addr {
             return addr.clone();
         }
-        let host = self.opts.advertise_host.as_deref().unwrap_or("127.0.0.1");
+        let host = self
+            .opts
+            .advertise_host
+            .as_deref()
+            .unwrap_or(&self.opts.host);
         format!("{host}:{}", self.port)
     }
 
@@ -382,6 +414,11 @@ impl Broker {
     /// Like [`Broker::wait_ports_released`], but gives up quietly: the
     /// start that follows reports a port still taken.
     fn wait_ports_released_for(&self, timeout: Duration) {
+        if self.opts.netns.is_some() {
+            // Its ports live in another network stack; the start that
+            // follows reports a port still taken.
+            return;
+        }
         let deadline = Instant::now() + timeout;
         for port in [Some(self.port), self.metrics_port()].into_iter().flatten() {
             while !bindable_by_pinlog(port) && Instant::now() < deadline {
@@ -391,6 +428,9 @@ impl Broker {
     }
 
     fn wait_ports_released(&self) {
+        if self.opts.netns.is_some() {
+            return;
+        }
         let deadline = Instant::now() + PORT_RELEASE_TIMEOUT;
         let ports = [Some(self.port), self.metrics_port(), self.controller_port()];
         for port in ports.into_iter().flatten() {
@@ -440,7 +480,7 @@ impl Broker {
     /// answers.
     pub fn metric(&self, family: &str) -> Option<f64> {
         let port = self.metrics_port()?;
-        let mut stream = TcpStream::connect(("127.0.0.1", port)).ok()?;
+        let mut stream = TcpStream::connect((self.opts.host.as_str(), port)).ok()?;
         stream.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
         write!(
             stream,
@@ -495,7 +535,7 @@ impl Broker {
         // test chose one.
         settings
             .entry("metrics.listen")
-            .or_insert_with(|| format!("127.0.0.1:{}", free_port()).into());
+            .or_insert_with(|| format!("{}:{}", self.opts.host, free_port()).into());
         let text = toml::to_string(&settings).expect("settings serialise to TOML");
         std::fs::write(self.config_path(), text).expect("write the broker's settings file");
     }
@@ -511,12 +551,21 @@ impl Broker {
             .append(true)
             .open(self.log_path())
             .expect("open the broker log");
-        let mut cmd = Command::new(PINLOG_BIN);
+        let mut cmd = match &self.opts.netns {
+            // `ip netns exec` enters the namespace and execs the broker, so
+            // the child's pid is the broker's own (for kill -9 and SIGSTOP).
+            Some(ns) => {
+                let mut cmd = Command::new("ip");
+                cmd.args(["netns", "exec", ns]).arg(PINLOG_BIN);
+                cmd
+            }
+            None => Command::new(PINLOG_BIN),
+        };
         cmd.arg("serve")
             .arg("--data-dir")
             .arg(self.data_dir())
             .arg("--listen")
-            .arg(format!("127.0.0.1:{}", self.port))
+            .arg(format!("{}:{}", self.opts.host, self.port))
             .arg("--shards")
             .arg(self.opts.shards.to_string())
             .arg("--config")
@@ -573,7 +622,9 @@ impl Broker {
     /// Polls until ApiVersions works, the process exits, or the deadline.
     fn wait_ready(&mut self) -> Result<(), Startup> {
         let deadline = Instant::now() + READY_TIMEOUT;
-        let addr: SocketAddr = format!("127.0.0.1:{}", self.port).parse().unwrap();
+        let addr: SocketAddr = format!("{}:{}", self.opts.host, self.port)
+            .parse()
+            .expect("the broker's host is an IP address");
         loop {
             if let Some(status) = self
                 .child
@@ -701,17 +752,38 @@ impl Cluster {
     /// Starts `n` nodes with ids 1..=n; `opts` applies to each (one shard,
     /// no spinning: several nodes share this machine's cores).
     pub fn start(n: usize, opts: BrokerOpts) -> Cluster {
-        let controller_ports: Vec<u16> = (0..n).map(|_| free_port()).collect();
-        let voters = controller_ports
+        Self::start_placed(&vec![None; n], opts)
+    }
+
+    /// Starts one node per entry of `places`, node `i + 1` inside the
+    /// network namespace and on the address `places[i]` names (see
+    /// [`netns::Testbed::place`]), or on loopback where it is `None`.
+    pub fn start_placed(places: &[Option<(String, String)>], opts: BrokerOpts) -> Cluster {
+        let controllers: Vec<(String, u16)> = places
+            .iter()
+            .map(|place| {
+                let host = place.as_ref().map_or("127.0.0.1", |(_, host)| host);
+                (host.to_string(), free_port())
+            })
+            .collect();
+        let voters = controllers
             .iter()
             .enumerate()
-            .map(|(i, p)| format!("{}@127.0.0.1:{p}", i + 1))
+            .map(|(i, (host, port))| format!("{}@{host}:{port}", i + 1))
             .collect::<Vec<_>>()
             .join(",");
-        let nodes: Vec<Broker> = controller_ports
+        let nodes: Vec<Broker> = controllers
             .iter()
+            .zip(places)
             .enumerate()
-            .map(|(i, port)| Broker::launch(Self::node_opts(&opts, i as i64 + 1, &voters, *port)))
+            .map(|(i, ((host, port), place))| {
+                let mut node = Self::node_opts(&opts, i as i64 + 1, &voters, *port);
+                if let Some((ns, host)) = place {
+                    node = node.in_netns(ns, host);
+                }
+                let listen = format!("{host}:{port}");
+                Broker::launch(node.setting("controller.listen", listen))
+            })
             .collect();
         let mut cluster = Cluster { nodes };
         let deadline = Instant::now() + CLUSTER_READY_TIMEOUT;
@@ -761,7 +833,12 @@ impl Cluster {
         self.nodes
             .iter()
             .enumerate()
-            .map(|(i, n)| format!("{}@127.0.0.1:{}", i + 1, n.controller_port().unwrap()))
+            .map(|(i, n)| {
+                let port = n
+                    .controller_port()
+                    .expect("a cluster node has a controller port");
+                format!("{}@{}:{port}", i + 1, n.opts.host)
+            })
             .collect::<Vec<_>>()
             .join(",")
     }

@@ -1,0 +1,207 @@
+"""The fault suite's checker: proves from a run's histories that nothing
+acknowledged was lost and nothing was duplicated or rewritten.
+
+  checker.py HISTORY_DIR
+
+HISTORY_DIR holds the JSON-lines files tests/faults/workload.py and
+tests/faults/FaultProducer.java write:
+  produce-*.jsonl  every producer's outcomes: {"id", "p", "o"} when
+                   acknowledged, {"id", "err", "fatal"} when failed;
+  read-*.jsonl     what the live readers saw during the run: {"p", "o", "id"};
+  group-*.jsonl    the acknowledged commits of the group member:
+                   {"commit": {"P": OFFSET}};
+  watch-*.jsonl    the committed offsets the coordinator answered:
+                   {"committed": {"P": OFFSET}};
+  final.jsonl      every record of every partition after healing, read from
+                   offset 0 to the high watermark, then {"end", "read_to"}
+                   and {"final_committed"}.
+
+It checks:
+  lost        an acknowledged record is not at its acknowledged offset in
+              the final log (and nowhere else either);
+  moved       an acknowledged record is in the final log, but at another
+              offset than the one acknowledged;
+  duplicated  a record (unique id, idempotent producers) is in the final
+              log more than once;
+  phantom     the final log holds a record no producer sent;
+  gaps        the final log's offsets are not dense from 0 to the high
+              watermark, or the final read did not reach it;
+  reordered   a live reader saw a partition's offsets other than one after
+              another, increasing;
+  vanished    a live reader saw a record at an offset that the final log
+              holds something else at (or nothing): it was exposed, then
+              lost;
+  backwards   committed group offsets went back, in the member's
+              acknowledged commits, in what the coordinator answered over
+              time, or finally (below the last acknowledged commit);
+  fatal       a producer got a fatal error (an idempotence violation the
+              broker reported).
+
+It prints one line per violation (at most LIMIT per kind), then a summary
+JSON line, and exits 1 if anything was violated, 0 otherwise.
+"""
+
+import glob
+import json
+import os
+import sys
+from collections import defaultdict
+
+LIMIT = 20
+KINDS = ["lost", "moved", "duplicated", "phantom", "gaps", "reordered",
+         "vanished", "backwards", "fatal"]
+
+
+def lines(path):
+    with open(path) as f:
+        for n, line in enumerate(f, 1):
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                yield json.loads(line)
+            except ValueError:
+                # The last line of a killed writer may be torn; any other
+                # malformed line is a harness bug worth seeing.
+                print("note: %s:%d is not JSON (a torn last line?)" % (path, n))
+
+
+def files(directory, pattern):
+    return sorted(glob.glob(os.path.join(directory, pattern)))
+
+
+class Report:
+    def __init__(self):
+        self.counts = {k: 0 for k in KINDS}
+
+    def violation(self, kind, message):
+        self.counts[kind] += 1
+        if self.counts[kind] <= LIMIT:
+            print("%s: %s" % (kind.upper(), message))
+
+    def ok(self):
+        return not any(self.counts.values())
+
+
+def check(directory):
+    report = Report()
+    final_path = os.path.join(directory, "final.jsonl")
+    if not os.path.exists(final_path):
+        sys.exit("checker: %s has no final.jsonl: the run did not finish its final read"
+                 % directory)
+
+    # The final log.
+    at = {}                      # (p, o) -> id
+    where = defaultdict(list)    # id -> [(p, o)]
+    ends, read_to, final_committed = {}, {}, {}
+    for e in lines(final_path):
+        if "end" in e:
+            ends = {int(p): h for p, h in e["end"].items()}
+            read_to = {int(p): o for p, o in e["read_to"].items()}
+        elif "final_committed" in e:
+            final_committed = {int(p): o for p, o in e["final_committed"].items()}
+        else:
+            at[(e["p"], e["o"])] = e["id"]
+            where[e["id"]].append((e["p"], e["o"]))
+    for p, high in sorted(ends.items()):
+        if read_to.get(p, 0) < high:
+            report.violation("gaps", "partition %d: the final read stopped at %d of %d"
+                             % (p, read_to.get(p, 0), high))
+        offsets = sorted(o for (q, o) in at if q == p)
+        if offsets != list(range(len(offsets))):
+            missing = sorted(set(range(high)) - set(offsets))[:10]
+            report.violation("gaps", "partition %d: offsets are not dense from 0 "
+                             "(first missing: %s)" % (p, missing))
+
+    # Producers.
+    sent = set()
+    acknowledged = failed = 0
+    for path in files(directory, "produce-*.jsonl"):
+        for e in lines(path):
+            sent.add(e["id"])
+            if "err" in e:
+                failed += 1
+                if e.get("fatal"):
+                    report.violation("fatal", "%s: %s got fatal %s" % (
+                        os.path.basename(path), e["id"], e["err"]))
+                continue
+            acknowledged += 1
+            key = (e["p"], e["o"])
+            if at.get(key) == e["id"]:
+                continue
+            if e["id"] in where:
+                report.violation("moved", "%s acknowledged at %d@%d, found at %s" % (
+                    e["id"], e["p"], e["o"], where[e["id"]]))
+            else:
+                report.violation("lost", "%s acknowledged at partition %d offset %d; "
+                                 "the final log has %r there" % (
+                                     e["id"], e["p"], e["o"], at.get(key)))
+    for rid, places in where.items():
+        if len(places) > 1:
+            report.violation("duplicated", "%s is in the log %d times: %s" % (
+                rid, len(places), places))
+        if rid not in sent:
+            report.violation("phantom", "%s at %s was never sent" % (rid, places))
+
+    # Live readers.
+    live = 0
+    for path in files(directory, "read-*.jsonl"):
+        last = {}
+        for e in lines(path):
+            if "p" not in e:
+                continue
+            live += 1
+            p, o = e["p"], e["o"]
+            expected = last.get(p, -1) + 1
+            if o != expected:
+                report.violation("reordered", "%s: partition %d went from %d to %d" % (
+                    os.path.basename(path), p, last.get(p, -1), o))
+            last[p] = o
+            if at.get((p, o)) != e["id"]:
+                report.violation("vanished", "%s: saw %s at %d@%d, the final log has %r" % (
+                    os.path.basename(path), e["id"], p, o, at.get((p, o))))
+
+    # Group offsets.
+    acked_max = {}
+    for path in files(directory, "group-*.jsonl"):
+        last = {}
+        for e in lines(path):
+            for p, o in e.get("commit", {}).items():
+                p = int(p)
+                if o < last.get(p, -1):
+                    report.violation("backwards", "%s: commit of partition %d went %d -> %d"
+                                     % (os.path.basename(path), p, last[p], o))
+                last[p] = o
+                acked_max[p] = max(acked_max.get(p, -1), o)
+    for path in files(directory, "watch-*.jsonl"):
+        last = {}
+        for e in lines(path):
+            for p, o in e.get("committed", {}).items():
+                p = int(p)
+                if o < last.get(p, -1):
+                    report.violation("backwards", "%s: committed offset of partition %d "
+                                     "answered %d, then %d" % (
+                                         os.path.basename(path), p, last[p], o))
+                last[p] = o
+    for p, o in sorted(acked_max.items()):
+        if final_committed.get(p, -1) < o:
+            report.violation("backwards", "partition %d: commit %d was acknowledged, the "
+                             "final committed offset is %s" % (p, o, final_committed.get(p)))
+
+    summary = dict(report.counts)
+    summary.update({
+        "acknowledged": acknowledged,
+        "failed": failed,
+        "final_records": len(at),
+        "live_reads": live,
+        "commits_checked": len(acked_max),
+        "ok": report.ok(),
+    })
+    print(json.dumps(summary, sort_keys=True))
+    return report.ok()
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2:
+        sys.exit(__doc__)
+    sys.exit(0 if check(sys.argv[1]) else 1)
