@@ -303,6 +303,235 @@ fn long_fault_run() {
     run_faults(nodes, seconds);
 }
 
+/// The fault suite's full disk: node 3's data directory is a small ext4 file
+/// system of its own, which a filler file then fills while idempotent
+/// acks=all producers write to an RF=3 topic. The node must stop with a
+/// clear error (status 74, as Kafka stops when its last log directory
+/// fails) instead of dying of SIGBUS or holding its leaderships; the other
+/// two keep acknowledging; once the filler is gone the node starts again,
+/// recovers and catches up, and the checker finds nothing lost.
+#[test]
+fn full_disk_fault() {
+    if !clients_available() {
+        return;
+    }
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!(
+            "full_disk_fault: NOT RUN: mounting a small file system needs root (CI runs as root)"
+        );
+        return;
+    }
+    let cluster = Cluster::start(
+        3,
+        BrokerOpts::new().setting("replica.lag.time.max.ms", LAG_TIME_MAX_MS),
+    );
+    let history = tempfile::Builder::new()
+        .prefix("pinlog-full-disk-")
+        .tempdir()
+        .expect("a directory for the histories")
+        .keep();
+    let mut run = FaultRun {
+        cluster,
+        testbed: None,
+        history,
+        tally: Tally::default(),
+        paused: Vec::new(),
+        dead: Vec::new(),
+        started: Instant::now(),
+    };
+    // Node 3 moves onto its own small file system.
+    let node = 3;
+    run.cluster.node(node).stop();
+    let mount = LoopMount::new(&run.cluster.node(node).data_dir(), SMALL_DISK_MIB)
+        .unwrap_or_else(|e| run.fail(&format!("cannot mount a small file system: {e}")));
+    run.restart(node);
+    run.create_topic();
+    let stop = run.history.join("STOP");
+    let bootstrap = run.bootstrap();
+    let h = |name: &str| run.history.join(name).display().to_string();
+    let stop_arg = stop.display().to_string();
+    let rate = PRODUCER_RATE.to_string();
+    let mut clients = vec![
+        (
+            "produce-py".to_string(),
+            spawn_logged(
+                &mut python(&[
+                    "produce",
+                    &bootstrap,
+                    TOPIC,
+                    "py",
+                    &rate,
+                    &h("produce-py.jsonl"),
+                    &stop_arg,
+                ]),
+                &run.history,
+                "produce-py",
+            ),
+        ),
+        (
+            "read-1".to_string(),
+            spawn_logged(
+                &mut python(&[
+                    "read",
+                    &bootstrap,
+                    TOPIC,
+                    &PARTITIONS.to_string(),
+                    &h("read-1.jsonl"),
+                    &stop_arg,
+                ]),
+                &run.history,
+                "read-1",
+            ),
+        ),
+    ];
+    std::thread::sleep(Duration::from_secs(5));
+    run.note("fill node 3's file system");
+    let fillers = mount
+        .fill()
+        .unwrap_or_else(|e| run.fail(&format!("cannot fill the disk: {e}")));
+    let status = run.cluster.node(node).wait_exit(FULL_DISK_EXIT_TIMEOUT);
+    let log = run.cluster.node(node).log();
+    match status.and_then(|s| s.code()) {
+        Some(STORAGE_FAILURE_EXIT) => {}
+        other => run.fail(&format!(
+            "node {node} on a full disk should have exited with status {STORAGE_FAILURE_EXIT}              within {FULL_DISK_EXIT_TIMEOUT:?}; it gave {status:?} (code {other:?})"
+        )),
+    }
+    for said in ["No space left on device", "Free space or repair the disk"] {
+        if !log.contains(said) {
+            run.fail(&format!("node {node}'s log does not say {said:?}"));
+        }
+    }
+    run.note("node 3 stopped on the full disk; the others go on for a while");
+    std::thread::sleep(Duration::from_secs(5));
+    run.check_clients_alive(&mut clients);
+    for filler in &fillers {
+        std::fs::remove_file(filler).expect("remove the filler");
+    }
+    run.note("space is back: start node 3 again");
+    run.restart(node);
+    run.await_converged();
+    std::fs::write(&stop, b"stop").expect("write the stop file");
+    for (name, child) in &mut clients {
+        if wait_timeout(child, CLIENT_EXIT_TIMEOUT).is_none() {
+            let _ = child.kill();
+            let _ = child.wait();
+            run.fail(&format!(
+                "client {name} did not stop within {CLIENT_EXIT_TIMEOUT:?}"
+            ));
+        }
+    }
+    run.await_converged();
+    run.final_read();
+    let out = checker(&run.history);
+    let divergent = run.divergent_replicas();
+    if !out.success() || !divergent.is_empty() {
+        run.fail(&format!(
+            "after the full disk:
+checker:
+{out}
+divergent replicas: {divergent:?}"
+        ));
+    }
+    let summary = checker_summary(&out);
+    eprintln!("full disk result: {summary}");
+    assert!(
+        summary["acknowledged"].as_u64().unwrap_or(0) > 1000,
+        "too few records acknowledged: {summary}"
+    );
+    run.cluster.node(node).stop();
+    drop(mount);
+    let _ = std::fs::remove_dir_all(&run.history);
+}
+
+/// Size of the full-disk case's file system: room for the node's logs at
+/// first, small enough to fill at once.
+const SMALL_DISK_MIB: u64 = 128;
+/// The broker's exit status after a storage failure (EX_IOERR).
+const STORAGE_FAILURE_EXIT: i32 = 74;
+/// How long a node on a full disk may take to notice and stop.
+const FULL_DISK_EXIT_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// A small ext4 file system in an image file, loop-mounted over a
+/// directory whose contents it takes over. Unmounted (lazily, so that a
+/// process still inside cannot keep it) when dropped.
+struct LoopMount {
+    at: PathBuf,
+    _image_dir: tempfile::TempDir,
+}
+
+impl LoopMount {
+    fn new(dir: &Path, mib: u64) -> Result<LoopMount, String> {
+        let image_dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+        let image = image_dir.path().join("disk.img");
+        let aside = dir.with_extension("before-mount");
+        let sh = |script: &str| {
+            let out = run_command(Command::new("sh").args(["-ec", script]), None, CLI_TIMEOUT);
+            if out.success() {
+                Ok(())
+            } else {
+                Err(format!("{script}: {out}"))
+            }
+        };
+        sh(&format!(
+            "truncate -s {mib}M '{img}'; mkfs.ext4 -q -F -m 0 '{img}'; mv '{dir}' '{aside}';              mkdir '{dir}'; mount -o loop '{img}' '{dir}'; cp -a '{aside}/.' '{dir}/';              rm -rf '{aside}'",
+            img = image.display(),
+            dir = dir.display(),
+            aside = aside.display()
+        ))?;
+        Ok(LoopMount {
+            at: dir.to_path_buf(),
+            _image_dir: image_dir,
+        })
+    }
+
+    /// Takes every free block; the files that hold them.
+    fn fill(&self) -> Result<Vec<PathBuf>, String> {
+        let files = vec![self.at.join("filler"), self.at.join("filler-rest")];
+        // fallocate takes most of it at once (it may stop short of the last
+        // blocks, which the file system keeps for its own metadata); dd
+        // takes what is left. Both end with ENOSPC, which is the point.
+        let script = format!(
+            "fallocate -l {free} '{a}' || true; dd if=/dev/zero of='{b}' bs=4k 2>/dev/null || true",
+            free = self.free_bytes()?,
+            a = files[0].display(),
+            b = files[1].display()
+        );
+        run_command(
+            Command::new("sh").args(["-c", &script]),
+            None,
+            CLI_TIMEOUT * 3,
+        );
+        let left = self.free_bytes()?;
+        if left > 64 * 1024 {
+            return Err(format!("{left} bytes are still free after filling"));
+        }
+        Ok(files)
+    }
+
+    fn free_bytes(&self) -> Result<u64, String> {
+        let path = std::ffi::CString::new(self.at.as_os_str().as_encoded_bytes())
+            .map_err(|e| e.to_string())?;
+        // SAFETY: statvfs(2) into a zeroed struct we own.
+        let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+        if unsafe { libc::statvfs(path.as_ptr(), &mut st) } != 0 {
+            return Err(std::io::Error::last_os_error().to_string());
+        }
+        Ok(st.f_bavail as u64 * st.f_frsize as u64)
+    }
+}
+
+impl Drop for LoopMount {
+    fn drop(&mut self) {
+        let _ = run_command(
+            Command::new("umount").arg("-l").arg(&self.at),
+            None,
+            CLI_TIMEOUT,
+        );
+    }
+}
+
 fn env_number(var: &str) -> Option<u64> {
     let value = std::env::var(var).ok()?;
     Some(

@@ -36,6 +36,16 @@ use memmap2::{MmapMut, MmapOptions};
 /// 8 KiB is at most three pages, all touched by every warm lookup.
 const WARM_SECTION_BYTES: usize = 8192;
 
+/// Disk blocks are reserved (fallocate) for this many bytes of entries at a
+/// time ahead of the appends. The preallocated file is sparse, as Kafka's
+/// is, and a store through the mapping into a page with no block behind it
+/// on a full disk raises SIGBUS and kills the process; a reservation that
+/// fails is an ordinary I/O error instead, which takes the partition
+/// offline. 64 KiB holds 8192 offset entries, about 32 MiB of log at the
+/// default `index.interval.bytes`, so reservations are rare and the disk
+/// never holds more than this per index beyond its entries.
+const RESERVE_CHUNK_BYTES: u64 = 64 * 1024;
+
 /// Why an entry could not be appended to an index. The caller (the segment)
 /// causes every one of these, so each is a typed error rather than a panic.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -64,6 +74,8 @@ pub enum IndexAppendError {
     },
     #[error("position {position} does not fit index {path}: Kafka reads positions as i32, so they must be at most 2147483647")]
     PositionOverflow { path: PathBuf, position: u32 },
+    #[error("cannot reserve disk space for index {path}: {reason}")]
+    Reserve { path: PathBuf, reason: String },
 }
 
 /// A preallocated, memory-mapped file of fixed-size index entries.
@@ -92,6 +104,9 @@ pub struct MmapIndexFile {
     /// The file's length when it was opened, before it was resized; the owner's
     /// sanity check needs it to detect a torn trailing entry.
     opened_length_bytes: u64,
+    /// The first this-many bytes of the file are known to have disk blocks:
+    /// stores below it through the mapping cannot fault on a full disk.
+    reserved_bytes: u64,
 }
 
 impl MmapIndexFile {
@@ -128,6 +143,7 @@ impl MmapIndexFile {
             path,
             mmap,
             entry_size_bytes,
+            reserved_bytes: 0,
             entries: 0,
             max_entries: entries_in(length_bytes, entry_size_bytes)?,
             length_bytes,
@@ -176,9 +192,51 @@ impl MmapIndexFile {
             max_entries: entries_in(length_bytes, entry_size_bytes)?,
             length_bytes,
             opened_length_bytes,
+            // The entries written before were stored through a mapping, so
+            // their blocks exist; the zero-filled tail beyond may be sparse.
+            reserved_bytes: entries_bytes.min(length_bytes),
         };
         index.assert_invariants();
         Ok(index)
+    }
+
+    /// Makes sure the disk blocks for the next `n` entries (within the
+    /// file) exist, reserving [`RESERVE_CHUNK_BYTES`] at a time, so that
+    /// storing them cannot fault. Fails with the file system's error (ENOSPC
+    /// on a full disk).
+    pub fn reserve(&mut self, n: usize) -> io::Result<()> {
+        let wanted = ((self.entries + n).min(self.max_entries) * self.entry_size_bytes) as u64;
+        if wanted <= self.reserved_bytes {
+            return Ok(());
+        }
+        let to = wanted
+            .div_ceil(RESERVE_CHUNK_BYTES)
+            .saturating_mul(RESERVE_CHUNK_BYTES)
+            .min(self.length_bytes);
+        let file = OpenOptions::new().write(true).open(&self.path)?;
+        let (offset, len) = (self.reserved_bytes, to - self.reserved_bytes);
+        // SAFETY: fallocate(2) on a descriptor we own, within the file's
+        // length (mode 0 allocates blocks; the length stays as it is).
+        let rc = unsafe {
+            libc::fallocate(
+                std::os::fd::AsRawFd::as_raw_fd(&file),
+                0,
+                offset as libc::off_t,
+                len as libc::off_t,
+            )
+        };
+        if rc != 0 {
+            let error = io::Error::last_os_error();
+            // A file system without fallocate (tmpfs has it; some FUSE ones
+            // do not) cannot say ahead of time; stores then fault as before.
+            if error.raw_os_error() == Some(libc::EOPNOTSUPP) {
+                self.reserved_bytes = self.length_bytes;
+                return Ok(());
+            }
+            return Err(error);
+        }
+        self.reserved_bytes = to;
+        Ok(())
     }
 
     pub fn entries(&self) -> usize {
@@ -232,21 +290,28 @@ impl MmapIndexFile {
         }
     }
 
-    /// Appends one entry. The owner checks fullness and ordering first and
-    /// reports them as typed errors; here they are invariants.
-    pub fn push(&mut self, entry: &[u8]) {
+    /// Appends one entry, reserving its disk blocks first if that was not
+    /// done yet ([`MmapIndexFile::reserve`]). The owner checks fullness and
+    /// ordering first and reports them as typed errors; here they are
+    /// invariants.
+    pub fn push(&mut self, entry: &[u8]) -> Result<(), IndexAppendError> {
         assert!(
             !self.is_full(),
             "push to full index {}",
             self.path.display()
         );
         assert_eq!(entry.len(), self.entry_size_bytes);
+        self.reserve(1).map_err(|e| IndexAppendError::Reserve {
+            path: self.path.clone(),
+            reason: e.to_string(),
+        })?;
         let start = self.entries * self.entry_size_bytes;
         match &mut self.mmap {
             Some(mmap) => mmap[start..start + entry.len()].copy_from_slice(entry),
             None => unreachable!("an index with free slots is always mapped"),
         }
         self.entries += 1;
+        Ok(())
     }
 
     /// Forgets every entry from `entries` on. Like Kafka, the bytes stay in
@@ -302,6 +367,7 @@ impl MmapIndexFile {
                 self.mmap = mmap;
                 self.max_entries = max_entries;
                 self.length_bytes = length_bytes;
+                self.reserved_bytes = self.reserved_bytes.min(length_bytes);
                 self.assert_invariants();
                 Ok(true)
             }
@@ -470,9 +536,35 @@ mod tests {
         )
         .expect("create");
         for &key in keys {
-            index.push(&entry(key));
+            index.push(&entry(key)).unwrap();
         }
         index
+    }
+
+    /// The file stays sparse but for the reserved chunk ahead of the
+    /// entries, so that a store through the mapping never needs a new block.
+    #[test]
+    fn appends_reserve_blocks_a_chunk_ahead() {
+        use std::os::unix::fs::MetadataExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("r.index");
+        let max_index_bytes = 16 * RESERVE_CHUNK_BYTES;
+        let mut index = MmapIndexFile::create(&path, ENTRY_SIZE_BYTES, max_index_bytes).unwrap();
+        let allocated = || std::fs::metadata(&path).unwrap().blocks() * 512;
+        assert!(allocated() < RESERVE_CHUNK_BYTES, "a new index is sparse");
+        index.push(&entry(1)).unwrap();
+        assert!(allocated() >= RESERVE_CHUNK_BYTES);
+        assert!(allocated() < 2 * RESERVE_CHUNK_BYTES);
+        // Filling the first chunk exactly needs no more; one entry past it
+        // reserves the next.
+        let per_chunk = (RESERVE_CHUNK_BYTES as usize) / ENTRY_SIZE_BYTES;
+        for key in 2..=per_chunk as i64 {
+            index.push(&entry(key)).unwrap();
+        }
+        assert!(allocated() < 2 * RESERVE_CHUNK_BYTES);
+        index.reserve(1).unwrap();
+        assert!(allocated() >= 2 * RESERVE_CHUNK_BYTES);
+        assert!(allocated() < max_index_bytes);
     }
 
     #[test]
@@ -539,7 +631,7 @@ mod tests {
         assert_eq!(index.largest_lower_bound(key_of, i64::MAX), None);
         assert_eq!(std::fs::metadata(index.path()).expect("metadata").len(), 0);
         assert!(index.resize(8 * 4).expect("resize"));
-        index.push(&entry(7));
+        index.push(&entry(7)).unwrap();
         assert_eq!(index.largest_lower_bound(key_of, 7), Some(0));
         assert!(!index
             .resize(8 * 4 + 3)
@@ -562,7 +654,7 @@ mod tests {
         let path = dir.path().join("i.index");
         let mut index = MmapIndexFile::create(&path, 8, 800).expect("create");
         for key in [3, 5, 9] {
-            index.push(&entry(key));
+            index.push(&entry(key)).unwrap();
         }
         index.trim_to_valid_size().expect("trim");
         drop(index);
@@ -656,7 +748,7 @@ mod tests {
         let mut index = index_with_keys(&dir, &[1, 2, 3]);
         index.truncate_entries(1);
         assert_eq!(index.entries(), 1);
-        index.push(&entry(8));
+        index.push(&entry(8)).unwrap();
         assert_eq!(key_of(index.entry_bytes(1)), 8);
     }
 
@@ -665,7 +757,7 @@ mod tests {
     fn push_to_full_index_panics() {
         let dir = tempfile::tempdir().expect("tempdir");
         let mut index = index_with_keys(&dir, &[1]);
-        index.push(&entry(2));
+        index.push(&entry(2)).unwrap();
     }
 
     #[test]

@@ -74,6 +74,12 @@ impl OffsetIndex {
         self.file.is_full()
     }
 
+    /// Reserves the disk blocks of the next `n` entries
+    /// ([`MmapIndexFile::reserve`]).
+    pub fn reserve(&mut self, n: usize) -> std::io::Result<()> {
+        self.file.reserve(n)
+    }
+
     /// Entry `n` as `(offset, position)`. Panics if `n >= entries()`.
     pub fn entry(&self, n: usize) -> (i64, u32) {
         let bytes = self.file.entry_bytes(n);
@@ -128,7 +134,7 @@ impl OffsetIndex {
         let mut bytes = [0u8; OFFSET_INDEX_ENTRY_SIZE];
         bytes[RELATIVE_OFFSET_AT..POSITION_AT].copy_from_slice(&relative_offset.to_be_bytes());
         bytes[POSITION_AT..].copy_from_slice(&position.to_be_bytes());
-        self.file.push(&bytes);
+        self.file.push(&bytes)?;
         assert_eq!(self.last_offset(), offset);
         Ok(())
     }

@@ -116,6 +116,11 @@ pub struct TimestampOffset {
     pub offset: i64,
 }
 
+/// A count of the partitions that an I/O error took offline, shared by the
+/// logs of one owner (a shard), so that the layer above can react to a
+/// failing disk as a whole (a broker of a cluster stops, as Kafka does).
+pub type StorageFailures = Rc<std::cell::Cell<u64>>;
+
 /// What the caller knows about a partition when opening it.
 #[derive(Debug, Clone)]
 pub struct OpenParams {
@@ -156,6 +161,8 @@ pub struct PartitionLog {
     first_unflushed_ms: Option<i64>,
     /// Set after an I/O error: every later operation fails with `Offline`.
     offline: Option<String>,
+    /// Told when an I/O error takes this log offline.
+    failures: Option<StorageFailures>,
     recovery: RecoveryReport,
     /// Idempotent producers' epochs and recent sequences.
     producers: ProducerStateManager,
@@ -294,6 +301,7 @@ impl PartitionLog {
             unflushed_records: 0,
             first_unflushed_ms: None,
             offline: None,
+            failures: None,
             recovery: report,
             producers,
             cleaner_checkpoint: None,
@@ -335,6 +343,11 @@ impl PartitionLog {
     pub fn epoch_cache(&self) -> &LeaderEpochCache {
         &self.epochs
     }
+    /// Counts this log in `failures` when an I/O error takes it offline.
+    pub fn report_failures_to(&mut self, failures: StorageFailures) {
+        self.failures = Some(failures);
+    }
+
     pub fn is_offline(&self) -> bool {
         self.offline.is_some()
     }
@@ -417,6 +430,11 @@ impl PartitionLog {
     fn fail<T>(&mut self, result: LogResult<T>) -> LogResult<T> {
         if let Err(e @ LogError::Io { .. }) = &result {
             tracing::error!(partition = %self.tp, "taking partition offline: {e}");
+            if self.offline.is_none() {
+                if let Some(failures) = &self.failures {
+                    failures.set(failures.get() + 1);
+                }
+            }
             self.offline = Some(e.to_string());
         }
         result

@@ -335,6 +335,20 @@ impl Segment {
             headers[0].base_offset >= self.next_offset,
             "segment append must be monotonic"
         );
+        // The index blocks these batches may need are reserved before any
+        // byte is written, so that a full disk fails the append as a whole.
+        let entries = headers.len();
+        self.offset_index
+            .reserve(entries)
+            .and_then(|()| self.time_index.reserve(entries))
+            .map_err(|e| {
+                LogError::io(
+                    "reserve index space",
+                    &self.log_path,
+                    headers[0].base_offset,
+                    e,
+                )
+            })?;
         self.write_bytes(bytes).await?;
         let mut position = self.size_bytes;
         for h in headers {

@@ -80,6 +80,12 @@ impl TimeIndex {
         self.entries() >= self.max_entries().saturating_sub(1)
     }
 
+    /// Reserves the disk blocks of the next `n` entries and of the slot
+    /// kept for the closing entry ([`MmapIndexFile::reserve`]).
+    pub fn reserve(&mut self, n: usize) -> std::io::Result<()> {
+        self.file.reserve(n + 1)
+    }
+
     /// Entry `n` as `(timestamp, offset)`. Panics if `n >= entries()`.
     pub fn entry(&self, n: usize) -> (i64, i64) {
         let bytes = self.file.entry_bytes(n);
@@ -153,7 +159,7 @@ impl TimeIndex {
         let mut bytes = [0u8; TIME_INDEX_ENTRY_SIZE];
         bytes[TIMESTAMP_AT..RELATIVE_OFFSET_AT].copy_from_slice(&timestamp.to_be_bytes());
         bytes[RELATIVE_OFFSET_AT..].copy_from_slice(&relative_offset.to_be_bytes());
-        self.file.push(&bytes);
+        self.file.push(&bytes)?;
         assert_eq!(self.last_entry(), (timestamp, offset));
         Ok(())
     }

@@ -30,7 +30,7 @@ use crate::error::LogError;
 use crate::log::batch::{self, BatchIter, CountRule};
 use crate::log::checkpoint::{read_checkpoint_file, write_atomically};
 use crate::log::data_dir::PartitionOffsets;
-use crate::log::partition_log::{OpenParams, PartitionLog};
+use crate::log::partition_log::{OpenParams, PartitionLog, StorageFailures};
 use crate::metadata::store::{metadata_log_config, metadata_partition, METADATA_TOPIC};
 use crate::quorum::types::{log_id, Entry, EntryPayload, LogId, MetadataRaft, Vote};
 
@@ -126,11 +126,19 @@ fn other(e: impl std::fmt::Display) -> io::Error {
 }
 
 impl LogStore {
-    /// Opens the metadata partition in `data_dir` and reads its entries.
+    /// Opens the metadata partition in `data_dir` and reads its entries;
+    /// an I/O error that later takes it offline counts in `failures`.
     /// Startup only: reads `quorum-state` with a blocking call.
-    pub async fn open(data_dir: &Path, params: OpenParams) -> Result<LogStore, LogError> {
+    pub async fn open(
+        data_dir: &Path,
+        params: OpenParams,
+        failures: Option<StorageFailures>,
+    ) -> Result<LogStore, LogError> {
         let tp = metadata_partition();
         let mut log = PartitionLog::open(data_dir, tp, metadata_log_config(), params, None).await?;
+        if let Some(failures) = failures {
+            log.report_failures_to(failures);
+        }
         let state_path = log.dir().join(QUORUM_STATE_FILE);
         let state = match read_checkpoint_file(&state_path)? {
             Some(bytes) => serde_json::from_slice::<QuorumState>(&bytes).map_err(|e| {

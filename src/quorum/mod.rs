@@ -34,7 +34,7 @@ use openraft::rt::watch::WatchReceiver;
 use openraft::{Config, ReadPolicy, ServerState, SnapshotPolicy};
 
 use crate::log::data_dir::{DataDirState, PartitionOffsets};
-use crate::log::partition_log::OpenParams;
+use crate::log::partition_log::{OpenParams, StorageFailures};
 use crate::metadata::image::MetadataImage;
 use crate::metadata::records::MetadataRecord;
 use crate::metadata::store::metadata_partition;
@@ -143,6 +143,7 @@ impl Quorum {
         settings: QuorumSettings,
         publish: Publish,
         forward: ForwardHandler,
+        failures: StorageFailures,
         stop: StopHandle,
     ) -> Result<Rc<Quorum>, String> {
         refuse_duplicate_node_id(&settings).await?;
@@ -158,7 +159,7 @@ impl Quorum {
         upgrade::migrate_pre_quorum_log(data_dir, params(), &members)
             .await
             .map_err(|e| format!("cannot migrate the metadata log to the quorum: {e}"))?;
-        let log_store = LogStore::open(data_dir, params())
+        let log_store = LogStore::open(data_dir, params(), Some(failures))
             .await
             .map_err(|e| format!("cannot open the metadata log: {e}"))?;
         let dir = data_dir.join(tp.dir_name());
@@ -537,7 +538,7 @@ mod tests {
                 clean_shutdown: false,
                 now_ms: 0,
             };
-            let log = LogStore::open(dir.path(), params)
+            let log = LogStore::open(dir.path(), params, None)
                 .await
                 .expect("open the metadata log");
             let sm_dir = dir.path().join(metadata_partition().dir_name());
@@ -586,7 +587,7 @@ mod tests {
                 let records = [MetadataRecord::ProducerIds {
                     next_producer_id: 7,
                 }];
-                let mut store = LogStore::open(dir.path(), params()).await.unwrap();
+                let mut store = LogStore::open(dir.path(), params(), None).await.unwrap();
                 let entries: Vec<Entry> = (0..6u64)
                     .map(|i| {
                         if i % 2 == 0 {
@@ -607,7 +608,7 @@ mod tests {
                 // No clean close: the reopen recovers the segment.
                 drop(store);
 
-                let mut store = LogStore::open(dir.path(), params()).await.unwrap();
+                let mut store = LogStore::open(dir.path(), params(), None).await.unwrap();
                 let state = store.get_log_state().await.unwrap();
                 assert_eq!(state.last_purged_log_id, Some(log_id(1, 1)));
                 assert_eq!(state.last_log_id, Some(log_id(2, 4)));

@@ -25,7 +25,7 @@ use crate::quorum::{Publish, Quorum, QuorumSettings};
 use crate::server::connection::serve_connection;
 use crate::server::controller::{self, Controller, CONTROLLER_SHARD};
 use crate::server::metrics_http;
-use crate::server::{broker_lifecycle, cluster_id};
+use crate::server::{broker_lifecycle, cluster_id, storage_failure};
 use crate::shard::partition_table::ShardId;
 use crate::shard::runtime::{run_shards, ShardConfig, Shutdown};
 use crate::shard::shard::Shard;
@@ -234,6 +234,13 @@ async fn shard_main(
 ) -> Result<(), String> {
     // Replica fetchers find the stop request here.
     shard.set_extension(Rc::new(stop.clone()));
+    if config.cluster.voters.len() > 1 {
+        let (shard, config, stop) = (shard.clone(), config.clone(), stop.clone());
+        glommio::spawn_local(async move {
+            storage_failure::exit_on_storage_failure(shard, &config.data_dir, stop).await
+        })
+        .detach();
+    }
     // Before any shard can serve a request that writes checkpoints.
     if shard.id() == CHECKPOINT_SHARD {
         shard.set_extension(Rc::new(CheckpointLock(glommio::sync::Semaphore::new(1))));
@@ -430,6 +437,7 @@ async fn start_controller(
         settings,
         publish.clone(),
         controller::forward_handler(shard.clone()),
+        shard.storage_failures(),
         stop.clone(),
     )
     .await?;

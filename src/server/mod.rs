@@ -17,3 +17,4 @@ pub mod metrics_http;
 pub mod offsets_topic;
 pub mod replica_fetcher;
 pub mod response_writer;
+pub mod storage_failure;

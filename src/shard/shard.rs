@@ -24,7 +24,9 @@ use crate::error::{LogError, LogResult};
 use crate::log::batch_cache::{BatchCache, SharedBatchCache};
 use crate::log::cleaner::{self, CleanOutcome, CleanerOptions};
 use crate::log::data_dir::{DataDirState, PartitionOffsets};
-use crate::log::partition_log::{AppendInfo, OpenParams, PartitionLog, ReadSlice, RecoveryReport};
+use crate::log::partition_log::{
+    AppendInfo, OpenParams, PartitionLog, ReadSlice, RecoveryReport, StorageFailures,
+};
 use crate::log::topic_partition::TopicPartition;
 use crate::shard::cross_shard::{reply_channel, ReplySender};
 use crate::shard::messages::{PartitionOffsetsView, ShardRequest};
@@ -62,6 +64,8 @@ pub struct Shard {
     senders: Senders<ShardRequest>,
     /// Set after a shard-level I/O failure; kept for stats and shutdown.
     offline_partitions: Cell<usize>,
+    /// How many of this shard's logs an I/O error took offline.
+    storage_failures: StorageFailures,
     /// Serialise opens of the same partition (striped by partition): two
     /// tasks opening one partition would both recover it and hold two logs
     /// over the same files.
@@ -104,6 +108,7 @@ impl Shard {
             logs: RefCell::new(HashMap::new()),
             senders,
             offline_partitions: Cell::new(0),
+            storage_failures: Rc::new(Cell::new(0)),
             open_locks: (0..PARTITION_OPEN_LOCK_STRIPES)
                 .map(|_| glommio::sync::Semaphore::new(1))
                 .collect(),
@@ -197,6 +202,13 @@ impl Shard {
         crate::blocking_pool::run(move || std::fs::remove_dir_all(d))
             .await
             .map_err(|e| LogError::io("delete partition dir", &dir, -1, e))
+    }
+
+    /// The count of this shard's logs that an I/O error took offline; a
+    /// log the shard does not own (the metadata log) may report to it too
+    /// ([`PartitionLog::report_failures_to`]).
+    pub fn storage_failures(&self) -> StorageFailures {
+        self.storage_failures.clone()
     }
 
     pub fn id(&self) -> ShardId {
@@ -331,6 +343,7 @@ impl Shard {
             Some(self.cache.clone()),
         )
         .await?;
+        log.report_failures_to(self.storage_failures.clone());
         if let Some(offset) = self.startup.cleaner_offset(&tp) {
             log.set_cleaner_checkpoint(offset);
         }
