@@ -32,6 +32,7 @@
 //! group's committed offsets (tests/faults/workload.py,
 //! tests/faults/FaultProducer.java); tests/faults/checker.py checks.
 
+mod common;
 mod support;
 
 use std::collections::BTreeMap;
@@ -39,6 +40,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
+use common::SeededRng;
 use serde_json::Value;
 use support::netns::Testbed;
 use support::{
@@ -78,27 +80,30 @@ const CLI_TIMEOUT: Duration = Duration::from_secs(20);
 /// How long a restarted node may take to answer again.
 const RESTART_TIMEOUT: Duration = Duration::from_secs(40);
 
-/// splitmix64: a seeded generator whose sequence is fixed by this file
-/// alone, so that a seed replays the same schedule whatever crate versions
-/// the build picks.
-struct Rng(u64);
+/// The workload's client processes, killed if the test ends early (a
+/// failed assertion), so that none outlives it.
+struct Clients(Vec<(String, Child)>);
+
+impl Drop for Clients {
+    fn drop(&mut self) {
+        for (_, child) in &mut self.0 {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// The schedule's generator.
+struct Rng(SeededRng);
 
 impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
     fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
+        self.0.below(n as u64) as usize
     }
 
     fn duration(&mut self, min: Duration, max: Duration) -> Duration {
-        let span = (max - min).as_millis() as u64;
-        min + Duration::from_millis(self.next() % (span + 1))
+        let (lo, hi) = (min.as_millis() as u64, max.as_millis() as u64);
+        Duration::from_millis(self.0.between(lo, hi))
     }
 }
 
@@ -352,7 +357,7 @@ fn full_disk_fault() {
     let h = |name: &str| run.history.join(name).display().to_string();
     let stop_arg = stop.display().to_string();
     let rate = PRODUCER_RATE.to_string();
-    let mut clients = vec![
+    let mut clients = Clients(vec![
         (
             "produce-py".to_string(),
             spawn_logged(
@@ -384,7 +389,7 @@ fn full_disk_fault() {
                 "read-1",
             ),
         ),
-    ];
+    ]);
     std::thread::sleep(Duration::from_secs(5));
     run.note("fill node 3's file system");
     let fillers = mount
@@ -413,7 +418,7 @@ fn full_disk_fault() {
     run.restart(node);
     run.await_converged();
     std::fs::write(&stop, b"stop").expect("write the stop file");
-    for (name, child) in &mut clients {
+    for (name, child) in &mut clients.0 {
         if wait_timeout(child, CLIENT_EXIT_TIMEOUT).is_none() {
             let _ = child.kill();
             let _ = child.wait();
@@ -592,12 +597,12 @@ fn run_faults(nodes: usize, seconds: u64) {
 
     let started = Instant::now();
     let half = Duration::from_secs(seconds / 2);
-    let mut rng = Rng(FIXED_SEED);
+    let mut rng = Rng(SeededRng(FIXED_SEED));
     let mut second_half = false;
     while started.elapsed() < Duration::from_secs(seconds) {
         if !second_half && started.elapsed() >= half {
             second_half = true;
-            rng = Rng(random_seed);
+            rng = Rng(SeededRng(random_seed));
             eprintln!("fault run: second half, seed {random_seed}");
         }
         run.inject(&mut rng);
@@ -608,7 +613,7 @@ fn run_faults(nodes: usize, seconds: u64) {
     // Let the producers' retries land before they stop.
     std::thread::sleep(Duration::from_secs(5));
     std::fs::write(&stop, b"stop").expect("write the stop file");
-    for (name, child) in &mut clients {
+    for (name, child) in &mut clients.0 {
         if wait_timeout(child, CLIENT_EXIT_TIMEOUT).is_none() {
             let _ = child.kill();
             let _ = child.wait();
@@ -714,7 +719,7 @@ impl FaultRun {
         }
     }
 
-    fn start_workload(&self, stop: &Path) -> Vec<(String, Child)> {
+    fn start_workload(&self, stop: &Path) -> Clients {
         let bootstrap = self.bootstrap();
         let h = |name: &str| self.history.join(name).display().to_string();
         let stop = stop.display().to_string();
@@ -785,12 +790,12 @@ impl FaultRun {
                     &stop,
                 ]),
         );
-        clients
+        Clients(clients)
     }
 
     /// Fails the run if a client died before it was asked to stop.
-    fn check_clients_alive(&self, clients: &mut [(String, Child)]) {
-        for (name, child) in clients.iter_mut() {
+    fn check_clients_alive(&self, clients: &mut Clients) {
+        for (name, child) in clients.0.iter_mut() {
             if let Ok(Some(status)) = child.try_wait() {
                 self.fail(&format!(
                     "client {name} exited during the run ({status}):\n{}",
@@ -1124,7 +1129,7 @@ fn log_bytes(dir: &Path) -> Vec<u8> {
     names.sort();
     names
         .iter()
-        .flat_map(|p| std::fs::read(p).unwrap_or_default())
+        .flat_map(|p| support::segment_batches(p))
         .collect()
 }
 

@@ -2562,3 +2562,68 @@ fn member_that_stops_polling_is_replaced_then_rejoins() {
     s.check_all_consumed(topic, &delivered);
     s.broker.stop();
 }
+
+// ---------------------------------------------------------------------------
+// 5. A coordinator loads a large offsets partition.
+
+/// Found by the fault suite's long run: the coordinator loads its
+/// `__consumer_offsets` partitions in 1 MiB reads, and a read that ended
+/// inside a batch failed the whole load as a corrupt log, so a group whose
+/// partition had grown past 1 MiB lost its committed offsets at the next
+/// load. Commits with 4000-byte metadata grow one partition past 1 MiB;
+/// after a restart the last commit must be read back.
+#[test]
+fn coordinator_loads_an_offsets_partition_larger_than_one_read() {
+    if skipped("coordinator_loads_an_offsets_partition_larger_than_one_read") {
+        return;
+    }
+    let _serial = serial();
+    require_python_clients();
+    let mut broker = Broker::start(BrokerOpts::new().setting("offsets.topic.num.partitions", 1));
+    let script = r#"
+import sys
+from confluent_kafka import Consumer, TopicPartition
+bootstrap, mode = sys.argv[1], sys.argv[2]
+c = Consumer({"bootstrap.servers": bootstrap, "group.id": "big-offsets",
+              "enable.auto.commit": False})
+tp = lambda o=None, m=None: TopicPartition("big", 0, o, metadata=m) if o is not None else TopicPartition("big", 0)
+if mode == "commit":
+    for o in range(400):
+        c.commit(offsets=[tp(o, "m%03d-" % o + "x" * 3990)], asynchronous=False)
+    print("COMMITTED 400")
+else:
+    got = c.committed([tp()], timeout=30)[0]
+    print("OFFSET %d %s" % (got.offset, (got.metadata or "")[:5]))
+c.close()
+"#;
+    let run = |mode: &str, broker: &Broker| {
+        run_command(
+            Command::new("python3").args(["-c", script, &broker.bootstrap(), mode]),
+            None,
+            STEP_TIMEOUT,
+        )
+    };
+    let created = run_command(
+        Command::new(support::PINLOG_BIN).args([
+            "topic",
+            "create",
+            "big",
+            "--partitions",
+            "1",
+            "--bootstrap-server",
+            &broker.bootstrap(),
+        ]),
+        None,
+        STEP_TIMEOUT,
+    );
+    assert!(created.success(), "{created}");
+    let out = run("commit", &broker);
+    assert!(out.stdout.contains("COMMITTED 400"), "{out}");
+    broker.restart();
+    let out = run("fetch", &broker);
+    assert!(
+        out.stdout.contains("OFFSET 399 m399-"),
+        "the last commit was not loaded back after the restart:\n{out}\n{}",
+        tail(&broker.log(), BROKER_LOG_LINES)
+    );
+}

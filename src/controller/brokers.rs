@@ -14,6 +14,7 @@
 use std::collections::BTreeMap;
 
 use crate::controller::topics::TopicError;
+use crate::metadata::image::MetadataImage;
 use crate::protocol::error_code;
 
 /// A broker as the metadata log records it.
@@ -253,6 +254,27 @@ impl BrokerSessions {
             s.metadata_offset = o;
         }
     }
+}
+
+/// The registered brokers as the lifecycle decisions see them.
+pub fn registrations(image: &MetadataImage) -> BTreeMap<i32, Registration> {
+    image
+        .brokers
+        .values()
+        .map(|b| {
+            (
+                b.id,
+                Registration {
+                    id: b.id,
+                    incarnation_id: b.incarnation_id,
+                    epoch: b.epoch,
+                    rack: b.rack.clone(),
+                    fenced: b.fenced,
+                    in_controlled_shutdown: b.in_controlled_shutdown,
+                },
+            )
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -5,6 +5,7 @@
 
 use crate::metadata::image::{MetadataImage, PartitionImage, TopicImage};
 use crate::metadata::records::{MetadataRecord, Uuid};
+use crate::metadata::{dynamic_broker_config, topic_config};
 use crate::protocol::error_code;
 
 /// "No leader".
@@ -186,6 +187,90 @@ pub fn plan_leadership(
             });
         }
     }
+    records
+}
+
+/// The brokers as the partition decisions see them.
+pub fn broker_views(image: &MetadataImage) -> Vec<BrokerView> {
+    image
+        .brokers
+        .values()
+        .map(|b| BrokerView {
+            id: b.id,
+            epoch: b.epoch,
+            usable: !b.fenced && !b.in_controlled_shutdown,
+        })
+        .collect()
+}
+
+/// The records that fence `brokers` (id, broker epoch), with the leadership
+/// and ISR changes that follow from it.
+pub fn fencing(image: &MetadataImage, brokers: &[(i32, i64)]) -> Vec<MetadataRecord> {
+    let records = brokers
+        .iter()
+        .map(
+            |&(broker_id, broker_epoch)| MetadataRecord::BrokerRegistrationChange {
+                broker_id,
+                broker_epoch,
+                fenced: Some(true),
+                in_controlled_shutdown: None,
+            },
+        )
+        .collect();
+    with_leadership_changes(image, records)
+}
+
+/// `records` plus the leadership and ISR changes the brokers' states after
+/// them call for: a fenced or shutting-down broker leaves every ISR and
+/// hands its leaderships over; offline partitions whose replica came back
+/// get a leader. Committed in the same entry, so no image has a fenced
+/// leader that the controller already knew about.
+pub fn with_leadership_changes(
+    image: &MetadataImage,
+    mut records: Vec<MetadataRecord>,
+) -> Vec<MetadataRecord> {
+    let mut next = image.clone();
+    for r in &records {
+        next.apply(next.offset + 1, r);
+    }
+    let changes = plan_leadership(&next, &broker_views(&next), |topic| {
+        topic_config::unclean_leader_election(&dynamic_broker_config::effective_overrides(
+            &next,
+            &topic.configs,
+        ))
+    });
+    for c in &changes {
+        if let MetadataRecord::PartitionChange {
+            topic_id,
+            partition,
+            leader,
+            isr,
+            unclean,
+        } = c
+        {
+            let name = next
+                .topic_names_by_id
+                .get(topic_id)
+                .cloned()
+                .unwrap_or_default();
+            if *unclean {
+                tracing::warn!(
+                    partition = %format!("{name}-{partition}"),
+                    leader = ?leader,
+                    "unclean leader election: no in-sync replica is live, so an out-of-sync \
+                     replica leads; records it lacks that the old ISR acknowledged are lost"
+                );
+            } else {
+                tracing::info!(
+                    partition = %format!("{name}-{partition}"),
+                    leader = ?leader,
+                    isr = ?isr,
+                    "partition leadership or ISR changed with the brokers' states"
+                );
+            }
+        }
+    }
+    records.extend(changes);
     records
 }
 

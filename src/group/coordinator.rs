@@ -303,8 +303,17 @@ impl GroupCoordinator {
                 }
                 r.to_vec().await?
             };
+            // The read may end inside a batch; the next round reads it
+            // from its offset. (With nothing whole, the first batch is
+            // malformed: it was read whole, and the parse below says why.)
+            let whole = batch::whole_batches_len(&bytes);
+            let bytes = if whole > 0 {
+                &bytes[..whole]
+            } else {
+                &bytes[..]
+            };
             let mut advanced = false;
-            for item in BatchIter::new(&bytes, CountRule::Compacted) {
+            for item in BatchIter::new(bytes, CountRule::Compacted) {
                 let (at, h) = item.map_err(|(at, e)| LogError::CorruptMetadata {
                     position: at,
                     reason: format!("{OFFSETS_TOPIC}-{partition}: {e}"),

@@ -117,6 +117,26 @@ fn i64_at(b: &[u8], at: usize) -> i64 {
     i64::from_be_bytes(a)
 }
 
+/// The length of the complete batches at the front of `bytes`. A read of a
+/// file range may end inside a batch (as Kafka's reads may); whoever parses
+/// it drops that partial batch and reads it again from its offset. A length
+/// too small for a batch header (zero padding, say) ends the walk too.
+pub fn whole_batches_len(bytes: &[u8]) -> usize {
+    let mut end = 0usize;
+    while let Some((_, len)) = peek_offset_and_size(&bytes[end..]) {
+        let Ok(len) = usize::try_from(len) else { break };
+        if len + LOG_OVERHEAD < RECORD_BATCH_HEADER_SIZE {
+            break;
+        }
+        let next = end + LOG_OVERHEAD + len;
+        if next > bytes.len() {
+            break;
+        }
+        end = next;
+    }
+    end
+}
+
 /// Reads the base offset and length of the batch at the front of `bytes`
 /// without checking anything else. Returns `None` when fewer than
 /// [`LOG_OVERHEAD`] bytes remain.

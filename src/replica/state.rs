@@ -187,13 +187,16 @@ impl ReplicaState {
         self.replicas = a.replicas.clone();
         if a.leader == self.local_id {
             let was_leader = self.is_leader();
+            // A pending change was based on the partition epoch held so far.
+            // Any newer one settles it: either it is the change committed,
+            // or the controller moved past its base and refuses it. The
+            // image that committed it may never arrive by itself (a
+            // snapshot, or images applied together), so waiting for one
+            // whose ISR equals the proposal could block the ISR for good.
+            let settled = a.partition_epoch > self.partition_epoch;
             self.partition_epoch = a.partition_epoch;
             self.isr = a.isr.clone();
-            if self
-                .pending_isr
-                .as_ref()
-                .is_some_and(|p| *p == a.isr || new_epoch)
-            {
+            if settled || new_epoch {
                 self.pending_isr = None;
             }
             if new_epoch || !was_leader {
@@ -622,6 +625,43 @@ mod tests {
             }
         );
         assert_eq!(s.in_sync_count(), 2);
+    }
+
+    /// Found by the simulation (tests/simulation.rs, seed 2219): the image
+    /// that committed a shrink was lost, the next one (the controller
+    /// fencing another member) had a different ISR, and the pending change
+    /// then blocked every later ISR change for good.
+    #[test]
+    fn a_newer_partition_epoch_settles_a_pending_change_whatever_its_isr() {
+        let mut s = leader_of_three();
+        s.on_appended(10);
+        s.on_follower_fetch(2, 10, 1_000).unwrap();
+        s.on_follower_fetch(3, 10, 1_000).unwrap();
+        s.on_follower_fetch(2, 10, LAG + 2_000).unwrap();
+        let shrink = s.tick(LAG + 2_000).expect("3 lags");
+        assert_eq!(shrink.new_isr, vec![1, 2]);
+        // Committed at partition epoch 2 (never seen here), then the
+        // controller fenced 2 at epoch 3.
+        s.apply_assignment(
+            &Assignment {
+                partition_epoch: 3,
+                ..assignment(1, 1, &[1])
+            },
+            LAG + 3_000,
+        );
+        assert_eq!(s.pending_isr(), None);
+        // The followers are back and caught up: an expansion is proposed.
+        let f = s.on_follower_fetch(2, 10, LAG + 4_000).unwrap();
+        assert_eq!(f.expand.map(|c| c.new_isr), Some(vec![1, 2]));
+        // An older or equal image does not settle the change in flight.
+        s.apply_assignment(
+            &Assignment {
+                partition_epoch: 3,
+                ..assignment(1, 1, &[1])
+            },
+            LAG + 5_000,
+        );
+        assert_eq!(s.pending_isr(), Some(&[1, 2][..]));
     }
 
     #[test]

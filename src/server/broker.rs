@@ -497,6 +497,10 @@ async fn start_controller(
             .await
             .map_err(|e| e.to_string())?;
     }
+    // The replicas' first image: the current one, which holds this
+    // process's registration (the images replayed before only set the
+    // image, see `controller::apply_image`).
+    publish(quorum.image()).await;
     Ok(())
 }
 

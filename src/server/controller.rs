@@ -11,7 +11,7 @@
 //! sees its change on the broker it asked.
 
 use std::cell::{Cell, RefCell, RefMut};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::pin::Pin;
 use std::rc::Rc;
 use std::sync::Arc;
@@ -20,11 +20,11 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 
 use crate::controller::brokers::{
-    BrokerControlState, BrokerSessions, Heartbeat, Registration, RegistrationDecision,
+    registrations, BrokerControlState, BrokerSessions, Heartbeat, RegistrationDecision,
     RegistrationRequest,
 };
 use crate::controller::partitions::{
-    plan_alter_partition, plan_leadership, BrokerView, IsrProposal,
+    broker_views, fencing, plan_alter_partition, with_leadership_changes, IsrProposal,
 };
 use crate::controller::placement::UsableBroker;
 use crate::controller::{
@@ -658,90 +658,6 @@ async fn alter_partition(
     })
 }
 
-/// The brokers as the partition decisions see them.
-fn broker_views(image: &MetadataImage) -> Vec<BrokerView> {
-    image
-        .brokers
-        .values()
-        .map(|b| BrokerView {
-            id: b.id,
-            epoch: b.epoch,
-            usable: !b.fenced && !b.in_controlled_shutdown,
-        })
-        .collect()
-}
-
-/// The records that fence `brokers` (id, broker epoch), with the leadership
-/// and ISR changes that follow from it.
-fn fencing(image: &MetadataImage, brokers: &[(i32, i64)]) -> Vec<MetadataRecord> {
-    let records = brokers
-        .iter()
-        .map(
-            |&(broker_id, broker_epoch)| MetadataRecord::BrokerRegistrationChange {
-                broker_id,
-                broker_epoch,
-                fenced: Some(true),
-                in_controlled_shutdown: None,
-            },
-        )
-        .collect();
-    with_leadership_changes(image, records)
-}
-
-/// `records` plus the leadership and ISR changes the brokers' states after
-/// them call for: a fenced or shutting-down broker leaves every ISR and
-/// hands its leaderships over; offline partitions whose replica came back
-/// get a leader. Committed in the same entry, so no image has a fenced
-/// leader that the controller already knew about.
-fn with_leadership_changes(
-    image: &MetadataImage,
-    mut records: Vec<MetadataRecord>,
-) -> Vec<MetadataRecord> {
-    let mut next = image.clone();
-    for r in &records {
-        next.apply(next.offset + 1, r);
-    }
-    let changes = plan_leadership(&next, &broker_views(&next), |topic| {
-        topic_config::unclean_leader_election(&dynamic_broker_config::effective_overrides(
-            &next,
-            &topic.configs,
-        ))
-    });
-    for c in &changes {
-        if let MetadataRecord::PartitionChange {
-            topic_id,
-            partition,
-            leader,
-            isr,
-            unclean,
-        } = c
-        {
-            let name = next
-                .topic_names_by_id
-                .get(topic_id)
-                .cloned()
-                .unwrap_or_default();
-            if *unclean {
-                tracing::warn!(
-                    partition = %format!("{name}-{partition}"),
-                    leader = ?leader,
-                    "unclean leader election: no in-sync replica is live, so an out-of-sync \
-                     replica leads; records it lacks that the old ISR acknowledged are lost"
-                );
-            } else {
-                tracing::info!(
-                    partition = %format!("{name}-{partition}"),
-                    leader = ?leader,
-                    isr = ?isr,
-                    "partition leadership or ISR changed with the brokers' states"
-                );
-            }
-        }
-    }
-    records.extend(changes);
-    records
-}
-
 /// A config change's answer: its records committed (unless validating),
 /// or the reason it was refused.
 async fn altered<F>(
@@ -1081,27 +997,6 @@ fn usable_brokers(image: &MetadataImage) -> Vec<UsableBroker> {
         .collect()
 }
 
-/// The registered brokers as the lifecycle decisions see them.
-fn registrations(image: &MetadataImage) -> BTreeMap<i32, Registration> {
-    image
-        .brokers
-        .values()
-        .map(|b| {
-            (
-                b.id,
-                Registration {
-                    id: b.id,
-                    incarnation_id: b.incarnation_id,
-                    epoch: b.epoch,
-                    rack: b.rack.clone(),
-                    fenced: b.fenced,
-                    in_controlled_shutdown: b.in_controlled_shutdown,
-                },
-            )
-        })
-        .collect()
-}
-
 /// The decisions' view of this broker.
 fn context<'a>(
     broker: &BrokerState,
@@ -1276,6 +1171,16 @@ pub async fn apply_image(shard: &Rc<Shard>, image: Arc<MetadataImage>) -> LogRes
     }
     let previous = broker.image();
     broker.set_image(image.clone());
+    if !broker.is_caught_up() {
+        // The images before this node caught up with the quorum are old
+        // ones replayed from its metadata log. Roles taken from them would
+        // make this replica a leader of an old epoch, whose epoch-cache
+        // entry truncates the newer ones, and it would believe it served
+        // that epoch's HW (found by the fault suite). As Kafka does,
+        // replicas apply only the image current once the node has caught
+        // up and registered (`start_controller` publishes it then).
+        return Ok(());
+    }
     for topic in image.topics.values() {
         let config = topic_config::log_config(
             &broker.config,

@@ -510,15 +510,7 @@ async fn restart_at(shard: &Rc<Shard>, part: &Followed, leader: i32, offset: i64
 /// may end inside a batch, and the follower drops that partial batch (the
 /// next fetch asks for it again).
 fn whole_batches(records: Bytes) -> Bytes {
-    let mut end = 0usize;
-    while let Some((_, len)) = crate::log::batch::peek_offset_and_size(&records[end..]) {
-        let Ok(len) = usize::try_from(len) else { break };
-        let next = end + crate::constants::LOG_OVERHEAD + len;
-        if next > records.len() {
-            break;
-        }
-        end = next;
-    }
+    let end = crate::log::batch::whole_batches_len(&records);
     records.slice(..end)
 }
 

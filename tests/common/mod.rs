@@ -37,3 +37,33 @@ pub fn producer_batch(n: usize, value_len: usize, ts: i64) -> BytesMut {
         })[..],
     )
 }
+
+/// splitmix64: a seeded generator whose sequence is fixed by this file
+/// alone, so that a seed replays the same run whatever crate versions the
+/// build picks (the fault suite's schedules, the simulation's runs).
+pub struct SeededRng(pub u64);
+
+impl SeededRng {
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in `0..n`.
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next_u64() % n
+    }
+
+    /// Uniform in `lo..=hi`.
+    pub fn between(&mut self, lo: u64, hi: u64) -> u64 {
+        lo + self.below(hi - lo + 1)
+    }
+
+    /// True with probability `percent`/100.
+    pub fn chance(&mut self, percent: u64) -> bool {
+        self.below(100) < percent
+    }
+}

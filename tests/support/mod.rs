@@ -1248,3 +1248,15 @@ pub fn spawn_logged(cmd: &mut Command, dir: &Path, name: &str) -> Child {
 pub fn read_logged(dir: &Path, name: &str) -> String {
     std::fs::read_to_string(dir.join(format!("{name}.out"))).unwrap_or_default()
 }
+
+/// The record batches of a segment file, without the zeros that pad an
+/// active segment to the direct-I/O block size (a closed or recovered
+/// segment has none): replicas hold the same batches, but only the active
+/// segment of a running broker is padded. Walks the batches by their
+/// length fields and stops at the first that is not whole.
+pub fn segment_batches(path: &Path) -> Vec<u8> {
+    let mut bytes = std::fs::read(path).unwrap_or_default();
+    let end = pinlog::log::batch::whole_batches_len(&bytes);
+    bytes.truncate(end);
+    bytes
+}
