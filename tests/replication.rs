@@ -627,4 +627,30 @@ fn replicated_cluster_survives_kills_and_pauses() {
         format!("OFFSET {last_commit}"),
         "the group's committed offset after the coordinator moved:\n{committed}"
     );
+    // The former coordinator comes back as a follower of the offsets
+    // partition: it must not load the groups and act as a second, stale
+    // coordinator (found by the fault suite: OffsetFetch answered by a
+    // follower made committed offsets seem to go back).
+    let former = coordinator.leader as usize;
+    let before_restart = cluster.node(former).log().len();
+    cluster.node(former).restart();
+    await_partition(
+        &cluster,
+        via,
+        "__consumer_offsets",
+        offsets_partition,
+        "its ISR whole",
+        |p| p.isr.len() == 3,
+    );
+    let now = partitions(&cluster.nodes[via - 1], "__consumer_offsets")
+        .and_then(|v| v.get(offsets_partition).cloned())
+        .unwrap_or_else(|| cluster.fail("no offsets partition"));
+    let since = cluster.node(former).log()[before_restart..].to_string();
+    let loaded =
+        format!("loaded group state from __consumer_offsets partition={offsets_partition} ");
+    if now.leader != former as i64 && since.contains(&loaded) {
+        cluster.fail(&format!(
+            "node {former} follows __consumer_offsets-{offsets_partition} but loaded its groups"
+        ));
+    }
 }

@@ -293,11 +293,17 @@ impl GroupCoordinator {
                     partition: tp.to_string(),
                     reason: "closed while loading".into(),
                 })?;
-                let hw = l.high_watermark();
-                if next >= hw {
+                // To the log end, as Kafka loads (isolation LOG_END): a new
+                // leader's HW is its checkpoint's until the followers fetch
+                // again, and may be far behind the commits it holds, which
+                // the load would then miss (found by the fault suite: the
+                // group's committed offsets went back). A leader never
+                // truncates its own log, so what it holds will commit.
+                let end = l.log_end_offset();
+                if next >= end {
                     break;
                 }
-                let r = l.read(next, LOAD_READ_BYTES, hw, true).await?;
+                let r = l.read(next, LOAD_READ_BYTES, end, true).await?;
                 if r.slices.is_empty() {
                     break;
                 }
@@ -1167,13 +1173,13 @@ fn tombstones(g: &Group, keys: impl Iterator<Item = (String, i32)>) -> Vec<(Byte
 /// Installs the coordinator on `shard`, starts loading the offsets
 /// partitions it owns, and runs its timers until `stop` is requested.
 pub fn start(shard: &Rc<Shard>, stop: StopHandle) {
+    // No load here: the partitions this node leads were loaded when the
+    // first image made it their leader (`on_became_leader`). Loading every
+    // local `__consumer_offsets` partition, as this did, made a follower a
+    // second coordinator that answered OffsetFetch from its stale copy
+    // (found by the fault suite: committed offsets seemed to go back).
     let c = GroupCoordinator::of(shard);
-    for tp in shard.local_partitions() {
-        if tp.topic == OFFSETS_TOPIC {
-            c.spawn_load(shard, tp.partition);
-        }
-    }
-    let (c, s) = (c.clone(), shard.clone());
+    let s = shard.clone();
     glommio::spawn_local(async move {
         let interval = Duration::from_millis(c.config.offsets_retention_check_interval_ms);
         let mut last_expiry = std::time::Instant::now();
