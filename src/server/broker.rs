@@ -471,6 +471,30 @@ async fn start_controller(
         cluster_id::store(&config.data_dir, &agreed, config.node_id).await?;
         tracing::info!(cluster_id = %agreed, "adopted the quorum's cluster id");
     }
+    // The controller unfenced this process. Wait until the local image
+    // holds that too, with the leaderships it brought back, so that the
+    // replicas' first image (published below) is the one clients are then
+    // served by, not one in which this broker is still fenced.
+    let epoch = lifecycle.broker_epoch();
+    let deadline = Instant::now() + STARTUP_TIMEOUT;
+    while !quorum
+        .image()
+        .brokers
+        .get(&config.node_id)
+        .is_some_and(|b| b.epoch == epoch && !b.fenced)
+    {
+        if stop.is_requested() {
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            return Err(format!(
+                "the controller unfenced this broker (epoch {epoch}), but the local metadata \
+                 did not show it within {STARTUP_TIMEOUT:?}; check the quorum's health with \
+                 `pinlog cluster describe`"
+            ));
+        }
+        glommio::timer::sleep(Duration::from_millis(5)).await;
+    }
     glommio::spawn_local(broker_lifecycle::keep_heartbeating(
         shard.clone(),
         lifecycle,
