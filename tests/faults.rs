@@ -691,12 +691,13 @@ impl FaultRun {
         let line = format!("{:>7.1}s {what}\n", self.started.elapsed().as_secs_f64());
         eprint!("fault run: {line}");
         use std::io::Write;
-        if let Ok(mut f) = std::fs::OpenOptions::new()
+        let written = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
             .open(self.history.join("nemesis.log"))
-        {
-            let _ = f.write_all(line.as_bytes());
+            .and_then(|mut f| f.write_all(line.as_bytes()));
+        if let Err(e) = written {
+            eprintln!("fault run: cannot append to nemesis.log: {e}");
         }
     }
 

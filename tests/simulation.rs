@@ -1506,6 +1506,19 @@ fn jepsen_kafka08_isr_shrink() {
     });
 }
 
+/// KIP-966's history up to 9 s: the followers die, the ISR shrinks to
+/// broker 1, broker 1 dies too, and the followers come back without it.
+fn last_replica_down(sim: &mut Sim) {
+    sim.run_until(2000);
+    sim.at(2000, Fault::Crash(2));
+    sim.at(2000, Fault::Crash(3));
+    // Long enough for the ISR to shrink to {1}.
+    sim.at(5000, Fault::Crash(1));
+    sim.at(5500, Fault::Restart(2));
+    sim.at(5500, Fault::Restart(3));
+    sim.run_until(9000);
+}
+
 /// KIP-966's last replica standing: the ISR shrinks to the leader, the
 /// leader dies, and the stale replicas must not lead (unclean election is
 /// off): the partition stays offline until the last ISR member returns,
@@ -1513,14 +1526,7 @@ fn jepsen_kafka08_isr_shrink() {
 #[test]
 fn kip966_last_replica_standing() {
     fixed_case("KIP-966", |sim| {
-        sim.run_until(2000);
-        sim.at(2000, Fault::Crash(2));
-        sim.at(2000, Fault::Crash(3));
-        // Long enough for the ISR to shrink to {1}.
-        sim.at(5000, Fault::Crash(1));
-        sim.at(5500, Fault::Restart(2));
-        sim.at(5500, Fault::Restart(3));
-        sim.run_until(9000);
+        last_replica_down(sim);
         let p = sim
             .controller
             .image
@@ -1554,13 +1560,7 @@ fn the_checks_catch_an_unclean_election() {
                 value: Some("true".into()),
             },
         );
-        sim.run_until(2000);
-        sim.at(2000, Fault::Crash(2));
-        sim.at(2000, Fault::Crash(3));
-        sim.at(5000, Fault::Crash(1));
-        sim.at(5500, Fault::Restart(2));
-        sim.at(5500, Fault::Restart(3));
-        sim.run_until(9000);
+        last_replica_down(sim);
         sim.at(9000, Fault::Restart(1));
         sim.run_until(12_000);
         sim.finish(12_000)
