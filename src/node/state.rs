@@ -18,6 +18,10 @@ pub struct BrokerState {
     /// Whether this node has applied everything the metadata quorum had
     /// committed when it started; until then it serves no client.
     caught_up: Cell<bool>,
+    /// Whether the first image applied after catch-up has been applied on
+    /// every shard, with the roles it gives this broker; until then the
+    /// listeners stay closed, so no client sees the partitions offline.
+    serving: Cell<bool>,
 }
 
 impl BrokerState {
@@ -27,6 +31,7 @@ impl BrokerState {
             cluster_id: RefCell::new(cluster_id),
             image: RefCell::new(image),
             caught_up: Cell::new(false),
+            serving: Cell::new(false),
         }
     }
 
@@ -44,6 +49,14 @@ impl BrokerState {
 
     pub fn set_caught_up(&self) {
         self.caught_up.set(true);
+    }
+
+    pub fn is_serving(&self) -> bool {
+        self.serving.get()
+    }
+
+    pub fn set_serving(&self) {
+        self.serving.set(true);
     }
 
     pub fn image(&self) -> Arc<MetadataImage> {

@@ -256,8 +256,9 @@ async fn shard_main(
             glommio::timer::sleep(Duration::from_millis(5)).await;
         }
         // Shard 0 sets every shard's state first, then waits for the
-        // quorum; serve only once it has caught up.
-        while !BrokerState::of(&shard).is_caught_up() {
+        // quorum; serve only once it has caught up and applied the roles
+        // of the image current then.
+        while !BrokerState::of(&shard).is_serving() {
             if stop.is_requested() {
                 return Ok(());
             }
@@ -525,6 +526,19 @@ async fn start_controller(
     // process's registration (the images replayed before only set the
     // image, see `controller::apply_image`).
     publish(quorum.image()).await;
+    // Only now may the other shards open their listeners: before, a client
+    // could find every partition of this broker without a leader (found by
+    // a fresh-clone CI run: a consumer got NOT_LEADER_OR_FOLLOWER just
+    // after a single broker's crash restart).
+    for s in 0..shard.shard_count() {
+        shard
+            .submit_to(
+                s,
+                |shard| async move { BrokerState::of(&shard).set_serving() },
+            )
+            .await
+            .map_err(|e| e.to_string())?;
+    }
     Ok(())
 }
 
