@@ -252,6 +252,40 @@ fn truncate_to_removes_whole_batches_and_trims_epochs() {
     });
 }
 
+/// A leader replaced before it appended anything holds an epoch entry that
+/// starts at its log end. Truncating to the log end removes no batch but
+/// does remove that entry (Kafka's `truncateTo`), or the follower would ask
+/// the new leader about that epoch forever (found by the simulation).
+#[test]
+fn truncating_to_the_log_end_drops_an_epoch_that_starts_there() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().to_path_buf();
+    run(move || async move {
+        let tp = TopicPartition::new("tr-end", 0);
+        let mut log = PartitionLog::open(&path, tp.clone(), small_config(), params(false), None)
+            .await
+            .unwrap();
+        for _ in 0..10 {
+            log.append_as_leader(producer_batch(2, 100, 0), 0, None, 0)
+                .await
+                .unwrap();
+        }
+        // Became leader of epoch 2 at offset 20, then lost it at once.
+        log.assign_epoch_start_offset(2, 20).await.unwrap();
+        assert_eq!(log.epoch_cache().latest_epoch(), Some(2));
+        assert!(!log.truncate_to(20, 0).await.unwrap(), "no batch goes");
+        assert_eq!(log.log_end_offset(), 20);
+        assert_eq!(log.epoch_cache().latest_epoch(), Some(0));
+        log.close().await.unwrap();
+        // The checkpoint says so too.
+        let log = PartitionLog::open(&path, tp, small_config(), params(true), None)
+            .await
+            .unwrap();
+        assert_eq!(log.epoch_cache().latest_epoch(), Some(0));
+        log.close().await.unwrap();
+    });
+}
+
 #[test]
 fn retention_and_delete_records_move_the_log_start() {
     let dir = tempfile::tempdir().unwrap();

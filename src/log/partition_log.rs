@@ -868,10 +868,19 @@ impl PartitionLog {
     }
 
     /// Removes every batch at or past `offset` (Kafka's `truncateTo`): for a
-    /// follower after OffsetsForLeaderEpoch. Returns whether anything went.
+    /// follower after OffsetsForLeaderEpoch. Returns whether any batch went.
     pub async fn truncate_to(&mut self, offset: i64, now_ms: i64) -> LogResult<bool> {
         self.ensure_online()?;
-        if offset >= self.log_end_offset() {
+        let leo = self.log_end_offset();
+        if offset >= leo {
+            // As Kafka: the epoch cache is truncated even so. A replica that
+            // became leader and was replaced before it appended anything
+            // holds an entry starting at its LEO; left in place, it would
+            // ask the new leader about that epoch again and again, and never
+            // fetch (found by the simulation, seed 1796163106).
+            if self.epochs.truncate_from_end(leo) {
+                self.persist_epochs().await?;
+            }
             return Ok(false);
         }
         if offset < *self.segments.keys().next().expect("segments") {

@@ -346,10 +346,37 @@ impl ReplicaState {
         })
     }
 
-    /// The controller refused the proposed ISR change or it timed out: the
-    /// next fetch or tick may propose again.
-    pub fn on_alter_isr_failed(&mut self) {
-        self.pending_isr = None;
+    /// The change in flight, to send again when its outcome is unknown (no
+    /// answer): it may have been committed, so it stays pending, and the
+    /// HW keeps waiting for every member it adds (Kafka retries
+    /// AlterPartition until the controller answers).
+    pub fn pending_alter(&self) -> Option<AlterIsr> {
+        if !self.is_leader() {
+            return None;
+        }
+        self.pending_isr.as_ref().map(|isr| AlterIsr {
+            leader_epoch: self.leader_epoch,
+            partition_epoch: self.partition_epoch,
+            new_isr: isr.clone(),
+        })
+    }
+
+    /// The controller refused `change`, answering with its own partition
+    /// epoch for the partition (`None` when it gave none). Only a refusal
+    /// at the epoch the change was based on proves that nothing committed
+    /// it: then the next fetch or tick may propose again. A newer epoch
+    /// there may hold this very change, committed by an earlier attempt
+    /// whose answer was lost (found by the simulation, seed 20262160:
+    /// clearing it let the HW pass a member the controller had added, and
+    /// that member then led without the exposed records); it stays pending
+    /// until the image brings that epoch.
+    pub fn on_alter_isr_refused(&mut self, change: &AlterIsr, controller_epoch: Option<i32>) {
+        if self.pending_alter().as_ref() != Some(change) {
+            return;
+        }
+        if controller_epoch.is_some_and(|e| e == change.partition_epoch) {
+            self.pending_isr = None;
+        }
     }
 
     /// A follower got the leader's HW in a fetch response: its own HW is
@@ -709,8 +736,49 @@ mod tests {
         s.on_appended(1);
         assert!(s.tick(LAG + 1).is_some());
         assert!(s.tick(LAG + 2).is_none());
-        s.on_alter_isr_failed();
-        assert!(s.tick(LAG + 3).is_some());
+        let change = s.pending_alter().expect("pending");
+        // A refusal from a controller already past the change's base
+        // epoch may hide an earlier commit of it: it stays pending.
+        s.on_alter_isr_refused(&change, Some(change.partition_epoch + 1));
+        assert_eq!(s.pending_alter(), Some(change.clone()));
+        assert!(s.tick(LAG + 3).is_none());
+        s.on_alter_isr_refused(&change, None);
+        assert!(s.tick(LAG + 3).is_none());
+        // At its own base epoch nothing committed it.
+        s.on_alter_isr_refused(&change, Some(change.partition_epoch));
+        assert_eq!(s.pending_alter(), None);
+        assert!(s.tick(LAG + 4).is_some());
+    }
+
+    #[test]
+    fn an_expansion_without_an_answer_keeps_the_hw_waiting_for_the_new_member() {
+        let mut s = leader_of_three();
+        // Follower 3 drops out of the ISR, then catches up again.
+        s.on_appended(10);
+        s.on_follower_fetch(2, 10, 1).unwrap();
+        let shrink = s.tick(LAG + 1).expect("3 is lagging");
+        assert_eq!(shrink.new_isr, vec![1, 2]);
+        s.apply_assignment(
+            &Assignment {
+                leader: 1,
+                leader_epoch: s.leader_epoch(),
+                partition_epoch: shrink.partition_epoch + 1,
+                replicas: vec![1, 2, 3],
+                isr: vec![1, 2],
+            },
+            LAG + 1,
+        );
+        let grow = s
+            .on_follower_fetch(3, 10, LAG + 2)
+            .unwrap()
+            .expand
+            .expect("3 caught up");
+        // No answer: the expansion may have been committed. Retried as is,
+        // and 3 still holds the HW back.
+        assert_eq!(s.pending_alter(), Some(grow));
+        s.on_appended(20);
+        s.on_follower_fetch(2, 20, LAG + 3).unwrap();
+        assert_eq!(s.high_watermark(), 10, "3 has only 10");
     }
 
     #[test]

@@ -5,8 +5,10 @@
 //!
 //! The leader's replica state keeps the proposal as pending: it counts
 //! toward the HW at once (the maximal ISR) and toward `min.insync.replicas`
-//! only once the metadata image carries it. A refusal clears it, so the next
-//! fetch or check may propose again.
+//! only once the metadata image carries it. A refusal at the epoch the
+//! change was based on clears it, so the next fetch or check may propose
+//! again; without an answer it may have been committed, so it stays pending
+//! and is sent again until the controller answers or an image settles it.
 
 use std::rc::Rc;
 use std::time::Duration;
@@ -30,29 +32,97 @@ use crate::shard::shard::{now_ms, Shard};
 /// The AlterPartition version leaders send (v3: members' broker epochs).
 pub const ALTER_PARTITION_VERSION: i16 = 3;
 
-/// Sends `change` for `tp` to the active controller in the background.
+/// How long a leader waits before it sends an AlterPartition again whose
+/// outcome it does not know (Kafka's `retry.backoff.ms` default).
+const ALTER_PARTITION_RETRY_BACKOFF: Duration = Duration::from_millis(100);
+
+/// What became of one AlterPartition.
+enum AlterOutcome {
+    Committed,
+    /// The controller answered with an error; `controller_epoch` is its
+    /// partition epoch for the partition, when it named one.
+    Refused {
+        why: String,
+        controller_epoch: Option<i32>,
+    },
+    /// No answer (no active controller, a lost connection, a timeout): the
+    /// change may have been committed.
+    Unknown(String),
+}
+
+/// Sends `change` for `tp` to the active controller in the background,
+/// again after [`ALTER_PARTITION_RETRY_BACKOFF`] for as long as its
+/// outcome is unknown and it is still this leader's pending change.
 pub fn propose(shard: &Rc<Shard>, tp: TopicPartition, change: AlterIsr) {
     let shard = shard.clone();
     glommio::spawn_local(async move {
-        let outcome = send(&shard, &tp, &change).await;
-        match outcome {
-            Ok(()) => tracing::info!(
-                partition = %tp,
-                isr = ?change.new_isr,
-                "the controller committed the ISR change"
-            ),
-            Err(why) => {
-                if let Some(state) = Replicas::of(&shard).get(&tp) {
-                    state.borrow_mut().on_alter_isr_failed();
+        let mut attempts = 0u32;
+        loop {
+            attempts += 1;
+            let outcome = send(&shard, &tp, &change).await;
+            let state = Replicas::of(&shard).get(&tp);
+            match outcome {
+                AlterOutcome::Committed => {
+                    tracing::info!(
+                        partition = %tp,
+                        isr = ?change.new_isr,
+                        "the controller committed the ISR change"
+                    );
+                    return;
                 }
-                tracing::warn!(partition = %tp, isr = ?change.new_isr, "ISR change not committed: {why}");
+                AlterOutcome::Refused {
+                    why,
+                    controller_epoch,
+                } => {
+                    if let Some(state) = state {
+                        state
+                            .borrow_mut()
+                            .on_alter_isr_refused(&change, controller_epoch);
+                    }
+                    tracing::warn!(partition = %tp, isr = ?change.new_isr, "ISR change not committed: {why}");
+                    return;
+                }
+                AlterOutcome::Unknown(why) => {
+                    let still_pending = state
+                        .is_some_and(|s| s.borrow().pending_alter().as_ref() == Some(&change));
+                    let stopping = shard
+                        .extension::<StopHandle>()
+                        .is_some_and(|s| s.is_requested());
+                    if !still_pending || stopping {
+                        return;
+                    }
+                    if attempts == 1 {
+                        tracing::warn!(
+                            partition = %tp,
+                            isr = ?change.new_isr,
+                            "ISR change not answered: {why}; the HW waits for every member it \
+                             adds, and it is sent again every {} ms until the controller answers",
+                            ALTER_PARTITION_RETRY_BACKOFF.as_millis()
+                        );
+                    } else {
+                        tracing::debug!(partition = %tp, attempts, "ISR change still not answered: {why}");
+                    }
+                    glommio::timer::sleep(ALTER_PARTITION_RETRY_BACKOFF).await;
+                }
             }
         }
     })
     .detach();
 }
 
-async fn send(shard: &Rc<Shard>, tp: &TopicPartition, change: &AlterIsr) -> Result<(), String> {
+async fn send(shard: &Rc<Shard>, tp: &TopicPartition, change: &AlterIsr) -> AlterOutcome {
+    match request(shard, tp, change).await {
+        Ok(outcome) => outcome,
+        Err(why) => AlterOutcome::Unknown(why),
+    }
+}
+
+/// One AlterPartition: `Err` when it could not be sent or no answer came.
+async fn request(
+    shard: &Rc<Shard>,
+    tp: &TopicPartition,
+    change: &AlterIsr,
+) -> Result<AlterOutcome, String> {
     let broker = BrokerState::of(shard);
     let image = broker.image();
     let topic = image
@@ -96,23 +166,28 @@ async fn send(shard: &Rc<Shard>, tp: &TopicPartition, change: &AlterIsr) -> Resu
         AlterPartitionResponse::decode(&mut Reader::new(answer.into()), ALTER_PARTITION_VERSION)
             .map_err(|e| format!("the controller's answer does not decode: {e}"))?;
     if response.error_code != error_code::NONE {
-        return Err(format!(
-            "error {}{}",
-            response.error_code,
-            message.map(|m| format!(": {m}")).unwrap_or_default()
-        ));
+        return Ok(AlterOutcome::Refused {
+            why: format!(
+                "error {}{}",
+                response.error_code,
+                message.map(|m| format!(": {m}")).unwrap_or_default()
+            ),
+            controller_epoch: None,
+        });
     }
-    let code = response
+    let result = response
         .topics
         .iter()
         .flat_map(|t| &t.partitions)
         .find(|p| p.partition_index == tp.partition)
-        .map(|p| p.error_code)
         .ok_or("the controller's answer lacks the partition")?;
-    if code != error_code::NONE {
-        return Err(format!("error {code}"));
+    if result.error_code != error_code::NONE {
+        return Ok(AlterOutcome::Refused {
+            why: format!("error {}", result.error_code),
+            controller_epoch: (result.partition_epoch >= 0).then_some(result.partition_epoch),
+        });
     }
-    Ok(())
+    Ok(AlterOutcome::Committed)
 }
 
 /// Checks every partition this shard leads for followers that stopped

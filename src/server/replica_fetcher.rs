@@ -300,7 +300,14 @@ async fn truncate(
                 .partition(&tp.topic, tp.partition)
                 .is_some_and(|p| p.last_election_unclean);
             let before = log.log_end_offset();
-            if offset < before {
+            if offset >= before {
+                // Nothing to remove but, possibly, an epoch-cache entry that
+                // starts at the log end (see `PartitionLog::truncate_to`).
+                if let Err(e) = log.truncate_to(before, now_ms()).await {
+                    tracing::error!(partition = %tp, "truncation to {before} failed: {e}");
+                    continue;
+                }
+            } else {
                 let now = now_ms();
                 let result = if offset < log.log_start_offset() {
                     log.truncate_fully_and_start_at(offset, now)
