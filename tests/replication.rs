@@ -7,6 +7,8 @@
 //!    otherwise) to an RF=3, min.insync.replicas=2 topic while the leader
 //!    is killed with kill -9. Every acknowledged record is then consumed
 //!    exactly once, in order, and the client saw no fatal error.
+//!    1b. The same with SIGTERM, a rolling restart's step: the leader
+//!    hands its leadership over before it stops (controlled shutdown).
 //! 2. **Byte-identical replicas.** Once the killed node has rejoined and
 //!    caught up, every replica's segment files are byte-identical; and stay
 //!    so after it is killed and restarted once more, replaying metadata
@@ -211,6 +213,73 @@ fn segment_bytes(dir: &Path) -> Vec<(String, Vec<u8>)> {
     out
 }
 
+/// Checks a `produce` run of the replication client against `topic`:
+/// no fatal error, enough acknowledged, and every acknowledged record in
+/// the log exactly once, in order.
+fn assert_acked_exactly_once(cluster: &Cluster, topic: &str, out: &CmdOutput) {
+    let mut acked: Vec<u64> = Vec::new();
+    let mut fatal: Vec<String> = Vec::new();
+    let mut done = None;
+    for line in out.stdout.lines() {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        match words.as_slice() {
+            ["ACK", n, _offset] => acked.push(n.parse().unwrap()),
+            ["ERR", n, name, "fatal"] => fatal.push(format!("{n} {name}")),
+            ["DONE", a, f, left] => done = Some((a.to_string(), f.to_string(), left.to_string())),
+            _ => {}
+        }
+    }
+    assert!(
+        fatal.is_empty(),
+        "the producer saw non-retriable errors: {fatal:?}"
+    );
+    assert!(done.is_some(), "the producer did not finish:\n{out}");
+    assert!(
+        acked.len() > 100,
+        "too few records acknowledged ({}) to prove anything:\n{}",
+        acked.len(),
+        support::tail(&out.stderr, 20)
+    );
+    let consumed = run_command(
+        &mut python(&["consume", &cluster.bootstrap(), topic]),
+        None,
+        STEP_TIMEOUT,
+    );
+    if !consumed.success() {
+        cluster.fail(&format!("the consumer failed:\n{consumed}"));
+    }
+    let values: Vec<u64> = consumed
+        .stdout
+        .lines()
+        .filter_map(|l| l.parse().ok())
+        .collect();
+    let mut seen = std::collections::HashMap::new();
+    for v in &values {
+        *seen.entry(*v).or_insert(0u32) += 1;
+    }
+    let lost: Vec<u64> = acked
+        .iter()
+        .copied()
+        .filter(|v| !seen.contains_key(v))
+        .collect();
+    let duplicated: Vec<u64> = seen
+        .iter()
+        .filter(|(_, &c)| c > 1)
+        .map(|(v, _)| *v)
+        .collect();
+    assert!(lost.is_empty(), "acknowledged records lost: {lost:?}");
+    assert!(duplicated.is_empty(), "records duplicated: {duplicated:?}");
+    assert!(
+        values.windows(2).all(|w| w[0] < w[1]),
+        "records out of order in the log"
+    );
+    eprintln!(
+        "{} acknowledged, {} in the log, none lost or duplicated",
+        acked.len(),
+        values.len()
+    );
+}
+
 #[test]
 fn replicated_cluster_survives_kills_and_pauses() {
     if !clients_available() {
@@ -254,72 +323,55 @@ fn replicated_cluster_survives_kills_and_pauses() {
         after.leader,
         killed_at.elapsed()
     );
-    let mut acked: Vec<u64> = Vec::new();
-    let mut fatal: Vec<String> = Vec::new();
-    let mut done = None;
-    for line in out.stdout.lines() {
-        let words: Vec<&str> = line.split_whitespace().collect();
-        match words.as_slice() {
-            ["ACK", n, _offset] => acked.push(n.parse().unwrap()),
-            ["ERR", n, name, "fatal"] => fatal.push(format!("{n} {name}")),
-            ["DONE", a, f, left] => done = Some((a.to_string(), f.to_string(), left.to_string())),
-            _ => {}
-        }
-    }
-    assert!(
-        fatal.is_empty(),
-        "the producer saw non-retriable errors: {fatal:?}"
-    );
-    assert!(done.is_some(), "the producer did not finish:\n{out}");
-    assert!(
-        acked.len() > 100,
-        "too few records acknowledged ({}) to prove anything:\n{}",
-        acked.len(),
-        support::tail(&out.stderr, 20)
-    );
     // The killed node comes back and catches up.
     cluster.node(leader as usize).restart();
     await_partition(&cluster, 1, "acked", 0, "three in sync again", |p| {
         p.isr.len() == 3
     });
-    let consumed = run_command(
-        &mut python(&["consume", &cluster.bootstrap(), "acked"]),
-        None,
-        STEP_TIMEOUT,
+    assert_acked_exactly_once(&cluster, "acked", &out);
+
+    // 1b. Leader SIGTERM under load: a rolling restart's step. The leader
+    // hands its leadership over before it stops (controlled shutdown), and
+    // the producer's records still land exactly once.
+    create_topic(
+        &cluster,
+        "handed-over",
+        "1",
+        "3",
+        &["min.insync.replicas=2"],
     );
-    if !consumed.success() {
-        cluster.fail(&format!("the consumer failed:\n{consumed}"));
+    let before = await_partition(&cluster, 1, "handed-over", 0, "three in sync", |p| {
+        p.leader > 0 && p.isr.len() == 3
+    });
+    let leader = before.leader;
+    let producer = python(&[
+        "produce",
+        &cluster.bootstrap(),
+        "handed-over",
+        &PRODUCE_SECONDS.to_string(),
+    ]);
+    let producing = std::thread::spawn(move || {
+        let mut producer = producer;
+        run_command(&mut producer, None, STEP_TIMEOUT)
+    });
+    std::thread::sleep(KILL_AFTER);
+    let stopping = cluster.node(leader as usize);
+    stopping.stop();
+    let log = stopping.log();
+    if !log.contains("controlled shutdown done: this broker leads no partition") {
+        cluster.fail(&format!(
+            "broker {leader} stopped without handing over its leaderships first"
+        ));
     }
-    let values: Vec<u64> = consumed
-        .stdout
-        .lines()
-        .filter_map(|l| l.parse().ok())
-        .collect();
-    let mut seen = std::collections::HashMap::new();
-    for v in &values {
-        *seen.entry(*v).or_insert(0u32) += 1;
+    let out = producing.join().expect("producer thread");
+    if !out.success() {
+        cluster.fail(&format!("the producer failed:\n{out}"));
     }
-    let lost: Vec<u64> = acked
-        .iter()
-        .copied()
-        .filter(|v| !seen.contains_key(v))
-        .collect();
-    let duplicated: Vec<u64> = seen
-        .iter()
-        .filter(|(_, &c)| c > 1)
-        .map(|(v, _)| *v)
-        .collect();
-    assert!(lost.is_empty(), "acknowledged records lost: {lost:?}");
-    assert!(duplicated.is_empty(), "records duplicated: {duplicated:?}");
-    assert!(
-        values.windows(2).all(|w| w[0] < w[1]),
-        "records out of order in the log"
-    );
-    eprintln!(
-        "{} acknowledged, {} in the log, none lost or duplicated",
-        acked.len(),
-        values.len()
-    );
+    cluster.node(leader as usize).restart();
+    await_partition(&cluster, 1, "handed-over", 0, "three in sync again", |p| {
+        p.isr.len() == 3
+    });
+    assert_acked_exactly_once(&cluster, "handed-over", &out);
 
     // 2. Byte-identical replicas, once every follower has caught up.
     let dirs: Vec<_> = cluster

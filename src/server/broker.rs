@@ -25,7 +25,7 @@ use crate::quorum::{Publish, Quorum, QuorumSettings};
 use crate::server::connection::serve_connection;
 use crate::server::controller::{self, Controller, CONTROLLER_SHARD};
 use crate::server::metrics_http;
-use crate::server::{broker_lifecycle, cluster_id, storage_failure};
+use crate::server::{broker_lifecycle, cluster_id, controlled_shutdown, storage_failure};
 use crate::shard::partition_table::ShardId;
 use crate::shard::runtime::{run_shards, ShardConfig, Shutdown};
 use crate::shard::shard::Shard;
@@ -63,17 +63,28 @@ fn install_signal_thread(stop: StopHandle) -> Result<(), String> {
     std::thread::Builder::new()
         .name("pinlog-signals".into())
         .spawn(move || {
-            let mut sig: libc::c_int = 0;
-            // SAFETY: sigwait reads the sigset we own and writes one int.
-            // It fails only with EINVAL for an invalid set, which this is
-            // not; stop the thread rather than spin if it ever does.
-            match unsafe { libc::sigwait(&set, &mut sig) } {
-                0 => {
-                    tracing::info!("received signal {sig}: shutting down");
-                    stop.request();
-                }
-                e => {
-                    tracing::error!("sigwait failed ({e}): SIGINT/SIGTERM will not stop the broker")
+            // The first signal asks for a controlled shutdown, a second one
+            // stops at once.
+            for first in [true, false] {
+                let mut sig: libc::c_int = 0;
+                // SAFETY: sigwait reads the sigset we own and writes one int.
+                // It fails only with EINVAL for an invalid set, which this is
+                // not; stop the thread rather than spin if it ever does.
+                match unsafe { libc::sigwait(&set, &mut sig) } {
+                    0 if first => {
+                        tracing::info!("received signal {sig}: shutting down");
+                        stop.request_shutdown();
+                    }
+                    0 => {
+                        tracing::warn!("received signal {sig} again: stopping at once");
+                        stop.request();
+                    }
+                    e => {
+                        tracing::error!(
+                            "sigwait failed ({e}): SIGINT/SIGTERM will not stop the broker"
+                        );
+                        return;
+                    }
                 }
             }
         })
@@ -246,6 +257,7 @@ async fn shard_main(
         shard.set_extension(Rc::new(CheckpointLock(glommio::sync::Semaphore::new(1))));
     }
     if shard.id() == CONTROLLER_SHARD {
+        glommio::spawn_local(controlled_shutdown::watch(shard.clone(), stop.clone())).detach();
         start_controller(&shard, &config, &cluster_id, &stop).await?;
     } else {
         let deadline = Instant::now() + STARTUP_TIMEOUT;
@@ -496,6 +508,8 @@ async fn start_controller(
         }
         glommio::timer::sleep(Duration::from_millis(5)).await;
     }
+    // The controlled shutdown heartbeats with this registration.
+    shard.set_extension(lifecycle.clone());
     glommio::spawn_local(broker_lifecycle::keep_heartbeating(
         shard.clone(),
         lifecycle,

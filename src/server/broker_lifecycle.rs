@@ -108,9 +108,11 @@ pub async fn keep_heartbeating(
     interval: Duration,
     stop: StopHandle,
 ) {
-    while !stop.is_requested() {
+    // A shutdown request hands the heartbeats over to the controlled
+    // shutdown (`server/controlled_shutdown.rs`).
+    while !stop.is_shutdown_requested() {
         glommio::timer::sleep(interval).await;
-        if stop.is_requested() {
+        if stop.is_shutdown_requested() {
             return;
         }
         if let Err(JoinRefused(why)) = heartbeat(&shard, &lifecycle, &stop).await {
@@ -209,13 +211,35 @@ async fn heartbeat(
     lifecycle: &Lifecycle,
     stop: &StopHandle,
 ) -> Result<(), JoinRefused> {
+    heartbeat_wanting(shard, lifecycle, false, stop)
+        .await
+        .map(|_| ())
+}
+
+/// One heartbeat that asks for a controlled shutdown: the controller moves
+/// this broker's leaderships away, and answers `should_shut_down` once it
+/// leads nothing. `None` when no controller took it.
+pub async fn shutdown_heartbeat(
+    shard: &Rc<Shard>,
+    lifecycle: &Lifecycle,
+    stop: &StopHandle,
+) -> Result<Option<BrokerHeartbeatResponse>, JoinRefused> {
+    heartbeat_wanting(shard, lifecycle, true, stop).await
+}
+
+async fn heartbeat_wanting(
+    shard: &Rc<Shard>,
+    lifecycle: &Lifecycle,
+    want_shut_down: bool,
+    stop: &StopHandle,
+) -> Result<Option<BrokerHeartbeatResponse>, JoinRefused> {
     let broker = BrokerState::of(shard);
     let request = BrokerHeartbeatRequest {
         broker_id: broker.node_id(),
         broker_epoch: lifecycle.epoch.get(),
         current_metadata_offset: broker.image().offset,
         want_fence: false,
-        want_shut_down: false,
+        want_shut_down,
         ..Default::default()
     };
     let mut body = BytesMut::new();
@@ -225,7 +249,7 @@ async fn heartbeat(
             Ok(a) => a,
             Err(e) => {
                 tracing::debug!("heartbeat not taken: {e}");
-                return Ok(());
+                return Ok(None);
             }
         };
     let resp = BrokerHeartbeatResponse::decode(&mut Reader::new(answer.into()), HEARTBEAT_VERSION)
@@ -237,25 +261,27 @@ async fn heartbeat(
     match resp.error_code {
         error_code::NONE => {
             if lifecycle.fenced.get() != resp.is_fenced {
-                if resp.is_fenced {
+                if resp.is_fenced && want_shut_down {
+                    tracing::info!("the controller fenced this broker for its shutdown");
+                } else if resp.is_fenced {
                     tracing::warn!("the controller fenced this broker");
                 } else if lifecycle.epoch.get() >= 0 {
                     tracing::info!("the controller unfenced this broker");
                 }
                 lifecycle.fenced.set(resp.is_fenced);
             }
-            Ok(())
+            Ok(Some(resp))
         }
-        error_code::STALE_BROKER_EPOCH => {
+        error_code::STALE_BROKER_EPOCH if !want_shut_down => {
             tracing::warn!(
                 "{}; registering again",
                 message.unwrap_or_else(|| "the controller does not know this broker epoch".into())
             );
-            register(shard, lifecycle, stop).await
+            register(shard, lifecycle, stop).await.map(|()| None)
         }
         code => {
             tracing::debug!(code, "heartbeat refused: {}", message.unwrap_or_default());
-            Ok(())
+            Ok(None)
         }
     }
 }

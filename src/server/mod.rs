@@ -5,6 +5,7 @@ pub mod broker;
 pub mod broker_lifecycle;
 pub mod cluster_id;
 pub mod connection;
+pub mod controlled_shutdown;
 pub mod controller;
 pub mod dispatch;
 pub mod fetch_sessions;

@@ -46,7 +46,9 @@ pub const CLEAN_SHUTDOWN_MARKER: &str = ".kafka_cleanshutdown";
 /// How long `start`/`restart` wait for the broker to answer ApiVersions.
 const READY_TIMEOUT: Duration = Duration::from_secs(20);
 /// How long `stop` waits for the process to exit after SIGTERM. The broker
-/// itself gives in-flight requests 10 s (`DRAIN_TIMEOUT`), then flushes.
+/// itself hands its leaderships over (bounded by broker.session.timeout.ms,
+/// 9 s by default, usually milliseconds), gives in-flight requests 10 s
+/// (`DRAIN_TIMEOUT`), then flushes.
 const STOP_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long `kill9` waits for the dead broker's ports to be released.
 const PORT_RELEASE_TIMEOUT: Duration = Duration::from_secs(5);

@@ -278,6 +278,14 @@ async fn append_on_owner(
             Err(e) => {
                 if matches!(e, LogError::Io { .. } | LogError::Offline { .. }) {
                     tracing::error!(partition = %tp, "produce failed: {e}");
+                } else if matches!(
+                    e,
+                    LogError::OutOfOrderSequence { .. } | LogError::InvalidProducerEpoch { .. }
+                ) {
+                    // Rare, and it makes an idempotent producer bump its
+                    // epoch, after which its unacknowledged batches can be
+                    // written twice: an operator needs to see it.
+                    tracing::info!(partition = %tp, "produce refused: {e}");
                 } else {
                     tracing::debug!(partition = %tp, "produce refused: {e}");
                 }
