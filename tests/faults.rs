@@ -41,6 +41,7 @@ use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
 use common::SeededRng;
+use pinlog::log::batch::CountRule;
 use serde_json::Value;
 use support::netns::Testbed;
 use support::{
@@ -269,6 +270,27 @@ fn checker_finds_lost_duplicated_and_vanished_records() {
     assert!(out.stdout.contains("LOST: a-2"), "{out}");
     assert!(out.stdout.contains("DUPLICATED: a-1"), "{out}");
 
+    // With the batches: a-1's copies under one producer epoch are still a
+    // violation; under two epochs of one producer (the client bumped its
+    // epoch and sent it again) they are a counted resend.
+    let batches = |second_epoch: i64| {
+        [
+            r#"{"p":0,"base":0,"last":1,"pid":7,"epoch":0,"seq":0}"#.to_string(),
+            format!(r#"{{"p":0,"base":2,"last":2,"pid":7,"epoch":{second_epoch},"seq":0}}"#),
+            format!(r#"{{"p":0,"base":3,"last":3,"pid":7,"epoch":{second_epoch},"seq":1}}"#),
+        ]
+        .join("\n")
+            + "\n"
+    };
+    std::fs::write(dir.path().join("batches.jsonl"), batches(0)).expect("write batches");
+    let summary = checker_summary(&checker(dir.path()));
+    assert_eq!(summary["duplicated"], 1);
+    assert_eq!(summary["resent_after_epoch_bump"], 0);
+    std::fs::write(dir.path().join("batches.jsonl"), batches(1)).expect("write batches");
+    let summary = checker_summary(&checker(dir.path()));
+    assert_eq!(summary["duplicated"], 0);
+    assert_eq!(summary["resent_after_epoch_bump"], 1);
+
     // The same run without the faults passes.
     write(
         "final.jsonl",
@@ -295,8 +317,6 @@ fn checker_finds_lost_duplicated_and_vanished_records() {
 }
 
 #[test]
-#[ignore = "finds an open bug (a duplicate under an idempotent producer, random seed \
-            1796159197185499814; see tests/README.md): run by hand until it is fixed"]
 fn short_fault_run() {
     let seconds = env_number("PINLOG_FAULT_SECONDS").unwrap_or(SHORT_RUN_SECONDS);
     run_faults(3, seconds);
@@ -431,6 +451,7 @@ fn full_disk_fault() {
     }
     run.await_converged();
     run.final_read();
+    run.write_batches();
     let out = checker(&run.history);
     let divergent = run.divergent_replicas();
     if !out.success() || !divergent.is_empty() {
@@ -626,20 +647,23 @@ fn run_faults(nodes: usize, seconds: u64) {
     }
     run.await_converged();
     run.final_read();
+    run.write_batches();
     let out = checker(&run.history);
     let summary = checker_summary(&out);
     let divergent = run.divergent_replicas();
     let record = format!(
         "fault run result: {nodes} nodes, {seconds} s, seeds {FIXED_SEED}+{random_seed}, network \
          faults {}; faults injected {:?}; acknowledged {}, failed (indeterminate) {}, lost {}, \
-         duplicated {}, moved {}, vanished {}, offsets backwards {}, fatal producer errors {}, \
-         divergent replicas {}; records read live {}, partitions with checked commits {}",
+         duplicated {}, resent after a client's epoch bump {}, moved {}, vanished {}, offsets \
+         backwards {}, fatal producer errors {}, divergent replicas {}; records read live {}, \
+         partitions with checked commits {}",
         if run.testbed.is_some() { "on" } else { "OFF" },
         run.tally.faults,
         summary["acknowledged"],
         summary["failed"],
         summary["lost"],
         summary["duplicated"],
+        summary["resent_after_epoch_bump"],
         summary["moved"],
         summary["vanished"],
         summary["backwards"],
@@ -1085,6 +1109,45 @@ impl FaultRun {
             }
         }
         out
+    }
+
+    /// `batches.jsonl` for the checker: every batch of every partition
+    /// (offsets, producer id, epoch, first sequence), from the first node
+    /// that holds the partition (the replicas are compared separately), so
+    /// that it can tell a batch the broker appended twice from a record a
+    /// client sent again under a new producer epoch.
+    fn write_batches(&self) {
+        let mut out = String::new();
+        for p in 0..PARTITIONS {
+            let dir_name = format!("{TOPIC}-{p}");
+            let Some(dir) = self
+                .cluster
+                .nodes
+                .iter()
+                .map(|n| n.data_dir().join(&dir_name))
+                .find(|d| d.is_dir())
+            else {
+                continue;
+            };
+            let bytes = log_bytes(&dir);
+            for (_, h) in pinlog::log::batch::BatchIter::new(&bytes, CountRule::Compacted)
+                .map_while(Result::ok)
+            {
+                out.push_str(
+                    &serde_json::json!({
+                        "p": p,
+                        "base": h.base_offset,
+                        "last": h.last_offset(),
+                        "pid": h.producer_id,
+                        "epoch": h.producer_epoch,
+                        "seq": h.base_sequence,
+                    })
+                    .to_string(),
+                );
+                out.push('\n');
+            }
+        }
+        std::fs::write(self.history.join("batches.jsonl"), out).expect("write batches.jsonl");
     }
 
     fn final_read(&self) {

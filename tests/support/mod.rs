@@ -49,6 +49,8 @@ const READY_TIMEOUT: Duration = Duration::from_secs(20);
 /// itself hands its leaderships over (bounded by broker.session.timeout.ms,
 /// 9 s by default, usually milliseconds), gives in-flight requests 10 s
 /// (`DRAIN_TIMEOUT`), then flushes.
+/// Set to keep every broker's directory, not only a failed test's.
+const KEEP_DIRS_ENV: &str = "PINLOG_TEST_KEEP_DIRS";
 const STOP_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long `kill9` waits for the dead broker's ports to be released.
 const PORT_RELEASE_TIMEOUT: Duration = Duration::from_secs(5);
@@ -672,16 +674,17 @@ impl Drop for Broker {
             }
             None => false,
         };
-        if std::thread::panicking() {
-            if was_running {
-                // The test failed with the broker alive: show its side.
-                eprintln!(
-                    "--- broker log ({}) ---\n{}--- end of broker log ---",
-                    self.log_path().display(),
-                    self.log()
-                );
-            }
-            // Keep the data directory and log of a failed test.
+        if std::thread::panicking() && was_running {
+            // The test failed with the broker alive: show its side.
+            eprintln!(
+                "--- broker log ({}) ---\n{}--- end of broker log ---",
+                self.log_path().display(),
+                self.log()
+            );
+        }
+        // Keep the data directory and log of a failed test, or of every
+        // test when PINLOG_TEST_KEEP_DIRS is set (to study a passing run).
+        if std::thread::panicking() || std::env::var_os(KEEP_DIRS_ENV).is_some() {
             if let Some(root) = self.root.take() {
                 eprintln!(
                     "kept the broker's directory for inspection: {}",
