@@ -1393,6 +1393,15 @@ fn incarnation_uuid(n: u64) -> Uuid {
 
 /// Runs `build` to completion for `seed`, catching a panic of the real
 /// cores' assertions as a failure of the seed.
+/// One seed as `random_seeds` runs it: random faults, then healing.
+fn random_run(seed: u64) -> Result<usize, String> {
+    run_seed(seed, |sim| {
+        sim.random_faults(FAULT_PHASE_MS);
+        sim.run_until(FAULT_PHASE_MS);
+        sim.finish(FAULT_PHASE_MS)
+    })
+}
+
 fn run_seed(
     seed: u64,
     build: impl FnOnce(&mut Sim) -> Result<(), String>,
@@ -1438,11 +1447,7 @@ fn random_seeds() {
     let mut acknowledged = 0;
     let mut failures = Vec::new();
     for seed in first..first + seeds {
-        let outcome = run_seed(seed, |sim| {
-            sim.random_faults(FAULT_PHASE_MS);
-            sim.run_until(FAULT_PHASE_MS);
-            sim.finish(FAULT_PHASE_MS)
-        });
+        let outcome = random_run(seed);
         match outcome {
             Ok(n) => acknowledged += n,
             Err(e) => failures.push(e),
@@ -1470,12 +1475,7 @@ fn random_seeds() {
 /// (its epoch entry at the log end was not truncated).
 #[test]
 fn a_leader_replaced_before_appending_fetches_again() {
-    run_seed(1_796_163_106, |sim| {
-        sim.random_faults(FAULT_PHASE_MS);
-        sim.run_until(FAULT_PHASE_MS);
-        sim.finish(FAULT_PHASE_MS)
-    })
-    .unwrap_or_else(|e| panic!("{e}"));
+    random_run(1_796_163_106).unwrap_or_else(|e| panic!("{e}"));
 }
 
 /// An ISR expansion committed while its answer was lost: the leader took
@@ -1483,12 +1483,7 @@ fn a_leader_replaced_before_appending_fetches_again() {
 /// member then led without the records exposed (a lost acknowledged write).
 #[test]
 fn a_lost_alter_partition_answer_keeps_the_hw_waiting() {
-    run_seed(20_262_160, |sim| {
-        sim.random_faults(FAULT_PHASE_MS);
-        sim.run_until(FAULT_PHASE_MS);
-        sim.finish(FAULT_PHASE_MS)
-    })
-    .unwrap_or_else(|e| panic!("{e}"));
+    random_run(20_262_160).unwrap_or_else(|e| panic!("{e}"));
 }
 
 /// Checks that a fixed case acknowledged something and ends well.

@@ -527,15 +527,7 @@ async fn start_controller(
             .await
             .map_err(|e| e.to_string())?;
     }
-    for s in 0..shard.shard_count() {
-        shard
-            .submit_to(
-                s,
-                |shard| async move { BrokerState::of(&shard).set_caught_up() },
-            )
-            .await
-            .map_err(|e| e.to_string())?;
-    }
+    on_every_shard(shard, |b| b.set_caught_up()).await?;
     // The replicas' first image: the current one, which holds this
     // process's registration (the images replayed before only set the
     // image, see `controller::apply_image`).
@@ -544,12 +536,15 @@ async fn start_controller(
     // could find every partition of this broker without a leader (found by
     // a fresh-clone CI run: a consumer got NOT_LEADER_OR_FOLLOWER just
     // after a single broker's crash restart).
+    on_every_shard(shard, |b| b.set_serving()).await?;
+    Ok(())
+}
+
+/// Runs `f` on every shard's broker state, one shard after another.
+async fn on_every_shard(shard: &Rc<Shard>, f: fn(&BrokerState)) -> Result<(), String> {
     for s in 0..shard.shard_count() {
         shard
-            .submit_to(
-                s,
-                |shard| async move { BrokerState::of(&shard).set_serving() },
-            )
+            .submit_to(s, move |shard| async move { f(&BrokerState::of(&shard)) })
             .await
             .map_err(|e| e.to_string())?;
     }
