@@ -93,6 +93,10 @@ pub const DMA_ALIGNMENT: u64 = 4096;
 /// Upper bound on bytes written to a segment in one DMA write. Larger appends
 /// are split so that a single write never needs an unbounded buffer.
 pub const DMA_WRITE_BYTES_MAX: usize = 4 * 1024 * 1024;
+/// Upper bound on the produce requests' bytes that one group commit joins
+/// into a write (it always takes at least one request): one DMA write, so a
+/// group never waits on a second one.
+pub const GROUP_COMMIT_MAX_BYTES: usize = DMA_WRITE_BYTES_MAX;
 
 /// Default memory for the per-shard tail cache of recently appended batches.
 pub const DEFAULT_TAIL_CACHE_BYTES: usize = 64 * 1024 * 1024;

@@ -33,7 +33,7 @@ use pinlog::log::batch::{
 };
 use pinlog::log::batch_cache::BatchCache;
 use pinlog::log::epoch_cache::EpochEntry;
-use pinlog::log::partition_log::{OpenParams, PartitionLog};
+use pinlog::log::partition_log::{AppendInfo, LeaderAppend, OpenParams, PartitionLog};
 use pinlog::log::segment::segment_file_path;
 use pinlog::log::topic_partition::TopicPartition;
 
@@ -95,11 +95,13 @@ enum CrashKind {
 enum Op {
     /// One append call of several batches, by the leader (offsets and epoch
     /// assigned by the log) or by a follower (bytes already carry them). A
-    /// `new_epoch` append is the first of a newly elected leader.
+    /// `new_epoch` append is the first of a newly elected leader. A
+    /// `grouped` leader append is a group commit with one request per batch.
     Append {
         batches: Vec<BatchShape>,
         new_epoch: bool,
         as_follower: bool,
+        grouped: bool,
     },
     Roll,
     Flush,
@@ -178,11 +180,13 @@ fn op() -> impl Strategy<Value = Op> {
             prop::collection::vec(batch_shape(), 1..=3),
             prop::bool::weighted(0.15),
             prop::bool::weighted(0.25),
+            prop::bool::weighted(0.4),
         )
-            .prop_map(|(batches, new_epoch, as_follower)| Op::Append {
+            .prop_map(|(batches, new_epoch, as_follower, grouped)| Op::Append {
                 batches,
                 new_epoch,
                 as_follower,
+                grouped,
             }),
         1 => Just(Op::Roll),
         2 => Just(Op::Flush),
@@ -426,6 +430,7 @@ async fn apply(
             batches,
             new_epoch,
             as_follower,
+            grouped,
         } => {
             if *new_epoch {
                 model.epoch += 1;
@@ -433,6 +438,7 @@ async fn apply(
             let first = model.leo();
             let mut next = first;
             let mut producer = BytesMut::new();
+            let mut requests = Vec::new();
             let mut stored = Vec::new();
             let mut records = 0u64;
             for shape in batches {
@@ -440,6 +446,10 @@ async fn apply(
                 model.next_seq += 1;
                 let bytes = producer_batch(seq, shape);
                 producer.extend_from_slice(&bytes);
+                requests.push(LeaderAppend {
+                    batches: BytesMut::from(&bytes[..]),
+                    log_append_time_ms: None,
+                });
                 // What the log must store: the producer's bytes with the
                 // offset and epoch patched in, nothing else changed.
                 let mut patched = bytes;
@@ -458,6 +468,26 @@ async fn apply(
             let info = if *as_follower {
                 let fetched: Vec<u8> = stored.iter().flat_map(|b| b.bytes.clone()).collect();
                 log.append_as_follower(Bytes::from(fetched), h.now_ms).await
+            } else if *grouped {
+                let results = log
+                    .append_many_as_leader(requests, model.epoch, h.now_ms)
+                    .await;
+                let mut infos = Vec::new();
+                for (r, b) in results.into_iter().zip(&stored) {
+                    let info = r.unwrap_or_else(|e| panic!("{ctx}: grouped append failed: {e}"));
+                    assert_eq!(
+                        (info.first_offset, info.last_offset, info.batch_count),
+                        (b.base, b.last, 1),
+                        "{ctx}: grouped append info"
+                    );
+                    infos.push(info);
+                }
+                Ok(AppendInfo {
+                    first_offset: infos[0].first_offset,
+                    last_offset: infos[infos.len() - 1].last_offset,
+                    batch_count: infos.len(),
+                    ..infos[0]
+                })
             } else {
                 log.append_as_leader(producer, model.epoch, None, h.now_ms)
                     .await

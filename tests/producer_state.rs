@@ -11,7 +11,7 @@ use common::{producer_batch, run};
 use pinlog::config::LogConfig;
 use pinlog::error::{BatchError, LogError};
 use pinlog::log::batch;
-use pinlog::log::partition_log::{AppendInfo, OpenParams, PartitionLog};
+use pinlog::log::partition_log::{AppendInfo, LeaderAppend, OpenParams, PartitionLog};
 use pinlog::log::producer_state::{
     snapshot_path, EXPIRATION_CHECK_INTERVAL_MS, NO_SEQUENCE, SNAPSHOTS_RETAINED_MAX,
 };
@@ -512,5 +512,144 @@ fn idle_producers_expire_lazily() {
             NO_SEQUENCE
         );
         log.close().await.unwrap();
+    });
+}
+
+fn request(producer_id: i64, epoch: i16, seq: i32, n: usize) -> LeaderAppend {
+    LeaderAppend {
+        batches: idempotent_batch(producer_id, epoch, seq, n),
+        log_append_time_ms: None,
+    }
+}
+
+#[test]
+fn a_group_commit_checks_each_request_against_the_ones_before_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().to_path_buf();
+    run(move || async move {
+        let mut log = open(&path, small_config(), false).await;
+        let results = log
+            .append_many_as_leader(
+                vec![
+                    request(PID, 0, 0, 2),
+                    // Continues the first request of the group.
+                    request(PID, 0, 2, 2),
+                    // A gap after the second: refused alone.
+                    request(PID, 0, 10, 1),
+                    // A retry of the first, answered with its offsets.
+                    request(PID, 0, 0, 2),
+                    request(OTHER_PID, 0, 0, 1),
+                    // A fenced epoch after the group bumped nothing: fine
+                    // for a new epoch, which starts at sequence 0.
+                    request(PID, 1, 0, 1),
+                ],
+                0,
+                NOW_MS,
+            )
+            .await;
+        let spans: Vec<Result<(i64, i64, bool), String>> = results
+            .into_iter()
+            .map(|r| {
+                r.map(|i| (i.first_offset, i.last_offset, i.duplicate))
+                    .map_err(|e| format!("{e:?}"))
+            })
+            .collect();
+        assert_eq!(spans[0], Ok((0, 1, false)));
+        assert_eq!(spans[1], Ok((2, 3, false)));
+        assert!(
+            spans[2]
+                .as_ref()
+                .is_err_and(|e| e.contains("OutOfOrderSequence")),
+            "{:?}",
+            spans[2]
+        );
+        assert_eq!(spans[3], Ok((0, 1, true)));
+        assert_eq!(spans[4], Ok((4, 4, false)));
+        assert_eq!(spans[5], Ok((5, 5, false)));
+        assert_eq!(log.log_end_offset(), 6);
+        // An older epoch after the group's bump is fenced.
+        assert!(matches!(
+            append(&mut log, PID, 0, 4, 1).await,
+            Err(LogError::InvalidProducerEpoch { .. })
+        ));
+        // Crash: the state comes back from the log alone.
+        drop(log);
+        let mut log = open(&path, small_config(), false).await;
+        assert_eq!(log.log_end_offset(), 6);
+        assert_eq!(log.producer_state().entry(PID).unwrap().last_seq(), 0);
+        assert_eq!(log.producer_state().entry(OTHER_PID).unwrap().last_seq(), 0);
+        assert!(append(&mut log, PID, 1, 0, 1).await.unwrap().duplicate);
+        log.close().await.unwrap();
+    });
+}
+
+#[test]
+fn a_group_commit_rolls_where_single_appends_would_and_snapshots_the_same_state() {
+    let grouped_dir = tempfile::tempdir().unwrap();
+    let single_dir = tempfile::tempdir().unwrap();
+    let (grouped_path, single_path) = (
+        grouped_dir.path().to_path_buf(),
+        single_dir.path().to_path_buf(),
+    );
+    run(move || async move {
+        // About 4.4 KiB per request into 16 KiB segments: the group of 12
+        // must roll three times, and each roll's producer snapshot must hold
+        // only the requests before it.
+        let requests = || -> Vec<LeaderAppend> {
+            (0..12)
+                .map(|i| {
+                    let pid = if i % 3 == 0 { OTHER_PID } else { PID };
+                    let seq = if pid == OTHER_PID {
+                        i / 3 * 20
+                    } else {
+                        (i - i / 3 - 1) * 20
+                    };
+                    request(pid, 0, seq, 20)
+                })
+                .collect()
+        };
+        let mut grouped = open(&grouped_path, small_config(), false).await;
+        let results = grouped.append_many_as_leader(requests(), 0, NOW_MS).await;
+        assert!(results
+            .iter()
+            .all(|r| r.as_ref().is_ok_and(|i| !i.duplicate)));
+        let mut single = open(&single_path, small_config(), false).await;
+        for r in requests() {
+            single
+                .append_as_leader(r.batches, 0, None, NOW_MS)
+                .await
+                .unwrap();
+        }
+        assert!(grouped.segment_count() >= 3, "16 KiB segments must roll");
+        assert_eq!(
+            grouped.segment_base_offsets(),
+            single.segment_base_offsets()
+        );
+        assert_eq!(grouped.log_end_offset(), single.log_end_offset());
+        let snapshots = snapshot_files(&partition_dir(&grouped_path));
+        assert_eq!(snapshots, snapshot_files(&partition_dir(&single_path)));
+        for offset in &snapshots {
+            let a = std::fs::read(snapshot_path(&partition_dir(&grouped_path), *offset)).unwrap();
+            let b = std::fs::read(snapshot_path(&partition_dir(&single_path), *offset)).unwrap();
+            assert_eq!(a, b, "snapshot at {offset} differs");
+        }
+        assert_eq!(
+            grouped.read_all().await.unwrap(),
+            single.read_all().await.unwrap()
+        );
+        // Crash and recover: each producer's last request is known as
+        // written (a snapshot keeps one batch per producer, as Kafka's).
+        drop(grouped);
+        let mut grouped = open(&grouped_path, small_config(), false).await;
+        let all = requests();
+        for last in [&all[9], &all[11]] {
+            let info = grouped
+                .append_as_leader(last.batches.clone(), 0, None, NOW_MS)
+                .await
+                .unwrap();
+            assert!(info.duplicate);
+        }
+        grouped.close().await.unwrap();
+        single.close().await.unwrap();
     });
 }

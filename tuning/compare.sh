@@ -27,7 +27,8 @@
 # Workloads alternate between the brokers (pinlog, Kafka, pinlog, Kafka, ...)
 # and every ratio in the report comes from this one run.
 #
-# Environment: PINLOG_KAFKA_LIBS (Kafka 4.4 jars; fetched by
+# Environment: PINLOG_BIN (the pinlog binary to measure; default
+# target/release/pinlog, e.g. an older build to compare with), PINLOG_KAFKA_LIBS (Kafka 4.4 jars; fetched by
 # tests/kafka/fetch-kafka.sh when missing), COMPARE_WORK_PARENT (where the
 # work directory goes; default target/ of the repository, which must not be
 # tmpfs), KAFKA_HEAP (default 2g).
@@ -93,7 +94,7 @@ KAFKA_HEAP="${KAFKA_HEAP:-2g}"
 KAFKA_VERSION=4.4.0
 KAFKA_LIBS="${PINLOG_KAFKA_LIBS:-$HOME/.cache/pinlog/kafka-$KAFKA_VERSION/libs}"
 
-PINLOG_BIN="$REPO/target/release/pinlog"
+PINLOG_BIN="${PINLOG_BIN:-$REPO/target/release/pinlog}"
 LOADGEN_BIN="$REPO/target/release/pinlog-loadgen"
 RAWSINK_DIR="$REPO/tuning/raw-sink"
 RAWSINK_BIN="$RAWSINK_DIR/target/release/raw-sink"

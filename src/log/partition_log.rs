@@ -109,6 +109,57 @@ pub struct AppendInfo {
     pub duplicate: bool,
 }
 
+/// One producer request's batches for a leader append.
+#[derive(Debug)]
+pub struct LeaderAppend {
+    /// The batches as the producer sent them; their headers are rewritten.
+    pub batches: BytesMut,
+    /// LogAppendTime topics: the time written into every batch.
+    pub log_append_time_ms: Option<i64>,
+}
+
+/// A leader append validated and given its offsets, not yet written.
+#[derive(Debug)]
+struct StagedAppend {
+    bytes: Bytes,
+    headers: Vec<BatchHeader>,
+}
+
+impl StagedAppend {
+    fn max_timestamp(&self) -> i64 {
+        self.headers
+            .iter()
+            .map(|h| h.max_timestamp)
+            .max()
+            .unwrap_or(-1)
+    }
+}
+
+/// The appends of a group commit staged for one write, with the slot of
+/// each one's result.
+#[derive(Debug, Default)]
+struct StagedGroup {
+    appends: Vec<(usize, StagedAppend)>,
+}
+
+impl StagedGroup {
+    fn push(&mut self, slot: usize, append: StagedAppend) {
+        self.appends.push((slot, append));
+    }
+
+    fn size_bytes(&self) -> u64 {
+        self.appends.iter().map(|(_, a)| a.bytes.len() as u64).sum()
+    }
+}
+
+/// Every append of a group has its result once the group is done.
+fn finish(results: Vec<Option<LogResult<AppendInfo>>>) -> Vec<LogResult<AppendInfo>> {
+    results
+        .into_iter()
+        .map(|r| r.expect("every append of the group is answered"))
+        .collect()
+}
+
 /// The record found by an offset-for-timestamp lookup.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TimestampOffset {
@@ -417,11 +468,38 @@ impl PartitionLog {
 
     fn ensure_online(&self) -> LogResult<()> {
         match &self.offline {
-            Some(reason) => Err(LogError::Offline {
-                partition: self.tp.to_string(),
-                reason: reason.clone(),
-            }),
+            Some(_) => Err(self.offline_error()),
             None => Ok(()),
+        }
+    }
+
+    fn offline_error(&self) -> LogError {
+        LogError::Offline {
+            partition: self.tp.to_string(),
+            reason: self.offline.clone().unwrap_or_default(),
+        }
+    }
+
+    /// A group commit failed part-way: the producer state already holds the
+    /// appends staged for the write, so the partition goes offline whatever
+    /// the error (recovery rebuilds the state from the log), and every
+    /// append not answered yet fails.
+    fn fail_unanswered(&mut self, results: &mut [Option<LogResult<AppendInfo>>], e: LogError) {
+        if self.offline.is_none() {
+            tracing::error!(partition = %self.tp, "taking partition offline: {e}");
+            if let Some(failures) = &self.failures {
+                failures.set(failures.get() + 1);
+            }
+            self.offline = Some(e.to_string());
+        }
+        // A retry answered as a duplicate of a batch staged in the failed
+        // write is not in the log either.
+        let leo = self.log_end_offset();
+        for r in results.iter_mut() {
+            let written = matches!(r, Some(Ok(info)) if info.last_offset < leo);
+            if !written && !matches!(r, Some(Err(_))) {
+                *r = Some(Err(self.offline_error()));
+            }
         }
     }
 
@@ -466,16 +544,136 @@ impl PartitionLog {
     /// rewritten, unless `log_append_time_ms` asks for LogAppendTime.
     pub async fn append_as_leader(
         &mut self,
-        mut batches: BytesMut,
+        batches: BytesMut,
         leader_epoch: i32,
         log_append_time_ms: Option<i64>,
         now_ms: i64,
     ) -> LogResult<AppendInfo> {
-        self.ensure_online()?;
+        let append = LeaderAppend {
+            batches,
+            log_append_time_ms,
+        };
+        let mut results = self
+            .append_many_as_leader(vec![append], leader_epoch, now_ms)
+            .await;
+        results.pop().expect("one result per append")
+    }
+
+    /// A group commit: appends several producers' requests for this partition
+    /// in order, with as few direct writes as the segment boundaries allow
+    /// (one, unless the group must roll). Each append is checked on its own
+    /// and gets its own result: a refused one (a bad batch, a sequence gap)
+    /// leaves the others unaffected, and a later one is checked against the
+    /// producer state the earlier ones leave. The appends are in the file
+    /// when this returns, as with [`PartitionLog::append_as_leader`]. A
+    /// failed write takes the partition offline and fails every append of
+    /// the group that was not written yet.
+    pub async fn append_many_as_leader(
+        &mut self,
+        appends: Vec<LeaderAppend>,
+        leader_epoch: i32,
+        now_ms: i64,
+    ) -> Vec<LogResult<AppendInfo>> {
+        let mut results: Vec<Option<LogResult<AppendInfo>>> = Vec::with_capacity(appends.len());
+        if self.offline.is_some() {
+            return appends.iter().map(|_| Err(self.offline_error())).collect();
+        }
         self.producers.maybe_remove_expired(now_ms);
+        let mut group = StagedGroup::default();
+        let mut next_offset = self.log_end_offset();
+        for append in appends {
+            let slot = results.len();
+            results.push(None);
+            let staged = match self.stage_leader_batches(append, next_offset, leader_epoch) {
+                Ok(staged) => staged,
+                Err(e) => {
+                    results[slot] = Some(Err(e));
+                    continue;
+                }
+            };
+            // Idempotent producers: a fenced epoch or a sequence gap refuses
+            // the append, and a retry is answered with the original offsets
+            // without writing anything (Kafka's analyzeAndValidateProducerState).
+            // The state includes the earlier appends of this group.
+            match self
+                .producers
+                .check_leader_append(&self.tp, &staged.headers)
+            {
+                Err(e) => {
+                    results[slot] = Some(Err(e));
+                    continue;
+                }
+                Ok(LeaderAppendCheck::Duplicate {
+                    first_offset,
+                    last_offset,
+                    max_timestamp,
+                }) => {
+                    results[slot] = Some(Ok(AppendInfo {
+                        first_offset,
+                        last_offset,
+                        max_timestamp,
+                        batch_count: 0,
+                        size_bytes: 0,
+                        duplicate: true,
+                    }));
+                    continue;
+                }
+                Ok(LeaderAppendCheck::Append) => {}
+            }
+            let first = staged.headers[0];
+            let last = staged.headers[staged.headers.len() - 1];
+            let max_timestamp = staged.max_timestamp();
+            if self.group_needs_roll(
+                &group,
+                staged.bytes.len() as u64,
+                max_timestamp,
+                last.last_offset(),
+                now_ms,
+            ) {
+                // Everything staged so far belongs before the roll, and the
+                // roll's producer snapshot must hold exactly that.
+                if let Err(e) = self
+                    .write_group(&mut group, &mut results, leader_epoch, now_ms)
+                    .await
+                {
+                    self.fail_unanswered(&mut results, e);
+                    return finish(results);
+                }
+                if let Err(e) = self.roll(first.base_offset, now_ms).await {
+                    self.fail_unanswered(&mut results, e);
+                    return finish(results);
+                }
+            }
+            // Applied before the write so that the next append of the group
+            // is checked against it; a failed write takes the partition
+            // offline, and recovery rebuilds the state from the log.
+            self.producers.apply(&staged.headers);
+            next_offset = last.next_offset();
+            group.push(slot, staged);
+        }
+        if let Err(e) = self
+            .write_group(&mut group, &mut results, leader_epoch, now_ms)
+            .await
+        {
+            self.fail_unanswered(&mut results, e);
+        }
+        finish(results)
+    }
+
+    /// Validates one request's batches for this partition and rewrites their
+    /// offsets (from `next_offset`), leader epoch and, for LogAppendTime, time.
+    fn stage_leader_batches(
+        &self,
+        append: LeaderAppend,
+        mut next_offset: i64,
+        leader_epoch: i32,
+    ) -> LogResult<StagedAppend> {
+        let LeaderAppend {
+            mut batches,
+            log_append_time_ms,
+        } = append;
         let mut headers = Vec::new();
         let mut position = 0usize;
-        let mut next_offset = self.log_end_offset();
         while position < batches.len() {
             let h = batch::validate(&batches[position..], CountRule::Exact)
                 .map_err(|e| self.invalid(position as u64, e))?;
@@ -514,30 +712,72 @@ impl PartitionLog {
                 },
             ));
         }
-        // Idempotent producers: a fenced epoch or a sequence gap refuses the
-        // whole append, and a retry is answered with the original offsets
-        // without writing anything (Kafka's analyzeAndValidateProducerState).
-        if let LeaderAppendCheck::Duplicate {
-            first_offset,
-            last_offset,
+        Ok(StagedAppend {
+            bytes: batches.freeze(),
+            headers,
+        })
+    }
+
+    /// Kafka's roll rule for the next append, with the group staged so far
+    /// counted as if it were already in the active segment.
+    fn group_needs_roll(
+        &self,
+        group: &StagedGroup,
+        append_bytes: u64,
+        max_timestamp: i64,
+        last_offset: i64,
+        now_ms: i64,
+    ) -> bool {
+        let active = self.active();
+        let staged = group.size_bytes();
+        if staged > 0 && active.size_bytes() + staged + append_bytes > self.config.segment_bytes {
+            return true;
+        }
+        active.should_roll(
+            &self.config,
+            staged + append_bytes,
             max_timestamp,
-        } = self.producers.check_leader_append(&self.tp, &headers)?
-        {
-            return Ok(AppendInfo {
-                first_offset,
-                last_offset,
-                max_timestamp,
-                batch_count: 0,
-                size_bytes: 0,
-                duplicate: true,
-            });
+            last_offset,
+            now_ms,
+        )
+    }
+
+    /// Writes the staged group (if any) in one segment append and answers
+    /// its appends. The new epoch is in the epoch cache before any of its
+    /// batches is in the file.
+    async fn write_group(
+        &mut self,
+        group: &mut StagedGroup,
+        results: &mut [Option<LogResult<AppendInfo>>],
+        leader_epoch: i32,
+        now_ms: i64,
+    ) -> LogResult<()> {
+        if group.appends.is_empty() {
+            return Ok(());
         }
+        let staged = std::mem::take(group);
         if leader_epoch >= 0 {
-            self.assign_epoch_start_offset(leader_epoch, headers[0].base_offset)
-                .await?;
+            let first = staged.appends[0].1.headers[0].base_offset;
+            self.assign_epoch_start_offset(leader_epoch, first).await?;
         }
-        self.append_validated(batches.freeze(), headers, now_ms)
-            .await
+        let mut parts = Vec::with_capacity(staged.appends.len());
+        let mut headers = Vec::new();
+        for (_, a) in &staged.appends {
+            parts.push(a.bytes.clone());
+            headers.extend_from_slice(&a.headers);
+        }
+        self.write_validated(&parts, &headers, now_ms).await?;
+        for (slot, a) in staged.appends {
+            results[slot] = Some(Ok(AppendInfo {
+                first_offset: a.headers[0].base_offset,
+                last_offset: a.headers[a.headers.len() - 1].last_offset(),
+                max_timestamp: a.max_timestamp(),
+                batch_count: a.headers.len(),
+                size_bytes: a.bytes.len() as u64,
+                duplicate: false,
+            }));
+        }
+        Ok(())
     }
 
     /// Appends batches fetched from the leader: offsets and epochs are given
@@ -583,21 +823,12 @@ impl PartitionLog {
                     .await?;
             }
         }
-        self.append_validated(batches, headers, now_ms).await
-    }
-
-    async fn append_validated(
-        &mut self,
-        bytes: Bytes,
-        headers: Vec<BatchHeader>,
-        now_ms: i64,
-    ) -> LogResult<AppendInfo> {
         let first = headers[0];
         let last = headers[headers.len() - 1];
         let max_timestamp = headers.iter().map(|h| h.max_timestamp).max().unwrap_or(-1);
         let roll = self.active().should_roll(
             &self.config,
-            bytes.len() as u64,
+            batches.len() as u64,
             max_timestamp,
             last.last_offset(),
             now_ms,
@@ -605,22 +836,49 @@ impl PartitionLog {
         if roll {
             self.roll(first.base_offset, now_ms).await?;
         }
-        let r = self.active_mut().append(&bytes, &headers).await;
-        self.fail(r)?;
+        self.write_validated(std::slice::from_ref(&batches), &headers, now_ms)
+            .await?;
         self.producers.apply(&headers);
+        Ok(AppendInfo {
+            first_offset: first.base_offset,
+            last_offset: last.last_offset(),
+            max_timestamp,
+            batch_count: headers.len(),
+            size_bytes: batches.len() as u64,
+            duplicate: false,
+        })
+    }
+
+    /// Writes batches whose offsets are assigned, in `parts` laid end to
+    /// end, to the active segment (the caller has rolled if needed), then
+    /// caches them and applies the flush policy. Producer state is the
+    /// caller's.
+    async fn write_validated(
+        &mut self,
+        parts: &[Bytes],
+        headers: &[BatchHeader],
+        now_ms: i64,
+    ) -> LogResult<()> {
+        let slices: Vec<&[u8]> = parts.iter().map(|p| &p[..]).collect();
+        let r = self.active_mut().append_parts(&slices, headers).await;
+        self.fail(r)?;
         if let Some((cache, key)) = &self.cache {
             let mut cache = cache.borrow_mut();
-            let mut at = 0usize;
-            for h in &headers {
-                cache.insert(
-                    *key,
-                    CachedBatch {
-                        base_offset: h.base_offset,
-                        last_offset: h.last_offset(),
-                        bytes: bytes.slice(at..at + h.size_bytes()),
-                    },
-                );
-                at += h.size_bytes();
+            let mut batches = headers.iter();
+            for part in parts {
+                let mut at = 0usize;
+                while at < part.len() {
+                    let h = batches.next().expect("headers describe the parts");
+                    cache.insert(
+                        *key,
+                        CachedBatch {
+                            base_offset: h.base_offset,
+                            last_offset: h.last_offset(),
+                            bytes: part.slice(at..at + h.size_bytes()),
+                        },
+                    );
+                    at += h.size_bytes();
+                }
             }
         }
         let records: i64 = headers.iter().map(|h| h.record_count as i64).sum();
@@ -628,14 +886,7 @@ impl PartitionLog {
         self.first_unflushed_ms.get_or_insert(now_ms);
         self.check_invariants();
         self.maybe_flush(now_ms).await?;
-        Ok(AppendInfo {
-            first_offset: first.base_offset,
-            last_offset: last.last_offset(),
-            max_timestamp,
-            batch_count: headers.len(),
-            size_bytes: bytes.len() as u64,
-            duplicate: false,
-        })
+        Ok(())
     }
 
     /// Records that `epoch` starts at `start_offset` (Kafka's

@@ -330,6 +330,17 @@ impl Segment {
     /// describes each batch in order. The bytes reach the file with direct
     /// I/O before this returns; durability needs [`Segment::flush`].
     pub async fn append(&mut self, bytes: &[u8], headers: &[BatchHeader]) -> LogResult<()> {
+        self.append_parts(&[bytes], headers).await
+    }
+
+    /// [`Segment::append`] of batches held in several buffers, in order (a
+    /// group commit of several produce requests): they are copied into the
+    /// DMA buffers without being joined first.
+    pub async fn append_parts(
+        &mut self,
+        parts: &[&[u8]],
+        headers: &[BatchHeader],
+    ) -> LogResult<()> {
         assert!(!headers.is_empty(), "append of no batches");
         assert!(
             headers[0].base_offset >= self.next_offset,
@@ -349,13 +360,14 @@ impl Segment {
                     e,
                 )
             })?;
-        self.write_bytes(bytes).await?;
+        self.write_bytes(parts).await?;
         let mut position = self.size_bytes;
         for h in headers {
             self.index_batch(h, position)?;
             position += h.size_bytes() as u64;
         }
-        assert_eq!(position, self.size_bytes + bytes.len() as u64);
+        let len: usize = parts.iter().map(|p| p.len()).sum();
+        assert_eq!(position, self.size_bytes + len as u64);
         self.size_bytes = position;
         self.next_offset = headers[headers.len() - 1].next_offset();
         Ok(())
@@ -401,20 +413,36 @@ impl Segment {
         )
     }
 
-    /// Writes `bytes` at the logical end with aligned DMA writes that start at
-    /// the block holding the current tail.
-    async fn write_bytes(&mut self, bytes: &[u8]) -> LogResult<()> {
+    /// Writes `parts`, in order, at the logical end with aligned DMA writes
+    /// that start at the block holding the current tail. Each write is at
+    /// most [`DMA_WRITE_BYTES_MAX`] and rewrites the previous partial block,
+    /// so the writes of one segment never overlap in flight.
+    async fn write_bytes(&mut self, parts: &[&[u8]]) -> LogResult<()> {
+        let total: usize = parts.iter().map(|p| p.len()).sum();
+        // The next byte to copy: part index and position inside it.
+        let (mut part, mut within) = (0usize, 0usize);
         let mut written = 0usize;
-        while written < bytes.len() {
+        while written < total {
             let block_start = align_down(self.size_bytes + written as u64);
             let tail_len = self.tail_block.len();
-            let chunk_len = (bytes.len() - written).min(DMA_WRITE_BYTES_MAX - tail_len);
+            let chunk_len = (total - written).min(DMA_WRITE_BYTES_MAX - tail_len);
             let data_len = tail_len + chunk_len;
             let padded_len = align_up(data_len as u64) as usize;
             let mut buf = self.file.alloc_dma_buffer(padded_len);
             let out = buf.as_bytes_mut();
             out[..tail_len].copy_from_slice(&self.tail_block);
-            out[tail_len..data_len].copy_from_slice(&bytes[written..written + chunk_len]);
+            let mut filled = tail_len;
+            while filled < data_len {
+                let src = &parts[part][within..];
+                let n = src.len().min(data_len - filled);
+                out[filled..filled + n].copy_from_slice(&src[..n]);
+                filled += n;
+                within += n;
+                if within == parts[part].len() {
+                    part += 1;
+                    within = 0;
+                }
+            }
             out[data_len..].fill(0);
             // The new tail is whatever of this write lies past its last full
             // block; keep it before the buffer moves into the write.

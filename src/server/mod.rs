@@ -1,6 +1,7 @@
 //! The Kafka broker: connections on every shard, request handlers (one
 //! file per API), and the single-node controller.
 
+pub mod append_queue;
 pub mod broker;
 pub mod broker_lifecycle;
 pub mod cluster_id;

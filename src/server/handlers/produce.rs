@@ -11,7 +11,7 @@
 use std::collections::BTreeMap;
 use std::rc::Rc;
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 
 use crate::broker_config::TimestampType;
 use crate::error::LogError;
@@ -24,8 +24,9 @@ use crate::node::state::BrokerState;
 use crate::protocol::error_code;
 use crate::protocol::header::RequestHeader;
 use crate::protocol::messages::produce::*;
+use crate::server::append_queue::{self, AppendFailure, QueuedAppend};
 use crate::server::handlers::error_code_for;
-use crate::shard::shard::{now_ms, Shard};
+use crate::shard::shard::Shard;
 
 /// One partition's share of a produce request, sent to its owner:
 /// (response slot, partition, records, leader epoch, LogAppendTime?).
@@ -195,14 +196,15 @@ async fn append_on_owner(
     acks: Acks,
 ) -> Vec<(usize, Appended)> {
     let mut out = Vec::with_capacity(work.len());
-    // acks=all: (answer index, partition, leader epoch, offset the HW must
-    // reach, min.insync.replicas), waited for after every append.
-    let mut awaiting = Vec::new();
+    // Every partition is queued before any is awaited, so the request's
+    // partitions are written concurrently: (answer index, partition,
+    // min.insync.replicas, outcome).
+    let mut submitted = Vec::with_capacity(work.len());
     for PartitionWork {
         slot,
         tp,
         records,
-        log_append_time: append_time,
+        log_append_time,
         min_insync,
     } in work
     {
@@ -213,10 +215,7 @@ async fn append_on_owner(
             ));
             continue;
         };
-        let (leader_epoch, in_sync) = {
-            let s = led.state.borrow();
-            (s.leader_epoch(), s.in_sync_count())
-        };
+        let in_sync = led.state.borrow().in_sync_count();
         if acks.all && in_sync < min_insync {
             out.push((
                 slot,
@@ -230,52 +229,52 @@ async fn append_on_owner(
             ));
             continue;
         }
-        let Ok(mut log) = led.log.write().await else {
-            out.push((slot, Appended::error(error_code::KAFKA_STORAGE_ERROR, None)));
-            continue;
-        };
-        let now = now_ms();
-        let log_append_time = append_time.then_some(now);
-        // The leader rewrites offsets and the epoch in the batch headers, so
-        // it needs its own mutable copy of the bytes.
-        let result = log
-            .append_as_leader(
-                BytesMut::from(&records[..]),
-                leader_epoch,
+        let outcome = append_queue::submit(
+            shard,
+            &tp,
+            QueuedAppend {
+                records,
                 log_append_time,
-                now,
-            )
-            .await;
-        match result {
-            Ok(info) => {
-                if !info.duplicate {
-                    replicas::after_append(shard, &tp, &mut log);
+            },
+        );
+        submitted.push((out.len(), tp, min_insync, outcome));
+        out.push((
+            slot,
+            Appended::error(error_code::UNKNOWN_SERVER_ERROR, None),
+        ));
+    }
+    // acks=all: (answer index, partition, leader epoch, offset the HW must
+    // reach, min.insync.replicas), waited for after every append.
+    let mut awaiting = Vec::new();
+    for (i, tp, min_insync, outcome) in submitted {
+        let outcome = outcome.await.unwrap_or(Err(AppendFailure::Closed));
+        out[i].1 = match outcome {
+            Ok(done) => {
+                let info = done.info;
+                if acks.all {
+                    awaiting.push((i, tp, done.leader_epoch, info.last_offset + 1, min_insync));
                 }
-                let answer = Appended {
+                Appended {
                     error_code: error_code::NONE,
                     error_message: None,
                     base_offset: info.first_offset,
                     // A retried batch answers with the original's time.
-                    log_append_time_ms: match log_append_time {
+                    log_append_time_ms: match done.log_append_time_ms {
                         Some(_) if info.duplicate => info.max_timestamp,
                         Some(t) => t,
                         None => -1,
                     },
-                    log_start_offset: log.log_start_offset(),
-                };
-                drop(log);
-                if acks.all {
-                    awaiting.push((
-                        out.len(),
-                        tp,
-                        leader_epoch,
-                        info.last_offset + 1,
-                        min_insync,
-                    ));
+                    log_start_offset: done.log_start_offset,
                 }
-                out.push((slot, answer));
             }
-            Err(e) => {
+            Err(AppendFailure::NotLeader) => {
+                Appended::error(error_code::NOT_LEADER_OR_FOLLOWER, None)
+            }
+            Err(AppendFailure::Closed) => Appended::error(
+                error_code::NOT_LEADER_OR_FOLLOWER,
+                Some(format!("{tp} is closing on this broker")),
+            ),
+            Err(AppendFailure::Log(e)) => {
                 if matches!(e, LogError::Io { .. } | LogError::Offline { .. }) {
                     tracing::error!(partition = %tp, "produce failed: {e}");
                 } else if matches!(
@@ -289,12 +288,9 @@ async fn append_on_owner(
                 } else {
                     tracing::debug!(partition = %tp, "produce refused: {e}");
                 }
-                out.push((
-                    slot,
-                    Appended::error(error_code_for(&e), Some(e.to_string())),
-                ));
+                Appended::error(error_code_for(&e), Some(e.to_string()))
             }
-        }
+        };
     }
     // The waits overlap: the slowest partition decides the answer's time.
     let deadline = std::time::Instant::now() + acks.timeout;
