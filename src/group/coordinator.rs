@@ -28,10 +28,11 @@ use crate::group::config::GroupConfig;
 use crate::group::group::{
     Group, GroupLimits, GroupState, JoinOutcome, JoinParams, JoinStep, SyncOutcome, SyncStep,
 };
+use crate::group::offsets_log::{read_latest_values, LatestValues};
 use crate::group::offsets_topic::partition_for;
 pub use crate::group::offsets_topic::OFFSETS_TOPIC;
 use crate::group::schema::{GroupValue, OffsetValue, RecordKey};
-use crate::log::batch::{self, BatchIter, CountRule};
+use crate::log::batch;
 use crate::log::topic_partition::TopicPartition;
 use crate::node::state::BrokerState;
 use crate::node::stop::StopHandle;
@@ -46,8 +47,6 @@ const COORDINATOR_TICK: Duration = Duration::from_millis(50);
 /// How long a group write waits to be replicated: Kafka's
 /// `offsets.commit.timeout.ms` default.
 const GROUP_WRITE_TIMEOUT_MS: u64 = 5000;
-/// Bytes read per step while loading a partition.
-const LOAD_READ_BYTES: usize = 1024 * 1024;
 
 /// Where a group's coordinator runs, if `__consumer_offsets` exists.
 pub fn locate(shard: &Shard, group_id: &str) -> Option<(i32, ShardId)> {
@@ -283,90 +282,18 @@ impl GroupCoordinator {
                 reason: "the partition is not open on this shard".into(),
             });
         };
-        let mut offsets: BTreeMap<RecordKey, Option<Bytes>> = BTreeMap::new();
-        let mut order: Vec<RecordKey> = Vec::new();
-        let mut next = log.read().await.map(|l| l.log_start_offset()).unwrap_or(0);
-        let mut records = 0usize;
-        loop {
-            let bytes = {
-                let mut l = log.write().await.map_err(|_| LogError::Offline {
-                    partition: tp.to_string(),
-                    reason: "closed while loading".into(),
-                })?;
-                // To the log end, as Kafka loads (isolation LOG_END): a new
-                // leader's HW is its checkpoint's until the followers fetch
-                // again, and may be far behind the commits it holds, which
-                // the load would then miss (found by the fault suite: the
-                // group's committed offsets went back). A leader never
-                // truncates its own log, so what it holds will commit.
-                let end = l.log_end_offset();
-                if next >= end {
-                    break;
-                }
-                let r = l.read(next, LOAD_READ_BYTES, end, true).await?;
-                if r.slices.is_empty() {
-                    break;
-                }
-                r.to_vec().await?
-            };
-            // The read may end inside a batch; the next round reads it
-            // from its offset. (With nothing whole, the first batch is
-            // malformed: it was read whole, and the parse below says why.)
-            let whole = batch::whole_batches_len(&bytes);
-            let bytes = if whole > 0 {
-                &bytes[..whole]
-            } else {
-                &bytes[..]
-            };
-            let mut advanced = false;
-            for item in BatchIter::new(bytes, CountRule::Compacted) {
-                let (at, h) = item.map_err(|(at, e)| LogError::CorruptMetadata {
-                    position: at,
-                    reason: format!("{OFFSETS_TOPIC}-{partition}: {e}"),
-                })?;
-                next = next.max(h.next_offset());
-                advanced = true;
-                if h.is_control() {
-                    continue;
-                }
-                let batch_bytes = &bytes[at..at + h.size_bytes()];
-                let iter = batch::records(batch_bytes).map_err(|e| LogError::CorruptMetadata {
-                    position: at,
-                    reason: format!("{OFFSETS_TOPIC}-{partition}: {e}"),
-                })?;
-                for rec in iter {
-                    let rec = rec.map_err(|reason| LogError::CorruptMetadata {
-                        position: at,
-                        reason,
-                    })?;
-                    records += 1;
-                    let Some(key) = rec.key else { continue };
-                    let key = match RecordKey::decode(Bytes::copy_from_slice(key)) {
-                        Ok(Some(k)) => k,
-                        Ok(None) => continue,
-                        Err(e) => {
-                            tracing::warn!(partition, "skipping an undecodable key: {e}");
-                            continue;
-                        }
-                    };
-                    let value = rec.value.map(Bytes::copy_from_slice);
-                    if offsets.insert(key.clone(), value).is_none() {
-                        order.push(key);
-                    }
-                }
-            }
-            if !advanced {
-                break;
-            }
-            glommio::yield_if_needed().await;
-        }
+        let LatestValues {
+            mut latest,
+            order,
+            records,
+        } = read_latest_values(&log, &tp).await?;
         // The last value per key wins, exactly what compaction keeps.
         let now = now_ms();
         let mut groups = self.groups.borrow_mut();
         let mut where_ = self.group_partition.borrow_mut();
         let mut touched = std::collections::HashSet::new();
         for key in order {
-            let Some(value) = offsets.remove(&key) else {
+            let Some(value) = latest.remove(&key) else {
                 continue;
             };
             let group_id = key.group().to_string();

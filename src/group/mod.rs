@@ -5,5 +5,6 @@ pub mod config;
 pub mod coordinator;
 #[allow(clippy::module_inception)]
 pub mod group;
+pub mod offsets_log;
 pub mod offsets_topic;
 pub mod schema;
