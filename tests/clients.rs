@@ -976,8 +976,6 @@ fn java_consumer_fetch_sessions_survive_cut_seek_rebalance_and_reassign() {
 /// The same with kafka-python, whose 3.x consumer has Kafka's fetch-session
 /// handler (tests/clients/fetch_session_check.py).
 #[test]
-#[ignore = "open bug: a fresh-clone CI run saw the kafka-python group leader rejoin after \
-            every stable generation for 60 s (see tests/README.md); run with -- --ignored"]
 fn kafka_python_fetch_sessions_survive_cut_seek_rebalance_and_reassign() {
     if skipped("kafka_python_fetch_sessions_survive_cut_seek_rebalance_and_reassign") {
         return;

@@ -14,6 +14,7 @@ bounded (STEP_S); on failure it prints ERROR and exits 1.
 
 import os
 import sys
+import threading
 import time
 
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
@@ -29,15 +30,81 @@ def die(msg):
     sys.exit(1)
 
 
-def wait_for(what, check):
+def wait_for(what, check, pause_s=0.0):
+    """Calls check until it holds. A check that polls a consumer must run
+    back to back (pause_s 0): a pause between a consumer's polls is the gap
+    in which kafka-python drops a finished join (see Pollers)."""
     deadline = time.monotonic() + STEP_S
     while not check():
         if time.monotonic() > deadline:
             die(f"timed out after {STEP_S} s waiting for {what}")
+        time.sleep(pause_s)
 
 
 def values(phase):
     return {f"{phase}-{i}" for i in range(RECORDS_PER_PHASE)}
+
+
+class Pollers:
+    """Polls each consumer of a group in a thread of its own, back to back.
+
+    kafka-python runs JoinGroup and SyncGroup on its IO thread, and a poll
+    that returns before they finish leaves the join task running. If the
+    task completes before that consumer's next poll, the next poll finds it
+    done and starts a new join, dropping the assignment (kafka-python
+    3.0.12, coordinator/base.py `ensure_active_group`). Polling two group
+    members in turn from one thread leaves each one's foreground away for a
+    whole poll of the other, so the group leader rejoined after every
+    generation and the group never settled. A thread per consumer keeps
+    every foreground waiting on its own join, as an application would.
+    """
+
+    def __init__(self, consumers):
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._seen = set()
+        self._assigned = {id(c): set() for c in consumers}
+        self._errors = []
+        self._threads = [threading.Thread(target=self._run, args=(c,), daemon=True)
+                         for c in consumers]
+
+    def _run(self, consumer):
+        try:
+            while not self._stop.is_set():
+                batch = consumer.poll(timeout_ms=POLL_MS)
+                assigned = consumer.assignment()
+                with self._lock:
+                    for records in batch.values():
+                        self._seen.update(r.value.decode() for r in records)
+                    self._assigned[id(consumer)] = set(assigned)
+        except Exception as e:  # noqa: BLE001 - reported by the main thread
+            with self._lock:
+                self._errors.append(repr(e))
+
+    def __enter__(self):
+        for t in self._threads:
+            t.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        for t in self._threads:
+            t.join(timeout=STEP_S)
+
+    def check(self):
+        with self._lock:
+            if self._errors:
+                die(f"a polling consumer failed: {self._errors[0]}")
+
+    def assigned(self, consumer):
+        self.check()
+        with self._lock:
+            return set(self._assigned[id(consumer)])
+
+    def saw_all(self, want):
+        self.check()
+        with self._lock:
+            return want <= self._seen
 
 
 def main():
@@ -95,15 +162,14 @@ def main():
 
     b = consumer("fsc-group")
     b.subscribe([topic])
-
-    def both_assigned():
-        poll_values(a)
-        poll_values(b)
-        return bool(b.assignment()) and len(a.assignment()) < partitions
-
-    wait_for("the second member to get partitions", both_assigned)
-    produce("c")
-    expect("rebalance join", [a, b], values("c"))
+    with Pollers([a, b]) as pollers:
+        wait_for("the second member to get partitions",
+                 lambda: bool(pollers.assigned(b)) and len(pollers.assigned(a)) < partitions,
+                 pause_s=0.01)
+        produce("c")
+        wait_for("rebalance join: every record", lambda: pollers.saw_all(values("c")),
+                 pause_s=0.01)
+    print(f"phase rebalance join ok records={RECORDS_PER_PHASE}", flush=True)
     b.close()
 
     def all_back():
