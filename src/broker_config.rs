@@ -128,6 +128,12 @@ pub const DEFAULT_QUORUM_REQUEST_TIMEOUT_MS: u64 = 2000;
 pub const DEFAULT_BROKER_HEARTBEAT_INTERVAL_MS: u64 = 2000;
 /// Kafka's `broker.session.timeout.ms` default.
 pub const DEFAULT_BROKER_SESSION_TIMEOUT_MS: u64 = 9000;
+/// Kafka's `auto.leader.rebalance.enable` default.
+pub const DEFAULT_AUTO_LEADER_REBALANCE_ENABLE: bool = true;
+/// Kafka's `leader.imbalance.check.interval.seconds` default.
+pub const DEFAULT_LEADER_IMBALANCE_CHECK_INTERVAL_SECONDS: u64 = 300;
+/// Kafka's `leader.imbalance.per.broker.percentage` default.
+pub const DEFAULT_LEADER_IMBALANCE_PER_BROKER_PERCENTAGE: u64 = 10;
 /// The controller address of a one-voter quorum nobody configured. A
 /// single voter has no peers, so nothing listens there unless
 /// `controller.listen` asks for it.
@@ -154,6 +160,14 @@ pub struct ClusterConfig {
     pub session_timeout_ms: u64,
     /// `broker.rack`: placement spreads a partition's replicas over racks.
     pub rack: Option<String>,
+    /// `auto.leader.rebalance.enable` (Kafka: true): the active controller
+    /// moves leaderships back to preferred replicas by itself.
+    pub auto_leader_rebalance_enable: bool,
+    /// `leader.imbalance.check.interval.seconds` (Kafka: 300).
+    pub leader_imbalance_check_interval_seconds: u64,
+    /// `leader.imbalance.per.broker.percentage` (Kafka: 10): the share of a
+    /// broker's preferred partitions led elsewhere that triggers balancing.
+    pub leader_imbalance_per_broker_percentage: u64,
 }
 
 impl Default for ClusterConfig {
@@ -169,6 +183,10 @@ impl Default for ClusterConfig {
             heartbeat_interval_ms: DEFAULT_BROKER_HEARTBEAT_INTERVAL_MS,
             session_timeout_ms: DEFAULT_BROKER_SESSION_TIMEOUT_MS,
             rack: None,
+            auto_leader_rebalance_enable: DEFAULT_AUTO_LEADER_REBALANCE_ENABLE,
+            leader_imbalance_check_interval_seconds:
+                DEFAULT_LEADER_IMBALANCE_CHECK_INTERVAL_SECONDS,
+            leader_imbalance_per_broker_percentage: DEFAULT_LEADER_IMBALANCE_PER_BROKER_PERCENTAGE,
         }
     }
 }
@@ -288,6 +306,9 @@ pub const KNOWN_KEYS: &[&str] = &[
     "broker.heartbeat.interval.ms",
     "broker.session.timeout.ms",
     "broker.rack",
+    "auto.leader.rebalance.enable",
+    "leader.imbalance.check.interval.seconds",
+    "leader.imbalance.per.broker.percentage",
     "num.partitions",
     "default.replication.factor",
     "auto.create.topics.enable",
@@ -567,6 +588,19 @@ impl BrokerConfig {
                 }
                 "broker.session.timeout.ms" => self.cluster.session_timeout_ms = positive(key, v)?,
                 "broker.rack" => self.cluster.rack = Some(string(key, v)?),
+                "auto.leader.rebalance.enable" => {
+                    self.cluster.auto_leader_rebalance_enable = boolean(key, v)?
+                }
+                "leader.imbalance.check.interval.seconds" => {
+                    self.cluster.leader_imbalance_check_interval_seconds = positive(key, v)?
+                }
+                "leader.imbalance.per.broker.percentage" => {
+                    let pct = non_negative(key, v)?;
+                    if pct > 100 {
+                        return Err(format!("{key} must be a percentage (0-100), not {pct}"));
+                    }
+                    self.cluster.leader_imbalance_per_broker_percentage = pct
+                }
                 "num.partitions" => self.num_partitions = int(key, v)? as i32,
                 "default.replication.factor" => {
                     self.default_replication_factor = int(key, v)? as i16

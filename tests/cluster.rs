@@ -378,6 +378,8 @@ fn three_node_cluster_elects_fails_over_fences_and_rejoins() {
     let names = topic_names(&cluster.nodes[leader - 1]);
     assert!(names.iter().any(|n| n == "after-failover"), "{names:?}");
 
+    preferred_leaders_come_back_with_kafkas_leader_election_tool(&mut cluster);
+
     // Another cluster's node: its meta.properties names another cluster id.
     let rejoining = survivor;
     cluster.node(rejoining).stop();
@@ -425,6 +427,135 @@ fn three_node_cluster_elects_fails_over_fences_and_rejoins() {
         support::tail(&log, 20)
     );
     assert_images_agree(&cluster, &[], "at the end");
+}
+
+/// (partition, leader, replicas, isr) of `topic`, as `node` describes it.
+fn partitions_of(node: &Broker, topic: &str) -> Vec<(i64, i64, Vec<i64>, Vec<i64>)> {
+    let out = pinlog(&[
+        "topic",
+        "describe",
+        topic,
+        "--json",
+        "--bootstrap-server",
+        &node.bootstrap(),
+    ]);
+    let v: Value = serde_json::from_str(&out.stdout).unwrap_or(Value::Null);
+    let ids = |v: &Value| -> Vec<i64> {
+        v.as_array()
+            .map(|a| a.iter().filter_map(Value::as_i64).collect())
+            .unwrap_or_default()
+    };
+    v["topics"][0]["partitions"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .map(|p| {
+                    (
+                        p["partition"].as_i64().unwrap_or(-1),
+                        p["leader"].as_i64().unwrap_or(-1),
+                        ids(&p["replicas"]),
+                        ids(&p["isr"]),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Seed 004's operator tools, first part: after a controlled shutdown moved
+/// a broker's leaderships away, `kafka-leader-election.sh` (Kafka's
+/// LeaderElectionCommand, ElectLeaders v2) gives them back to the preferred
+/// replicas once they are in sync, and says so; asked again, it answers
+/// that no election was needed.
+fn preferred_leaders_come_back_with_kafkas_leader_election_tool(cluster: &mut Cluster) {
+    let libs = kafka_libs();
+    if which("java").is_none() {
+        cluster.fail("java is needed for Kafka's LeaderElectionCommand");
+    }
+    let out = create_topic(&cluster.nodes[0], "elect", 3, 3);
+    if !out.success() {
+        cluster.fail(&format!("create elect: {out}"));
+    }
+    let fully_in_sync = |cluster: &Cluster| {
+        let parts = partitions_of(&cluster.nodes[0], "elect");
+        parts.len() == 3
+            && parts
+                .iter()
+                .all(|(_, leader, _, isr)| *leader >= 0 && isr.len() == 3)
+    };
+    if !wait_for(CONVERGE_TIMEOUT, || fully_in_sync(cluster)) {
+        cluster.fail(&format!(
+            "elect never had full ISRs: {:?}",
+            partitions_of(&cluster.nodes[0], "elect")
+        ));
+    }
+    // Node 1's controlled shutdown hands its leaderships over; after its
+    // restart it leads nothing (balancing runs every 300 s by default).
+    cluster.node(1).stop();
+    cluster.node(1).restart();
+    let moved = wait_for(CONVERGE_TIMEOUT, || {
+        fully_in_sync(cluster)
+            && partitions_of(&cluster.nodes[1], "elect")
+                .iter()
+                .any(|(_, leader, replicas, _)| replicas.first() != Some(leader))
+    });
+    if !moved {
+        cluster.fail(&format!(
+            "no leadership of elect moved off its preferred replica after node 1 restarted: {:?}",
+            partitions_of(&cluster.nodes[1], "elect")
+        ));
+    }
+    let out = kafka_tool(
+        cluster,
+        &libs,
+        "org.apache.kafka.tools.LeaderElectionCommand",
+        &[
+            "--bootstrap-server",
+            &cluster.nodes[1].bootstrap(),
+            "--election-type",
+            "PREFERRED",
+            "--all-topic-partitions",
+        ],
+    );
+    assert!(
+        out.contains("Successfully completed leader election (PREFERRED) for partitions")
+            && out.contains("elect-"),
+        "LeaderElectionCommand reports the elections: {out}"
+    );
+    let preferred = wait_for(CONVERGE_TIMEOUT, || {
+        cluster.nodes.iter().all(|n| {
+            let parts = partitions_of(n, "elect");
+            parts.len() == 3
+                && parts
+                    .iter()
+                    .all(|(_, leader, replicas, _)| replicas.first() == Some(leader))
+        })
+    });
+    if !preferred {
+        cluster.fail(&format!(
+            "leaders of elect are not the preferred replicas after the election: {:?}",
+            partitions_of(&cluster.nodes[1], "elect")
+        ));
+    }
+    let out = kafka_tool(
+        cluster,
+        &libs,
+        "org.apache.kafka.tools.LeaderElectionCommand",
+        &[
+            "--bootstrap-server",
+            &cluster.nodes[2].bootstrap(),
+            "--election-type",
+            "PREFERRED",
+            "--topic",
+            "elect",
+            "--partition",
+            "0",
+        ],
+    );
+    assert!(
+        out.contains("Valid replica already elected for partitions elect-0"),
+        "a second election of elect-0 is not needed: {out}"
+    );
 }
 
 /// A voter list without this node's id fails at once, naming the setting.

@@ -41,7 +41,7 @@ use pinlog::protocol::codec::{DecodeError, DecodeResult, Reader};
 use pinlog::protocol::header::{decode_response_header, encode_response_header, RequestHeader};
 use pinlog::protocol::messages::{
     alter_configs, api_versions, broker_registration, create_partitions, create_topics,
-    delete_topics, describe_cluster, describe_configs, describe_quorum, fetch,
+    delete_topics, describe_cluster, describe_configs, describe_quorum, elect_leaders, fetch,
     incremental_alter_configs, init_producer_id, list_offsets, metadata, offset_for_leader_epoch,
     produce,
 };
@@ -893,6 +893,43 @@ fn alter_configs_response(g: &mut Gen, _v: i16) -> kp::AlterConfigsResponse {
         }))
 }
 
+fn elect_leaders_request(g: &mut Gen, v: i16) -> kp::ElectLeadersRequest {
+    use kp::elect_leaders_request::TopicPartitions;
+    let mut r = new!(g, kp::ElectLeadersRequest)
+        .with_topic_partitions(g.opt(|g| {
+            g.vec(|g| {
+                new!(g, TopicPartitions)
+                    .with_topic(g.topic())
+                    .with_partitions(g.vec(Gen::i32))
+            })
+        }))
+        .with_timeout_ms(g.i32());
+    if v >= 1 {
+        r = r.with_election_type(g.i8());
+    }
+    r
+}
+
+fn elect_leaders_response(g: &mut Gen, v: i16) -> kp::ElectLeadersResponse {
+    use kp::elect_leaders_response::{PartitionResult, ReplicaElectionResult};
+    let mut r = new!(g, kp::ElectLeadersResponse)
+        .with_throttle_time_ms(g.i32())
+        .with_replica_election_results(g.vec(|g| {
+            new!(g, ReplicaElectionResult)
+                .with_topic(g.topic())
+                .with_partition_result(g.vec(|g| {
+                    new!(g, PartitionResult)
+                        .with_partition_id(g.i32())
+                        .with_error_code(g.i16())
+                        .with_error_message(g.opt(Gen::str))
+                }))
+        }));
+    if v >= 1 {
+        r = r.with_error_code(g.i16());
+    }
+    r
+}
+
 fn create_partitions_request(g: &mut Gen, _v: i16) -> kp::CreatePartitionsRequest {
     use kp::create_partitions_request::{CreatePartitionsAssignment, CreatePartitionsTopic};
     new!(g, kp::CreatePartitionsRequest)
@@ -1600,6 +1637,8 @@ pinlog_messages!(
     alter_configs::AlterConfigsResponse,
     create_partitions::CreatePartitionsRequest,
     create_partitions::CreatePartitionsResponse,
+    elect_leaders::ElectLeadersRequest,
+    elect_leaders::ElectLeadersResponse,
     incremental_alter_configs::IncrementalAlterConfigsRequest,
     incremental_alter_configs::IncrementalAlterConfigsResponse,
     describe_cluster::DescribeClusterRequest,
@@ -1897,6 +1936,12 @@ api_table! {
             create_partitions_request;
         response: kp::CreatePartitionsResponse, create_partitions::CreatePartitionsResponse,
             create_partitions_response;
+    }
+    ElectLeaders => {
+        request: kp::ElectLeadersRequest, elect_leaders::ElectLeadersRequest,
+            elect_leaders_request;
+        response: kp::ElectLeadersResponse, elect_leaders::ElectLeadersResponse,
+            elect_leaders_response;
     }
     IncrementalAlterConfigs => {
         request: kp::IncrementalAlterConfigsRequest,

@@ -56,6 +56,8 @@ messages!(
     api_versions::ApiVersionsResponse,
     create_partitions::CreatePartitionsRequest,
     create_partitions::CreatePartitionsResponse,
+    elect_leaders::ElectLeadersRequest,
+    elect_leaders::ElectLeadersResponse,
     create_topics::CreateTopicsRequest,
     create_topics::CreateTopicsResponse,
     delete_topics::DeleteTopicsRequest,
@@ -191,6 +193,10 @@ fn check_api(key: ApiKey, version: i16, request: Reader, also_response: bool) {
         ApiKey::CreatePartitions => pair!(
             create_partitions::CreatePartitionsRequest,
             create_partitions::CreatePartitionsResponse
+        ),
+        ApiKey::ElectLeaders => pair!(
+            elect_leaders::ElectLeadersRequest,
+            elect_leaders::ElectLeadersResponse
         ),
         ApiKey::IncrementalAlterConfigs => pair!(
             incremental_alter_configs::IncrementalAlterConfigsRequest,

@@ -14,6 +14,7 @@
 //! the cluster issue reuses it unchanged behind its quorum.
 
 pub mod brokers;
+pub mod elections;
 pub mod partitions;
 pub mod placement;
 pub mod topics;

@@ -32,6 +32,7 @@ pub enum ApiKey {
     DescribeLogDirs = 35,
     CreatePartitions = 37,
     DeleteGroups = 42,
+    ElectLeaders = 43,
     IncrementalAlterConfigs = 44,
     OffsetDelete = 47,
     DescribeQuorum = 55,
@@ -198,6 +199,12 @@ pub const SUPPORTED_APIS: &[ApiSupport] = &[
         first_flexible_version: 2,
     },
     ApiSupport {
+        key: ApiKey::ElectLeaders,
+        min_version: 0,
+        max_version: 2,
+        first_flexible_version: 2,
+    },
+    ApiSupport {
         key: ApiKey::IncrementalAlterConfigs,
         min_version: 0,
         max_version: 1,
@@ -289,6 +296,7 @@ impl ApiKey {
             ApiKey::DescribeConfigs => "DescribeConfigs",
             ApiKey::AlterConfigs => "AlterConfigs",
             ApiKey::CreatePartitions => "CreatePartitions",
+            ApiKey::ElectLeaders => "ElectLeaders",
             ApiKey::IncrementalAlterConfigs => "IncrementalAlterConfigs",
             ApiKey::DescribeQuorum => "DescribeQuorum",
             ApiKey::DescribeCluster => "DescribeCluster",

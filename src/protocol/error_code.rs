@@ -72,3 +72,8 @@ pub const INELIGIBLE_REPLICA: i16 = 107;
 /// AlterPartition: a new leader was elected; the old one's change is moot.
 pub const NEW_LEADER_ELECTED: i16 = 91;
 pub const UNKNOWN_TOPIC_ID: i16 = 100;
+
+// Leader elections (ElectLeaders, KIP-183 and KIP-460).
+pub const PREFERRED_LEADER_NOT_AVAILABLE: i16 = 80;
+pub const ELIGIBLE_LEADERS_NOT_AVAILABLE: i16 = 83;
+pub const ELECTION_NOT_NEEDED: i16 = 84;

@@ -466,6 +466,15 @@ async fn start_controller(
         stop.clone(),
     ))
     .detach();
+    if cluster.auto_leader_rebalance_enable {
+        glommio::spawn_local(controller::balance_preferred_leaders(
+            shard.clone(),
+            Duration::from_secs(cluster.leader_imbalance_check_interval_seconds),
+            cluster.leader_imbalance_per_broker_percentage as u32,
+            stop.clone(),
+        ))
+        .detach();
+    }
     // The snapshot the quorum starts from is applied without an entry.
     let image = quorum.image();
     if image.offset >= 0 {

@@ -11,7 +11,7 @@
 //! sees its change on the broker it asked.
 
 use std::cell::{Cell, RefCell, RefMut};
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::pin::Pin;
 use std::rc::Rc;
 use std::sync::Arc;
@@ -22,6 +22,9 @@ use serde::{Deserialize, Serialize};
 use crate::controller::brokers::{
     registrations, BrokerControlState, BrokerSessions, Heartbeat, RegistrationDecision,
     RegistrationRequest,
+};
+use crate::controller::elections::{
+    plan_elect_leaders, plan_preferred_rebalance, ElectionOutcome, ElectionType,
 };
 use crate::controller::partitions::{
     broker_views, fencing, plan_alter_partition, with_leadership_changes, IsrProposal,
@@ -65,6 +68,8 @@ pub const PRODUCER_ID_BLOCK: i64 = 1000;
 /// How often a node that forwarded a change looks whether its own image
 /// has caught up with it.
 const CATCH_UP_POLL: Duration = Duration::from_millis(2);
+/// How often a long periodic wait checks whether the broker is stopping.
+const STOP_POLL: Duration = Duration::from_millis(100);
 
 /// Why the controller could not handle a request: a Kafka error code and
 /// a message for the client.
@@ -144,6 +149,11 @@ enum AdminRequest {
         version: i16,
         body: Vec<u8>,
     },
+    /// ElectLeaders (API 43); `None` for every partition.
+    ElectLeaders {
+        election: ElectionType,
+        partitions: Option<Vec<(String, Vec<i32>)>>,
+    },
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -154,6 +164,7 @@ enum AdminAnswer {
     Altered(Result<(), TopicError>),
     ProducerId(i64),
     Quorum(QuorumStatus),
+    Elected(BTreeMap<String, Vec<ElectionOutcome>>),
     /// A Kafka-encoded BrokerRegistration or BrokerHeartbeat response, and
     /// the reason when it carries an error (the schema has no message).
     Broker {
@@ -501,6 +512,15 @@ async fn decide_locked(
             let plan = plan_create_partitions(&image, &mut ctx, requests);
             *offset = commit(plan.records, validate_only).await?;
             Ok(AdminAnswer::CreatePartitions(plan.results))
+        }
+        AdminRequest::ElectLeaders {
+            election,
+            partitions,
+        } => {
+            let plan = plan_elect_leaders(&image, &broker_views(&image), election, partitions);
+            log_elections(&image, &plan.records, "asked by an operator");
+            *offset = commit(plan.records, false).await?;
+            Ok(AdminAnswer::Elected(plan.results))
         }
         AdminRequest::AlterTopicConfigs {
             topic,
@@ -1069,6 +1089,93 @@ pub async fn create_partitions(
     {
         AdminAnswer::CreatePartitions(r) => Ok(r),
         _ => Err(wrong_answer()),
+    }
+}
+
+/// Elects leaders (ElectLeaders) through the active controller; callable
+/// from any shard. The outcomes are by topic.
+pub async fn elect_leaders(
+    shard: &Rc<Shard>,
+    election: ElectionType,
+    partitions: Option<Vec<(String, Vec<i32>)>>,
+) -> ControllerResult<BTreeMap<String, Vec<ElectionOutcome>>> {
+    match call(
+        shard,
+        AdminRequest::ElectLeaders {
+            election,
+            partitions,
+        },
+    )
+    .await?
+    {
+        AdminAnswer::Elected(r) => Ok(r),
+        _ => Err(wrong_answer()),
+    }
+}
+
+/// One log line per elected leader, with why.
+fn log_elections(image: &MetadataImage, records: &[MetadataRecord], why: &str) {
+    for r in records {
+        if let MetadataRecord::PartitionChange {
+            topic_id,
+            partition,
+            leader: Some(leader),
+            unclean,
+            ..
+        } = r
+        {
+            let name = image
+                .topic_names_by_id
+                .get(topic_id)
+                .cloned()
+                .unwrap_or_default();
+            if *unclean {
+                tracing::warn!(partition = %format!("{name}-{partition}"), leader, "unclean leader election ({why}): records the old leader held beyond the new one's log are lost");
+            } else {
+                tracing::info!(partition = %format!("{name}-{partition}"), leader, "leader election ({why})");
+            }
+        }
+    }
+}
+
+/// On the active controller, every `every`, gives leaderships back to the
+/// preferred replicas when a broker's share of its preferred partitions
+/// led elsewhere passes `imbalance_percentage`
+/// (`auto.leader.rebalance.enable`). Runs on shard 0 until `stop`.
+pub async fn balance_preferred_leaders(
+    shard: Rc<Shard>,
+    every: Duration,
+    imbalance_percentage: u32,
+    stop: StopHandle,
+) {
+    let mut waited = Duration::ZERO;
+    while !stop.is_requested() {
+        // Short sleeps, so a stop is not held up by a long interval.
+        glommio::timer::sleep(STOP_POLL.min(every)).await;
+        waited += STOP_POLL.min(every);
+        if waited < every {
+            continue;
+        }
+        waited = Duration::ZERO;
+        let controller = controller(&shard);
+        if !controller.quorum.is_leader() {
+            continue;
+        }
+        let Ok(_permit) = controller.decisions.acquire_permit(1).await else {
+            return;
+        };
+        if controller.quorum.read_barrier().await.is_err() {
+            continue;
+        }
+        let image = controller.quorum.image();
+        let records = plan_preferred_rebalance(&image, &broker_views(&image), imbalance_percentage);
+        if records.is_empty() {
+            continue;
+        }
+        log_elections(&image, &records, "auto.leader.rebalance.enable");
+        if let Err(e) = controller.quorum.propose(&records).await {
+            tracing::warn!("preferred leader balancing not committed, retried next interval: {e}");
+        }
     }
 }
 

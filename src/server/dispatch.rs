@@ -123,6 +123,10 @@ pub async fn handle_frame(shard: &Rc<Shard>, frame: Bytes, peer_host: &str) -> O
             create_partitions::CreatePartitionsRequest,
             handlers::create_partitions::handle
         ),
+        ApiKey::ElectLeaders => serve!(
+            elect_leaders::ElectLeadersRequest,
+            handlers::elect_leaders::handle
+        ),
         ApiKey::InitProducerId => serve!(
             init_producer_id::InitProducerIdRequest,
             handlers::init_producer_id::handle

@@ -41,6 +41,8 @@ messages!(
     broker_registration::BrokerRegistrationResponse,
     create_partitions::CreatePartitionsRequest,
     create_partitions::CreatePartitionsResponse,
+    elect_leaders::ElectLeadersRequest,
+    elect_leaders::ElectLeadersResponse,
     create_topics::CreateTopicsRequest,
     create_topics::CreateTopicsResponse,
     delete_topics::DeleteTopicsRequest,
