@@ -427,6 +427,63 @@ fn three_node_cluster_elects_fails_over_fences_and_rejoins() {
         support::tail(&log, 20)
     );
     assert_images_agree(&cluster, &[], "at the end");
+
+    decommissioned_broker_is_unregistered_with_kafkas_cluster_tool(&mut cluster);
+}
+
+/// Seed 004's operator tools, last part: a broker stopped for good is
+/// removed with `kafka-cluster.sh unregister` (Kafka's ClusterTool,
+/// UnregisterBroker v0); a second attempt says it is not registered.
+fn decommissioned_broker_is_unregistered_with_kafkas_cluster_tool(cluster: &mut Cluster) {
+    let libs = kafka_libs();
+    cluster.node(3).stop();
+    let jars = format!("{}/*", libs.display());
+    let unregister = |cluster: &Cluster| {
+        run_command(
+            Command::new("java")
+                .args(["-XX:TieredStopAtLevel=1", "-cp", &jars])
+                .arg("org.apache.kafka.tools.ClusterTool")
+                .args([
+                    "unregister",
+                    "--bootstrap-server",
+                    &cluster.nodes[0].bootstrap(),
+                    "--id",
+                    "3",
+                ]),
+            None,
+            Duration::from_secs(120),
+        )
+    };
+    // Node 3 may have been the active controller: until the quorum has
+    // elected another, the tool gets NOT_CONTROLLER, and an operator retries.
+    let mut out = unregister(cluster);
+    let deadline = Instant::now() + CONVERGE_TIMEOUT;
+    while !out.success()
+        && out.stderr.contains("NotControllerException")
+        && Instant::now() < deadline
+    {
+        std::thread::sleep(Duration::from_millis(500));
+        out = unregister(cluster);
+    }
+    if !out.success() {
+        cluster.fail(&format!("ClusterTool unregister --id 3 failed:\n{out}"));
+    }
+    assert_images_agree(cluster, &[3], "after unregistering node 3");
+    let again = unregister(cluster);
+    assert!(
+        !again.success()
+            && (again.stderr.contains("not registered")
+                || again.stdout.contains("not registered")
+                || again.stderr.contains("BrokerIdNotRegistered")),
+        "unregistering node 3 twice says it is not registered: {again}"
+    );
+    // It leads nothing and is in no ISR any more.
+    for (partition, leader, _, isr) in partitions_of(&cluster.nodes[0], "elect") {
+        assert!(
+            leader != 3 && !isr.contains(&3),
+            "elect-{partition}: leader {leader}, ISR {isr:?}"
+        );
+    }
 }
 
 /// (partition, leader, replicas, isr) of `topic`, as `node` describes it.

@@ -43,7 +43,7 @@ use pinlog::protocol::messages::{
     alter_configs, api_versions, broker_registration, create_partitions, create_topics,
     delete_topics, describe_cluster, describe_configs, describe_quorum, elect_leaders, fetch,
     incremental_alter_configs, init_producer_id, list_offsets, metadata, offset_for_leader_epoch,
-    produce,
+    produce, unregister_broker,
 };
 use pinlog::protocol::messages::{
     delete_groups, delete_records, describe_groups, describe_log_dirs, find_coordinator, heartbeat,
@@ -893,6 +893,17 @@ fn alter_configs_response(g: &mut Gen, _v: i16) -> kp::AlterConfigsResponse {
         }))
 }
 
+fn unregister_broker_request(g: &mut Gen, _v: i16) -> kp::UnregisterBrokerRequest {
+    new!(g, kp::UnregisterBrokerRequest).with_broker_id(kp::BrokerId(g.i32()))
+}
+
+fn unregister_broker_response(g: &mut Gen, _v: i16) -> kp::UnregisterBrokerResponse {
+    new!(g, kp::UnregisterBrokerResponse)
+        .with_throttle_time_ms(g.i32())
+        .with_error_code(g.i16())
+        .with_error_message(g.opt(Gen::str))
+}
+
 fn elect_leaders_request(g: &mut Gen, v: i16) -> kp::ElectLeadersRequest {
     use kp::elect_leaders_request::TopicPartitions;
     let mut r = new!(g, kp::ElectLeadersRequest)
@@ -1639,6 +1650,8 @@ pinlog_messages!(
     create_partitions::CreatePartitionsResponse,
     elect_leaders::ElectLeadersRequest,
     elect_leaders::ElectLeadersResponse,
+    unregister_broker::UnregisterBrokerRequest,
+    unregister_broker::UnregisterBrokerResponse,
     incremental_alter_configs::IncrementalAlterConfigsRequest,
     incremental_alter_configs::IncrementalAlterConfigsResponse,
     describe_cluster::DescribeClusterRequest,
@@ -1936,6 +1949,12 @@ api_table! {
             create_partitions_request;
         response: kp::CreatePartitionsResponse, create_partitions::CreatePartitionsResponse,
             create_partitions_response;
+    }
+    UnregisterBroker => {
+        request: kp::UnregisterBrokerRequest, unregister_broker::UnregisterBrokerRequest,
+            unregister_broker_request;
+        response: kp::UnregisterBrokerResponse, unregister_broker::UnregisterBrokerResponse,
+            unregister_broker_response;
     }
     ElectLeaders => {
         request: kp::ElectLeadersRequest, elect_leaders::ElectLeadersRequest,

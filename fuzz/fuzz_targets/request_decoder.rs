@@ -58,6 +58,8 @@ messages!(
     create_partitions::CreatePartitionsResponse,
     elect_leaders::ElectLeadersRequest,
     elect_leaders::ElectLeadersResponse,
+    unregister_broker::UnregisterBrokerRequest,
+    unregister_broker::UnregisterBrokerResponse,
     create_topics::CreateTopicsRequest,
     create_topics::CreateTopicsResponse,
     delete_topics::DeleteTopicsRequest,
@@ -193,6 +195,10 @@ fn check_api(key: ApiKey, version: i16, request: Reader, also_response: bool) {
         ApiKey::CreatePartitions => pair!(
             create_partitions::CreatePartitionsRequest,
             create_partitions::CreatePartitionsResponse
+        ),
+        ApiKey::UnregisterBroker => pair!(
+            unregister_broker::UnregisterBrokerRequest,
+            unregister_broker::UnregisterBrokerResponse
         ),
         ApiKey::ElectLeaders => pair!(
             elect_leaders::ElectLeadersRequest,

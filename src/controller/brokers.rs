@@ -277,6 +277,31 @@ pub fn registrations(image: &MetadataImage) -> BTreeMap<i32, Registration> {
         .collect()
 }
 
+/// UnregisterBroker (`kafka-cluster.sh unregister`): the broker's
+/// registration is removed, and in the same entry it leaves every ISR and
+/// hands its leaderships to in-sync replicas, as fencing would. Like
+/// Kafka's, it does not ask whether the broker still runs: it is meant for
+/// brokers that are gone for good.
+pub fn plan_unregister_broker(
+    image: &MetadataImage,
+    broker_id: i32,
+) -> Result<Vec<crate::metadata::records::MetadataRecord>, TopicError> {
+    let Some(b) = image.brokers.get(&broker_id) else {
+        return Err((
+            error_code::BROKER_ID_NOT_REGISTERED,
+            format!("broker {broker_id} is not registered"),
+        ));
+    };
+    let record = crate::metadata::records::MetadataRecord::UnregisterBroker {
+        broker_id,
+        broker_epoch: b.epoch,
+    };
+    Ok(crate::controller::partitions::with_leadership_changes(
+        image,
+        vec![record],
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -438,5 +463,74 @@ mod tests {
         assert!(s.expired(regs.iter(), 100_000 + TIMEOUT).is_empty());
         assert_eq!(s.metadata_offset(1), -1);
         assert!(s.has_valid_session(&regs[0], 100_000));
+    }
+
+    #[test]
+    fn unregistering_a_broker_removes_it_and_moves_its_leaderships() {
+        use crate::metadata::records::MetadataRecord;
+        let mut image = MetadataImage::empty();
+        let mut offset = 0;
+        let mut apply = |image: &mut MetadataImage, r: MetadataRecord| {
+            offset += 1;
+            image.apply(offset, &r);
+        };
+        for id in 1..=3 {
+            apply(
+                &mut image,
+                MetadataRecord::RegisterBroker {
+                    broker_id: id,
+                    incarnation_id: [id as u8; 16],
+                    broker_epoch: -1,
+                    host: "127.0.0.1".into(),
+                    port: 9000 + id,
+                    rack: None,
+                    fenced: false,
+                    in_controlled_shutdown: false,
+                },
+            );
+        }
+        apply(
+            &mut image,
+            MetadataRecord::Topic {
+                name: "t".into(),
+                topic_id: [9; 16],
+            },
+        );
+        apply(
+            &mut image,
+            MetadataRecord::Partition {
+                topic_id: [9; 16],
+                partition: 0,
+                replicas: vec![3, 1],
+                isr: vec![3, 1],
+                leader: 3,
+                leader_epoch: 0,
+                partition_epoch: 0,
+            },
+        );
+        let records = plan_unregister_broker(&image, 3).unwrap();
+        assert_eq!(
+            records,
+            vec![
+                MetadataRecord::UnregisterBroker {
+                    broker_id: 3,
+                    broker_epoch: image.brokers[&3].epoch,
+                },
+                MetadataRecord::PartitionChange {
+                    topic_id: [9; 16],
+                    partition: 0,
+                    leader: Some(1),
+                    isr: Some(vec![1]),
+                    unclean: false,
+                },
+            ]
+        );
+        for r in &records {
+            apply(&mut image, r.clone());
+        }
+        assert!(!image.brokers.contains_key(&3));
+        assert_eq!(image.partition("t", 0).unwrap().leader, 1);
+        let again = plan_unregister_broker(&image, 3).unwrap_err();
+        assert_eq!(again.0, error_code::BROKER_ID_NOT_REGISTERED);
     }
 }

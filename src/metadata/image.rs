@@ -180,6 +180,25 @@ impl MetadataImage {
                     },
                 );
             }
+            MetadataRecord::UnregisterBroker {
+                broker_id,
+                broker_epoch,
+            } => {
+                if self
+                    .brokers
+                    .get(broker_id)
+                    .is_some_and(|b| b.epoch == *broker_epoch)
+                {
+                    self.brokers.remove(broker_id);
+                } else {
+                    tracing::warn!(
+                        offset,
+                        broker_id,
+                        broker_epoch,
+                        "metadata: unregistering a broker epoch that is not registered; ignored"
+                    );
+                }
+            }
             MetadataRecord::BrokerRegistrationChange {
                 broker_id,
                 broker_epoch,

@@ -65,6 +65,12 @@ pub enum MetadataRecord {
         fenced: Option<bool>,
         in_controlled_shutdown: Option<bool>,
     },
+    /// A broker was removed from the cluster (KRaft's
+    /// UnregisterBrokerRecord): the registration of that epoch is dropped.
+    UnregisterBroker {
+        broker_id: i32,
+        broker_epoch: i64,
+    },
     /// The cluster's id, agreed by the quorum: the first registered broker
     /// brings it (or the controller makes one), and nodes with an empty
     /// data directory adopt it. Kafka writes it with `kafka-storage format`.
@@ -95,6 +101,7 @@ const REGISTER_BROKER: i8 = 6;
 const BROKER_REGISTRATION_CHANGE: i8 = 7;
 const CLUSTER_ID: i8 = 8;
 const PARTITION_CHANGE: i8 = 9;
+const UNREGISTER_BROKER: i8 = 10;
 
 /// An optional flag as one byte: -1 none, 0 false, 1 true.
 fn optional_flag(v: Option<bool>) -> i8 {
@@ -194,6 +201,15 @@ impl MetadataRecord {
                 w.put_i8(*fenced as i8);
                 w.put_i8(*in_controlled_shutdown as i8);
             }
+            MetadataRecord::UnregisterBroker {
+                broker_id,
+                broker_epoch,
+            } => {
+                w.put_i8(UNREGISTER_BROKER);
+                w.put_i8(VERSION);
+                w.put_i32(*broker_id);
+                w.put_i64(*broker_epoch);
+            }
             MetadataRecord::BrokerRegistrationChange {
                 broker_id,
                 broker_epoch,
@@ -291,6 +307,10 @@ impl MetadataRecord {
                 fenced: read_optional_flag(&mut r, "fenced")?,
                 in_controlled_shutdown: read_optional_flag(&mut r, "in_controlled_shutdown")?,
             },
+            UNREGISTER_BROKER => MetadataRecord::UnregisterBroker {
+                broker_id: r.i32("broker_id")?,
+                broker_epoch: r.i64("broker_epoch")?,
+            },
             CLUSTER_ID => MetadataRecord::ClusterId {
                 cluster_id: r.string("cluster_id", true)?,
             },
@@ -366,6 +386,10 @@ mod tests {
             },
             MetadataRecord::ClusterId {
                 cluster_id: "qau3HT1pWYTbaYLLJD0ulA".into(),
+            },
+            MetadataRecord::UnregisterBroker {
+                broker_id: 3,
+                broker_epoch: 42,
             },
             MetadataRecord::PartitionChange {
                 topic_id: id,

@@ -37,6 +37,7 @@ pub enum ApiKey {
     OffsetDelete = 47,
     DescribeQuorum = 55,
     DescribeCluster = 60,
+    UnregisterBroker = 64,
 }
 
 /// `first_flexible_version` of an API with no flexible version.
@@ -228,6 +229,12 @@ pub const SUPPORTED_APIS: &[ApiSupport] = &[
         max_version: 1,
         first_flexible_version: 0,
     },
+    ApiSupport {
+        key: ApiKey::UnregisterBroker,
+        min_version: 0,
+        max_version: 0,
+        first_flexible_version: 0,
+    },
 ];
 
 impl ApiKey {
@@ -300,6 +307,7 @@ impl ApiKey {
             ApiKey::IncrementalAlterConfigs => "IncrementalAlterConfigs",
             ApiKey::DescribeQuorum => "DescribeQuorum",
             ApiKey::DescribeCluster => "DescribeCluster",
+            ApiKey::UnregisterBroker => "UnregisterBroker",
             ApiKey::OffsetFetch => "OffsetFetch",
             ApiKey::DescribeGroups => "DescribeGroups",
             ApiKey::ListGroups => "ListGroups",

@@ -77,3 +77,5 @@ pub const UNKNOWN_TOPIC_ID: i16 = 100;
 pub const PREFERRED_LEADER_NOT_AVAILABLE: i16 = 80;
 pub const ELIGIBLE_LEADERS_NOT_AVAILABLE: i16 = 83;
 pub const ELECTION_NOT_NEEDED: i16 = 84;
+/// UnregisterBroker of a broker id with no registration.
+pub const BROKER_ID_NOT_REGISTERED: i16 = 102;

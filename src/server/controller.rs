@@ -20,8 +20,8 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 
 use crate::controller::brokers::{
-    registrations, BrokerControlState, BrokerSessions, Heartbeat, RegistrationDecision,
-    RegistrationRequest,
+    plan_unregister_broker, registrations, BrokerControlState, BrokerSessions, Heartbeat,
+    RegistrationDecision, RegistrationRequest,
 };
 use crate::controller::elections::{
     plan_elect_leaders, plan_preferred_rebalance, ElectionOutcome, ElectionType,
@@ -148,6 +148,10 @@ enum AdminRequest {
     AlterPartition {
         version: i16,
         body: Vec<u8>,
+    },
+    /// UnregisterBroker (API 64).
+    UnregisterBroker {
+        broker_id: i32,
     },
     /// ElectLeaders (API 43); `None` for every partition.
     ElectLeaders {
@@ -512,6 +516,13 @@ async fn decide_locked(
             let plan = plan_create_partitions(&image, &mut ctx, requests);
             *offset = commit(plan.records, validate_only).await?;
             Ok(AdminAnswer::CreatePartitions(plan.results))
+        }
+        AdminRequest::UnregisterBroker { broker_id } => {
+            let planned = plan_unregister_broker(&image, broker_id);
+            if let Ok(records) = &planned {
+                log_elections(&image, &records[1..], "the broker was unregistered");
+            }
+            altered(planned, false, commit, offset).await
         }
         AdminRequest::ElectLeaders {
             election,
@@ -1088,6 +1099,18 @@ pub async fn create_partitions(
     .await?
     {
         AdminAnswer::CreatePartitions(r) => Ok(r),
+        _ => Err(wrong_answer()),
+    }
+}
+
+/// Removes a broker's registration (UnregisterBroker) through the active
+/// controller; callable from any shard.
+pub async fn unregister_broker(
+    shard: &Rc<Shard>,
+    broker_id: i32,
+) -> ControllerResult<Result<(), TopicError>> {
+    match call(shard, AdminRequest::UnregisterBroker { broker_id }).await? {
+        AdminAnswer::Altered(r) => Ok(r),
         _ => Err(wrong_answer()),
     }
 }

@@ -123,6 +123,10 @@ pub async fn handle_frame(shard: &Rc<Shard>, frame: Bytes, peer_host: &str) -> O
             create_partitions::CreatePartitionsRequest,
             handlers::create_partitions::handle
         ),
+        ApiKey::UnregisterBroker => serve!(
+            unregister_broker::UnregisterBrokerRequest,
+            handlers::unregister_broker::handle
+        ),
         ApiKey::ElectLeaders => serve!(
             elect_leaders::ElectLeadersRequest,
             handlers::elect_leaders::handle

@@ -34,6 +34,7 @@ pub mod offset_fetch;
 pub mod offset_for_leader_epoch;
 pub mod produce;
 pub mod sync_group;
+pub mod unregister_broker;
 
 #[cfg(test)]
 mod test_support;

@@ -43,6 +43,8 @@ messages!(
     create_partitions::CreatePartitionsResponse,
     elect_leaders::ElectLeadersRequest,
     elect_leaders::ElectLeadersResponse,
+    unregister_broker::UnregisterBrokerRequest,
+    unregister_broker::UnregisterBrokerResponse,
     create_topics::CreateTopicsRequest,
     create_topics::CreateTopicsResponse,
     delete_topics::DeleteTopicsRequest,

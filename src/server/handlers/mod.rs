@@ -31,6 +31,7 @@ pub mod offset_fetch;
 pub mod offset_for_leader_epoch;
 pub mod produce;
 pub mod sync_group;
+pub mod unregister_broker;
 
 use crate::error::{BatchError, LogError};
 use crate::metadata::image::MetadataImage;
