@@ -9,6 +9,8 @@
 //!    exactly once, in order, and the client saw no fatal error.
 //!    1b. The same with SIGTERM, a rolling restart's step: the leader
 //!    hands its leadership over before it stops (controlled shutdown).
+//!    1c. A rolling restart of all three brokers under that load: no send
+//!    fails, and every record lands exactly once.
 //! 2. **Byte-identical replicas.** Once the killed node has rejoined and
 //!    caught up, every replica's segment files are byte-identical; and stay
 //!    so after it is killed and restarted once more, replaying metadata
@@ -54,6 +56,8 @@ const SESSION_TIMEOUT_MS: i64 = 5000;
 /// assertions below check that enough were acknowledged).
 const PRODUCE_SECONDS: u64 = 8;
 const KILL_AFTER: Duration = Duration::from_millis(2500);
+/// Long enough for three stops, restarts and ISR regrowths.
+const ROLLING_RESTART_PRODUCE_SECONDS: u64 = 20;
 
 fn pinlog(args: &[&str]) -> CmdOutput {
     run_command(Command::new(PINLOG_BIN).args(args), None, STEP_TIMEOUT)
@@ -372,6 +376,58 @@ fn replicated_cluster_survives_kills_and_pauses() {
         p.isr.len() == 3
     });
     assert_acked_exactly_once(&cluster, "handed-over", &out);
+
+    // 1c. A whole rolling restart under load (issue: operations): every
+    // broker in turn is stopped with SIGTERM and restarted, the next one
+    // only once the ISR is whole again, as an operator does it. The
+    // idempotent acks=all producer sees no failed send at all, retriable
+    // or not, and every record lands exactly once.
+    create_topic(&cluster, "rolling", "1", "3", &["min.insync.replicas=2"]);
+    await_partition(&cluster, 1, "rolling", 0, "three in sync", |p| {
+        p.leader > 0 && p.isr.len() == 3
+    });
+    let producer = python(&[
+        "produce",
+        &cluster.bootstrap(),
+        "rolling",
+        &ROLLING_RESTART_PRODUCE_SECONDS.to_string(),
+    ]);
+    let producing = std::thread::spawn(move || {
+        let mut producer = producer;
+        run_command(&mut producer, None, STEP_TIMEOUT)
+    });
+    std::thread::sleep(KILL_AFTER);
+    for node in 1..=3usize {
+        cluster.node(node).stop();
+        cluster.node(node).restart();
+        let via = node % 3 + 1;
+        await_partition(
+            &cluster,
+            via,
+            "rolling",
+            0,
+            "three in sync after a restart",
+            |p| p.leader > 0 && p.isr.len() == 3,
+        );
+    }
+    let out = producing.join().expect("producer thread");
+    if !out.success() {
+        cluster.fail(&format!("the producer failed:\n{out}"));
+    }
+    let done = out
+        .stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("DONE "))
+        .map(str::to_string);
+    assert!(
+        done.as_deref().is_some_and(|d| {
+            let f: Vec<&str> = d.split_whitespace().collect();
+            f.len() == 3 && f[1] == "0" && f[2] == "0"
+        }),
+        "a rolling restart must fail no send (DONE acked failed unflushed): {done:?}\n{}",
+        support::tail(&out.stdout, 10)
+    );
+    assert_acked_exactly_once(&cluster, "rolling", &out);
 
     // 2. Byte-identical replicas, once every follower has caught up.
     let dirs: Vec<_> = cluster
