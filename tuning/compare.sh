@@ -563,12 +563,15 @@ fi
 
 # Kafka's P1 rate (median over rounds), records/s: P2 runs at half of it.
 if want p2; then
-KAFKA_P1_RPS=$(cat "$RES"/p1.kafka.*.json 2>/dev/null | jq -s '[.[] | .records_per_s // empty] | sort | if length == 0 then 0 else .[(length - 1) / 2 | floor] end')
+# With --only and no P1 run there are no files: cat fails, which under
+# pipefail would end the script without a word.
+KAFKA_P1_RPS=$( (cat "$RES"/p1.kafka.*.json 2>/dev/null || true) | jq -s '[.[] | .records_per_s // empty] | sort | if length == 0 then 0 else .[(length - 1) / 2 | floor] end')
 P2_RATE=${P2_RATE_ENV:-$(awk -v r="$KAFKA_P1_RPS" 'BEGIN{printf "%d", r / 2}')}
 [ "$P2_RATE" -gt 0 ] || die "no Kafka P1 result, cannot pace P2"
 
 # ---------------------------------------------------------------- P2
-say "P2: produce latency at $P2_RATE records/s (50% of Kafka's P1 median), linger ${LG_P2_LINGER} ms, ${P2_SECS}s"
+P2_RATE_FROM="50% of Kafka's P1 median"; [ -n "$P2_RATE_ENV" ] && P2_RATE_FROM="P2_RATE"
+say "P2: produce latency at $P2_RATE records/s ($P2_RATE_FROM), linger ${LG_P2_LINGER} ms, ${P2_SECS}s"
 P2_RAW_MB=$(awk -v r="$P2_RATE" -v s="$RECORD" 'BEGIN{printf "%.1f", r * s / 1e6}')
 for r in $(seq 1 "$P2_ROUNDS"); do
   # The disk's own answer at P2's byte rate: paced direct-I/O appends into
