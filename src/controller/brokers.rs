@@ -13,8 +13,10 @@
 
 use std::collections::BTreeMap;
 
+use crate::controller::partitions::with_leadership_changes;
 use crate::controller::topics::TopicError;
 use crate::metadata::image::MetadataImage;
+use crate::metadata::records::MetadataRecord;
 use crate::protocol::error_code;
 
 /// A broker as the metadata log records it.
@@ -285,21 +287,18 @@ pub fn registrations(image: &MetadataImage) -> BTreeMap<i32, Registration> {
 pub fn plan_unregister_broker(
     image: &MetadataImage,
     broker_id: i32,
-) -> Result<Vec<crate::metadata::records::MetadataRecord>, TopicError> {
+) -> Result<Vec<MetadataRecord>, TopicError> {
     let Some(b) = image.brokers.get(&broker_id) else {
         return Err((
             error_code::BROKER_ID_NOT_REGISTERED,
             format!("broker {broker_id} is not registered"),
         ));
     };
-    let record = crate::metadata::records::MetadataRecord::UnregisterBroker {
+    let record = MetadataRecord::UnregisterBroker {
         broker_id,
         broker_epoch: b.epoch,
     };
-    Ok(crate::controller::partitions::with_leadership_changes(
-        image,
-        vec![record],
-    ))
+    Ok(with_leadership_changes(image, vec![record]))
 }
 
 #[cfg(test)]
@@ -467,7 +466,6 @@ mod tests {
 
     #[test]
     fn unregistering_a_broker_removes_it_and_moves_its_leaderships() {
-        use crate::metadata::records::MetadataRecord;
         let mut image = MetadataImage::empty();
         let mut offset = 0;
         let mut apply = |image: &mut MetadataImage, r: MetadataRecord| {

@@ -54,19 +54,27 @@ pub fn plan_elect_leaders(
 ) -> ElectionPlan {
     let mut plan = ElectionPlan::default();
     let usable = |id: i32| brokers.iter().any(|b| b.id == id && b.usable);
-    let elect = |plan: &mut ElectionPlan, topic: &TopicImage, index: i32, p: &PartitionImage| {
-        let (error_code, message, leader, isr, unclean) = decide(p, election, &usable);
-        if let Some(leader) = leader {
-            plan.records.push(MetadataRecord::PartitionChange {
-                topic_id: topic.id,
-                partition: index,
-                leader: Some(leader),
+    let elect =
+        |plan: &mut ElectionPlan, topic: &TopicImage, index: i32, p: &PartitionImage| match decide(
+            p, election, &usable,
+        ) {
+            Decision::Elect {
+                leader,
                 isr,
                 unclean,
-            });
-        }
-        (error_code, message)
-    };
+            } => {
+                plan.records.push(MetadataRecord::PartitionChange {
+                    topic_id: topic.id,
+                    partition: index,
+                    leader: Some(leader),
+                    isr,
+                    unclean,
+                });
+                (error_code::NONE, None)
+            }
+            Decision::NotNeeded => (error_code::ELECTION_NOT_NEEDED, None),
+            Decision::Refused { code, message } => (code, Some(message)),
+        };
     match partitions {
         None => {
             for topic in image.topics.values() {
@@ -163,71 +171,80 @@ pub fn plan_preferred_rebalance(
     .records
 }
 
-/// (error, message, new leader, new ISR, unclean) for one partition.
-#[allow(clippy::type_complexity)]
-fn decide(
-    p: &PartitionImage,
-    election: ElectionType,
-    usable: &impl Fn(i32) -> bool,
-) -> (i16, Option<String>, Option<i32>, Option<Vec<i32>>, bool) {
+/// What an election decides for one partition.
+enum Decision {
+    /// Elect `leader`; an unclean election also makes it the whole ISR.
+    Elect {
+        leader: i32,
+        isr: Option<Vec<i32>>,
+        unclean: bool,
+    },
+    /// The partition already has the leader asked for (ELECTION_NOT_NEEDED).
+    NotNeeded,
+    /// Kafka's error code for this partition, and why.
+    Refused { code: i16, message: String },
+}
+
+fn decide(p: &PartitionImage, election: ElectionType, usable: &impl Fn(i32) -> bool) -> Decision {
+    let refused = |code, message| Decision::Refused { code, message };
     match election {
         ElectionType::Preferred => {
             let Some(&preferred) = p.replicas.first() else {
-                return (
+                return refused(
                     error_code::PREFERRED_LEADER_NOT_AVAILABLE,
-                    Some("the partition has no replicas".into()),
-                    None,
-                    None,
-                    false,
+                    "the partition has no replicas".into(),
                 );
             };
             if p.leader == preferred {
-                return (error_code::ELECTION_NOT_NEEDED, None, None, None, false);
+                return Decision::NotNeeded;
             }
             if !usable(preferred) {
-                return (
+                return refused(
                     error_code::PREFERRED_LEADER_NOT_AVAILABLE,
-                    Some(format!(
+                    format!(
                         "preferred replica {preferred} is fenced, shutting down or not registered"
-                    )),
-                    None,
-                    None,
-                    false,
+                    ),
                 );
             }
             if !p.isr.contains(&preferred) {
-                return (
+                return refused(
                     error_code::PREFERRED_LEADER_NOT_AVAILABLE,
-                    Some(format!(
+                    format!(
                         "preferred replica {preferred} is not in the ISR {:?}; it must catch up first",
                         p.isr
-                    )),
-                    None,
-                    None,
-                    false,
+                    ),
                 );
             }
-            (error_code::NONE, None, Some(preferred), None, false)
+            Decision::Elect {
+                leader: preferred,
+                isr: None,
+                unclean: false,
+            }
         }
         ElectionType::Unclean => {
             if p.leader != NO_LEADER {
-                return (error_code::ELECTION_NOT_NEEDED, None, None, None, false);
+                return Decision::NotNeeded;
             }
             if let Some(&r) = p
                 .replicas
                 .iter()
                 .find(|&&r| p.isr.contains(&r) && usable(r))
             {
-                return (error_code::NONE, None, Some(r), None, false);
+                return Decision::Elect {
+                    leader: r,
+                    isr: None,
+                    unclean: false,
+                };
             }
             match p.replicas.iter().copied().find(|&r| usable(r)) {
-                Some(r) => (error_code::NONE, None, Some(r), Some(vec![r]), true),
-                None => (
+                Some(r) => Decision::Elect {
+                    leader: r,
+                    isr: Some(vec![r]),
+                    unclean: true,
+                },
+                None => refused(
                     error_code::ELIGIBLE_LEADERS_NOT_AVAILABLE,
-                    Some(format!("no replica of {:?} is live", p.replicas)),
-                    None,
-                    None,
-                    false,
+                    format!("no replica of {:?} is live", p.replicas),
                 ),
             }
         }

@@ -127,12 +127,13 @@ struct StagedAppend {
 
 impl StagedAppend {
     fn max_timestamp(&self) -> i64 {
-        self.headers
-            .iter()
-            .map(|h| h.max_timestamp)
-            .max()
-            .unwrap_or(-1)
+        max_timestamp(&self.headers)
     }
+}
+
+/// The largest batch max timestamp of `headers`; -1 for none.
+fn max_timestamp(headers: &[BatchHeader]) -> i64 {
+    headers.iter().map(|h| h.max_timestamp).max().unwrap_or(-1)
 }
 
 /// The appends of a group commit staged for one write, with the slot of
@@ -486,11 +487,7 @@ impl PartitionLog {
     /// append not answered yet fails.
     fn fail_unanswered(&mut self, results: &mut [Option<LogResult<AppendInfo>>], e: LogError) {
         if self.offline.is_none() {
-            tracing::error!(partition = %self.tp, "taking partition offline: {e}");
-            if let Some(failures) = &self.failures {
-                failures.set(failures.get() + 1);
-            }
-            self.offline = Some(e.to_string());
+            self.take_offline(&e);
         }
         // A retry answered as a duplicate of a batch staged in the failed
         // write is not in the log either.
@@ -507,15 +504,21 @@ impl PartitionLog {
     /// longer known, so serving on would risk acknowledging lost data.
     fn fail<T>(&mut self, result: LogResult<T>) -> LogResult<T> {
         if let Err(e @ LogError::Io { .. }) = &result {
-            tracing::error!(partition = %self.tp, "taking partition offline: {e}");
-            if self.offline.is_none() {
-                if let Some(failures) = &self.failures {
-                    failures.set(failures.get() + 1);
-                }
-            }
-            self.offline = Some(e.to_string());
+            self.take_offline(e);
         }
         result
+    }
+
+    /// Records `e` as the reason the partition is offline, counting it in
+    /// the owner's failures the first time.
+    fn take_offline(&mut self, e: &LogError) {
+        tracing::error!(partition = %self.tp, "taking partition offline: {e}");
+        if self.offline.is_none() {
+            if let Some(failures) = &self.failures {
+                failures.set(failures.get() + 1);
+            }
+        }
+        self.offline = Some(e.to_string());
     }
 
     async fn persist_epochs(&mut self) -> LogResult<()> {
@@ -825,7 +828,7 @@ impl PartitionLog {
         }
         let first = headers[0];
         let last = headers[headers.len() - 1];
-        let max_timestamp = headers.iter().map(|h| h.max_timestamp).max().unwrap_or(-1);
+        let max_timestamp = max_timestamp(&headers);
         let roll = self.active().should_roll(
             &self.config,
             batches.len() as u64,

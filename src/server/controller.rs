@@ -518,10 +518,9 @@ async fn decide_locked(
             Ok(AdminAnswer::CreatePartitions(plan.results))
         }
         AdminRequest::UnregisterBroker { broker_id } => {
+            // Its leadership and ISR changes are logged as they are planned
+            // (`with_leadership_changes`).
             let planned = plan_unregister_broker(&image, broker_id);
-            if let Ok(records) = &planned {
-                log_elections(&image, &records[1..], "the broker was unregistered");
-            }
             altered(planned, false, commit, offset).await
         }
         AdminRequest::ElectLeaders {
@@ -1171,15 +1170,15 @@ pub async fn balance_preferred_leaders(
     imbalance_percentage: u32,
     stop: StopHandle,
 ) {
-    let mut waited = Duration::ZERO;
     while !stop.is_requested() {
         // Short sleeps, so a stop is not held up by a long interval.
-        glommio::timer::sleep(STOP_POLL.min(every)).await;
-        waited += STOP_POLL.min(every);
-        if waited < every {
-            continue;
+        let due = Instant::now() + every;
+        while !stop.is_requested() && Instant::now() < due {
+            glommio::timer::sleep(STOP_POLL.min(every)).await;
         }
-        waited = Duration::ZERO;
+        if stop.is_requested() {
+            return;
+        }
         let controller = controller(&shard);
         if !controller.quorum.is_leader() {
             continue;

@@ -174,47 +174,39 @@ fn pace(dir: PathBuf, rate_mb: f64, files: usize, write: usize, duration: Durati
     });
     // Seconds between two appends of one file.
     let interval = Duration::from_secs_f64(write as f64 * files as f64 / (rate_mb * 1e6));
-    let dir2 = dir.clone();
-    let result = LocalExecutorBuilder::new(Placement::Fixed(0))
+    let executor = LocalExecutorBuilder::new(Placement::Fixed(0))
         .name("raw-sink-pace")
-        .spawn(move || async move {
-            let start = Instant::now();
-            let mut tasks = Vec::new();
-            for f in 0..files {
-                let path = dir2.join(format!("pace-{f}.data"));
-                // Spread the files' schedules over one interval.
-                let offset = interval.mul_f64(f as f64 / files as f64);
-                tasks.push(glommio::spawn_local(async move {
-                    pace_file(path, start + offset, interval, write, duration).await
-                }));
-            }
-            let mut latencies = Vec::new();
-            let mut longest_write = Duration::ZERO;
-            let mut bytes = 0u64;
-            for t in tasks {
-                let (l, w, b) = t.await?;
-                latencies.extend(l);
-                longest_write = longest_write.max(w);
-                bytes += b;
-            }
-            Ok::<_, std::io::Error>((latencies, longest_write, bytes, start.elapsed()))
-        })
-        .and_then(|h| {
-            h.join().map_err(|e| {
-                glommio::GlommioError::<()>::IoError(std::io::Error::other(format!("{e:?}")))
-            })
+        .make()
+        .unwrap_or_else(|e| {
+            eprintln!("raw-sink pace: cannot start the executor: {e}");
+            std::process::exit(1)
         });
-    let (mut lat, longest, bytes, took) = match result {
-        Ok(Ok(r)) => r,
-        Ok(Err(e)) => {
-            eprintln!("raw-sink pace: {e}");
-            std::process::exit(1)
+    let result = executor.run(async {
+        let start = Instant::now();
+        let mut tasks = Vec::new();
+        for f in 0..files {
+            let path = dir.join(format!("pace-{f}.data"));
+            // Spread the files' schedules over one interval.
+            let offset = interval.mul_f64(f as f64 / files as f64);
+            tasks.push(glommio::spawn_local(async move {
+                pace_file(path, start + offset, interval, write, duration).await
+            }));
         }
-        Err(e) => {
-            eprintln!("raw-sink pace: {e}");
-            std::process::exit(1)
+        let mut latencies = Vec::new();
+        let mut longest_write = Duration::ZERO;
+        let mut bytes = 0u64;
+        for t in tasks {
+            let (l, w, b) = t.await?;
+            latencies.extend(l);
+            longest_write = longest_write.max(w);
+            bytes += b;
         }
-    };
+        Ok::<_, std::io::Error>((latencies, longest_write, bytes, start.elapsed()))
+    });
+    let (mut lat, longest, bytes, took) = result.unwrap_or_else(|e| {
+        eprintln!("raw-sink pace: {e}");
+        std::process::exit(1)
+    });
     for f in 0..files {
         let _ = std::fs::remove_file(dir.join(format!("pace-{f}.data")));
     }
