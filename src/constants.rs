@@ -139,6 +139,11 @@ pub const RECOVERY_READ_CHUNK_BYTES: usize = 4 * 1024 * 1024;
 
 /// Name of the clean-shutdown marker in a data directory (Kafka's name).
 pub const CLEAN_SHUTDOWN_FILE: &str = ".kafka_cleanshutdown";
+/// pinlog's record of this data directory's last broker registration: its
+/// broker epoch and the machine's boot id (see `log/data_dir.rs`).
+pub const LAST_REGISTRATION_FILE: &str = "last-registration.json";
+/// Where Linux gives the id of the current boot.
+pub const BOOT_ID_PATH: &str = "/proc/sys/kernel/random/boot_id";
 /// Kafka's per-data-directory checkpoint of each partition's recovery point.
 pub const RECOVERY_POINT_CHECKPOINT_FILE: &str = "recovery-point-offset-checkpoint";
 /// Kafka's high-watermark checkpoint file in each data directory.

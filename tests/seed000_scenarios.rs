@@ -108,6 +108,9 @@ impl Replica {
                 partition_epoch,
                 replicas: REPLICAS.to_vec(),
                 isr: isr.to_vec(),
+                // The seed's scenarios run with Kafka's default
+                // min.insync.replicas: the HW moves with any ISR.
+                min_isr: 1,
             },
             NOW_MS,
         );

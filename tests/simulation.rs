@@ -18,12 +18,16 @@
 //!   loses a follower's append still in flight (it completes a few
 //!   milliseconds after its fetch response arrives) and every message to
 //!   or from the process; completed appends survive, as pinlog's direct-I/O
-//!   writes survive a process crash. The HW is checkpointed every 500 ms.
+//!   writes survive a process crash, and the restarted broker registers
+//!   with its last broker epoch (its log is intact). A power loss also
+//!   loses the last unflushed appends, and the broker registers without
+//!   it (KIP-966's unclean shutdown). The HW is checkpointed every 500 ms.
 //!
 //! Invariants checked at every step:
 //! - at most one broker becomes leader in any leader epoch;
 //! - a leader's HW never decreases and never exceeds the log end of any
-//!   member of its maximal ISR;
+//!   member of its maximal ISR (except one that lost power since it
+//!   reported that log end, until an image takes it out of the ISR);
 //! - an offset exposed below a HW never holds two different records, and
 //!   every exposed record is in the final log;
 //! - every acknowledged record is at its acknowledged offset in the final
@@ -39,11 +43,11 @@
 //! prints its trace; replay it with
 //! `PINLOG_SIM_SEEDS=1 PINLOG_SIM_FIRST_SEED=<seed>`. The known failure
 //! histories are fixed cases: the two scenarios of seed 000, Jepsen's
-//! Kafka 0.8 ISR shrink, KIP-966's last replica standing, and the seeds
-//! that found bugs. `PINLOG_SIM_POWER_LOSS=1` adds power losses to the
-//! random schedules (a crash that also loses the last unflushed appends);
-//! CI leaves them out while the bug they find is open (bug 9 of
-//! tests/README.md).
+//! Kafka 0.8 ISR shrink, KIP-966's last replica standing (after process
+//! crashes and after power losses), and the seeds that found bugs. The
+//! random schedules include power losses (a crash that also loses the last
+//! unflushed appends; the broker's next registration then says its
+//! shutdown was unclean); `PINLOG_SIM_POWER_LOSS=0` leaves them out.
 
 mod common;
 
@@ -54,11 +58,12 @@ use std::rc::Rc;
 
 use common::SeededRng;
 use pinlog::controller::brokers::{
-    registrations, BrokerControlState, BrokerSessions, Heartbeat, RegistrationDecision,
-    RegistrationRequest,
+    registrations, unclean_shutdown, BrokerControlState, BrokerSessions, Heartbeat,
+    RegistrationDecision, RegistrationRequest,
 };
 use pinlog::controller::partitions::{
-    broker_views, fencing, plan_alter_partition, with_leadership_changes, IsrProposal,
+    broker_views, effective_min_isr, fencing, plan_alter_partition, with_leadership_changes,
+    with_unclean_shutdown, IsrProposal,
 };
 use pinlog::log::epoch_cache::{LeaderEpochCache, UNDEFINED_EPOCH};
 use pinlog::metadata::image::{MetadataImage, PartitionImage};
@@ -69,9 +74,11 @@ use pinlog::replica::{
 };
 
 const DEFAULT_SEEDS: u64 = 2000;
-/// Whether random schedules include power losses (`PINLOG_SIM_POWER_LOSS=1`).
+/// Whether random schedules include power losses: yes, unless
+/// `PINLOG_SIM_POWER_LOSS=0` (the schedules the seeds had before power
+/// losses were modelled).
 fn power_loss_enabled() -> bool {
-    std::env::var("PINLOG_SIM_POWER_LOSS").is_ok_and(|v| v == "1")
+    std::env::var("PINLOG_SIM_POWER_LOSS").map_or(true, |v| v != "0")
 }
 
 /// After a power loss, how long the random schedule waits before another:
@@ -117,6 +124,10 @@ struct Record {
 enum Msg {
     Register {
         incarnation: u64,
+        /// KIP-966's `PreviousBrokerEpoch`: the last registration's epoch if
+        /// nothing written since was lost (a process crash on a machine
+        /// that kept running), -1 after a power loss.
+        previous_broker_epoch: i64,
     },
     Registered {
         epoch: i64,
@@ -233,6 +244,13 @@ struct Broker {
     incarnation: u64,
     /// The broker epoch of this process's registration; -1 before.
     broker_epoch: i64,
+    /// What its registration sends as the previous broker epoch.
+    previous_broker_epoch: i64,
+    /// It lost power while in the ISR and has not yet applied an image
+    /// that took it out: the log ends the leader heard from it before may
+    /// be gone, which no leader can know (KIP-966's registration is what
+    /// takes it out).
+    lost_power: bool,
     log: Vec<Record>,
     epochs: LeaderEpochCache,
     checkpointed_hw: i64,
@@ -262,6 +280,8 @@ impl Broker {
             up: true,
             incarnation,
             broker_epoch: -1,
+            previous_broker_epoch: -1,
+            lost_power: false,
             replica: ReplicaState::new(id, 0, leo, hw, LAG_TIME_MAX_MS),
             log,
             epochs,
@@ -381,6 +401,14 @@ impl Sim {
             leader: 1,
             leader_epoch: 0,
             partition_epoch: 0,
+            elr: Vec::new(),
+            last_known_elr: Vec::new(),
+        });
+        records.push(MetadataRecord::Config {
+            resource_type: RESOURCE_TOPIC,
+            resource_name: "sim".into(),
+            name: "min.insync.replicas".into(),
+            value: Some(MIN_INSYNC.to_string()),
         });
         for r in &records {
             image.apply(image.offset + 1, r);
@@ -617,7 +645,10 @@ impl Sim {
     fn controller_receive(&mut self, from: i32, msg: Msg) {
         let now = self.now as i64;
         match msg {
-            Msg::Register { incarnation } => {
+            Msg::Register {
+                incarnation,
+                previous_broker_epoch,
+            } => {
                 let mut known = registrations(&self.controller.image);
                 // Every simulated broker is a voter, whose new incarnation
                 // is that node restarted (as the real controller decides).
@@ -627,26 +658,31 @@ impl Sim {
                     cluster_id: CLUSTER_ID.into(),
                     incarnation_id: incarnation_uuid(incarnation),
                     rack: None,
+                    previous_broker_epoch,
                 };
+                let unclean = unclean_shutdown(&registrations(&self.controller.image), &ask);
                 match self
                     .controller
                     .sessions
                     .register(&known, CLUSTER_ID, &ask, now)
                 {
                     Ok(RegistrationDecision::New) => {
-                        let records = with_leadership_changes(
-                            &self.controller.image,
-                            vec![MetadataRecord::RegisterBroker {
-                                broker_id: from,
-                                incarnation_id: ask.incarnation_id,
-                                broker_epoch: -1,
-                                host: format!("broker-{from}"),
-                                port: 9092,
-                                rack: None,
-                                fenced: true,
-                                in_controlled_shutdown: false,
-                            }],
-                        );
+                        let register = vec![MetadataRecord::RegisterBroker {
+                            broker_id: from,
+                            incarnation_id: ask.incarnation_id,
+                            broker_epoch: -1,
+                            host: format!("broker-{from}"),
+                            port: 9092,
+                            rack: None,
+                            fenced: true,
+                            in_controlled_shutdown: false,
+                        }];
+                        let records = if unclean {
+                            self.note(format!("broker {from} registers after an unclean shutdown"));
+                            with_unclean_shutdown(&self.controller.image, register, from)
+                        } else {
+                            with_leadership_changes(&self.controller.image, register)
+                        };
                         self.commit(records);
                         let epoch = self.controller.image.offset;
                         self.send(CONTROLLER, node_of(from), Msg::Registered { epoch });
@@ -783,8 +819,15 @@ impl Sim {
         if b.broker_epoch < 0 {
             if now - b.last_heartbeat >= HEARTBEAT_MS {
                 b.last_heartbeat = now;
-                let incarnation = b.incarnation;
-                self.send(node_of(id), CONTROLLER, Msg::Register { incarnation });
+                let (incarnation, previous_broker_epoch) = (b.incarnation, b.previous_broker_epoch);
+                self.send(
+                    node_of(id),
+                    CONTROLLER,
+                    Msg::Register {
+                        incarnation,
+                        previous_broker_epoch,
+                    },
+                );
             }
             return;
         }
@@ -885,12 +928,16 @@ impl Sim {
         let Some(p) = b.partition().cloned() else {
             return;
         };
+        if !p.isr.contains(&id) {
+            b.lost_power = false;
+        }
         let assignment = Assignment {
             leader: p.leader,
             leader_epoch: p.leader_epoch,
             partition_epoch: p.partition_epoch,
             replicas: p.replicas.clone(),
             isr: p.isr.clone(),
+            min_isr: effective_min_isr(MIN_INSYNC, p.replicas.len()),
         };
         let transition = b.replica.apply_assignment(&assignment, now);
         match transition {
@@ -960,7 +1007,7 @@ impl Sim {
             let maximal_isr = self.brokers[&id].replica.maximal_isr();
             for r in maximal_isr {
                 let member_leo = self.brokers[&r].leo();
-                if member_leo < hw {
+                if member_leo < hw && !self.brokers[&r].lost_power {
                     self.violation(format!(
                         "leader {id}'s HW {hw} is above ISR member {r}'s log end {member_leo}"
                     ));
@@ -1233,6 +1280,10 @@ impl Sim {
                 let b = self.brokers.get_mut(&id).expect("a broker");
                 b.up = false;
                 b.appending = None;
+                // The machine restarts: the broker cannot vouch for its log.
+                b.broker_epoch = -1;
+                b.previous_broker_epoch = -1;
+                b.lost_power = true;
                 let keep = b.log.len().saturating_sub(tail as usize);
                 b.log.truncate(keep);
                 b.epochs.truncate_from_end(keep as i64);
@@ -1246,8 +1297,17 @@ impl Sim {
                 // What survives a process crash: the completed appends, the
                 // epoch cache, the checkpointed HW.
                 let (log, epochs, hw) = (b.log.clone(), b.epochs.clone(), b.checkpointed_hw);
+                // A process crash on a machine that kept running loses
+                // nothing written, and pinlog's registration says so.
+                let previous_broker_epoch = if b.broker_epoch >= 0 {
+                    b.broker_epoch
+                } else {
+                    b.previous_broker_epoch
+                };
                 self.next_incarnation += 1;
                 let mut fresh = Broker::new(id, self.next_incarnation, log, epochs, hw);
+                fresh.previous_broker_epoch = previous_broker_epoch;
+                fresh.lost_power = b.lost_power;
                 fresh.last_heartbeat = 0;
                 self.brokers.insert(id, fresh);
             }
@@ -1277,7 +1337,7 @@ impl Sim {
 
     /// A random schedule of faults over `[0, until)`, each healed within
     /// 3 s.
-    fn random_faults(&mut self, until: Time) {
+    fn random_faults(&mut self, until: Time, power_loss: bool) {
         let mut t = self.rng.between(200, 1000);
         let mut power_lost_until: Time = 0;
         let nodes: Vec<Node> = BROKERS.iter().map(|&b| node_of(b)).collect();
@@ -1288,10 +1348,9 @@ impl Sim {
                 + 1
                 + self.rng.below(2) as usize)
                 % 3];
-            // Power loss only when asked for: it finds an open bug (bug 9
-            // in tests/README.md), and leaving it out keeps every other
-            // seed's schedule as it was.
-            let kinds = if power_loss_enabled() { 8 } else { 7 };
+            // Without power losses, a seed keeps the schedule it had before
+            // they were modelled (the fixed seeds of bugs 7 and 8).
+            let kinds = if power_loss { 8 } else { 7 };
             match self.rng.below(kinds) {
                 0 | 1 => {
                     self.at(t, Fault::Crash(a));
@@ -1439,10 +1498,11 @@ fn incarnation_uuid(n: u64) -> Uuid {
 
 /// Runs `build` to completion for `seed`, catching a panic of the real
 /// cores' assertions as a failure of the seed.
-/// One seed as `random_seeds` runs it: random faults, then healing.
-fn random_run(seed: u64) -> Result<usize, String> {
+/// One seed as `random_seeds` runs it: random faults (with power losses if
+/// `power_loss`), then healing.
+fn random_run(seed: u64, power_loss: bool) -> Result<usize, String> {
     run_seed(seed, |sim| {
-        sim.random_faults(FAULT_PHASE_MS);
+        sim.random_faults(FAULT_PHASE_MS, power_loss);
         sim.run_until(FAULT_PHASE_MS);
         sim.finish(FAULT_PHASE_MS)
     })
@@ -1489,11 +1549,16 @@ fn random_seeds() {
         "simulation: seeds {first}..{} (PINLOG_SIM_FIRST_SEED={first})",
         first + seeds
     );
+    let power_loss = power_loss_enabled();
+    eprintln!(
+        "simulation: power losses {}",
+        if power_loss { "on" } else { "off" }
+    );
     let started = std::time::Instant::now();
     let mut acknowledged = 0;
     let mut failures = Vec::new();
     for seed in first..first + seeds {
-        let outcome = random_run(seed);
+        let outcome = random_run(seed, power_loss);
         match outcome {
             Ok(n) => acknowledged += n,
             Err(e) => failures.push(e),
@@ -1521,7 +1586,7 @@ fn random_seeds() {
 /// (its epoch entry at the log end was not truncated).
 #[test]
 fn a_leader_replaced_before_appending_fetches_again() {
-    random_run(1_796_163_106).unwrap_or_else(|e| panic!("{e}"));
+    random_run(1_796_163_106, false).unwrap_or_else(|e| panic!("{e}"));
 }
 
 /// An ISR expansion committed while its answer was lost: the leader took
@@ -1529,7 +1594,17 @@ fn a_leader_replaced_before_appending_fetches_again() {
 /// member then led without the records exposed (a lost acknowledged write).
 #[test]
 fn a_lost_alter_partition_answer_keeps_the_hw_waiting() {
-    random_run(20_262_160).unwrap_or_else(|e| panic!("{e}"));
+    random_run(20_262_160, false).unwrap_or_else(|e| panic!("{e}"));
+}
+
+/// Bug 9: broker 3 of the ISR [1, 3] lost power; the controller, not yet
+/// knowing, fenced broker 1 and elected 3, which came back with a shorter
+/// log and led it, overwriting acknowledged records. Its registration now
+/// says its shutdown was unclean, so it leaves the ISR, and broker 1 (in
+/// the ELR) leads instead.
+#[test]
+fn a_replica_that_lost_power_does_not_lead_its_shorter_log() {
+    random_run(20_261_202, true).unwrap_or_else(|e| panic!("{e}"));
 }
 
 /// Checks that a fixed case acknowledged something and ends well.
@@ -1599,10 +1674,11 @@ fn jepsen_kafka08_isr_shrink() {
 
 /// KIP-966's history up to 9 s: the followers die, the ISR shrinks to
 /// broker 1, broker 1 dies too, and the followers come back without it.
-fn last_replica_down(sim: &mut Sim) {
+/// `follower_fault` is how the followers die.
+fn last_replica_down(sim: &mut Sim, follower_fault: fn(i32) -> Fault) {
     sim.run_until(2000);
-    sim.at(2000, Fault::Crash(2));
-    sim.at(2000, Fault::Crash(3));
+    sim.at(2000, follower_fault(2));
+    sim.at(2000, follower_fault(3));
     // Long enough for the ISR to shrink to {1}.
     sim.at(5000, Fault::Crash(1));
     sim.at(5500, Fault::Restart(2));
@@ -1610,23 +1686,28 @@ fn last_replica_down(sim: &mut Sim) {
     sim.run_until(9000);
 }
 
-/// KIP-966's last replica standing: the ISR shrinks to the leader, the
-/// leader dies, and the stale replicas must not lead (unclean election is
-/// off): the partition stays offline until the last ISR member returns,
-/// with every acknowledged record.
+fn sim_partition(sim: &Sim) -> PartitionImage {
+    sim.controller
+        .image
+        .partition("sim", 0)
+        .cloned()
+        .expect("a partition")
+}
+
+/// KIP-966's last replica standing, with the ELR: the ISR shrinks to the
+/// leader below min.insync.replicas, so the followers that left it enter
+/// the ELR and the leader's HW stands still. When the leader dies too, a
+/// follower back from a process crash (nothing it wrote was lost) leads
+/// cleanly from the ELR, and every acknowledged and exposed record
+/// survives.
 #[test]
 fn kip966_last_replica_standing() {
     fixed_case("KIP-966", |sim| {
-        last_replica_down(sim);
-        let p = sim
-            .controller
-            .image
-            .partition("sim", 0)
-            .cloned()
-            .expect("a partition");
-        if p.leader > 0 {
+        last_replica_down(sim, Fault::Crash);
+        let p = sim_partition(sim);
+        if ![2, 3].contains(&p.leader) || p.last_election_unclean {
             return Err(format!(
-                "a stale replica leads while the last ISR member is down: {p:?}"
+                "an eligible replica should lead cleanly while the last ISR member is down: {p:?}"
             ));
         }
         sim.at(9000, Fault::Restart(1));
@@ -1635,10 +1716,31 @@ fn kip966_last_replica_standing() {
     });
 }
 
-/// The checks can fail: with `unclean.leader.election.enable` on, the
-/// KIP-966 history elects a stale replica. The records the last ISR member
-/// exposed below its HW after the shrink (min.insync.replicas kept them
-/// from being acknowledged) are then reported as vanished.
+/// The same history, but the followers lost power: they may have lost
+/// records they had not flushed, so their registrations take them out of
+/// the ELR and they must not lead (unclean election is off). The partition
+/// stays offline until the last ISR member returns.
+#[test]
+fn kip966_last_replica_standing_after_power_losses() {
+    fixed_case("KIP-966 with power losses", |sim| {
+        last_replica_down(sim, |id| Fault::PowerLoss { id, tail: 5 });
+        let p = sim_partition(sim);
+        if p.leader > 0 {
+            return Err(format!(
+                "a replica back from a power loss leads while the last ISR member is down: {p:?}"
+            ));
+        }
+        sim.at(9000, Fault::Restart(1));
+        sim.run_until(12_000);
+        sim.finish(12_000)
+    });
+}
+
+/// The checks can fail: with `unclean.leader.election.enable` on, a
+/// replica that left the ISR while it was still at min.insync.replicas
+/// (so not eligible) leads once every in-sync and eligible replica is
+/// down. The records the ISR [1, 2] exposed after it left are then
+/// reported as vanished.
 #[test]
 fn the_checks_catch_an_unclean_election() {
     let outcome = run_seed(1, |sim| {
@@ -1651,10 +1753,16 @@ fn the_checks_catch_an_unclean_election() {
                 value: Some("true".into()),
             },
         );
-        last_replica_down(sim);
-        sim.at(9000, Fault::Restart(1));
-        sim.run_until(12_000);
-        sim.finish(12_000)
+        sim.run_until(2000);
+        sim.at(2000, Fault::Crash(3));
+        // Long enough for the ISR to shrink to [1, 2] and expose records.
+        sim.at(5000, Fault::Crash(2));
+        sim.at(7000, Fault::Crash(1));
+        sim.at(8000, Fault::Restart(3));
+        sim.at(10_000, Fault::Restart(1));
+        sim.at(10_000, Fault::Restart(2));
+        sim.run_until(13_000);
+        sim.finish(13_000)
     });
     let report = outcome.expect_err("an unclean election must lose exposed records");
     assert!(report.contains("and vanished"), "{report}");
@@ -1665,7 +1773,7 @@ fn the_checks_catch_an_unclean_election() {
 fn a_seed_replays_exactly() {
     let trace = |seed| {
         let mut sim = Sim::new(seed);
-        sim.random_faults(5000);
+        sim.random_faults(5000, true);
         sim.run_until(5000);
         (sim.trace.clone(), sim.acknowledged())
     };

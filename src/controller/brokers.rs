@@ -38,6 +38,23 @@ pub struct RegistrationRequest {
     pub cluster_id: String,
     pub incarnation_id: [u8; 16],
     pub rack: Option<String>,
+    /// The broker epoch the broker's last clean shutdown recorded (KIP-966's
+    /// `PreviousBrokerEpoch`), -1 when its last shutdown was not clean.
+    pub previous_broker_epoch: i64,
+}
+
+/// Whether a registration comes from a broker whose last shutdown was not
+/// clean (Kafka's check in `ClusterControlManager.registerBroker`): it was
+/// registered before, and does not bring that registration's epoch from a
+/// clean-shutdown marker. Its unflushed records may be lost, so it must not
+/// be trusted as an in-sync or eligible replica (KIP-966).
+pub fn unclean_shutdown(
+    registrations: &BTreeMap<i32, Registration>,
+    req: &RegistrationRequest,
+) -> bool {
+    registrations.get(&req.id).is_some_and(|r| {
+        r.incarnation_id != req.incarnation_id && r.epoch != req.previous_broker_epoch
+    })
 }
 
 /// What a registration becomes.
@@ -324,6 +341,7 @@ mod tests {
             cluster_id: "c1".into(),
             incarnation_id: [incarnation; 16],
             rack: None,
+            previous_broker_epoch: -1,
         }
     }
 
@@ -504,6 +522,8 @@ mod tests {
                 leader: 3,
                 leader_epoch: 0,
                 partition_epoch: 0,
+                elr: Vec::new(),
+                last_known_elr: Vec::new(),
             },
         );
         let records = plan_unregister_broker(&image, 3).unwrap();
@@ -520,6 +540,8 @@ mod tests {
                     leader: Some(1),
                     isr: Some(vec![1]),
                     unclean: false,
+                    elr: None,
+                    last_known_elr: None,
                 },
             ]
         );

@@ -6,17 +6,20 @@
 //! - **Preferred:** the first replica of the assignment leads, if it is
 //!   usable and in the ISR. Already leading: ELECTION_NOT_NEEDED. Not
 //!   usable or out of sync: PREFERRED_LEADER_NOT_AVAILABLE.
-//! - **Unclean:** only for a partition without a leader. An in-sync usable
-//!   replica is elected cleanly if there is one (replica order); otherwise
-//!   the first usable replica, which becomes the whole ISR. With a leader:
-//!   ELECTION_NOT_NEEDED; with no usable replica:
+//! - **Unclean:** only for a partition without a leader. An in-sync or
+//!   eligible (ELR) usable replica is elected cleanly if there is one
+//!   (replica order), as failover would; otherwise the first usable
+//!   replica, which becomes the whole ISR and empties the ELR. With a
+//!   leader: ELECTION_NOT_NEEDED; with no usable replica:
 //!   ELIGIBLE_LEADERS_NOT_AVAILABLE.
 //!
 //! A change of leader bumps the leader epoch when applied, as any election.
 
 use std::collections::BTreeMap;
 
-use crate::controller::partitions::{BrokerView, NO_LEADER};
+use crate::controller::partitions::{
+    plan_partition_change, topic_rules, BrokerView, ChangeRules, PartitionChangePlan, NO_LEADER,
+};
 use crate::metadata::image::{MetadataImage, PartitionImage, TopicImage};
 use crate::metadata::records::MetadataRecord;
 use crate::protocol::error_code;
@@ -54,27 +57,20 @@ pub fn plan_elect_leaders(
 ) -> ElectionPlan {
     let mut plan = ElectionPlan::default();
     let usable = |id: i32| brokers.iter().any(|b| b.id == id && b.usable);
-    let elect =
-        |plan: &mut ElectionPlan, topic: &TopicImage, index: i32, p: &PartitionImage| match decide(
-            p, election, &usable,
-        ) {
-            Decision::Elect {
-                leader,
-                isr,
-                unclean,
-            } => {
-                plan.records.push(MetadataRecord::PartitionChange {
-                    topic_id: topic.id,
-                    partition: index,
-                    leader: Some(leader),
-                    isr,
-                    unclean,
-                });
+    let elect = |plan: &mut ElectionPlan, topic: &TopicImage, index: i32, p: &PartitionImage| {
+        let rules = ChangeRules {
+            unclean_allowed: true,
+            ..topic_rules(image, topic, p.replicas.len(), None, true)
+        };
+        match decide(p, election, &usable, rules) {
+            Decision::Elect(change) => {
+                plan.records.push(change.into_record(topic.id, index));
                 (error_code::NONE, None)
             }
             Decision::NotNeeded => (error_code::ELECTION_NOT_NEEDED, None),
             Decision::Refused { code, message } => (code, Some(message)),
-        };
+        }
+    };
     match partitions {
         None => {
             for topic in image.topics.values() {
@@ -173,19 +169,22 @@ pub fn plan_preferred_rebalance(
 
 /// What an election decides for one partition.
 enum Decision {
-    /// Elect `leader`; an unclean election also makes it the whole ISR.
-    Elect {
-        leader: i32,
-        isr: Option<Vec<i32>>,
-        unclean: bool,
-    },
+    /// Elect a leader: the change to record.
+    Elect(PartitionChangePlan),
     /// The partition already has the leader asked for (ELECTION_NOT_NEEDED).
     NotNeeded,
     /// Kafka's error code for this partition, and why.
     Refused { code: i16, message: String },
 }
 
-fn decide(p: &PartitionImage, election: ElectionType, usable: &impl Fn(i32) -> bool) -> Decision {
+/// `rules` are the topic's, with unclean elections allowed: an unclean
+/// ElectLeaders asks for one whatever the topic says.
+fn decide(
+    p: &PartitionImage,
+    election: ElectionType,
+    usable: &impl Fn(i32) -> bool,
+    rules: ChangeRules,
+) -> Decision {
     let refused = |code, message| Decision::Refused { code, message };
     match election {
         ElectionType::Preferred => {
@@ -215,34 +214,23 @@ fn decide(p: &PartitionImage, election: ElectionType, usable: &impl Fn(i32) -> b
                     ),
                 );
             }
-            Decision::Elect {
-                leader: preferred,
+            Decision::Elect(PartitionChangePlan {
+                leader: Some(preferred),
                 isr: None,
-                unclean: false,
-            }
+                elr: None,
+                last_known_elr: None,
+                election: None,
+            })
         }
         ElectionType::Unclean => {
             if p.leader != NO_LEADER {
                 return Decision::NotNeeded;
             }
-            if let Some(&r) = p
-                .replicas
-                .iter()
-                .find(|&&r| p.isr.contains(&r) && usable(r))
-            {
-                return Decision::Elect {
-                    leader: r,
-                    isr: None,
-                    unclean: false,
-                };
-            }
-            match p.replicas.iter().copied().find(|&r| usable(r)) {
-                Some(r) => Decision::Elect {
-                    leader: r,
-                    isr: Some(vec![r]),
-                    unclean: true,
-                },
-                None => refused(
+            match plan_partition_change(p, p.isr.clone(), usable, rules) {
+                Some(change) if change.leader.is_some_and(|l| l != NO_LEADER) => {
+                    Decision::Elect(change)
+                }
+                _ => refused(
                     error_code::ELIGIBLE_LEADERS_NOT_AVAILABLE,
                     format!("no replica of {:?} is live", p.replicas),
                 ),
@@ -275,6 +263,8 @@ mod tests {
                     leader_epoch: 3,
                     partition_epoch: 5,
                     last_election_unclean: false,
+                    elr: Vec::new(),
+                    last_known_elr: Vec::new(),
                 },
             );
         }
@@ -384,6 +374,8 @@ mod tests {
                     leader: Some(3),
                     isr: None,
                     unclean: false,
+                    elr: None,
+                    last_known_elr: None,
                 },
                 MetadataRecord::PartitionChange {
                     topic_id: [7; 16],
@@ -391,6 +383,8 @@ mod tests {
                     leader: Some(2),
                     isr: Some(vec![2]),
                     unclean: true,
+                    elr: None,
+                    last_known_elr: None,
                 },
             ]
         );

@@ -108,16 +108,30 @@ pub fn plan_alter_partition(
             decisions.push(refuse(error_code::INELIGIBLE_REPLICA));
             continue;
         }
-        let mut next = current.clone();
-        next.isr = ids.clone();
-        next.partition_epoch += 1;
-        records.push(MetadataRecord::PartitionChange {
-            topic_id: p.topic_id,
-            partition: p.partition,
-            leader: None,
+        // The ELR follows the ISR (KIP-966); the leader stays.
+        let Some(topic) = topic_by_id(image, &p.topic_id) else {
+            unreachable!("the partition was found by its topic id");
+        };
+        let rules = topic_rules(image, topic, current.replicas.len(), None, false);
+        let usable = |id: i32| brokers.iter().any(|b| b.id == id && b.usable);
+        let plan = plan_partition_change(current, ids.clone(), &usable, rules).unwrap_or(
+            PartitionChangePlan {
+                leader: None,
+                isr: None,
+                elr: None,
+                last_known_elr: None,
+                election: None,
+            },
+        );
+        assert!(plan.leader.is_none(), "an ISR change keeps the leader");
+        let record = PartitionChangePlan {
             isr: Some(ids),
-            unclean: false,
-        });
+            ..plan
+        }
+        .into_record(p.topic_id, p.partition);
+        let mut next = current.clone();
+        next.apply_change(&record);
+        records.push(record);
         decisions.push(IsrDecision {
             error_code: error_code::NONE,
             partition: Some(next),
@@ -126,68 +140,218 @@ pub fn plan_alter_partition(
     Ok((records, decisions))
 }
 
+/// How a partition's new leader was chosen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ElectionKind {
+    /// From the ISR, or from the ELR while the ISR is empty: the leader
+    /// holds every record below the HW.
+    Clean,
+    /// The ISR and ELR are empty and the last leader came back: it is the
+    /// best replica left, but an unclean shutdown may have cost it records
+    /// it had not flushed (KIP-966's last known leader).
+    LastKnownLeader,
+    /// Any live replica, because the topic allows unclean elections.
+    Unclean,
+}
+
+/// A partition's leadership and ISR after a change, as Kafka's
+/// `PartitionChangeBuilder` with KIP-966's eligible leader replicas (ELR)
+/// decides it. `None` fields are unchanged.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PartitionChangePlan {
+    pub leader: Option<i32>,
+    pub isr: Option<Vec<i32>>,
+    pub elr: Option<Vec<i32>>,
+    pub last_known_elr: Option<Vec<i32>>,
+    /// Set when a leader was elected.
+    pub election: Option<ElectionKind>,
+}
+
+impl PartitionChangePlan {
+    pub fn into_record(self, topic_id: Uuid, partition: i32) -> MetadataRecord {
+        MetadataRecord::PartitionChange {
+            topic_id,
+            partition,
+            leader: self.leader,
+            isr: self.isr,
+            unclean: self.election.is_some_and(|e| e != ElectionKind::Clean),
+            elr: self.elr,
+            last_known_elr: self.last_known_elr,
+        }
+    }
+}
+
+/// What a partition change may do, besides setting the ISR.
+#[derive(Debug, Clone, Copy)]
+pub struct ChangeRules {
+    /// The topic's `min.insync.replicas`, capped at its replication factor
+    /// (see [`effective_min_isr`]).
+    pub min_isr: usize,
+    /// The topic's `unclean.leader.election.enable`.
+    pub unclean_allowed: bool,
+    /// A broker that registered again after an unclean shutdown: it may
+    /// have lost records it had not flushed, so it leaves the ISR and the
+    /// ELR (KIP-966).
+    pub unclean_shutdown: Option<i32>,
+    /// Elect a leader only when the partition has none usable (failover);
+    /// `false` leaves the leader alone (AlterPartition).
+    pub elect: bool,
+}
+
+/// The `min.insync.replicas` that the ELR and the leader's HW rule use:
+/// the topic's setting, capped at its replication factor. Above it, no ISR
+/// could ever be large enough and consumers would never see a record; an
+/// acks=all write is still refused, as the uncapped setting says.
+pub fn effective_min_isr(min_insync_replicas: usize, replicas: usize) -> usize {
+    min_insync_replicas.min(replicas).max(1)
+}
+
+/// One partition's change when its ISR becomes `target_isr` (Kafka's
+/// `PartitionChangeBuilder.build`, with the ELR on):
+/// - While the ISR is below `min_isr`, members that leave it join the ELR
+///   (they hold every record below the HW, which the leader does not
+///   advance meanwhile); at or above it, the ELR is empty. A broker back
+///   from an unclean shutdown never stays in the ELR.
+/// - The leader stays if it is usable and in the ISR. Otherwise the first
+///   usable ISR member in replica order leads; with an empty ISR, the first
+///   usable ELR member (it becomes the ISR); with both empty, the last
+///   known leader once it is usable; and last, if allowed, any usable
+///   replica (unclean). With none, the partition has no leader.
+/// - The last known leader is recorded when the ISR becomes empty, and
+///   cleared once the partition has a leader again.
+///
+/// Returns `None` when nothing changes.
+pub fn plan_partition_change(
+    p: &PartitionImage,
+    target_isr: Vec<i32>,
+    usable: &impl Fn(i32) -> bool,
+    rules: ChangeRules,
+) -> Option<PartitionChangePlan> {
+    let mut isr = target_isr;
+    let unclean_shutdown = |r: i32| rules.unclean_shutdown == Some(r);
+    let (mut elr, mut last_known_elr) = if isr.len() >= rules.min_isr {
+        (Vec::new(), Vec::new())
+    } else {
+        let elr: Vec<i32> = p
+            .replicas
+            .iter()
+            .copied()
+            .filter(|r| (p.elr.contains(r) || p.isr.contains(r)) && !isr.contains(r))
+            .filter(|&r| !unclean_shutdown(r))
+            .collect();
+        (elr, p.last_known_elr.clone())
+    };
+    let mut leader = p.leader;
+    let mut election = None;
+    let leader_ok = p.leader != NO_LEADER && usable(p.leader) && isr.contains(&p.leader);
+    if rules.elect && !leader_ok {
+        let in_order = |pred: &dyn Fn(i32) -> bool| p.replicas.iter().copied().find(|&r| pred(r));
+        leader = NO_LEADER;
+        if let Some(r) = in_order(&|r| isr.contains(&r) && usable(r)) {
+            leader = r;
+            election = Some(ElectionKind::Clean);
+        } else if let Some(r) = in_order(&|r| isr.is_empty() && elr.contains(&r) && usable(r)) {
+            leader = r;
+            isr = vec![r];
+            elr.retain(|&e| e != r);
+            election = Some(ElectionKind::Clean);
+        } else if let Some(&r) = p
+            .last_known_elr
+            .first()
+            .filter(|_| isr.is_empty() && elr.is_empty() && p.last_known_elr.len() == 1)
+            .filter(|&&r| usable(r) && p.replicas.contains(&r))
+        {
+            leader = r;
+            isr = vec![r];
+            election = Some(ElectionKind::LastKnownLeader);
+        } else if rules.unclean_allowed {
+            if let Some(r) = in_order(&|r| usable(r)) {
+                leader = r;
+                isr = vec![r];
+                elr.clear();
+                last_known_elr.clear();
+                election = Some(ElectionKind::Unclean);
+            }
+        }
+        if leader == p.leader {
+            election = None;
+        }
+    }
+    if isr.is_empty() {
+        // KIP-966's last known leader: kept from the first time the
+        // partition became leaderless with nobody in sync.
+        let last = if p.leader != NO_LEADER {
+            Some(p.leader)
+        } else {
+            p.replicas.iter().copied().find(|r| p.isr.contains(r))
+        };
+        if p.last_known_elr.is_empty() || !p.isr.is_empty() {
+            if let Some(last) = last {
+                last_known_elr = vec![last];
+            }
+        }
+    } else if leader != NO_LEADER {
+        last_known_elr.clear();
+    }
+    let plan = PartitionChangePlan {
+        leader: (leader != p.leader).then_some(leader),
+        isr: (isr != p.isr).then_some(isr),
+        elr: (elr != p.elr).then_some(elr),
+        last_known_elr: (last_known_elr != p.last_known_elr).then_some(last_known_elr),
+        election,
+    };
+    let unchanged = plan.leader.is_none()
+        && plan.isr.is_none()
+        && plan.elr.is_none()
+        && plan.last_known_elr.is_none();
+    (!unchanged).then_some(plan)
+}
+
+/// The rules of one topic's changes, from its effective settings.
+pub fn topic_rules(
+    image: &MetadataImage,
+    topic: &TopicImage,
+    replicas: usize,
+    unclean_shutdown: Option<i32>,
+    elect: bool,
+) -> ChangeRules {
+    let overrides = dynamic_broker_config::effective_overrides(image, &topic.configs);
+    ChangeRules {
+        min_isr: effective_min_isr(topic_config::min_insync_replicas(&overrides), replicas),
+        unclean_allowed: topic_config::unclean_leader_election(&overrides),
+        unclean_shutdown,
+        elect,
+    }
+}
+
 /// Brokers that can no longer serve (fenced, shutting down) leave every ISR,
-/// and their leaderships move to the first usable ISR member in replica
-/// order; with none, the partition goes offline (leader -1) and keeps its
-/// last ISR member, as KRaft does, unless the topic allows an unclean
-/// election. Offline partitions whose replica became usable get a leader.
-/// `unclean_allowed` reads the topic's `unclean.leader.election.enable`.
+/// and their leaderships move by [`plan_partition_change`]'s rules: to the
+/// first usable ISR member in replica order, else to a usable ELR member,
+/// else the partition goes offline (leader -1) until one returns, unless
+/// the topic allows an unclean election. `unclean_shutdown` is a broker
+/// that registered again after an unclean shutdown (KIP-966).
 pub fn plan_leadership(
     image: &MetadataImage,
     brokers: &[BrokerView],
-    unclean_allowed: impl Fn(&TopicImage) -> bool,
-) -> Vec<MetadataRecord> {
+    unclean_shutdown: Option<i32>,
+) -> Vec<(Uuid, i32, PartitionChangePlan)> {
     let usable = |id: i32| brokers.iter().any(|b| b.id == id && b.usable);
-    let mut records = Vec::new();
+    let mut changes = Vec::new();
     for topic in image.topics.values() {
         for (&index, p) in &topic.partitions {
-            let mut isr: Vec<i32> = p.isr.iter().copied().filter(|&r| usable(r)).collect();
-            let leader_ok = p.leader != NO_LEADER && usable(p.leader);
-            let mut unclean = false;
-            let leader = if leader_ok {
-                p.leader
-            } else if let Some(&first) = p.replicas.iter().find(|r| isr.contains(r)) {
-                first
-            } else if unclean_allowed(topic) {
-                match p.replicas.iter().copied().find(|&r| usable(r)) {
-                    Some(r) => {
-                        unclean = true;
-                        isr = vec![r];
-                        r
-                    }
-                    None => NO_LEADER,
-                }
-            } else {
-                NO_LEADER
-            };
-            if isr.is_empty() {
-                // Nobody usable is in sync: keep the last member, so that
-                // it (and only it) can lead cleanly when it comes back.
-                isr = p.isr.clone();
-                if isr.len() > 1 {
-                    let keep = if p.isr.contains(&p.leader) {
-                        p.leader
-                    } else {
-                        p.isr[0]
-                    };
-                    isr = vec![keep];
-                }
+            let rules = topic_rules(image, topic, p.replicas.len(), unclean_shutdown, true);
+            let isr: Vec<i32> = p
+                .isr
+                .iter()
+                .copied()
+                .filter(|&r| usable(r) && unclean_shutdown != Some(r))
+                .collect();
+            if let Some(plan) = plan_partition_change(p, isr, &usable, rules) {
+                changes.push((topic.id, index, plan));
             }
-            let leader_changed = leader != p.leader;
-            let isr_changed = isr != p.isr;
-            if !leader_changed && !isr_changed {
-                continue;
-            }
-            records.push(MetadataRecord::PartitionChange {
-                topic_id: topic.id,
-                partition: index,
-                leader: leader_changed.then_some(leader),
-                isr: isr_changed.then_some(isr),
-                unclean,
-            });
         }
     }
-    records
+    changes
 }
 
 /// The brokers as the partition decisions see them.
@@ -227,50 +391,64 @@ pub fn fencing(image: &MetadataImage, brokers: &[(i32, i64)]) -> Vec<MetadataRec
 /// leader that the controller already knew about.
 pub fn with_leadership_changes(
     image: &MetadataImage,
+    records: Vec<MetadataRecord>,
+) -> Vec<MetadataRecord> {
+    leadership_changes_after(image, records, None)
+}
+
+/// [`with_leadership_changes`] for the registration of a broker back from
+/// an unclean shutdown (KIP-966): it also leaves every ISR and ELR, so it
+/// leads again only if no replica with every committed record is left.
+pub fn with_unclean_shutdown(
+    image: &MetadataImage,
+    records: Vec<MetadataRecord>,
+    broker: i32,
+) -> Vec<MetadataRecord> {
+    leadership_changes_after(image, records, Some(broker))
+}
+
+fn leadership_changes_after(
+    image: &MetadataImage,
     mut records: Vec<MetadataRecord>,
+    unclean_shutdown: Option<i32>,
 ) -> Vec<MetadataRecord> {
     let mut next = image.clone();
     for r in &records {
         next.apply(next.offset + 1, r);
     }
-    let changes = plan_leadership(&next, &broker_views(&next), |topic| {
-        topic_config::unclean_leader_election(&dynamic_broker_config::effective_overrides(
-            &next,
-            &topic.configs,
-        ))
-    });
-    for c in &changes {
-        if let MetadataRecord::PartitionChange {
-            topic_id,
-            partition,
-            leader,
-            isr,
-            unclean,
-        } = c
-        {
-            let name = next
-                .topic_names_by_id
-                .get(topic_id)
-                .cloned()
-                .unwrap_or_default();
-            if *unclean {
-                tracing::warn!(
-                    partition = %format!("{name}-{partition}"),
-                    leader = ?leader,
-                    "unclean leader election: no in-sync replica is live, so an out-of-sync \
-                     replica leads; records it lacks that the old ISR acknowledged are lost"
-                );
-            } else {
-                tracing::info!(
-                    partition = %format!("{name}-{partition}"),
-                    leader = ?leader,
-                    isr = ?isr,
-                    "partition leadership or ISR changed with the brokers' states"
-                );
-            }
+    for (topic_id, partition, plan) in
+        plan_leadership(&next, &broker_views(&next), unclean_shutdown)
+    {
+        let name = next
+            .topic_names_by_id
+            .get(&topic_id)
+            .cloned()
+            .unwrap_or_default();
+        let tp = format!("{name}-{partition}");
+        match plan.election {
+            Some(ElectionKind::Unclean) => tracing::warn!(
+                partition = %tp,
+                leader = ?plan.leader,
+                "unclean leader election: no in-sync or eligible replica is live, so an \
+                 out-of-sync replica leads; records it lacks that the old ISR acknowledged are lost"
+            ),
+            Some(ElectionKind::LastKnownLeader) => tracing::warn!(
+                partition = %tp,
+                leader = ?plan.leader,
+                "electing the partition's last leader again: no in-sync or eligible replica is \
+                 left, and it restarted after an unclean shutdown, so records it had not flushed \
+                 to disk may be lost"
+            ),
+            _ => tracing::info!(
+                partition = %tp,
+                leader = ?plan.leader,
+                isr = ?plan.isr,
+                elr = ?plan.elr,
+                "partition leadership or ISR changed with the brokers' states"
+            ),
         }
+        records.push(plan.into_record(topic_id, partition));
     }
-    records.extend(changes);
     records
 }
 
@@ -314,9 +492,45 @@ mod tests {
                 leader,
                 leader_epoch: 4,
                 partition_epoch: 7,
+                elr: Vec::new(),
+                last_known_elr: Vec::new(),
             },
         );
         img
+    }
+
+    fn with_config(mut img: MetadataImage, name: &str, value: &str) -> MetadataImage {
+        img.apply(
+            2,
+            &MetadataRecord::Config {
+                resource_type: crate::metadata::records::RESOURCE_TOPIC,
+                resource_name: "t".into(),
+                name: name.into(),
+                value: Some(value.into()),
+            },
+        );
+        img
+    }
+
+    /// The failover records for `usable` brokers, after `unclean_shutdown`
+    /// registered again if set.
+    fn leadership(
+        img: &MetadataImage,
+        usable: &[i32],
+        unclean_shutdown: Option<i32>,
+    ) -> Vec<MetadataRecord> {
+        plan_leadership(img, &brokers(usable), unclean_shutdown)
+            .into_iter()
+            .map(|(t, p, plan)| plan.into_record(t, p))
+            .collect()
+    }
+
+    /// Applies the failover for `usable`, and checks that it is settled:
+    /// planned again, nothing changes.
+    fn fail_over(img: &mut MetadataImage, usable: &[i32], unclean_shutdown: Option<i32>) {
+        let records = leadership(img, usable, unclean_shutdown);
+        apply(img, &records);
+        assert_eq!(leadership(img, usable, None), vec![], "settled");
     }
 
     fn brokers(usable: &[i32]) -> Vec<BrokerView> {
@@ -437,21 +651,19 @@ mod tests {
     #[test]
     fn a_fenced_leader_hands_over_to_the_first_live_isr_member() {
         let mut img = image(1, &[1, 2, 3]);
-        let records = plan_leadership(&img, &brokers(&[2, 3]), |_| false);
-        apply(&mut img, &records);
+        fail_over(&mut img, &[2, 3], None);
         let p = img.partition("t", 0).unwrap();
         assert_eq!(p.leader, 2);
         assert_eq!(p.isr, vec![2, 3]);
         assert_eq!(p.leader_epoch, 5);
         assert_eq!(p.partition_epoch, 8);
-        assert!(plan_leadership(&img, &brokers(&[2, 3]), |_| false).is_empty());
+        assert!(p.elr.is_empty(), "min.insync.replicas 1: no ELR");
     }
 
     #[test]
     fn a_fenced_follower_leaves_the_isr() {
         let mut img = image(1, &[1, 2, 3]);
-        let records = plan_leadership(&img, &brokers(&[1, 2]), |_| false);
-        apply(&mut img, &records);
+        fail_over(&mut img, &[1, 2], None);
         let p = img.partition("t", 0).unwrap();
         assert_eq!((p.leader, p.leader_epoch), (1, 4));
         assert_eq!(p.isr, vec![1, 2]);
@@ -460,27 +672,119 @@ mod tests {
     #[test]
     fn no_live_isr_member_leaves_the_partition_offline_until_it_returns() {
         let mut img = image(1, &[1]);
-        let records = plan_leadership(&img, &brokers(&[2, 3]), |_| false);
-        apply(&mut img, &records);
+        fail_over(&mut img, &[2, 3], None);
         let p = img.partition("t", 0).unwrap();
         assert_eq!(p.leader, NO_LEADER);
-        assert_eq!(p.isr, vec![1], "the last member stays");
-        // Broker 1 returns: it leads again, cleanly.
-        let records = plan_leadership(&img, &brokers(&[1, 2, 3]), |_| false);
-        apply(&mut img, &records);
+        assert_eq!(p.isr, Vec::<i32>::new());
+        assert_eq!(p.elr, vec![1], "the last member is eligible");
+        assert_eq!(p.last_known_elr, vec![1]);
+        // Broker 1 returns from a clean shutdown: it leads again, cleanly.
+        fail_over(&mut img, &[1, 2, 3], None);
         let p = img.partition("t", 0).unwrap();
-        assert_eq!(p.leader, 1);
+        assert_eq!((p.leader, p.isr.clone()), (1, vec![1]));
+        assert!(p.elr.is_empty() && p.last_known_elr.is_empty());
         assert!(!p.last_election_unclean);
     }
 
     #[test]
     fn unclean_election_picks_a_live_replica_and_says_so() {
-        let mut img = image(1, &[1]);
-        let records = plan_leadership(&img, &brokers(&[3]), |_| true);
-        apply(&mut img, &records);
+        let mut img = with_config(image(1, &[1]), "unclean.leader.election.enable", "true");
+        fail_over(&mut img, &[3], None);
         let p = img.partition("t", 0).unwrap();
         assert_eq!(p.leader, 3);
         assert_eq!(p.isr, vec![3]);
+        assert!(p.elr.is_empty() && p.last_known_elr.is_empty());
         assert!(p.last_election_unclean);
+    }
+
+    /// Bug 9 (tests/README.md): broker 3 of the ISR [1, 3] loses power
+    /// unnoticed, the controller fences broker 1 and elects 3, and 3 comes
+    /// back with a shorter log. It must not lead: 1, which left the ISR
+    /// while it was below min.insync.replicas, holds every committed record.
+    #[test]
+    fn a_replica_back_from_an_unclean_shutdown_gives_way_to_an_eligible_one() {
+        let mut img = with_config(image(1, &[1, 3]), "min.insync.replicas", "2");
+        fail_over(&mut img, &[2, 3], None);
+        let p = img.partition("t", 0).unwrap();
+        assert_eq!(
+            (p.leader, p.isr.clone(), p.elr.clone()),
+            (3, vec![3], vec![1])
+        );
+        // 3 registers again, fenced, with no clean-shutdown epoch.
+        fail_over(&mut img, &[2], Some(3));
+        let p = img.partition("t", 0).unwrap();
+        assert_eq!(p.leader, NO_LEADER, "3 may have lost acknowledged records");
+        assert_eq!((p.isr.clone(), p.elr.clone()), (vec![], vec![1]));
+        assert_eq!(p.last_known_elr, vec![3]);
+        // 3 is unfenced: still not eligible.
+        fail_over(&mut img, &[2, 3], None);
+        assert_eq!(img.partition("t", 0).unwrap().leader, NO_LEADER);
+        // 1 returns: it leads cleanly from the ELR.
+        fail_over(&mut img, &[1, 2, 3], None);
+        let p = img.partition("t", 0).unwrap();
+        assert_eq!((p.leader, p.isr.clone()), (1, vec![1]));
+        assert!(p.elr.is_empty() && p.last_known_elr.is_empty());
+        assert!(!p.last_election_unclean);
+    }
+
+    /// KIP-966's last known leader: the only replica that was in sync
+    /// restarted uncleanly and nobody else is eligible. It is the best
+    /// replica left, so it leads again, flagged as a possible loss.
+    #[test]
+    fn the_last_known_leader_leads_again_when_nobody_else_is_eligible() {
+        let mut img = image(1, &[1]);
+        fail_over(&mut img, &[2, 3], None);
+        fail_over(&mut img, &[2, 3], Some(1));
+        let p = img.partition("t", 0).unwrap();
+        assert_eq!((p.leader, p.elr.clone()), (NO_LEADER, vec![]));
+        assert_eq!(p.last_known_elr, vec![1]);
+        fail_over(&mut img, &[1, 2, 3], None);
+        let p = img.partition("t", 0).unwrap();
+        assert_eq!((p.leader, p.isr.clone()), (1, vec![1]));
+        assert!(p.last_election_unclean);
+        assert!(p.last_known_elr.is_empty());
+    }
+
+    #[test]
+    fn a_registration_after_a_clean_shutdown_changes_nothing() {
+        let mut img = image(1, &[1, 2, 3]);
+        fail_over(&mut img, &[1, 2, 3], None);
+        assert_eq!(leadership(&img, &[1, 2, 3], None), vec![]);
+        // An unclean one takes the broker out of the ISR.
+        fail_over(&mut img, &[1, 2], Some(3));
+        assert_eq!(img.partition("t", 0).unwrap().isr, vec![1, 2]);
+    }
+
+    #[test]
+    fn the_elr_follows_isr_changes_around_min_insync_replicas() {
+        let img = with_config(image(1, &[1, 2, 3]), "min.insync.replicas", "2");
+        let b = brokers(&[1, 2, 3]);
+        // To [1, 2]: at min.insync.replicas, no ELR.
+        let (records, _) =
+            plan_alter_partition(&img, &b, 1, 101, &[proposal(&[(1, 101), (2, 102)])]).unwrap();
+        let mut img = img;
+        apply(&mut img, &records);
+        assert!(img.partition("t", 0).unwrap().elr.is_empty());
+        // To [1]: below it, 2 is eligible.
+        let mut p = proposal(&[(1, 101)]);
+        p.partition_epoch = 8;
+        let (records, d) = plan_alter_partition(&img, &b, 1, 101, &[p]).unwrap();
+        assert_eq!(d[0].partition.as_ref().unwrap().elr, vec![2]);
+        apply(&mut img, &records);
+        assert_eq!(img.partition("t", 0).unwrap().elr, vec![2]);
+        // Back to [1, 3]: the ELR empties.
+        let mut p = proposal(&[(1, 101), (3, 103)]);
+        p.partition_epoch = 9;
+        let (records, _) = plan_alter_partition(&img, &b, 1, 101, &[p]).unwrap();
+        apply(&mut img, &records);
+        let p = img.partition("t", 0).unwrap();
+        assert_eq!((p.isr.clone(), p.elr.clone()), (vec![1, 3], vec![]));
+    }
+
+    #[test]
+    fn min_isr_is_capped_at_the_replication_factor() {
+        assert_eq!(effective_min_isr(2, 1), 1);
+        assert_eq!(effective_min_isr(2, 3), 2);
+        assert_eq!(effective_min_isr(1, 3), 1);
     }
 }

@@ -104,6 +104,8 @@ fn new_partition(topic_id: [u8; 16], partition: i32, replicas: Vec<i32>) -> Meta
         replicas,
         leader_epoch: 0,
         partition_epoch: 0,
+        elr: Vec::new(),
+        last_known_elr: Vec::new(),
     }
 }
 

@@ -10,8 +10,9 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use crate::constants::{
-    CLEANER_OFFSET_CHECKPOINT_FILE, CLEAN_SHUTDOWN_FILE, LOG_START_OFFSET_CHECKPOINT_FILE,
-    RECOVERY_POINT_CHECKPOINT_FILE, REPLICATION_OFFSET_CHECKPOINT_FILE,
+    BOOT_ID_PATH, CLEANER_OFFSET_CHECKPOINT_FILE, CLEAN_SHUTDOWN_FILE, LAST_REGISTRATION_FILE,
+    LOG_START_OFFSET_CHECKPOINT_FILE, RECOVERY_POINT_CHECKPOINT_FILE,
+    REPLICATION_OFFSET_CHECKPOINT_FILE,
 };
 use crate::error::{LogError, LogResult};
 use crate::log::checkpoint::{self, OffsetCheckpointEntry};
@@ -21,6 +22,12 @@ use crate::log::topic_partition::TopicPartition;
 #[derive(Debug, Clone, Default)]
 pub struct DataDirState {
     pub clean_shutdown: bool,
+    /// The broker epoch the next registration sends as KIP-966's
+    /// `PreviousBrokerEpoch`, telling the controller that nothing this
+    /// broker wrote was lost: the one the clean-shutdown marker recorded,
+    /// or, after a process crash on a machine that kept running, the last
+    /// registration's (see [`previous_broker_epoch`]). `None` otherwise.
+    pub previous_broker_epoch: Option<i64>,
     pub recovery_points: HashMap<TopicPartition, i64>,
     pub log_start_offsets: HashMap<TopicPartition, i64>,
     /// Where the last clean of each compacted partition ended.
@@ -65,6 +72,7 @@ pub fn load_data_dir(dir: &Path) -> LogResult<DataDirState> {
     std::fs::create_dir_all(dir).map_err(|e| LogError::io("create data dir", dir, -1, e))?;
     let marker = dir.join(CLEAN_SHUTDOWN_FILE);
     let clean_shutdown = marker.exists();
+    let previous_broker_epoch = previous_broker_epoch(dir, clean_shutdown)?;
     let read = |name: &str| -> LogResult<HashMap<TopicPartition, i64>> {
         let path = dir.join(name);
         let Some(bytes) = checkpoint::read_checkpoint_file(&path)? else {
@@ -87,6 +95,7 @@ pub fn load_data_dir(dir: &Path) -> LogResult<DataDirState> {
     }
     Ok(DataDirState {
         clean_shutdown,
+        previous_broker_epoch,
         recovery_points,
         log_start_offsets,
         cleaner_offsets,
@@ -123,10 +132,97 @@ pub fn list_partitions(dir: &Path) -> LogResult<Vec<TopicPartition>> {
 /// Writes the offset checkpoints and, when every shard closed its logs
 /// cleanly, the clean-shutdown marker last, so that a crash while writing
 /// leaves no marker.
+/// KIP-966's previous broker epoch for a data directory. Kafka trusts only
+/// a clean shutdown. pinlog also trusts a process crash while the machine
+/// kept running: every write the kernel completed (direct-I/O appends,
+/// checkpoints in the page cache) survives the process, and what was in
+/// flight was never reported to a leader or a client. Only a machine crash
+/// or power loss can lose completed writes, and it changes the boot id, so
+/// the last registration counts only when it was made in this boot.
+fn previous_broker_epoch(dir: &Path, clean_shutdown: bool) -> LogResult<Option<i64>> {
+    if clean_shutdown {
+        let marker = dir.join(CLEAN_SHUTDOWN_FILE);
+        let bytes = std::fs::read(&marker)
+            .map_err(|e| LogError::io("read clean-shutdown marker", &marker, -1, e))?;
+        if let Some(epoch) = marker_broker_epoch(&bytes) {
+            return Ok(Some(epoch));
+        }
+    }
+    let path = dir.join(LAST_REGISTRATION_FILE);
+    let bytes = match std::fs::read(&path) {
+        Ok(bytes) => bytes,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(LogError::io("read last registration", &path, -1, e)),
+    };
+    Ok(match (registration_in_boot(&bytes), current_boot_id()) {
+        (Some((epoch, boot)), Some(now)) if boot == now => Some(epoch),
+        _ => None,
+    })
+}
+
+/// The id of the running boot of this machine, `None` where the kernel
+/// does not say (then no crash is trusted).
+pub fn current_boot_id() -> Option<String> {
+    let id = std::fs::read_to_string(BOOT_ID_PATH).ok()?;
+    let id = id.trim();
+    (!id.is_empty()).then(|| id.to_string())
+}
+
+/// The last-registration file's contents.
+pub fn registration_contents(broker_epoch: i64, boot_id: &str) -> Vec<u8> {
+    serde_json::json!({"version": 0, "brokerEpoch": broker_epoch, "bootId": boot_id})
+        .to_string()
+        .into_bytes()
+}
+
+/// The broker epoch and boot id a last-registration file holds.
+pub fn registration_in_boot(bytes: &[u8]) -> Option<(i64, String)> {
+    let value: serde_json::Value = serde_json::from_slice(bytes).ok()?;
+    let epoch = value.get("brokerEpoch")?.as_i64().filter(|&e| e >= 0)?;
+    let boot = value.get("bootId")?.as_str()?.to_string();
+    Some((epoch, boot))
+}
+
+/// Records a registration (its broker epoch, in this boot), so that a
+/// process crash can still prove its log intact at the next start. Runs
+/// the blocking write off the shard thread. Without a boot id there is
+/// nothing to record.
+pub async fn record_registration(dir: &Path, broker_epoch: i64) -> LogResult<()> {
+    let Some(boot_id) = current_boot_id() else {
+        return Ok(());
+    };
+    let path = dir.join(LAST_REGISTRATION_FILE);
+    crate::blocking_pool::run(move || {
+        checkpoint::write_atomically_blocking(&path, &registration_contents(broker_epoch, &boot_id))
+            .map_err(|e| LogError::io("write last registration", &path, -1, e))
+    })
+    .await
+}
+
+/// The clean-shutdown marker's contents, as Kafka's
+/// `CleanShutdownFileHandler` writes them: `{"version":0,"brokerEpoch":N}`
+/// (N is -1 for a broker that never registered).
+pub fn marker_contents(broker_epoch: i64) -> Vec<u8> {
+    format!("{{\"version\":0,\"brokerEpoch\":{broker_epoch}}}").into_bytes()
+}
+
+/// The broker epoch in a clean-shutdown marker: `None` for an empty marker
+/// (earlier releases), one that does not parse, or an epoch of -1.
+pub fn marker_broker_epoch(bytes: &[u8]) -> Option<i64> {
+    let value: serde_json::Value = serde_json::from_slice(bytes).ok()?;
+    value
+        .get("brokerEpoch")
+        .and_then(serde_json::Value::as_i64)
+        .filter(|&e| e >= 0)
+}
+
+/// Writes the checkpoints, and the clean-shutdown marker with
+/// `broker_epoch` when `clean`.
 pub fn write_shutdown_state(
     dir: &Path,
     offsets: &[PartitionOffsets],
     clean: bool,
+    broker_epoch: i64,
 ) -> LogResult<()> {
     let entries = |f: fn(&PartitionOffsets) -> i64| -> Vec<OffsetCheckpointEntry> {
         offsets
@@ -168,7 +264,7 @@ pub fn write_shutdown_state(
     write(dir, CLEANER_OFFSET_CHECKPOINT_FILE, &cleaned)?;
     if clean {
         let marker = dir.join(CLEAN_SHUTDOWN_FILE);
-        checkpoint::write_atomically_blocking(&marker, b"")
+        checkpoint::write_atomically_blocking(&marker, &marker_contents(broker_epoch))
             .map_err(|e| LogError::io("write clean-shutdown marker", &marker, -1, e))?;
     }
     Ok(())
@@ -179,7 +275,7 @@ pub fn write_shutdown_state(
 /// what was written since. Runs the blocking writes off the shard thread.
 pub async fn write_checkpoints(dir: &Path, offsets: Vec<PartitionOffsets>) -> LogResult<()> {
     let dir = dir.to_path_buf();
-    crate::blocking_pool::run(move || write_shutdown_state(&dir, &offsets, false)).await
+    crate::blocking_pool::run(move || write_shutdown_state(&dir, &offsets, false, -1)).await
 }
 
 fn write(dir: &Path, name: &str, entries: &[OffsetCheckpointEntry]) -> LogResult<()> {
@@ -238,5 +334,54 @@ impl DataDirLock {
             });
         }
         Ok(Self { _file: file })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_marker_carries_the_broker_epoch_as_kafka_writes_it() {
+        assert_eq!(marker_contents(42), br#"{"version":0,"brokerEpoch":42}"#);
+        assert_eq!(marker_broker_epoch(&marker_contents(42)), Some(42));
+        assert_eq!(marker_broker_epoch(&marker_contents(-1)), None);
+        // Earlier releases wrote an empty marker.
+        assert_eq!(marker_broker_epoch(b""), None);
+        assert_eq!(marker_broker_epoch(b"{\"version\":0}"), None);
+    }
+
+    #[test]
+    fn a_crash_keeps_the_last_registration_only_within_the_same_boot() {
+        let dir = std::env::temp_dir().join(format!("pinlog-boot-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let boot = current_boot_id().expect("Linux gives a boot id");
+        let file = dir.join(LAST_REGISTRATION_FILE);
+        std::fs::write(&file, registration_contents(12, &boot)).unwrap();
+        assert_eq!(load_data_dir(&dir).unwrap().previous_broker_epoch, Some(12));
+        // Another boot: the machine went down, unflushed writes may be gone.
+        std::fs::write(&file, registration_contents(12, "another-boot")).unwrap();
+        assert_eq!(load_data_dir(&dir).unwrap().previous_broker_epoch, None);
+        // A clean shutdown's marker wins over the last registration.
+        write_shutdown_state(&dir, &[], true, 15).unwrap();
+        assert_eq!(load_data_dir(&dir).unwrap().previous_broker_epoch, Some(15));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_clean_shutdown_hands_its_broker_epoch_to_the_next_start() {
+        let dir = std::env::temp_dir().join(format!("pinlog-marker-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        write_shutdown_state(&dir, &[], true, 7).unwrap();
+        let state = load_data_dir(&dir).unwrap();
+        assert!(state.clean_shutdown);
+        assert_eq!(state.previous_broker_epoch, Some(7));
+        // The marker is gone: a crash from here on is seen as one.
+        let state = load_data_dir(&dir).unwrap();
+        assert!(!state.clean_shutdown);
+        assert_eq!(state.previous_broker_epoch, None);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

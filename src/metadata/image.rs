@@ -13,10 +13,54 @@ pub struct PartitionImage {
     pub leader: i32,
     pub leader_epoch: i32,
     pub partition_epoch: i32,
+    /// KIP-966's eligible leader replicas: replicas that left the ISR while
+    /// it was below `min.insync.replicas`. They hold every record below the
+    /// HW (a leader does not advance it while the ISR is that small), so
+    /// one of them may lead cleanly when the ISR is empty.
+    pub elr: Vec<i32>,
+    /// The last leader, recorded when the ISR and ELR both became empty:
+    /// elected again when it returns and no better replica is left.
+    pub last_known_elr: Vec<i32>,
     /// The last change elected an out-of-sync leader (unclean election): its
     /// followers may truncate below an HW they served. Not in snapshots: it
     /// matters only to the replicas that apply the change as it happens.
     pub last_election_unclean: bool,
+}
+
+impl PartitionImage {
+    /// Applies a `PartitionChange` record (other records are ignored): it
+    /// bumps the partition epoch, and the leader epoch when the leader
+    /// changes.
+    pub fn apply_change(&mut self, record: &MetadataRecord) {
+        let MetadataRecord::PartitionChange {
+            leader,
+            isr,
+            unclean,
+            elr,
+            last_known_elr,
+            ..
+        } = record
+        else {
+            return;
+        };
+        if let Some(isr) = isr {
+            self.isr = isr.clone();
+        }
+        if let Some(elr) = elr {
+            self.elr = elr.clone();
+        }
+        if let Some(last_known_elr) = last_known_elr {
+            self.last_known_elr = last_known_elr.clone();
+        }
+        if let Some(leader) = leader {
+            if *leader != self.leader {
+                self.leader = *leader;
+                self.leader_epoch += 1;
+            }
+        }
+        self.partition_epoch += 1;
+        self.last_election_unclean = *unclean;
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -101,6 +145,8 @@ impl MetadataImage {
                 leader,
                 leader_epoch,
                 partition_epoch,
+                elr,
+                last_known_elr,
             } => {
                 let Some(topic) = self
                     .topic_names_by_id
@@ -118,6 +164,8 @@ impl MetadataImage {
                         leader: *leader,
                         leader_epoch: *leader_epoch,
                         partition_epoch: *partition_epoch,
+                        elr: elr.clone(),
+                        last_known_elr: last_known_elr.clone(),
                         last_election_unclean: false,
                     },
                 );
@@ -227,9 +275,7 @@ impl MetadataImage {
             MetadataRecord::PartitionChange {
                 topic_id,
                 partition,
-                leader,
-                isr,
-                unclean,
+                ..
             } => {
                 let Some(p) = self
                     .topic_names_by_id
@@ -243,17 +289,7 @@ impl MetadataImage {
                     );
                     return;
                 };
-                if let Some(isr) = isr {
-                    p.isr = isr.clone();
-                }
-                if let Some(leader) = leader {
-                    if *leader != p.leader {
-                        p.leader = *leader;
-                        p.leader_epoch += 1;
-                    }
-                }
-                p.partition_epoch += 1;
-                p.last_election_unclean = *unclean;
+                p.apply_change(record);
             }
         }
     }
@@ -296,6 +332,8 @@ impl MetadataImage {
                     leader: p.leader,
                     leader_epoch: p.leader_epoch,
                     partition_epoch: p.partition_epoch,
+                    elr: p.elr.clone(),
+                    last_known_elr: p.last_known_elr.clone(),
                 });
             }
             for (name, value) in &topic.configs {
@@ -365,6 +403,8 @@ mod tests {
                 leader: 1,
                 leader_epoch: 2,
                 partition_epoch: 3,
+                elr: Vec::new(),
+                last_known_elr: Vec::new(),
             },
             MetadataRecord::Config {
                 resource_type: RESOURCE_TOPIC,

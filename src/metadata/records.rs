@@ -28,6 +28,13 @@ pub enum MetadataRecord {
         leader: i32,
         leader_epoch: i32,
         partition_epoch: i32,
+        /// KIP-966's eligible leader replicas: members that left the ISR
+        /// while it was below `min.insync.replicas`, so they hold every
+        /// record below the HW (which cannot advance meanwhile).
+        elr: Vec<i32>,
+        /// The last leader, kept once the ISR and ELR are both empty: the
+        /// one replica left that may lead when nothing better returns.
+        last_known_elr: Vec<i32>,
     },
     Config {
         resource_type: i8,
@@ -89,6 +96,10 @@ pub enum MetadataRecord {
         /// Set after an unclean election: the new leader's log may lack
         /// records an earlier leader acknowledged.
         unclean: bool,
+        /// The new ELR (see `Partition`), `None` to keep it.
+        elr: Option<Vec<i32>>,
+        /// The new last known ELR, `None` to keep it.
+        last_known_elr: Option<Vec<i32>>,
     },
 }
 
@@ -123,6 +134,22 @@ fn read_optional_flag(r: &mut Reader, name: &'static str) -> DecodeResult<Option
     }
 }
 const VERSION: i8 = 0;
+/// `Partition` and `PartitionChange` with KIP-966's ELR fields appended.
+/// Written only when those fields say something, so that a log with no ELR
+/// in it stays readable by the release before them (a rolling upgrade).
+const VERSION_WITH_ELR: i8 = 1;
+
+fn put_ids(w: &mut BytesMut, ids: Option<&Vec<i32>>) {
+    match ids {
+        Some(list) => {
+            w.put_array_len(Some(list.len()), true);
+            for id in list {
+                w.put_i32(*id);
+            }
+        }
+        None => w.put_array_len(None, true),
+    }
+}
 
 impl MetadataRecord {
     pub fn encode(&self) -> Bytes {
@@ -142,20 +169,23 @@ impl MetadataRecord {
                 leader,
                 leader_epoch,
                 partition_epoch,
+                elr,
+                last_known_elr,
             } => {
+                let with_elr = !elr.is_empty() || !last_known_elr.is_empty();
                 w.put_i8(PARTITION);
-                w.put_i8(VERSION);
+                w.put_i8(if with_elr { VERSION_WITH_ELR } else { VERSION });
                 w.put_slice(topic_id);
                 w.put_i32(*partition);
-                for list in [replicas, isr] {
-                    w.put_array_len(Some(list.len()), true);
-                    for id in list {
-                        w.put_i32(*id);
-                    }
-                }
+                put_ids(&mut w, Some(replicas));
+                put_ids(&mut w, Some(isr));
                 w.put_i32(*leader);
                 w.put_i32(*leader_epoch);
                 w.put_i32(*partition_epoch);
+                if with_elr {
+                    put_ids(&mut w, Some(elr));
+                    put_ids(&mut w, Some(last_known_elr));
+                }
             }
             MetadataRecord::Config {
                 resource_type,
@@ -234,23 +264,22 @@ impl MetadataRecord {
                 leader,
                 isr,
                 unclean,
+                elr,
+                last_known_elr,
             } => {
+                let with_elr = elr.is_some() || last_known_elr.is_some();
                 w.put_i8(PARTITION_CHANGE);
-                w.put_i8(VERSION);
+                w.put_i8(if with_elr { VERSION_WITH_ELR } else { VERSION });
                 w.put_slice(topic_id);
                 w.put_i32(*partition);
                 w.put_bool(leader.is_some());
                 w.put_i32(leader.unwrap_or(-1));
-                match isr {
-                    Some(list) => {
-                        w.put_array_len(Some(list.len()), true);
-                        for id in list {
-                            w.put_i32(*id);
-                        }
-                    }
-                    None => w.put_array_len(None, true),
-                }
+                put_ids(&mut w, isr.as_ref());
                 w.put_bool(*unclean);
+                if with_elr {
+                    put_ids(&mut w, elr.as_ref());
+                    put_ids(&mut w, last_known_elr.as_ref());
+                }
             }
         }
         w.freeze()
@@ -260,11 +289,16 @@ impl MetadataRecord {
         let mut r = Reader::new(bytes);
         let kind = r.i8("record type")?;
         let version = r.i8("record version")?;
-        if version != VERSION {
+        let newest = match kind {
+            PARTITION | PARTITION_CHANGE => VERSION_WITH_ELR,
+            _ => VERSION,
+        };
+        if !(VERSION..=newest).contains(&version) {
             return Err(DecodeError::Invalid(format!(
                 "metadata record version {version} is newer than this pinlog understands"
             )));
         }
+        let with_elr = version >= VERSION_WITH_ELR;
         let record = match kind {
             TOPIC => MetadataRecord::Topic {
                 name: r.string("name", true)?,
@@ -278,6 +312,16 @@ impl MetadataRecord {
                 leader: r.i32("leader")?,
                 leader_epoch: r.i32("leader_epoch")?,
                 partition_epoch: r.i32("partition_epoch")?,
+                elr: if with_elr {
+                    r.array("elr", true, 4, |r| r.i32("elr"))?
+                } else {
+                    Vec::new()
+                },
+                last_known_elr: if with_elr {
+                    r.array("last_known_elr", true, 4, |r| r.i32("last_known_elr"))?
+                } else {
+                    Vec::new()
+                },
             },
             CONFIG => MetadataRecord::Config {
                 resource_type: r.i8("resource_type")?,
@@ -325,6 +369,16 @@ impl MetadataRecord {
                     leader: has_leader.then_some(leader),
                     isr: r.nullable_array("isr", true, 4, |r| r.i32("isr"))?,
                     unclean: r.bool("unclean")?,
+                    elr: if with_elr {
+                        r.nullable_array("elr", true, 4, |r| r.i32("elr"))?
+                    } else {
+                        None
+                    },
+                    last_known_elr: if with_elr {
+                        r.nullable_array("last_known_elr", true, 4, |r| r.i32("last_known_elr"))?
+                    } else {
+                        None
+                    },
                 }
             }
             other => {
@@ -357,6 +411,8 @@ mod tests {
                 leader: 1,
                 leader_epoch: 4,
                 partition_epoch: 5,
+                elr: Vec::new(),
+                last_known_elr: Vec::new(),
             },
             MetadataRecord::Config {
                 resource_type: RESOURCE_TOPIC,
@@ -397,6 +453,8 @@ mod tests {
                 leader: Some(3),
                 isr: None,
                 unclean: false,
+                elr: None,
+                last_known_elr: None,
             },
             MetadataRecord::PartitionChange {
                 topic_id: id,
@@ -404,10 +462,43 @@ mod tests {
                 leader: None,
                 isr: Some(vec![3, 1]),
                 unclean: true,
+                elr: None,
+                last_known_elr: None,
             },
         ];
         for r in records {
-            assert_eq!(MetadataRecord::decode(r.encode()).unwrap(), r);
+            let bytes = r.encode();
+            // Records without ELR fields keep the format the previous
+            // release reads.
+            assert_eq!(bytes[1] as i8, VERSION, "{r:?}");
+            assert_eq!(MetadataRecord::decode(bytes).unwrap(), r);
+        }
+        let with_elr = vec![
+            MetadataRecord::Partition {
+                topic_id: id,
+                partition: 3,
+                replicas: vec![1, 2, 3],
+                isr: vec![],
+                leader: -1,
+                leader_epoch: 4,
+                partition_epoch: 5,
+                elr: vec![2],
+                last_known_elr: vec![1],
+            },
+            MetadataRecord::PartitionChange {
+                topic_id: id,
+                partition: 1,
+                leader: Some(-1),
+                isr: Some(vec![]),
+                unclean: false,
+                elr: Some(vec![2, 3]),
+                last_known_elr: None,
+            },
+        ];
+        for r in with_elr {
+            let bytes = r.encode();
+            assert_eq!(bytes[1] as i8, VERSION_WITH_ELR);
+            assert_eq!(MetadataRecord::decode(bytes).unwrap(), r);
         }
         assert!(MetadataRecord::decode(Bytes::from_static(&[9, 0])).is_err());
         assert!(MetadataRecord::decode(Bytes::from_static(&[1])).is_err());

@@ -27,6 +27,10 @@ pub struct Assignment {
     pub partition_epoch: i32,
     pub replicas: Vec<i32>,
     pub isr: Vec<i32>,
+    /// The topic's `min.insync.replicas`, capped at the replication factor
+    /// (`controller::partitions::effective_min_isr`): the leader advances
+    /// the HW only while the committed ISR has this many members (KIP-966).
+    pub min_isr: usize,
 }
 
 /// An ISR change for the leader to propose with AlterPartition.
@@ -104,6 +108,8 @@ pub struct ReplicaState {
     /// read below it, so only an unclean election may truncate below it.
     exposed: i64,
     replica_lag_time_max_ms: i64,
+    /// See [`Assignment::min_isr`].
+    min_isr: usize,
 }
 
 impl ReplicaState {
@@ -132,6 +138,7 @@ impl ReplicaState {
             epoch_start_offset: log_end,
             exposed: log_start,
             replica_lag_time_max_ms,
+            min_isr: 1,
         }
     }
 
@@ -185,6 +192,8 @@ impl ReplicaState {
         }
         let new_epoch = a.leader_epoch != self.leader_epoch;
         self.replicas = a.replicas.clone();
+        assert!(a.min_isr >= 1, "min.insync.replicas is at least 1");
+        self.min_isr = a.min_isr;
         if a.leader == self.local_id {
             let was_leader = self.is_leader();
             // A pending change was based on the partition epoch held so far.
@@ -419,9 +428,13 @@ impl ReplicaState {
     }
 
     /// Kafka's `maybeIncrementLeaderHW`: the minimum LEO over the maximal
-    /// ISR; it never goes back.
+    /// ISR; it never goes back. With the ELR (KIP-966) it does not move
+    /// while the committed ISR is below `min.insync.replicas`: replicas that
+    /// left the ISR then are eligible to lead, so they must hold every
+    /// record below the HW. A pending expansion does not count: the
+    /// controller forms the ELR from the committed ISR.
     fn advance_high_watermark(&mut self) -> Option<i64> {
-        if !self.is_leader() {
+        if !self.is_leader() || self.isr.len() < self.min_isr {
             return None;
         }
         let mut new_hw = self.log_end_offset;
@@ -559,6 +572,7 @@ mod tests {
             partition_epoch: epoch,
             replicas: vec![1, 2, 3],
             isr: isr.to_vec(),
+            min_isr: 1,
         }
     }
 
@@ -584,6 +598,7 @@ mod tests {
                 partition_epoch: 0,
                 replicas: vec![1],
                 isr: vec![1],
+                min_isr: 1,
             },
             0,
         );
@@ -765,6 +780,7 @@ mod tests {
                 partition_epoch: shrink.partition_epoch + 1,
                 replicas: vec![1, 2, 3],
                 isr: vec![1, 2],
+                min_isr: 1,
             },
             LAG + 1,
         );

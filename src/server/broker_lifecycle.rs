@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 
 use bytes::BytesMut;
 
+use crate::log::data_dir::record_registration;
 use crate::node::ids::random_uuid;
 use crate::node::state::BrokerState;
 use crate::node::stop::StopHandle;
@@ -141,7 +142,12 @@ async fn register(
             security_protocol: PLAINTEXT,
         }],
         rack: broker.config.cluster.rack.clone(),
-        previous_broker_epoch: lifecycle.epoch.get(),
+        // KIP-966: the epoch of the last registration, when this broker can
+        // show that nothing it wrote since was lost (a clean shutdown, or a
+        // process crash in this boot), tells the controller its log is
+        // intact; without it the controller takes it out of every ISR and
+        // ELR.
+        previous_broker_epoch: shard.startup().previous_broker_epoch.unwrap_or(-1),
         ..Default::default()
     };
     let mut body = BytesMut::new();
@@ -172,6 +178,17 @@ async fn register(
                 match resp.error_code {
                     error_code::NONE => {
                         lifecycle.epoch.set(resp.broker_epoch);
+                        shard
+                            .config()
+                            .registered_broker_epoch
+                            .store(resp.broker_epoch, std::sync::atomic::Ordering::Relaxed);
+                        if let Err(e) =
+                            record_registration(&shard.config().data_dir, resp.broker_epoch).await
+                        {
+                            // Only costs the next start after a crash its
+                            // claim to an intact log (KIP-966).
+                            tracing::warn!("cannot record this registration: {e}");
+                        }
                         return Ok(());
                     }
                     error_code::INCONSISTENT_CLUSTER_ID => {

@@ -20,14 +20,15 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 
 use crate::controller::brokers::{
-    plan_unregister_broker, registrations, BrokerControlState, BrokerSessions, Heartbeat,
-    RegistrationDecision, RegistrationRequest,
+    plan_unregister_broker, registrations, unclean_shutdown, BrokerControlState, BrokerSessions,
+    Heartbeat, RegistrationDecision, RegistrationRequest,
 };
 use crate::controller::elections::{
     plan_elect_leaders, plan_preferred_rebalance, ElectionOutcome, ElectionType,
 };
 use crate::controller::partitions::{
-    broker_views, fencing, plan_alter_partition, with_leadership_changes, IsrProposal,
+    broker_views, effective_min_isr, fencing, plan_alter_partition, with_leadership_changes,
+    with_unclean_shutdown, IsrProposal,
 };
 use crate::controller::placement::UsableBroker;
 use crate::controller::{
@@ -662,6 +663,8 @@ async fn alter_partition(
             leader: -1,
             leader_epoch: -1,
             partition_epoch: -1,
+            elr: Vec::new(),
+            last_known_elr: Vec::new(),
             last_election_unclean: false,
         });
         let result = AlterPartitionResult {
@@ -753,9 +756,11 @@ async fn register_broker(
         },
         incarnation_id: req.incarnation_id,
         rack: req.rack.clone(),
+        previous_broker_epoch: req.previous_broker_epoch,
     };
     let status = quorum.status();
     let mut known = registrations(image);
+    let unclean = unclean_shutdown(&known, &ask);
     if status.voters.iter().any(|v| v.node_id == req.broker_id) {
         // A voter's node.id is unique already: a second process with it
         // is refused at its start (it finds the first answering at its
@@ -804,9 +809,19 @@ async fn register_broker(
     let broker_epoch = if records.is_empty() {
         broker_epoch
     } else {
-        let committed = quorum
-            .propose(&with_leadership_changes(image, records))
-            .await?;
+        let records = if unclean {
+            tracing::warn!(
+                broker = req.broker_id,
+                previous_broker_epoch = req.previous_broker_epoch,
+                "broker {} registers after an unclean shutdown: it leaves every ISR and ELR, \
+                 as it may have lost records it had not flushed (KIP-966)",
+                req.broker_id
+            );
+            with_unclean_shutdown(image, records, req.broker_id)
+        } else {
+            with_leadership_changes(image, records)
+        };
+        let committed = quorum.propose(&records).await?;
         *offset = committed;
         if broker_epoch < 0 {
             // Every record of an entry takes the entry's offset.
@@ -1311,10 +1326,9 @@ pub async fn apply_image(shard: &Rc<Shard>, image: Arc<MetadataImage>) -> LogRes
         return Ok(());
     }
     for topic in image.topics.values() {
-        let config = topic_config::log_config(
-            &broker.config,
-            &dynamic_broker_config::effective_overrides(&image, &topic.configs),
-        );
+        let overrides = dynamic_broker_config::effective_overrides(&image, &topic.configs);
+        let config = topic_config::log_config(&broker.config, &overrides);
+        let min_insync_replicas = topic_config::min_insync_replicas(&overrides);
         for (&p, part) in &topic.partitions {
             let tp = TopicPartition::new(topic.name.clone(), p);
             if shard.owner(&tp) != shard.id() || !part.replicas.contains(&broker.node_id()) {
@@ -1345,6 +1359,7 @@ pub async fn apply_image(shard: &Rc<Shard>, image: Arc<MetadataImage>) -> LogRes
                 partition_epoch: part.partition_epoch,
                 replicas: part.replicas.clone(),
                 isr: part.isr.clone(),
+                min_isr: effective_min_isr(min_insync_replicas, part.replicas.len()),
             };
             // The log's write lock is held across the transition and the
             // epoch-cache update, so no append sees a leader without its

@@ -10,6 +10,7 @@
 
 use std::path::PathBuf;
 use std::rc::Rc;
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -45,6 +46,12 @@ pub struct ShardConfig {
     pub data_dir: PathBuf,
     /// Settings for partitions opened without their own.
     pub log_defaults: LogConfig,
+    /// The broker epoch this process registered with, -1 until then (or
+    /// for a process that never registers). A clean shutdown writes it into
+    /// the clean-shutdown marker, so that the next registration can show
+    /// the controller that the shutdown was clean (KIP-966). Written once,
+    /// by shard 0's registration; never on the data path.
+    pub registered_broker_epoch: Arc<AtomicI64>,
 }
 
 /// The online CPUs this process may run on.
@@ -73,6 +80,7 @@ impl ShardConfig {
             io_memory_bytes: DEFAULT_SHARD_IO_MEMORY_BYTES,
             data_dir: data_dir.into(),
             log_defaults: LogConfig::default(),
+            registered_broker_epoch: Arc::new(AtomicI64::new(-1)),
         }
     }
 
@@ -165,7 +173,8 @@ where
     }
     if shutdown == Shutdown::Clean {
         offsets.sort_by(|a, b| a.tp.cmp(&b.tp));
-        data_dir::write_shutdown_state(&config.data_dir, &offsets, clean)?;
+        let broker_epoch = config.registered_broker_epoch.load(Ordering::Relaxed);
+        data_dir::write_shutdown_state(&config.data_dir, &offsets, clean, broker_epoch)?;
     }
     Ok(RunOutcome {
         results,

@@ -237,6 +237,8 @@ mod tests {
                 leader_epoch: 0,
                 partition_epoch: 0,
                 last_election_unclean: false,
+                elr: Vec::new(),
+                last_known_elr: Vec::new(),
             },
         )]);
         for (name, policy) in [
