@@ -233,6 +233,8 @@ fn checker_finds_lost_duplicated_and_vanished_records() {
         ],
     );
     // a-2 was acknowledged at 0@2 and is gone; b-1 failed (indeterminate).
+    // b-0 and b-2 were acknowledged without an offset (librdkafka does so
+    // when a later batch proves them persisted): b-0 is there, b-2 is lost.
     write(
         "produce-a.jsonl",
         &[
@@ -240,8 +242,9 @@ fn checker_finds_lost_duplicated_and_vanished_records() {
             r#"{"id":"a-1","p":0,"o":1}"#,
             r#"{"id":"a-2","p":0,"o":2}"#,
             r#"{"id":"a-3","p":0,"o":3}"#,
-            r#"{"id":"b-0","p":1,"o":0}"#,
+            r#"{"id":"b-0","p":1,"o":null}"#,
             r#"{"id":"b-1","err":"_MSG_TIMED_OUT","fatal":false}"#,
+            r#"{"id":"b-2","p":1,"o":-1}"#,
         ],
     );
     // A reader saw b-1 at 1@1, which the final log no longer has.
@@ -262,12 +265,14 @@ fn checker_finds_lost_duplicated_and_vanished_records() {
     let out = checker(dir.path());
     assert_eq!(out.status.and_then(|s| s.code()), Some(1), "{out}");
     let summary = checker_summary(&out);
-    assert_eq!(summary["lost"], 1, "{out}");
+    assert_eq!(summary["lost"], 2, "{out}");
+    assert_eq!(summary["acknowledged_without_offset"], 2, "{out}");
     assert_eq!(summary["duplicated"], 1, "{out}");
     assert_eq!(summary["vanished"], 1, "{out}");
     assert_eq!(summary["backwards"], 2, "{out}");
     assert_eq!(summary["ok"], false, "{out}");
     assert!(out.stdout.contains("LOST: a-2"), "{out}");
+    assert!(out.stdout.contains("LOST: b-2"), "{out}");
     assert!(out.stdout.contains("DUPLICATED: a-1"), "{out}");
 
     // With the batches: a-1's copies under one producer epoch are still a
@@ -301,7 +306,8 @@ fn checker_finds_lost_duplicated_and_vanished_records() {
             r#"{"p":0,"o":3,"id":"a-3"}"#,
             r#"{"p":1,"o":0,"id":"b-0"}"#,
             r#"{"p":1,"o":1,"id":"b-1"}"#,
-            r#"{"end":{"0":4,"1":2},"read_to":{"0":4,"1":2}}"#,
+            r#"{"p":1,"o":2,"id":"b-2"}"#,
+            r#"{"end":{"0":4,"1":3},"read_to":{"0":4,"1":3}}"#,
             r#"{"final_committed":{"0":3}}"#,
         ],
     );
@@ -312,7 +318,7 @@ fn checker_finds_lost_duplicated_and_vanished_records() {
     let out = checker(dir.path());
     assert!(out.success(), "a clean history must pass:\n{out}");
     let summary = checker_summary(&out);
-    assert_eq!(summary["acknowledged"], 5, "{out}");
+    assert_eq!(summary["acknowledged"], 6, "{out}");
     assert_eq!(summary["live_reads"], 2, "{out}");
 }
 

@@ -400,12 +400,18 @@ impl GroupCoordinator {
                     &tp,
                     epoch,
                     info.last_offset + 1,
+                    // A leader is always in its ISR: the wait never ends
+                    // early; an ISR below the topic's minimum shows as a
+                    // timeout, as in Kafka.
+                    1,
                     std::time::Duration::from_millis(GROUP_WRITE_TIMEOUT_MS),
                 )
                 .await;
                 match wait {
                     HighWatermarkWait::Reached => Ok(()),
-                    HighWatermarkWait::TimedOut => Err(error_code::REQUEST_TIMED_OUT),
+                    HighWatermarkWait::TimedOut | HighWatermarkWait::BelowMinIsr(_) => {
+                        Err(error_code::REQUEST_TIMED_OUT)
+                    }
                     HighWatermarkWait::LostLeadership => Err(error_code::NOT_COORDINATOR),
                 }
             }

@@ -126,18 +126,24 @@ pub fn sync_high_watermark(shard: &Shard, tp: &TopicPartition, log: &mut Partiti
 pub enum HighWatermarkWait {
     Reached,
     TimedOut,
+    /// The committed ISR is below `min.insync.replicas` (its size): the
+    /// leader does not advance the HW meanwhile (KIP-966), so waiting on is
+    /// pointless; acks=all answers NOT_ENOUGH_REPLICAS_AFTER_APPEND.
+    BelowMinIsr(usize),
     /// Leadership moved (or a new leader epoch began) while waiting: the
     /// write may be truncated by the new leader; the client retries.
     LostLeadership,
 }
 
 /// Waits until the HW of `tp`, led by this broker in `leader_epoch`,
-/// reaches `offset` (acks=all, group writes), or `timeout` passes.
+/// reaches `offset` (acks=all, group writes), `timeout` passes, or the
+/// committed ISR is found below `min_insync` replicas.
 pub async fn wait_for_high_watermark(
     shard: &Shard,
     tp: &TopicPartition,
     leader_epoch: i32,
     offset: i64,
+    min_insync: usize,
     timeout: std::time::Duration,
 ) -> HighWatermarkWait {
     let deadline = std::time::Instant::now() + timeout;
@@ -152,6 +158,9 @@ pub async fn wait_for_high_watermark(
             }
             if s.high_watermark() >= offset {
                 return HighWatermarkWait::Reached;
+            }
+            if s.in_sync_count() < min_insync {
+                return HighWatermarkWait::BelowMinIsr(s.in_sync_count());
             }
         }
         let now = std::time::Instant::now();

@@ -147,7 +147,7 @@ def check(directory):
 
     # Producers.
     sent = set()
-    acknowledged = failed = 0
+    acknowledged = failed = without_offset = 0
     for path in files(directory, "produce-*.jsonl"):
         for e in lines(path):
             sent.add(e["id"])
@@ -158,6 +158,17 @@ def check(directory):
                         os.path.basename(path), e["id"], e["err"]))
                 continue
             acknowledged += 1
+            if e["o"] is None or e["o"] < 0:
+                # librdkafka reports a message as delivered without an
+                # offset when a later batch's success proves it persisted
+                # (a retry of a timed-out request, for instance): it must
+                # still be in the log, somewhere in its partition.
+                without_offset += 1
+                if not any(p == e["p"] for (p, _) in where.get(e["id"], [])):
+                    report.violation("lost", "%s acknowledged without an offset in "
+                                     "partition %s is not in the final log"
+                                     % (e["id"], e["p"]))
+                continue
             key = (e["p"], e["o"])
             if at.get(key) == e["id"]:
                 continue
@@ -234,6 +245,7 @@ def check(directory):
     summary.update({
         "resent_after_epoch_bump": resent,
         "acknowledged": acknowledged,
+        "acknowledged_without_offset": without_offset,
         "failed": failed,
         "final_records": len(at),
         "live_reads": live,

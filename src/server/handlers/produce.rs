@@ -296,8 +296,16 @@ async fn append_on_owner(
     let deadline = std::time::Instant::now() + acks.timeout;
     for (i, tp, leader_epoch, offset, min_insync) in awaiting {
         let left = deadline.saturating_duration_since(std::time::Instant::now());
-        let wait = wait_for_high_watermark(shard, &tp, leader_epoch, offset, left).await;
+        let wait =
+            wait_for_high_watermark(shard, &tp, leader_epoch, offset, min_insync, left).await;
         let failed = match wait {
+            HighWatermarkWait::BelowMinIsr(in_sync) => Some((
+                error_code::NOT_ENOUGH_REPLICAS_AFTER_APPEND,
+                format!(
+                    "written, but the ISR of {tp} shrank to {in_sync}, below \
+                     min.insync.replicas {min_insync}, and the HW waits until it grows again"
+                ),
+            )),
             HighWatermarkWait::Reached => {
                 let in_sync = replicas::Replicas::of(shard)
                     .get(&tp)
