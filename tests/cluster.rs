@@ -7,7 +7,8 @@
 //! and the cluster id; a SIGSTOPped broker is fenced and unfenced again;
 //! kill -9 of the active controller elects another, which takes the next
 //! CreateTopics within a stated bound and lost nothing committed; the
-//! killed node rejoins and catches up; a node with another cluster's id or
+//! killed node rejoins and catches up; Kafka's leader-election and
+//! reassignment tools move leaders and partitions; a node with another cluster's id or
 //! a taken node.id is refused. Misconfigurations that need no cluster are
 //! checked separately.
 
@@ -379,6 +380,7 @@ fn three_node_cluster_elects_fails_over_fences_and_rejoins() {
     assert!(names.iter().any(|n| n == "after-failover"), "{names:?}");
 
     preferred_leaders_come_back_with_kafkas_leader_election_tool(&mut cluster);
+    partitions_move_off_a_broker_with_kafkas_reassignment_tool(&mut cluster);
 
     // Another cluster's node: its meta.properties names another cluster id.
     let rejoining = survivor;
@@ -612,6 +614,289 @@ fn preferred_leaders_come_back_with_kafkas_leader_election_tool(cluster: &mut Cl
     assert!(
         out.contains("Valid replica already elected for partitions elect-0"),
         "a second election of elect-0 is not needed: {out}"
+    );
+}
+
+/// `count` records with acks=all through kcat into `topic`, keyed so that
+/// they spread over the partitions; whether every one was acknowledged.
+fn produce(cluster: &Cluster, topic: &str, from: usize, count: usize) -> CmdOutput {
+    let input: String = (from..from + count)
+        .map(|i| format!("k{i}\tv{i}\n"))
+        .collect();
+    run_command(
+        Command::new("kcat").args([
+            "-P",
+            "-b",
+            &cluster.bootstrap(),
+            "-t",
+            topic,
+            "-K",
+            "\t",
+            "-X",
+            "acks=all",
+            "-X",
+            "message.timeout.ms=30000",
+        ]),
+        Some(input.as_bytes()),
+        CLI_TIMEOUT,
+    )
+}
+
+/// How many records `topic` holds, read from the start through kcat.
+fn consumed(cluster: &Cluster, topic: &str) -> usize {
+    let out = run_command(
+        Command::new("kcat").args([
+            "-C",
+            "-b",
+            &cluster.bootstrap(),
+            "-t",
+            topic,
+            "-o",
+            "beginning",
+            "-e",
+            "-q",
+        ]),
+        None,
+        CLI_TIMEOUT,
+    );
+    out.stdout.lines().filter(|l| !l.is_empty()).count()
+}
+
+/// Kafka's `kafka-reassign-partitions.sh` with `action` and its options
+/// (and the JSON file, for the actions that take one).
+fn reassign_tool(cluster: &Cluster, action: &str, json: Option<&std::path::Path>) -> String {
+    let libs = kafka_libs();
+    let mut args = vec!["--bootstrap-server".to_string(), cluster.bootstrap()];
+    args.extend(action.split(' ').map(str::to_string));
+    if let Some(json) = json {
+        args.push("--reassignment-json-file".into());
+        args.push(json.display().to_string());
+    }
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    kafka_tool(
+        cluster,
+        &libs,
+        "org.apache.kafka.tools.reassign.ReassignPartitionsCommand",
+        &args,
+    )
+}
+
+/// A reassignment file moving each `(partition, replicas)` of `topic`.
+fn reassignment_json(topic: &str, moves: &[(i64, Vec<i64>)]) -> String {
+    let partitions: Vec<Value> = moves
+        .iter()
+        .map(|(p, replicas)| serde_json::json!({"topic": topic, "partition": p, "replicas": replicas}))
+        .collect();
+    serde_json::json!({"version": 1, "partitions": partitions}).to_string()
+}
+
+/// Seed 004 avoided: the partitions of an RF=1 topic on broker 2 are moved
+/// off it with Kafka's `kafka-reassign-partitions.sh` (AlterPartitionReassignments
+/// and ListPartitionReassignments) while a producer keeps writing; once
+/// `--verify` says the moves are complete, broker 2 holds no copy and can
+/// stop without any producer error. A reassignment that cannot complete
+/// (its target is paused) is listed and then cancelled back.
+fn partitions_move_off_a_broker_with_kafkas_reassignment_tool(cluster: &mut Cluster) {
+    if which("java").is_none() || which("kcat").is_none() {
+        cluster.fail("java and kcat are needed for Kafka's ReassignPartitionsCommand test");
+    }
+    let out = create_topic(&cluster.nodes[0], "moves", 6, 1);
+    if !out.success() {
+        cluster.fail(&format!("create moves: {out}"));
+    }
+    let out = produce(cluster, "moves", 0, 300);
+    if !out.success() {
+        cluster.fail(&format!("produce to moves: {out}"));
+    }
+    let on_2: Vec<(i64, Vec<i64>)> = partitions_of(&cluster.nodes[0], "moves")
+        .into_iter()
+        .filter(|(_, _, replicas, _)| replicas == &[2])
+        .map(|(p, _, _, _)| (p, vec![if p % 2 == 0 { 1 } else { 3 }]))
+        .collect();
+    assert!(
+        !on_2.is_empty(),
+        "placement striped some partitions onto broker 2"
+    );
+    let json = support::write_file(
+        cluster.nodes[0].root(),
+        "off-broker-2.json",
+        reassignment_json("moves", &on_2).as_bytes(),
+    );
+    // The producer keeps writing in batches while the partitions move.
+    let shared: &Cluster = cluster;
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let producing = std::thread::scope(|scope| {
+        let producer = scope.spawn(|| {
+            let mut sent = 300;
+            let mut failures = Vec::new();
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) && sent < 300 + 40 * 50 {
+                let out = produce(shared, "moves", sent, 50);
+                if !out.success() {
+                    failures.push(out.to_string());
+                }
+                sent += 50;
+            }
+            (sent, failures)
+        });
+        let out = reassign_tool(shared, "--execute", Some(&json));
+        assert!(
+            out.contains("Successfully started partition reassignment"),
+            "--execute: {out}"
+        );
+        let completed = wait_for(CONVERGE_TIMEOUT, || {
+            let out = reassign_tool(shared, "--verify", Some(&json));
+            out.lines().filter(|l| l.contains("is completed")).count() == on_2.len()
+        });
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        (completed, producer.join().expect("the producer thread"))
+    });
+    let (completed, (sent, failures)) = producing;
+    if !completed {
+        cluster.fail(&format!(
+            "the moves off broker 2 never completed: {:?}",
+            partitions_of(&cluster.nodes[0], "moves")
+        ));
+    }
+    assert!(
+        failures.is_empty(),
+        "the producer failed during the moves: {failures:?}"
+    );
+    let out = reassign_tool(cluster, "--list", None);
+    assert!(
+        out.contains("No partition reassignments found"),
+        "--list: {out}"
+    );
+    for (p, target) in &on_2 {
+        let now = partitions_of(&cluster.nodes[0], "moves");
+        let (_, leader, replicas, _) = now.iter().find(|(i, ..)| i == p).unwrap();
+        assert_eq!(
+            (replicas, leader),
+            (target, &target[0]),
+            "moves-{p}: {now:?}"
+        );
+    }
+    // Broker 2 deleted its copies; the new replicas hold them.
+    let gone = wait_for(CONVERGE_TIMEOUT, || {
+        on_2.iter().all(|(p, _)| {
+            !cluster.nodes[1]
+                .data_dir()
+                .join(format!("moves-{p}"))
+                .exists()
+        })
+    });
+    if !gone {
+        cluster.fail("broker 2 kept the replicas moved off it");
+    }
+    assert_eq!(
+        consumed(cluster, "moves"),
+        sent,
+        "every acknowledged record, once"
+    );
+    // Broker 2 holds nothing of the topic: stopping it costs a producer
+    // nothing (seed 004's outage, avoided).
+    cluster.node(2).stop();
+    let out = produce(cluster, "moves", sent, 100);
+    if !out.success() {
+        cluster.fail(&format!("produce with broker 2 stopped: {out}"));
+    }
+    cluster.node(2).restart();
+    assert_eq!(consumed(cluster, "moves"), sent + 100);
+
+    // A move onto a paused broker cannot complete: it is listed, then
+    // cancelled back to the original replica. The tool takes only live
+    // brokers as targets, so the target is paused right before --execute,
+    // within its session timeout (again if that was missed). It is not the
+    // active controller, so the quorum keeps answering.
+    let quorum_leader = describe(&cluster.nodes[0]).unwrap()["quorum"]["leader"]
+        .as_i64()
+        .unwrap() as usize;
+    let target = (1..=3).find(|&i| i != quorum_leader).unwrap();
+    let (p, _, replicas, _) = partitions_of(&cluster.nodes[0], "moves")
+        .into_iter()
+        .find(|(_, _, r, _)| r.len() == 1 && r[0] != target as i64)
+        .expect("a partition on another broker");
+    let source = replicas[0];
+    let json = support::write_file(
+        cluster.nodes[0].root(),
+        "onto-paused.json",
+        reassignment_json("moves", &[(p, vec![target as i64])]).as_bytes(),
+    );
+    let libs = kafka_libs();
+    let jars = format!("{}/*", libs.display());
+    let mut started = None;
+    for _ in 0..5 {
+        let live = wait_for(CONVERGE_TIMEOUT, || {
+            live_brokers(&cluster.nodes[quorum_leader - 1])
+                .is_some_and(|b| b.contains(&(target as i64)))
+        });
+        assert!(live, "broker {target} is live again");
+        cluster.node(target).signal(libc::SIGSTOP);
+        let out = run_command(
+            Command::new("java")
+                .args(["-XX:TieredStopAtLevel=1", "-cp", &jars])
+                .arg("org.apache.kafka.tools.reassign.ReassignPartitionsCommand")
+                .args([
+                    "--bootstrap-server",
+                    &cluster.nodes[quorum_leader - 1].bootstrap(),
+                ])
+                .arg("--execute")
+                .arg("--reassignment-json-file")
+                .arg(&json),
+            None,
+            Duration::from_secs(120),
+        );
+        if out.success() && out.stdout.contains("Successfully started") {
+            started = Some(out);
+            break;
+        }
+        cluster.node(target).signal(libc::SIGCONT);
+        eprintln!("--execute missed broker {target}'s session, again:\n{out}");
+    }
+    if started.is_none() {
+        cluster.fail("--execute onto a paused broker never started");
+    }
+    let out = reassign_tool(cluster, "--list", None);
+    assert!(
+        out.contains(&format!(
+            "moves-{p}: replicas: {target},{source}. adding: {target}. removing: {source}."
+        )),
+        "--list shows the move in progress: {out}"
+    );
+    // Its throttles stay: clearing them asks every broker, the paused one
+    // too.
+    let out = reassign_tool(cluster, "--cancel --preserve-throttles", Some(&json));
+    assert!(
+        out.contains(&format!(
+            "Successfully cancelled partition reassignment for: moves-{p}"
+        )),
+        "--cancel: {out}"
+    );
+    let reverted = wait_for(CONVERGE_TIMEOUT, || {
+        partitions_of(&cluster.nodes[quorum_leader - 1], "moves")
+            .iter()
+            .any(|(i, leader, r, _)| *i == p && r == &replicas && *leader == source)
+    });
+    if !reverted {
+        cluster.fail(&format!(
+            "moves-{p} did not go back to {replicas:?}: {:?}",
+            partitions_of(&cluster.nodes[quorum_leader - 1], "moves")
+        ));
+    }
+    let out = reassign_tool(cluster, "--list", None);
+    assert!(
+        out.contains("No partition reassignments found"),
+        "--list: {out}"
+    );
+    cluster.node(target).signal(libc::SIGCONT);
+    let live = wait_for(CONVERGE_TIMEOUT, || {
+        live_brokers(&cluster.nodes[quorum_leader - 1])
+            .is_some_and(|b| b.contains(&(target as i64)))
+    });
+    assert!(live, "broker {target} is unfenced after SIGCONT");
+    assert_eq!(
+        consumed(cluster, "moves"),
+        sent + 100,
+        "the cancel lost nothing"
     );
 }
 

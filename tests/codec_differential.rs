@@ -40,10 +40,11 @@ use pinlog::protocol::api::{ApiKey, SUPPORTED_APIS};
 use pinlog::protocol::codec::{DecodeError, DecodeResult, Reader};
 use pinlog::protocol::header::{decode_response_header, encode_response_header, RequestHeader};
 use pinlog::protocol::messages::{
-    alter_configs, api_versions, broker_registration, create_partitions, create_topics,
-    delete_topics, describe_cluster, describe_configs, describe_quorum, elect_leaders, fetch,
-    incremental_alter_configs, init_producer_id, list_offsets, metadata, offset_for_leader_epoch,
-    produce, unregister_broker,
+    alter_configs, alter_partition_reassignments, api_versions, broker_registration,
+    create_partitions, create_topics, delete_topics, describe_cluster, describe_configs,
+    describe_quorum, elect_leaders, fetch, incremental_alter_configs, init_producer_id,
+    list_offsets, list_partition_reassignments, metadata, offset_for_leader_epoch, produce,
+    unregister_broker,
 };
 use pinlog::protocol::messages::{
     delete_groups, delete_records, describe_groups, describe_log_dirs, find_coordinator, heartbeat,
@@ -941,6 +942,95 @@ fn elect_leaders_response(g: &mut Gen, v: i16) -> kp::ElectLeadersResponse {
     r
 }
 
+fn alter_partition_reassignments_request(
+    g: &mut Gen,
+    v: i16,
+) -> kp::AlterPartitionReassignmentsRequest {
+    use kp::alter_partition_reassignments_request::{ReassignablePartition, ReassignableTopic};
+    let mut r = new!(g, kp::AlterPartitionReassignmentsRequest)
+        .with_timeout_ms(g.i32())
+        .with_topics(g.vec(|g| {
+            new!(g, ReassignableTopic)
+                .with_name(g.topic())
+                .with_partitions(g.vec(|g| {
+                    new!(g, ReassignablePartition)
+                        .with_partition_index(g.i32())
+                        .with_replicas(g.opt(Gen::brokers))
+                }))
+        }));
+    if v >= 1 {
+        r = r.with_allow_replication_factor_change(g.bool());
+    }
+    r
+}
+
+fn alter_partition_reassignments_response(
+    g: &mut Gen,
+    v: i16,
+) -> kp::AlterPartitionReassignmentsResponse {
+    use kp::alter_partition_reassignments_response::{
+        ReassignablePartitionResponse, ReassignableTopicResponse,
+    };
+    let mut r = new!(g, kp::AlterPartitionReassignmentsResponse)
+        .with_throttle_time_ms(g.i32())
+        .with_error_code(g.i16())
+        .with_error_message(g.opt(Gen::str))
+        .with_responses(g.vec(|g| {
+            new!(g, ReassignableTopicResponse)
+                .with_name(g.topic())
+                .with_partitions(g.vec(|g| {
+                    new!(g, ReassignablePartitionResponse)
+                        .with_partition_index(g.i32())
+                        .with_error_code(g.i16())
+                        .with_error_message(g.opt(Gen::str))
+                }))
+        }));
+    if v >= 1 {
+        r = r.with_allow_replication_factor_change(g.bool());
+    }
+    r
+}
+
+fn list_partition_reassignments_request(
+    g: &mut Gen,
+    _v: i16,
+) -> kp::ListPartitionReassignmentsRequest {
+    use kp::list_partition_reassignments_request::ListPartitionReassignmentsTopics;
+    new!(g, kp::ListPartitionReassignmentsRequest)
+        .with_timeout_ms(g.i32())
+        .with_topics(g.opt(|g| {
+            g.vec(|g| {
+                new!(g, ListPartitionReassignmentsTopics)
+                    .with_name(g.topic())
+                    .with_partition_indexes(g.vec(Gen::i32))
+            })
+        }))
+}
+
+fn list_partition_reassignments_response(
+    g: &mut Gen,
+    _v: i16,
+) -> kp::ListPartitionReassignmentsResponse {
+    use kp::list_partition_reassignments_response::{
+        OngoingPartitionReassignment, OngoingTopicReassignment,
+    };
+    new!(g, kp::ListPartitionReassignmentsResponse)
+        .with_throttle_time_ms(g.i32())
+        .with_error_code(g.i16())
+        .with_error_message(g.opt(Gen::str))
+        .with_topics(g.vec(|g| {
+            new!(g, OngoingTopicReassignment)
+                .with_name(g.topic())
+                .with_partitions(g.vec(|g| {
+                    new!(g, OngoingPartitionReassignment)
+                        .with_partition_index(g.i32())
+                        .with_replicas(g.brokers())
+                        .with_adding_replicas(g.brokers())
+                        .with_removing_replicas(g.brokers())
+                }))
+        }))
+}
+
 fn create_partitions_request(g: &mut Gen, _v: i16) -> kp::CreatePartitionsRequest {
     use kp::create_partitions_request::{CreatePartitionsAssignment, CreatePartitionsTopic};
     new!(g, kp::CreatePartitionsRequest)
@@ -1650,6 +1740,10 @@ pinlog_messages!(
     create_partitions::CreatePartitionsResponse,
     elect_leaders::ElectLeadersRequest,
     elect_leaders::ElectLeadersResponse,
+    alter_partition_reassignments::AlterPartitionReassignmentsRequest,
+    alter_partition_reassignments::AlterPartitionReassignmentsResponse,
+    list_partition_reassignments::ListPartitionReassignmentsRequest,
+    list_partition_reassignments::ListPartitionReassignmentsResponse,
     unregister_broker::UnregisterBrokerRequest,
     unregister_broker::UnregisterBrokerResponse,
     incremental_alter_configs::IncrementalAlterConfigsRequest,
@@ -1961,6 +2055,22 @@ api_table! {
             elect_leaders_request;
         response: kp::ElectLeadersResponse, elect_leaders::ElectLeadersResponse,
             elect_leaders_response;
+    }
+    AlterPartitionReassignments => {
+        request: kp::AlterPartitionReassignmentsRequest,
+            alter_partition_reassignments::AlterPartitionReassignmentsRequest,
+            alter_partition_reassignments_request;
+        response: kp::AlterPartitionReassignmentsResponse,
+            alter_partition_reassignments::AlterPartitionReassignmentsResponse,
+            alter_partition_reassignments_response;
+    }
+    ListPartitionReassignments => {
+        request: kp::ListPartitionReassignmentsRequest,
+            list_partition_reassignments::ListPartitionReassignmentsRequest,
+            list_partition_reassignments_request;
+        response: kp::ListPartitionReassignmentsResponse,
+            list_partition_reassignments::ListPartitionReassignmentsResponse,
+            list_partition_reassignments_response;
     }
     IncrementalAlterConfigs => {
         request: kp::IncrementalAlterConfigsRequest,

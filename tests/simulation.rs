@@ -403,6 +403,8 @@ impl Sim {
             partition_epoch: 0,
             elr: Vec::new(),
             last_known_elr: Vec::new(),
+            adding_replicas: Vec::new(),
+            removing_replicas: Vec::new(),
         });
         records.push(MetadataRecord::Config {
             resource_type: RESOURCE_TOPIC,

@@ -58,6 +58,10 @@ messages!(
     create_partitions::CreatePartitionsResponse,
     elect_leaders::ElectLeadersRequest,
     elect_leaders::ElectLeadersResponse,
+    alter_partition_reassignments::AlterPartitionReassignmentsRequest,
+    alter_partition_reassignments::AlterPartitionReassignmentsResponse,
+    list_partition_reassignments::ListPartitionReassignmentsRequest,
+    list_partition_reassignments::ListPartitionReassignmentsResponse,
     unregister_broker::UnregisterBrokerRequest,
     unregister_broker::UnregisterBrokerResponse,
     create_topics::CreateTopicsRequest,
@@ -203,6 +207,14 @@ fn check_api(key: ApiKey, version: i16, request: Reader, also_response: bool) {
         ApiKey::ElectLeaders => pair!(
             elect_leaders::ElectLeadersRequest,
             elect_leaders::ElectLeadersResponse
+        ),
+        ApiKey::AlterPartitionReassignments => pair!(
+            alter_partition_reassignments::AlterPartitionReassignmentsRequest,
+            alter_partition_reassignments::AlterPartitionReassignmentsResponse
+        ),
+        ApiKey::ListPartitionReassignments => pair!(
+            list_partition_reassignments::ListPartitionReassignmentsRequest,
+            list_partition_reassignments::ListPartitionReassignmentsResponse
         ),
         ApiKey::IncrementalAlterConfigs => pair!(
             incremental_alter_configs::IncrementalAlterConfigsRequest,

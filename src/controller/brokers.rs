@@ -524,6 +524,8 @@ mod tests {
                 partition_epoch: 0,
                 elr: Vec::new(),
                 last_known_elr: Vec::new(),
+                adding_replicas: Vec::new(),
+                removing_replicas: Vec::new(),
             },
         );
         let records = plan_unregister_broker(&image, 3).unwrap();
@@ -542,6 +544,9 @@ mod tests {
                     unclean: false,
                     elr: None,
                     last_known_elr: None,
+                    adding_replicas: None,
+                    removing_replicas: None,
+                    replicas: None,
                 },
             ]
         );

@@ -216,17 +216,14 @@ fn decide(
             }
             Decision::Elect(PartitionChangePlan {
                 leader: Some(preferred),
-                isr: None,
-                elr: None,
-                last_known_elr: None,
-                election: None,
+                ..Default::default()
             })
         }
         ElectionType::Unclean => {
             if p.leader != NO_LEADER {
                 return Decision::NotNeeded;
             }
-            match plan_partition_change(p, p.isr.clone(), usable, rules) {
+            match plan_partition_change(p, p.isr.clone(), None, usable, rules) {
                 Some(change) if change.leader.is_some_and(|l| l != NO_LEADER) => {
                     Decision::Elect(change)
                 }
@@ -265,6 +262,8 @@ mod tests {
                     last_election_unclean: false,
                     elr: Vec::new(),
                     last_known_elr: Vec::new(),
+                    adding_replicas: Vec::new(),
+                    removing_replicas: Vec::new(),
                 },
             );
         }
@@ -376,6 +375,9 @@ mod tests {
                     unclean: false,
                     elr: None,
                     last_known_elr: None,
+                    adding_replicas: None,
+                    removing_replicas: None,
+                    replicas: None,
                 },
                 MetadataRecord::PartitionChange {
                     topic_id: [7; 16],
@@ -385,6 +387,9 @@ mod tests {
                     unclean: true,
                     elr: None,
                     last_known_elr: None,
+                    adding_replicas: None,
+                    removing_replicas: None,
+                    replicas: None,
                 },
             ]
         );

@@ -17,6 +17,7 @@ pub mod brokers;
 pub mod elections;
 pub mod partitions;
 pub mod placement;
+pub mod reassignment;
 pub mod topics;
 
 pub use topics::{

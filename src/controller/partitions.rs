@@ -108,24 +108,18 @@ pub fn plan_alter_partition(
             decisions.push(refuse(error_code::INELIGIBLE_REPLICA));
             continue;
         }
-        // The ELR follows the ISR (KIP-966); the leader stays.
+        // The ELR follows the ISR (KIP-966), and a reassignment whose
+        // target replicas are now all in sync completes; the leader stays
+        // unless that removed it.
         let Some(topic) = topic_by_id(image, &p.topic_id) else {
             unreachable!("the partition was found by its topic id");
         };
-        let rules = topic_rules(image, topic, current.replicas.len(), None, false);
+        let rules = topic_rules(image, topic, current.replicas.len(), None, true);
         let usable = |id: i32| brokers.iter().any(|b| b.id == id && b.usable);
-        let plan = plan_partition_change(current, ids.clone(), &usable, rules).unwrap_or(
-            PartitionChangePlan {
-                leader: None,
-                isr: None,
-                elr: None,
-                last_known_elr: None,
-                election: None,
-            },
-        );
-        assert!(plan.leader.is_none(), "an ISR change keeps the leader");
+        let plan =
+            plan_partition_change(current, ids.clone(), None, &usable, rules).unwrap_or_default();
         let record = PartitionChangePlan {
-            isr: Some(ids),
+            isr: plan.isr.clone().or(Some(ids)),
             ..plan
         }
         .into_record(p.topic_id, p.partition);
@@ -157,12 +151,15 @@ pub enum ElectionKind {
 /// A partition's leadership and ISR after a change, as Kafka's
 /// `PartitionChangeBuilder` with KIP-966's eligible leader replicas (ELR)
 /// decides it. `None` fields are unchanged.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct PartitionChangePlan {
     pub leader: Option<i32>,
     pub isr: Option<Vec<i32>>,
     pub elr: Option<Vec<i32>>,
     pub last_known_elr: Option<Vec<i32>>,
+    pub replicas: Option<Vec<i32>>,
+    pub adding_replicas: Option<Vec<i32>>,
+    pub removing_replicas: Option<Vec<i32>>,
     /// Set when a leader was elected.
     pub election: Option<ElectionKind>,
 }
@@ -177,7 +174,57 @@ impl PartitionChangePlan {
             unclean: self.election.is_some_and(|e| e != ElectionKind::Clean),
             elr: self.elr,
             last_known_elr: self.last_known_elr,
+            replicas: self.replicas,
+            adding_replicas: self.adding_replicas,
+            removing_replicas: self.removing_replicas,
         }
+    }
+}
+
+/// A partition's replica assignment as a reassignment sets it (Kafka's
+/// `PartitionReassignmentReplicas`): the replicas in order (the target's,
+/// then those being removed), and the replicas being added and removed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TargetReplicas {
+    pub replicas: Vec<i32>,
+    pub adding: Vec<i32>,
+    pub removing: Vec<i32>,
+}
+
+impl TargetReplicas {
+    /// The partition's assignment as it stands.
+    pub fn of(p: &PartitionImage) -> TargetReplicas {
+        TargetReplicas {
+            replicas: p.replicas.clone(),
+            adding: p.adding_replicas.clone(),
+            removing: p.removing_replicas.clone(),
+        }
+    }
+
+    /// Kafka's `maybeCompleteReassignment`: once every target replica is in
+    /// `isr`, the removed replicas leave the replicas and the ISR. Returns
+    /// the completed assignment and ISR, or `None` while it is not done.
+    fn complete(&self, isr: &[i32]) -> Option<(TargetReplicas, Vec<i32>)> {
+        if self.adding.is_empty() && self.removing.is_empty() {
+            return None;
+        }
+        let keep = |r: &i32| !self.removing.contains(r);
+        let new_isr: Vec<i32> = isr.iter().copied().filter(keep).collect();
+        let new_replicas: Vec<i32> = self.replicas.iter().copied().filter(keep).collect();
+        if new_isr.is_empty()
+            || new_replicas.is_empty()
+            || !new_replicas.iter().all(|r| new_isr.contains(r))
+        {
+            return None;
+        }
+        Some((
+            TargetReplicas {
+                replicas: new_replicas,
+                adding: Vec::new(),
+                removing: Vec::new(),
+            },
+            new_isr,
+        ))
     }
 }
 
@@ -206,8 +253,11 @@ pub fn effective_min_isr(min_insync_replicas: usize, replicas: usize) -> usize {
     min_insync_replicas.min(replicas).max(1)
 }
 
-/// One partition's change when its ISR becomes `target_isr` (Kafka's
-/// `PartitionChangeBuilder.build`, with the ELR on):
+/// One partition's change when its ISR becomes `target_isr`, and its
+/// assignment `target_replicas` if given (a reassignment; `None` keeps it).
+/// Kafka's `PartitionChangeBuilder.build`, with the ELR on:
+/// - A reassignment whose target replicas are all in the ISR completes:
+///   the removed replicas leave the replicas and the ISR.
 /// - While the ISR is below `min_isr`, members that leave it join the ELR
 ///   (they hold every record below the HW, which the leader does not
 ///   advance meanwhile); at or above it, the ELR is empty. A broker back
@@ -224,16 +274,22 @@ pub fn effective_min_isr(min_insync_replicas: usize, replicas: usize) -> usize {
 pub fn plan_partition_change(
     p: &PartitionImage,
     target_isr: Vec<i32>,
+    target_replicas: Option<TargetReplicas>,
     usable: &impl Fn(i32) -> bool,
     rules: ChangeRules,
 ) -> Option<PartitionChangePlan> {
     let mut isr = target_isr;
+    let mut assignment = target_replicas.unwrap_or_else(|| TargetReplicas::of(p));
+    if let Some((completed, completed_isr)) = assignment.complete(&isr) {
+        assignment = completed;
+        isr = completed_isr;
+    }
+    let replicas = assignment.replicas.clone();
     let unclean_shutdown = |r: i32| rules.unclean_shutdown == Some(r);
     let (mut elr, mut last_known_elr) = if isr.len() >= rules.min_isr {
         (Vec::new(), Vec::new())
     } else {
-        let elr: Vec<i32> = p
-            .replicas
+        let elr: Vec<i32> = replicas
             .iter()
             .copied()
             .filter(|r| (p.elr.contains(r) || p.isr.contains(r)) && !isr.contains(r))
@@ -245,7 +301,7 @@ pub fn plan_partition_change(
     let mut election = None;
     let leader_ok = p.leader != NO_LEADER && usable(p.leader) && isr.contains(&p.leader);
     if rules.elect && !leader_ok {
-        let in_order = |pred: &dyn Fn(i32) -> bool| p.replicas.iter().copied().find(|&r| pred(r));
+        let in_order = |pred: &dyn Fn(i32) -> bool| replicas.iter().copied().find(|&r| pred(r));
         leader = NO_LEADER;
         if let Some(r) = in_order(&|r| isr.contains(&r) && usable(r)) {
             leader = r;
@@ -259,7 +315,7 @@ pub fn plan_partition_change(
             .last_known_elr
             .first()
             .filter(|_| isr.is_empty() && elr.is_empty() && p.last_known_elr.len() == 1)
-            .filter(|&&r| usable(r) && p.replicas.contains(&r))
+            .filter(|&&r| usable(r) && replicas.contains(&r))
         {
             leader = r;
             isr = vec![r];
@@ -298,12 +354,19 @@ pub fn plan_partition_change(
         isr: (isr != p.isr).then_some(isr),
         elr: (elr != p.elr).then_some(elr),
         last_known_elr: (last_known_elr != p.last_known_elr).then_some(last_known_elr),
+        replicas: (assignment.replicas != p.replicas).then_some(assignment.replicas),
+        adding_replicas: (assignment.adding != p.adding_replicas).then_some(assignment.adding),
+        removing_replicas: (assignment.removing != p.removing_replicas)
+            .then_some(assignment.removing),
         election,
     };
     let unchanged = plan.leader.is_none()
         && plan.isr.is_none()
         && plan.elr.is_none()
-        && plan.last_known_elr.is_none();
+        && plan.last_known_elr.is_none()
+        && plan.replicas.is_none()
+        && plan.adding_replicas.is_none()
+        && plan.removing_replicas.is_none();
     (!unchanged).then_some(plan)
 }
 
@@ -346,7 +409,7 @@ pub fn plan_leadership(
                 .copied()
                 .filter(|&r| usable(r) && unclean_shutdown != Some(r))
                 .collect();
-            if let Some(plan) = plan_partition_change(p, isr, &usable, rules) {
+            if let Some(plan) = plan_partition_change(p, isr, None, &usable, rules) {
                 changes.push((topic.id, index, plan));
             }
         }
@@ -494,6 +557,8 @@ mod tests {
                 partition_epoch: 7,
                 elr: Vec::new(),
                 last_known_elr: Vec::new(),
+                adding_replicas: Vec::new(),
+                removing_replicas: Vec::new(),
             },
         );
         img

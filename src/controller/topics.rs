@@ -106,6 +106,8 @@ fn new_partition(topic_id: [u8; 16], partition: i32, replicas: Vec<i32>) -> Meta
         partition_epoch: 0,
         elr: Vec::new(),
         last_known_elr: Vec::new(),
+        adding_replicas: Vec::new(),
+        removing_replicas: Vec::new(),
     }
 }
 
@@ -352,6 +354,8 @@ pub fn plan_alter_topic_configs(
             format!("topic {topic:?} does not exist"),
         ));
     };
+    let changes = dynamic_broker_config::without_throttle_removals(changes)
+        .map_err(|m| (error_code::INVALID_CONFIG, m))?;
     for (name, value) in &changes {
         let check = match value {
             Some(v) => topic_config::validate(name, v),
@@ -382,6 +386,8 @@ pub fn plan_alter_broker_configs(
     changes: Vec<(String, Option<String>)>,
     incremental: bool,
 ) -> Result<Vec<MetadataRecord>, TopicError> {
+    let changes = dynamic_broker_config::without_throttle_removals(changes)
+        .map_err(|m| (error_code::INVALID_CONFIG, m))?;
     for (name, value) in &changes {
         let Some(topic_name) = dynamic_broker_config::topic_name(name) else {
             return Err((

@@ -54,6 +54,40 @@ pub const DYNAMIC_LOG_SETTINGS: &[(&str, &str)] = &[
     ),
 ];
 
+/// Kafka's replication throttles: the broker rates and the topic lists of
+/// throttled replicas that `kafka-reassign-partitions.sh --throttle` sets
+/// and `--verify` removes. pinlog does not throttle replication yet, so
+/// setting one is refused with a message (a silently ignored throttle would
+/// let a reassignment take bandwidth the operator meant to keep), and
+/// removing one succeeds: none can be set.
+pub const REPLICATION_THROTTLES: &[&str] = &[
+    "leader.replication.throttled.rate",
+    "follower.replication.throttled.rate",
+    "replica.alter.log.dirs.io.max.bytes.per.second",
+    "leader.replication.throttled.replicas",
+    "follower.replication.throttled.replicas",
+];
+
+/// Drops the removals of replication throttles from `changes` (none can be
+/// set), and refuses setting one.
+pub fn without_throttle_removals(
+    changes: Vec<(String, Option<String>)>,
+) -> Result<Vec<(String, Option<String>)>, String> {
+    let mut kept = Vec::with_capacity(changes.len());
+    for (name, value) in changes {
+        if !REPLICATION_THROTTLES.contains(&name.as_str()) {
+            kept.push((name, value));
+        } else if value.is_some() {
+            return Err(format!(
+                "{name}: pinlog does not throttle replication yet, so a throttle cannot be set; \
+                 run kafka-reassign-partitions.sh without --throttle (a reassignment then \
+                 copies at the speed of the replica fetchers)"
+            ));
+        }
+    }
+    Ok(kept)
+}
+
 /// The topic setting a dynamic broker setting is the default of.
 pub fn topic_name(broker_name: &str) -> Option<&'static str> {
     DYNAMIC_LOG_SETTINGS

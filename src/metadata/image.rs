@@ -21,6 +21,12 @@ pub struct PartitionImage {
     /// The last leader, recorded when the ISR and ELR both became empty:
     /// elected again when it returns and no better replica is left.
     pub last_known_elr: Vec<i32>,
+    /// A reassignment in progress (both empty when none): replicas being
+    /// added, which are in `replicas` and catch up as followers, and
+    /// replicas being removed, which leave once every target replica is in
+    /// the ISR. The target is `replicas` without `removing_replicas`.
+    pub adding_replicas: Vec<i32>,
+    pub removing_replicas: Vec<i32>,
     /// The last change elected an out-of-sync leader (unclean election): its
     /// followers may truncate below an HW they served. Not in snapshots: it
     /// matters only to the replicas that apply the change as it happens.
@@ -28,9 +34,16 @@ pub struct PartitionImage {
 }
 
 impl PartitionImage {
+    /// Whether a reassignment is in progress.
+    pub fn is_reassigning(&self) -> bool {
+        !self.adding_replicas.is_empty() || !self.removing_replicas.is_empty()
+    }
+
     /// Applies a `PartitionChange` record (other records are ignored): it
     /// bumps the partition epoch, and the leader epoch when the leader
-    /// changes.
+    /// changes or a replica is removed (Kafka's
+    /// `triggerLeaderEpochBumpForReplicaReassignmentIfNeeded`: fetches from
+    /// the removed replica are then fenced by epoch).
     pub fn apply_change(&mut self, record: &MetadataRecord) {
         let MetadataRecord::PartitionChange {
             leader,
@@ -38,11 +51,25 @@ impl PartitionImage {
             unclean,
             elr,
             last_known_elr,
+            replicas,
+            adding_replicas,
+            removing_replicas,
             ..
         } = record
         else {
             return;
         };
+        let mut bump_leader_epoch = false;
+        if let Some(replicas) = replicas {
+            bump_leader_epoch = self.replicas.iter().any(|r| !replicas.contains(r));
+            self.replicas = replicas.clone();
+        }
+        if let Some(adding) = adding_replicas {
+            self.adding_replicas = adding.clone();
+        }
+        if let Some(removing) = removing_replicas {
+            self.removing_replicas = removing.clone();
+        }
         if let Some(isr) = isr {
             self.isr = isr.clone();
         }
@@ -55,8 +82,11 @@ impl PartitionImage {
         if let Some(leader) = leader {
             if *leader != self.leader {
                 self.leader = *leader;
-                self.leader_epoch += 1;
+                bump_leader_epoch = true;
             }
+        }
+        if bump_leader_epoch {
+            self.leader_epoch += 1;
         }
         self.partition_epoch += 1;
         self.last_election_unclean = *unclean;
@@ -147,6 +177,8 @@ impl MetadataImage {
                 partition_epoch,
                 elr,
                 last_known_elr,
+                adding_replicas,
+                removing_replicas,
             } => {
                 let Some(topic) = self
                     .topic_names_by_id
@@ -166,6 +198,8 @@ impl MetadataImage {
                         partition_epoch: *partition_epoch,
                         elr: elr.clone(),
                         last_known_elr: last_known_elr.clone(),
+                        adding_replicas: adding_replicas.clone(),
+                        removing_replicas: removing_replicas.clone(),
                         last_election_unclean: false,
                     },
                 );
@@ -334,6 +368,8 @@ impl MetadataImage {
                     partition_epoch: p.partition_epoch,
                     elr: p.elr.clone(),
                     last_known_elr: p.last_known_elr.clone(),
+                    adding_replicas: p.adding_replicas.clone(),
+                    removing_replicas: p.removing_replicas.clone(),
                 });
             }
             for (name, value) in &topic.configs {
@@ -405,6 +441,8 @@ mod tests {
                 partition_epoch: 3,
                 elr: Vec::new(),
                 last_known_elr: Vec::new(),
+                adding_replicas: Vec::new(),
+                removing_replicas: Vec::new(),
             },
             MetadataRecord::Config {
                 resource_type: RESOURCE_TOPIC,

@@ -35,6 +35,11 @@ pub enum MetadataRecord {
         /// The last leader, kept once the ISR and ELR are both empty: the
         /// one replica left that may lead when nothing better returns.
         last_known_elr: Vec<i32>,
+        /// A reassignment in progress: replicas being added (they are in
+        /// `replicas` and catch up) and being removed (they leave once
+        /// every target replica is in the ISR).
+        adding_replicas: Vec<i32>,
+        removing_replicas: Vec<i32>,
     },
     Config {
         resource_type: i8,
@@ -100,6 +105,11 @@ pub enum MetadataRecord {
         elr: Option<Vec<i32>>,
         /// The new last known ELR, `None` to keep it.
         last_known_elr: Option<Vec<i32>>,
+        /// A reassignment's new replica list and its adding and removing
+        /// replicas (see `Partition`), `None` to keep each.
+        replicas: Option<Vec<i32>>,
+        adding_replicas: Option<Vec<i32>>,
+        removing_replicas: Option<Vec<i32>>,
     },
 }
 
@@ -134,9 +144,10 @@ fn read_optional_flag(r: &mut Reader, name: &'static str) -> DecodeResult<Option
     }
 }
 const VERSION: i8 = 0;
-/// `Partition` and `PartitionChange` with KIP-966's ELR fields appended.
-/// Written only when those fields say something, so that a log with no ELR
-/// in it stays readable by the release before them (a rolling upgrade).
+/// `Partition` and `PartitionChange` with KIP-966's ELR fields and the
+/// reassignment fields appended. Written only when those fields say
+/// something, so that a log without them stays readable by the release
+/// before them (a rolling upgrade).
 const VERSION_WITH_ELR: i8 = 1;
 
 fn put_ids(w: &mut BytesMut, ids: Option<&Vec<i32>>) {
@@ -171,8 +182,13 @@ impl MetadataRecord {
                 partition_epoch,
                 elr,
                 last_known_elr,
+                adding_replicas,
+                removing_replicas,
             } => {
-                let with_elr = !elr.is_empty() || !last_known_elr.is_empty();
+                let with_elr = !elr.is_empty()
+                    || !last_known_elr.is_empty()
+                    || !adding_replicas.is_empty()
+                    || !removing_replicas.is_empty();
                 w.put_i8(PARTITION);
                 w.put_i8(if with_elr { VERSION_WITH_ELR } else { VERSION });
                 w.put_slice(topic_id);
@@ -185,6 +201,8 @@ impl MetadataRecord {
                 if with_elr {
                     put_ids(&mut w, Some(elr));
                     put_ids(&mut w, Some(last_known_elr));
+                    put_ids(&mut w, Some(adding_replicas));
+                    put_ids(&mut w, Some(removing_replicas));
                 }
             }
             MetadataRecord::Config {
@@ -266,8 +284,15 @@ impl MetadataRecord {
                 unclean,
                 elr,
                 last_known_elr,
+                replicas,
+                adding_replicas,
+                removing_replicas,
             } => {
-                let with_elr = elr.is_some() || last_known_elr.is_some();
+                let with_elr = elr.is_some()
+                    || last_known_elr.is_some()
+                    || replicas.is_some()
+                    || adding_replicas.is_some()
+                    || removing_replicas.is_some();
                 w.put_i8(PARTITION_CHANGE);
                 w.put_i8(if with_elr { VERSION_WITH_ELR } else { VERSION });
                 w.put_slice(topic_id);
@@ -279,6 +304,9 @@ impl MetadataRecord {
                 if with_elr {
                     put_ids(&mut w, elr.as_ref());
                     put_ids(&mut w, last_known_elr.as_ref());
+                    put_ids(&mut w, replicas.as_ref());
+                    put_ids(&mut w, adding_replicas.as_ref());
+                    put_ids(&mut w, removing_replicas.as_ref());
                 }
             }
         }
@@ -319,6 +347,16 @@ impl MetadataRecord {
                 },
                 last_known_elr: if with_elr {
                     r.array("last_known_elr", true, 4, |r| r.i32("last_known_elr"))?
+                } else {
+                    Vec::new()
+                },
+                adding_replicas: if with_elr {
+                    r.array("adding_replicas", true, 4, |r| r.i32("adding_replicas"))?
+                } else {
+                    Vec::new()
+                },
+                removing_replicas: if with_elr {
+                    r.array("removing_replicas", true, 4, |r| r.i32("removing_replicas"))?
                 } else {
                     Vec::new()
                 },
@@ -379,6 +417,21 @@ impl MetadataRecord {
                     } else {
                         None
                     },
+                    replicas: if with_elr {
+                        r.nullable_array("replicas", true, 4, |r| r.i32("replica"))?
+                    } else {
+                        None
+                    },
+                    adding_replicas: if with_elr {
+                        r.nullable_array("adding_replicas", true, 4, |r| r.i32("adding"))?
+                    } else {
+                        None
+                    },
+                    removing_replicas: if with_elr {
+                        r.nullable_array("removing_replicas", true, 4, |r| r.i32("removing"))?
+                    } else {
+                        None
+                    },
                 }
             }
             other => {
@@ -413,6 +466,8 @@ mod tests {
                 partition_epoch: 5,
                 elr: Vec::new(),
                 last_known_elr: Vec::new(),
+                adding_replicas: Vec::new(),
+                removing_replicas: Vec::new(),
             },
             MetadataRecord::Config {
                 resource_type: RESOURCE_TOPIC,
@@ -455,6 +510,9 @@ mod tests {
                 unclean: false,
                 elr: None,
                 last_known_elr: None,
+                adding_replicas: None,
+                removing_replicas: None,
+                replicas: None,
             },
             MetadataRecord::PartitionChange {
                 topic_id: id,
@@ -464,6 +522,9 @@ mod tests {
                 unclean: true,
                 elr: None,
                 last_known_elr: None,
+                adding_replicas: None,
+                removing_replicas: None,
+                replicas: None,
             },
         ];
         for r in records {
@@ -484,6 +545,8 @@ mod tests {
                 partition_epoch: 5,
                 elr: vec![2],
                 last_known_elr: vec![1],
+                adding_replicas: vec![3],
+                removing_replicas: vec![],
             },
             MetadataRecord::PartitionChange {
                 topic_id: id,
@@ -493,6 +556,9 @@ mod tests {
                 unclean: false,
                 elr: Some(vec![2, 3]),
                 last_known_elr: None,
+                replicas: Some(vec![3, 4, 1]),
+                adding_replicas: Some(vec![4]),
+                removing_replicas: Some(vec![1]),
             },
         ];
         for r in with_elr {

@@ -70,12 +70,16 @@ pub const INVALID_UPDATE_VERSION: i16 = 95;
 /// broker epoch is stale (KIP-903).
 pub const INELIGIBLE_REPLICA: i16 = 107;
 /// AlterPartition: a new leader was elected; the old one's change is moot.
-pub const NEW_LEADER_ELECTED: i16 = 91;
+pub const NEW_LEADER_ELECTED: i16 = 108;
 pub const UNKNOWN_TOPIC_ID: i16 = 100;
 
 // Leader elections (ElectLeaders, KIP-183 and KIP-460).
 pub const PREFERRED_LEADER_NOT_AVAILABLE: i16 = 80;
 pub const ELIGIBLE_LEADERS_NOT_AVAILABLE: i16 = 83;
 pub const ELECTION_NOT_NEEDED: i16 = 84;
+// Partition reassignment (KIP-455).
+/// A cancel of a partition that is not being reassigned.
+pub const NO_REASSIGNMENT_IN_PROGRESS: i16 = 85;
+
 /// UnregisterBroker of a broker id with no registration.
 pub const BROKER_ID_NOT_REGISTERED: i16 = 102;

@@ -31,6 +31,10 @@ use crate::controller::partitions::{
     with_unclean_shutdown, IsrProposal,
 };
 use crate::controller::placement::UsableBroker;
+use crate::controller::reassignment::{
+    list_reassignments, plan_alter_reassignments, OngoingReassignment, ReassignmentOutcome,
+    ReassignmentRequest,
+};
 use crate::controller::{
     plan_alter_broker_configs, plan_alter_topic_configs, plan_create_partitions,
     plan_create_topics, plan_delete_topics, Context,
@@ -159,6 +163,15 @@ enum AdminRequest {
         election: ElectionType,
         partitions: Option<Vec<(String, Vec<i32>)>>,
     },
+    /// AlterPartitionReassignments (API 45).
+    AlterReassignments {
+        requests: Vec<ReassignmentRequest>,
+        allow_replication_factor_change: bool,
+    },
+    /// ListPartitionReassignments (API 46); `None` for every partition.
+    ListReassignments {
+        partitions: Option<Vec<(String, Vec<i32>)>>,
+    },
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -170,6 +183,8 @@ enum AdminAnswer {
     ProducerId(i64),
     Quorum(QuorumStatus),
     Elected(BTreeMap<String, Vec<ElectionOutcome>>),
+    Reassigned(Vec<ReassignmentOutcome>),
+    Reassignments(Vec<OngoingReassignment>),
     /// A Kafka-encoded BrokerRegistration or BrokerHeartbeat response, and
     /// the reason when it carries an error (the schema has no message).
     Broker {
@@ -533,6 +548,40 @@ async fn decide_locked(
             *offset = commit(plan.records, false).await?;
             Ok(AdminAnswer::Elected(plan.results))
         }
+        AdminRequest::AlterReassignments {
+            requests,
+            allow_replication_factor_change,
+        } => {
+            let plan = plan_alter_reassignments(
+                &image,
+                &broker_views(&image),
+                &requests,
+                allow_replication_factor_change,
+            );
+            for (req, outcome) in requests.iter().zip(&plan.outcomes) {
+                match (&req.target, outcome.error_code) {
+                    (Some(target), error_code::NONE) => tracing::info!(
+                        partition = %format!("{}-{}", req.topic, req.partition),
+                        "reassigning to replicas {target:?}"
+                    ),
+                    (None, error_code::NONE) => tracing::info!(
+                        partition = %format!("{}-{}", req.topic, req.partition),
+                        "reassignment cancelled: back to the original replicas"
+                    ),
+                    (_, code) => tracing::info!(
+                        partition = %format!("{}-{}", req.topic, req.partition),
+                        code,
+                        "reassignment refused: {}",
+                        outcome.message.as_deref().unwrap_or("")
+                    ),
+                }
+            }
+            *offset = commit(plan.records, false).await?;
+            Ok(AdminAnswer::Reassigned(plan.outcomes))
+        }
+        AdminRequest::ListReassignments { partitions } => Ok(AdminAnswer::Reassignments(
+            list_reassignments(&image, partitions.as_deref()),
+        )),
         AdminRequest::AlterTopicConfigs {
             topic,
             changes,
@@ -666,6 +715,8 @@ async fn alter_partition(
             elr: Vec::new(),
             last_known_elr: Vec::new(),
             last_election_unclean: false,
+            adding_replicas: Vec::new(),
+            removing_replicas: Vec::new(),
         });
         let result = AlterPartitionResult {
             partition_index: proposal.partition,
@@ -1150,6 +1201,40 @@ pub async fn elect_leaders(
     }
 }
 
+/// Starts, changes or cancels reassignments (AlterPartitionReassignments)
+/// through the active controller; an outcome per partition, in the order
+/// asked.
+pub async fn alter_reassignments(
+    shard: &Rc<Shard>,
+    requests: Vec<ReassignmentRequest>,
+    allow_replication_factor_change: bool,
+) -> ControllerResult<Vec<ReassignmentOutcome>> {
+    match call(
+        shard,
+        AdminRequest::AlterReassignments {
+            requests,
+            allow_replication_factor_change,
+        },
+    )
+    .await?
+    {
+        AdminAnswer::Reassigned(r) => Ok(r),
+        _ => Err(wrong_answer()),
+    }
+}
+
+/// The reassignments in progress, as the active controller's image holds
+/// them (ListPartitionReassignments).
+pub async fn list_partition_reassignments(
+    shard: &Rc<Shard>,
+    partitions: Option<Vec<(String, Vec<i32>)>>,
+) -> ControllerResult<Vec<OngoingReassignment>> {
+    match call(shard, AdminRequest::ListReassignments { partitions }).await? {
+        AdminAnswer::Reassignments(r) => Ok(r),
+        _ => Err(wrong_answer()),
+    }
+}
+
 /// One log line per elected leader, with why.
 fn log_elections(image: &MetadataImage, records: &[MetadataRecord], why: &str) {
     for r in records {
@@ -1411,13 +1496,31 @@ pub async fn apply_image(shard: &Rc<Shard>, image: Arc<MetadataImage>) -> LogRes
     // caught up with the quorum, as a stray. An image replayed at startup
     // may be older than the partition: deleting then would destroy a
     // replica the quorum still assigns here.
+    // A replica that a reassignment moved off this broker goes the same
+    // way, once the reassignment has completed (the image no longer lists
+    // this broker): its fetcher stops with it.
     let caught_up = broker.is_caught_up();
+    let me = broker.node_id();
+    let assigned_here = |image: &MetadataImage, tp: &TopicPartition| {
+        image
+            .partition(&tp.topic, tp.partition)
+            .is_some_and(|p| p.replicas.contains(&me))
+    };
     for tp in shard.local_partitions() {
-        if image.partition(&tp.topic, tp.partition).is_some() {
+        if assigned_here(&image, &tp) {
             continue;
         }
-        let removed_now = previous.partition(&tp.topic, tp.partition).is_some();
+        let removed_now = assigned_here(&previous, &tp);
         if removed_now || caught_up {
+            if image.partition(&tp.topic, tp.partition).is_some() {
+                tracing::info!(
+                    partition = %tp,
+                    "a reassignment moved this replica to other brokers: deleting it"
+                );
+            }
+            if tp.topic == OFFSETS_TOPIC {
+                GroupCoordinator::of(shard).on_lost_leadership(tp.partition);
+            }
             Replicas::of(shard).remove(&tp);
             shard.delete_local_partition(&tp).await?;
         }

@@ -131,6 +131,14 @@ pub async fn handle_frame(shard: &Rc<Shard>, frame: Bytes, peer_host: &str) -> O
             elect_leaders::ElectLeadersRequest,
             handlers::elect_leaders::handle
         ),
+        ApiKey::AlterPartitionReassignments => serve!(
+            alter_partition_reassignments::AlterPartitionReassignmentsRequest,
+            handlers::alter_partition_reassignments::handle
+        ),
+        ApiKey::ListPartitionReassignments => serve!(
+            list_partition_reassignments::ListPartitionReassignmentsRequest,
+            handlers::list_partition_reassignments::handle
+        ),
         ApiKey::InitProducerId => serve!(
             init_producer_id::InitProducerIdRequest,
             handlers::init_producer_id::handle

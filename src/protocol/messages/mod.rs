@@ -5,6 +5,7 @@
 
 pub mod alter_configs;
 pub mod alter_partition;
+pub mod alter_partition_reassignments;
 pub mod api_versions;
 pub mod broker_registration;
 pub mod create_partitions;
@@ -27,6 +28,7 @@ pub mod join_group;
 pub mod leave_group;
 pub mod list_groups;
 pub mod list_offsets;
+pub mod list_partition_reassignments;
 pub mod metadata;
 pub mod offset_commit;
 pub mod offset_delete;

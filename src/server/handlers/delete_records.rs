@@ -239,6 +239,8 @@ mod tests {
                 last_election_unclean: false,
                 elr: Vec::new(),
                 last_known_elr: Vec::new(),
+                adding_replicas: Vec::new(),
+                removing_replicas: Vec::new(),
             },
         )]);
         for (name, policy) in [

@@ -3,6 +3,7 @@
 //! `Shard::submit_to`.
 
 pub mod alter_configs;
+pub mod alter_partition_reassignments;
 pub mod api_versions;
 pub mod create_partitions;
 pub mod create_topics;
@@ -24,6 +25,7 @@ pub mod join_group;
 pub mod leave_group;
 pub mod list_groups;
 pub mod list_offsets;
+pub mod list_partition_reassignments;
 pub mod metadata;
 pub mod offset_commit;
 pub mod offset_delete;

@@ -1,0 +1,51 @@
+//! ListPartitionReassignments (API 46) from the active controller's image,
+//! as `kafka-reassign-partitions.sh --list` and `--verify` ask for it.
+
+use std::rc::Rc;
+
+use crate::protocol::header::RequestHeader;
+use crate::protocol::messages::list_partition_reassignments::*;
+use crate::server::controller;
+use crate::shard::shard::Shard;
+
+pub async fn handle(
+    shard: &Rc<Shard>,
+    _header: &RequestHeader,
+    req: ListPartitionReassignmentsRequest,
+) -> ListPartitionReassignmentsResponse {
+    let asked = req.topics.map(|topics| {
+        topics
+            .into_iter()
+            .map(|t| (t.name, t.partition_indexes))
+            .collect::<Vec<_>>()
+    });
+    match controller::list_partition_reassignments(shard, asked).await {
+        Ok(ongoing) => {
+            let mut topics: Vec<OngoingTopicReassignment> = Vec::new();
+            for o in ongoing {
+                let partition = OngoingPartitionReassignment {
+                    partition_index: o.partition,
+                    replicas: o.replicas,
+                    adding_replicas: o.adding,
+                    removing_replicas: o.removing,
+                };
+                match topics.iter_mut().find(|t| t.name == o.topic) {
+                    Some(t) => t.partitions.push(partition),
+                    None => topics.push(OngoingTopicReassignment {
+                        name: o.topic,
+                        partitions: vec![partition],
+                    }),
+                }
+            }
+            ListPartitionReassignmentsResponse {
+                topics,
+                ..Default::default()
+            }
+        }
+        Err(e) => ListPartitionReassignmentsResponse {
+            error_code: e.code,
+            error_message: Some(e.to_string()),
+            ..Default::default()
+        },
+    }
+}
