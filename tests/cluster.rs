@@ -663,10 +663,22 @@ fn consumed(cluster: &Cluster, topic: &str) -> usize {
 }
 
 /// Kafka's `kafka-reassign-partitions.sh` with `action` and its options
-/// (and the JSON file, for the actions that take one).
+/// (and the JSON file, for the actions that take one), bootstrapping from
+/// every node.
 fn reassign_tool(cluster: &Cluster, action: &str, json: Option<&std::path::Path>) -> String {
+    reassign_tool_via(cluster, &cluster.bootstrap(), action, json)
+}
+
+/// [`reassign_tool`] bootstrapping from `bootstrap` only: while a node is
+/// paused, a client that tried it first would wait out its request timeout.
+fn reassign_tool_via(
+    cluster: &Cluster,
+    bootstrap: &str,
+    action: &str,
+    json: Option<&std::path::Path>,
+) -> String {
     let libs = kafka_libs();
-    let mut args = vec!["--bootstrap-server".to_string(), cluster.bootstrap()];
+    let mut args = vec!["--bootstrap-server".to_string(), bootstrap.to_string()];
     args.extend(action.split(' ').map(str::to_string));
     if let Some(json) = json {
         args.push("--reassignment-json-file".into());
@@ -681,6 +693,43 @@ fn reassign_tool(cluster: &Cluster, action: &str, json: Option<&std::path::Path>
     )
 }
 
+/// Runs `--execute` with `json` while broker `target` is paused. The tool
+/// takes only live brokers as targets, so the target is paused right
+/// before, within its session timeout (again if that was missed). `via` is
+/// a node that stays up.
+fn execute_onto_paused_broker(
+    cluster: &mut Cluster,
+    json: &std::path::Path,
+    target: usize,
+    via: usize,
+) {
+    let jars = format!("{}/*", kafka_libs().display());
+    for _ in 0..5 {
+        let live = wait_for(CONVERGE_TIMEOUT, || {
+            live_brokers(&cluster.nodes[via - 1]).is_some_and(|b| b.contains(&(target as i64)))
+        });
+        assert!(live, "broker {target} is live again");
+        cluster.node(target).signal(libc::SIGSTOP);
+        let out = run_command(
+            Command::new("java")
+                .args(["-XX:TieredStopAtLevel=1", "-cp", &jars])
+                .arg("org.apache.kafka.tools.reassign.ReassignPartitionsCommand")
+                .args(["--bootstrap-server", &cluster.nodes[via - 1].bootstrap()])
+                .arg("--execute")
+                .arg("--reassignment-json-file")
+                .arg(json),
+            None,
+            Duration::from_secs(120),
+        );
+        if out.success() && out.stdout.contains("Successfully started") {
+            return;
+        }
+        cluster.node(target).signal(libc::SIGCONT);
+        eprintln!("--execute missed broker {target}'s session, again:\n{out}");
+    }
+    cluster.fail("--execute onto a paused broker never started");
+}
+
 /// A reassignment file moving each `(partition, replicas)` of `topic`.
 fn reassignment_json(topic: &str, moves: &[(i64, Vec<i64>)]) -> String {
     let partitions: Vec<Value> = moves
@@ -691,11 +740,13 @@ fn reassignment_json(topic: &str, moves: &[(i64, Vec<i64>)]) -> String {
 }
 
 /// Seed 004 avoided: the partitions of an RF=1 topic on broker 2 are moved
-/// off it with Kafka's `kafka-reassign-partitions.sh` (AlterPartitionReassignments
+/// off it with Kafka's `kafka-reassign-partitions.sh` (a plan from
+/// `--generate` for brokers 1 and 3, then `--execute`; AlterPartitionReassignments
 /// and ListPartitionReassignments) while a producer keeps writing; once
 /// `--verify` says the moves are complete, broker 2 holds no copy and can
 /// stop without any producer error. A reassignment that cannot complete
-/// (its target is paused) is listed and then cancelled back.
+/// (its target is paused) is listed and then cancelled back; another
+/// survives a kill -9 of the active controller and completes.
 fn partitions_move_off_a_broker_with_kafkas_reassignment_tool(cluster: &mut Cluster) {
     if which("java").is_none() || which("kcat").is_none() {
         cluster.fail("java and kcat are needed for Kafka's ReassignPartitionsCommand test");
@@ -708,19 +759,53 @@ fn partitions_move_off_a_broker_with_kafkas_reassignment_tool(cluster: &mut Clus
     if !out.success() {
         cluster.fail(&format!("produce to moves: {out}"));
     }
-    let on_2: Vec<(i64, Vec<i64>)> = partitions_of(&cluster.nodes[0], "moves")
-        .into_iter()
-        .filter(|(_, _, replicas, _)| replicas == &[2])
-        .map(|(p, _, _, _)| (p, vec![if p % 2 == 0 { 1 } else { 3 }]))
-        .collect();
     assert!(
-        !on_2.is_empty(),
+        partitions_of(&cluster.nodes[0], "moves")
+            .iter()
+            .any(|(_, _, replicas, _)| replicas == &[2]),
         "placement striped some partitions onto broker 2"
+    );
+    // The operator's plan: --generate for brokers 1 and 3 only.
+    let topics = support::write_file(
+        cluster.nodes[0].root(),
+        "topics-to-move.json",
+        br#"{"topics":[{"topic":"moves"}],"version":1}"#,
+    );
+    let out = reassign_tool(
+        cluster,
+        &format!(
+            "--generate --broker-list 1,3 --topics-to-move-json-file {}",
+            topics.display()
+        ),
+        None,
+    );
+    let proposed = out
+        .lines()
+        .skip_while(|l| !l.starts_with("Proposed partition reassignment configuration"))
+        .nth(1)
+        .unwrap_or_else(|| panic!("--generate proposes a plan: {out}"));
+    let plan: Vec<(i64, Vec<i64>)> = serde_json::from_str::<Value>(proposed)
+        .expect("the proposal is JSON")["partitions"]
+        .as_array()
+        .expect("partitions")
+        .iter()
+        .map(|p| {
+            let replicas = p["replicas"].as_array().expect("replicas");
+            (
+                p["partition"].as_i64().expect("partition"),
+                replicas.iter().filter_map(Value::as_i64).collect(),
+            )
+        })
+        .collect();
+    assert_eq!(plan.len(), 6, "every partition is in the plan: {out}");
+    assert!(
+        plan.iter().all(|(_, r)| r.len() == 1 && r[0] != 2),
+        "the plan keeps off broker 2: {plan:?}"
     );
     let json = support::write_file(
         cluster.nodes[0].root(),
         "off-broker-2.json",
-        reassignment_json("moves", &on_2).as_bytes(),
+        proposed.as_bytes(),
     );
     // The producer keeps writing in batches while the partitions move.
     let shared: &Cluster = cluster;
@@ -745,7 +830,7 @@ fn partitions_move_off_a_broker_with_kafkas_reassignment_tool(cluster: &mut Clus
         );
         let completed = wait_for(CONVERGE_TIMEOUT, || {
             let out = reassign_tool(shared, "--verify", Some(&json));
-            out.lines().filter(|l| l.contains("is completed")).count() == on_2.len()
+            out.lines().filter(|l| l.contains("is completed")).count() == plan.len()
         });
         stop.store(true, std::sync::atomic::Ordering::Relaxed);
         (completed, producer.join().expect("the producer thread"))
@@ -766,7 +851,7 @@ fn partitions_move_off_a_broker_with_kafkas_reassignment_tool(cluster: &mut Clus
         out.contains("No partition reassignments found"),
         "--list: {out}"
     );
-    for (p, target) in &on_2 {
+    for (p, target) in &plan {
         let now = partitions_of(&cluster.nodes[0], "moves");
         let (_, leader, replicas, _) = now.iter().find(|(i, ..)| i == p).unwrap();
         assert_eq!(
@@ -777,7 +862,7 @@ fn partitions_move_off_a_broker_with_kafkas_reassignment_tool(cluster: &mut Clus
     }
     // Broker 2 deleted its copies; the new replicas hold them.
     let gone = wait_for(CONVERGE_TIMEOUT, || {
-        on_2.iter().all(|(p, _)| {
+        plan.iter().all(|(p, _)| {
             !cluster.nodes[1]
                 .data_dir()
                 .join(format!("moves-{p}"))
@@ -803,10 +888,8 @@ fn partitions_move_off_a_broker_with_kafkas_reassignment_tool(cluster: &mut Clus
     assert_eq!(consumed(cluster, "moves"), sent + 100);
 
     // A move onto a paused broker cannot complete: it is listed, then
-    // cancelled back to the original replica. The tool takes only live
-    // brokers as targets, so the target is paused right before --execute,
-    // within its session timeout (again if that was missed). It is not the
-    // active controller, so the quorum keeps answering.
+    // cancelled back to the original replica. The target is not the active
+    // controller, so the quorum keeps answering.
     let quorum_leader = describe(&cluster.nodes[0]).unwrap()["quorum"]["leader"]
         .as_i64()
         .unwrap() as usize;
@@ -821,41 +904,9 @@ fn partitions_move_off_a_broker_with_kafkas_reassignment_tool(cluster: &mut Clus
         "onto-paused.json",
         reassignment_json("moves", &[(p, vec![target as i64])]).as_bytes(),
     );
-    let libs = kafka_libs();
-    let jars = format!("{}/*", libs.display());
-    let mut started = None;
-    for _ in 0..5 {
-        let live = wait_for(CONVERGE_TIMEOUT, || {
-            live_brokers(&cluster.nodes[quorum_leader - 1])
-                .is_some_and(|b| b.contains(&(target as i64)))
-        });
-        assert!(live, "broker {target} is live again");
-        cluster.node(target).signal(libc::SIGSTOP);
-        let out = run_command(
-            Command::new("java")
-                .args(["-XX:TieredStopAtLevel=1", "-cp", &jars])
-                .arg("org.apache.kafka.tools.reassign.ReassignPartitionsCommand")
-                .args([
-                    "--bootstrap-server",
-                    &cluster.nodes[quorum_leader - 1].bootstrap(),
-                ])
-                .arg("--execute")
-                .arg("--reassignment-json-file")
-                .arg(&json),
-            None,
-            Duration::from_secs(120),
-        );
-        if out.success() && out.stdout.contains("Successfully started") {
-            started = Some(out);
-            break;
-        }
-        cluster.node(target).signal(libc::SIGCONT);
-        eprintln!("--execute missed broker {target}'s session, again:\n{out}");
-    }
-    if started.is_none() {
-        cluster.fail("--execute onto a paused broker never started");
-    }
-    let out = reassign_tool(cluster, "--list", None);
+    execute_onto_paused_broker(cluster, &json, target, quorum_leader);
+    let live_bootstrap = cluster.nodes[quorum_leader - 1].bootstrap();
+    let out = reassign_tool_via(cluster, &live_bootstrap, "--list", None);
     assert!(
         out.contains(&format!(
             "moves-{p}: replicas: {target},{source}. adding: {target}. removing: {source}."
@@ -864,7 +915,12 @@ fn partitions_move_off_a_broker_with_kafkas_reassignment_tool(cluster: &mut Clus
     );
     // Its throttles stay: clearing them asks every broker, the paused one
     // too.
-    let out = reassign_tool(cluster, "--cancel --preserve-throttles", Some(&json));
+    let out = reassign_tool_via(
+        cluster,
+        &live_bootstrap,
+        "--cancel --preserve-throttles",
+        Some(&json),
+    );
     assert!(
         out.contains(&format!(
             "Successfully cancelled partition reassignment for: moves-{p}"
@@ -882,7 +938,7 @@ fn partitions_move_off_a_broker_with_kafkas_reassignment_tool(cluster: &mut Clus
             partitions_of(&cluster.nodes[quorum_leader - 1], "moves")
         ));
     }
-    let out = reassign_tool(cluster, "--list", None);
+    let out = reassign_tool_via(cluster, &live_bootstrap, "--list", None);
     assert!(
         out.contains("No partition reassignments found"),
         "--list: {out}"
@@ -897,6 +953,40 @@ fn partitions_move_off_a_broker_with_kafkas_reassignment_tool(cluster: &mut Clus
         consumed(cluster, "moves"),
         sent + 100,
         "the cancel lost nothing"
+    );
+
+    // Crash safety: the active controller is killed while a move waits for
+    // its paused target; the move is in the metadata log, so once the
+    // target is back it completes under the new controller.
+    execute_onto_paused_broker(cluster, &json, target, quorum_leader);
+    cluster.node(quorum_leader).kill9();
+    let survivor = (1..=3)
+        .find(|&i| i != quorum_leader && i != target)
+        .unwrap();
+    cluster.node(target).signal(libc::SIGCONT);
+    cluster.node(quorum_leader).restart();
+    let moved = |cluster: &Cluster| {
+        partitions_of(&cluster.nodes[survivor - 1], "moves")
+            .iter()
+            .any(|(i, leader, r, isr)| {
+                *i == p && r == &[target as i64] && *leader == target as i64 && isr == r
+            })
+    };
+    if !wait_for(2 * CONVERGE_TIMEOUT, || moved(cluster)) {
+        cluster.fail(&format!(
+            "moves-{p} did not complete its move to {target} after the controller was killed: {:?}",
+            partitions_of(&cluster.nodes[survivor - 1], "moves")
+        ));
+    }
+    let out = reassign_tool(cluster, "--verify", Some(&json));
+    assert!(
+        out.contains(&format!("Reassignment of partition moves-{p} is completed")),
+        "--verify: {out}"
+    );
+    assert_eq!(
+        consumed(cluster, "moves"),
+        sent + 100,
+        "the move lost nothing"
     );
 }
 
