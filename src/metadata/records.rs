@@ -148,7 +148,7 @@ const VERSION: i8 = 0;
 /// reassignment fields appended. Written only when those fields say
 /// something, so that a log without them stays readable by the release
 /// before them (a rolling upgrade).
-const VERSION_WITH_ELR: i8 = 1;
+const VERSION_1_FIELDS: i8 = 1;
 
 fn put_ids(w: &mut BytesMut, ids: Option<&Vec<i32>>) {
     match ids {
@@ -185,12 +185,16 @@ impl MetadataRecord {
                 adding_replicas,
                 removing_replicas,
             } => {
-                let with_elr = !elr.is_empty()
+                let with_v1_fields = !elr.is_empty()
                     || !last_known_elr.is_empty()
                     || !adding_replicas.is_empty()
                     || !removing_replicas.is_empty();
                 w.put_i8(PARTITION);
-                w.put_i8(if with_elr { VERSION_WITH_ELR } else { VERSION });
+                w.put_i8(if with_v1_fields {
+                    VERSION_1_FIELDS
+                } else {
+                    VERSION
+                });
                 w.put_slice(topic_id);
                 w.put_i32(*partition);
                 put_ids(&mut w, Some(replicas));
@@ -198,7 +202,7 @@ impl MetadataRecord {
                 w.put_i32(*leader);
                 w.put_i32(*leader_epoch);
                 w.put_i32(*partition_epoch);
-                if with_elr {
+                if with_v1_fields {
                     put_ids(&mut w, Some(elr));
                     put_ids(&mut w, Some(last_known_elr));
                     put_ids(&mut w, Some(adding_replicas));
@@ -288,20 +292,24 @@ impl MetadataRecord {
                 adding_replicas,
                 removing_replicas,
             } => {
-                let with_elr = elr.is_some()
+                let with_v1_fields = elr.is_some()
                     || last_known_elr.is_some()
                     || replicas.is_some()
                     || adding_replicas.is_some()
                     || removing_replicas.is_some();
                 w.put_i8(PARTITION_CHANGE);
-                w.put_i8(if with_elr { VERSION_WITH_ELR } else { VERSION });
+                w.put_i8(if with_v1_fields {
+                    VERSION_1_FIELDS
+                } else {
+                    VERSION
+                });
                 w.put_slice(topic_id);
                 w.put_i32(*partition);
                 w.put_bool(leader.is_some());
                 w.put_i32(leader.unwrap_or(-1));
                 put_ids(&mut w, isr.as_ref());
                 w.put_bool(*unclean);
-                if with_elr {
+                if with_v1_fields {
                     put_ids(&mut w, elr.as_ref());
                     put_ids(&mut w, last_known_elr.as_ref());
                     put_ids(&mut w, replicas.as_ref());
@@ -318,7 +326,7 @@ impl MetadataRecord {
         let kind = r.i8("record type")?;
         let version = r.i8("record version")?;
         let newest = match kind {
-            PARTITION | PARTITION_CHANGE => VERSION_WITH_ELR,
+            PARTITION | PARTITION_CHANGE => VERSION_1_FIELDS,
             _ => VERSION,
         };
         if !(VERSION..=newest).contains(&version) {
@@ -326,7 +334,22 @@ impl MetadataRecord {
                 "metadata record version {version} is newer than this pinlog understands"
             )));
         }
-        let with_elr = version >= VERSION_WITH_ELR;
+        let with_v1_fields = version >= VERSION_1_FIELDS;
+        // The version-1 lists: empty, or absent from a change, before it.
+        let ids = |r: &mut Reader, name: &'static str| -> DecodeResult<Vec<i32>> {
+            if with_v1_fields {
+                r.array(name, true, 4, |r| r.i32(name))
+            } else {
+                Ok(Vec::new())
+            }
+        };
+        let optional_ids = |r: &mut Reader, name: &'static str| -> DecodeResult<Option<Vec<i32>>> {
+            if with_v1_fields {
+                r.nullable_array(name, true, 4, |r| r.i32(name))
+            } else {
+                Ok(None)
+            }
+        };
         let record = match kind {
             TOPIC => MetadataRecord::Topic {
                 name: r.string("name", true)?,
@@ -340,26 +363,10 @@ impl MetadataRecord {
                 leader: r.i32("leader")?,
                 leader_epoch: r.i32("leader_epoch")?,
                 partition_epoch: r.i32("partition_epoch")?,
-                elr: if with_elr {
-                    r.array("elr", true, 4, |r| r.i32("elr"))?
-                } else {
-                    Vec::new()
-                },
-                last_known_elr: if with_elr {
-                    r.array("last_known_elr", true, 4, |r| r.i32("last_known_elr"))?
-                } else {
-                    Vec::new()
-                },
-                adding_replicas: if with_elr {
-                    r.array("adding_replicas", true, 4, |r| r.i32("adding_replicas"))?
-                } else {
-                    Vec::new()
-                },
-                removing_replicas: if with_elr {
-                    r.array("removing_replicas", true, 4, |r| r.i32("removing_replicas"))?
-                } else {
-                    Vec::new()
-                },
+                elr: ids(&mut r, "elr")?,
+                last_known_elr: ids(&mut r, "last_known_elr")?,
+                adding_replicas: ids(&mut r, "adding_replicas")?,
+                removing_replicas: ids(&mut r, "removing_replicas")?,
             },
             CONFIG => MetadataRecord::Config {
                 resource_type: r.i8("resource_type")?,
@@ -407,31 +414,11 @@ impl MetadataRecord {
                     leader: has_leader.then_some(leader),
                     isr: r.nullable_array("isr", true, 4, |r| r.i32("isr"))?,
                     unclean: r.bool("unclean")?,
-                    elr: if with_elr {
-                        r.nullable_array("elr", true, 4, |r| r.i32("elr"))?
-                    } else {
-                        None
-                    },
-                    last_known_elr: if with_elr {
-                        r.nullable_array("last_known_elr", true, 4, |r| r.i32("last_known_elr"))?
-                    } else {
-                        None
-                    },
-                    replicas: if with_elr {
-                        r.nullable_array("replicas", true, 4, |r| r.i32("replica"))?
-                    } else {
-                        None
-                    },
-                    adding_replicas: if with_elr {
-                        r.nullable_array("adding_replicas", true, 4, |r| r.i32("adding"))?
-                    } else {
-                        None
-                    },
-                    removing_replicas: if with_elr {
-                        r.nullable_array("removing_replicas", true, 4, |r| r.i32("removing"))?
-                    } else {
-                        None
-                    },
+                    elr: optional_ids(&mut r, "elr")?,
+                    last_known_elr: optional_ids(&mut r, "last_known_elr")?,
+                    replicas: optional_ids(&mut r, "replicas")?,
+                    adding_replicas: optional_ids(&mut r, "adding_replicas")?,
+                    removing_replicas: optional_ids(&mut r, "removing_replicas")?,
                 }
             }
             other => {
@@ -534,7 +521,7 @@ mod tests {
             assert_eq!(bytes[1] as i8, VERSION, "{r:?}");
             assert_eq!(MetadataRecord::decode(bytes).unwrap(), r);
         }
-        let with_elr = vec![
+        let with_v1_fields = vec![
             MetadataRecord::Partition {
                 topic_id: id,
                 partition: 3,
@@ -561,9 +548,9 @@ mod tests {
                 removing_replicas: Some(vec![1]),
             },
         ];
-        for r in with_elr {
+        for r in with_v1_fields {
             let bytes = r.encode();
-            assert_eq!(bytes[1] as i8, VERSION_WITH_ELR);
+            assert_eq!(bytes[1] as i8, VERSION_1_FIELDS);
             assert_eq!(MetadataRecord::decode(bytes).unwrap(), r);
         }
         assert!(MetadataRecord::decode(Bytes::from_static(&[9, 0])).is_err());
