@@ -130,16 +130,23 @@ fn topic_names(node: &Broker) -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// A Kafka tool class run with `java -cp` on the Kafka jars.
-fn kafka_tool(cluster: &Cluster, libs: &std::path::Path, class: &str, args: &[&str]) -> String {
+/// A Kafka tool class run with `java -cp` on the Kafka jars, whatever its
+/// outcome.
+fn run_kafka_tool(libs: &std::path::Path, class: &str, args: &[&str]) -> CmdOutput {
     let jars = format!("{}/*", libs.display());
-    let out = run_command(
+    run_command(
         Command::new("java")
             .args(["-XX:TieredStopAtLevel=1", "-cp", &jars, class])
             .args(args),
         None,
         Duration::from_secs(120),
-    );
+    )
+}
+
+/// [`run_kafka_tool`], failing the test (with the nodes' logs) when the
+/// tool fails; its standard output.
+fn kafka_tool(cluster: &Cluster, libs: &std::path::Path, class: &str, args: &[&str]) -> String {
+    let out = run_kafka_tool(libs, class, args);
     if !out.success() {
         cluster.fail(&format!("{class} {args:?} failed:\n{out}"));
     }
@@ -703,23 +710,24 @@ fn execute_onto_paused_broker(
     target: usize,
     via: usize,
 ) {
-    let jars = format!("{}/*", kafka_libs().display());
+    let libs = kafka_libs();
+    let json = json.display().to_string();
     for _ in 0..5 {
         let live = wait_for(CONVERGE_TIMEOUT, || {
             live_brokers(&cluster.nodes[via - 1]).is_some_and(|b| b.contains(&(target as i64)))
         });
         assert!(live, "broker {target} is live again");
         cluster.node(target).signal(libc::SIGSTOP);
-        let out = run_command(
-            Command::new("java")
-                .args(["-XX:TieredStopAtLevel=1", "-cp", &jars])
-                .arg("org.apache.kafka.tools.reassign.ReassignPartitionsCommand")
-                .args(["--bootstrap-server", &cluster.nodes[via - 1].bootstrap()])
-                .arg("--execute")
-                .arg("--reassignment-json-file")
-                .arg(json),
-            None,
-            Duration::from_secs(120),
+        let out = run_kafka_tool(
+            &libs,
+            "org.apache.kafka.tools.reassign.ReassignPartitionsCommand",
+            &[
+                "--bootstrap-server",
+                &cluster.nodes[via - 1].bootstrap(),
+                "--execute",
+                "--reassignment-json-file",
+                &json,
+            ],
         );
         if out.success() && out.stdout.contains("Successfully started") {
             return;

@@ -60,7 +60,7 @@ pub fn plan_elect_leaders(
     let elect = |plan: &mut ElectionPlan, topic: &TopicImage, index: i32, p: &PartitionImage| {
         let rules = ChangeRules {
             unclean_allowed: true,
-            ..topic_rules(image, topic, p.replicas.len(), None, true)
+            ..topic_rules(image, topic, p.replicas.len(), None)
         };
         match decide(p, election, &usable, rules) {
             Decision::Elect(change) => {

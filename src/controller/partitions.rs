@@ -114,15 +114,12 @@ pub fn plan_alter_partition(
         let Some(topic) = topic_by_id(image, &p.topic_id) else {
             unreachable!("the partition was found by its topic id");
         };
-        let rules = topic_rules(image, topic, current.replicas.len(), None, true);
+        let rules = topic_rules(image, topic, current.replicas.len(), None);
         let usable = |id: i32| brokers.iter().any(|b| b.id == id && b.usable);
-        let plan =
+        let mut plan =
             plan_partition_change(current, ids.clone(), None, &usable, rules).unwrap_or_default();
-        let record = PartitionChangePlan {
-            isr: plan.isr.clone().or(Some(ids)),
-            ..plan
-        }
-        .into_record(p.topic_id, p.partition);
+        plan.isr = plan.isr.or(Some(ids));
+        let record = plan.into_record(p.topic_id, p.partition);
         let mut next = current.clone();
         next.apply_change(&record);
         records.push(record);
@@ -240,9 +237,6 @@ pub struct ChangeRules {
     /// have lost records it had not flushed, so it leaves the ISR and the
     /// ELR (KIP-966).
     pub unclean_shutdown: Option<i32>,
-    /// Elect a leader only when the partition has none usable (failover);
-    /// `false` leaves the leader alone (AlterPartition).
-    pub elect: bool,
 }
 
 /// The `min.insync.replicas` that the ELR and the leader's HW rule use:
@@ -300,7 +294,7 @@ pub fn plan_partition_change(
     let mut leader = p.leader;
     let mut election = None;
     let leader_ok = p.leader != NO_LEADER && usable(p.leader) && isr.contains(&p.leader);
-    if rules.elect && !leader_ok {
+    if !leader_ok {
         let in_order = |pred: &dyn Fn(i32) -> bool| replicas.iter().copied().find(|&r| pred(r));
         leader = NO_LEADER;
         if let Some(r) = in_order(&|r| isr.contains(&r) && usable(r)) {
@@ -360,14 +354,9 @@ pub fn plan_partition_change(
             .then_some(assignment.removing),
         election,
     };
-    let unchanged = plan.leader.is_none()
-        && plan.isr.is_none()
-        && plan.elr.is_none()
-        && plan.last_known_elr.is_none()
-        && plan.replicas.is_none()
-        && plan.adding_replicas.is_none()
-        && plan.removing_replicas.is_none();
-    (!unchanged).then_some(plan)
+    // An election is set only with a new leader, so an unchanged plan is
+    // the default one.
+    (plan != PartitionChangePlan::default()).then_some(plan)
 }
 
 /// The rules of one topic's changes, from its effective settings.
@@ -376,14 +365,12 @@ pub fn topic_rules(
     topic: &TopicImage,
     replicas: usize,
     unclean_shutdown: Option<i32>,
-    elect: bool,
 ) -> ChangeRules {
     let overrides = dynamic_broker_config::effective_overrides(image, &topic.configs);
     ChangeRules {
         min_isr: effective_min_isr(topic_config::min_insync_replicas(&overrides), replicas),
         unclean_allowed: topic_config::unclean_leader_election(&overrides),
         unclean_shutdown,
-        elect,
     }
 }
 
@@ -402,7 +389,7 @@ pub fn plan_leadership(
     let mut changes = Vec::new();
     for topic in image.topics.values() {
         for (&index, p) in &topic.partitions {
-            let rules = topic_rules(image, topic, p.replicas.len(), unclean_shutdown, true);
+            let rules = topic_rules(image, topic, p.replicas.len(), unclean_shutdown);
             let isr: Vec<i32> = p
                 .isr
                 .iter()

@@ -139,7 +139,7 @@ fn plan_one(
                     ));
                 }
             }
-            let rules = topic_rules(image, topic, target.len(), None, true);
+            let rules = topic_rules(image, topic, target.len(), None);
             plan_partition_change(p, p.isr.clone(), Some(reassign(p, target)), &usable, rules)
         }
         None => {
@@ -150,7 +150,7 @@ fn plan_one(
                 ));
             }
             let (reverted, isr, unclean) = revert(p);
-            let mut rules = topic_rules(image, topic, reverted.replicas.len(), None, true);
+            let mut rules = topic_rules(image, topic, reverted.replicas.len(), None);
             if unclean && !rules.unclean_allowed {
                 return Err((
                     error_code::INVALID_REPLICA_ASSIGNMENT,

@@ -150,16 +150,9 @@ const VERSION: i8 = 0;
 /// before them (a rolling upgrade).
 const VERSION_1_FIELDS: i8 = 1;
 
+/// The compact arrays of ids the records hold.
 fn put_ids(w: &mut BytesMut, ids: Option<&Vec<i32>>) {
-    match ids {
-        Some(list) => {
-            w.put_array_len(Some(list.len()), true);
-            for id in list {
-                w.put_i32(*id);
-            }
-        }
-        None => w.put_array_len(None, true),
-    }
+    w.put_i32_array(ids.map(Vec::as_slice), true);
 }
 
 impl MetadataRecord {

@@ -379,6 +379,8 @@ pub trait Writer {
     fn put_nullable_bytes(&mut self, b: Option<&[u8]>, flexible: bool);
     fn put_array_len(&mut self, n: Option<usize>, flexible: bool);
     fn put_bool(&mut self, v: bool);
+    /// An array of int32 (broker ids, partition indexes); `None` is null.
+    fn put_i32_array(&mut self, values: Option<&[i32]>, flexible: bool);
     /// An empty tagged-field section.
     fn put_empty_tagged_fields(&mut self);
 }
@@ -438,6 +440,12 @@ impl Writer for BytesMut {
     }
     fn put_bool(&mut self, v: bool) {
         self.put_i8(v as i8);
+    }
+    fn put_i32_array(&mut self, values: Option<&[i32]>, flexible: bool) {
+        self.put_array_len(values.map(<[i32]>::len), flexible);
+        for v in values.into_iter().flatten() {
+            self.put_i32(*v);
+        }
     }
     fn put_empty_tagged_fields(&mut self) {
         self.put_uvarint(0);

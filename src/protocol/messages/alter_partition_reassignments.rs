@@ -92,15 +92,7 @@ impl AlterPartitionReassignmentsRequest {
             w.put_array_len(Some(topic.partitions.len()), FLEXIBLE);
             for p in &topic.partitions {
                 w.put_i32(p.partition_index);
-                match &p.replicas {
-                    Some(replicas) => {
-                        w.put_array_len(Some(replicas.len()), FLEXIBLE);
-                        for r in replicas {
-                            w.put_i32(*r);
-                        }
-                    }
-                    None => w.put_array_len(None, FLEXIBLE),
-                }
+                w.put_i32_array(p.replicas.as_deref(), FLEXIBLE);
                 w.put_empty_tagged_fields();
             }
             w.put_empty_tagged_fields();

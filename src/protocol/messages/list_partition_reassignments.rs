@@ -33,13 +33,6 @@ pub struct ListPartitionReassignmentsTopic {
     pub partition_indexes: Vec<i32>,
 }
 
-fn put_ids(w: &mut BytesMut, ids: &[i32]) {
-    w.put_array_len(Some(ids.len()), FLEXIBLE);
-    for id in ids {
-        w.put_i32(*id);
-    }
-}
-
 impl ListPartitionReassignmentsRequest {
     pub fn decode(r: &mut Reader, _version: i16) -> DecodeResult<Self> {
         let (s, a, t) = (
@@ -71,7 +64,7 @@ impl ListPartitionReassignmentsRequest {
                 w.put_array_len(Some(topics.len()), FLEXIBLE);
                 for topic in topics {
                     w.put_string(&topic.name, FLEXIBLE);
-                    put_ids(w, &topic.partition_indexes);
+                    w.put_i32_array(Some(&topic.partition_indexes), FLEXIBLE);
                     w.put_empty_tagged_fields();
                 }
             }
@@ -150,9 +143,9 @@ impl ListPartitionReassignmentsResponse {
             w.put_array_len(Some(topic.partitions.len()), FLEXIBLE);
             for p in &topic.partitions {
                 w.put_i32(p.partition_index);
-                put_ids(w, &p.replicas);
-                put_ids(w, &p.adding_replicas);
-                put_ids(w, &p.removing_replicas);
+                w.put_i32_array(Some(&p.replicas), FLEXIBLE);
+                w.put_i32_array(Some(&p.adding_replicas), FLEXIBLE);
+                w.put_i32_array(Some(&p.removing_replicas), FLEXIBLE);
                 w.put_empty_tagged_fields();
             }
             w.put_empty_tagged_fields();
