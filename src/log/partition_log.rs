@@ -659,6 +659,22 @@ impl PartitionLog {
             .await
         {
             self.fail_unanswered(&mut results, e);
+            return finish(results);
+        }
+        // The flush policy counts the whole group as one append, as Kafka
+        // counts one produce request, even when a roll split it into two
+        // writes. A failed flush leaves durability unknown, so none of the
+        // group's appends is acknowledged, and the partition goes offline
+        // because the producer state holds them.
+        if let Err(e) = self.maybe_flush(now_ms).await {
+            if self.offline.is_none() {
+                self.take_offline(&e);
+            }
+            for r in results.iter_mut() {
+                if matches!(r, Some(Ok(info)) if !info.duplicate) {
+                    *r = Some(Err(self.offline_error()));
+                }
+            }
         }
         finish(results)
     }
@@ -842,6 +858,7 @@ impl PartitionLog {
         self.write_validated(std::slice::from_ref(&batches), &headers, now_ms)
             .await?;
         self.producers.apply(&headers);
+        self.maybe_flush(now_ms).await?;
         Ok(AppendInfo {
             first_offset: first.base_offset,
             last_offset: last.last_offset(),
@@ -854,8 +871,7 @@ impl PartitionLog {
 
     /// Writes batches whose offsets are assigned, in `parts` laid end to
     /// end, to the active segment (the caller has rolled if needed), then
-    /// caches them and applies the flush policy. Producer state is the
-    /// caller's.
+    /// caches them. Producer state and the flush policy are the caller's.
     async fn write_validated(
         &mut self,
         parts: &[Bytes],
@@ -888,7 +904,6 @@ impl PartitionLog {
         self.unflushed_records += records.max(0) as u64;
         self.first_unflushed_ms.get_or_insert(now_ms);
         self.check_invariants();
-        self.maybe_flush(now_ms).await?;
         Ok(())
     }
 
