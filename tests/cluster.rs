@@ -17,6 +17,7 @@ mod support;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use pinlog::server::fetcher_test_hooks::FETCHER_HOOKS_ENV;
 use serde_json::Value;
 use support::{
     kafka_libs, run_command, wait_for, which, Broker, BrokerOpts, Cluster, CmdOutput, PINLOG_BIN,
@@ -262,7 +263,12 @@ fn kafka_tools_describe_the_cluster(cluster: &Cluster) {
 
 #[test]
 fn three_node_cluster_elects_fails_over_fences_and_rejoins() {
-    let mut cluster = Cluster::start(3, BrokerOpts::new());
+    let hooks = tempfile::tempdir().expect("a directory for the fetcher's test hooks");
+    let opts = BrokerOpts::new().env(
+        FETCHER_HOOKS_ENV,
+        hooks.path().to_str().expect("a UTF-8 temporary path"),
+    );
+    let mut cluster = Cluster::start(3, opts);
 
     // Every node registered and is live, and they agree on one cluster id.
     let all_live = wait_for(CONVERGE_TIMEOUT, || {
@@ -387,7 +393,7 @@ fn three_node_cluster_elects_fails_over_fences_and_rejoins() {
     assert!(names.iter().any(|n| n == "after-failover"), "{names:?}");
 
     preferred_leaders_come_back_with_kafkas_leader_election_tool(&mut cluster);
-    partitions_move_off_a_broker_with_kafkas_reassignment_tool(&mut cluster);
+    partitions_move_off_a_broker_with_kafkas_reassignment_tool(&mut cluster, hooks.path());
 
     // Another cluster's node: its meta.properties names another cluster id.
     let rejoining = survivor;
@@ -700,42 +706,39 @@ fn reassign_tool_via(
     )
 }
 
-/// Runs `--execute` with `json` while broker `target` is paused. The tool
-/// takes only live brokers as targets, so the target is paused right
-/// before, within its session timeout (again if that was missed). `via` is
-/// a node that stays up.
-fn execute_onto_paused_broker(
-    cluster: &mut Cluster,
+/// Runs `--execute` with `json`, which moves `moves-{partition}` onto
+/// broker `target`, while the target's fetcher is held for that partition
+/// by its test hook (`pinlog::server::fetcher_test_hooks`): the new replica
+/// can never catch up, so the move stays in progress until the hold is
+/// released. `via` is a node that stays up.
+fn execute_onto_held_replica(
+    cluster: &Cluster,
+    hooks: &std::path::Path,
     json: &std::path::Path,
     target: usize,
+    partition: i64,
     via: usize,
 ) {
-    let libs = kafka_libs();
-    let json = json.display().to_string();
-    for _ in 0..5 {
-        let live = wait_for(CONVERGE_TIMEOUT, || {
-            live_brokers(&cluster.nodes[via - 1]).is_some_and(|b| b.contains(&(target as i64)))
-        });
-        assert!(live, "broker {target} is live again");
-        cluster.node(target).signal(libc::SIGSTOP);
-        let out = run_kafka_tool(
-            &libs,
-            "org.apache.kafka.tools.reassign.ReassignPartitionsCommand",
-            &[
-                "--bootstrap-server",
-                &cluster.nodes[via - 1].bootstrap(),
-                "--execute",
-                "--reassignment-json-file",
-                &json,
-            ],
-        );
-        if out.success() && out.stdout.contains("Successfully started") {
-            return;
-        }
-        cluster.node(target).signal(libc::SIGCONT);
-        eprintln!("--execute missed broker {target}'s session, again:\n{out}");
+    std::fs::write(hold_file(hooks, target, partition), b"").expect("hook file");
+    let out = run_kafka_tool(
+        &kafka_libs(),
+        "org.apache.kafka.tools.reassign.ReassignPartitionsCommand",
+        &[
+            "--bootstrap-server",
+            &cluster.nodes[via - 1].bootstrap(),
+            "--execute",
+            "--reassignment-json-file",
+            &json.display().to_string(),
+        ],
+    );
+    if !(out.success() && out.stdout.contains("Successfully started")) {
+        cluster.fail(&format!("--execute onto broker {target}: {out}"));
     }
-    cluster.fail("--execute onto a paused broker never started");
+}
+
+/// The hook file that holds broker `target`'s fetcher for `moves-{p}`.
+fn hold_file(hooks: &std::path::Path, target: usize, p: i64) -> std::path::PathBuf {
+    hooks.join(format!("{target}.moves-{p}.hold"))
 }
 
 /// A reassignment file moving each `(partition, replicas)` of `topic`.
@@ -753,9 +756,13 @@ fn reassignment_json(topic: &str, moves: &[(i64, Vec<i64>)]) -> String {
 /// and ListPartitionReassignments) while a producer keeps writing; once
 /// `--verify` says the moves are complete, broker 2 holds no copy and can
 /// stop without any producer error. A reassignment that cannot complete
-/// (its target is paused) is listed and then cancelled back; another
-/// survives a kill -9 of the active controller and completes.
-fn partitions_move_off_a_broker_with_kafkas_reassignment_tool(cluster: &mut Cluster) {
+/// (its new replica's fetcher is held by a test hook) is listed and then
+/// cancelled back; another survives a kill -9 of the active controller and
+/// completes once the hold is released.
+fn partitions_move_off_a_broker_with_kafkas_reassignment_tool(
+    cluster: &mut Cluster,
+    hooks: &std::path::Path,
+) {
     if which("java").is_none() || which("kcat").is_none() {
         cluster.fail("java and kcat are needed for Kafka's ReassignPartitionsCommand test");
     }
@@ -895,9 +902,9 @@ fn partitions_move_off_a_broker_with_kafkas_reassignment_tool(cluster: &mut Clus
     cluster.node(2).restart();
     assert_eq!(consumed(cluster, "moves"), sent + 100);
 
-    // A move onto a paused broker cannot complete: it is listed, then
-    // cancelled back to the original replica. The target is not the active
-    // controller, so the quorum keeps answering.
+    // A move whose new replica cannot catch up (its fetcher is held) stays
+    // in progress: it is listed, then cancelled back to the original
+    // replica.
     let quorum_leader = describe(&cluster.nodes[0]).unwrap()["quorum"]["leader"]
         .as_i64()
         .unwrap() as usize;
@@ -909,10 +916,10 @@ fn partitions_move_off_a_broker_with_kafkas_reassignment_tool(cluster: &mut Clus
     let source = replicas[0];
     let json = support::write_file(
         cluster.nodes[0].root(),
-        "onto-paused.json",
+        "onto-held.json",
         reassignment_json("moves", &[(p, vec![target as i64])]).as_bytes(),
     );
-    execute_onto_paused_broker(cluster, &json, target, quorum_leader);
+    execute_onto_held_replica(cluster, hooks, &json, target, p, quorum_leader);
     let live_bootstrap = cluster.nodes[quorum_leader - 1].bootstrap();
     let out = reassign_tool_via(cluster, &live_bootstrap, "--list", None);
     assert!(
@@ -921,8 +928,6 @@ fn partitions_move_off_a_broker_with_kafkas_reassignment_tool(cluster: &mut Clus
         )),
         "--list shows the move in progress: {out}"
     );
-    // Its throttles stay: clearing them asks every broker, the paused one
-    // too.
     let out = reassign_tool_via(
         cluster,
         &live_bootstrap,
@@ -951,12 +956,7 @@ fn partitions_move_off_a_broker_with_kafkas_reassignment_tool(cluster: &mut Clus
         out.contains("No partition reassignments found"),
         "--list: {out}"
     );
-    cluster.node(target).signal(libc::SIGCONT);
-    let live = wait_for(CONVERGE_TIMEOUT, || {
-        live_brokers(&cluster.nodes[quorum_leader - 1])
-            .is_some_and(|b| b.contains(&(target as i64)))
-    });
-    assert!(live, "broker {target} is unfenced after SIGCONT");
+    std::fs::remove_file(hold_file(hooks, target, p)).expect("hook file");
     assert_eq!(
         consumed(cluster, "moves"),
         sent + 100,
@@ -964,14 +964,14 @@ fn partitions_move_off_a_broker_with_kafkas_reassignment_tool(cluster: &mut Clus
     );
 
     // Crash safety: the active controller is killed while a move waits for
-    // its paused target; the move is in the metadata log, so once the
-    // target is back it completes under the new controller.
-    execute_onto_paused_broker(cluster, &json, target, quorum_leader);
+    // its held target; the move is in the metadata log, so once the target
+    // can fetch it completes under the new controller.
+    execute_onto_held_replica(cluster, hooks, &json, target, p, quorum_leader);
     cluster.node(quorum_leader).kill9();
     let survivor = (1..=3)
         .find(|&i| i != quorum_leader && i != target)
         .unwrap();
-    cluster.node(target).signal(libc::SIGCONT);
+    std::fs::remove_file(hold_file(hooks, target, p)).expect("hook file");
     cluster.node(quorum_leader).restart();
     let moved = |cluster: &Cluster| {
         partitions_of(&cluster.nodes[survivor - 1], "moves")

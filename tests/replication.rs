@@ -12,9 +12,12 @@
 //!    1c. A rolling restart of all three brokers under that load: no send
 //!    fails, and every record lands exactly once.
 //! 2. **Byte-identical replicas.** Once the killed node has rejoined and
-//!    caught up, every replica's segment files are byte-identical; and stay
+//!    caught up, every replica's segment files are byte-identical (the
+//!    followers fetch in incremental fetch sessions); and stay
 //!    so after it is killed and restarted once more, replaying metadata
 //!    images in which it led an older epoch.
+//!    2b. Followers delete what the leader deleted: after DeleteRecords,
+//!    every replica drops the same segments.
 //! 3. **ISR and min.insync.replicas.** A SIGSTOPped follower leaves the ISR
 //!    after `replica.lag.time.max.ms` (before its session expires); acks=all
 //!    works with 2 of 3 in sync when min.insync.replicas=2, and gets
@@ -29,6 +32,10 @@
 //!    the group moves to the new leader of its `__consumer_offsets`
 //!    partition (RF=3 here) and resumes from its committed offset, and no
 //!    acknowledged commit is lost.
+//! 7. **Seed 000, end to end.** Both of the seed's failure scenarios with
+//!    the brokers' own elections, the fetcher's test hooks holding the
+//!    follower in the seed's states, and kill -9 at the seed's steps:
+//!    nothing acknowledged is lost and the replicas do not diverge.
 
 mod support;
 
@@ -37,6 +44,8 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use pinlog::log::batch::{self, BatchIter, CountRule};
+use pinlog::server::fetcher_test_hooks::FETCHER_HOOKS_ENV;
 use serde_json::Value;
 use support::{run_command, wait_for, which, Broker, BrokerOpts, Cluster, CmdOutput, PINLOG_BIN};
 
@@ -188,11 +197,16 @@ fn live_node(cluster: &mut Cluster, except: &[i64]) -> usize {
 
 /// One acks=all record with no retries through `via`; the client's verdict.
 fn produce_once(cluster: &Cluster, via: usize, topic: &str) -> String {
-    let out = run_command(
-        &mut python(&["once", &cluster.nodes[via - 1].bootstrap(), topic]),
-        None,
-        STEP_TIMEOUT,
-    );
+    produce_once_with(cluster, via, topic, &[])
+}
+
+/// [`produce_once`] with producer settings (and the client's
+/// `record.value=`) as `key=value` words.
+fn produce_once_with(cluster: &Cluster, via: usize, topic: &str, settings: &[&str]) -> String {
+    let bootstrap = cluster.nodes[via - 1].bootstrap();
+    let mut args = vec!["once", bootstrap.as_str(), topic];
+    args.extend_from_slice(settings);
+    let out = run_command(&mut python(&args), None, STEP_TIMEOUT);
     if !out.success() {
         cluster.fail(&format!("the one-record producer failed:\n{out}"));
     }
@@ -289,10 +303,15 @@ fn replicated_cluster_survives_kills_and_pauses() {
     if !clients_available() {
         return;
     }
+    let hooks = tempfile::tempdir().expect("a directory for the fetcher's test hooks");
     let opts = BrokerOpts::new()
         .setting("replica.lag.time.max.ms", LAG_TIME_MAX_MS)
         .setting("broker.session.timeout.ms", SESSION_TIMEOUT_MS)
-        .setting("replica.fetch.backoff.ms", 100);
+        .setting("replica.fetch.backoff.ms", 100)
+        .env(
+            FETCHER_HOOKS_ENV,
+            hooks.path().to_str().expect("a UTF-8 temporary path"),
+        );
     let mut cluster = Cluster::start(3, opts);
 
     // 1. Leader kill under load.
@@ -451,6 +470,21 @@ fn replicated_cluster_survives_kills_and_pauses() {
             .collect();
         cluster.fail(&format!("replicas are not byte-identical: {sizes:?}"));
     }
+    // The followers fetch in incremental sessions: the leader of "acked"
+    // holds one for each other node's fetcher.
+    let acked_leader =
+        await_partition(&cluster, 1, "acked", 0, "a leader", |p| p.leader > 0).leader;
+    let sessions = wait_for(SETTLE_TIMEOUT, || {
+        cluster.nodes[acked_leader as usize - 1]
+            .metric("pinlog_fetch_sessions_follower")
+            .is_some_and(|n| n >= 2.0)
+    });
+    if !sessions {
+        cluster.fail(&format!(
+            "node {acked_leader} holds {:?} follower fetch sessions, not one per follower",
+            cluster.nodes[acked_leader as usize - 1].metric("pinlog_fetch_sessions_follower")
+        ));
+    }
     // A restart replays old metadata images, in some of which the node that
     // was killed led "acked" in epoch 0. Taking that role again wrote epoch
     // 0 into its epoch cache at its log end, truncating the newer epochs it
@@ -487,6 +521,7 @@ fn replicated_cluster_survives_kills_and_pauses() {
     }) {
         cluster.fail("replicas differ after the replaying restart");
     }
+    followers_follow_the_log_start(&cluster);
 
     // 3. ISR and min.insync.replicas. Pausing two of the three nodes would
     // stop the metadata quorum too (every node is a voter), so "one in sync
@@ -759,6 +794,249 @@ fn replicated_cluster_survives_kills_and_pauses() {
     if now.leader != former as i64 && since.contains(&loaded) {
         cluster.fail(&format!(
             "node {former} follows __consumer_offsets-{offsets_partition} but loaded its groups"
+        ));
+    }
+
+    // 7. Seed 000 end to end.
+    seed_000_end_to_end(&mut cluster, hooks.path());
+}
+
+/// The records of a replica's `.log` files in `partition_dir`, as
+/// `(offset, value)`: what the replica holds, whatever its HW.
+fn replica_records(partition_dir: &Path) -> Vec<(i64, Vec<u8>)> {
+    let mut out = Vec::new();
+    for (_, bytes) in segment_bytes(partition_dir) {
+        for item in BatchIter::new(&bytes, CountRule::Compacted) {
+            let (position, h) = item.expect("a whole batch");
+            let batch = &bytes[position..position + h.size_bytes()];
+            for r in batch::records(batch).expect("an uncompressed batch") {
+                let r = r.expect("a record");
+                out.push((
+                    h.base_offset + r.offset_delta,
+                    r.value.unwrap_or_default().to_vec(),
+                ));
+            }
+        }
+    }
+    out
+}
+
+/// The HW of `topic`-0 in a node's `replication-offset-checkpoint`, if it
+/// has one (Kafka's text format: version, count, then "topic partition hw").
+fn checkpointed_high_watermark(node: &Broker, topic: &str) -> Option<i64> {
+    let text =
+        std::fs::read_to_string(node.data_dir().join("replication-offset-checkpoint")).ok()?;
+    text.lines().skip(2).find_map(|line| {
+        match line.split_whitespace().collect::<Vec<_>>().as_slice() {
+            [t, "0", hw] if *t == topic => hw.parse().ok(),
+            _ => None,
+        }
+    })
+}
+
+/// Creates or removes hook file `<node>.<topic>-0.<hook>` (see
+/// `pinlog::server::fetcher_test_hooks`).
+fn set_fetcher_hook(hooks: &Path, node: i64, topic: &str, hook: &str, on: bool) {
+    let path = hooks.join(format!("{node}.{topic}-0.{hook}"));
+    if on {
+        std::fs::write(&path, b"").expect("hook file");
+    } else {
+        std::fs::remove_file(&path).expect("hook file");
+    }
+}
+
+/// Phase 7: seed 000's two failure scenarios with real brokers. The
+/// fetcher's test hooks put the follower into the seed's exact states; the
+/// rest is kill -9, restarts and the controller's own elections.
+///
+/// The partition has RF=2 and min.insync.replicas=2; node "a" leads and
+/// node "b" follows.
+/// - Steps 1 to 3: "A" and then "B" are acknowledged with acks=all, but
+///   b's fetcher ignores the HW of the leader's answers, so b holds both
+///   records with HW ≤ 1 when it is killed (the seed's follower that
+///   crashes before it learns HW=2). The controller moves b from the ISR to
+///   the ELR (KIP-966), as the ISR is now below the minimum.
+/// - Step 4: b restarts, and its fetcher is held so that it asks the leader
+///   nothing; then a is killed (the leader that dies before it answers).
+///   With HW truncation b would have dropped "B" here: it must keep it.
+/// - Step 5: b is elected from the ELR and must still hold "B" at offset 1
+///   (scenario 1: no loss). "C" is written to it with acks=1 and must land
+///   at offset 2, not over "B" (scenario 2: no divergence). a returns as a
+///   follower, finds with OffsetsForLeaderEpoch that nothing of its log
+///   diverges, and catches up: both replicas hold A, B, C byte for byte.
+fn seed_000_end_to_end(cluster: &mut Cluster, hooks: &Path) {
+    const TOPIC: &str = "seed000";
+    for id in 1..=cluster.nodes.len() {
+        if !cluster.node(id).is_running() {
+            cluster.node(id).restart();
+        }
+    }
+    create_topic(cluster, TOPIC, "1", "2", &["min.insync.replicas=2"]);
+    let start = await_partition(cluster, 1, TOPIC, 0, "two in sync", |p| {
+        p.leader > 0 && p.isr.len() == 2
+    });
+    let a = start.leader;
+    let b = *start
+        .replicas
+        .iter()
+        .find(|&&r| r != a)
+        .expect("a follower");
+    // Clients go through the node that holds no replica and is never killed.
+    let via = (1..=cluster.nodes.len() as i64)
+        .find(|n| !start.replicas.contains(n))
+        .expect("a third node") as usize;
+    let dir_of =
+        |cluster: &Cluster, n: i64| cluster.nodes[n as usize - 1].data_dir().join("seed000-0");
+    let send = |cluster: &Cluster, value: &str, acks: &str| {
+        let value = format!("record.value={value}");
+        let acks = format!("acks={acks}");
+        produce_once_with(cluster, via, TOPIC, &[&value, &acks])
+    };
+
+    // Steps 1 to 3.
+    assert_eq!(send(cluster, "A", "all"), "ACK 0");
+    set_fetcher_hook(hooks, b, TOPIC, "freeze-hw", true);
+    assert_eq!(
+        send(cluster, "B", "all"),
+        "ACK 1",
+        "the leader's HW passes offset 1 once b has fetched it"
+    );
+    let b_dir = dir_of(cluster, b);
+    assert_eq!(
+        replica_records(&b_dir),
+        vec![(0, b"A".to_vec()), (1, b"B".to_vec())],
+        "b holds both records"
+    );
+    cluster.node(b as usize).kill9();
+    set_fetcher_hook(hooks, b, TOPIC, "freeze-hw", false);
+    let hw = checkpointed_high_watermark(&cluster.nodes[b as usize - 1], TOPIC).unwrap_or(0);
+    assert!(
+        hw <= 1,
+        "b never learned HW=2, yet its checkpoint says {hw}"
+    );
+    await_partition(cluster, via, TOPIC, 0, "a alone in the ISR", |p| {
+        p.isr == vec![a]
+    });
+
+    // Step 4.
+    set_fetcher_hook(hooks, b, TOPIC, "hold", true);
+    cluster.node(b as usize).restart();
+    cluster.node(a as usize).kill9();
+
+    // Step 5.
+    await_partition(cluster, via, TOPIC, 0, "b leading", |p| p.leader == b);
+    set_fetcher_hook(hooks, b, TOPIC, "hold", false);
+    assert_eq!(
+        replica_records(&b_dir),
+        vec![(0, b"A".to_vec()), (1, b"B".to_vec())],
+        "scenario 1: the new leader lost the acknowledged \"B\""
+    );
+    assert_eq!(
+        send(cluster, "C", "1"),
+        "ACK 2",
+        "scenario 2: the new leader's first record goes after \"B\""
+    );
+    cluster.node(a as usize).restart();
+    await_partition(cluster, via, TOPIC, 0, "a back in the ISR", |p| {
+        p.leader == b && p.isr.len() == 2
+    });
+    // The leader moves its HW past "C" at a's next fetch after the
+    // expansion is committed, so a consumer may first see less.
+    let expected = ["A", "B", "C", "END 3 3"];
+    let mut consumed = None;
+    let all_read = wait_for(SETTLE_TIMEOUT, || {
+        let out = run_command(
+            &mut python(&["consume", &cluster.nodes[via - 1].bootstrap(), TOPIC]),
+            None,
+            STEP_TIMEOUT,
+        );
+        let done = out.stdout.lines().eq(expected);
+        consumed = Some(out);
+        done
+    });
+    if !all_read {
+        cluster.fail(&format!(
+            "a consumer did not read A, B, C after both scenarios:\n{}",
+            consumed.expect("consumed once")
+        ));
+    }
+    let a_dir = dir_of(cluster, a);
+    let same = wait_for(SETTLE_TIMEOUT, || {
+        segment_bytes(&a_dir) == segment_bytes(&b_dir)
+    });
+    assert!(
+        same,
+        "the replicas' logs differ: a {:?}, b {:?}",
+        replica_records(&a_dir),
+        replica_records(&b_dir)
+    );
+}
+
+/// The segment file names in `partition_dir`.
+fn segment_names(partition_dir: &Path) -> Vec<String> {
+    segment_bytes(partition_dir)
+        .into_iter()
+        .map(|(name, _)| name)
+        .collect()
+}
+
+/// Phase 2b: a DeleteRecords on the leader moves every follower's log start
+/// too (the log start offset in the leader's fetch answers), so that the
+/// followers delete the same whole segments.
+fn followers_follow_the_log_start(cluster: &Cluster) {
+    const TOPIC: &str = "trimmed";
+    create_topic(cluster, TOPIC, "1", "3", &["segment.bytes=4096"]);
+    await_partition(cluster, 1, TOPIC, 0, "three in sync", |p| p.isr.len() == 3);
+    let filled = run_command(
+        &mut python(&["produce", &cluster.bootstrap(), TOPIC, "1"]),
+        None,
+        STEP_TIMEOUT,
+    );
+    let acked = filled
+        .stdout
+        .lines()
+        .filter(|l| l.starts_with("ACK"))
+        .count();
+    if !filled.success() || acked < 100 {
+        cluster.fail(&format!("filling {TOPIC} failed:\n{filled}"));
+    }
+    let dirs: Vec<_> = cluster
+        .nodes
+        .iter()
+        .map(|n| n.data_dir().join(format!("{TOPIC}-0")))
+        .collect();
+    // Up to the last segment's base: every earlier segment lies wholly
+    // below the new log start and must go, on every replica.
+    let before = segment_names(&dirs[0]);
+    let last_base: i64 = before
+        .last()
+        .and_then(|name| name.strip_suffix(".log"))
+        .and_then(|base| base.parse().ok())
+        .unwrap_or(0);
+    if before.len() < 2 || last_base == 0 {
+        cluster.fail(&format!("{TOPIC} did not roll: {before:?}"));
+    }
+    let target = last_base.to_string();
+    let out = run_command(
+        &mut python(&["delete-records", &cluster.bootstrap(), TOPIC, &target]),
+        None,
+        STEP_TIMEOUT,
+    );
+    assert_eq!(
+        out.stdout.trim(),
+        format!("LOW {target}"),
+        "DeleteRecords before {target}:\n{out}"
+    );
+    let mut last = Vec::new();
+    let same = wait_for(SETTLE_TIMEOUT, || {
+        last = dirs.iter().map(|d| segment_names(d)).collect::<Vec<_>>();
+        last[0].len() < before.len() && last.iter().all(|names| *names == last[0])
+    });
+    if !same {
+        cluster.fail(&format!(
+            "after DeleteRecords before {target} the replicas hold different segments \
+             (first {} segments before): {last:?}",
+            before.len()
         ));
     }
 }

@@ -33,7 +33,15 @@
 //! - A replica never truncates below an HW it served as leader, except by an
 //!   unclean election.
 
+//!
+//! [`FollowerFetchSession`] is the follower's side of the incremental fetch
+//! session its fetcher holds with a leader: which partitions each request
+//! must name.
+
+mod fetch_session;
 mod state;
+
+pub use fetch_session::{FetchPlan, FollowerFetchSession, PartitionFetch};
 
 pub use state::{
     truncation_offset, AlterIsr, Assignment, FetchRefused, FollowerFetch, LocalLog, ReplicaState,

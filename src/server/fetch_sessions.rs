@@ -163,6 +163,18 @@ impl SessionCache {
         self.sessions.is_empty()
     }
 
+    /// Partitions held by all sessions (Kafka's
+    /// `NumIncrementalFetchPartitionsCached`).
+    pub fn partitions_cached(&self) -> usize {
+        self.sessions.values().map(|s| s.partitions.len()).sum()
+    }
+
+    /// Sessions of followers (privileged) and of consumers.
+    pub fn count_by_kind(&self) -> (usize, usize) {
+        let followers = self.sessions.values().filter(|s| s.privileged).count();
+        (followers, self.sessions.len() - followers)
+    }
+
     pub fn get(&self, id: i32) -> Option<&FetchSession> {
         self.sessions.get(&id)
     }

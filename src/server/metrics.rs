@@ -205,6 +205,15 @@ impl ShardProbe {
                 }
                 None => (0, 0),
             };
+        let (follower_fetch_sessions, consumer_fetch_sessions, fetch_session_partitions) =
+            crate::server::fetch_sessions::FetchSessions::of(shard).with(|c| {
+                let (followers, consumers) = c.count_by_kind();
+                (
+                    followers as u64,
+                    consumers as u64,
+                    c.partitions_cached() as u64,
+                )
+            });
         ShardSnapshot {
             shard: shard.id(),
             apis: SUPPORTED_APIS
@@ -221,6 +230,9 @@ impl ShardProbe {
             tail_cache_bytes,
             metadata_end_offset,
             metadata_image_digest,
+            follower_fetch_sessions,
+            consumer_fetch_sessions,
+            fetch_session_partitions,
         }
     }
 }
@@ -268,6 +280,12 @@ pub struct ShardSnapshot {
     /// of the shard's image: equal on every shard of every broker that
     /// applied the same records.
     pub metadata_image_digest: u64,
+    /// Incremental fetch sessions this shard holds for followers.
+    pub follower_fetch_sessions: u64,
+    /// Incremental fetch sessions this shard holds for consumers.
+    pub consumer_fetch_sessions: u64,
+    /// Partitions held by this shard's fetch sessions.
+    pub fetch_session_partitions: u64,
 }
 
 /// The Prometheus text exposition format version [`render`] writes.
@@ -400,6 +418,30 @@ pub fn render(shards: &[ShardSnapshot]) -> String {
         "CRC32C of the shard's metadata image: equal wherever the same records were applied.",
         |s| s.metadata_image_digest,
     );
+    per_shard(
+        &mut out,
+        shards,
+        "pinlog_fetch_sessions_follower",
+        "gauge",
+        "Incremental fetch sessions the shard holds for followers' replica fetchers.",
+        |s| s.follower_fetch_sessions,
+    );
+    per_shard(
+        &mut out,
+        shards,
+        "pinlog_fetch_sessions_consumer",
+        "gauge",
+        "Incremental fetch sessions the shard holds for consumers.",
+        |s| s.consumer_fetch_sessions,
+    );
+    per_shard(
+        &mut out,
+        shards,
+        "pinlog_fetch_session_partitions",
+        "gauge",
+        "Partitions held by the shard's fetch sessions (Kafka's NumIncrementalFetchPartitionsCached).",
+        |s| s.fetch_session_partitions,
+    );
     out
 }
 
@@ -479,6 +521,9 @@ mod tests {
             tail_cache_bytes: 4096,
             metadata_end_offset: 12,
             metadata_image_digest: 99,
+            follower_fetch_sessions: 1,
+            consumer_fetch_sessions: 0,
+            fetch_session_partitions: 5,
         }
     }
 
@@ -560,6 +605,9 @@ mod tests {
             "pinlog_metadata_end_offset",
             "pinlog_metadata_image_digest",
             "pinlog_tail_cache_bytes",
+            "pinlog_fetch_sessions_follower",
+            "pinlog_fetch_sessions_consumer",
+            "pinlog_fetch_session_partitions",
         ] {
             assert_eq!(
                 text.matches(&format!("# TYPE {family} ")).count(),

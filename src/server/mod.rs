@@ -10,6 +10,7 @@ pub mod controlled_shutdown;
 pub mod controller;
 pub mod dispatch;
 pub mod fetch_sessions;
+pub mod fetcher_test_hooks;
 pub mod frame_reader;
 pub mod handlers;
 pub mod isr_changes;

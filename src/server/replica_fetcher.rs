@@ -6,11 +6,13 @@
 //! epoch) or whose fetch offset the leader refused first find where their
 //! log diverges from the leader's with OffsetsForLeaderEpoch and truncate
 //! there (KIP-101/279; never to their own HW); then one Fetch with this
-//! broker's replica id asks for everything past each follower's LEO. The
-//! batches are appended unchanged (`append_as_follower`), so follower
-//! segments are byte-identical to the leader's, and the response's HW moves
-//! the follower's HW. The loop ends when the shard follows nothing from
-//! that leader or the broker stops.
+//! broker's replica id asks for everything past each follower's LEO, in an
+//! incremental fetch session (KIP-227) that names only the partitions whose
+//! fetch parameters changed. The batches are appended unchanged
+//! (`append_as_follower`), so follower segments are byte-identical to the
+//! leader's; the response's HW moves the follower's HW, and its log start
+//! offset the follower's log start. The loop ends when the shard follows
+//! nothing from that leader or the broker stops.
 //!
 //! Every response is checked against the replica state before it touches a
 //! log: if the partition changed leader or epoch while the request was in
@@ -25,6 +27,7 @@ use bytes::Bytes;
 
 use crate::broker_config::ReplicationConfig;
 use crate::log::epoch_cache::UNDEFINED_EPOCH;
+use crate::log::partition_log::PartitionLog;
 use crate::log::topic_partition::TopicPartition;
 use crate::node::replicas::{self, Replicas};
 use crate::node::state::BrokerState;
@@ -32,12 +35,18 @@ use crate::node::stop::StopHandle;
 use crate::protocol::api::ApiKey;
 use crate::protocol::chunks::RecordData;
 use crate::protocol::error_code;
-use crate::protocol::messages::fetch::{FetchPartition, FetchRequest, FetchResponse, FetchTopic};
+use crate::protocol::messages::fetch::{
+    FetchPartition, FetchRequest, FetchResponse, FetchTopic, ForgottenTopic,
+};
 use crate::protocol::messages::offset_for_leader_epoch::{
     OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse, OffsetForLeaderPartition,
     OffsetForLeaderTopic,
 };
-use crate::replica::{truncation_offset, LocalLog, ReplicaState, Role, Truncation};
+use crate::replica::{
+    truncation_offset, FollowerFetchSession, LocalLog, PartitionFetch, ReplicaState, Role,
+    Truncation,
+};
+use crate::server::fetcher_test_hooks::FetcherTestHooks;
 use crate::server::kafka_peer::KafkaPeer;
 use crate::shard::shard::{now_ms, Shard};
 
@@ -134,16 +143,26 @@ async fn run(shard: Rc<Shard>, leader: i32) {
     let config = broker.config.replication.clone();
     let local_id = broker.node_id();
     let mut peer: Option<KafkaPeer> = None;
+    let mut session = FollowerFetchSession::new();
     let mut last_warning: Option<Instant> = None;
     let backoff = Duration::from_millis(config.fetch_backoff_ms);
+    let hooks = FetcherTestHooks::from_env(local_id);
     tracing::debug!(shard = shard.id(), leader, "replica fetcher started");
     loop {
         if stopped(&shard) {
             break;
         }
-        let parts = followed(&shard, leader);
+        let mut parts = followed(&shard, leader);
         if parts.is_empty() {
             break;
+        }
+        if let Some(hooks) = &hooks {
+            parts.retain(|p| !hooks.held(&p.tp));
+            if parts.is_empty() {
+                // Held by a test, but still followed: keep the loop alive.
+                glommio::timer::sleep(IDLE_POLL).await;
+                continue;
+            }
         }
         let image = broker.image();
         let addr = image
@@ -158,6 +177,7 @@ async fn run(shard: Rc<Shard>, leader: i32) {
             continue;
         };
         if peer.as_ref().is_none_or(|p| p.addr() != addr) {
+            session.clear();
             peer = Some(KafkaPeer::new(
                 addr,
                 format!("pinlog-replica-fetcher-{local_id}-shard-{}", shard.id()),
@@ -170,7 +190,18 @@ async fn run(shard: Rc<Shard>, leader: i32) {
         let result = if !to_truncate.is_empty() {
             truncate(&shard, peer, leader, local_id, &to_truncate, &config).await
         } else {
-            fetch(&shard, peer, leader, local_id, &ready, &config).await
+            let hooks = hooks.as_ref();
+            fetch(
+                &shard,
+                peer,
+                &mut session,
+                leader,
+                local_id,
+                &ready,
+                &config,
+                hooks,
+            )
+            .await
         };
         match result {
             Ok(true) => {}
@@ -350,42 +381,72 @@ async fn truncate(
     Ok(progressed)
 }
 
-/// One Fetch from the leader for the partitions in `parts`, applied.
-/// Returns whether the leader served any partition.
+/// One Fetch from the leader for the partitions in `parts`, in the
+/// fetcher's incremental session, applied. Returns whether the leader
+/// served any partition.
+#[allow(clippy::too_many_arguments)]
 async fn fetch(
     shard: &Rc<Shard>,
     peer: &mut KafkaPeer,
+    session: &mut FollowerFetchSession,
     leader: i32,
     local_id: i32,
     parts: &[Followed],
     config: &ReplicationConfig,
+    hooks: Option<&FetcherTestHooks>,
 ) -> std::io::Result<bool> {
     if parts.is_empty() {
         return Ok(false);
     }
-    let mut topics: Vec<FetchTopic> = Vec::new();
-    let mut sent: BTreeMap<TopicPartition, i64> = BTreeMap::new();
-    let mut sorted: Vec<&Followed> = parts.iter().collect();
-    sorted.sort_by(|a, b| a.tp.cmp(&b.tp));
-    for p in sorted {
+    let mut wanted: BTreeMap<TopicPartition, PartitionFetch> = BTreeMap::new();
+    for p in parts {
         let Some(log) = shard.local_log(&p.tp) else {
             continue;
         };
         let Ok(log) = log.read().await else { continue };
+        wanted.insert(
+            p.tp.clone(),
+            PartitionFetch {
+                fetch_offset: log.log_end_offset(),
+                log_start_offset: log.log_start_offset(),
+                partition_max_bytes: config.fetch_max_bytes.min(i32::MAX as u64) as i32,
+                current_leader_epoch: p.leader_epoch,
+                last_fetched_epoch: log.epoch_cache().latest_epoch().unwrap_or(UNDEFINED_EPOCH),
+            },
+        );
+    }
+    // The leader answers from its session with the offsets it holds, which
+    // are these for every partition, named in the request or not.
+    let sent: BTreeMap<TopicPartition, i64> = wanted
+        .iter()
+        .map(|(tp, f)| (tp.clone(), f.fetch_offset))
+        .collect();
+    let plan = session.plan(wanted);
+    let mut topics: Vec<FetchTopic> = Vec::new();
+    for (tp, f) in &plan.send {
         let partition = FetchPartition {
-            partition: p.tp.partition,
-            current_leader_epoch: p.leader_epoch,
-            fetch_offset: log.log_end_offset(),
-            last_fetched_epoch: log.epoch_cache().latest_epoch().unwrap_or(UNDEFINED_EPOCH),
-            log_start_offset: log.log_start_offset(),
-            partition_max_bytes: config.fetch_max_bytes.min(i32::MAX as u64) as i32,
+            partition: tp.partition,
+            current_leader_epoch: f.current_leader_epoch,
+            fetch_offset: f.fetch_offset,
+            last_fetched_epoch: f.last_fetched_epoch,
+            log_start_offset: f.log_start_offset,
+            partition_max_bytes: f.partition_max_bytes,
         };
-        sent.insert(p.tp.clone(), partition.fetch_offset);
         match topics.last_mut() {
-            Some(t) if t.topic == p.tp.topic => t.partitions.push(partition),
+            Some(t) if t.topic == tp.topic => t.partitions.push(partition),
             _ => topics.push(FetchTopic {
-                topic: p.tp.topic.clone(),
+                topic: tp.topic.clone(),
                 partitions: vec![partition],
+            }),
+        }
+    }
+    let mut forgotten: Vec<ForgottenTopic> = Vec::new();
+    for tp in &plan.forget {
+        match forgotten.last_mut() {
+            Some(t) if t.topic == tp.topic => t.partitions.push(tp.partition),
+            _ => forgotten.push(ForgottenTopic {
+                topic: tp.topic.clone(),
+                partitions: vec![tp.partition],
             }),
         }
     }
@@ -394,14 +455,14 @@ async fn fetch(
         max_wait_ms: config.fetch_wait_max_ms.min(i32::MAX as u64) as i32,
         min_bytes: config.fetch_min_bytes.min(i32::MAX as u64) as i32,
         max_bytes: config.fetch_response_max_bytes.min(i32::MAX as u64) as i32,
-        // A sessionless full fetch every time.
-        session_id: 0,
-        session_epoch: -1,
+        session_id: plan.session_id,
+        session_epoch: plan.session_epoch,
         topics,
+        forgotten_topics_data: forgotten,
         ..Default::default()
     };
     let max_response = config.fetch_response_max_bytes as usize + RESPONSE_SLACK_BYTES;
-    let response: FetchResponse = peer
+    let response: FetchResponse = match peer
         .call(
             ApiKey::Fetch,
             FETCH_VERSION,
@@ -410,18 +471,45 @@ async fn fetch(
             Duration::from_millis(config.socket_timeout_ms + config.fetch_wait_max_ms),
             max_response,
         )
-        .await?;
-    if response.error_code != error_code::NONE {
-        return Err(std::io::Error::other(format!(
-            "the leader refused the fetch with error {}",
-            response.error_code
-        )));
+        .await
+    {
+        Ok(r) => r,
+        Err(e) => {
+            session.on_failure();
+            return Err(e);
+        }
+    };
+    session.on_response(response.error_code, response.session_id);
+    match response.error_code {
+        error_code::NONE => {}
+        error_code::FETCH_SESSION_ID_NOT_FOUND | error_code::INVALID_FETCH_SESSION_EPOCH => {
+            // The leader lost or moved the session (a reconnect may land on
+            // another of its shards): the next request starts a new one.
+            tracing::debug!(
+                leader,
+                error = response.error_code,
+                session_id = plan.session_id,
+                "the leader refused the fetch session; starting a new one"
+            );
+            return Ok(true);
+        }
+        code => {
+            return Err(std::io::Error::other(format!(
+                "the leader refused the fetch with error {code}"
+            )));
+        }
     }
     let fetchers = ReplicaFetchers::of(shard);
-    // Whether the leader served any partition: if it refused them all (it
-    // has not applied the image that made it leader yet, say), the caller
-    // pauses before asking again.
+    // Whether the leader served any partition: if it refused all it
+    // answered (it has not applied the image that made it leader yet, say),
+    // the caller pauses before asking again. An incremental answer with
+    // nothing in it came after the leader's wait, so it needs no pause.
     let mut answered = false;
+    let mut refused = false;
+    // A partition's answer dropped below (a new epoch while the request was
+    // in flight, an append that failed): the leader's session believes the
+    // HW it carried arrived, so the next request must be full.
+    let mut dropped = false;
     for t in response.responses {
         for d in t.partitions {
             let tp = TopicPartition::new(t.topic.clone(), d.partition_index);
@@ -433,6 +521,7 @@ async fn fetch(
             match d.error_code {
                 error_code::NONE => answered = true,
                 error_code::OFFSET_OUT_OF_RANGE => {
+                    refused = true;
                     if fetch_offset < d.log_start_offset {
                         restart_at(shard, part, leader, d.log_start_offset).await;
                     } else {
@@ -442,6 +531,7 @@ async fn fetch(
                     continue;
                 }
                 code => {
+                    refused = true;
                     tracing::debug!(partition = %tp, leader, error = code, "replica fetch refused");
                     continue;
                 }
@@ -455,6 +545,7 @@ async fn fetch(
             if !still_following(&part.state, leader, part.leader_epoch)
                 || log.log_end_offset() != fetch_offset
             {
+                dropped = true;
                 continue;
             }
             let records = match d.records {
@@ -472,17 +563,52 @@ async fn fetch(
                              point again"
                         );
                         fetchers.truncate_first.borrow_mut().insert(tp.clone());
+                        dropped = true;
                         continue;
                     }
                 }
+            }
+            if hooks.is_some_and(|h| h.high_watermark_frozen(&tp)) {
+                continue;
             }
             part.state
                 .borrow_mut()
                 .on_leader_high_watermark(d.high_watermark);
             replicas::sync_high_watermark(shard, &tp, &mut log);
+            follow_log_start(&tp, leader, &mut log, d.log_start_offset).await;
         }
     }
-    Ok(answered)
+    if dropped {
+        session.resend_all();
+    }
+    Ok(answered || !refused)
+}
+
+/// Moves the follower's log start up to the leader's, as Kafka's follower
+/// does with `maybeIncrementLogStartOffset`: records the leader deleted
+/// (DeleteRecords, or retention under a setting only the leader has) go
+/// here too, with the segments wholly below. Never past the follower's own
+/// HW, which a log start may not pass.
+async fn follow_log_start(
+    tp: &TopicPartition,
+    leader: i32,
+    log: &mut PartitionLog,
+    leader_log_start: i64,
+) {
+    let target = leader_log_start.min(log.high_watermark());
+    if target <= log.log_start_offset() {
+        return;
+    }
+    match log.delete_records_before(target).await {
+        Ok(start) => {
+            tracing::debug!(partition = %tp, leader, "log start moved to {start}, the leader's")
+        }
+        Err(e) => tracing::warn!(
+            partition = %tp,
+            leader,
+            "moving the log start to the leader's {target} failed: {e}"
+        ),
+    }
 }
 
 /// The leader's log starts past our LEO (retention, DeleteRecords): start

@@ -20,7 +20,12 @@
       Prints the group's committed offset of partition 0: "OFFSET <n>".
   replication_client.py once BOOTSTRAP TOPIC [PRODUCER-SETTING=VALUE...]
       Produces one record with acks=all and no retries; prints "ACK <offset>"
-      or "ERR <error name>".
+      or "ERR <error name>". Its value is "once", or what the pseudo-setting
+      record.value=VALUE says (it is not passed to the producer).
+  replication_client.py delete-records BOOTSTRAP TOPIC OFFSET
+      Deletes the records of partition 0 before OFFSET with the admin
+      client's DeleteRecords; prints "LOW <new log start>" or
+      "ERR <error name>".
 
 Every step has a time limit; the scripts never wait forever.
 """
@@ -30,6 +35,7 @@ import time
 
 from confluent_kafka import (OFFSET_BEGINNING, Consumer, KafkaError,
                              KafkaException, Producer, TopicPartition)
+from confluent_kafka.admin import AdminClient
 
 STEP_SECONDS = 90
 
@@ -161,9 +167,10 @@ def once(bootstrap, topic, extra):
         "message.timeout.ms": 10000,
     }
     conf.update(settings(extra))
+    value = conf.pop("record.value", "once").encode()
     p = Producer(conf)
     out = []
-    p.produce(topic, value=b"once", partition=0,
+    p.produce(topic, value=value, partition=0,
               on_delivery=lambda err, msg: out.append((err, msg)))
     p.flush(30)
     if not out:
@@ -172,6 +179,19 @@ def once(bootstrap, topic, extra):
         print("ACK %d" % out[0][1].offset(), flush=True)
     else:
         print("ERR %s" % out[0][0].name(), flush=True)
+
+
+def delete_records(bootstrap, topic, offset):
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    futures = admin.delete_records(
+        [TopicPartition(topic, 0, int(offset))],
+        request_timeout=STEP_SECONDS)
+    for f in futures.values():
+        try:
+            print("LOW %d" % f.result(timeout=STEP_SECONDS).low_watermark,
+                  flush=True)
+        except KafkaException as e:
+            print("ERR %s" % e.args[0].name(), flush=True)
 
 
 if __name__ == "__main__":
@@ -186,5 +206,7 @@ if __name__ == "__main__":
         committed(sys.argv[2], sys.argv[3], sys.argv[4])
     elif cmd == "once":
         once(sys.argv[2], sys.argv[3], sys.argv[4:])
+    elif cmd == "delete-records":
+        delete_records(sys.argv[2], sys.argv[3], sys.argv[4])
     else:
         sys.exit("unknown command %s" % cmd)
