@@ -9,7 +9,8 @@
 //! CreateTopics within a stated bound and lost nothing committed; the
 //! killed node rejoins and catches up; Kafka's leader-election and
 //! reassignment tools move leaders and partitions; a node with another cluster's id or
-//! a taken node.id is refused. Misconfigurations that need no cluster are
+//! a taken node.id is refused; a stopping active controller hands the
+//! quorum's leadership over. Misconfigurations that need no cluster are
 //! checked separately.
 
 mod support;
@@ -443,7 +444,41 @@ fn three_node_cluster_elects_fails_over_fences_and_rejoins() {
     );
     assert_images_agree(&cluster, &[], "at the end");
 
+    active_controller_hands_over_when_it_stops(&mut cluster);
     decommissioned_broker_is_unregistered_with_kafkas_cluster_tool(&mut cluster);
+}
+
+/// A clean stop of the active controller hands the quorum's leadership to
+/// another voter (TransferLeader) before the node goes, so the quorum does
+/// not sit without a leader until the voters time out and elect one.
+fn active_controller_hands_over_when_it_stops(cluster: &mut Cluster) {
+    let leader = describe(&cluster.nodes[0]).unwrap()["quorum"]["leader"]
+        .as_i64()
+        .unwrap() as usize;
+    cluster.node(leader).stop();
+    let log = cluster.node(leader).log();
+    let handed_to = log
+        .split("handed the quorum leadership to node ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|id| id.parse::<i64>().ok());
+    let Some(successor) = handed_to else {
+        cluster.fail(&format!(
+            "node {leader} stopped without handing over the quorum leadership"
+        ));
+    };
+    let observer = (1..=3)
+        .find(|&i| i != leader && i as i64 != successor)
+        .unwrap();
+    let agreed = wait_for(CONVERGE_TIMEOUT, || {
+        describe(&cluster.nodes[observer - 1])
+            .is_some_and(|d| d["quorum"]["leader"].as_i64() == Some(successor))
+    });
+    assert!(
+        agreed,
+        "node {observer} does not name node {successor} as the active controller"
+    );
+    cluster.node(leader).restart();
 }
 
 /// Seed 004's operator tools, last part: a broker stopped for good is

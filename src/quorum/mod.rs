@@ -132,6 +132,17 @@ pub struct Quorum {
     settings: QuorumSettings,
     /// Connections to the other voters for forwarded requests.
     forward_connections: RefCell<HashMap<i32, Rc<glommio::sync::RwLock<PeerConnection>>>>,
+    /// Stops the controller listener and its connections. Its own, not the
+    /// broker's: a stopping node stays a voter until the quorum shuts
+    /// down, so that it acknowledges appends while it drains and learns
+    /// who took over after a handover.
+    network_stop: StopHandle,
+}
+
+impl Drop for Quorum {
+    fn drop(&mut self) {
+        self.network_stop.request();
+    }
 }
 
 impl Quorum {
@@ -144,7 +155,6 @@ impl Quorum {
         publish: Publish,
         forward: ForwardHandler,
         failures: StorageFailures,
-        stop: StopHandle,
     ) -> Result<Rc<Quorum>, String> {
         refuse_duplicate_node_id(&settings).await?;
         let tp = metadata_partition();
@@ -213,6 +223,7 @@ impl Quorum {
                 tracing::debug!("quorum already initialized: {e}");
             }
         }
+        let network_stop = StopHandle::new();
         if let Some(addr) = settings.listen {
             let listener = glommio::net::TcpListener::bind(addr).map_err(|e| {
                 format!(
@@ -225,7 +236,7 @@ impl Quorum {
                 settings.node_id,
                 raft.clone(),
                 forward,
-                stop,
+                network_stop.clone(),
             ))
             .detach();
         }
@@ -245,6 +256,7 @@ impl Quorum {
             log,
             settings,
             forward_connections: RefCell::new(HashMap::new()),
+            network_stop,
         }))
     }
 
@@ -443,13 +455,81 @@ impl Quorum {
         }
     }
 
+    /// On a clean stop of the active controller: hands the quorum's
+    /// leadership to the most up-to-date voter that answered recently
+    /// (openraft's TransferLeader; Kafka's controllers resign with
+    /// EndQuorumEpoch), so that the quorum has a leader again at once
+    /// instead of after `controller.quorum.fetch.timeout.ms` plus an
+    /// election. Waits at most `controller.quorum.request.timeout.ms` for
+    /// another node to lead; if none does, the stop goes on and the voters
+    /// elect one as after a crash.
+    pub async fn hand_over_leadership(&self) {
+        if !self.is_leader() || self.settings.voters.len() < 2 {
+            return;
+        }
+        let status = self.status();
+        let candidates: Vec<(i32, i64, Option<u64>)> = status
+            .voters
+            .iter()
+            .map(|v| (v.node_id, v.log_end_offset, v.last_ack_ms_ago))
+            .collect();
+        let Some(to) = successor(self.node_id(), &candidates, self.settings.fetch_timeout_ms)
+        else {
+            tracing::info!(
+                "no other controller answered within controller.quorum.fetch.timeout.ms: the \
+                 quorum elects the next active controller once this one stops"
+            );
+            return;
+        };
+        let started = Instant::now();
+        if let Err(e) = self.raft.trigger().transfer_leader(to as u64).await {
+            tracing::warn!("handing the quorum leadership to node {to} failed: {e}");
+            return;
+        }
+        let deadline = started + self.request_timeout();
+        while Instant::now() < deadline {
+            if let Some(leader) = self.leader().filter(|l| *l != self.node_id()) {
+                tracing::info!(
+                    "handed the quorum leadership to node {leader} in {} ms",
+                    started.elapsed().as_millis()
+                );
+                return;
+            }
+            glommio::timer::sleep(HANDOVER_POLL).await;
+        }
+        tracing::warn!(
+            "node {to} did not take the quorum leadership within \
+             controller.quorum.request.timeout.ms; stopping anyway, and the voters elect one"
+        );
+    }
+
     /// Stops the Raft member and closes the metadata log.
     pub async fn shutdown(&self) -> Result<Option<PartitionOffsets>, String> {
+        self.network_stop.request();
         if let Err(e) = self.raft.shutdown().await {
             tracing::warn!("the metadata quorum did not stop cleanly: {e}");
         }
         self.log.close().await.map_err(|e| e.to_string())
     }
+}
+
+/// How often a handover looks for the new leader.
+const HANDOVER_POLL: Duration = Duration::from_millis(10);
+
+/// The voter to hand the leadership to: of the others that acknowledged
+/// the leader within `fetch_timeout_ms`, the one with the longest log (it
+/// needs the least to catch up before it may lead), the lowest id on a tie.
+/// `voters` are `(node id, log end offset, ms since its last ack)`.
+fn successor(
+    own_id: i32,
+    voters: &[(i32, i64, Option<u64>)],
+    fetch_timeout_ms: u64,
+) -> Option<i32> {
+    voters
+        .iter()
+        .filter(|(id, _, ack)| *id != own_id && ack.is_some_and(|ms| ms <= fetch_timeout_ms))
+        .max_by_key(|(id, end, _)| (*end, std::cmp::Reverse(*id)))
+        .map(|(id, _, _)| *id)
 }
 
 /// How long the duplicate-id probe waits for an answer at this node's own
@@ -521,6 +601,25 @@ mod tests {
     use openraft::StorageError;
 
     use crate::quorum::types::MetadataRaft;
+
+    #[test]
+    fn the_successor_is_the_live_voter_with_the_longest_log() {
+        // Node 1 leads; 2 is behind, 3 is level with the leader, 4 is level
+        // too but has not answered for longer than the fetch timeout.
+        let voters = [
+            (1, 100, Some(0)),
+            (2, 90, Some(50)),
+            (3, 100, Some(40)),
+            (4, 100, Some(5_000)),
+        ];
+        assert_eq!(successor(1, &voters, 2_000), Some(3));
+        // A tie goes to the lower id.
+        let tie = [(1, 100, Some(0)), (3, 100, Some(10)), (2, 100, Some(10))];
+        assert_eq!(successor(1, &tie, 2_000), Some(2));
+        // Nobody else answered: no handover.
+        let alone = [(1, 100, Some(0)), (2, 100, None), (3, 100, Some(9_000))];
+        assert_eq!(successor(1, &alone, 2_000), None);
+    }
 
     /// A fresh metadata partition and state machine in a temporary
     /// directory, which the guard keeps until the test ends.

@@ -21,7 +21,8 @@ use openraft::impls::BasicNode;
 use openraft::network::v2::RaftNetworkV2;
 use openraft::network::{RPCOption, RaftNetworkFactory};
 use openraft::raft::{
-    AppendEntriesRequest, AppendEntriesResponse, SnapshotResponse, VoteRequest, VoteResponse,
+    AppendEntriesRequest, AppendEntriesResponse, SnapshotResponse, TransferLeaderRequest,
+    TransferLeaderResponse, VoteRequest, VoteResponse,
 };
 use openraft::storage::Snapshot;
 use serde::{Deserialize, Serialize};
@@ -76,6 +77,9 @@ pub enum PeerRequest {
     /// Which node answers here: a starting node asks at its own voter
     /// address, to find another process already using its `node.id`.
     Whois,
+    /// A stopping leader hands its leadership over. Last, so that the
+    /// variants before it keep their wire tags.
+    TransferLeader(TransferLeaderRequest<MetadataRaft>),
 }
 
 #[derive(Serialize, Deserialize)]
@@ -89,6 +93,7 @@ pub enum PeerResponse {
     },
     /// The peer could not handle the request (shutting down, or it failed).
     Error(String),
+    TransferLeader(TransferLeaderResponse<MetadataRaft>),
 }
 
 fn invalid(why: impl std::fmt::Display) -> io::Error {
@@ -228,6 +233,10 @@ async fn serve_peer(
                 PeerResponse::Forward(forward.request(connection, bytes).await)
             }
             PeerRequest::Whois => PeerResponse::Whois { node_id },
+            PeerRequest::TransferLeader(rpc) => match raft.handle_transfer_leader(rpc).await {
+                Ok(r) => PeerResponse::TransferLeader(r),
+                Err(e) => PeerResponse::Error(e.to_string()),
+            },
         };
         let bytes = postcard::to_stdvec(&response).map_err(invalid)?;
         write_frame(&mut stream, &bytes).await?;
@@ -406,6 +415,24 @@ impl RaftNetworkV2<MetadataRaft> for PeerClient {
                 PeerResponse::Vote(r) => Some(r),
                 _ => None,
             })
+            .await
+            .map_err(rpc_error)
+    }
+
+    async fn transfer_leader(
+        &mut self,
+        rpc: TransferLeaderRequest<MetadataRaft>,
+        option: RPCOption,
+    ) -> Result<TransferLeaderResponse<MetadataRaft>, RPCError<MetadataRaft>> {
+        self.connection
+            .call_for(
+                &PeerRequest::TransferLeader(rpc),
+                option.hard_ttl(),
+                |a| match a {
+                    PeerResponse::TransferLeader(r) => Some(r),
+                    _ => None,
+                },
+            )
             .await
             .map_err(rpc_error)
     }

@@ -377,6 +377,13 @@ async fn shard_main(
         }
     }
     drop(listener);
+    if shard.id() == CONTROLLER_SHARD {
+        // Before the drain: the quorum gets its next leader while this
+        // node's requests finish, not after.
+        if let Some(c) = shard.extension::<Controller>() {
+            c.quorum().hand_over_leadership().await;
+        }
+    }
     let deadline = Instant::now() + DRAIN_TIMEOUT;
     while active.get() > 0 && Instant::now() < deadline {
         glommio::timer::sleep(TICK).await;
@@ -451,7 +458,6 @@ async fn start_controller(
         publish.clone(),
         controller::forward_handler(shard.clone()),
         shard.storage_failures(),
-        stop.clone(),
     )
     .await?;
     shard.set_extension(Rc::new(Controller::new(
