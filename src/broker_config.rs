@@ -102,6 +102,9 @@ pub struct ReplicationConfig {
     /// `replica.socket.timeout.ms`: a fetch with no answer for this long
     /// fails and the connection is dropped.
     pub socket_timeout_ms: u64,
+    /// `replica.high.watermark.checkpoint.interval.ms`: how often every
+    /// partition's HW goes to `replication-offset-checkpoint`.
+    pub high_watermark_checkpoint_interval_ms: u64,
 }
 
 impl Default for ReplicationConfig {
@@ -114,6 +117,7 @@ impl Default for ReplicationConfig {
             fetch_backoff_ms: 1000,
             lag_time_max_ms: 30_000,
             socket_timeout_ms: 30_000,
+            high_watermark_checkpoint_interval_ms: 5_000,
         }
     }
 }
@@ -327,6 +331,7 @@ pub const KNOWN_KEYS: &[&str] = &[
     "replica.fetch.backoff.ms",
     "replica.lag.time.max.ms",
     "replica.socket.timeout.ms",
+    "replica.high.watermark.checkpoint.interval.ms",
     "log.segment.bytes",
     "log.roll.ms",
     "log.index.size.max.bytes",
@@ -621,6 +626,9 @@ impl BrokerConfig {
                 "replica.socket.timeout.ms" => {
                     self.replication.socket_timeout_ms = positive(key, v)?
                 }
+                "replica.high.watermark.checkpoint.interval.ms" => {
+                    self.replication.high_watermark_checkpoint_interval_ms = positive(key, v)?
+                }
                 "max.incremental.fetch.session.cache.slots" => {
                     self.fetch_session_cache_slots = non_negative(key, v)? as usize
                 }
@@ -761,6 +769,35 @@ mod tests {
         })
         .unwrap_err();
         assert!(e.contains("between 0 and 1"), "{e}");
+    }
+
+    #[test]
+    fn the_high_watermark_checkpoint_interval_takes_kafkas_name_and_default() {
+        let c = BrokerConfig::load(&Overrides::default()).unwrap();
+        assert_eq!(c.replication.high_watermark_checkpoint_interval_ms, 5_000);
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("pinlog.toml");
+        std::fs::write(
+            &path,
+            "\"replica.high.watermark.checkpoint.interval.ms\" = 250\n",
+        )
+        .unwrap();
+        let c = BrokerConfig::load(&Overrides {
+            config_file: Some(path.clone()),
+            ..Overrides::default()
+        })
+        .unwrap();
+        assert_eq!(c.replication.high_watermark_checkpoint_interval_ms, 250);
+        std::fs::write(
+            &path,
+            "\"replica.high.watermark.checkpoint.interval.ms\" = 0\n",
+        )
+        .unwrap();
+        assert!(BrokerConfig::load(&Overrides {
+            config_file: Some(path),
+            ..Overrides::default()
+        })
+        .is_err());
     }
 
     #[test]

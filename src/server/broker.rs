@@ -39,7 +39,9 @@ const DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long a shard waits for shard 0 to publish the first image.
 const STARTUP_TIMEOUT: Duration = Duration::from_secs(120);
 /// Kafka's `log.flush.offset.checkpoint.interval.ms` default: 1 minute.
-const CHECKPOINT_INTERVAL: Duration = Duration::from_secs(60);
+/// The checkpoints are written together, so they are written at the
+/// shorter of this and `replica.high.watermark.checkpoint.interval.ms`.
+const RECOVERY_POINT_CHECKPOINT_INTERVAL: Duration = Duration::from_secs(60);
 
 /// Blocks SIGINT and SIGTERM in this thread (and so in every thread started
 /// after it) and turns them into a stop request on a dedicated thread.
@@ -685,6 +687,9 @@ fn spawn_cleaner(
 fn spawn_timers(shard: &Rc<Shard>, config: &BrokerConfig, stop: StopHandle) {
     let s = shard.clone();
     let retention_check_interval = Duration::from_millis(config.retention_check_interval_ms);
+    let checkpoint_interval = RECOVERY_POINT_CHECKPOINT_INTERVAL.min(Duration::from_millis(
+        config.replication.high_watermark_checkpoint_interval_ms,
+    ));
     glommio::spawn_local(async move {
         let mut last_retention = Instant::now();
         let mut last_checkpoint = Instant::now();
@@ -697,7 +702,7 @@ fn spawn_timers(shard: &Rc<Shard>, config: &BrokerConfig, stop: StopHandle) {
                 last_retention = Instant::now();
                 s.retention_tick().await;
             }
-            if s.id() == CHECKPOINT_SHARD && last_checkpoint.elapsed() >= CHECKPOINT_INTERVAL {
+            if s.id() == CHECKPOINT_SHARD && last_checkpoint.elapsed() >= checkpoint_interval {
                 last_checkpoint = Instant::now();
                 checkpoint_all(&s).await;
             }
