@@ -21,7 +21,7 @@ pub mod state_machine;
 pub mod types;
 pub mod upgrade;
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
 use std::path::Path;
@@ -137,6 +137,10 @@ pub struct Quorum {
     /// down, so that it acknowledges appends while it drains and learns
     /// who took over after a handover.
     network_stop: StopHandle,
+    /// Set by [`Quorum::shutdown`]: the Raft member is gone, and the
+    /// controller's timers that still run answer themselves instead of
+    /// asking it (openraft logs an error for every call after shutdown).
+    shut_down: Cell<bool>,
 }
 
 impl Drop for Quorum {
@@ -257,6 +261,7 @@ impl Quorum {
             settings,
             forward_connections: RefCell::new(HashMap::new()),
             network_stop,
+            shut_down: Cell::new(false),
         }))
     }
 
@@ -336,6 +341,7 @@ impl Quorum {
     /// Waits until this leader has applied everything committed before its
     /// term, so that decisions see the whole image (a read barrier).
     pub async fn read_barrier(&self) -> Result<(), QuorumError> {
+        self.refuse_after_shutdown()?;
         match self.raft.ensure_linearizable(ReadPolicy::ReadIndex).await {
             Ok(_) => Ok(()),
             Err(e) => Err(match e.forward_to_leader() {
@@ -343,6 +349,13 @@ impl Quorum {
                 None => QuorumError::Stopped(e.to_string()),
             }),
         }
+    }
+
+    fn refuse_after_shutdown(&self) -> Result<(), QuorumError> {
+        if self.shut_down.get() {
+            return Err(QuorumError::Stopped("this node is shutting down".into()));
+        }
+        Ok(())
     }
 
     fn not_leader(&self, leader: Option<u64>) -> QuorumError {
@@ -357,6 +370,7 @@ impl Quorum {
     /// Commits `records` as one entry; returns its offset once every shard
     /// of this node has applied it.
     pub async fn propose(&self, records: &[MetadataRecord]) -> Result<i64, QuorumError> {
+        self.refuse_after_shutdown()?;
         match self.raft.client_write(Proposal::new(records)).await {
             Ok(r) => Ok(r.data.offset as i64),
             Err(e) => Err(match e.forward_to_leader() {
@@ -506,6 +520,7 @@ impl Quorum {
     /// Stops the Raft member and closes the metadata log.
     pub async fn shutdown(&self) -> Result<Option<PartitionOffsets>, String> {
         self.network_stop.request();
+        self.shut_down.set(true);
         if let Err(e) = self.raft.shutdown().await {
             tracing::warn!("the metadata quorum did not stop cleanly: {e}");
         }
