@@ -42,17 +42,7 @@ fn pinlog(args: &[&str]) -> CmdOutput {
 
 /// `pinlog cluster describe --json` through `node`.
 fn describe(node: &Broker) -> Option<Value> {
-    let out = pinlog(&[
-        "cluster",
-        "describe",
-        "--json",
-        "--bootstrap-server",
-        &node.bootstrap(),
-    ]);
-    if !out.success() {
-        return None;
-    }
-    serde_json::from_str(&out.stdout).ok()
+    support::cluster_describe(node)
 }
 
 /// The ids of the brokers `node` lists as live (DescribeCluster).

@@ -146,15 +146,7 @@ fn partitions(node: &Broker, topic: &str) -> Option<Vec<PartitionView>> {
 
 /// The active controller as `node` sees it.
 fn active_controller(node: &Broker) -> Option<i64> {
-    let out = pinlog(&[
-        "cluster",
-        "describe",
-        "--json",
-        "--bootstrap-server",
-        &node.bootstrap(),
-    ]);
-    let v: Value = serde_json::from_str(&out.stdout).ok()?;
-    v["quorum"]["leader"].as_i64()
+    support::cluster_describe(node)?["quorum"]["leader"].as_i64()
 }
 
 /// Waits until partition `p` of `topic`, seen through `via`, satisfies

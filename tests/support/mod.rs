@@ -1254,6 +1254,26 @@ pub fn read_logged(dir: &Path, name: &str) -> String {
     std::fs::read_to_string(dir.join(format!("{name}.out"))).unwrap_or_default()
 }
 
+/// `pinlog cluster describe --json` through `node`, parsed.
+#[allow(dead_code)]
+pub fn cluster_describe(node: &Broker) -> Option<serde_json::Value> {
+    let out = run_command(
+        Command::new(PINLOG_BIN).args([
+            "cluster",
+            "describe",
+            "--json",
+            "--bootstrap-server",
+            &node.bootstrap(),
+        ]),
+        None,
+        Duration::from_secs(60),
+    );
+    if !out.success() {
+        return None;
+    }
+    serde_json::from_str(&out.stdout).ok()
+}
+
 /// The record batches of a segment file, without the zeros that pad an
 /// active segment to the direct-I/O block size (a closed or recovered
 /// segment has none): replicas hold the same batches, but only the active
