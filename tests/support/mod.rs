@@ -54,6 +54,9 @@ const KEEP_DIRS_ENV: &str = "PINLOG_TEST_KEEP_DIRS";
 const STOP_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long `kill9` waits for the dead broker's ports to be released.
 const PORT_RELEASE_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long `restart` waits for the ports of a process that exited by
+/// itself (and retries a start that found one taken).
+const PORT_RELEASE_AFTER_EXIT: Duration = Duration::from_secs(30);
 /// Attempts at finding a free port when another process takes the one we
 /// picked between probing it and the broker binding it.
 const PORT_ATTEMPTS: usize = 3;
@@ -440,21 +443,10 @@ impl Broker {
         for port in ports.into_iter().flatten() {
             while !bindable_by_pinlog(port) {
                 if Instant::now() >= deadline {
-                    // Who holds it, for the report.
-                    let sockets = Command::new("ss")
-                        .args(["-tanp"])
-                        .output()
-                        .map(|o| {
-                            String::from_utf8_lossy(&o.stdout)
-                                .lines()
-                                .filter(|l| l.contains(&format!(":{port} ")))
-                                .collect::<Vec<_>>()
-                                .join("\n")
-                        })
-                        .unwrap_or_default();
                     self.fail(&format!(
                         "port {port} still in use {PORT_RELEASE_TIMEOUT:?} after kill -9; its \
-                         sockets:\n{sockets}"
+                         sockets:\n{}",
+                        sockets_on(port)
                     ));
                 }
                 std::thread::sleep(Duration::from_millis(5));
@@ -508,11 +500,32 @@ impl Broker {
         }
         self.child = None;
         // A process that exited by itself (a panic's exit) may hold its
-        // ports a moment longer, as after kill -9: give them that moment.
-        self.wait_ports_released_for(PORT_RELEASE_TIMEOUT);
-        self.spawn();
-        if let Err(e) = self.wait_ready() {
-            self.fail(&format!("broker did not restart: {e:?}"));
+        // ports a while longer, as after kill -9: the kernel tears its
+        // io_uring rings, and the sockets their requests hold, down
+        // asynchronously. One CI machine took over 5 s after an exit with a
+        // dead shard's accept still queued. Wait, and retry a start that
+        // found the port taken, within a bound.
+        let deadline = Instant::now() + PORT_RELEASE_AFTER_EXIT;
+        loop {
+            self.wait_ports_released_for(deadline.saturating_duration_since(Instant::now()));
+            self.spawn();
+            match self.wait_ready() {
+                Ok(()) => return,
+                Err(Startup::PortTaken) if Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(200));
+                }
+                Err(e) => {
+                    let holders = [Some(self.port), self.metrics_port()]
+                        .into_iter()
+                        .flatten()
+                        .map(|p| format!("port {p}:\n{}", sockets_on(p)))
+                        .collect::<Vec<_>>()
+                        .join("\n");
+                    self.fail(&format!(
+                        "broker did not restart: {e:?}; sockets on its ports:\n{holders}"
+                    ))
+                }
+            }
         }
     }
 
@@ -1284,4 +1297,20 @@ pub fn segment_batches(path: &Path) -> Vec<u8> {
     let end = pinlog::log::batch::whole_batches_len(&bytes);
     bytes.truncate(end);
     bytes
+}
+
+/// The sockets `ss` lists on `port`, with their processes: who holds a
+/// port a test expected free, for its failure message.
+fn sockets_on(port: u16) -> String {
+    Command::new("ss")
+        .args(["-tanp"])
+        .output()
+        .map(|o| {
+            String::from_utf8_lossy(&o.stdout)
+                .lines()
+                .filter(|l| l.contains(&format!(":{port} ")))
+                .collect::<Vec<_>>()
+                .join("\n")
+        })
+        .unwrap_or_default()
 }
