@@ -3,7 +3,7 @@
 # produce baseline. Writes tuning/results.md (see tuning/README.md).
 #
 # Usage: tuning/compare.sh [--quick] [--out FILE] [--skip-build] [--keep]
-#                          [--no-kafka-p4]
+#                          [--no-kafka-p4] [--replicated]
 #   --quick        about 4 minutes: one round per workload, short runs,
 #                  P3 over 1 GiB instead of 2 GiB, P4 on pinlog only
 #   --out FILE     where to write the report (default tuning/results.md)
@@ -14,6 +14,10 @@
 #   --only "LIST"  run only these sections, among raw p1 p2 p3 java p5 p4
 #                  (for development: the report then has gaps; p2 needs p1,
 #                  or P2_RATE=<records/s> in the environment)
+#   --replicated   instead of the above: 3 pinlog nodes against 3 Kafka
+#                  nodes, replication factor 3, acks=all,
+#                  min.insync.replicas=2 (tuning/replicated.sh; report in
+#                  tuning/results-replicated.md unless --out)
 #
 # What runs (all on loopback, free ports, one work directory on the same
 # disk as the repository, removed at the end):
@@ -42,21 +46,29 @@ SKIP_BUILD=0
 KEEP=0
 KAFKA_P4=1
 ONLY=""
+REPLICATED=0
+OUT_SET=0
 ARGV_STR="$*"
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) MODE=quick ;;
-    --out) OUT="$2"; shift ;;
+    --out) OUT="$2"; OUT_SET=1; shift ;;
     --skip-build) SKIP_BUILD=1 ;;
     --keep) KEEP=1 ;;
     --no-kafka-p4) KAFKA_P4=0 ;;
     --only) ONLY="$2"; shift ;;
+    --replicated) REPLICATED=1 ;;
     -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d'; exit 0 ;;
     *) echo "compare.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
   shift
 done
 
+if [ "$REPLICATED" = 1 ]; then
+  [ -z "$ONLY" ] || { echo "compare.sh: --replicated runs its own workloads; it does not take --only" >&2; exit 2; }
+  ONLY="replicated"
+  [ "$OUT_SET" = 1 ] || OUT="$REPO/tuning/results-replicated.md"
+fi
 want() { [ -z "$ONLY" ] || [[ " $ONLY " == *" $1 "* ]]; }
 MAIN=0   # whether the main pinlog and Kafka brokers are needed
 for s_ in p1 p2 p3 java p5; do if want $s_; then MAIN=1; fi; done
@@ -184,8 +196,14 @@ settle() {
   done
 }
 CLK_TCK=$(getconf CLK_TCK)
-alive() { kill -0 "$1" 2>/dev/null; }
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null || echo 0; }
+# alive PID[,PID...]: every one of them still runs.
+alive() { local p; for p in ${1//,/ }; do kill -0 "$p" 2>/dev/null || return 1; done; }
+# cpu_ticks PID[,PID...]: user + system clock ticks, summed (a cluster's).
+cpu_ticks() {
+  local p t=0
+  for p in ${1//,/ }; do t=$((t + $(awk '{print $14 + $15}' "/proc/$p/stat" 2>/dev/null || echo 0))); done
+  echo "$t"
+}
 rss_kib() { awk '/^VmRSS:/{print $2}' "/proc/$1/status"; }
 
 # wait_metadata ADDR SECONDS [TOPIC PARTITIONS]: until a Metadata request
@@ -245,11 +263,16 @@ if [ "$SKIP_BUILD" = 0 ]; then
   say "building pinlog and pinlog-loadgen (release)"
   (cd "$REPO" && cargo build --release -p pinlog -p pinlog-loadgen --bins) > "$LOGS/build.log" 2>&1 \
     || { tail -30 "$LOGS/build.log" >&2; die "cargo build failed"; }
-  say "building tuning/raw-sink (release)"
-  cargo build --release --manifest-path "$RAWSINK_DIR/Cargo.toml" > "$LOGS/build-raw.log" 2>&1 \
-    || { tail -30 "$LOGS/build-raw.log" >&2; die "raw-sink build failed"; }
+  if [ "$REPLICATED" = 0 ]; then
+    say "building tuning/raw-sink (release)"
+    cargo build --release --manifest-path "$RAWSINK_DIR/Cargo.toml" > "$LOGS/build-raw.log" 2>&1 \
+      || { tail -30 "$LOGS/build-raw.log" >&2; die "raw-sink build failed"; }
+  fi
 fi
-for b in "$PINLOG_BIN" "$LOADGEN_BIN" "$RAWSINK_BIN"; do
+# The replicated mode has no raw baseline.
+NEEDED_BINS=("$PINLOG_BIN" "$LOADGEN_BIN")
+[ "$REPLICATED" = 1 ] || NEEDED_BINS+=("$RAWSINK_BIN")
+for b in "${NEEDED_BINS[@]}"; do
   [ -x "$b" ] || die "missing $b (run without --skip-build)"
 done
 say "fetching Kafka $KAFKA_VERSION jars if needed"
@@ -320,7 +343,9 @@ import org.apache.kafka.clients.admin.*;
 
 // BenchAdmin create BOOTSTRAP TOPIC PARTITIONS | delete BOOTSTRAP TOPIC
 //          | create-many BOOTSTRAP PREFIX TOPICS PARTITIONS_EACH
-// Prints the milliseconds the call took. Replication factor 1. create-many
+//          | create-replicated BOOTSTRAP TOPIC PARTITIONS RF MIN_INSYNC
+// Prints the milliseconds the call took. Replication factor 1 except for
+// create-replicated (which sets the topic's min.insync.replicas). create-many
 // creates PREFIX0, PREFIX1, ... one CreateTopics request each: Kafka's
 // controller refuses a request that adds more than 10,000 metadata records
 // (max.records.per.user.op), i.e. a 10,000-partition topic.
@@ -340,6 +365,10 @@ public class BenchAdmin {
         for (int i = 0; i < topics; i++) {
           admin.createTopics(List.of(new NewTopic(a[2] + i, each, (short) 1))).all().get(300, TimeUnit.SECONDS);
         }
+      } else if (a[0].equals("create-replicated")) {
+        NewTopic t = new NewTopic(a[2], Integer.parseInt(a[3]), Short.parseShort(a[4]))
+            .configs(Map.of("min.insync.replicas", a[5]));
+        admin.createTopics(List.of(t)).all().get(300, TimeUnit.SECONDS);
       } else if (a[0].equals("delete")) {
         admin.deleteTopics(List.of(a[2])).all().get(120, TimeUnit.SECONDS);
       } else {
@@ -387,7 +416,8 @@ GIT_DIRTY=$(cd "$REPO" && { git status --porcelain 2>/dev/null | grep -q . && ec
 
 # ---------------------------------------------------------------- runners
 # measure NAME BROKER_PID TIMEOUT -- CMD...: runs CMD in the foreground with
-# its stdout in $RES/NAME.out; records wall, client CPU and broker CPU.
+# its stdout in $RES/NAME.out; records wall, client CPU and broker CPU
+# (BROKER_PID may be a comma-separated list: a cluster's CPU is the sum).
 measure() {
   local name=$1 bpid=$2 limit=$3; shift 4
   local b0 b1 rc=0
@@ -428,7 +458,7 @@ lg_produce() {  # lg_produce NAME PID ADDR TOPIC SECS WARMUP [extra loadgen args
   local name=$1 pid=$2 addr=$3 topic=$4 secs=$5 warm=$6; shift 6
   lg "$name" "$pid" $((secs + warm + 120)) produce --bootstrap "$addr" --topic "$topic" \
     --partitions "$PARTS" --record-size "$RECORD" --key-space none \
-    --batch-bytes "$LG_BATCH" --linger-ms "${LINGER:-$LG_LINGER}" --acks 1 --compression none \
+    --batch-bytes "$LG_BATCH" --linger-ms "${LINGER:-$LG_LINGER}" --acks "${ACKS:-1}" --compression none \
     --producers "$LG_CONNS" --duration "$secs" --warmup "$warm" "$@"
 }
 
@@ -448,6 +478,13 @@ raw_round() {
   stop_pid "$pid" 10 >/dev/null
   rm -rf "$dir"
 }
+
+if [ "$REPLICATED" = 1 ]; then
+  # The replicated mode's clusters, workloads and report.
+  # shellcheck source=tuning/replicated.sh
+  source "$REPO/tuning/replicated.sh"
+  exit 0
+fi
 
 if want raw; then
 say "raw baseline: raw-sink (2 shards, O_DIRECT 1 MiB writes), 4 connections, ${RAW_SECS}s"
@@ -785,132 +822,21 @@ ELAPSED=$(( $(date +%s) - T0 ))
 # ---------------------------------------------------------------- report
 say "writing $OUT"
 P2_RATE=${P2_RATE:-0}
-export RES OUT MODE ARGV_STR LOAD_START LOAD_END BUSY_START ELAPSED MACH_CPU MACH_CORES MACH_RAM \
+TUNING_DIR="$REPO/tuning"
+export TUNING_DIR RES OUT MODE ARGV_STR LOAD_START LOAD_END BUSY_START ELAPSED MACH_CPU MACH_CORES MACH_RAM \
   MACH_KERNEL MACH_DISK MACH_HYP MACH_JAVA MACH_RUST GIT_REV GIT_DIRTY RECORD PARTS LG_BATCH LG_LINGER \
   LG_CONNS LG_P2_LINGER P1_SECS P1_WARM P1_ROUNDS P2_SECS P2_WARM P2_ROUNDS P2_RATE KAFKA_P1_RPS \
   P3_BYTES P3_RECORDS P3_ROUNDS TAIL_SECS TAIL_WARM TAIL_ROUNDS P4_PARTS P5_SECS P5_WARM P5_ROUNDS \
   RAW_SECS RAW_ROUNDS JAVA_RECORDS KAFKA_HEAP DROP_CACHES KAFKA_P4 KAFKA_VERSION
 python3 - > "$OUT.tmp" <<'PY'
-import glob, json, os, re, statistics, datetime
+import glob, json, os, re, sys, datetime
 
 E = os.environ
 RES = E["RES"]
 OUT = E["OUT"]
+sys.path.insert(0, E["TUNING_DIR"])
+from report_helpers import *  # noqa: E402,F403  (load, runs, med, ratio, ...)
 
-
-def load(name):
-    try:
-        with open(os.path.join(RES, name)) as f:
-            t = f.read().strip()
-        return json.loads(t) if t else {}
-    except (OSError, ValueError):
-        return {}
-
-
-def text(name, default=""):
-    try:
-        with open(os.path.join(RES, name)) as f:
-            return f.read().strip()
-    except OSError:
-        return default
-
-
-def timing(name):
-    """(wall, user, sys) of the client from /usr/bin/time, or None."""
-    t = text(name + ".time").splitlines()
-    for line in reversed(t):
-        parts = line.split()
-        if len(parts) == 3:
-            try:
-                return tuple(float(x) for x in parts)
-            except ValueError:
-                pass
-    return None
-
-
-def bcpu(name):
-    try:
-        return float(text(name + ".bcpu", "nan"))
-    except ValueError:
-        return float("nan")
-
-
-def mbps(j):
-    """MB/s (10^6 bytes) of record values from a loadgen or raw-sink JSON."""
-    if not j:
-        return None
-    if j.get("bytes") and j.get("duration_s"):
-        return j["bytes"] / j["duration_s"] / 1e6
-    return j.get("mb_per_s")
-
-
-def lat(j, k):
-    v = (j or {}).get("latency_us") or {}
-    return v.get(k)
-
-
-def med(xs):
-    xs = [x for x in xs if x is not None]
-    return statistics.median(xs) if xs else None
-
-
-def rng(xs):
-    xs = [x for x in xs if x is not None]
-    if not xs:
-        return "n/a"
-    if len(xs) == 1:
-        return f"{xs[0]:.1f}"
-    return f"{med(xs):.1f} ({min(xs):.1f}–{max(xs):.1f})"
-
-
-def f1(x, unit=""):
-    return "n/a" if x is None else f"{x:.1f}{unit}"
-
-
-def f2(x):
-    return "n/a" if x is None else f"{x:.2f}"
-
-
-def ratio(a, b):
-    if a is None or b is None or b == 0:
-        return None
-    return a / b
-
-
-def runs(prefix):
-    """{round: name} for files PREFIX.<round>.json"""
-    out = {}
-    for p in glob.glob(os.path.join(RES, prefix + ".*.json")):
-        base = os.path.basename(p)[:-5]
-        out[base[len(prefix) + 1:]] = base
-    return dict(sorted(out.items()))
-
-
-def cores(name):
-    t = timing(name)
-    b = bcpu(name)
-    if not t or t[0] <= 0:
-        return None, None
-    return b / t[0], (t[1] + t[2]) / t[0]
-
-
-def run_row(label, name):
-    j = load(name + ".json")
-    bc, cc = cores(name)
-    err = j.get("errors", "n/a") if j else "failed"
-    return ("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |".format(
-        label,
-        f1(j.get("records_per_s") if j else None),
-        f1(mbps(j)),
-        f1(lat(j, "p50") / 1000 if lat(j, "p50") is not None else None),
-        f1(lat(j, "p99") / 1000 if lat(j, "p99") is not None else None),
-        f1(lat(j, "p999") / 1000 if lat(j, "p999") is not None else None),
-        f1(lat(j, "max") / 1000 if lat(j, "max") is not None else None),
-        err, f2(bc), f2(cc)))
-
-
-RUN_HDR = ("| run | records/s | MB/s | p50 ms | p99 ms | p99.9 ms | max ms | errors | broker CPU (cores) | client CPU (cores) |\n"
-           "|---|---|---|---|---|---|---|---|---|---|")
 
 lines = []
 w = lines.append
@@ -920,15 +846,6 @@ mode = E["MODE"]
 # ------------------------------------------------------------ numbers
 raw = [mbps(load(n + ".json")) for n in runs("raw").values()]
 raw_med = med(raw)
-
-
-def pair_ratios(prefix_a, prefix_b, metric):
-    ra, rb = runs(prefix_a), runs(prefix_b)
-    out = []
-    for k in ra:
-        if k in rb:
-            out.append(ratio(metric(load(ra[k] + ".json")), metric(load(rb[k] + ".json"))))
-    return [x for x in out if x is not None]
 
 
 p1p = [mbps(load(n + ".json")) for n in runs("p1.pinlog").values()]
@@ -970,17 +887,6 @@ p4k = load("p4.kafka.json")
 p5_1 = [mbps(load(n + ".json")) for n in runs("p5.s1").values()]
 p5_2 = [mbps(load(n + ".json")) for n in runs("p5.s2").values()]
 p5_ratio = med(pair_ratios("p5.s2", "p5.s1", mbps))
-
-
-def met(x, op, target):
-    if x is None:
-        return "n/a"
-    ok = x >= target if op == ">=" else x <= target
-    return "yes" if ok else "**no**"
-
-
-def xr(x, d=2):
-    return "n/a" if x is None else f"{x:.{d}f}x"
 
 
 # ------------------------------------------------------------ header

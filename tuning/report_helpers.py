@@ -1,0 +1,149 @@
+"""Helpers shared by the reports of tuning/compare.sh and its replicated
+mode (tuning/replicated.sh): reading one run's result files and turning
+them into medians, ratios and table cells.
+
+Every run leaves in $RES: NAME.json (the client's JSON), NAME.time (the
+client's wall, user and system seconds from /usr/bin/time), NAME.bcpu (the
+broker's CPU seconds during the run) and NAME.cmd (the command).
+"""
+import glob
+import json
+import os
+import statistics
+
+RES = os.environ["RES"]
+
+
+def load(name):
+    try:
+        with open(os.path.join(RES, name)) as f:
+            t = f.read().strip()
+        return json.loads(t) if t else {}
+    except (OSError, ValueError):
+        return {}
+
+
+def text(name, default=""):
+    try:
+        with open(os.path.join(RES, name)) as f:
+            return f.read().strip()
+    except OSError:
+        return default
+
+
+def timing(name):
+    """(wall, user, sys) of the client from /usr/bin/time, or None."""
+    t = text(name + ".time").splitlines()
+    for line in reversed(t):
+        parts = line.split()
+        if len(parts) == 3:
+            try:
+                return tuple(float(x) for x in parts)
+            except ValueError:
+                pass
+    return None
+
+
+def bcpu(name):
+    try:
+        return float(text(name + ".bcpu", "nan"))
+    except ValueError:
+        return float("nan")
+
+
+def mbps(j):
+    """MB/s (10^6 bytes) of record values from a loadgen or raw-sink JSON."""
+    if not j:
+        return None
+    if j.get("bytes") and j.get("duration_s"):
+        return j["bytes"] / j["duration_s"] / 1e6
+    return j.get("mb_per_s")
+
+
+def lat(j, k):
+    v = (j or {}).get("latency_us") or {}
+    return v.get(k)
+
+
+def med(xs):
+    xs = [x for x in xs if x is not None]
+    return statistics.median(xs) if xs else None
+
+
+def rng(xs):
+    xs = [x for x in xs if x is not None]
+    if not xs:
+        return "n/a"
+    if len(xs) == 1:
+        return f"{xs[0]:.1f}"
+    return f"{med(xs):.1f} ({min(xs):.1f}–{max(xs):.1f})"
+
+
+def f1(x, unit=""):
+    return "n/a" if x is None else f"{x:.1f}{unit}"
+
+
+def f2(x):
+    return "n/a" if x is None else f"{x:.2f}"
+
+
+def ratio(a, b):
+    if a is None or b is None or b == 0:
+        return None
+    return a / b
+
+
+def runs(prefix):
+    """{round: name} for files PREFIX.<round>.json"""
+    out = {}
+    for p in glob.glob(os.path.join(RES, prefix + ".*.json")):
+        base = os.path.basename(p)[:-5]
+        out[base[len(prefix) + 1:]] = base
+    return dict(sorted(out.items()))
+
+
+def cores(name):
+    t = timing(name)
+    b = bcpu(name)
+    if not t or t[0] <= 0:
+        return None, None
+    return b / t[0], (t[1] + t[2]) / t[0]
+
+
+def run_row(label, name):
+    j = load(name + ".json")
+    bc, cc = cores(name)
+    err = j.get("errors", "n/a") if j else "failed"
+    return ("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |".format(
+        label,
+        f1(j.get("records_per_s") if j else None),
+        f1(mbps(j)),
+        f1(lat(j, "p50") / 1000 if lat(j, "p50") is not None else None),
+        f1(lat(j, "p99") / 1000 if lat(j, "p99") is not None else None),
+        f1(lat(j, "p999") / 1000 if lat(j, "p999") is not None else None),
+        f1(lat(j, "max") / 1000 if lat(j, "max") is not None else None),
+        err, f2(bc), f2(cc)))
+
+
+RUN_HDR = ("| run | records/s | MB/s | p50 ms | p99 ms | p99.9 ms | max ms | errors | broker CPU (cores) | client CPU (cores) |\n"
+           "|---|---|---|---|---|---|---|---|---|---|")
+
+
+def pair_ratios(prefix_a, prefix_b, metric):
+    ra, rb = runs(prefix_a), runs(prefix_b)
+    out = []
+    for k in ra:
+        if k in rb:
+            out.append(ratio(metric(load(ra[k] + ".json")), metric(load(rb[k] + ".json"))))
+    return [x for x in out if x is not None]
+
+
+def met(x, op, target):
+    if x is None:
+        return "n/a"
+    ok = x >= target if op == ">=" else x <= target
+    return "yes" if ok else "**no**"
+
+
+def xr(x, d=2):
+    return "n/a" if x is None else f"{x:.{d}f}x"
