@@ -105,8 +105,9 @@ w("- **Same machine, same disk.** Six processes (three per cluster) and the load
 w("- **Each node is a combined broker and controller voter** in both clusters: pinlog's `serve --node-id I "
   "--controller-quorum-voters ...`, Kafka's `process.roles=broker,controller` with a static "
   "`controller.quorum.voters`.")
-w("- **pinlog**: release build, default shards (one per CPU), `shard.spin.before.park.us = 0` (three brokers "
-  "share two cores: tuning/README.md's advice for shared cores), `group.initial.rebalance.delay.ms = 0`; "
+w("- **pinlog**: release build, one shard per node (`--shards 1`), the nodes' shards spread round-robin "
+  "over the CPUs with `taskset`, `shard.spin.before.park.us = 0` (three brokers share the cores: "
+  "tuning/README.md's advice for shared cores), `group.initial.rebalance.delay.ms = 0`; "
   "everything else default (no fdatasync per append: each append is an O_DIRECT write).")
 w(f"- **Kafka {E['KAFKA_VERSION']}**: `kafka.Kafka` from Maven Central's jars, heap -Xms/-Xmx{E['REP_KAFKA_HEAP']} "
   "per node, G1 with the flags of Kafka's start script, `default.replication.factor=3`, "
