@@ -510,6 +510,7 @@ async fn fetch(
     // in flight, an append that failed): the leader's session believes the
     // HW it carried arrived, so the next request must be full.
     let mut dropped = false;
+    let mut applies = Vec::new();
     for t in response.responses {
         for d in t.partitions {
             let tp = TopicPartition::new(t.topic.clone(), d.partition_index);
@@ -536,52 +537,99 @@ async fn fetch(
                     continue;
                 }
             }
-            let Some(log) = shard.local_log(&tp) else {
-                continue;
-            };
-            let Ok(mut log) = log.write().await else {
-                continue;
-            };
-            if !still_following(&part.state, leader, part.leader_epoch)
-                || log.log_end_offset() != fetch_offset
-            {
-                dropped = true;
-                continue;
-            }
             let records = match d.records {
                 Some(RecordData::Bytes(b)) => whole_batches(b),
                 _ => Bytes::new(),
             };
-            if !records.is_empty() {
-                match log.append_as_follower(records, now_ms()).await {
-                    Ok(_) => replicas::after_append(shard, &tp, &mut log),
-                    Err(e) => {
-                        tracing::error!(
-                            partition = %tp,
-                            leader,
-                            "appending fetched batches failed: {e}; finding the divergence \
-                             point again"
-                        );
-                        fetchers.truncate_first.borrow_mut().insert(tp.clone());
-                        dropped = true;
-                        continue;
-                    }
-                }
-            }
-            if hooks.is_some_and(|h| h.high_watermark_frozen(&tp)) {
-                continue;
-            }
-            part.state
-                .borrow_mut()
-                .on_leader_high_watermark(d.high_watermark);
-            replicas::sync_high_watermark(shard, &tp, &mut log);
-            follow_log_start(&tp, leader, &mut log, d.log_start_offset).await;
+            let answer = FetchedPartition {
+                tp,
+                state: part.state.clone(),
+                leader_epoch: part.leader_epoch,
+                fetch_offset,
+                records,
+                high_watermark: d.high_watermark,
+                log_start_offset: d.log_start_offset,
+                high_watermark_frozen: hooks.is_some_and(|h| h.high_watermark_frozen(&part.tp)),
+            };
+            // Each partition's append is a disk write: the partitions of
+            // one answer are written concurrently, so the next request,
+            // which tells the leader our new LEO (and so moves its HW and
+            // answers acks=all produces), waits for the slowest write, not
+            // for their sum.
+            let shard = shard.clone();
+            applies.push(glommio::spawn_local(async move {
+                apply_fetched(&shard, leader, answer).await
+            }));
         }
+    }
+    for apply in applies {
+        dropped |= !apply.await;
     }
     if dropped {
         session.resend_all();
     }
     Ok(answered || !refused)
+}
+
+/// One partition of a leader's fetch answer, to apply to the local log.
+struct FetchedPartition {
+    tp: TopicPartition,
+    state: Rc<RefCell<ReplicaState>>,
+    leader_epoch: i32,
+    /// The offset the request asked from (our LEO then).
+    fetch_offset: i64,
+    /// Whole batches only.
+    records: Bytes,
+    high_watermark: i64,
+    log_start_offset: i64,
+    /// A test hook keeps this replica's HW where it is.
+    high_watermark_frozen: bool,
+}
+
+/// Appends a partition's fetched batches unchanged and takes the leader's
+/// HW and log start. Returns false when it dropped the answer (a new epoch
+/// while the request was in flight, a log that moved, a failed append):
+/// the leader's session then believes a HW arrived that did not.
+async fn apply_fetched(shard: &Rc<Shard>, leader: i32, answer: FetchedPartition) -> bool {
+    let tp = &answer.tp;
+    let Some(log) = shard.local_log(tp) else {
+        return true;
+    };
+    let Ok(mut log) = log.write().await else {
+        return true;
+    };
+    if !still_following(&answer.state, leader, answer.leader_epoch)
+        || log.log_end_offset() != answer.fetch_offset
+    {
+        return false;
+    }
+    if !answer.records.is_empty() {
+        match log.append_as_follower(answer.records, now_ms()).await {
+            Ok(_) => replicas::after_append(shard, tp, &mut log),
+            Err(e) => {
+                tracing::error!(
+                    partition = %tp,
+                    leader,
+                    "appending fetched batches failed: {e}; finding the divergence point again"
+                );
+                ReplicaFetchers::of(shard)
+                    .truncate_first
+                    .borrow_mut()
+                    .insert(tp.clone());
+                return false;
+            }
+        }
+    }
+    if answer.high_watermark_frozen {
+        return true;
+    }
+    answer
+        .state
+        .borrow_mut()
+        .on_leader_high_watermark(answer.high_watermark);
+    replicas::sync_high_watermark(shard, tp, &mut log);
+    follow_log_start(tp, leader, &mut log, answer.log_start_offset).await;
+    true
 }
 
 /// Moves the follower's log start up to the leader's, as Kafka's follower
