@@ -355,6 +355,21 @@ fn topic_commands_against_a_broker() {
     );
     assert!(deleted.stderr.contains("topic \"nope\""), "{deleted}");
     expect_exit(&pinlog(b, &["topic", "delete", TOPIC, "--if-exists"]), 0);
+    // Its directories are renamed at once and removed in the background.
+    let data_dir = broker.data_dir();
+    assert!(!data_dir.join(format!("{TOPIC}-0")).exists());
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let leftovers = || -> Vec<String> {
+        std::fs::read_dir(&data_dir)
+            .unwrap()
+            .filter_map(|e| e.ok()?.file_name().into_string().ok())
+            .filter(|n| n.starts_with(TOPIC))
+            .collect()
+    };
+    while !leftovers().is_empty() && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(leftovers().is_empty(), "{:?}", leftovers());
 
     // The environment variable stands in for --bootstrap-server.
     let mut cmd = Command::new(PINLOG_BIN);

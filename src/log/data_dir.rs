@@ -105,6 +105,7 @@ pub fn load_data_dir(dir: &Path) -> LogResult<DataDirState> {
 }
 
 /// Partition directories (`<topic>-<partition>`) under `dir`, sorted.
+/// Removes the directories of deleted partitions found on the way.
 pub fn list_partitions(dir: &Path) -> LogResult<Vec<TopicPartition>> {
     let mut out = Vec::new();
     let entries = std::fs::read_dir(dir).map_err(|e| LogError::io("list data dir", dir, -1, e))?;
@@ -117,11 +118,24 @@ pub fn list_partitions(dir: &Path) -> LogResult<Vec<TopicPartition>> {
         if !is_dir {
             continue;
         }
-        if let Some(tp) = entry
-            .file_name()
-            .to_str()
-            .and_then(TopicPartition::parse_dir_name)
-        {
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else {
+            continue;
+        };
+        if TopicPartition::is_deleted_dir_name(name) {
+            // A deleted partition whose removal a crash or a stop cut
+            // short (see `Shard::delete_local_partition`).
+            let path = entry.path();
+            match std::fs::remove_dir_all(&path) {
+                Ok(()) => tracing::info!("removed the deleted partition directory {name}"),
+                Err(e) => tracing::warn!(
+                    "cannot remove the deleted partition directory {}: {e}; remove it by hand",
+                    path.display()
+                ),
+            }
+            continue;
+        }
+        if let Some(tp) = TopicPartition::parse_dir_name(name) {
             out.push(tp);
         }
     }
@@ -382,6 +396,23 @@ mod tests {
         let state = load_data_dir(&dir).unwrap();
         assert!(!state.clean_shutdown);
         assert_eq!(state.previous_broker_epoch, None);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_start_removes_deleted_partitions_and_loads_the_rest() {
+        let dir = std::env::temp_dir().join(format!("pinlog-deleted-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let kept = TopicPartition::new("orders", 0);
+        let deleted = TopicPartition::new("orders", 1).deleted_dir_name(0xabc);
+        std::fs::create_dir_all(dir.join(kept.dir_name())).unwrap();
+        std::fs::create_dir_all(dir.join(&deleted)).unwrap();
+        std::fs::write(dir.join(&deleted).join("00000000000000000000.log"), b"x").unwrap();
+        assert_eq!(list_partitions(&dir).unwrap(), vec![kept]);
+        assert!(
+            !dir.join(&deleted).exists(),
+            "a crash's leftover is removed"
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

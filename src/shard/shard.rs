@@ -196,12 +196,31 @@ impl Shard {
                 }
             }
         }
-        // Removing a directory tree is a rare admin operation; run it off the
-        // shard thread.
-        let d = dir.clone();
-        crate::blocking_pool::run(move || std::fs::remove_dir_all(d))
+        // Rename now, remove later (Kafka's `-delete` directories): the
+        // caller applies a metadata image, and a topic deletion answers
+        // only once every shard applied it. Removing gigabytes of segments
+        // took seconds under load, past the controller's request timeout.
+        // A start removes what a crash left renamed.
+        let unique = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64);
+        let doomed = self.config.data_dir.join(tp.deleted_dir_name(unique));
+        let (from, to) = (dir.clone(), doomed.clone());
+        crate::blocking_pool::run(move || std::fs::rename(from, to))
             .await
-            .map_err(|e| LogError::io("delete partition dir", &dir, -1, e))
+            .map_err(|e| LogError::io("rename deleted partition dir", &dir, -1, e))?;
+        glommio::spawn_local(async move {
+            let d = doomed.clone();
+            if let Err(e) = crate::blocking_pool::run(move || std::fs::remove_dir_all(d)).await {
+                tracing::warn!(
+                    "removing the deleted partition directory {} failed: {e}; the next start \
+                     removes it",
+                    doomed.display()
+                );
+            }
+        })
+        .detach();
+        Ok(())
     }
 
     /// The count of this shard's logs that an I/O error took offline; a

@@ -488,6 +488,10 @@ impl Verifier {
 
     fn verify(&mut self, dir: &Path) {
         let name = dir.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        if TopicPartition::is_deleted_dir_name(name) {
+            // A deleted partition on its way out: the next start removes it.
+            return;
+        }
         if TopicPartition::parse_dir_name(name).is_none() {
             self.warning(
                 dir,
