@@ -195,6 +195,73 @@ impl Default for ClusterConfig {
     }
 }
 
+/// A controller (`process.roles` includes `controller`): a voter, in
+/// `controller.quorum.voters` (by default the only one), listening where
+/// the other voters are told to connect.
+fn settle_voter(node_id: i32, c: &mut ClusterConfig) -> Result<(), String> {
+    if c.voters.is_empty() {
+        // Zero-config: a quorum of this node alone.
+        let address = c
+            .controller_listen
+            .map_or(DEFAULT_CONTROLLER_ADDRESS.to_string(), |a| a.to_string());
+        c.voters.insert(node_id, address);
+    }
+    let Some(own) = c.voters.get(&node_id) else {
+        let ids: Vec<String> = c.voters.keys().map(i32::to_string).collect();
+        return Err(bad(
+                "controller.quorum.voters",
+                format!(
+                    "this node is a controller with node.id {}, but the voters are {}; add {}@HOST:PORT to controller.quorum.voters or set node.id to one of them",
+                    node_id,
+                    ids.join(", "),
+                    node_id
+                ),
+            ));
+    };
+    if c.voters.len() > 1 && c.controller_listen.is_none() {
+        // Listen where the other voters are told to connect.
+        c.controller_listen = Some(own.parse().map_err(|_| {
+                bad(
+                    "controller.listen",
+                    format!("this node's voter address {own:?} is a name, not an IP address; set controller.listen to the HOST:PORT to bind"),
+                )
+            })?);
+    }
+    Ok(())
+}
+
+/// A node with `process.roles=broker`: it learns the metadata log from the
+/// voters without being one (see `quorum::observer`), so the voter list
+/// names the controllers and must not name this node. It listens for the
+/// log on `controller.listen`, by default an ephemeral port on the client
+/// listener's address.
+fn settle_broker_only(
+    node_id: i32,
+    listen: SocketAddr,
+    c: &mut ClusterConfig,
+) -> Result<(), String> {
+    if c.voters.is_empty() {
+        return Err(bad(
+            "controller.quorum.voters",
+            "a broker-only node (process.roles=broker) learns the metadata from the \
+             controllers: list them in controller.quorum.voters",
+        ));
+    }
+    if c.voters.contains_key(&node_id) {
+        return Err(bad(
+            "process.roles",
+            format!(
+                "node.id {node_id} is in controller.quorum.voters, but process.roles has no \
+                 controller; add controller to process.roles, or give this broker a node.id \
+                 that is not a voter's"
+            ),
+        ));
+    }
+    c.controller_listen
+        .get_or_insert_with(|| SocketAddr::new(listen.ip(), 0));
+    Ok(())
+}
+
 /// `process.roles`: `broker`, `controller`, or both (in either order).
 pub fn parse_process_roles(s: &str) -> Result<(bool, bool), String> {
     let (mut broker, mut controller) = (false, false);
@@ -454,45 +521,10 @@ impl BrokerConfig {
     /// work, naming the setting to change.
     fn settle_cluster(&mut self) -> Result<(), String> {
         let c = &mut self.cluster;
-        if !c.controller_role {
-            return Err(bad(
-                "process.roles",
-                "a node without the controller role (a broker that observes the quorum) is not supported yet; run every node with process.roles=broker,controller",
-            ));
-        }
-        if !c.broker_role {
-            return Err(bad(
-                "process.roles",
-                "a controller-only node is not supported yet; run every node with process.roles=broker,controller",
-            ));
-        }
-        if c.voters.is_empty() {
-            // Zero-config: a quorum of this node alone.
-            let address = c
-                .controller_listen
-                .map_or(DEFAULT_CONTROLLER_ADDRESS.to_string(), |a| a.to_string());
-            c.voters.insert(self.node_id, address);
-        }
-        let Some(own) = c.voters.get(&self.node_id) else {
-            let ids: Vec<String> = c.voters.keys().map(i32::to_string).collect();
-            return Err(bad(
-                "controller.quorum.voters",
-                format!(
-                    "this node is a controller with node.id {}, but the voters are {}; add {}@HOST:PORT to controller.quorum.voters or set node.id to one of them",
-                    self.node_id,
-                    ids.join(", "),
-                    self.node_id
-                ),
-            ));
-        };
-        if c.voters.len() > 1 && c.controller_listen.is_none() {
-            // Listen where the other voters are told to connect.
-            c.controller_listen = Some(own.parse().map_err(|_| {
-                bad(
-                    "controller.listen",
-                    format!("this node's voter address {own:?} is a name, not an IP address; set controller.listen to the HOST:PORT to bind"),
-                )
-            })?);
+        if c.controller_role {
+            settle_voter(self.node_id, c)?;
+        } else {
+            settle_broker_only(self.node_id, self.listen, c)?;
         }
         if c.heartbeat_interval_ms >= c.session_timeout_ms {
             return Err(bad(

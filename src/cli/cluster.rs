@@ -41,6 +41,7 @@ pub struct QuorumMember {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ClusterView {
     pub cluster_id: String,
+    /// The active controller: the quorum's leader.
     pub controller_id: i32,
     pub brokers: Vec<BrokerRow>,
     pub quorum_leader: i32,
@@ -127,13 +128,17 @@ pub fn gather(cluster: &mut Cluster) -> CliResult<ClusterView> {
             id: b.broker_id,
             address: format!("{}:{}", b.host, b.port),
             rack: b.rack.clone(),
-            controller: b.broker_id == described.controller_id,
+            // The quorum's leader, which DescribeCluster's controller id
+            // is not when the controllers are not brokers (Kafka's brokers
+            // name a random broker there, to which clients send admin
+            // requests that it forwards).
+            controller: b.broker_id == partition.leader_id,
         })
         .collect();
     brokers.sort_by_key(|b| b.id);
     Ok(ClusterView {
         cluster_id: described.cluster_id,
-        controller_id: described.controller_id,
+        controller_id: partition.leader_id,
         brokers,
         quorum_leader: partition.leader_id,
         quorum_epoch: partition.leader_epoch,

@@ -16,6 +16,7 @@
 
 pub mod log_store;
 pub mod network;
+pub mod observer;
 pub mod runtime;
 pub mod state_machine;
 pub mod types;
@@ -67,7 +68,12 @@ pub struct QuorumSettings {
     /// `controller.quorum.voters`: each voter's id and controller address.
     pub voters: BTreeMap<i32, String>,
     /// `controller.listen`; `None` for a one-voter quorum without peers.
+    /// A node that is not a voter (`process.roles=broker`) listens here
+    /// for the metadata log the active controller sends it.
     pub listen: Option<SocketAddr>,
+    /// The host the voters reach a non-voter's `listen` at (its
+    /// advertised host); unused on voters.
+    pub observer_host: String,
     /// `controller.quorum.election.timeout.ms` (Kafka: 1000): the random
     /// spread of election timeouts.
     pub election_timeout_ms: u64,
@@ -122,6 +128,10 @@ pub struct QuorumStatus {
     pub high_watermark: i64,
     pub voters: Vec<VoterStatus>,
     pub is_leader: bool,
+    /// Nodes that learn the log without voting (broker-only nodes), with
+    /// their progress as the leader knows it; their address is the one
+    /// the leader sends the log to.
+    pub observers: Vec<VoterStatus>,
 }
 
 /// The metadata quorum of one node.
@@ -160,7 +170,10 @@ impl Quorum {
         forward: ForwardHandler,
         failures: StorageFailures,
     ) -> Result<Rc<Quorum>, String> {
-        refuse_duplicate_node_id(&settings).await?;
+        let voter = settings.voters.contains_key(&settings.node_id);
+        if voter {
+            refuse_duplicate_node_id(&settings).await?;
+        }
         let tp = metadata_partition();
         let now = crate::shard::shard::now_ms();
         let params = || OpenParams {
@@ -220,7 +233,7 @@ impl Quorum {
         )
         .await
         .map_err(|e| format!("cannot start the metadata quorum: {e}"))?;
-        if pristine {
+        if pristine && voter {
             // Every voter of a new quorum proposes the same first entry (the
             // voter set at index 0), so it does not matter who goes first.
             if let Err(e) = raft.initialize(members.clone()).await {
@@ -235,6 +248,9 @@ impl Quorum {
                     settings.node_id
                 )
             })?;
+            let bound = listener
+                .local_addr()
+                .map_err(|e| format!("cannot read the controller listener's address: {e}"))?;
             glommio::spawn_local(network::serve(
                 listener,
                 settings.node_id,
@@ -243,8 +259,26 @@ impl Quorum {
                 network_stop.clone(),
             ))
             .detach();
+            if !voter {
+                let address = format!("{}:{}", settings.observer_host, bound.port());
+                glommio::spawn_local(observer::join(
+                    raft.clone(),
+                    settings.node_id,
+                    address,
+                    settings.voters.clone(),
+                    settings.request_timeout_ms,
+                    network_stop.clone(),
+                ))
+                .detach();
+            }
+        } else if !voter {
+            return Err(format!(
+                "node {} is not a voter and has no controller.listen: the active controller \
+                 could not send it the metadata log",
+                settings.node_id
+            ));
         }
-        if settings.voters.len() == 1 && !pristine {
+        if voter && settings.voters.len() == 1 && !pristine {
             // The only voter needs no election timeout to win; KRaft's
             // single voter becomes leader at once too. (A new one already
             // is: initializing a one-voter quorum elects it.)
@@ -435,29 +469,40 @@ impl Quorum {
             })
             .collect();
         let own_end = m.last_log_index.map_or(0, |i| i as i64 + 1);
+        let progress = |id: i32, address: String| {
+            let is_self = id == self.settings.node_id;
+            let log_end_offset = if is_self {
+                own_end
+            } else {
+                replication
+                    .get(&(id as u64))
+                    .map_or(-1, |l| l.map_or(0, |l| l.index as i64 + 1))
+            };
+            VoterStatus {
+                node_id: id,
+                address,
+                log_end_offset,
+                last_ack_ms_ago: if is_self {
+                    Some(0)
+                } else {
+                    acked.get(&(id as u64)).copied().flatten()
+                },
+            }
+        };
         let voters = self
             .settings
             .voters
             .iter()
-            .map(|(&id, address)| {
-                let is_self = id == self.settings.node_id;
-                let log_end_offset = if is_self {
-                    own_end
-                } else {
-                    replication
-                        .get(&(id as u64))
-                        .map_or(-1, |l| l.map_or(0, |l| l.index as i64 + 1))
-                };
-                VoterStatus {
-                    node_id: id,
-                    address: address.clone(),
-                    log_end_offset,
-                    last_ack_ms_ago: if is_self {
-                        Some(0)
-                    } else {
-                        acked.get(&(id as u64)).copied().flatten()
-                    },
-                }
+            .map(|(&id, address)| progress(id, address.clone()))
+            .collect();
+        let membership = m.membership_config.membership();
+        let observers = membership
+            .learner_ids()
+            .map(|id| {
+                let address = membership
+                    .get_node(&id)
+                    .map_or_else(String::new, |n| n.addr.clone());
+                progress(id as i32, address)
             })
             .collect();
         QuorumStatus {
@@ -466,6 +511,7 @@ impl Quorum {
             high_watermark: m.cluster_committed.map_or(0, |l| l.index as i64 + 1),
             voters,
             is_leader,
+            observers,
         }
     }
 

@@ -80,6 +80,13 @@ pub enum PeerRequest {
     /// A stopping leader hands its leadership over. Last, so that the
     /// variants before it keep their wire tags.
     TransferLeader(TransferLeaderRequest<MetadataRaft>),
+    /// A node that is not a voter asks the active controller to send it
+    /// the metadata log at `address` (see `quorum::observer`). After
+    /// TransferLeader, for the same reason.
+    AddObserver {
+        node_id: i32,
+        address: String,
+    },
 }
 
 #[derive(Serialize, Deserialize)]
@@ -94,6 +101,8 @@ pub enum PeerResponse {
     /// The peer could not handle the request (shutting down, or it failed).
     Error(String),
     TransferLeader(TransferLeaderResponse<MetadataRaft>),
+    /// The answer to AddObserver: the observer is a learner at its address.
+    ObserverAdded,
 }
 
 fn invalid(why: impl std::fmt::Display) -> io::Error {
@@ -236,6 +245,13 @@ async fn serve_peer(
             PeerRequest::TransferLeader(rpc) => match raft.handle_transfer_leader(rpc).await {
                 Ok(r) => PeerResponse::TransferLeader(r),
                 Err(e) => PeerResponse::Error(e.to_string()),
+            },
+            PeerRequest::AddObserver {
+                node_id: observer,
+                address,
+            } => match crate::quorum::observer::add(&raft, observer, address).await {
+                Ok(()) => PeerResponse::ObserverAdded,
+                Err(why) => PeerResponse::Error(why),
             },
         };
         let bytes = postcard::to_stdvec(&response).map_err(invalid)?;

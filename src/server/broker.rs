@@ -182,13 +182,16 @@ pub fn run(config: BrokerConfig, stop: StopHandle) -> Result<(), String> {
     let metrics_listener = Arc::new(Mutex::new(metrics_listener));
     // Every shard binds the Kafka port with SO_REUSEPORT, which would let a
     // second broker of the same user share the port silently. A plain bind
-    // first fails loudly when anything already listens there.
-    std::net::TcpListener::bind(config.listen).map_err(|e| {
-        format!(
-            "cannot listen on {}: {e}; is another broker running there? choose another with --listen",
-            config.listen
-        )
-    })?;
+    // first fails loudly when anything already listens there. A
+    // controller-only node serves no clients and binds no Kafka port.
+    if config.cluster.broker_role {
+        std::net::TcpListener::bind(config.listen).map_err(|e| {
+            format!(
+                "cannot listen on {}: {e}; is another broker running there? choose another with --listen",
+                config.listen
+            )
+        })?;
+    }
     // Held until `run` returns; the kernel releases it if the process dies.
     let _data_dir_lock = DataDirLock::acquire(&config.data_dir)?;
     let cluster_id: Option<String> = cluster_id::load(&config.data_dir, config.node_id)?;
@@ -261,6 +264,9 @@ async fn shard_main(
     if shard.id() == CONTROLLER_SHARD {
         glommio::spawn_local(controlled_shutdown::watch(shard.clone(), stop.clone())).detach();
         start_controller(&shard, &config, &cluster_id, &stop).await?;
+        if !config.cluster.broker_role {
+            return serve_controller_only(&shard, &config, metrics_listener, &stop).await;
+        }
     } else {
         let deadline = Instant::now() + STARTUP_TIMEOUT;
         while shard.extension::<BrokerState>().is_none() {
@@ -271,7 +277,8 @@ async fn shard_main(
         }
         // Shard 0 sets every shard's state first, then waits for the
         // quorum; serve only once it has caught up and applied the roles
-        // of the image current then.
+        // of the image current then. (On a controller-only node, never:
+        // these shards wait here for the stop.)
         while !BrokerState::of(&shard).is_serving() {
             if stop.is_requested() {
                 return Ok(());
@@ -407,13 +414,48 @@ async fn shard_main(
         task.await;
     }
     if shard.id() == CONTROLLER_SHARD {
-        if let Some(c) = shard.extension::<Controller>() {
-            c.close(&shard)
-                .await
-                .map_err(|e| format!("closing the metadata log failed: {e}"))?;
-        }
+        close_controller(&shard).await?;
     }
     Ok(())
+}
+
+async fn close_controller(shard: &Rc<Shard>) -> Result<(), String> {
+    if let Some(c) = shard.extension::<Controller>() {
+        c.close(shard)
+            .await
+            .map_err(|e| format!("closing the metadata log failed: {e}"))?;
+    }
+    Ok(())
+}
+
+/// A controller-only node (`process.roles=controller`): a voter of the
+/// quorum and, when elected, the active controller, but no broker. It
+/// registers no broker, hosts no partitions and opens no Kafka listener;
+/// brokers forward admin requests to it over the controller listener.
+/// Serves `/metrics` on shard 0 and waits for the stop.
+async fn serve_controller_only(
+    shard: &Rc<Shard>,
+    config: &BrokerConfig,
+    metrics_listener: Option<std::net::TcpListener>,
+    stop: &StopHandle,
+) -> Result<(), String> {
+    tracing::info!(
+        node_id = config.node_id,
+        controller_listen = ?config.cluster.controller_listen,
+        metrics_listen = %config.metrics_listen,
+        "pinlog is running as a controller only (process.roles=controller): no Kafka listener"
+    );
+    let metrics_task = metrics_listener.map(|l| metrics_http::spawn(shard, l, stop.clone()));
+    while !stop.is_requested() {
+        glommio::timer::sleep(TICK).await;
+    }
+    if let Some(c) = shard.extension::<Controller>() {
+        c.quorum().hand_over_leadership().await;
+    }
+    if let Some(task) = metrics_task {
+        task.await;
+    }
+    close_controller(shard).await
 }
 
 /// Shard 0's start: every shard's broker state, then the metadata quorum,
@@ -440,6 +482,10 @@ async fn start_controller(
         node_id: config.node_id,
         voters: cluster.voters.clone(),
         listen: cluster.controller_listen,
+        observer_host: config.advertise.rsplit_once(':').map_or_else(
+            || config.listen.ip().to_string(),
+            |(host, _)| host.to_string(),
+        ),
         election_timeout_ms: cluster.election_timeout_ms,
         fetch_timeout_ms: cluster.fetch_timeout_ms,
         request_timeout_ms: cluster.request_timeout_ms,
@@ -489,6 +535,15 @@ async fn start_controller(
         publish(image).await;
     }
     quorum.wait_until_caught_up(stop).await?;
+    if !cluster.broker_role {
+        // A controller only: no registration. The cluster id is the one
+        // the quorum agreed on when its first broker registered.
+        if let (None, Some(agreed)) = (cluster_id, quorum.image().cluster_id.clone()) {
+            cluster_id::store(&config.data_dir, &agreed, config.node_id).await?;
+            tracing::info!(cluster_id = %agreed, "adopted the quorum's cluster id");
+        }
+        return Ok(());
+    }
     let lifecycle = broker_lifecycle::join(shard, cluster_id.clone(), stop)
         .await
         .map_err(|broker_lifecycle::JoinRefused(why)| why)?;

@@ -126,6 +126,13 @@ impl BrokerOpts {
         self
     }
 
+    /// Drops a setting, so that the broker's default applies.
+    #[allow(dead_code)]
+    pub fn without_setting(mut self, key: &str) -> Self {
+        self.settings.remove(key);
+        self
+    }
+
     /// Advertise `HOST:<listen port>` in Metadata instead of the listen
     /// address (`--advertise`).
     pub fn advertise_host(mut self, host: &str) -> Self {

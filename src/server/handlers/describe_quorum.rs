@@ -1,8 +1,8 @@
 //! DescribeQuorum: the metadata quorum, for `kafka-metadata-quorum.sh`.
 //!
 //! Answered by the active controller (forwarded there like Kafka's
-//! brokers forward it), which knows every voter's progress. Every node is
-//! a voter for now, so there are no observers.
+//! brokers forward it), which knows every voter's progress. The observers
+//! are the broker-only nodes (`quorum::observer`).
 
 use std::rc::Rc;
 
@@ -76,7 +76,7 @@ pub async fn handle(
                         leader_epoch: status.leader_epoch,
                         high_watermark: status.high_watermark,
                         current_voters: status.voters.iter().map(replica).collect(),
-                        observers: Vec::new(),
+                        observers: status.observers.iter().map(replica).collect(),
                     }
                 })
                 .collect();

@@ -1,0 +1,226 @@
+//! Separate roles (issue: cluster, `process.roles`): three controller-only
+//! nodes form the quorum, and two broker-only nodes learn the metadata log
+//! from it as observers. The brokers register, are placed replicas, serve
+//! produce and fetch, and keep working after kill -9 of the active
+//! controller. A broker-only node whose id is a voter's is refused.
+//!
+//! Its own test binary: five processes on this machine's two cores should
+//! not share them with another cluster test.
+
+mod support;
+
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use serde_json::Value;
+use support::{free_port, run_command, wait_for, Broker, Cluster, CmdOutput, PINLOG_BIN};
+
+const CLI_TIMEOUT: Duration = Duration::from_secs(60);
+/// A new quorum elects its leader within a few fetch timeouts; a broker
+/// then joins as an observer, catches up and registers.
+const START_TIMEOUT: Duration = Duration::from_secs(60);
+/// kill -9 of the active controller to the next successful CreateTopics:
+/// the test clusters' fetch and election timeouts (1.5 s), the new
+/// leader's first commit, and retries.
+const FAILOVER_TIMEOUT: Duration = Duration::from_secs(30);
+/// What a controller-only node logs once it runs.
+const CONTROLLER_ONLY_RUNNING: &str = "running as a controller only";
+
+fn pinlog(args: &[&str]) -> CmdOutput {
+    run_command(Command::new(PINLOG_BIN).args(args), None, CLI_TIMEOUT)
+}
+
+/// Produces `count` records (`from`, `from + 1`, ...) with acks=all.
+fn produce(broker: &Broker, topic: &str, from: usize, count: usize) {
+    let body: String = (from..from + count).map(|i| format!("{i}\n")).collect();
+    let out = run_command(
+        Command::new("kcat").args([
+            "-P",
+            "-b",
+            &broker.bootstrap(),
+            "-t",
+            topic,
+            "-X",
+            "acks=all",
+        ]),
+        Some(body.as_bytes()),
+        CLI_TIMEOUT,
+    );
+    assert!(out.success(), "produce to {topic}: {out}");
+}
+
+fn consumed(broker: &Broker, topic: &str) -> usize {
+    let out = run_command(
+        Command::new("kcat")
+            .args(["-C", "-b", &broker.bootstrap(), "-t", topic, "-e", "-q"])
+            .stdin(Stdio::null()),
+        None,
+        CLI_TIMEOUT,
+    );
+    assert!(out.success(), "consume {topic}: {out}");
+    out.stdout.lines().count()
+}
+
+fn describe(broker: &Broker) -> Option<Value> {
+    support::cluster_describe(broker)
+}
+
+#[test]
+fn controller_only_and_broker_only_nodes_form_a_cluster() {
+    let ports: Vec<u16> = (0..3).map(|_| free_port()).collect();
+    let voters = ports
+        .iter()
+        .enumerate()
+        .map(|(i, p)| format!("{}@127.0.0.1:{p}", i + 1))
+        .collect::<Vec<_>>()
+        .join(",");
+    let base = support::BrokerOpts::new();
+    let mut controllers: Vec<Broker> = ports
+        .iter()
+        .enumerate()
+        .map(|(i, port)| {
+            Broker::launch(
+                Cluster::node_opts(&base, i as i64 + 1, &voters, *port)
+                    .setting("process.roles", "controller"),
+            )
+        })
+        .collect();
+    let mut brokers: Vec<Broker> = [4i64, 5]
+        .iter()
+        .map(|&id| {
+            // No controller.listen: the default, an ephemeral port, which
+            // the broker tells the active controller.
+            Broker::launch(
+                Cluster::node_opts(&base, id, &voters, 0)
+                    .setting("process.roles", "broker")
+                    .without_setting("controller.listen"),
+            )
+        })
+        .collect();
+    for (i, c) in controllers.iter().enumerate() {
+        if !wait_for(START_TIMEOUT, || c.log().contains(CONTROLLER_ONLY_RUNNING)) {
+            c.fail(&format!("controller {} did not start", i + 1));
+        }
+    }
+    for b in &mut brokers {
+        b.await_ready();
+    }
+    assert!(
+        !controllers[0]
+            .log()
+            .contains("pinlog is serving Kafka clients"),
+        "a controller-only node opened no Kafka listener"
+    );
+
+    // Both brokers are live; the quorum lists 3 voters and 2 observers.
+    let ready = wait_for(START_TIMEOUT, || {
+        describe(&brokers[0]).is_some_and(|v| {
+            v["brokers"].as_array().map(Vec::len) == Some(2)
+                && v["quorum"]["members"]
+                    .as_array()
+                    .is_some_and(|m| m.iter().filter(|m| m["role"] == "observer").count() == 2)
+        })
+    });
+    let view = describe(&brokers[0]);
+    assert!(ready, "two live brokers and two observers: {view:?}");
+    let view = view.unwrap();
+    let leader = view["quorum"]["leader"].as_i64().expect("a quorum leader");
+    assert!((1..=3).contains(&leader), "a controller leads: {view}");
+    assert_eq!(view["controller_id"], leader, "{view}");
+
+    // Placed on both brokers, replicated, served.
+    let out = pinlog(&[
+        "topic",
+        "create",
+        "split",
+        "--partitions",
+        "4",
+        "--replication-factor",
+        "2",
+        "--bootstrap-server",
+        &brokers[0].bootstrap(),
+    ]);
+    assert!(out.success(), "{out}");
+    produce(&brokers[1], "split", 0, 200);
+    assert_eq!(consumed(&brokers[0], "split"), 200);
+
+    // kill -9 the active controller: another is elected, and admin
+    // requests through a broker work again.
+    let killed = leader as usize;
+    controllers[killed - 1].kill9();
+    let created = wait_for(FAILOVER_TIMEOUT, || {
+        pinlog(&[
+            "topic",
+            "create",
+            "after-failover",
+            "--replication-factor",
+            "2",
+            "--timeout",
+            "3s",
+            "--if-not-exists",
+            "--bootstrap-server",
+            &brokers[1].bootstrap(),
+        ])
+        .success()
+    });
+    assert!(
+        created,
+        "CreateTopics within {FAILOVER_TIMEOUT:?} of killing the active controller"
+    );
+    let view = describe(&brokers[1]).expect("cluster describe after the failover");
+    let new_leader = view["quorum"]["leader"].as_i64().unwrap_or(-1);
+    assert!(
+        new_leader != leader && (1..=3).contains(&new_leader),
+        "a surviving controller leads: {view}"
+    );
+    assert_eq!(view["brokers"].as_array().map(Vec::len), Some(2), "{view}");
+    produce(&brokers[0], "split", 200, 100);
+    assert_eq!(consumed(&brokers[1], "split"), 300, "nothing lost");
+
+    // The killed controller rejoins as a voter.
+    controllers[killed - 1].relaunch();
+    let rejoined = wait_for(START_TIMEOUT, || {
+        controllers[killed - 1]
+            .log()
+            .matches(CONTROLLER_ONLY_RUNNING)
+            .count()
+            == 2
+    });
+    assert!(rejoined, "the killed controller restarts");
+
+    for b in &mut brokers {
+        b.stop();
+    }
+    for c in &mut controllers {
+        c.stop();
+    }
+}
+
+/// A broker-only node must not be a voter: its id in the voter list is
+/// refused at once, naming process.roles.
+#[test]
+fn a_broker_only_node_in_the_voter_list_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = run_command(
+        Command::new(PINLOG_BIN).args([
+            "serve",
+            "--data-dir",
+            dir.path().join("data").to_str().unwrap(),
+            "--listen",
+            &format!("127.0.0.1:{}", free_port()),
+            "--process-roles",
+            "broker",
+            "--node-id",
+            "2",
+            "--controller-quorum-voters",
+            "1@127.0.0.1:1,2@127.0.0.1:2,3@127.0.0.1:3",
+        ]),
+        None,
+        Duration::from_secs(30),
+    );
+    assert!(!out.success() && !out.timed_out(), "{out}");
+    assert!(
+        out.stderr.contains("process.roles") && out.stderr.contains("node.id 2"),
+        "{out}"
+    );
+}
