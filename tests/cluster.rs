@@ -326,8 +326,19 @@ fn three_node_cluster_elects_fails_over_fences_and_rejoins() {
     let bound =
         Duration::from_millis((TEST_SESSION_TIMEOUT_MS + TEST_HEARTBEAT_INTERVAL_MS) as u64)
             + Duration::from_secs(2);
+    // It leaves the live brokers and is listed as fenced (DescribeCluster
+    // v2), not forgotten.
     let fenced = wait_for(bound + Duration::from_secs(10), || {
-        live_brokers(&cluster.nodes[observer - 1]).is_some_and(|b| !b.contains(&(follower as i64)))
+        describe(&cluster.nodes[observer - 1]).is_some_and(|v| {
+            let ids = |key: &str| -> Vec<i64> {
+                v[key]
+                    .as_array()
+                    .map(|a| a.iter().filter_map(|b| b["id"].as_i64()).collect())
+                    .unwrap_or_default()
+            };
+            !ids("brokers").contains(&(follower as i64))
+                && ids("fenced_brokers").contains(&(follower as i64))
+        })
     });
     let took = stopped.elapsed();
     cluster.node(follower).signal(libc::SIGCONT);

@@ -1089,13 +1089,15 @@ fn incremental_alter_configs_response(g: &mut Gen, _v: i16) -> kp::IncrementalAl
 }
 
 fn describe_cluster_request(g: &mut Gen, v: i16) -> kp::DescribeClusterRequest {
-    let m =
+    let mut m =
         new!(g, kp::DescribeClusterRequest).with_include_cluster_authorized_operations(g.bool());
     if v >= 1 {
-        m.with_endpoint_type(g.i8())
-    } else {
-        m
+        m = m.with_endpoint_type(g.i8());
     }
+    if v >= 2 {
+        m = m.with_include_fenced_brokers(g.bool());
+    }
+    m
 }
 
 fn describe_cluster_response(g: &mut Gen, v: i16) -> kp::DescribeClusterResponse {
@@ -1115,6 +1117,7 @@ fn describe_cluster_response(g: &mut Gen, v: i16) -> kp::DescribeClusterResponse
                 .with_host(g.str())
                 .with_port(g.i32())
                 .with_rack(g.opt(Gen::str))
+                .with_is_fenced(v >= 2 && g.bool())
         }))
         .with_cluster_authorized_operations(g.i32())
 }

@@ -24,6 +24,9 @@ pub struct BrokerRow {
     pub address: String,
     pub rack: Option<String>,
     pub controller: bool,
+    /// Registered but fenced (DescribeCluster v2; a broker that answers
+    /// only v0-1 lists live brokers alone).
+    pub fenced: bool,
 }
 
 /// One quorum member, as DescribeQuorum reports it.
@@ -63,7 +66,10 @@ pub fn run(conn: &ConnectArgs, command: ClusterCommand, out: &mut dyn Write) -> 
 /// Asks the broker for the brokers and the quorum.
 pub fn gather(cluster: &mut Cluster) -> CliResult<ClusterView> {
     let client = cluster.any();
-    let described = client.send(&DescribeClusterRequest::default())?;
+    let described = client.send(&DescribeClusterRequest {
+        include_fenced_brokers: true,
+        ..DescribeClusterRequest::default()
+    })?;
     if described.error_code != error_code::NONE {
         return Err(CliError::broker(
             "DescribeCluster",
@@ -133,6 +139,7 @@ pub fn gather(cluster: &mut Cluster) -> CliResult<ClusterView> {
             // name a random broker there, to which clients send admin
             // requests that it forwards).
             controller: b.broker_id == partition.leader_id,
+            fenced: b.is_fenced,
         })
         .collect();
     brokers.sort_by_key(|b| b.id);
@@ -152,12 +159,10 @@ pub fn render(v: &ClusterView, as_json: bool) -> String {
         return json_text(&json!({
             "cluster_id": v.cluster_id,
             "controller_id": v.controller_id,
-            "brokers": v.brokers.iter().map(|b| json!({
-                "id": b.id,
-                "address": b.address,
-                "rack": b.rack,
-                "controller": b.controller,
-            })).collect::<Vec<Value>>(),
+            // Live brokers only, as before fenced ones were listed: scripts
+            // count them.
+            "brokers": v.brokers.iter().filter(|b| !b.fenced).map(broker_json).collect::<Vec<Value>>(),
+            "fenced_brokers": v.brokers.iter().filter(|b| b.fenced).map(broker_json).collect::<Vec<Value>>(),
             "quorum": {
                 "leader": v.quorum_leader,
                 "epoch": v.quorum_epoch,
@@ -172,10 +177,16 @@ pub fn render(v: &ClusterView, as_json: bool) -> String {
             },
         }));
     }
+    let fenced = v.brokers.iter().filter(|b| b.fenced).count();
     let mut text = format!(
-        "Cluster {}: {} broker(s); the active controller is {}.\n\n",
+        "Cluster {}: {} broker(s){}; the active controller is {}.\n\n",
         v.cluster_id,
-        v.brokers.len(),
+        v.brokers.len() - fenced,
+        if fenced > 0 {
+            format!(" and {fenced} fenced")
+        } else {
+            String::new()
+        },
         v.controller_id
     );
     let mut brokers = Table::new(&[
@@ -183,6 +194,7 @@ pub fn render(v: &ClusterView, as_json: bool) -> String {
         ("ADDRESS", Align::Left),
         ("RACK", Align::Left),
         ("CONTROLLER", Align::Left),
+        ("FENCED", Align::Left),
     ]);
     for b in &v.brokers {
         brokers.row(vec![
@@ -190,6 +202,7 @@ pub fn render(v: &ClusterView, as_json: bool) -> String {
             b.address.clone(),
             or_dash(b.rack.clone()),
             if b.controller { "active" } else { "-" }.into(),
+            if b.fenced { "yes" } else { "-" }.into(),
         ]);
     }
     text.push_str(&brokers.render());
@@ -215,6 +228,15 @@ pub fn render(v: &ClusterView, as_json: bool) -> String {
     text
 }
 
+fn broker_json(b: &BrokerRow) -> Value {
+    json!({
+        "id": b.id,
+        "address": b.address,
+        "rack": b.rack,
+        "controller": b.controller,
+    })
+}
+
 fn role(m: &QuorumMember) -> &'static str {
     match (m.leader, m.voter) {
         (true, _) => "leader",
@@ -237,12 +259,21 @@ mod tests {
                     address: "10.0.0.1:9092".into(),
                     rack: Some("a".into()),
                     controller: true,
+                    fenced: false,
                 },
                 BrokerRow {
                     id: 2,
                     address: "10.0.0.2:9092".into(),
                     rack: None,
                     controller: false,
+                    fenced: false,
+                },
+                BrokerRow {
+                    id: 3,
+                    address: "10.0.0.3:9092".into(),
+                    rack: None,
+                    controller: false,
+                    fenced: true,
                 },
             ],
             quorum_leader: 1,
@@ -272,8 +303,11 @@ mod tests {
     #[test]
     fn text_shows_brokers_and_quorum_members() {
         let text = render(&view(), false);
-        assert!(text
-            .contains("Cluster WWq9Xufzyuty71nn0QftcQ: 2 broker(s); the active controller is 1."));
+        assert!(text.contains(
+            "Cluster WWq9Xufzyuty71nn0QftcQ: 2 broker(s) and 1 fenced; the active controller is 1."
+        ));
+        let fenced = text.lines().find(|l| l.contains("10.0.0.3:9092")).unwrap();
+        assert!(fenced.trim_end().ends_with("yes"), "{text}");
         assert!(text.contains("10.0.0.2:9092"));
         assert!(text.contains("leader 1, epoch 3, high watermark 120"));
         let observer = text.lines().find(|l| l.contains("observer")).unwrap();
@@ -286,6 +320,8 @@ mod tests {
         assert_eq!(v["controller_id"], 1);
         assert_eq!(v["brokers"][0]["rack"], "a");
         assert_eq!(v["brokers"][1]["rack"], Value::Null);
+        assert_eq!(v["brokers"].as_array().map(Vec::len), Some(2), "live ones");
+        assert_eq!(v["fenced_brokers"][0]["id"], 3);
         assert_eq!(v["quorum"]["members"][0]["role"], "leader");
         assert_eq!(v["quorum"]["members"][1]["lag"], 20);
     }

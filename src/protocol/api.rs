@@ -240,7 +240,7 @@ pub const SUPPORTED_APIS: &[ApiSupport] = &[
     ApiSupport {
         key: ApiKey::DescribeCluster,
         min_version: 0,
-        max_version: 1,
+        max_version: 2,
         first_flexible_version: 0,
     },
     ApiSupport {

@@ -1,9 +1,10 @@
-//! DescribeCluster (key 60), versions 0-1; every version is flexible.
+//! DescribeCluster (key 60), versions 0-2; every version is flexible.
 //!
 //! Newer admin clients use this instead of Metadata to list brokers and the
 //! cluster's authorized operations. v1 adds an endpoint type (1 = brokers,
 //! 2 = controllers); a broker answers a request for controllers with
-//! MISMATCHED_ENDPOINT_TYPE.
+//! MISMATCHED_ENDPOINT_TYPE. v2 (KIP-1073) lets the client ask for the
+//! fenced brokers too, each marked as such.
 
 use bytes::{BufMut, BytesMut};
 
@@ -19,6 +20,8 @@ pub struct DescribeClusterRequest {
     pub include_cluster_authorized_operations: bool,
     /// v1+; [`ENDPOINT_TYPE_BROKERS`] before that.
     pub endpoint_type: i8,
+    /// v2+: list the fenced brokers as well.
+    pub include_fenced_brokers: bool,
 }
 
 impl Default for DescribeClusterRequest {
@@ -26,6 +29,7 @@ impl Default for DescribeClusterRequest {
         DescribeClusterRequest {
             include_cluster_authorized_operations: false,
             endpoint_type: ENDPOINT_TYPE_BROKERS,
+            include_fenced_brokers: false,
         }
     }
 }
@@ -40,6 +44,9 @@ impl DescribeClusterRequest {
         if version >= 1 {
             req.endpoint_type = r.i8("endpoint_type")?;
         }
+        if version >= 2 {
+            req.include_fenced_brokers = r.bool("include_fenced_brokers")?;
+        }
         r.skip_tagged_fields()?;
         Ok(req)
     }
@@ -48,6 +55,9 @@ impl DescribeClusterRequest {
         w.put_bool(self.include_cluster_authorized_operations);
         if version >= 1 {
             w.put_i8(self.endpoint_type);
+        }
+        if version >= 2 {
+            w.put_bool(self.include_fenced_brokers);
         }
         w.put_empty_tagged_fields();
     }
@@ -89,6 +99,8 @@ pub struct DescribeClusterBroker {
     pub host: String,
     pub port: i32,
     pub rack: Option<String>,
+    /// v2+.
+    pub is_fenced: bool,
 }
 
 impl DescribeClusterResponse {
@@ -111,6 +123,7 @@ impl DescribeClusterResponse {
                 host: r.string("host", true)?,
                 port: r.i32("port")?,
                 rack: r.nullable_string("rack", true)?,
+                is_fenced: version >= 2 && r.bool("is_fenced")?,
             };
             r.skip_tagged_fields()?;
             Ok(broker)
@@ -135,6 +148,9 @@ impl DescribeClusterResponse {
             w.put_string(&b.host, true);
             w.put_i32(b.port);
             w.put_nullable_string(b.rack.as_deref(), true);
+            if version >= 2 {
+                w.put_bool(b.is_fenced);
+            }
             w.put_empty_tagged_fields();
         }
         w.put_i32(self.cluster_authorized_operations);
@@ -149,7 +165,7 @@ mod tests {
     use bytes::Bytes;
     use proptest::prelude::*;
 
-    const VERSIONS: std::ops::RangeInclusive<i16> = 0..=1;
+    const VERSIONS: std::ops::RangeInclusive<i16> = 0..=2;
 
     /// A request with a non-default value in every field `version` carries.
     fn request(version: i16) -> DescribeClusterRequest {
@@ -160,6 +176,7 @@ mod tests {
             } else {
                 ENDPOINT_TYPE_BROKERS
             },
+            include_fenced_brokers: version >= 2,
         }
     }
 
@@ -182,12 +199,14 @@ mod tests {
                     host: "broker-1.example".into(),
                     port: 9092,
                     rack: Some("rack-a".into()),
+                    is_fenced: false,
                 },
                 DescribeClusterBroker {
                     broker_id: 2,
                     host: "broker-2.example".into(),
                     port: 9093,
                     rack: None,
+                    is_fenced: version >= 2,
                 },
             ],
             cluster_authorized_operations: 0x0ff8,

@@ -1,4 +1,7 @@
-//! DescribeCluster: this broker is the whole cluster and its controller.
+//! DescribeCluster: the live brokers of the image (and, at v2 when asked,
+//! the fenced ones, marked). The controller id is this broker's, as
+//! Kafka's brokers name a broker there (clients send admin requests to it,
+//! and it forwards them to the active controller).
 
 use std::rc::Rc;
 
@@ -15,6 +18,29 @@ pub async fn handle(
 ) -> DescribeClusterResponse {
     let broker = BrokerState::of(shard);
     let image = broker.image();
+    let mut brokers: Vec<DescribeClusterBroker> =
+        crate::server::handlers::metadata::live_brokers(&broker, &image)
+            .into_iter()
+            .map(|b| DescribeClusterBroker {
+                broker_id: b.id,
+                host: b.host,
+                port: b.port,
+                rack: b.rack,
+                is_fenced: false,
+            })
+            .collect();
+    if req.include_fenced_brokers {
+        brokers.extend(image.brokers.values().filter(|b| b.fenced).map(|b| {
+            DescribeClusterBroker {
+                broker_id: b.id,
+                host: b.host.clone(),
+                port: b.port,
+                rack: b.rack.clone(),
+                is_fenced: true,
+            }
+        }));
+        brokers.sort_by_key(|b| b.broker_id);
+    }
     DescribeClusterResponse {
         throttle_time_ms: 0,
         error_code: error_code::NONE,
@@ -22,15 +48,7 @@ pub async fn handle(
         endpoint_type: req.endpoint_type,
         cluster_id: broker.cluster_id().to_string(),
         controller_id: broker.node_id(),
-        brokers: crate::server::handlers::metadata::live_brokers(&broker, &image)
-            .into_iter()
-            .map(|b| DescribeClusterBroker {
-                broker_id: b.id,
-                host: b.host,
-                port: b.port,
-                rack: b.rack,
-            })
-            .collect(),
+        brokers,
         cluster_authorized_operations: i32::MIN,
     }
 }
