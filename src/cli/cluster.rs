@@ -27,6 +27,8 @@ pub struct BrokerRow {
     /// Registered but fenced (DescribeCluster v2; a broker that answers
     /// only v0-1 lists live brokers alone).
     pub fenced: bool,
+    /// Its broker epoch, from pinlog's tagged field; `None` from Kafka.
+    pub epoch: Option<i64>,
 }
 
 /// One quorum member, as DescribeQuorum reports it.
@@ -140,6 +142,7 @@ pub fn gather(cluster: &mut Cluster) -> CliResult<ClusterView> {
             // requests that it forwards).
             controller: b.broker_id == partition.leader_id,
             fenced: b.is_fenced,
+            epoch: b.broker_epoch,
         })
         .collect();
     brokers.sort_by_key(|b| b.id);
@@ -195,6 +198,7 @@ pub fn render(v: &ClusterView, as_json: bool) -> String {
         ("RACK", Align::Left),
         ("CONTROLLER", Align::Left),
         ("FENCED", Align::Left),
+        ("EPOCH", Align::Right),
     ]);
     for b in &v.brokers {
         brokers.row(vec![
@@ -203,6 +207,7 @@ pub fn render(v: &ClusterView, as_json: bool) -> String {
             or_dash(b.rack.clone()),
             if b.controller { "active" } else { "-" }.into(),
             if b.fenced { "yes" } else { "-" }.into(),
+            b.epoch.map_or_else(|| "-".to_string(), |e| e.to_string()),
         ]);
     }
     text.push_str(&brokers.render());
@@ -234,6 +239,7 @@ fn broker_json(b: &BrokerRow) -> Value {
         "address": b.address,
         "rack": b.rack,
         "controller": b.controller,
+        "epoch": b.epoch,
     })
 }
 
@@ -260,6 +266,7 @@ mod tests {
                     rack: Some("a".into()),
                     controller: true,
                     fenced: false,
+                    epoch: Some(7),
                 },
                 BrokerRow {
                     id: 2,
@@ -267,6 +274,7 @@ mod tests {
                     rack: None,
                     controller: false,
                     fenced: false,
+                    epoch: None,
                 },
                 BrokerRow {
                     id: 3,
@@ -274,6 +282,7 @@ mod tests {
                     rack: None,
                     controller: false,
                     fenced: true,
+                    epoch: Some(12),
                 },
             ],
             quorum_leader: 1,
@@ -307,7 +316,10 @@ mod tests {
             "Cluster WWq9Xufzyuty71nn0QftcQ: 2 broker(s) and 1 fenced; the active controller is 1."
         ));
         let fenced = text.lines().find(|l| l.contains("10.0.0.3:9092")).unwrap();
-        assert!(fenced.trim_end().ends_with("yes"), "{text}");
+        assert!(
+            fenced.contains("yes") && fenced.trim_end().ends_with("12"),
+            "{text}"
+        );
         assert!(text.contains("10.0.0.2:9092"));
         assert!(text.contains("leader 1, epoch 3, high watermark 120"));
         let observer = text.lines().find(|l| l.contains("observer")).unwrap();
@@ -322,6 +334,8 @@ mod tests {
         assert_eq!(v["brokers"][1]["rack"], Value::Null);
         assert_eq!(v["brokers"].as_array().map(Vec::len), Some(2), "live ones");
         assert_eq!(v["fenced_brokers"][0]["id"], 3);
+        assert_eq!(v["brokers"][0]["epoch"], 7);
+        assert_eq!(v["brokers"][1]["epoch"], Value::Null);
         assert_eq!(v["quorum"]["members"][0]["role"], "leader");
         assert_eq!(v["quorum"]["members"][1]["lag"], 20);
     }

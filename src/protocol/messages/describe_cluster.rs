@@ -8,7 +8,13 @@
 
 use bytes::{BufMut, BytesMut};
 
-use crate::protocol::codec::{DecodeResult, Reader, Writer};
+use crate::protocol::codec::{parse_tag, put_tag, DecodeResult, Reader, Writer};
+
+/// pinlog's own tagged field on each broker of the answer: its broker epoch
+/// (the offset of its registration in the metadata log), for `pinlog
+/// cluster describe`. Kafka's clients skip tags they do not know, as the
+/// protocol requires; the tag is far above any Kafka uses.
+pub const PINLOG_BROKER_EPOCH_TAG: u32 = 10_000;
 
 /// `endpoint_type` value asking for (or describing) brokers.
 pub const ENDPOINT_TYPE_BROKERS: i8 = 1;
@@ -101,6 +107,9 @@ pub struct DescribeClusterBroker {
     pub rack: Option<String>,
     /// v2+.
     pub is_fenced: bool,
+    /// [`PINLOG_BROKER_EPOCH_TAG`]; `None` from a broker that is not
+    /// pinlog.
+    pub broker_epoch: Option<i64>,
 }
 
 impl DescribeClusterResponse {
@@ -118,14 +127,22 @@ impl DescribeClusterResponse {
         resp.controller_id = r.i32("controller_id")?;
         // broker_id, host, port, rack, tags: 4 + 1 + 4 + 1 + 1 bytes at least.
         resp.brokers = r.array("brokers", true, 11, |r| {
-            let broker = DescribeClusterBroker {
+            let mut broker = DescribeClusterBroker {
                 broker_id: r.i32("broker_id")?,
                 host: r.string("host", true)?,
                 port: r.i32("port")?,
                 rack: r.nullable_string("rack", true)?,
                 is_fenced: version >= 2 && r.bool("is_fenced")?,
+                broker_epoch: None,
             };
-            r.skip_tagged_fields()?;
+            let mut epoch = None;
+            r.tagged_fields(|tag, value| {
+                if tag == PINLOG_BROKER_EPOCH_TAG {
+                    epoch = Some(parse_tag(tag, value, |r| r.i64("broker_epoch"))?);
+                }
+                Ok(())
+            })?;
+            broker.broker_epoch = epoch;
             Ok(broker)
         })?;
         resp.cluster_authorized_operations = r.i32("cluster_authorized_operations")?;
@@ -151,7 +168,13 @@ impl DescribeClusterResponse {
             if version >= 2 {
                 w.put_bool(b.is_fenced);
             }
-            w.put_empty_tagged_fields();
+            match b.broker_epoch {
+                Some(epoch) => {
+                    w.put_uvarint(1);
+                    put_tag(w, PINLOG_BROKER_EPOCH_TAG, &epoch.to_be_bytes());
+                }
+                None => w.put_empty_tagged_fields(),
+            }
         }
         w.put_i32(self.cluster_authorized_operations);
         w.put_empty_tagged_fields();
@@ -200,6 +223,7 @@ mod tests {
                     port: 9092,
                     rack: Some("rack-a".into()),
                     is_fenced: false,
+                    broker_epoch: Some(42),
                 },
                 DescribeClusterBroker {
                     broker_id: 2,
@@ -207,6 +231,7 @@ mod tests {
                     port: 9093,
                     rack: None,
                     is_fenced: version >= 2,
+                    broker_epoch: None,
                 },
             ],
             cluster_authorized_operations: 0x0ff8,

@@ -27,6 +27,7 @@ pub async fn handle(
                 port: b.port,
                 rack: b.rack,
                 is_fenced: false,
+                broker_epoch: image.brokers.get(&b.id).map(|r| r.epoch),
             })
             .collect();
     if req.include_fenced_brokers {
@@ -37,6 +38,7 @@ pub async fn handle(
                 port: b.port,
                 rack: b.rack.clone(),
                 is_fenced: true,
+                broker_epoch: Some(b.epoch),
             }
         }));
         brokers.sort_by_key(|b| b.broker_id);
