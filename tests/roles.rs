@@ -2,7 +2,8 @@
 //! nodes form the quorum, and two broker-only nodes learn the metadata log
 //! from it as observers. The brokers register, are placed replicas, serve
 //! produce and fetch, and keep working after kill -9 of the active
-//! controller. A broker-only node whose id is a voter's is refused.
+//! controller; a broker restarted on another port for the log is re-added.
+//! A broker-only node whose id is a voter's is refused.
 //!
 //! Its own test binary: five processes on this machine's two cores should
 //! not share them with another cluster test.
@@ -176,6 +177,24 @@ fn controller_only_and_broker_only_nodes_form_a_cluster() {
     assert_eq!(view["brokers"].as_array().map(Vec::len), Some(2), "{view}");
     produce(&brokers[0], "split", 200, 100);
     assert_eq!(consumed(&brokers[1], "split"), 300, "nothing lost");
+
+    // A broker-only node restarts on another ephemeral port for the log:
+    // the active controller re-adds it at the new address, and it catches
+    // up, registers again and serves.
+    brokers[1].restart();
+    let back = wait_for(START_TIMEOUT, || {
+        describe(&brokers[1]).is_some_and(|v| v["brokers"].as_array().map(Vec::len) == Some(2))
+    });
+    assert!(
+        back,
+        "the restarted broker is live again: {:?}",
+        describe(&brokers[1])
+    );
+    assert_eq!(
+        consumed(&brokers[1], "split"),
+        300,
+        "served after the restart"
+    );
 
     // The killed controller rejoins as a voter.
     controllers[killed - 1].relaunch();

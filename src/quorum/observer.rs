@@ -7,9 +7,9 @@
 //! to add it as a learner at that address; the active controller does so
 //! with a membership entry. A learner never votes and never leads, and the
 //! quorum's majority stays the voters'. An observer that restarts on
-//! another port asks again, and the leader updates its address.
+//! another port asks again, and the leader re-adds it at that address.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
 use openraft::impls::BasicNode;
@@ -105,17 +105,22 @@ pub async fn add(raft: &Raft, node_id: i32, address: String) -> Result<(), Strin
     let node = BasicNode {
         addr: address.clone(),
     };
-    let result = match membership.get_node(&id) {
+    match membership.get_node(&id) {
         Some(known) if known.addr == address => return Ok(()),
-        // Learners do not vote, so replacing one's address cannot split
-        // the quorum (the hazard SetNodes warns about is for voters).
-        Some(_) => raft
-            .change_membership(ChangeMembers::SetNodes(BTreeMap::from([(id, node)])), true)
-            .await
-            .map(|_| ()),
-        None => raft.add_learner(id, node, false).await.map(|_| ()),
-    };
-    result.map_err(|e| format!("cannot add node {node_id} as an observer: {e}"))?;
+        Some(_) => {
+            // It restarted on another port. The leader's replication
+            // stream to a node keeps the connection it was created with
+            // (SetNodes was tried: the stream went on to the old address),
+            // so remove the learner and add it again at its new address.
+            raft.change_membership(ChangeMembers::RemoveNodes(BTreeSet::from([id])), true)
+                .await
+                .map_err(|e| format!("cannot move observer {node_id} to {address}: {e}"))?;
+        }
+        None => {}
+    }
+    raft.add_learner(id, node, false)
+        .await
+        .map_err(|e| format!("cannot add node {node_id} as an observer: {e}"))?;
     tracing::info!(node = node_id, address = %address, "added a broker-only node to the quorum as an observer");
     Ok(())
 }
