@@ -1037,25 +1037,13 @@ fn partitions_move_off_a_broker_with_kafkas_reassignment_tool(
 /// A voter list without this node's id fails at once, naming the setting.
 #[test]
 fn a_voter_list_without_this_node_is_refused() {
-    let dir = tempfile::tempdir().unwrap();
-    let out = run_command(
-        Command::new(PINLOG_BIN).args([
-            "serve",
-            "--data-dir",
-            dir.path().join("data").to_str().unwrap(),
-            "--listen",
-            &format!("127.0.0.1:{}", support::free_port()),
+    support::assert_serve_refused(
+        &[
             "--node-id",
             "4",
             "--controller-quorum-voters",
             "1@127.0.0.1:1,2@127.0.0.1:2,3@127.0.0.1:3",
-        ]),
-        None,
-        Duration::from_secs(30),
-    );
-    assert!(!out.success() && !out.timed_out(), "{out}");
-    assert!(
-        out.stderr.contains("controller.quorum.voters") && out.stderr.contains("node.id 4"),
-        "{out}"
+        ],
+        &["controller.quorum.voters", "node.id 4"],
     );
 }

@@ -219,27 +219,15 @@ fn controller_only_and_broker_only_nodes_form_a_cluster() {
 /// refused at once, naming process.roles.
 #[test]
 fn a_broker_only_node_in_the_voter_list_is_refused() {
-    let dir = tempfile::tempdir().unwrap();
-    let out = run_command(
-        Command::new(PINLOG_BIN).args([
-            "serve",
-            "--data-dir",
-            dir.path().join("data").to_str().unwrap(),
-            "--listen",
-            &format!("127.0.0.1:{}", free_port()),
+    support::assert_serve_refused(
+        &[
             "--process-roles",
             "broker",
             "--node-id",
             "2",
             "--controller-quorum-voters",
             "1@127.0.0.1:1,2@127.0.0.1:2,3@127.0.0.1:3",
-        ]),
-        None,
-        Duration::from_secs(30),
-    );
-    assert!(!out.success() && !out.timed_out(), "{out}");
-    assert!(
-        out.stderr.contains("process.roles") && out.stderr.contains("node.id 2"),
-        "{out}"
+        ],
+        &["process.roles", "node.id 2"],
     );
 }

@@ -1205,19 +1205,8 @@ w("Raw sink: `tuning/raw-sink/target/release/raw-sink sink --listen 127.0.0.1:PO
 w("")
 
 # ------------------------------------------------------------ notes
-notes = None
-try:
-    with open(OUT) as f:
-        old = f.read()
-    m = re.search(r"<!-- notes:begin -->\n(.*?)<!-- notes:end -->", old, re.S)
-    if m:
-        notes = m.group(1)
-except OSError:
-    pass
 w("<!-- notes:begin -->")
-if notes is None:
-    notes = "## Analysis\n\n(Not written yet: the explanation of each missed target goes here; compare.sh keeps this section.)\n\n"
-w(notes.rstrip("\n"))
+w(kept_notes(OUT))
 w("")
 w("<!-- notes:end -->")
 print("\n".join(lines))

@@ -4,7 +4,6 @@ section between the notes markers of the previous report in $OUT is kept.
 """
 import datetime
 import os
-import re
 import sys
 
 E = os.environ
@@ -13,6 +12,7 @@ OUT = E["OUT"]
 sys.path.insert(0, E["TUNING_DIR"])
 from report_helpers import (  # noqa: E402
     RUN_HDR, f1, lat, load, med, met, pair_ratios, ratio, rng, run_row, runs, text, xr, bcpu, mbps,
+    kept_notes,
 )
 
 RECORD = int(E["RECORD"])
@@ -150,18 +150,8 @@ w("")
 w("The nodes: `tuning/replicated.sh` (`start_pinlog_node`, `kafka_rep_config`, `start_kafka_node`).")
 w("")
 
-notes = None
-try:
-    with open(OUT) as f:
-        m = re.search(r"<!-- notes:begin -->\n(.*?)<!-- notes:end -->", f.read(), re.S)
-        if m:
-            notes = m.group(1)
-except OSError:
-    pass
 w("<!-- notes:begin -->")
-if notes is None:
-    notes = "## Analysis\n\n(Not written yet: the explanation of each missed target goes here; compare.sh keeps this section.)\n\n"
-w(notes.rstrip("\n"))
+w(kept_notes(OUT))
 w("")
 w("<!-- notes:end -->")
 print("\n".join(lines))

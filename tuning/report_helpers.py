@@ -9,6 +9,7 @@ broker's CPU seconds during the run) and NAME.cmd (the command).
 import glob
 import json
 import os
+import re
 import statistics
 
 RES = os.environ["RES"]
@@ -147,3 +148,17 @@ def met(x, op, target):
 
 def xr(x, d=2):
     return "n/a" if x is None else f"{x:.{d}f}x"
+
+
+def kept_notes(out_path):
+    """The analysis between the notes markers of the report at out_path,
+    which a new run keeps, or a placeholder for a first report."""
+    try:
+        with open(out_path) as f:
+            m = re.search(r"<!-- notes:begin -->\n(.*?)<!-- notes:end -->", f.read(), re.S)
+        if m:
+            return m.group(1).rstrip("\n")
+    except OSError:
+        pass
+    return ("## Analysis\n\n(Not written yet: the explanation of each missed target goes here; "
+            "compare.sh keeps this section.)")

@@ -1056,6 +1056,33 @@ pub fn tail(s: &str, lines: usize) -> String {
     )
 }
 
+/// Runs `pinlog serve` with `args` on a new data directory and a free
+/// port, expecting it to refuse to start: it must exit (not time out) with
+/// a failure, and its message must contain every one of `mentions`.
+#[allow(dead_code)]
+pub fn assert_serve_refused(args: &[&str], mentions: &[&str]) {
+    let dir = tempfile::tempdir().expect("create a temporary data directory");
+    let data = dir.path().join("data");
+    let listen = format!("127.0.0.1:{}", free_port());
+    let mut all = vec![
+        "serve",
+        "--data-dir",
+        data.to_str().expect("a UTF-8 path"),
+        "--listen",
+        &listen,
+    ];
+    all.extend_from_slice(args);
+    let out = run_command(
+        Command::new(PINLOG_BIN).args(&all),
+        None,
+        Duration::from_secs(30),
+    );
+    assert!(!out.success() && !out.timed_out(), "{out}");
+    for m in mentions {
+        assert!(out.stderr.contains(m), "the message names {m:?}: {out}");
+    }
+}
+
 /// Runs `cmd` to completion or for at most `timeout` (then kills it),
 /// feeding it `stdin` and collecting stdout and stderr (lossy UTF-8).
 pub fn run_command(cmd: &mut Command, stdin: Option<&[u8]>, timeout: Duration) -> CmdOutput {
