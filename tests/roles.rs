@@ -2,8 +2,9 @@
 //! nodes form the quorum, and two broker-only nodes learn the metadata log
 //! from it as observers. The brokers register, are placed replicas, serve
 //! produce and fetch, and keep working after kill -9 of the active
-//! controller; a broker restarted on another port for the log is re-added.
-//! A broker-only node whose id is a voter's is refused.
+//! controller; a broker restarted on another port for the log is re-added;
+//! one unregistered with Kafka's ClusterTool stops observing. A
+//! broker-only node whose id is a voter's is refused.
 //!
 //! Its own test binary: five processes on this machine's two cores should
 //! not share them with another cluster test.
@@ -207,9 +208,46 @@ fn controller_only_and_broker_only_nodes_form_a_cluster() {
     });
     assert!(rejoined, "the killed controller restarts");
 
-    for b in &mut brokers {
-        b.stop();
-    }
+    // Decommissioned with Kafka's own tool: the broker leaves the
+    // registrations and the quorum stops sending it the log.
+    brokers[1].stop();
+    let jars = format!("{}/*", support::kafka_libs().display());
+    let out = run_command(
+        Command::new("java")
+            .args(["-XX:TieredStopAtLevel=1", "-cp", &jars])
+            .arg("org.apache.kafka.tools.ClusterTool")
+            .args([
+                "unregister",
+                "--bootstrap-server",
+                &brokers[0].bootstrap(),
+                "--id",
+                "5",
+            ]),
+        None,
+        Duration::from_secs(120),
+    );
+    assert!(out.success(), "ClusterTool unregister --id 5: {out}");
+    let observers = |v: &Value| -> Vec<i64> {
+        v["quorum"]["members"]
+            .as_array()
+            .map(|m| {
+                m.iter()
+                    .filter(|m| m["role"] == "observer")
+                    .filter_map(|m| m["id"].as_i64())
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let gone = wait_for(START_TIMEOUT, || {
+        describe(&brokers[0]).is_some_and(|v| observers(&v) == vec![4])
+    });
+    assert!(
+        gone,
+        "only broker 4 still observes: {:?}",
+        describe(&brokers[0])
+    );
+
+    brokers[0].stop();
     for c in &mut controllers {
         c.stop();
     }

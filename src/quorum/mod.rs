@@ -563,6 +563,16 @@ impl Quorum {
         );
     }
 
+    /// On the active controller: stops sending the log to `node_id` if it
+    /// is an observer (a broker-only node whose registration is gone).
+    /// Best effort: a failure is logged, and the node asks to be added
+    /// again if it ever comes back.
+    pub async fn remove_observer(&self, node_id: i32) {
+        if let Err(e) = observer::remove(&self.raft, node_id).await {
+            tracing::warn!("cannot remove node {node_id} from the quorum's observers: {e}");
+        }
+    }
+
     /// Stops the Raft member and closes the metadata log.
     pub async fn shutdown(&self) -> Result<Option<PartitionOffsets>, String> {
         self.network_stop.request();

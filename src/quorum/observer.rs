@@ -124,3 +124,28 @@ pub async fn add(raft: &Raft, node_id: i32, address: String) -> Result<(), Strin
     tracing::info!(node = node_id, address = %address, "added a broker-only node to the quorum as an observer");
     Ok(())
 }
+
+/// On the active controller: removes `node_id` from the learners, if it is
+/// one. A voter's id, or a node the membership does not list, is left
+/// alone.
+pub async fn remove(raft: &Raft, node_id: i32) -> Result<(), String> {
+    let id = node_id as u64;
+    let is_learner = raft
+        .metrics()
+        .borrow_watched()
+        .membership_config
+        .membership()
+        .learner_ids()
+        .any(|l| l == id);
+    if !is_learner {
+        return Ok(());
+    }
+    raft.change_membership(ChangeMembers::RemoveNodes(BTreeSet::from([id])), true)
+        .await
+        .map_err(|e| e.to_string())?;
+    tracing::info!(
+        node = node_id,
+        "removed an unregistered broker from the quorum's observers"
+    );
+    Ok(())
+}

@@ -537,7 +537,13 @@ async fn decide_locked(
             // Its leadership and ISR changes are logged as they are planned
             // (`with_leadership_changes`).
             let planned = plan_unregister_broker(&image, broker_id);
-            altered(planned, false, commit, offset).await
+            let answer = altered(planned, false, commit, offset).await?;
+            if matches!(answer, AdminAnswer::Altered(Ok(()))) {
+                // A broker-only node observed the quorum as a learner: the
+                // leader would go on sending the log to its address.
+                quorum.remove_observer(broker_id).await;
+            }
+            Ok(answer)
         }
         AdminRequest::ElectLeaders {
             election,
