@@ -358,7 +358,6 @@ fn topic_commands_against_a_broker() {
     // Its directories are renamed at once and removed in the background.
     let data_dir = broker.data_dir();
     assert!(!data_dir.join(format!("{TOPIC}-0")).exists());
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
     let leftovers = || -> Vec<String> {
         std::fs::read_dir(&data_dir)
             .unwrap()
@@ -366,9 +365,7 @@ fn topic_commands_against_a_broker() {
             .filter(|n| n.starts_with(TOPIC))
             .collect()
     };
-    while !leftovers().is_empty() && std::time::Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    support::wait_for(Duration::from_secs(10), || leftovers().is_empty());
     assert!(leftovers().is_empty(), "{:?}", leftovers());
 
     // The environment variable stands in for --bootstrap-server.

@@ -486,25 +486,9 @@ fn active_controller_hands_over_when_it_stops(cluster: &mut Cluster) {
 /// removed with `kafka-cluster.sh unregister` (Kafka's ClusterTool,
 /// UnregisterBroker v0); a second attempt says it is not registered.
 fn decommissioned_broker_is_unregistered_with_kafkas_cluster_tool(cluster: &mut Cluster) {
-    let libs = kafka_libs();
     cluster.node(3).stop();
-    let jars = format!("{}/*", libs.display());
-    let unregister = |cluster: &Cluster| {
-        run_command(
-            Command::new("java")
-                .args(["-XX:TieredStopAtLevel=1", "-cp", &jars])
-                .arg("org.apache.kafka.tools.ClusterTool")
-                .args([
-                    "unregister",
-                    "--bootstrap-server",
-                    &cluster.nodes[0].bootstrap(),
-                    "--id",
-                    "3",
-                ]),
-            None,
-            Duration::from_secs(120),
-        )
-    };
+    let unregister =
+        |cluster: &Cluster| support::kafka_unregister_broker(&cluster.nodes[0].bootstrap(), 3);
     // Node 3 may have been the active controller: until the quorum has
     // elected another, the tool gets NOT_CONTROLLER, and an operator retries.
     let mut out = unregister(cluster);
@@ -669,46 +653,12 @@ fn preferred_leaders_come_back_with_kafkas_leader_election_tool(cluster: &mut Cl
 /// `count` records with acks=all through kcat into `topic`, keyed so that
 /// they spread over the partitions; whether every one was acknowledged.
 fn produce(cluster: &Cluster, topic: &str, from: usize, count: usize) -> CmdOutput {
-    let input: String = (from..from + count)
-        .map(|i| format!("k{i}\tv{i}\n"))
-        .collect();
-    run_command(
-        Command::new("kcat").args([
-            "-P",
-            "-b",
-            &cluster.bootstrap(),
-            "-t",
-            topic,
-            "-K",
-            "\t",
-            "-X",
-            "acks=all",
-            "-X",
-            "message.timeout.ms=30000",
-        ]),
-        Some(input.as_bytes()),
-        CLI_TIMEOUT,
-    )
+    support::kcat_produce(&cluster.bootstrap(), topic, from, count)
 }
 
 /// How many records `topic` holds, read from the start through kcat.
 fn consumed(cluster: &Cluster, topic: &str) -> usize {
-    let out = run_command(
-        Command::new("kcat").args([
-            "-C",
-            "-b",
-            &cluster.bootstrap(),
-            "-t",
-            topic,
-            "-o",
-            "beginning",
-            "-e",
-            "-q",
-        ]),
-        None,
-        CLI_TIMEOUT,
-    );
-    out.stdout.lines().filter(|l| !l.is_empty()).count()
+    support::kcat_count(&cluster.bootstrap(), topic)
 }
 
 /// Kafka's `kafka-reassign-partitions.sh` with `action` and its options

@@ -11,7 +11,7 @@
 
 mod support;
 
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
 use serde_json::Value;
@@ -32,35 +32,14 @@ fn pinlog(args: &[&str]) -> CmdOutput {
     run_command(Command::new(PINLOG_BIN).args(args), None, CLI_TIMEOUT)
 }
 
-/// Produces `count` records (`from`, `from + 1`, ...) with acks=all.
+/// Produces `count` records with acks=all; every one must be acknowledged.
 fn produce(broker: &Broker, topic: &str, from: usize, count: usize) {
-    let body: String = (from..from + count).map(|i| format!("{i}\n")).collect();
-    let out = run_command(
-        Command::new("kcat").args([
-            "-P",
-            "-b",
-            &broker.bootstrap(),
-            "-t",
-            topic,
-            "-X",
-            "acks=all",
-        ]),
-        Some(body.as_bytes()),
-        CLI_TIMEOUT,
-    );
+    let out = support::kcat_produce(&broker.bootstrap(), topic, from, count);
     assert!(out.success(), "produce to {topic}: {out}");
 }
 
 fn consumed(broker: &Broker, topic: &str) -> usize {
-    let out = run_command(
-        Command::new("kcat")
-            .args(["-C", "-b", &broker.bootstrap(), "-t", topic, "-e", "-q"])
-            .stdin(Stdio::null()),
-        None,
-        CLI_TIMEOUT,
-    );
-    assert!(out.success(), "consume {topic}: {out}");
-    out.stdout.lines().count()
+    support::kcat_count(&broker.bootstrap(), topic)
 }
 
 fn describe(broker: &Broker) -> Option<Value> {
@@ -211,21 +190,7 @@ fn controller_only_and_broker_only_nodes_form_a_cluster() {
     // Decommissioned with Kafka's own tool: the broker leaves the
     // registrations and the quorum stops sending it the log.
     brokers[1].stop();
-    let jars = format!("{}/*", support::kafka_libs().display());
-    let out = run_command(
-        Command::new("java")
-            .args(["-XX:TieredStopAtLevel=1", "-cp", &jars])
-            .arg("org.apache.kafka.tools.ClusterTool")
-            .args([
-                "unregister",
-                "--bootstrap-server",
-                &brokers[0].bootstrap(),
-                "--id",
-                "5",
-            ]),
-        None,
-        Duration::from_secs(120),
-    );
+    let out = support::kafka_unregister_broker(&brokers[0].bootstrap(), 5);
     assert!(out.success(), "ClusterTool unregister --id 5: {out}");
     let observers = |v: &Value| -> Vec<i64> {
         v["quorum"]["members"]

@@ -1154,14 +1154,7 @@ w("ProducerPerformance and ConsumerPerformance print MB as MiB; they are convert
 w("")
 
 # ------------------------------------------------------------ machine
-w("## Machine")
-w("")
-w(f"- CPU: {E['MACH_CPU']}, {E['MACH_CORES']} cores" + (f" ({E['MACH_HYP']} guest)" if E.get('MACH_HYP') else ""))
-w(f"- RAM: {E['MACH_RAM']}")
-w(f"- Kernel: {E['MACH_KERNEL']}")
-w(f"- Disk: {E['MACH_DISK']}")
-w(f"- Java: {E['MACH_JAVA']}; Rust: {E['MACH_RUST']}")
-w("")
+lines.extend(machine_lines(E))
 
 # ------------------------------------------------------------ commands
 w("## Commands")
@@ -1205,10 +1198,7 @@ w("Raw sink: `tuning/raw-sink/target/release/raw-sink sink --listen 127.0.0.1:PO
 w("")
 
 # ------------------------------------------------------------ notes
-w("<!-- notes:begin -->")
-w(kept_notes(OUT))
-w("")
-w("<!-- notes:end -->")
+lines.extend(notes_lines(OUT))
 print("\n".join(lines))
 PY
 mv -f "$OUT.tmp" "$OUT"

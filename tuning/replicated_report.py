@@ -12,7 +12,7 @@ OUT = E["OUT"]
 sys.path.insert(0, E["TUNING_DIR"])
 from report_helpers import (  # noqa: E402
     RUN_HDR, f1, lat, load, med, met, pair_ratios, ratio, rng, run_row, runs, text, xr, bcpu, mbps,
-    kept_notes,
+    machine_lines, notes_lines,
 )
 
 RECORD = int(E["RECORD"])
@@ -122,13 +122,7 @@ w(f"- **Client, the same for both**: pinlog-loadgen, {E['LG_CONNS']} producer co
   f"JIT). R2: {E['P2_ROUNDS']} round(s) of {E['P2_SECS']} s at half of Kafka's R1 median rate.")
 w("")
 
-w("## Machine")
-w("")
-w(f"- CPU: {E['MACH_CPU']}, {E['MACH_CORES']} cores; RAM {E['MACH_RAM']}")
-w(f"- Kernel: {E['MACH_KERNEL']}")
-w(f"- Disk: {E['MACH_DISK']}")
-w(f"- Java: {E['MACH_JAVA']}; Rust: {E['MACH_RUST']}")
-w("")
+lines.extend(machine_lines(E))
 
 w("## Commands")
 w("")
@@ -150,8 +144,5 @@ w("")
 w("The nodes: `tuning/replicated.sh` (`start_pinlog_node`, `kafka_rep_config`, `start_kafka_node`).")
 w("")
 
-w("<!-- notes:begin -->")
-w(kept_notes(OUT))
-w("")
-w("<!-- notes:end -->")
+lines.extend(notes_lines(OUT))
 print("\n".join(lines))

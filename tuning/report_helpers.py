@@ -150,9 +150,16 @@ def xr(x, d=2):
     return "n/a" if x is None else f"{x:.{d}f}x"
 
 
+def notes_lines(out_path):
+    """The report's closing section: the analysis between the notes
+    markers of the report at out_path, which a new run keeps (or a
+    placeholder for a first report), inside the markers."""
+    return ["<!-- notes:begin -->", kept_notes(out_path), "", "<!-- notes:end -->"]
+
+
 def kept_notes(out_path):
     """The analysis between the notes markers of the report at out_path,
-    which a new run keeps, or a placeholder for a first report."""
+    or a placeholder for a first report."""
     try:
         with open(out_path) as f:
             m = re.search(r"<!-- notes:begin -->\n(.*?)<!-- notes:end -->", f.read(), re.S)
@@ -162,3 +169,19 @@ def kept_notes(out_path):
         pass
     return ("## Analysis\n\n(Not written yet: the explanation of each missed target goes here; "
             "compare.sh keeps this section.)")
+
+
+def machine_lines(env):
+    """The report's "Machine" section, from the MACH_* variables the
+    scripts export."""
+    hyp = f" ({env['MACH_HYP']} guest)" if env.get("MACH_HYP") else ""
+    return [
+        "## Machine",
+        "",
+        f"- CPU: {env['MACH_CPU']}, {env['MACH_CORES']} cores{hyp}",
+        f"- RAM: {env['MACH_RAM']}",
+        f"- Kernel: {env['MACH_KERNEL']}",
+        f"- Disk: {env['MACH_DISK']}",
+        f"- Java: {env['MACH_JAVA']}; Rust: {env['MACH_RUST']}",
+        "",
+    ]

@@ -519,6 +519,9 @@ impl Broker {
             match self.wait_ready() {
                 Ok(()) => return,
                 Err(Startup::PortTaken) if Instant::now() < deadline => {
+                    // The probe found the ports free but the broker's bind
+                    // did not: a pause before the next start, so that the
+                    // bounded loop does not spawn processes back to back.
                     std::thread::sleep(Duration::from_millis(200));
                 }
                 Err(e) => {
@@ -1053,6 +1056,77 @@ pub fn tail(s: &str, lines: usize) -> String {
         "[... {} earlier lines left out ...]\n{}",
         all.len() - lines,
         all[all.len() - lines..].join("\n")
+    )
+}
+
+/// Produces records `k<i>\tv<i>` for `i` in `from..from + count` to
+/// `topic` through kcat with acks=all; its output says whether every one
+/// was acknowledged.
+#[allow(dead_code)]
+pub fn kcat_produce(bootstrap: &str, topic: &str, from: usize, count: usize) -> CmdOutput {
+    let input: String = (from..from + count)
+        .map(|i| format!("k{i}\tv{i}\n"))
+        .collect();
+    run_command(
+        Command::new("kcat").args([
+            "-P",
+            "-b",
+            bootstrap,
+            "-t",
+            topic,
+            "-K",
+            "\t",
+            "-X",
+            "acks=all",
+            "-X",
+            "message.timeout.ms=30000",
+        ]),
+        Some(input.as_bytes()),
+        Duration::from_secs(60),
+    )
+}
+
+/// How many records `topic` holds, read from the start through kcat.
+#[allow(dead_code)]
+pub fn kcat_count(bootstrap: &str, topic: &str) -> usize {
+    let out = run_command(
+        Command::new("kcat")
+            .args([
+                "-C",
+                "-b",
+                bootstrap,
+                "-t",
+                topic,
+                "-o",
+                "beginning",
+                "-e",
+                "-q",
+            ])
+            .stdin(std::process::Stdio::null()),
+        None,
+        Duration::from_secs(60),
+    );
+    out.stdout.lines().filter(|l| !l.is_empty()).count()
+}
+
+/// `kafka-cluster.sh unregister --id ID` (Kafka's ClusterTool) through
+/// `bootstrap`, with the Kafka jars CI fetches.
+#[allow(dead_code)]
+pub fn kafka_unregister_broker(bootstrap: &str, id: i32) -> CmdOutput {
+    let jars = format!("{}/*", kafka_libs().display());
+    run_command(
+        Command::new("java")
+            .args(["-XX:TieredStopAtLevel=1", "-cp", &jars])
+            .arg("org.apache.kafka.tools.ClusterTool")
+            .args([
+                "unregister",
+                "--bootstrap-server",
+                bootstrap,
+                "--id",
+                &id.to_string(),
+            ]),
+        None,
+        Duration::from_secs(120),
     )
 }
 
