@@ -59,8 +59,10 @@ pub struct BrokerConfig {
     /// port taken by another broker on the machine disables the endpoint
     /// with a warning instead of stopping the broker.
     pub metrics_listen_explicit: bool,
-    /// `tail.cache.bytes`: per-shard memory for recently appended batches.
-    pub tail_cache_bytes: usize,
+    /// `read.cache.bytes`: memory for the read cache of the whole broker,
+    /// split over the shards; `None` takes a share of the machine's memory
+    /// (`memory::default_read_cache_bytes`).
+    pub read_cache_bytes: Option<usize>,
     /// `shard.spin.before.park.us`.
     pub spin_before_park_us: u64,
     /// `shard.io.memory.bytes`: aligned buffer pool for DMA reads and writes.
@@ -331,7 +333,7 @@ impl Default for BrokerConfig {
             message_timestamp_type: TimestampType::CreateTime,
             metrics_listen: DEFAULT_METRICS_LISTEN.parse().expect("valid default"),
             metrics_listen_explicit: false,
-            tail_cache_bytes: DEFAULT_TAIL_CACHE_BYTES,
+            read_cache_bytes: None,
             spin_before_park_us: DEFAULT_SPIN_BEFORE_PARK_US,
             io_memory_bytes: DEFAULT_SHARD_IO_MEMORY_BYTES,
             retention_check_interval_ms: DEFAULT_RETENTION_CHECK_INTERVAL_MS,
@@ -387,7 +389,7 @@ pub const KNOWN_KEYS: &[&str] = &[
     "message.max.bytes",
     "message.timestamp.type",
     "metrics.listen",
-    "tail.cache.bytes",
+    "read.cache.bytes",
     "shard.spin.before.park.us",
     "shard.io.memory.bytes",
     "max.incremental.fetch.session.cache.slots",
@@ -684,7 +686,15 @@ impl BrokerConfig {
                     self.metrics_listen = addr(key, &string(key, v)?)?;
                     self.metrics_listen_explicit = true;
                 }
-                "tail.cache.bytes" => self.tail_cache_bytes = non_negative(key, v)? as usize,
+                "read.cache.bytes" => self.read_cache_bytes = Some(non_negative(key, v)? as usize),
+                "tail.cache.bytes" => {
+                    return Err(bad(
+                        key,
+                        "the tail cache became the read cache: set read.cache.bytes, the \
+                         memory of the whole broker (split over the shards), instead"
+                            .to_string(),
+                    ))
+                }
                 "shard.spin.before.park.us" => self.spin_before_park_us = non_negative(key, v)?,
                 "shard.io.memory.bytes" => self.io_memory_bytes = non_negative(key, v)? as usize,
                 "log.segment.bytes" => self.log.segment_bytes = non_negative(key, v)?,
@@ -859,7 +869,7 @@ mod tests {
         let path = dir.path().join("c.toml");
         std::fs::write(
             &path,
-            "num.partitions = 7\n\"tail.cache.bytes\" = 4096\n[log]\nsegment.bytes = 2097152\n",
+            "num.partitions = 7\n\"read.cache.bytes\" = 4096\n[log]\nsegment.bytes = 2097152\n",
         )
         .unwrap();
         let c = BrokerConfig::load(&Overrides {
@@ -868,7 +878,7 @@ mod tests {
         })
         .unwrap();
         assert_eq!(c.num_partitions, 7);
-        assert_eq!(c.tail_cache_bytes, 4096);
+        assert_eq!(c.read_cache_bytes, Some(4096));
         assert_eq!(c.log.segment_bytes, 2 * 1024 * 1024);
     }
 

@@ -98,8 +98,21 @@ pub const DMA_WRITE_BYTES_MAX: usize = 4 * 1024 * 1024;
 /// group never waits on a second one.
 pub const GROUP_COMMIT_MAX_BYTES: usize = DMA_WRITE_BYTES_MAX;
 
-/// Default memory for the per-shard tail cache of recently appended batches.
-pub const DEFAULT_TAIL_CACHE_BYTES: usize = 64 * 1024 * 1024;
+/// Largest single read of a segment file range: one io_uring read, and the
+/// buffer one piece occupies until the socket has taken it.
+pub const FILE_READ_PIECE_BYTES: usize = 1 << 20;
+/// Reads of a response (or of a read-through) kept in flight ahead of the
+/// socket, per connection.
+/// With [`FILE_READ_PIECE_BYTES`] this bounds a connection's read buffers to
+/// 4 MiB, and keeps the disk busy while the socket drains.
+pub const FILE_READS_AHEAD: usize = 4;
+/// The share of the machine's memory (or of the cgroup's limit) that the
+/// read cache takes when `read.cache.bytes` is not set, split over the
+/// shards: a quarter, as the JVM's default heap, leaving the rest to the
+/// indexes, the connections and everything else on the machine.
+pub const READ_CACHE_MEMORY_DIVISOR: u64 = 4;
+/// The read cache's size when the machine's memory cannot be read.
+pub const READ_CACHE_FALLBACK_BYTES: usize = 256 * 1024 * 1024;
 /// Default spin before an idle shard parks: measured on this machine, parking
 /// right away costs ~2.3 ms p99 per cross-core hop, spinning 50 µs ~43 µs.
 pub const DEFAULT_SPIN_BEFORE_PARK_US: u64 = 50;

@@ -12,6 +12,7 @@ pub mod demo;
 pub mod error;
 pub mod group;
 pub mod log;
+pub mod memory;
 pub mod metadata;
 pub mod node;
 pub mod protocol;

@@ -1,9 +1,12 @@
-//! Fetches served from the segment files rather than the tail cache: the
-//! cache is off, so every byte kcat consumes was read from disk with
-//! O_DIRECT on the connection's shard (`src/server/response_writer.rs`).
-//! Partition reads larger than one read piece, ranges in rolled and active
-//! segments, and reads after a kill -9 and restart must all return exactly
-//! what was produced, in order, with dense offsets.
+//! Fetches served from the segment files rather than from appends in the
+//! read cache. With the cache off, every byte kcat consumes was read from
+//! disk with O_DIRECT on the connection's shard
+//! (`src/server/response_writer.rs`). With a small cache, reads go through
+//! it (`src/log/read_through.rs`) on the partition's shard, filling and
+//! evicting it all the time. Either way, partition reads larger than one
+//! read piece, ranges in rolled and active segments, and reads after a
+//! kill -9 and restart must all return exactly what was produced, in
+//! order, with dense offsets; and the cache must stay within its bound.
 //!
 //! Needs kcat (`apt-get install kcat`); CI installs it.
 //! `PINLOG_SKIP_CLIENT_TESTS=1` skips it, as it skips the client tests.
@@ -141,22 +144,96 @@ fn consume_and_check(broker: &Broker, stage: &str, expected: Option<usize>, fetc
     }
 }
 
-#[test]
-fn fetches_read_from_segment_files_return_exactly_what_was_written() {
-    if skip() {
-        return;
-    }
+fn need_kcat() {
     assert!(
         which("kcat").is_some(),
         "kcat is not available; install it with `apt-get install kcat` (CI does), \
          or set PINLOG_SKIP_CLIENT_TESTS=1"
     );
+}
+
+#[test]
+fn fetches_read_from_segment_files_return_exactly_what_was_written() {
+    if skip() {
+        return;
+    }
+    need_kcat();
     let mut broker = Broker::start(
         BrokerOpts::new()
             .shards(2)
-            .setting("tail.cache.bytes", 0)
+            .setting("read.cache.bytes", 0)
             .setting("log.segment.bytes", SEGMENT_BYTES),
     );
+    consume_while_appending_and_after_a_crash(&mut broker);
+    broker.stop();
+}
+
+/// The read cache of the whole broker in the cached case: far below what
+/// the topic holds, so reads keep filling it and evicting from it.
+const SMALL_READ_CACHE_BYTES: i64 = 4 * 1024 * 1024;
+/// Records produced after the restart in the cached case: about 48 MB, 12
+/// times the cache, so that a cache that outgrew its bound would show in
+/// the broker's resident memory.
+const BULK_RECORDS: usize = 48_000;
+/// Growth of the broker's resident memory allowed while the bulk is
+/// produced and read twice: the cache's bound plus room for the allocator
+/// and in-flight fetch buffers, well below the 96 MB read.
+const RSS_GROWTH_MAX_KIB: u64 = 40 * 1024;
+
+#[test]
+fn reads_through_a_small_cache_return_exactly_what_was_written_within_its_bound() {
+    if skip() {
+        return;
+    }
+    need_kcat();
+    let metrics = format!("127.0.0.1:{}", support::free_port());
+    let mut broker = Broker::start(
+        BrokerOpts::new()
+            .shards(2)
+            .setting("read.cache.bytes", SMALL_READ_CACHE_BYTES)
+            .setting("metrics.listen", metrics)
+            .setting("log.segment.bytes", SEGMENT_BYTES),
+    );
+    consume_while_appending_and_after_a_crash(&mut broker);
+    let metric = |name: &str| {
+        broker
+            .metric_total(name)
+            .unwrap_or_else(|| broker.fail(&format!("no {name} in /metrics")))
+    };
+    // After the restart, the consume read everything from disk, through
+    // the cache.
+    assert!(metric("pinlog_read_cache_filled_bytes_total") > 0.0);
+    assert!(metric("pinlog_read_cache_evictions_total") > 0.0);
+    assert!(metric("pinlog_read_cache_capacity_bytes") == SMALL_READ_CACHE_BYTES as f64);
+
+    let rss_before = broker.rss_kib().expect("broker RSS");
+    let total = RECORDS + MORE_RECORDS;
+    produce(&broker, total..total + BULK_RECORDS);
+    for round in 0..2 {
+        consume_and_check(
+            &broker,
+            &format!("bulk, round {round}"),
+            Some(total + BULK_RECORDS),
+            PARTITION_FETCH_BYTES,
+        );
+    }
+    let rss_after = broker.rss_kib().expect("broker RSS");
+    let cached = metric("pinlog_read_cache_bytes");
+    assert!(
+        cached <= SMALL_READ_CACHE_BYTES as f64,
+        "the cache holds {cached} bytes, past read.cache.bytes"
+    );
+    assert!(
+        rss_after.saturating_sub(rss_before) < RSS_GROWTH_MAX_KIB,
+        "resident memory grew from {rss_before} KiB to {rss_after} KiB while ~96 MB \
+         were read through a {SMALL_READ_CACHE_BYTES}-byte cache"
+    );
+    broker.stop();
+}
+
+/// Produces, consumes while producing, then kill -9s and restarts the
+/// broker and consumes again, checking every record each time.
+fn consume_while_appending_and_after_a_crash(broker: &mut Broker) {
     let create = run_command(
         Command::new(PINLOG_BIN).args([
             "topic",
@@ -173,14 +250,14 @@ fn fetches_read_from_segment_files_return_exactly_what_was_written() {
     if !create.success() {
         broker.fail(&format!("topic create failed: {create}"));
     }
-    produce(&broker, 0..RECORDS);
-    consume_and_check(&broker, "served live", Some(RECORDS), PARTITION_FETCH_BYTES);
+    produce(broker, 0..RECORDS);
+    consume_and_check(broker, "served live", Some(RECORDS), PARTITION_FETCH_BYTES);
 
     // A catch-up consumer whose fetches stop short of the data, while a
     // producer appends to the very segments (and partial last blocks)
     // being read: every record read must still be exactly what was
     // written.
-    let mut producer = kcat(&broker)
+    let mut producer = kcat(broker)
         .args(["-P", "-t", TOPIC, "-K", "\t", "-X", "linger.ms=1"])
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::null())
@@ -199,7 +276,7 @@ fn fetches_read_from_segment_files_return_exactly_what_was_written() {
     });
     for round in 0..3 {
         consume_and_check(
-            &broker,
+            broker,
             &format!("while appending, round {round}"),
             None,
             SHORT_FETCH_BYTES,
@@ -211,12 +288,12 @@ fn fetches_read_from_segment_files_return_exactly_what_was_written() {
         other => broker.fail(&format!("kcat -P ended with {other:?}")),
     }
     let total = RECORDS + MORE_RECORDS;
-    consume_and_check(&broker, "after appending", Some(total), SHORT_FETCH_BYTES);
+    consume_and_check(broker, "after appending", Some(total), SHORT_FETCH_BYTES);
 
     broker.kill9();
     broker.restart();
     consume_and_check(
-        &broker,
+        broker,
         "after kill -9 and restart",
         Some(total),
         PARTITION_FETCH_BYTES,
@@ -224,5 +301,4 @@ fn fetches_read_from_segment_files_return_exactly_what_was_written() {
 
     let log = broker.log();
     assert!(!log.contains("panicked"), "no panic: {log}");
-    broker.stop();
 }

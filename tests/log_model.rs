@@ -34,6 +34,7 @@ use pinlog::log::batch::{
 use pinlog::log::batch_cache::BatchCache;
 use pinlog::log::epoch_cache::EpochEntry;
 use pinlog::log::partition_log::{AppendInfo, LeaderAppend, OpenParams, PartitionLog};
+use pinlog::log::read_through;
 use pinlog::log::segment::segment_file_path;
 use pinlog::log::topic_partition::TopicPartition;
 
@@ -48,8 +49,8 @@ const STEPS_MAX: usize = 40;
 /// and fill up.
 const INDEX_INTERVAL_BYTES: u64 = 512;
 
-/// Capacity of the tail cache when a case uses one: a few batches, so reads
-/// are served from both the cache and the files.
+/// Capacity of the read cache when a case uses one: a few batches, so reads
+/// are served from both the cache and the files, and fills evict.
 const CACHE_BYTES: usize = 64 * 1024;
 
 /// RecordBatch v2 fields outside the CRC: base offset (bytes 0..8) and
@@ -779,10 +780,13 @@ async fn check(log: &mut PartitionLog, model: &Model, probes: &[Probe], ctx: &st
                 .read(offset, probe.max_bytes, max_offset, true)
                 .await
                 .unwrap_or_else(|e| panic!("{ctx}: read({offset}): {e}"));
-            let bytes = read
-                .to_vec()
+            let from_cache = read.from_cache;
+            // As the fetch path reads: a miss is read through the cache, so
+            // later probes and steps are served from what it filled.
+            let bytes = read_through::into_memory(read)
                 .await
-                .unwrap_or_else(|e| panic!("{ctx}: read({offset}) bytes: {e}"));
+                .unwrap_or_else(|e| panic!("{ctx}: read({offset}) bytes: {e}"))
+                .concat();
             let allowed: Vec<u8> = model.batches[first..bound_index]
                 .iter()
                 .flat_map(|b| b.bytes.iter().copied())
@@ -790,7 +794,7 @@ async fn check(log: &mut PartitionLog, model: &Model, probes: &[Probe], ctx: &st
             let first_len = model.batches[first].bytes.len();
             let what = format!(
                 "{ctx}: read({offset}, max_bytes {}, max_offset {max_offset}) from cache {}",
-                probe.max_bytes, read.from_cache
+                probe.max_bytes, from_cache
             );
             assert!(
                 bytes.len() >= first_len,

@@ -248,9 +248,11 @@ fn metrics_endpoint_reports_every_shard() {
             "pinlog_bytes_received_total",
             "pinlog_bytes_sent_total",
             "pinlog_partitions",
-            "pinlog_tail_cache_hits_total",
-            "pinlog_tail_cache_misses_total",
-            "pinlog_tail_cache_bytes",
+            "pinlog_read_cache_hits_total",
+            "pinlog_read_cache_misses_total",
+            "pinlog_read_cache_evictions_total",
+            "pinlog_read_cache_bytes",
+            "pinlog_read_cache_capacity_bytes",
         ] {
             sample(&before, &format!("{name}{{shard=\"{s}\"}}"));
         }

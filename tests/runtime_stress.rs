@@ -42,7 +42,7 @@ fn cross_shard_asks_from_spawned_awaited_and_dropped_tasks() {
     let mut config = ShardConfig::new(dir.path());
     // Two shards even on a one-core machine: the pattern needs two threads.
     config.shard_count = 2;
-    config.tail_cache_bytes = 1 << 20;
+    config.read_cache_bytes = 1 << 20;
     let duration = stress_duration();
     let started = Instant::now();
     let out = run_shards(config, Shutdown::Clean, move |shard| async move {

@@ -13,7 +13,7 @@ fn config(dir: &std::path::Path) -> ShardConfig {
     // Two shards even on a one-core machine, so cross-shard paths run.
     c.shard_count = 2;
     c.log_defaults.segment_bytes = 256 * 1024;
-    c.tail_cache_bytes = 1 << 20;
+    c.read_cache_bytes = 1 << 20;
     c
 }
 

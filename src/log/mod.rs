@@ -16,6 +16,7 @@ pub mod offset_index;
 pub mod offset_map;
 pub mod partition_log;
 pub mod producer_state;
+pub mod read_through;
 pub mod record_filter;
 pub mod segment;
 pub mod swap;

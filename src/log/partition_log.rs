@@ -21,7 +21,7 @@ use glommio::io::DmaFile;
 use crate::config::LogConfig;
 use crate::error::{BatchError, LogError, LogResult};
 use crate::log::batch::{self, BatchHeader, CountRule};
-use crate::log::batch_cache::{CacheKey, CachedBatch, SharedBatchCache};
+use crate::log::batch_cache::{BatchCache, CacheFill, CacheKey, CachedBatch, SharedBatchCache};
 use crate::log::checkpoint;
 use crate::log::cleaner::{CleanableSegment, CleanerOffsets, CleanerView, SegmentStats};
 
@@ -64,6 +64,9 @@ impl ReadSlice {
 pub struct LogReadResult {
     pub slices: Vec<ReadSlice>,
     pub from_cache: bool,
+    /// Set when the read missed the read cache: the file range may be read
+    /// through it (`read_through::read_batches`) without the log's lock.
+    pub fill: Option<CacheFill>,
 }
 
 impl LogReadResult {
@@ -1040,13 +1043,20 @@ impl PartitionLog {
                 return Ok(LogReadResult {
                     slices: slices.into_iter().map(ReadSlice::Cached).collect(),
                     from_cache: true,
+                    fill: None,
                 });
             }
         }
         let r = self
             .read_from_segments(fetch_offset, max_bytes, max_offset, min_one_batch)
             .await;
-        self.fail(r)
+        let mut r = self.fail(r)?;
+        if let Some((cache, key)) = &self.cache {
+            if cache.borrow().capacity_bytes() > 0 && !r.slices.is_empty() {
+                r.fill = BatchCache::fill_ticket(cache, *key);
+            }
+        }
+        Ok(r)
     }
 
     async fn read_from_segments(
@@ -1097,6 +1107,7 @@ impl PartitionLog {
                     len,
                 }],
                 from_cache: false,
+                fill: None,
             });
         }
         Ok(LogReadResult::default())
@@ -1339,7 +1350,7 @@ impl PartitionLog {
             self.fail(r)?;
         }
         if let Some((cache, key)) = &self.cache {
-            cache.borrow_mut().remove(*key);
+            cache.borrow_mut().unregister(*key);
         }
         let segments = std::mem::take(&mut self.segments);
         for (_, s) in segments {

@@ -199,7 +199,10 @@ pub fn run(config: BrokerConfig, stop: StopHandle) -> Result<(), String> {
     if let Some(n) = config.shards {
         shard_config.shard_count = n;
     }
-    shard_config.tail_cache_bytes = config.tail_cache_bytes;
+    let read_cache_bytes = config
+        .read_cache_bytes
+        .unwrap_or_else(crate::memory::default_read_cache_bytes);
+    shard_config.read_cache_bytes = read_cache_bytes / shard_config.shard_count.max(1);
     shard_config.spin_before_park = Duration::from_micros(config.spin_before_park_us);
     shard_config.io_memory_bytes = config.io_memory_bytes;
     shard_config.log_defaults = config.log.clone();

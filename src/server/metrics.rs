@@ -21,6 +21,7 @@ use std::time::Instant;
 
 use hdrhistogram::Histogram;
 
+use crate::log::batch_cache::CacheStats;
 use crate::protocol::api::{ApiKey, SUPPORTED_APIS};
 use crate::protocol::chunks::Chunk;
 use crate::server::dispatch::Outcome;
@@ -192,11 +193,7 @@ impl ShardProbe {
 
     /// Everything this shard reports, read on its own thread.
     pub fn snapshot(&self, shard: &Shard) -> ShardSnapshot {
-        let (tail_cache_hits, tail_cache_misses, tail_cache_bytes) = {
-            let cache = shard.cache().borrow();
-            let (hits, misses) = cache.hit_counts();
-            (hits, misses, cache.used_bytes() as u64)
-        };
+        let read_cache = shard.cache().borrow().stats();
         let (metadata_end_offset, metadata_image_digest) =
             match shard.extension::<crate::node::state::BrokerState>() {
                 Some(b) => {
@@ -225,9 +222,7 @@ impl ShardProbe {
             bytes_received: self.bytes_received.get(),
             bytes_sent: self.bytes_sent.get(),
             partitions: shard.local_partitions().len() as u64,
-            tail_cache_hits,
-            tail_cache_misses,
-            tail_cache_bytes,
+            read_cache,
             metadata_end_offset,
             metadata_image_digest,
             follower_fetch_sessions,
@@ -271,9 +266,8 @@ pub struct ShardSnapshot {
     pub bytes_received: u64,
     pub bytes_sent: u64,
     pub partitions: u64,
-    pub tail_cache_hits: u64,
-    pub tail_cache_misses: u64,
-    pub tail_cache_bytes: u64,
+    /// The shard's read cache.
+    pub read_cache: CacheStats,
     /// The offset after the last metadata record this shard applied.
     pub metadata_end_offset: u64,
     /// [`MetadataImage::digest`](crate::metadata::image::MetadataImage::digest)
@@ -381,26 +375,66 @@ pub fn render(shards: &[ShardSnapshot]) -> String {
     per_shard(
         &mut out,
         shards,
-        "pinlog_tail_cache_hits_total",
+        "pinlog_read_cache_hits_total",
         "counter",
-        "Reads served from the shard's tail cache.",
-        |s| s.tail_cache_hits,
+        "Reads served from the shard's read cache.",
+        |s| s.read_cache.hits,
     );
     per_shard(
         &mut out,
         shards,
-        "pinlog_tail_cache_misses_total",
+        "pinlog_read_cache_misses_total",
         "counter",
-        "Reads the shard's tail cache could not serve.",
-        |s| s.tail_cache_misses,
+        "Reads the shard's read cache could not serve (they went to the disk).",
+        |s| s.read_cache.misses,
     );
     per_shard(
         &mut out,
         shards,
-        "pinlog_tail_cache_bytes",
+        "pinlog_read_cache_evictions_total",
+        "counter",
+        "Batches the shard's read cache dropped to make room.",
+        |s| s.read_cache.evictions,
+    );
+    per_shard(
+        &mut out,
+        shards,
+        "pinlog_read_cache_appended_bytes_total",
+        "counter",
+        "Bytes the shard's read cache took from appends.",
+        |s| s.read_cache.appended_bytes,
+    );
+    per_shard(
+        &mut out,
+        shards,
+        "pinlog_read_cache_filled_bytes_total",
+        "counter",
+        "Bytes the shard's read cache took from disk reads (read-through).",
+        |s| s.read_cache.filled_bytes,
+    );
+    per_shard(
+        &mut out,
+        shards,
+        "pinlog_read_cache_bytes",
         "gauge",
-        "Bytes of batches held in the shard's tail cache.",
-        |s| s.tail_cache_bytes,
+        "Bytes of batches held in the shard's read cache.",
+        |s| s.read_cache.used_bytes,
+    );
+    per_shard(
+        &mut out,
+        shards,
+        "pinlog_read_cache_batches",
+        "gauge",
+        "Batches held in the shard's read cache.",
+        |s| s.read_cache.batches,
+    );
+    per_shard(
+        &mut out,
+        shards,
+        "pinlog_read_cache_capacity_bytes",
+        "gauge",
+        "The shard's share of read.cache.bytes.",
+        |s| s.read_cache.capacity_bytes,
     );
     per_shard(
         &mut out,
@@ -516,9 +550,12 @@ mod tests {
             bytes_received: probe.bytes_received.get(),
             bytes_sent: probe.bytes_sent.get(),
             partitions: 3,
-            tail_cache_hits: 7,
-            tail_cache_misses: 2,
-            tail_cache_bytes: 4096,
+            read_cache: CacheStats {
+                hits: 7,
+                misses: 2,
+                used_bytes: 4096,
+                ..CacheStats::default()
+            },
             metadata_end_offset: 12,
             metadata_image_digest: 99,
             follower_fetch_sessions: 1,
@@ -600,11 +637,16 @@ mod tests {
             "pinlog_bytes_received_total",
             "pinlog_bytes_sent_total",
             "pinlog_partitions",
-            "pinlog_tail_cache_hits_total",
-            "pinlog_tail_cache_misses_total",
+            "pinlog_read_cache_hits_total",
+            "pinlog_read_cache_misses_total",
+            "pinlog_read_cache_evictions_total",
+            "pinlog_read_cache_appended_bytes_total",
+            "pinlog_read_cache_filled_bytes_total",
             "pinlog_metadata_end_offset",
             "pinlog_metadata_image_digest",
-            "pinlog_tail_cache_bytes",
+            "pinlog_read_cache_bytes",
+            "pinlog_read_cache_batches",
+            "pinlog_read_cache_capacity_bytes",
             "pinlog_fetch_sessions_follower",
             "pinlog_fetch_sessions_consumer",
             "pinlog_fetch_session_partitions",
@@ -626,7 +668,7 @@ mod tests {
             text.contains("pinlog_request_latency_seconds_count{shard=\"0\",api=\"Fetch\"} 0\n")
         );
         assert!(text.contains("pinlog_partitions{shard=\"1\"} 3\n"));
-        assert!(text.contains("pinlog_tail_cache_bytes{shard=\"0\"} 4096\n"));
+        assert!(text.contains("pinlog_read_cache_bytes{shard=\"0\"} 4096\n"));
         // Every sample line is `name{labels} value` with a numeric value.
         for line in text.lines().filter(|l| !l.starts_with('#')) {
             let (_, value) = line.rsplit_once(' ').expect(line);

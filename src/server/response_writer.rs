@@ -20,15 +20,9 @@ use futures_lite::AsyncWriteExt;
 use glommio::io::{DmaFile, ReadResult};
 use glommio::Task;
 
+use crate::constants::{FILE_READS_AHEAD, FILE_READ_PIECE_BYTES};
 use crate::protocol::chunks::Chunk;
 
-/// Largest single read of a segment file range: one io_uring read, and the
-/// buffer one piece occupies until the socket has taken it.
-pub const FILE_READ_PIECE_BYTES: usize = 1 << 20;
-/// Reads of a response kept in flight ahead of the socket, per connection.
-/// With [`FILE_READ_PIECE_BYTES`] this bounds a connection's read buffers to
-/// 4 MiB, and keeps the disk busy while the socket drains.
-pub const FILE_READS_AHEAD: usize = 4;
 const PIECE: u64 = FILE_READ_PIECE_BYTES as u64;
 const _: () = assert!(FILE_READ_PIECE_BYTES.is_power_of_two());
 

@@ -20,7 +20,7 @@ use glommio::{LocalExecutorBuilder, Placement};
 
 use crate::config::LogConfig;
 use crate::constants::{
-    DEFAULT_SHARD_IO_MEMORY_BYTES, DEFAULT_SPIN_BEFORE_PARK_US, DEFAULT_TAIL_CACHE_BYTES,
+    DEFAULT_SHARD_IO_MEMORY_BYTES, DEFAULT_SPIN_BEFORE_PARK_US, READ_CACHE_FALLBACK_BYTES,
     SHARD_CHANNEL_DEPTH,
 };
 use crate::error::{LogError, LogResult};
@@ -39,8 +39,8 @@ pub struct ShardConfig {
     /// How long an idle shard spins before parking in the kernel. Parking at
     /// once costs milliseconds per cross-core hop; see `tuning/README.md`.
     pub spin_before_park: Duration,
-    /// Bytes of recently appended batches each shard keeps in memory.
-    pub tail_cache_bytes: usize,
+    /// Bytes of record batches each shard's read cache keeps in memory.
+    pub read_cache_bytes: usize,
     /// Aligned buffer pool for the shard's DMA reads and writes.
     pub io_memory_bytes: usize,
     pub data_dir: PathBuf,
@@ -76,7 +76,7 @@ impl ShardConfig {
             shard_count: cpus.len(),
             cpus,
             spin_before_park: Duration::from_micros(DEFAULT_SPIN_BEFORE_PARK_US),
-            tail_cache_bytes: DEFAULT_TAIL_CACHE_BYTES,
+            read_cache_bytes: READ_CACHE_FALLBACK_BYTES,
             io_memory_bytes: DEFAULT_SHARD_IO_MEMORY_BYTES,
             data_dir: data_dir.into(),
             log_defaults: LogConfig::default(),

@@ -25,7 +25,7 @@ use crate::log::batch_cache::{BatchCache, SharedBatchCache};
 use crate::log::cleaner::{self, CleanOutcome, CleanerOptions};
 use crate::log::data_dir::{DataDirState, PartitionOffsets};
 use crate::log::partition_log::{
-    AppendInfo, OpenParams, PartitionLog, ReadSlice, RecoveryReport, StorageFailures,
+    AppendInfo, OpenParams, PartitionLog, RecoveryReport, StorageFailures,
 };
 use crate::log::topic_partition::TopicPartition;
 use crate::shard::cross_shard::{reply_channel, ReplySender};
@@ -102,7 +102,7 @@ impl Shard {
         Shard {
             id,
             table: RefCell::new(PartitionTable::new(config.shard_count)),
-            cache: BatchCache::shared(config.tail_cache_bytes),
+            cache: BatchCache::shared(config.read_cache_bytes),
             config,
             startup,
             logs: RefCell::new(HashMap::new()),
@@ -453,23 +453,13 @@ impl Shard {
         let owner = self.owner(&tp);
         if owner == self.id {
             let log = self.local(&tp)?;
-            let mut log = log.write().await.map_err(|_| hop_failed(self.id))?;
-            let hw = log.high_watermark();
-            let r = log.read(offset, max_bytes, hw, true).await?;
-            let mut out = Vec::with_capacity(r.slices.len());
-            for s in &r.slices {
-                match s {
-                    ReadSlice::Cached(b) => out.push(b.clone()),
-                    ReadSlice::File { .. } => {
-                        let one = crate::log::partition_log::LogReadResult {
-                            slices: vec![s.clone()],
-                            from_cache: false,
-                        };
-                        out.push(Bytes::from(one.to_vec().await?));
-                    }
-                }
-            }
-            return Ok(out);
+            let r = {
+                let mut log = log.write().await.map_err(|_| hop_failed(self.id))?;
+                let hw = log.high_watermark();
+                log.read(offset, max_bytes, hw, true).await?
+            };
+            // The file ranges are read without the log's lock.
+            return crate::log::read_through::into_memory(r).await;
         }
         self.ask(owner, |reply| ShardRequest::Read {
             tp,

@@ -482,6 +482,24 @@ impl Broker {
     /// The value of `family` on shard 0 in the node's `/metrics`, if it
     /// answers.
     pub fn metric(&self, family: &str) -> Option<f64> {
+        self.metric_on_shards(family, |labels| labels.contains("shard=\"0\""))
+    }
+
+    /// The sum of `family` over every shard in the node's `/metrics`.
+    pub fn metric_total(&self, family: &str) -> Option<f64> {
+        self.metric_on_shards(family, |_| true)
+    }
+
+    /// The broker process's resident memory, in KiB.
+    pub fn rss_kib(&self) -> Option<u64> {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid()?)).ok()?;
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+    }
+
+    fn metric_on_shards(&self, family: &str, shard: impl Fn(&str) -> bool) -> Option<f64> {
         let port = self.metrics_port()?;
         let mut stream = TcpStream::connect((self.opts.host.as_str(), port)).ok()?;
         stream.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
@@ -492,10 +510,13 @@ impl Broker {
         .ok()?;
         let mut text = String::new();
         stream.read_to_string(&mut text).ok()?;
-        text.lines()
+        let values: Vec<f64> = text
+            .lines()
             .filter(|l| l.starts_with(family) && l[family.len()..].starts_with('{'))
-            .find(|l| l.contains("shard=\"0\""))
-            .and_then(|l| l.rsplit(' ').next()?.parse().ok())
+            .filter(|l| shard(l))
+            .filter_map(|l| l.rsplit(' ').next()?.parse().ok())
+            .collect();
+        (!values.is_empty()).then(|| values.iter().sum())
     }
 
     /// Starts the broker again on the same data directory, port and

@@ -10,6 +10,7 @@ use std::time::Duration;
 use bytes::Bytes;
 
 use crate::log::partition_log::ReadSlice;
+use crate::log::read_through;
 use crate::log::topic_partition::TopicPartition;
 use crate::node::append_waiters::AppendWaiters;
 use crate::node::replicas;
@@ -205,7 +206,7 @@ async fn read_all(
         tasks.push(glommio::spawn_local(async move {
             shard
                 .submit_to(owner, move |shard| async move {
-                    read_on_owner(&shard, work, replica_id).await
+                    read_on_owner(&shard, work, replica_id, response_max_bytes).await
                 })
                 .await
         }));
@@ -241,9 +242,18 @@ async fn read_on_owner(
     shard: &Rc<Shard>,
     work: Vec<(usize, TopicPartition, i64, usize)>,
     replica_id: i32,
+    budget: usize,
 ) -> Vec<(usize, PartitionRead)> {
     let is_follower = replica_id >= 0;
     let mut out = Vec::with_capacity(work.len());
+    // Reads through the read cache, in flight: (index in `out`, partition,
+    // task). Their bytes count against `budget`, the response's limit, so
+    // that a fetch of many partitions does not read more from the disk than
+    // its response can carry; past it, file ranges go to the connection,
+    // which reads them as it sends (and drops those over the limit).
+    let mut read_through = Vec::new();
+    let mut planned = 0u64;
+    let budget = budget as u64;
     for (i, tp, offset, max_bytes) in work {
         let Some(led) = replicas::led_partition(shard, &tp) else {
             out.push((i, PartitionRead::error(error_code::NOT_LEADER_OR_FOLLOWER)));
@@ -293,7 +303,22 @@ async fn read_on_owner(
         };
         let result = log.read(offset, max_bytes, max_offset, true).await;
         let log_start_offset = log.log_start_offset();
+        drop(log);
         let read = match result {
+            Ok(r) if r.fill.is_some() && (planned == 0 || planned + r.len_bytes() <= budget) => {
+                // A miss of the read cache: read it through the cache here,
+                // on the owner, so the next reader finds it in memory. The
+                // other partitions' reads go on meanwhile.
+                planned += r.len_bytes();
+                let task = glommio::spawn_local(read_through::into_memory(r));
+                read_through.push((out.len(), tp.clone(), task));
+                PartitionRead {
+                    error_code: error_code::NONE,
+                    high_watermark: hw,
+                    log_start_offset,
+                    records: RecordData::Bytes(Bytes::new()),
+                }
+            }
             Ok(r) => {
                 let mut chunks = Vec::with_capacity(r.slices.len());
                 let mut failed = None;
@@ -335,6 +360,18 @@ async fn read_on_owner(
             },
         };
         out.push((i, read));
+    }
+    for (at, tp, task) in read_through {
+        let read = &mut out[at].1;
+        match task.await {
+            Ok(bytes) => {
+                read.records = RecordData::Chunks(bytes.into_iter().map(Chunk::Bytes).collect())
+            }
+            Err(e) => {
+                tracing::error!(partition = %tp, "fetch cannot read the segment: {e}");
+                *read = PartitionRead::error(error_code::KAFKA_STORAGE_ERROR);
+            }
+        }
     }
     out
 }

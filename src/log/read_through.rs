@@ -1,0 +1,135 @@
+//! Read-through: a read that missed the read cache is read from the segment
+//! file into memory on the partition's own shard, cut into whole batches,
+//! and cached, so that the next reader of these offsets is served from
+//! memory as Kafka's is from the page cache.
+//!
+//! It runs without the partition's lock: the log may change meanwhile, and
+//! the cache drops the fill if it did (see `batch_cache`). The bytes read
+//! are still the stored bytes, sent as they are: nothing is re-encoded.
+
+use std::collections::VecDeque;
+use std::io;
+use std::rc::Rc;
+
+use bytes::{Bytes, BytesMut};
+use glommio::io::{DmaFile, ReadResult};
+use glommio::Task;
+
+use crate::constants::{FILE_READS_AHEAD, FILE_READ_PIECE_BYTES};
+use crate::error::{LogError, LogResult};
+use crate::log::batch::parse_header_only;
+use crate::log::batch_cache::{CacheFill, CachedBatch};
+use crate::log::partition_log::{LogReadResult, ReadSlice};
+
+/// Reads `len` bytes of `file` from `position` (the start of a batch), and
+/// returns the whole batches among them, caching them through `fill`.
+/// Bytes past the last whole batch are not returned: the client asks for
+/// them with its next fetch. If the bytes do not start with a readable
+/// batch header, they are returned as read and not cached.
+pub async fn read_batches(
+    file: Rc<DmaFile>,
+    position: u64,
+    len: u64,
+    fill: &CacheFill,
+) -> io::Result<Vec<Bytes>> {
+    let bytes = read_range(file, position, len).await?;
+    let batches = split_batches(&bytes);
+    if batches.is_empty() {
+        return Ok(vec![bytes]);
+    }
+    let out = batches.iter().map(|b| b.bytes.clone()).collect();
+    fill.fill(batches);
+    Ok(out)
+}
+
+/// Reads a file range into one buffer, `FILE_READS_AHEAD` pieces at a time.
+/// A short read (the file was truncated under the reader) returns what was
+/// read.
+async fn read_range(file: Rc<DmaFile>, position: u64, len: u64) -> io::Result<Bytes> {
+    const PIECE: u64 = FILE_READ_PIECE_BYTES as u64;
+    let len = usize::try_from(len).map_err(|_| io::Error::other("read range too large"))?;
+    let mut out = BytesMut::with_capacity(len);
+    let mut reads: VecDeque<(Task<io::Result<ReadResult>>, usize)> = VecDeque::new();
+    let mut next = 0usize;
+    loop {
+        while next < len && reads.len() < FILE_READS_AHEAD {
+            // Pieces end on piece-size boundaries of the file, so that an
+            // aligned read never exceeds a power of two (as the response
+            // writer's pieces).
+            let at = position + next as u64;
+            let piece = (len - next).min((PIECE - at % PIECE) as usize);
+            let file = file.clone();
+            let task = glommio::spawn_local(async move {
+                file.read_at(at, piece).await.map_err(io::Error::from)
+            });
+            reads.push_back((task, piece));
+            next += piece;
+        }
+        let Some((read, piece)) = reads.pop_front() else {
+            break;
+        };
+        let data = read.await?;
+        out.extend_from_slice(&data);
+        if data.len() < piece {
+            break;
+        }
+    }
+    Ok(out.freeze())
+}
+
+/// The whole batches at the front of `bytes`, in order.
+pub fn split_batches(bytes: &Bytes) -> Vec<CachedBatch> {
+    let mut out = Vec::new();
+    let mut at = 0usize;
+    while let Ok(header) = parse_header_only(&bytes[at..]) {
+        let end = at + header.size_bytes();
+        if end > bytes.len() {
+            break;
+        }
+        out.push(CachedBatch {
+            base_offset: header.base_offset,
+            last_offset: header.last_offset(),
+            bytes: bytes.slice(at..end),
+        });
+        at = end;
+    }
+    out
+}
+
+/// The bytes of a read, in memory: cached slices as they are, and file
+/// ranges read, through the read cache when the read missed it. For reads
+/// whose bytes cross shards as `Bytes`; the fetch path sends file ranges
+/// that are not read through straight from the file instead.
+pub async fn into_memory(result: LogReadResult) -> LogResult<Vec<Bytes>> {
+    let mut out = Vec::with_capacity(result.slices.len());
+    for slice in result.slices {
+        match (slice, &result.fill) {
+            (ReadSlice::Cached(b), _) => out.push(b),
+            (
+                ReadSlice::File {
+                    file,
+                    position,
+                    len,
+                },
+                Some(fill),
+            ) => out.extend(
+                read_batches(file, position, len, fill)
+                    .await
+                    .map_err(|e| LogError::io("read segment", "<segment>", position as i64, e))?,
+            ),
+            (
+                ReadSlice::File {
+                    file,
+                    position,
+                    len,
+                },
+                None,
+            ) => out.push(
+                read_range(file, position, len)
+                    .await
+                    .map_err(|e| LogError::io("read segment", "<segment>", position as i64, e))?,
+            ),
+        }
+    }
+    Ok(out)
+}
