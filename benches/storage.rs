@@ -14,9 +14,10 @@
 //! - `recovery`: reopening a crashed log of 128 MiB segments with full
 //!   recovery, against a raw O_DIRECT read of the same files in the recovery's
 //!   own 4 MiB chunks (queue depth 1) and with `DmaStreamReader` read-ahead.
-//! - `read`: `PartitionLog::read` of random offsets from the tail cache and
-//!   from the segment files, with and without copying the bytes out, and raw
-//!   random O_DIRECT reads of 64 KiB (what the offset scan reads) and 4 KiB.
+//! - `read`: `PartitionLog::read` of random offsets from the read cache and
+//!   from the segment files, with and without copying the bytes out; misses
+//!   read through a small read cache; and raw random O_DIRECT reads of
+//!   64 KiB (what the offset scan reads) and 4 KiB.
 //! - `hop`: cross-shard round trips (`Shard::ping`) between two shards with
 //!   `spin_before_park` = 0 and = the default, back to back and paced.
 //!
@@ -27,7 +28,7 @@
 //! section and prints no table, for profiling one path with `perf record`.
 //! Variants: `log`, `stream`, `qd1` (append); `recover`, `raw_qd1`,
 //! `raw_stream` (recovery); `cache`, `cache_copy`, `disk`, `disk_copy`,
-//! `raw_64k`, `raw_4k` (read); `spin0`, `spin` (hop).
+//! `read_through`, `raw_64k`, `raw_4k` (read); `spin0`, `spin` (hop).
 //!
 //! Data lives in temporary directories under Cargo's `target/tmp`, on the
 //! same filesystem as the build: O_DIRECT needs a real filesystem, not tmpfs.
@@ -50,6 +51,7 @@ use pinlog::log::batch::{build_batch, BatchSpec, RecordSpec};
 use pinlog::log::batch_cache::BatchCache;
 use pinlog::log::direct_io::ensure_probed;
 use pinlog::log::partition_log::{OpenParams, PartitionLog};
+use pinlog::log::read_through;
 use pinlog::log::segment::segment_file_path;
 use pinlog::log::topic_partition::TopicPartition;
 use pinlog::shard::runtime::{run_shards, ShardConfig, Shutdown};
@@ -78,6 +80,9 @@ const FETCH_MAX_BYTES: usize = 1024 * 1024;
 const SCAN_READ_BYTES: usize = READ_SCAN_CHUNK_BYTES;
 /// Reads per round at scale 1; disk reads move about 1 MiB each.
 const CACHE_READS: usize = 20_000;
+/// The read-through variant's cache: far below the log, so that random
+/// reads miss it.
+const READ_THROUGH_CACHE_BYTES: usize = 8 * MIB as usize;
 const DISK_READS: usize = 2_000;
 /// Round trips per hop run at scale 1, and the warm-up before them.
 const HOP_PINGS: usize = 20_000;
@@ -727,8 +732,19 @@ async fn bench_read(settings: Settings) -> Vec<Verdict> {
     )
     .await
     .expect("open uncached log");
+    // Written with no cache, then read through one far smaller than it:
+    // random reads miss, read the disk, fill and evict.
+    let mut through = PartitionLog::open(
+        data.path(),
+        TopicPartition::new(BENCH_TOPIC, 2),
+        LogConfig::default(),
+        open_params(false),
+        Some(BatchCache::shared(READ_THROUGH_CACHE_BYTES)),
+    )
+    .await
+    .expect("open read-through log");
     let now = now_ms();
-    for log in [&mut cached, &mut uncached] {
+    for log in [&mut cached, &mut uncached, &mut through] {
         for _ in 0..batches {
             log.append_as_leader(BytesMut::from(&batch[..]), 0, None, now)
                 .await
@@ -766,14 +782,15 @@ async fn bench_read(settings: Settings) -> Vec<Verdict> {
         CacheCopy,
         DiskLookup,
         DiskCopy,
+        ReadThrough,
         Raw(usize),
     }
     let variants = [
-        (Variant::CacheLookup, "cache", "tail cache, slices only"),
+        (Variant::CacheLookup, "cache", "read cache hit, slices only"),
         (
             Variant::CacheCopy,
             "cache_copy",
-            "tail cache + LogReadResult::to_vec",
+            "read cache hit + LogReadResult::to_vec",
         ),
         (
             Variant::DiskLookup,
@@ -786,6 +803,11 @@ async fn bench_read(settings: Settings) -> Vec<Verdict> {
             "segment file + LogReadResult::to_vec",
         ),
         (
+            Variant::ReadThrough,
+            "read_through",
+            "read cache miss, read through (8 MiB cache)",
+        ),
+        (
             Variant::Raw(SCAN_READ_BYTES),
             "raw_64k",
             "raw DmaFile::read_at_aligned 64 KiB, random",
@@ -796,9 +818,9 @@ async fn bench_read(settings: Settings) -> Vec<Verdict> {
             "raw DmaFile::read_at_aligned 4 KiB, random",
         ),
     ];
-    let mut per_read_us: [Vec<f64>; 6] = Default::default();
-    let mut rates: [Vec<f64>; 6] = Default::default();
-    let mut reads_per_round = [0usize; 6];
+    let mut per_read_us: [Vec<f64>; 7] = Default::default();
+    let mut rates: [Vec<f64>; 7] = Default::default();
+    let mut reads_per_round = [0usize; 7];
     for round in 0..settings.rounds {
         for k in 0..variants.len() {
             let v = (round + k) % variants.len();
@@ -809,6 +831,18 @@ async fn bench_read(settings: Settings) -> Vec<Verdict> {
             let mut bytes = 0u64;
             let started = Instant::now();
             let reads = match variant {
+                Variant::ReadThrough => {
+                    for &offset in &offsets[..disk_reads] {
+                        let r = through
+                            .read(offset, FETCH_MAX_BYTES, leo, true)
+                            .await
+                            .expect("read");
+                        let out = read_through::into_memory(r).await.expect("read through");
+                        bytes += out.iter().map(|b| b.len() as u64).sum::<u64>();
+                        black_box(&out);
+                    }
+                    disk_reads
+                }
                 Variant::Raw(len) => {
                     for &position in &positions {
                         let r = raw_file
@@ -858,6 +892,7 @@ async fn bench_read(settings: Settings) -> Vec<Verdict> {
     raw_file.close().await.expect("close raw file");
     cached.close().await.expect("close cached log");
     uncached.close().await.expect("close uncached log");
+    through.close().await.expect("close read-through log");
     if settings.profiling() {
         return Vec::new();
     }
@@ -878,11 +913,16 @@ async fn bench_read(settings: Settings) -> Vec<Verdict> {
         );
     }
     let copy_speedup = ratios(&rates[1], &rates[3]);
-    let lookup_vs_raw64 = ratios(&per_read_us[2], &per_read_us[4]);
-    let raw4_vs_raw64 = ratios(&per_read_us[5], &per_read_us[4]);
+    let through_vs_disk = ratios(&per_read_us[4], &per_read_us[3]);
+    let lookup_vs_raw64 = ratios(&per_read_us[2], &per_read_us[5]);
+    let raw4_vs_raw64 = ratios(&per_read_us[6], &per_read_us[5]);
     println!(
-        "\nTail cache / segment file, MB/s, both copied out: {}",
+        "\nRead cache hit / segment file, MB/s, both copied out: {}",
         ratio_cell(&copy_speedup)
+    );
+    println!(
+        "Read-through miss / segment file copied out, µs per read: {}",
+        ratio_cell(&through_vs_disk)
     );
     println!(
         "Disk lookup / raw 64 KiB read, µs per read: {}",
@@ -894,7 +934,7 @@ async fn bench_read(settings: Settings) -> Vec<Verdict> {
     );
     vec![
         Verdict {
-            metric: "read from tail cache, µs per 1 MiB fetch (slices)".into(),
+            metric: "read cache hit, µs per 1 MiB fetch (slices)".into(),
             value: format!("{:.2}", median(&per_read_us[0])),
             target: "measured".into(),
             met: None,
@@ -912,7 +952,7 @@ async fn bench_read(settings: Settings) -> Vec<Verdict> {
             met: None,
         },
         Verdict {
-            metric: "tail cache / disk, MB/s both copied".into(),
+            metric: "read cache hit / disk, MB/s both copied".into(),
             value: format!("{:.1}", median(&copy_speedup)),
             target: "measured".into(),
             met: None,

@@ -647,13 +647,21 @@ done
 lg_consume() {  # lg_consume NAME PID ADDR: from the earliest offsets to the end offsets at start
   lg "$1" "$2" 300 consume --bootstrap "$3" --topic p3 --from earliest --connections "$LG_CONNS"
 }
-say "P3 catch-up, as written (Kafka: page cache holds what it wrote; pinlog wrote with O_DIRECT)"
+# pinlog's read cache is its page cache: a clean restart empties it, as
+# drop_caches empties Kafka's.
+restart_pinlog_main() {
+  kill -TERM "$PL_PID" 2>/dev/null || true
+  wait "$PL_PID" 2>/dev/null || true
+  start_pinlog main "$PL_PORT" 2
+  PL_PID=$PL_PID_main
+}
+say "P3 catch-up, as written (Kafka: its page cache holds what it wrote; pinlog: its read cache does)"
 lg_consume p3.pinlog.written "$PL_PID" "$PL_ADDR"
 lg_consume p3.kafka.written "$KF_PID" "$KF_ADDR"
 if [ "$DROP_CACHES" = 1 ]; then
-  say "P3 catch-up, cold: page cache dropped before each run"
+  say "P3 catch-up, cold: page cache dropped (and pinlog restarted, emptying its read cache) before each run"
   for r in $(seq 1 "$P3_ROUNDS"); do
-    drop_caches; lg_consume "p3.pinlog.cold$r" "$PL_PID" "$PL_ADDR"
+    restart_pinlog_main; drop_caches; lg_consume "p3.pinlog.cold$r" "$PL_PID" "$PL_ADDR"
     drop_caches; lg_consume "p3.kafka.cold$r" "$KF_PID" "$KF_ADDR"
   done
 else
@@ -958,8 +966,8 @@ w("- **Durability: neither broker fsyncs per batch; both leave it to a timer.** 
   "cache) when acknowledged, but not fdatasync'ed. acks=1 on every produce. Neither survives a power loss "
   "of the last seconds; both survive a process crash.")
 w(f"- **pinlog**: release build, `pinlog serve --shards 2` (one shard pinned per core), config file with "
-  f"`num.partitions = {E['PARTS']}`, `group.initial.rebalance.delay.ms = 0` and a free `metrics.listen` port; everything else default (tail cache "
-  "64 MiB per shard, spin before park 50 µs, segments 1 GiB).")
+  f"`num.partitions = {E['PARTS']}`, `group.initial.rebalance.delay.ms = 0` and a free `metrics.listen` port; everything else default (read cache "
+  "a quarter of the machine's memory, spin before park 50 µs, segments 1 GiB).")
 w(f"- **Kafka {E.get('KAFKA_VERSION', '4.4.0')}**: `kafka.Kafka` from Maven Central's jars, KRaft combined "
   f"broker+controller, node.id 1, heap -Xms/-Xmx{E['KAFKA_HEAP']}, G1 (the flags of Kafka's start script), "
   f"num.partitions {E['PARTS']}, `group.initial.rebalance.delay.ms=0`, `log.segment.delete.delay.ms=1000` (so deleted topics free the disk between "
@@ -1023,8 +1031,10 @@ w("")
 w("The same data set is written once to each broker (fill rows), then read from the earliest offset to the "
   "end, first as written, then with the page cache dropped (`sync; echo 3 > /proc/sys/vm/drop_caches`) before "
   "each run, then with the page cache warm for both (after one untimed read by each, the prime rows). Kafka writes through the page cache, so 'as written' "
-  "reads hit memory on Kafka; pinlog writes with O_DIRECT, so its first read goes to the disk (what is still "
-  "in its 64 MiB-per-shard tail cache excepted). Tailing is `e2e` mode: a producer at full speed and a "
+  "reads hit memory on Kafka; pinlog writes with O_DIRECT and keeps what it wrote in its read cache "
+  "(`read.cache.bytes`, a quarter of memory by default), so they hit memory on pinlog too. Before each cold "
+  "pinlog run the broker is also restarted, which empties its read cache; its reads then go to the disk and "
+  "fill the cache (read-through). Tailing is `e2e` mode: a producer at full speed and a "
   f"consumer at the log end, {E['TAIL_SECS']} s after {E['TAIL_WARM']} s warmup; its latency is produce-to-consume.")
 w("")
 w(RUN_HDR)

@@ -13,11 +13,11 @@
 #   --configs     settings to sweep, among the names below (default: all)
 #
 # Settings (each a TOML file given to `pinlog serve --config`):
-#   default    nothing set: spin before park 50 us, tail cache 64 MiB per
-#              shard, no fdatasync
+#   default    nothing set: spin before park 50 us, read cache a quarter of
+#              the machine's memory, no fdatasync
 #   spin0      "shard.spin.before.park.us" = 0
-#   tail4m     "tail.cache.bytes" = 4 MiB per shard
-#   tail512m   "tail.cache.bytes" = 512 MiB per shard
+#   cache8m    "read.cache.bytes" = 8 MiB for the broker
+#   cache1g    "read.cache.bytes" = 1 GiB for the broker
 #   flush1     "log.flush.interval.messages" = 1 (fdatasync every append)
 #
 # For every (shards, setting) pair a fresh broker with its own data directory
@@ -27,7 +27,7 @@
 #   e2e       produce at the same fixed rate with a tailing consumer
 #             (produce-to-consume latency)
 #   catchup   write CATCHUP_MIB (default 512 MiB) to a new topic, then read it
-#             from the earliest offset (how much the tail cache serves)
+#             from the earliest offset (how much the read cache serves)
 # Pairs run in a rotating order so that drift of the machine does not line
 # up with one setting. Loopback only, free ports; every process started here
 # is stopped and the work directory removed on exit.
@@ -37,7 +37,7 @@ REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)"
 OUT="$REPO/tuning/sweep-results.md"
 QUICK=0; SKIP_BUILD=0; KEEP=0; ROUNDS=""
 SHARDS="1 2"
-CONFIGS="default spin0 tail4m tail512m flush1"
+CONFIGS="default spin0 cache8m cache1g flush1"
 ARGV_STR="$*"
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -99,7 +99,7 @@ for tool in jq python3 /usr/bin/time cargo; do
   command -v "$tool" >/dev/null 2>&1 || die "needs $tool on PATH"
 done
 for c in $CONFIGS; do
-  case "$c" in default|spin0|tail4m|tail512m|flush1) ;; *) die "unknown setting $c" ;; esac
+  case "$c" in default|spin0|cache8m|cache1g|flush1) ;; *) die "unknown setting $c" ;; esac
 done
 WORK_PARENT="${COMPARE_WORK_PARENT:-$REPO/target}"
 mkdir -p "$WORK_PARENT"
@@ -120,8 +120,8 @@ config_toml() {  # config_toml NAME
   case "$1" in
     default) ;;
     spin0) echo '"shard.spin.before.park.us" = 0' ;;
-    tail4m) echo '"tail.cache.bytes" = 4194304' ;;
-    tail512m) echo '"tail.cache.bytes" = 536870912' ;;
+    cache8m) echo '"read.cache.bytes" = 8388608' ;;
+    cache1g) echo '"read.cache.bytes" = 1073741824' ;;
     flush1) echo '"log.flush.interval.messages" = 1' ;;
   esac
 }
@@ -248,10 +248,10 @@ def cores(n, j):
     return b / (d + w)
 
 desc = {
-    "default": "defaults (spin 50 µs, tail cache 64 MiB/shard, no fdatasync)",
+    "default": "defaults (spin 50 µs, read cache a quarter of memory, no fdatasync)",
     "spin0": '`"shard.spin.before.park.us" = 0`',
-    "tail4m": '`"tail.cache.bytes" = 4194304` (4 MiB/shard)',
-    "tail512m": '`"tail.cache.bytes" = 536870912` (512 MiB/shard)',
+    "cache8m": '`"read.cache.bytes" = 8388608` (8 MiB for the broker)',
+    "cache1g": '`"read.cache.bytes" = 1073741824` (1 GiB for the broker)',
     "flush1": '`"log.flush.interval.messages" = 1` (fdatasync per append)',
 }
 L = []
