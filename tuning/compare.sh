@@ -875,6 +875,27 @@ p2_999 = med(pair_ratios("p2.pinlog", "p2.kafka", lambda j: lat(j, "p999")))
 p3w = ratio(mbps(load("p3.pinlog.written.json")), mbps(load("p3.kafka.written.json")))
 
 
+def cpu_gb(prefix):
+    """(pinlog's, Kafka's, the median per-round ratio) of broker CPU
+    seconds per GB over the runs PREFIX.pinlog.* and PREFIX.kafka.*."""
+    rec = int(E["RECORD"])
+    a = [cpu_s_per_gb(n, rec) for n in runs(prefix + ".pinlog").values()]
+    b = [cpu_s_per_gb(n, rec) for n in runs(prefix + ".kafka").values()]
+    rs = [ratio(x, y) for x, y in zip(a, b)]
+    return a, b, med([r for r in rs if r is not None])
+
+
+p1_cpu = cpu_gb("p1")
+# The catch-up reads are a fraction of a second each at memory speed, so
+# the broker's CPU ticks (10 ms) make these coarse; the cold rounds are the
+# longest.
+p3_cpu = (
+    [cpu_s_per_gb(f"p3.pinlog.cold{r}", int(E["RECORD"])) for r in range(1, 10) if os.path.exists(os.path.join(RES, f"p3.pinlog.cold{r}.json"))],
+    [cpu_s_per_gb(f"p3.kafka.cold{r}", int(E["RECORD"])) for r in range(1, 10) if os.path.exists(os.path.join(RES, f"p3.kafka.cold{r}.json"))],
+)
+p3_cpu = (*p3_cpu, med([r for r in (ratio(x, y) for x, y in zip(*p3_cpu)) if r is not None]))
+
+
 def p3_kind(kind):
     a = [mbps(load(f"p3.pinlog.{kind}{r}.json")) for r in range(1, 10) if os.path.exists(os.path.join(RES, f"p3.pinlog.{kind}{r}.json"))]
     b = [mbps(load(f"p3.kafka.{kind}{r}.json")) for r in range(1, 10) if os.path.exists(os.path.join(RES, f"p3.kafka.{kind}{r}.json"))]
@@ -922,10 +943,14 @@ w(f"| P2 | produce latency at {E['P2_RATE']} records/s, p99 (ms) | {f1(p2['pinlo
 w(f"| P2 | the same against paced direct-I/O appends at that byte rate, no broker, p99 (ms) | {f1(p2['pinlog']['p99'] and p2['pinlog']['p99'] / 1000)} | raw {f1(p2_raw['p99'] and p2_raw['p99'] / 1000)} | {xr(p2_vs_raw)} of raw | – | – |")
 w(f"| P2 | the same, p99.9 (ms) | {f1(p2['pinlog']['p999'] and p2['pinlog']['p999'] / 1000)} | {f1(p2['kafka']['p999'] and p2['kafka']['p999'] / 1000)} | {xr(p2_999)} | ≤ 0.2x | {met(p2_999, '<=', 0.2)} |")
 mib = int(E['P3_BYTES']) // 1048576
+if p1_cpu[0]:
+    w(f"| P1 | broker CPU seconds per GB produced | {rng(p1_cpu[0])} | {rng(p1_cpu[1])} | {xr(p1_cpu[2])} | ≤ 0.4x | {met(p1_cpu[2], '<=', 0.4)} |")
 w(f"| P3 | consume catch-up over {mib} MiB, as written (MB/s) | {f1(mbps(load('p3.pinlog.written.json')))} | {f1(mbps(load('p3.kafka.written.json')))} | {xr(p3w)} | ≥ 1.5x | {met(p3w, '>=', 1.5)} |")
 if p3c[0]:
     w(f"| P3 | catch-up, page cache dropped before each run (MB/s) | {rng(p3c[0])} | {rng(p3c[1])} | {xr(p3c[2])} | ≥ 1.5x | {met(p3c[2], '>=', 1.5)} |")
 w(f"| P3 | catch-up, page cache warm for both (MB/s) | {rng(p3h[0])} | {rng(p3h[1])} | {xr(p3h[2])} | ≥ 1.5x | {met(p3h[2], '>=', 1.5)} |")
+if p3_cpu[0]:
+    w(f"| P3 | broker CPU seconds per GB consumed, cold catch-up | {rng(p3_cpu[0])} | {rng(p3_cpu[1])} | {xr(p3_cpu[2])} | – | – |")
 w(f"| P3 | tailing: e2e, producer at full speed, consumed (MB/s) | {rng(p3t_p)} | {rng(p3t_k)} | {xr(p3t)} | ≥ 1.5x | {met(p3t, '>=', 1.5)} |")
 parts = int((p4p or {}).get('partitions') or E['P4_PARTS'])
 def p4v(j, k, d=1):

@@ -19,16 +19,7 @@ RECORD = int(E["RECORD"])
 
 
 def cpu_per_gb(name):
-    """The cluster's CPU seconds per GB (10^9 bytes) of record values the
-    run produced, warm-up included (the CPU figure covers it too)."""
-    j = load(name + ".json")
-    if not j:
-        return None
-    produced = (j.get("records", 0) + j.get("warmup_records", 0)) * RECORD
-    cpu = bcpu(name)
-    if produced <= 0 or cpu != cpu:
-        return None
-    return cpu / (produced / 1e9)
+    return cpu_s_per_gb(name, RECORD)
 
 
 r1p = [mbps(load(n + ".json")) for n in runs("r1.pinlog").values()]

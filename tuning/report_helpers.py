@@ -52,6 +52,20 @@ def bcpu(name):
         return float("nan")
 
 
+def cpu_s_per_gb(name, record_bytes):
+    """The broker's (or cluster's) CPU seconds per GB (10^9 bytes) of
+    record values the run moved, warm-up included (the CPU figure covers
+    it too)."""
+    j = load(name + ".json")
+    if not j:
+        return None
+    moved = (j.get("records", 0) + j.get("warmup_records", 0)) * record_bytes
+    cpu = bcpu(name)
+    if moved <= 0 or cpu != cpu:
+        return None
+    return cpu / (moved / 1e9)
+
+
 def mbps(j):
     """MB/s (10^6 bytes) of record values from a loadgen or raw-sink JSON."""
     if not j:

@@ -13,6 +13,7 @@ use std::rc::Rc;
 
 use bytes::{Bytes, BytesMut};
 use glommio::io::{DmaFile, ReadResult};
+use glommio::sync::{Semaphore, StaticPermit};
 use glommio::Task;
 
 use crate::constants::{FILE_READS_AHEAD, FILE_READ_PIECE_BYTES};
@@ -20,6 +21,17 @@ use crate::error::{LogError, LogResult};
 use crate::log::batch::parse_header_only;
 use crate::log::batch_cache::{CacheFill, CachedBatch};
 use crate::log::partition_log::{LogReadResult, ReadSlice};
+
+/// Read-through pieces in flight on one shard, over all its reads. With
+/// `FILE_READ_PIECE_BYTES` each that is 16 MiB, half of the shard's
+/// default I/O memory (`shard.io.memory.bytes`): a fetch reads all its
+/// partitions at once, and past the pool glommio takes read buffers from
+/// the heap, which costs a page fault per 4 KiB.
+pub const READ_THROUGH_PIECES_IN_FLIGHT: u64 = 16;
+
+thread_local! {
+    static PIECES: Rc<Semaphore> = Rc::new(Semaphore::new(READ_THROUGH_PIECES_IN_FLIGHT));
+}
 
 /// Reads `len` bytes of `file` from `position` (the start of a batch), and
 /// returns the whole batches among them, caching them through `fill`.
@@ -49,10 +61,24 @@ async fn read_range(file: Rc<DmaFile>, position: u64, len: u64) -> io::Result<By
     const PIECE: u64 = FILE_READ_PIECE_BYTES as u64;
     let len = usize::try_from(len).map_err(|_| io::Error::other("read range too large"))?;
     let mut out = BytesMut::with_capacity(len);
-    let mut reads: VecDeque<(Task<io::Result<ReadResult>>, usize)> = VecDeque::new();
+    let pieces = PIECES.with(Rc::clone);
+    let mut reads: VecDeque<(Task<io::Result<ReadResult>>, usize, StaticPermit)> = VecDeque::new();
     let mut next = 0usize;
     loop {
         while next < len && reads.len() < FILE_READS_AHEAD {
+            // A read waits for a piece only while it has none in flight, so
+            // reads holding pieces never wait on each other.
+            let permit = if reads.is_empty() {
+                pieces
+                    .acquire_static_permit(1)
+                    .await
+                    .map_err(|e| io::Error::other(e.to_string()))?
+            } else {
+                match pieces.try_acquire_static_permit(1) {
+                    Ok(permit) => permit,
+                    Err(_) => break,
+                }
+            };
             // Pieces end on piece-size boundaries of the file, so that an
             // aligned read never exceeds a power of two (as the response
             // writer's pieces).
@@ -62,15 +88,19 @@ async fn read_range(file: Rc<DmaFile>, position: u64, len: u64) -> io::Result<By
             let task = glommio::spawn_local(async move {
                 file.read_at(at, piece).await.map_err(io::Error::from)
             });
-            reads.push_back((task, piece));
+            reads.push_back((task, piece, permit));
             next += piece;
         }
-        let Some((read, piece)) = reads.pop_front() else {
+        let Some((read, piece, permit)) = reads.pop_front() else {
             break;
         };
         let data = read.await?;
         out.extend_from_slice(&data);
-        if data.len() < piece {
+        let short = data.len() < piece;
+        // The piece's buffer goes back to the pool with `data`.
+        drop(data);
+        drop(permit);
+        if short {
             break;
         }
     }
