@@ -396,6 +396,7 @@ fn three_node_cluster_elects_fails_over_fences_and_rejoins() {
 
     preferred_leaders_come_back_with_kafkas_leader_election_tool(&mut cluster);
     partitions_move_off_a_broker_with_kafkas_reassignment_tool(&mut cluster, hooks.path());
+    a_throttled_move_copies_no_faster_than_its_throttle(&mut cluster);
 
     // Another cluster's node: its meta.properties names another cluster id.
     let rejoining = survivor;
@@ -981,6 +982,134 @@ fn partitions_move_off_a_broker_with_kafkas_reassignment_tool(
         consumed(cluster, "moves"),
         sent + 100,
         "the move lost nothing"
+    );
+}
+
+/// Bytes the throttled move copies, and the throttle it runs under: far
+/// more than the throttle lets through in its first 10 s (Kafka's quota
+/// measures the rate over at least 10 one-second windows, so the first
+/// `THROTTLE x 10 s` may pass in a burst).
+const THROTTLED_MOVE_RECORDS: usize = 4_000;
+const THROTTLED_MOVE_VALUE_BYTES: usize = 1_000;
+const THROTTLE_BYTES_PER_S: u64 = 200_000;
+/// How long the throttled move is watched: at the throttle it can copy at
+/// most 2 MB of burst plus 1 MB in these 5 s, of its 4 MB; unthrottled it
+/// copies them in well under a second.
+const THROTTLED_WATCH: Duration = Duration::from_secs(5);
+
+/// Kafka's `kafka-reassign-partitions.sh --execute --throttle` sets the
+/// replication throttles (the rates on the brokers, the replica lists on
+/// the topic), and pinlog copies the moving replica no faster than them;
+/// `--execute --additional` with a high throttle lets it finish, and
+/// `--verify` then removes every throttle.
+fn a_throttled_move_copies_no_faster_than_its_throttle(cluster: &mut Cluster) {
+    let out = create_topic(&cluster.nodes[0], "throttled", 1, 1);
+    if !out.success() {
+        cluster.fail(&format!("create throttled: {out}"));
+    }
+    let value = "x".repeat(THROTTLED_MOVE_VALUE_BYTES);
+    let input: String = (0..THROTTLED_MOVE_RECORDS)
+        .map(|i| format!("k{i}\t{value}\n"))
+        .collect();
+    let out = run_command(
+        Command::new("kcat").args([
+            "-P",
+            "-b",
+            &cluster.bootstrap(),
+            "-t",
+            "throttled",
+            "-K",
+            "\t",
+            "-X",
+            "acks=all",
+        ]),
+        Some(input.as_bytes()),
+        CLI_TIMEOUT,
+    );
+    if !out.success() {
+        cluster.fail(&format!("produce to throttled: {out}"));
+    }
+    let source = partitions_of(&cluster.nodes[0], "throttled")[0].2[0];
+    let target = (1..=3).find(|&b| b != source).unwrap();
+    let json = support::write_file(
+        cluster.nodes[0].root(),
+        "throttled.json",
+        reassignment_json("throttled", &[(0, vec![target])]).as_bytes(),
+    );
+    let started = Instant::now();
+    let out = reassign_tool(
+        cluster,
+        &format!("--execute --throttle {THROTTLE_BYTES_PER_S}"),
+        Some(&json),
+    );
+    assert!(
+        out.contains("Successfully started partition reassignment"),
+        "--execute --throttle: {out}"
+    );
+    assert!(
+        out.contains(&format!(
+            "The inter-broker throttle limit was set to {THROTTLE_BYTES_PER_S} B/s"
+        )),
+        "the tool set the throttle: {out}"
+    );
+    std::thread::sleep(THROTTLED_WATCH.saturating_sub(started.elapsed()));
+    let out = reassign_tool(cluster, "--verify --preserve-throttles", Some(&json));
+    assert!(
+        out.contains("Reassignment of partition throttled-0 is still in progress"),
+        "after {:?} at {THROTTLE_BYTES_PER_S} B/s the 4 MB move is not done: {out}",
+        started.elapsed()
+    );
+    // A higher throttle for the move in progress: it completes.
+    let out = reassign_tool(
+        cluster,
+        "--execute --additional --throttle 1000000000",
+        Some(&json),
+    );
+    assert!(
+        out.contains("1000000000 B/s"),
+        "--additional --throttle: {out}"
+    );
+    let completed = wait_for(CONVERGE_TIMEOUT, || {
+        reassign_tool(cluster, "--verify", Some(&json))
+            .contains("Reassignment of partition throttled-0 is completed")
+    });
+    if !completed {
+        cluster.fail(&format!(
+            "the throttled move never completed: {:?}",
+            partitions_of(&cluster.nodes[0], "throttled")
+        ));
+    }
+    // --verify of a completed move clears the throttles everywhere.
+    let out = reassign_tool(cluster, "--verify", Some(&json));
+    assert!(
+        out.contains("Clearing broker-level throttles"),
+        "--verify: {out}"
+    );
+    for (i, node) in cluster.nodes.iter().enumerate() {
+        let libs = kafka_libs();
+        let configs = kafka_tool(
+            cluster,
+            &libs,
+            "org.apache.kafka.tools.ConfigCommand",
+            &[
+                "--bootstrap-server",
+                &node.bootstrap(),
+                "--describe",
+                "--entity-type",
+                "brokers",
+                "--entity-name",
+                &(i + 1).to_string(),
+            ],
+        );
+        assert!(
+            !configs.contains("replication.throttled.rate="),
+            "throttle rates cleared: {configs}"
+        );
+    }
+    assert_eq!(
+        support::kcat_count(&cluster.bootstrap(), "throttled"),
+        THROTTLED_MOVE_RECORDS,
+        "the throttled move lost nothing"
     );
 }
 

@@ -10,6 +10,7 @@ use crate::metadata::records::{MetadataRecord, RESOURCE_BROKER, RESOURCE_TOPIC};
 use crate::metadata::topic_config;
 use crate::metadata::OFFSETS_TOPIC;
 use crate::protocol::error_code;
+use crate::replica::throttle;
 
 /// Kafka's limit on topic name length.
 pub const TOPIC_NAME_MAX_LEN: usize = 249;
@@ -380,14 +381,26 @@ pub fn plan_alter_topic_configs(
 }
 
 /// The same on the broker resource: dynamic broker defaults (`log.*` and
-/// their broker names), which apply to every topic without an override.
+/// their broker names), which apply to every topic without an override,
+/// and the replication throttle rates, which are `broker`'s own when the
+/// request names a broker and the cluster's otherwise.
 pub fn plan_alter_broker_configs(
     image: &MetadataImage,
+    broker: Option<i32>,
     changes: Vec<(String, Option<String>)>,
     incremental: bool,
 ) -> Result<Vec<MetadataRecord>, TopicError> {
     let changes = dynamic_broker_config::without_throttle_removals(changes)
         .map_err(|m| (error_code::INVALID_CONFIG, m))?;
+    let (rates, changes): (Vec<_>, Vec<_>) = changes
+        .into_iter()
+        .partition(|(name, _)| dynamic_broker_config::is_throttle_rate(name));
+    for (name, value) in &rates {
+        if let Some(v) = value {
+            throttle::parse_rate(v)
+                .map_err(|m| (error_code::INVALID_CONFIG, format!("{name}: {m}")))?;
+        }
+    }
     for (name, value) in &changes {
         let Some(topic_name) = dynamic_broker_config::topic_name(name) else {
             return Err((
@@ -403,13 +416,34 @@ pub fn plan_alter_broker_configs(
                 .map_err(|m| (error_code::INVALID_CONFIG, format!("{name}: {m}")))?;
         }
     }
-    Ok(config_records(
-        image.broker_configs.keys(),
+    let mut records = config_records(
+        image
+            .broker_configs
+            .keys()
+            .filter(|n| !dynamic_broker_config::is_throttle_rate(n)),
         changes,
         incremental,
         RESOURCE_BROKER,
         "",
-    ))
+    );
+    let no_rates = BTreeMap::new();
+    let (current_rates, rates_resource) = match broker {
+        Some(id) => (
+            image.per_broker_configs.get(&id).unwrap_or(&no_rates),
+            id.to_string(),
+        ),
+        None => (&image.broker_configs, String::new()),
+    };
+    records.extend(config_records(
+        current_rates
+            .keys()
+            .filter(|n| dynamic_broker_config::is_throttle_rate(n)),
+        rates,
+        incremental,
+        RESOURCE_BROKER,
+        &rates_resource,
+    ));
+    Ok(records)
 }
 
 #[cfg(test)]
@@ -679,6 +713,7 @@ mod tests {
         let image = MetadataImage::empty();
         let ok = plan_alter_broker_configs(
             &image,
+            None,
             vec![("log.retention.ms".into(), Some("5000".into()))],
             true,
         )
@@ -691,9 +726,13 @@ mod tests {
                 .map(String::as_str),
             Some("5000")
         );
-        let err =
-            plan_alter_broker_configs(&image, vec![("listen".into(), Some("x".into()))], true)
-                .unwrap_err();
+        let err = plan_alter_broker_configs(
+            &image,
+            None,
+            vec![("listen".into(), Some("x".into()))],
+            true,
+        )
+        .unwrap_err();
         assert_eq!(err.0, error_code::INVALID_CONFIG);
         assert!(err.1.contains("restart"), "{}", err.1);
     }

@@ -12,6 +12,7 @@ use std::collections::BTreeMap;
 use crate::broker_config::BrokerConfig;
 use crate::metadata::image::MetadataImage;
 use crate::metadata::topic_config::{self, ConfigEntry};
+use crate::replica::throttle;
 
 /// Where a topic's effective setting comes from (Kafka's ConfigSource).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,22 +55,21 @@ pub const DYNAMIC_LOG_SETTINGS: &[(&str, &str)] = &[
     ),
 ];
 
-/// Kafka's replication throttles: the broker rates and the topic lists of
-/// throttled replicas that `kafka-reassign-partitions.sh --throttle` sets
-/// and `--verify` removes. pinlog does not throttle replication yet, so
-/// setting one is refused with a message (a silently ignored throttle would
-/// let a reassignment take bandwidth the operator meant to keep), and
-/// removing one succeeds: none can be set.
-pub const REPLICATION_THROTTLES: &[&str] = &[
-    "leader.replication.throttled.rate",
-    "follower.replication.throttled.rate",
-    "replica.alter.log.dirs.io.max.bytes.per.second",
-    "leader.replication.throttled.replicas",
-    "follower.replication.throttled.replicas",
-];
+/// Kafka's throttle of moves between log directories, which
+/// `kafka-reassign-partitions.sh --replica-alter-log-dirs-throttle` sets.
+/// pinlog has one data directory per broker and moves nothing between
+/// directories, so setting it is refused with a message (a silently
+/// ignored throttle would mislead), and removing it succeeds.
+pub const REPLICATION_THROTTLES: &[&str] = &["replica.alter.log.dirs.io.max.bytes.per.second"];
 
-/// Drops the removals of replication throttles from `changes` (none can be
-/// set), and refuses setting one.
+/// The replication throttle rates (`src/replica/throttle.rs`): dynamic
+/// broker settings of the cluster or of one broker.
+pub fn is_throttle_rate(name: &str) -> bool {
+    name == throttle::LEADER_RATE || name == throttle::FOLLOWER_RATE
+}
+
+/// Drops the removals of the log-directory throttle from `changes` (it
+/// cannot be set), and refuses setting it.
 pub fn without_throttle_removals(
     changes: Vec<(String, Option<String>)>,
 ) -> Result<Vec<(String, Option<String>)>, String> {
@@ -79,9 +79,9 @@ pub fn without_throttle_removals(
             kept.push((name, value));
         } else if value.is_some() {
             return Err(format!(
-                "{name}: pinlog does not throttle replication yet, so a throttle cannot be set; \
-                 run kafka-reassign-partitions.sh without --throttle (a reassignment then \
-                 copies at the speed of the replica fetchers)"
+                "{name}: pinlog has one data directory per broker and moves no replica \
+                 between directories, so there is nothing to throttle; run \
+                 kafka-reassign-partitions.sh without --replica-alter-log-dirs-throttle"
             ));
         }
     }
@@ -111,6 +111,7 @@ pub fn dynamic_names() -> String {
     DYNAMIC_LOG_SETTINGS
         .iter()
         .map(|(b, _)| *b)
+        .chain([throttle::LEADER_RATE, throttle::FOLLOWER_RATE])
         .collect::<Vec<_>>()
         .join(", ")
 }

@@ -122,7 +122,11 @@ pub struct MetadataImage {
     pub offset: i64,
     pub topics: BTreeMap<String, TopicImage>,
     pub topic_names_by_id: HashMap<Uuid, String>,
+    /// Dynamic broker settings of the whole cluster (resource name "").
     pub broker_configs: BTreeMap<String, String>,
+    /// Dynamic broker settings of one broker (resource name its id), which
+    /// win over the cluster's: the replication throttle rates.
+    pub per_broker_configs: BTreeMap<i32, BTreeMap<String, String>>,
     pub next_producer_id: i64,
     pub brokers: BTreeMap<i32, BrokerImage>,
     /// Agreed by the quorum once the first broker registered.
@@ -218,13 +222,21 @@ impl MetadataImage {
                             return;
                         }
                     },
-                    RESOURCE_BROKER => &mut self.broker_configs,
+                    RESOURCE_BROKER if resource_name.is_empty() => &mut self.broker_configs,
+                    RESOURCE_BROKER => match resource_name.parse::<i32>() {
+                        Ok(id) => self.per_broker_configs.entry(id).or_default(),
+                        Err(_) => {
+                            tracing::warn!(offset, broker = %resource_name, "metadata: config for a broker that is not a number");
+                            return;
+                        }
+                    },
                     _ => return,
                 };
                 match value {
                     Some(v) => map.insert(name.clone(), v.clone()),
                     None => map.remove(name),
                 };
+                self.per_broker_configs.retain(|_, m| !m.is_empty());
             }
             MetadataRecord::RemoveTopic { topic_id } => {
                 if let Some(name) = self.topic_names_by_id.remove(topic_id) {
@@ -389,12 +401,32 @@ impl MetadataImage {
                 value: Some(value.clone()),
             });
         }
+        for (broker, configs) in &self.per_broker_configs {
+            for (name, value) in configs {
+                out.push(MetadataRecord::Config {
+                    resource_type: RESOURCE_BROKER,
+                    resource_name: broker.to_string(),
+                    name: name.clone(),
+                    value: Some(value.clone()),
+                });
+            }
+        }
         if self.next_producer_id > 0 {
             out.push(MetadataRecord::ProducerIds {
                 next_producer_id: self.next_producer_id,
             });
         }
         out
+    }
+
+    /// A dynamic broker setting as it applies to `broker`: its own value,
+    /// else the cluster's.
+    pub fn broker_setting(&self, broker: i32, name: &str) -> Option<&str> {
+        self.per_broker_configs
+            .get(&broker)
+            .and_then(|m| m.get(name))
+            .or_else(|| self.broker_configs.get(name))
+            .map(String::as_str)
     }
 
     /// A checksum of the image's content (not its offset): two nodes that

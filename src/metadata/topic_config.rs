@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 
 use crate::broker_config::{BrokerConfig, TimestampType};
 use crate::config::{CleanupPolicy, LogConfig};
+use crate::replica::throttle::{self, ThrottledReplicas};
 
 /// One setting as DescribeConfigs reports it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -27,6 +28,8 @@ enum Kind {
     CleanupPolicy,
     TimestampType,
     Compression,
+    /// `*` or `partition:broker` pairs (the replication throttles' lists).
+    ThrottledReplicas,
 }
 
 /// Every topic setting pinlog accepts, with how to check it.
@@ -36,7 +39,9 @@ const DEFINITIONS: &[(&str, Kind)] = &[
     ("delete.retention.ms", Kind::Count),
     ("flush.messages", Kind::Count),
     ("flush.ms", Kind::Count),
+    (throttle::FOLLOWER_REPLICAS, Kind::ThrottledReplicas),
     ("index.interval.bytes", Kind::Count),
+    (throttle::LEADER_REPLICAS, Kind::ThrottledReplicas),
     ("max.compaction.lag.ms", Kind::Count),
     ("max.message.bytes", Kind::Count),
     ("message.timestamp.type", Kind::TimestampType),
@@ -72,6 +77,11 @@ pub fn validate(name: &str, value: &str) -> Result<(), String> {
             value,
             "producer" | "uncompressed" | "gzip" | "snappy" | "lz4" | "zstd"
         ),
+        Kind::ThrottledReplicas => {
+            return ThrottledReplicas::parse(value)
+                .map(|_| ())
+                .map_err(|e| format!("{name}: {e}"))
+        }
     };
     let also = match (name, kind) {
         ("segment.bytes", _) => value
@@ -94,6 +104,12 @@ pub fn validate(name: &str, value: &str) -> Result<(), String> {
     }
 }
 
+/// Topic settings with no broker default (the replication throttles'
+/// replica lists): a broker's DescribeConfigs leaves them out.
+pub fn is_topic_only(name: &str) -> bool {
+    name == throttle::LEADER_REPLICAS || name == throttle::FOLLOWER_REPLICAS
+}
+
 /// Broker defaults for every topic setting, as strings.
 fn defaults(broker: &BrokerConfig) -> BTreeMap<&'static str, String> {
     let l = &broker.log;
@@ -107,7 +123,9 @@ fn defaults(broker: &BrokerConfig) -> BTreeMap<&'static str, String> {
         ("delete.retention.ms", l.delete_retention_ms.to_string()),
         ("flush.messages", l.flush_messages.to_string()),
         ("flush.ms", l.flush_ms.to_string()),
+        (throttle::FOLLOWER_REPLICAS, String::new()),
         ("index.interval.bytes", l.index_interval_bytes.to_string()),
+        (throttle::LEADER_REPLICAS, String::new()),
         ("max.compaction.lag.ms", l.max_compaction_lag_ms.to_string()),
         ("max.message.bytes", l.max_batch_bytes.to_string()),
         ("message.timestamp.type", ts.to_string()),

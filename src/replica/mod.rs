@@ -40,6 +40,7 @@
 
 mod fetch_session;
 mod state;
+pub mod throttle;
 
 pub use fetch_session::{FetchPlan, FollowerFetchSession, PartitionFetch};
 

@@ -172,6 +172,16 @@ enum AdminRequest {
     ListReassignments {
         partitions: Option<Vec<(String, Vec<i32>)>>,
     },
+    /// AlterConfigs / IncrementalAlterConfigs on one broker's resource:
+    /// its replication throttle rates are its own (the other names are
+    /// cluster-wide, as `AlterBrokerConfigs`). Last, so that the variants
+    /// before it keep their wire index.
+    AlterOneBrokerConfigs {
+        broker: i32,
+        changes: Vec<(String, Option<String>)>,
+        incremental: bool,
+        validate_only: bool,
+    },
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -602,7 +612,16 @@ async fn decide_locked(
             incremental,
             validate_only,
         } => {
-            let planned = plan_alter_broker_configs(&image, changes, incremental);
+            let planned = plan_alter_broker_configs(&image, None, changes, incremental);
+            altered(planned, validate_only, commit, offset).await
+        }
+        AdminRequest::AlterOneBrokerConfigs {
+            broker,
+            changes,
+            incremental,
+            validate_only,
+        } => {
+            let planned = plan_alter_broker_configs(&image, Some(broker), changes, incremental);
             altered(planned, validate_only, commit, offset).await
         }
         AdminRequest::AllocateProducerId => {
@@ -1335,22 +1354,29 @@ pub async fn alter_topic_configs(
 /// Sets (`Some`) or removes (`None`) dynamic broker defaults (broker
 /// names, `log.*`); `incremental` keeps the ones not named, otherwise they
 /// are reset (AlterConfigs semantics). They apply to every topic at once.
+/// The replication throttle rates are `broker`'s own when it is named, the
+/// cluster's otherwise.
 pub async fn alter_broker_configs(
     shard: &Rc<Shard>,
+    broker: Option<i32>,
     changes: Vec<(String, Option<String>)>,
     incremental: bool,
     validate_only: bool,
 ) -> ControllerResult<Result<(), TopicError>> {
-    match call(
-        shard,
-        AdminRequest::AlterBrokerConfigs {
+    let request = match broker {
+        None => AdminRequest::AlterBrokerConfigs {
             changes,
             incremental,
             validate_only,
         },
-    )
-    .await?
-    {
+        Some(broker) => AdminRequest::AlterOneBrokerConfigs {
+            broker,
+            changes,
+            incremental,
+            validate_only,
+        },
+    };
+    match call(shard, request).await? {
         AdminAnswer::Altered(r) => Ok(r),
         _ => Err(wrong_answer()),
     }

@@ -19,5 +19,6 @@ pub mod metrics;
 pub mod metrics_http;
 pub mod offsets_topic;
 pub mod replica_fetcher;
+pub mod replication_quotas;
 pub mod response_writer;
 pub mod storage_failure;

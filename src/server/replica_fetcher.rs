@@ -48,6 +48,7 @@ use crate::replica::{
 };
 use crate::server::fetcher_test_hooks::FetcherTestHooks;
 use crate::server::kafka_peer::KafkaPeer;
+use crate::server::replication_quotas::{ReplicationQuotas, Side};
 use crate::shard::shard::{now_ms, Shard};
 
 /// The Fetch version followers send (the highest pinlog serves).
@@ -399,7 +400,16 @@ async fn fetch(
         return Ok(false);
     }
     let mut wanted: BTreeMap<TopicPartition, PartitionFetch> = BTreeMap::new();
+    let quotas = ReplicationQuotas::of(shard);
+    let image = BrokerState::of(shard).image();
+    let now = now_ms();
     for p in parts {
+        let in_isr = p.state.borrow().isr().contains(&local_id);
+        if quotas.must_wait(&image, Side::Follower, &p.tp, local_id, in_isr, now) {
+            // Kafka's follower-side throttle: the partition sits out this
+            // fetch (its session forgets it until it is asked again).
+            continue;
+        }
         let Some(log) = shard.local_log(&p.tp) else {
             continue;
         };
@@ -541,6 +551,14 @@ async fn fetch(
                 Some(RecordData::Bytes(b)) => whole_batches(b),
                 _ => Bytes::new(),
             };
+            quotas.record(
+                &image,
+                Side::Follower,
+                &tp,
+                local_id,
+                records.len() as u64,
+                now_ms(),
+            );
             let answer = FetchedPartition {
                 tp,
                 state: part.state.clone(),

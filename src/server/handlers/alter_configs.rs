@@ -33,7 +33,14 @@ pub async fn handle(
             }
             RESOURCE_BROKER => match check_broker(shard, &r.resource_name) {
                 Ok(()) => {
-                    controller::alter_broker_configs(shard, changes, false, req.validate_only).await
+                    controller::alter_broker_configs(
+                        shard,
+                        r.resource_name.parse().ok(),
+                        changes,
+                        false,
+                        req.validate_only,
+                    )
+                    .await
                 }
                 Err(e) => Ok(Err(e)),
             },

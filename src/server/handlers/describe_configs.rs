@@ -10,11 +10,16 @@ use crate::node::state::BrokerState;
 use crate::protocol::error_code;
 use crate::protocol::header::RequestHeader;
 use crate::protocol::messages::describe_configs::*;
+use crate::replica::throttle;
 use crate::server::handlers::create_topics::{config_source, CONFIG_SOURCE_DYNAMIC_DEFAULT_BROKER};
 use crate::shard::shard::Shard;
 
 /// Kafka's ConfigSource for settings from the broker's config file.
 const CONFIG_SOURCE_STATIC_BROKER: i8 = 4;
+/// Kafka's ConfigSource for a dynamic setting of one broker.
+const CONFIG_SOURCE_DYNAMIC_BROKER: i8 = 1;
+/// Kafka's ConfigSource for a setting left at its default.
+const CONFIG_SOURCE_DEFAULT: i8 = 5;
 
 pub async fn handle(
     shard: &Rc<Shard>,
@@ -63,7 +68,32 @@ pub async fn handle(
             },
             RESOURCE_BROKER => {
                 let dynamic = dynamic_broker_config::broker_defaults(&image);
+                // The replication throttle rates: this broker's own, else
+                // the cluster's, else Kafka's default (no limit).
+                let node: Option<i32> = r.resource_name.parse().ok();
+                for name in [throttle::LEADER_RATE, throttle::FOLLOWER_RATE] {
+                    if !wanted(name) {
+                        continue;
+                    }
+                    let own = node.and_then(|n| image.per_broker_configs.get(&n)?.get(name));
+                    let (value, source) = match (own, image.broker_configs.get(name)) {
+                        (Some(v), _) => (v.clone(), CONFIG_SOURCE_DYNAMIC_BROKER),
+                        (None, Some(v)) => (v.clone(), CONFIG_SOURCE_DYNAMIC_DEFAULT_BROKER),
+                        (None, None) => (i64::MAX.to_string(), CONFIG_SOURCE_DEFAULT),
+                    };
+                    result.configs.push(DescribeConfigsResourceResult {
+                        name: name.to_string(),
+                        value: Some(value),
+                        read_only: false,
+                        config_source: source,
+                        is_sensitive: false,
+                        ..Default::default()
+                    });
+                }
                 for e in topic_config::describe(&broker.config, &dynamic) {
+                    if topic_config::is_topic_only(e.name) {
+                        continue;
+                    }
                     let name = dynamic_broker_config::broker_name(e.name);
                     if wanted(&name) {
                         let changeable = dynamic_broker_config::topic_name(&name).is_some();

@@ -25,11 +25,15 @@ use crate::server::fetch_sessions::{
 };
 use crate::server::handlers::{check_leader_epoch, error_code_for};
 use crate::server::isr_changes;
+use crate::server::replication_quotas::{ReplicationQuotas, Side};
 use crate::shard::shard::now_ms;
 use crate::shard::shard::Shard;
 
 /// Upper bound on how long one fetch may wait, whatever the client asks.
 pub const FETCH_MAX_WAIT_MS_MAX: i32 = 30_000;
+/// How often a follower's fetch that the replication throttle holds back
+/// looks again whether the rate allows more (within its max wait).
+const THROTTLED_RECHECK: Duration = Duration::from_millis(100);
 
 /// One partition's read, as the owner reports it.
 struct PartitionRead {
@@ -37,6 +41,9 @@ struct PartitionRead {
     high_watermark: i64,
     log_start_offset: i64,
     records: RecordData,
+    /// Held back by the leader's replication throttle: the fetch does not
+    /// wait for appends to this partition (it has data, it may not send it).
+    throttled: bool,
 }
 
 impl PartitionRead {
@@ -46,6 +53,7 @@ impl PartitionRead {
             high_watermark: -1,
             log_start_offset: -1,
             records: RecordData::Bytes(Bytes::new()),
+            throttled: false,
         }
     }
 }
@@ -122,7 +130,21 @@ pub async fn handle(shard: &Rc<Shard>, header: &RequestHeader, req: FetchRequest
         if total >= req.min_bytes.max(0) as usize || any_error || now >= deadline {
             break;
         }
-        wait_for_appends(shard, &partitions, deadline - now, is_follower).await;
+        if reads.iter().any(|r| r.throttled) {
+            // Throttled partitions have data they may not send yet: wait
+            // for appends to the others, and look again after a while, as
+            // Kafka's delayed fetch does.
+            let others: Vec<SessionPartition> = partitions
+                .iter()
+                .zip(&reads)
+                .filter(|(_, r)| !r.throttled)
+                .map(|(p, _)| p.clone())
+                .collect();
+            let wait = (deadline - now).min(THROTTLED_RECHECK);
+            wait_for_appends(shard, &others, wait, is_follower).await;
+        } else {
+            wait_for_appends(shard, &partitions, deadline - now, is_follower).await;
+        }
         reads = read_all(shard, &partitions, response_max_bytes, replica_id).await;
     }
 
@@ -254,6 +276,10 @@ async fn read_on_owner(
     let mut read_through = Vec::new();
     let mut planned = 0u64;
     let budget = budget as u64;
+    let quotas = ReplicationQuotas::of(shard);
+    let broker = BrokerState::of(shard);
+    let image = broker.image();
+    let local = broker.node_id();
     for (i, tp, offset, max_bytes) in work {
         let Some(led) = replicas::led_partition(shard, &tp) else {
             out.push((i, PartitionRead::error(error_code::NOT_LEADER_OR_FOLLOWER)));
@@ -301,9 +327,31 @@ async fn read_on_owner(
         } else {
             hw
         };
-        let result = log.read(offset, max_bytes, max_offset, true).await;
         let log_start_offset = log.log_start_offset();
+        let now = now_ms();
+        if is_follower {
+            let in_isr = led.state.borrow().isr().contains(&replica_id);
+            if quotas.must_wait(&image, Side::Leader, &tp, local, in_isr, now) {
+                // Kafka's leader-side throttle: the partition answers with
+                // no records until the rate allows more.
+                out.push((
+                    i,
+                    PartitionRead {
+                        error_code: error_code::NONE,
+                        high_watermark: hw,
+                        log_start_offset,
+                        records: RecordData::Bytes(Bytes::new()),
+                        throttled: true,
+                    },
+                ));
+                continue;
+            }
+        }
+        let result = log.read(offset, max_bytes, max_offset, true).await;
         drop(log);
+        if let (true, Ok(r)) = (is_follower, &result) {
+            quotas.record(&image, Side::Leader, &tp, local, r.len_bytes(), now);
+        }
         let read = match result {
             Ok(r) if r.fill.is_some() && (planned == 0 || planned + r.len_bytes() <= budget) => {
                 // A miss of the read cache: read it through the cache here,
@@ -317,6 +365,7 @@ async fn read_on_owner(
                     high_watermark: hw,
                     log_start_offset,
                     records: RecordData::Bytes(Bytes::new()),
+                    throttled: false,
                 }
             }
             Ok(r) => {
@@ -349,6 +398,7 @@ async fn read_on_owner(
                         high_watermark: hw,
                         log_start_offset,
                         records: RecordData::Chunks(chunks),
+                        throttled: false,
                     },
                 }
             }
@@ -357,6 +407,7 @@ async fn read_on_owner(
                 high_watermark: hw,
                 log_start_offset,
                 records: RecordData::Bytes(Bytes::new()),
+                throttled: false,
             },
         };
         out.push((i, read));

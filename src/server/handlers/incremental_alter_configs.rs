@@ -54,6 +54,7 @@ pub async fn handle(
                         } else {
                             controller::alter_broker_configs(
                                 shard,
+                                r.resource_name.parse().ok(),
                                 changes,
                                 true,
                                 req.validate_only,
