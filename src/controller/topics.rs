@@ -738,6 +738,43 @@ mod tests {
     }
 
     #[test]
+    fn throttle_rates_belong_to_the_named_broker_or_the_cluster() {
+        let image = MetadataImage::empty();
+        let rate = |v: &str| vec![(throttle::LEADER_RATE.to_string(), Some(v.to_string()))];
+        let on_2 = plan_alter_broker_configs(&image, Some(2), rate("1000"), true).unwrap();
+        let image = applied(image, &on_2);
+        let cluster = plan_alter_broker_configs(&image, None, rate("5000"), true).unwrap();
+        let image = applied(image, &cluster);
+        assert_eq!(image.broker_setting(2, throttle::LEADER_RATE), Some("1000"));
+        assert_eq!(image.broker_setting(3, throttle::LEADER_RATE), Some("5000"));
+        // AlterConfigs (not incremental) on broker 2 with only a log
+        // setting resets broker 2's rate, not the cluster's.
+        let reset = plan_alter_broker_configs(
+            &image,
+            Some(2),
+            vec![("log.retention.ms".into(), Some("1".into()))],
+            false,
+        )
+        .unwrap();
+        let image = applied(image, &reset);
+        assert_eq!(image.broker_setting(2, throttle::LEADER_RATE), Some("5000"));
+        assert!(image.per_broker_configs.is_empty());
+        // The image's records carry per-broker settings (snapshots, digest).
+        let on_2 = plan_alter_broker_configs(&image, Some(2), rate("7"), true).unwrap();
+        let image = applied(image, &on_2);
+        let mut rebuilt = MetadataImage::empty();
+        for (i, r) in image.to_records().iter().enumerate() {
+            rebuilt.apply(i as i64, r);
+        }
+        assert_eq!(rebuilt.per_broker_configs, image.per_broker_configs);
+        assert_eq!(rebuilt.digest(), image.digest());
+        for bad in ["0", "-1", "fast"] {
+            let err = plan_alter_broker_configs(&image, Some(2), rate(bad), true).unwrap_err();
+            assert_eq!(err.0, error_code::INVALID_CONFIG, "{bad}");
+        }
+    }
+
+    #[test]
     fn topic_names_follow_kafka() {
         assert!(validate_topic_name("a.b_c-D9").is_ok());
         for bad in ["", ".", "..", "a b", "ä"] {

@@ -315,4 +315,16 @@ mod tests {
                 .is_override
         );
     }
+
+    #[test]
+    fn throttled_replica_lists_are_validated() {
+        for name in [throttle::LEADER_REPLICAS, throttle::FOLLOWER_REPLICAS] {
+            assert!(validate(name, "0:1,1:2").is_ok());
+            assert!(validate(name, "*").is_ok());
+            assert!(validate(name, "").is_ok());
+            let err = validate(name, "0-1").unwrap_err();
+            assert!(err.contains("partition:broker"), "{err}");
+            assert!(is_topic_only(name));
+        }
+    }
 }
