@@ -3,7 +3,7 @@
 # produce baseline. Writes tuning/results.md (see tuning/README.md).
 #
 # Usage: tuning/compare.sh [--quick] [--out FILE] [--skip-build] [--keep]
-#                          [--no-kafka-p4] [--replicated]
+#                          [--no-kafka-p4] [--replicated | --reassign]
 #   --quick        about 4 minutes: one round per workload, short runs,
 #                  P3 over 1 GiB instead of 2 GiB, P4 on pinlog only
 #   --out FILE     where to write the report (default tuning/results.md)
@@ -18,6 +18,11 @@
 #                  nodes, replication factor 3, acks=all,
 #                  min.insync.replicas=2 (tuning/replicated.sh; report in
 #                  tuning/results-replicated.md unless --out)
+#   --reassign     instead of the above: 3 pinlog nodes; the copy rate of
+#                  a reassignment with and without a replication throttle,
+#                  and a paced producer's p99 before and during the copy
+#                  (tuning/reassign.sh; report in
+#                  tuning/results-reassign.md unless --out)
 #
 # What runs (all on loopback, free ports, one work directory on the same
 # disk as the repository, removed at the end):
@@ -47,6 +52,7 @@ KEEP=0
 KAFKA_P4=1
 ONLY=""
 REPLICATED=0
+REASSIGN=0
 OUT_SET=0
 ARGV_STR="$*"
 while [ $# -gt 0 ]; do
@@ -58,6 +64,7 @@ while [ $# -gt 0 ]; do
     --no-kafka-p4) KAFKA_P4=0 ;;
     --only) ONLY="$2"; shift ;;
     --replicated) REPLICATED=1 ;;
+    --reassign) REASSIGN=1; REPLICATED=1 ;;
     -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d'; exit 0 ;;
     *) echo "compare.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
@@ -67,7 +74,11 @@ done
 if [ "$REPLICATED" = 1 ]; then
   [ -z "$ONLY" ] || { echo "compare.sh: --replicated runs its own workloads; it does not take --only" >&2; exit 2; }
   ONLY="replicated"
-  [ "$OUT_SET" = 1 ] || OUT="$REPO/tuning/results-replicated.md"
+  if [ "$REASSIGN" = 1 ]; then
+    [ "$OUT_SET" = 1 ] || OUT="$REPO/tuning/results-reassign.md"
+  else
+    [ "$OUT_SET" = 1 ] || OUT="$REPO/tuning/results-replicated.md"
+  fi
 fi
 want() { [ -z "$ONLY" ] || [[ " $ONLY " == *" $1 "* ]]; }
 MAIN=0   # whether the main pinlog and Kafka brokers are needed
@@ -479,6 +490,12 @@ raw_round() {
   rm -rf "$dir"
 }
 
+if [ "$REASSIGN" = 1 ]; then
+  # The reassignment mode's cluster, workloads and report.
+  # shellcheck source=tuning/reassign.sh
+  source "$REPO/tuning/reassign.sh"
+  exit 0
+fi
 if [ "$REPLICATED" = 1 ]; then
   # The replicated mode's clusters, workloads and report.
   # shellcheck source=tuning/replicated.sh

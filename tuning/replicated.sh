@@ -12,7 +12,6 @@
 # Rounds alternate between the clusters (pinlog, Kafka, pinlog, ...); both
 # clusters run the whole time, the idle one waiting.
 
-REP_NODES=(1 2 3)
 REP_RF=3
 REP_MIN_ISR=2
 # Three JVMs share the machine here: a smaller heap each than the
@@ -20,43 +19,18 @@ REP_MIN_ISR=2
 REP_KAFKA_HEAP="${KAFKA_REP_HEAP:-1g}"
 
 # ---------------------------------------------------------------- clusters
-declare -A PLR_PORT PLR_CTRL KFR_PORT KFR_CTRL PLR_PID KFR_PID
+# The pinlog cluster (ports, voters, start_pinlog_node, wait_cluster).
+# shellcheck source=tuning/pinlog_cluster.sh
+source "$REPO/tuning/pinlog_cluster.sh"
+declare -A KFR_PORT KFR_CTRL KFR_PID
 for i in "${REP_NODES[@]}"; do
-  PLR_PORT[$i]=$(free_port); PLR_CTRL[$i]=$(free_port)
   KFR_PORT[$i]=$(free_port); KFR_CTRL[$i]=$(free_port)
 done
-PLR_VOTERS=""; KFR_VOTERS=""
+KFR_VOTERS=""
 for i in "${REP_NODES[@]}"; do
-  PLR_VOTERS+="${PLR_VOTERS:+,}$i@127.0.0.1:${PLR_CTRL[$i]}"
   KFR_VOTERS+="${KFR_VOTERS:+,}$i@127.0.0.1:${KFR_CTRL[$i]}"
 done
-PLR_BOOT="127.0.0.1:${PLR_PORT[1]},127.0.0.1:${PLR_PORT[2]},127.0.0.1:${PLR_PORT[3]}"
 KFR_BOOT="127.0.0.1:${KFR_PORT[1]},127.0.0.1:${KFR_PORT[2]},127.0.0.1:${KFR_PORT[3]}"
-
-# start_pinlog_node I: one combined node (broker and controller voter).
-# Three brokers share this machine's cores, so each runs one shard, and the
-# nodes' shards go round-robin over the CPUs (taskset: a shard pins itself
-# to the first CPU it may run on). The default, a shard per CPU in every
-# node, put six pinned threads on two cores: measured with this script's
-# R2 load, acks=all p50 13 ms against 9 ms with one shard per node. Spin
-# before park 0, as tuning/README.md advises for cores shared with other
-# processes.
-REP_CPUS=($(python3 -c 'import os; print(*sorted(os.sched_getaffinity(0)))'))
-start_pinlog_node() {
-  local i=$1 dir="$WORK/pinlog-rep-$1"
-  mkdir -p "$dir"
-  cat > "$dir/pinlog.toml" <<EOF
-"num.partitions" = $PARTS
-"metrics.listen" = "127.0.0.1:$(free_port)"
-"group.initial.rebalance.delay.ms" = 0
-"shard.spin.before.park.us" = 0
-EOF
-  local cpu=${REP_CPUS[$(( (i - 1) % ${#REP_CPUS[@]} ))]}
-  taskset -c "$cpu" "$PINLOG_BIN" serve --node-id "$i" --controller-quorum-voters "$PLR_VOTERS" \
-    --shards 1 --listen "127.0.0.1:${PLR_PORT[$i]}" --data-dir "$dir/data" --config "$dir/pinlog.toml" \
-    >> "$LOGS/pinlog-rep-$i.log" 2>&1 &
-  PLR_PID[$i]=$!; PIDS+=("${PLR_PID[$i]}")
-}
 
 kafka_rep_config() {  # kafka_rep_config NODE DIR
   local i=$1
@@ -95,22 +69,6 @@ start_kafka_node() {
   jvm=("${jvm[@]/-Xms$KAFKA_HEAP/-Xms$REP_KAFKA_HEAP}")
   java "${jvm[@]}" -cp "$KCP" kafka.Kafka "$dir/server.properties" >> "$LOGS/kafka-rep-$i.log" 2>&1 &
   KFR_PID[$i]=$!; PIDS+=("${KFR_PID[$i]}")
-}
-
-# wait_cluster NAME PORT_ARRAY_NAME: until every node answers Metadata and
-# lists all three brokers.
-wait_cluster() {
-  local name=$1 i port n
-  local -n ports=$2
-  for i in "${REP_NODES[@]}"; do
-    port=${ports[$i]}
-    wait_metadata "127.0.0.1:$port" 120 || die "$name node $i did not come up (see its log in $LOGS)"
-    for n in $(seq 1 600); do
-      [ "$(kcat -L -b "127.0.0.1:$port" -m 5 2>/dev/null | sed -n 's/^ *\([0-9]*\) brokers:.*/\1/p')" = 3 ] && break
-      [ "$n" = 600 ] && die "$name node $i does not list 3 brokers after 60 s"
-      sleep 0.1
-    done
-  done
 }
 
 say "replicated mode: starting 3 pinlog nodes and 3 Kafka $KAFKA_VERSION nodes (KRaft, -Xmx$REP_KAFKA_HEAP each)"
