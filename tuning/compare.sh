@@ -490,6 +490,23 @@ raw_round() {
   rm -rf "$dir"
 }
 
+# write_report PY [VAR...]: the report of a mode that runs its own
+# workloads (tuning/PY, with the run's and the machine's variables and
+# VAR... in its environment) into $OUT.
+write_report() {
+  local py=$1; shift
+  LOAD_END=$(cut -d' ' -f1-3 /proc/loadavg)
+  ELAPSED=$(( $(date +%s) - T0 ))
+  say "writing $OUT"
+  TUNING_DIR="$REPO/tuning"
+  export TUNING_DIR RES OUT MODE ARGV_STR LOAD_START LOAD_END ELAPSED MACH_CPU MACH_CORES MACH_RAM \
+    MACH_KERNEL MACH_DISK MACH_HYP MACH_JAVA MACH_RUST GIT_REV GIT_DIRTY RECORD PARTS LG_BATCH LG_LINGER \
+    LG_CONNS LG_P2_LINGER P2_SECS P2_WARM "$@"
+  python3 "$TUNING_DIR/$py" > "$OUT.tmp" || die "the report failed"
+  mv -f "$OUT.tmp" "$OUT"
+  say "done in ${ELAPSED}s: $OUT"
+}
+
 if [ "$REASSIGN" = 1 ]; then
   # The reassignment mode's cluster, workloads and report.
   # shellcheck source=tuning/reassign.sh

@@ -109,13 +109,4 @@ for case_ in unthrottled throttled; do
 done
 
 # ---------------------------------------------------------------- report
-LOAD_END=$(cut -d' ' -f1-3 /proc/loadavg)
-ELAPSED=$(( $(date +%s) - T0 ))
-say "writing $OUT"
-TUNING_DIR="$REPO/tuning"
-export TUNING_DIR RES OUT MODE ARGV_STR LOAD_START LOAD_END ELAPSED MACH_CPU MACH_CORES MACH_RAM \
-  MACH_KERNEL MACH_DISK MACH_HYP MACH_JAVA MACH_RUST GIT_REV GIT_DIRTY RECORD PARTS LG_BATCH LG_LINGER \
-  LG_CONNS LG_P2_LINGER P2_SECS P2_WARM REASSIGN_BYTES REASSIGN_THROTTLE REASSIGN_LIVE_RATE
-python3 "$TUNING_DIR/reassign_report.py" > "$OUT.tmp" || die "the report failed"
-mv -f "$OUT.tmp" "$OUT"
-say "done in ${ELAPSED}s: $OUT"
+write_report reassign_report.py REASSIGN_BYTES REASSIGN_THROTTLE REASSIGN_LIVE_RATE

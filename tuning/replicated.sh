@@ -131,14 +131,5 @@ for r in $(seq 1 "$P2_ROUNDS"); do
 done
 
 # ---------------------------------------------------------------- report
-LOAD_END=$(cut -d' ' -f1-3 /proc/loadavg)
-ELAPSED=$(( $(date +%s) - T0 ))
-say "writing $OUT"
-TUNING_DIR="$REPO/tuning"
-export TUNING_DIR RES OUT MODE ARGV_STR LOAD_START LOAD_END ELAPSED MACH_CPU MACH_CORES MACH_RAM \
-  MACH_KERNEL MACH_DISK MACH_HYP MACH_JAVA MACH_RUST GIT_REV GIT_DIRTY RECORD PARTS LG_BATCH LG_LINGER \
-  LG_CONNS LG_P2_LINGER P1_SECS P1_WARM P1_ROUNDS P2_SECS P2_WARM P2_ROUNDS R2_RATE KAFKA_VERSION \
+write_report replicated_report.py P1_SECS P1_WARM P1_ROUNDS P2_ROUNDS R2_RATE KAFKA_VERSION \
   REP_RF REP_MIN_ISR REP_KAFKA_HEAP
-python3 "$TUNING_DIR/replicated_report.py" > "$OUT.tmp" || die "the report failed"
-mv -f "$OUT.tmp" "$OUT"
-say "done in ${ELAPSED}s: $OUT"
