@@ -30,6 +30,8 @@ use crate::controller::partitions::{
     broker_views, effective_min_isr, fencing, plan_alter_partition, with_leadership_changes,
     with_unclean_shutdown, IsrProposal,
 };
+use crate::config::LogConfig;
+use crate::constants::PARTITION_OPENS_IN_FLIGHT;
 use crate::controller::placement::UsableBroker;
 use crate::controller::reassignment::{
     list_reassignments, plan_alter_reassignments, OngoingReassignment, ReassignmentOutcome,
@@ -64,7 +66,7 @@ use crate::quorum::network::{ConnectionId, Forwarded};
 use crate::quorum::{Quorum, QuorumError, QuorumStatus};
 use crate::replica::{Assignment, Transition};
 use crate::server::replica_fetcher::ReplicaFetchers;
-use crate::shard::shard::{now_ms, Shard};
+use crate::shard::shard::{map_concurrently, now_ms, Shard};
 
 /// The shard that runs the controller and the quorum.
 pub const CONTROLLER_SHARD: usize = 0;
@@ -1408,16 +1410,31 @@ fn stopped() -> crate::error::LogError {
 
 /// Sends `image` to every shard and waits until each has applied it.
 pub async fn publish(shard: &Rc<Shard>, image: Arc<MetadataImage>) -> LogResult<()> {
-    for s in 0..shard.shard_count() {
-        let image = image.clone();
-        shard
-            .submit_to(
-                s,
-                move |shard| async move { apply_image(&shard, image).await },
-            )
-            .await??;
+    // Every shard applies it at once: each opens and transitions its own
+    // partitions. The cross-shard replies come through `submit_to`'s relay,
+    // so awaiting these tasks is safe (ARCHITECTURE.md's sharp edges).
+    let applying: Vec<_> = (0..shard.shard_count())
+        .map(|s| {
+            let shard = shard.clone();
+            let image = image.clone();
+            glommio::spawn_local(async move {
+                shard
+                    .submit_to(
+                        s,
+                        move |shard| async move { apply_image(&shard, image).await },
+                    )
+                    .await
+            })
+        })
+        .collect();
+    let mut result = Ok(());
+    for task in applying {
+        let applied = task.await;
+        if result.is_ok() {
+            result = applied.and_then(|r| r);
+        }
     }
-    Ok(())
+    result
 }
 
 /// Brings one shard in line with `image`: opens the partitions it owns
@@ -1442,6 +1459,12 @@ pub async fn apply_image(shard: &Rc<Shard>, image: Arc<MetadataImage>) -> LogRes
         // up and registered (`start_controller` publishes it then).
         return Ok(());
     }
+    // The partitions this shard owns with a replica here. Their
+    // transitions are independent (each under its own log's lock), so they
+    // run PARTITION_OPENS_IN_FLIGHT at a time: one at a time, a restart
+    // with 10,000 partitions spent 5 s here, each leadership persisting
+    // its leader-epoch checkpoint in turn.
+    let mut assigned = Vec::new();
     for topic in image.topics.values() {
         let overrides = dynamic_broker_config::effective_overrides(&image, &topic.configs);
         let config = topic_config::log_config(&broker.config, &overrides);
@@ -1451,25 +1474,6 @@ pub async fn apply_image(shard: &Rc<Shard>, image: Arc<MetadataImage>) -> LogRes
             if shard.owner(&tp) != shard.id() || !part.replicas.contains(&broker.node_id()) {
                 continue;
             }
-            if shard.local_log(&tp).is_none() {
-                shard
-                    .open_local_partition(tp.clone(), config.clone())
-                    .await?;
-            }
-            let Some(log) = shard.local_log(&tp) else {
-                continue;
-            };
-            let mut log = log.write().await.map_err(|_| stopped())?;
-            if log.config() != &config {
-                log.set_config(config.clone());
-            }
-            let state = Replicas::of(shard).get_or_create(
-                &tp,
-                &log,
-                broker.node_id(),
-                shard.startup().high_watermark(&tp),
-                broker.config.replication.lag_time_max_ms as i64,
-            );
             let assignment = Assignment {
                 leader: part.leader,
                 leader_epoch: part.leader_epoch,
@@ -1478,50 +1482,23 @@ pub async fn apply_image(shard: &Rc<Shard>, image: Arc<MetadataImage>) -> LogRes
                 isr: part.isr.clone(),
                 min_isr: effective_min_isr(min_insync_replicas, part.replicas.len()),
             };
-            // The log's write lock is held across the transition and the
-            // epoch-cache update, so no append sees a leader without its
-            // epoch entry.
-            let transition = state.borrow_mut().apply_assignment(&assignment, now_ms());
-            match transition {
-                Transition::BecameLeader { epoch_start_offset } => {
-                    // Kafka's makeLeader: the new epoch starts at the LEO.
-                    if log.epoch_cache().latest_epoch() != Some(part.leader_epoch) {
-                        log.assign_epoch_start_offset(part.leader_epoch, epoch_start_offset)
-                            .await?;
-                    }
-                    replicas::sync_high_watermark(shard, &tp, &mut log);
-                    drop(log);
-                    tracing::info!(
-                        partition = %tp,
-                        leader_epoch = part.leader_epoch,
-                        isr = ?part.isr,
-                        "leading the partition from offset {epoch_start_offset}"
-                    );
-                    if tp.topic == OFFSETS_TOPIC {
-                        GroupCoordinator::of(shard).on_became_leader(shard, p);
-                    }
-                }
-                Transition::BecameFollower { leader } => {
-                    drop(log);
-                    tracing::info!(
-                        partition = %tp,
-                        leader_epoch = part.leader_epoch,
-                        "following broker {}",
-                        leader.map_or("(none: the partition is offline)".to_string(), |l| l.to_string())
-                    );
-                    if tp.topic == OFFSETS_TOPIC {
-                        GroupCoordinator::of(shard).on_lost_leadership(p);
-                    }
-                    if let Some(leader) = leader {
-                        ReplicaFetchers::of(shard).follow(shard, tp.clone(), leader);
-                    }
-                }
-                Transition::IsrChanged { .. } => {
-                    replicas::sync_high_watermark(shard, &tp, &mut log);
-                }
-                Transition::Unchanged => {}
-            }
+            assigned.push((tp, config.clone(), assignment));
         }
+    }
+    let applied = {
+        let shard = shard.clone();
+        map_concurrently(
+            assigned,
+            PARTITION_OPENS_IN_FLIGHT,
+            move |(tp, config, assignment)| {
+                let shard = shard.clone();
+                async move { apply_assignment(&shard, tp, config, assignment).await }
+            },
+        )
+        .await
+    };
+    for result in applied {
+        result?;
     }
     // A local partition missing from the image is deleted only when this
     // image removed it (the previous one had it), or, once this node has
@@ -1556,6 +1533,81 @@ pub async fn apply_image(shard: &Rc<Shard>, image: Arc<MetadataImage>) -> LogRes
             Replicas::of(shard).remove(&tp);
             shard.delete_local_partition(&tp).await?;
         }
+    }
+    Ok(())
+}
+
+/// Opens one assigned partition if needed and applies its assignment:
+/// its settings, and the leader or follower transition.
+async fn apply_assignment(
+    shard: &Rc<Shard>,
+    tp: TopicPartition,
+    config: LogConfig,
+    assignment: Assignment,
+) -> LogResult<()> {
+    let broker = BrokerState::of(shard);
+    if shard.local_log(&tp).is_none() {
+        shard
+            .open_local_partition(tp.clone(), config.clone())
+            .await?;
+    }
+    let Some(log) = shard.local_log(&tp) else {
+        return Ok(());
+    };
+    let mut log = log.write().await.map_err(|_| stopped())?;
+    if log.config() != &config {
+        log.set_config(config);
+    }
+    let state = Replicas::of(shard).get_or_create(
+        &tp,
+        &log,
+        broker.node_id(),
+        shard.startup().high_watermark(&tp),
+        broker.config.replication.lag_time_max_ms as i64,
+    );
+    let (leader_epoch, isr) = (assignment.leader_epoch, assignment.isr.clone());
+    // The log's write lock is held across the transition and the
+    // epoch-cache update, so no append sees a leader without its epoch
+    // entry.
+    let transition = state.borrow_mut().apply_assignment(&assignment, now_ms());
+    match transition {
+        Transition::BecameLeader { epoch_start_offset } => {
+            // Kafka's makeLeader: the new epoch starts at the LEO.
+            if log.epoch_cache().latest_epoch() != Some(leader_epoch) {
+                log.assign_epoch_start_offset(leader_epoch, epoch_start_offset)
+                    .await?;
+            }
+            replicas::sync_high_watermark(shard, &tp, &mut log);
+            drop(log);
+            tracing::info!(
+                partition = %tp,
+                leader_epoch,
+                isr = ?isr,
+                "leading the partition from offset {epoch_start_offset}"
+            );
+            if tp.topic == OFFSETS_TOPIC {
+                GroupCoordinator::of(shard).on_became_leader(shard, tp.partition);
+            }
+        }
+        Transition::BecameFollower { leader } => {
+            drop(log);
+            tracing::info!(
+                partition = %tp,
+                leader_epoch,
+                "following broker {}",
+                leader.map_or("(none: the partition is offline)".to_string(), |l| l.to_string())
+            );
+            if tp.topic == OFFSETS_TOPIC {
+                GroupCoordinator::of(shard).on_lost_leadership(tp.partition);
+            }
+            if let Some(leader) = leader {
+                ReplicaFetchers::of(shard).follow(shard, tp.clone(), leader);
+            }
+        }
+        Transition::IsrChanged { .. } => {
+            replicas::sync_high_watermark(shard, &tp, &mut log);
+        }
+        Transition::Unchanged => {}
     }
     Ok(())
 }

@@ -742,7 +742,7 @@ impl Shard {
 
 /// Runs `work` on every item, at most `in_flight` at a time, on this shard,
 /// and returns the results (in no particular order).
-async fn map_concurrently<T, R, F, Fut>(items: Vec<T>, in_flight: usize, work: F) -> Vec<R>
+pub async fn map_concurrently<T, R, F, Fut>(items: Vec<T>, in_flight: usize, work: F) -> Vec<R>
 where
     T: 'static,
     R: 'static,
