@@ -148,8 +148,8 @@ fn tail_cache_serves_recent_batches_without_disk() {
         assert!(!old.from_cache, "16 KiB of cache cannot hold offset 0");
         assert_eq!(offsets_of(&old.to_vec().await.unwrap())[0], (0, 0));
         assert!(cache.borrow().used_bytes() <= 16 * 1024);
-        let (hits, misses) = cache.borrow().hit_counts();
-        assert_eq!((hits, misses), (1, 1));
+        let stats = cache.borrow().stats();
+        assert_eq!((stats.hits, stats.misses), (1, 1));
         log.close().await.unwrap();
     });
 }

@@ -355,7 +355,7 @@ pub fn plan_alter_topic_configs(
             format!("topic {topic:?} does not exist"),
         ));
     };
-    let changes = dynamic_broker_config::without_throttle_removals(changes)
+    let changes = dynamic_broker_config::without_log_dir_throttle_removals(changes)
         .map_err(|m| (error_code::INVALID_CONFIG, m))?;
     for (name, value) in &changes {
         let check = match value {
@@ -390,7 +390,7 @@ pub fn plan_alter_broker_configs(
     changes: Vec<(String, Option<String>)>,
     incremental: bool,
 ) -> Result<Vec<MetadataRecord>, TopicError> {
-    let changes = dynamic_broker_config::without_throttle_removals(changes)
+    let changes = dynamic_broker_config::without_log_dir_throttle_removals(changes)
         .map_err(|m| (error_code::INVALID_CONFIG, m))?;
     let (rates, changes): (Vec<_>, Vec<_>) = changes
         .into_iter()

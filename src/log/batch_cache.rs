@@ -149,10 +149,6 @@ impl BatchCache {
     pub fn capacity_bytes(&self) -> usize {
         self.capacity_bytes
     }
-    /// (hits, misses) since start.
-    pub fn hit_counts(&self) -> (u64, u64) {
-        (self.stats.hits, self.stats.misses)
-    }
     pub fn stats(&self) -> CacheStats {
         CacheStats {
             capacity_bytes: self.capacity_bytes as u64,
@@ -437,7 +433,7 @@ mod tests {
         assert_eq!(r.len(), 1, "min one batch");
         assert!(c.read(k, 0, i64::MAX, 10, false).unwrap().is_empty());
         assert!(c.read(k, 30, i64::MAX, 10, true).is_none());
-        assert_eq!(c.hit_counts(), (5, 1));
+        assert_eq!((c.stats().hits, c.stats().misses), (5, 1));
     }
 
     #[test]

@@ -65,7 +65,7 @@ pub struct LogReadResult {
     pub slices: Vec<ReadSlice>,
     pub from_cache: bool,
     /// Set when the read missed the read cache: the file range may be read
-    /// through it (`read_through::read_batches`) without the log's lock.
+    /// through it (`read_through::into_memory`) without the log's lock.
     pub fill: Option<CacheFill>,
 }
 

@@ -38,7 +38,7 @@ thread_local! {
 /// Bytes past the last whole batch are not returned: the client asks for
 /// them with its next fetch. If the bytes do not start with a readable
 /// batch header, they are returned as read and not cached.
-pub async fn read_batches(
+async fn read_batches(
     file: Rc<DmaFile>,
     position: u64,
     len: u64,
@@ -81,7 +81,8 @@ async fn read_range(file: Rc<DmaFile>, position: u64, len: u64) -> io::Result<By
             };
             // Pieces end on piece-size boundaries of the file, so that an
             // aligned read never exceeds a power of two (as the response
-            // writer's pieces).
+            // writer's pieces). A piece waits only on this shard's
+            // io_uring, so its task's handle may be kept.
             let at = position + next as u64;
             let piece = (len - next).min((PIECE - at % PIECE) as usize);
             let file = file.clone();

@@ -60,7 +60,7 @@ pub const DYNAMIC_LOG_SETTINGS: &[(&str, &str)] = &[
 /// pinlog has one data directory per broker and moves nothing between
 /// directories, so setting it is refused with a message (a silently
 /// ignored throttle would mislead), and removing it succeeds.
-pub const REPLICATION_THROTTLES: &[&str] = &["replica.alter.log.dirs.io.max.bytes.per.second"];
+pub const LOG_DIR_THROTTLE: &str = "replica.alter.log.dirs.io.max.bytes.per.second";
 
 /// The replication throttle rates (`src/replica/throttle.rs`): dynamic
 /// broker settings of the cluster or of one broker.
@@ -70,12 +70,12 @@ pub fn is_throttle_rate(name: &str) -> bool {
 
 /// Drops the removals of the log-directory throttle from `changes` (it
 /// cannot be set), and refuses setting it.
-pub fn without_throttle_removals(
+pub fn without_log_dir_throttle_removals(
     changes: Vec<(String, Option<String>)>,
 ) -> Result<Vec<(String, Option<String>)>, String> {
     let mut kept = Vec::with_capacity(changes.len());
     for (name, value) in changes {
-        if !REPLICATION_THROTTLES.contains(&name.as_str()) {
+        if name != LOG_DIR_THROTTLE {
             kept.push((name, value));
         } else if value.is_some() {
             return Err(format!(

@@ -19,6 +19,8 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
+use crate::config::LogConfig;
+use crate::constants::PARTITION_OPENS_IN_FLIGHT;
 use crate::controller::brokers::{
     plan_unregister_broker, registrations, unclean_shutdown, BrokerControlState, BrokerSessions,
     Heartbeat, RegistrationDecision, RegistrationRequest,
@@ -30,8 +32,6 @@ use crate::controller::partitions::{
     broker_views, effective_min_isr, fencing, plan_alter_partition, with_leadership_changes,
     with_unclean_shutdown, IsrProposal,
 };
-use crate::config::LogConfig;
-use crate::constants::PARTITION_OPENS_IN_FLIGHT;
 use crate::controller::placement::UsableBroker;
 use crate::controller::reassignment::{
     list_reassignments, plan_alter_reassignments, OngoingReassignment, ReassignmentOutcome,

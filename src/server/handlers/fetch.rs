@@ -56,6 +56,17 @@ impl PartitionRead {
             throttled: false,
         }
     }
+
+    /// No records (yet), at this HW and log start.
+    fn no_records(high_watermark: i64, log_start_offset: i64) -> Self {
+        PartitionRead {
+            error_code: error_code::NONE,
+            high_watermark,
+            log_start_offset,
+            records: RecordData::Bytes(Bytes::new()),
+            throttled: false,
+        }
+    }
 }
 
 pub async fn handle(shard: &Rc<Shard>, header: &RequestHeader, req: FetchRequest) -> FetchResponse {
@@ -334,16 +345,11 @@ async fn read_on_owner(
             if quotas.must_wait(&image, Side::Leader, &tp, local, in_isr, now) {
                 // Kafka's leader-side throttle: the partition answers with
                 // no records until the rate allows more.
-                out.push((
-                    i,
-                    PartitionRead {
-                        error_code: error_code::NONE,
-                        high_watermark: hw,
-                        log_start_offset,
-                        records: RecordData::Bytes(Bytes::new()),
-                        throttled: true,
-                    },
-                ));
+                let throttled = PartitionRead {
+                    throttled: true,
+                    ..PartitionRead::no_records(hw, log_start_offset)
+                };
+                out.push((i, throttled));
                 continue;
             }
         }
@@ -356,17 +362,13 @@ async fn read_on_owner(
             Ok(r) if r.fill.is_some() && (planned == 0 || planned + r.len_bytes() <= budget) => {
                 // A miss of the read cache: read it through the cache here,
                 // on the owner, so the next reader finds it in memory. The
-                // other partitions' reads go on meanwhile.
+                // other partitions' reads go on meanwhile. The task waits
+                // only on this shard's io_uring, never on another shard, so
+                // keeping its handle is safe (ARCHITECTURE.md, sharp edges).
                 planned += r.len_bytes();
                 let task = glommio::spawn_local(read_through::into_memory(r));
                 read_through.push((out.len(), tp.clone(), task));
-                PartitionRead {
-                    error_code: error_code::NONE,
-                    high_watermark: hw,
-                    log_start_offset,
-                    records: RecordData::Bytes(Bytes::new()),
-                    throttled: false,
-                }
+                PartitionRead::no_records(hw, log_start_offset)
             }
             Ok(r) => {
                 let mut chunks = Vec::with_capacity(r.slices.len());
