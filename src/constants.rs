@@ -165,6 +165,11 @@ pub const REPLICATION_OFFSET_CHECKPOINT_FILE: &str = "replication-offset-checkpo
 pub const LOG_START_OFFSET_CHECKPOINT_FILE: &str = "log-start-offset-checkpoint";
 /// Kafka's per-partition leader-epoch checkpoint.
 pub const LEADER_EPOCH_CHECKPOINT_FILE: &str = "leader-epoch-checkpoint";
+/// pinlog's record of the partitions moved off their default shard
+/// (`pinlog partition move`, the core balancer): `topic partition shard`
+/// lines in the checkpoint format, read at startup (see
+/// `shard/partition_table.rs`).
+pub const SHARD_PLACEMENT_FILE: &str = "shard-placement";
 
 /// Width of the zero-padded base offset in segment file names.
 pub const SEGMENT_NAME_DIGITS: usize = 20;

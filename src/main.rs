@@ -81,6 +81,13 @@ enum Command {
         #[command(subcommand)]
         command: pinlog::cli::TopicCommand,
     },
+    /// Move partitions between the shards (cores) of a broker, live.
+    Partition {
+        #[command(flatten)]
+        conn: pinlog::cli::ConnectArgs,
+        #[command(subcommand)]
+        command: pinlog::cli::PartitionCommand,
+    },
     /// Inspect consumer groups and move their committed offsets (like
     /// kafka-consumer-groups.sh).
     Group {
@@ -202,6 +209,7 @@ fn main() -> ExitCode {
         }
         Command::Topic { conn, command } => pinlog::cli::run_topic(&conn, command),
         Command::Group { conn, command } => pinlog::cli::run_group(&conn, command),
+        Command::Partition { conn, command } => pinlog::cli::run_partition(&conn, command),
         Command::Cluster { conn, command } => pinlog::cli::run_cluster(&conn, command),
         Command::Log { command } => run_log_command(command),
     }

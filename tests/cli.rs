@@ -269,12 +269,14 @@ fn topic_commands_against_a_broker() {
         "{out}"
     );
     let rows = table_rows(&out.stdout, "PARTITION");
+    // PARTITION LEADER SHARD REPLICAS ISR START-OFFSET END-OFFSET: the
+    // default shard is a stable hash of the partition.
     assert_eq!(
         rows,
         vec![
-            vec!["0", "1", "1", "1", "0", "5"],
-            vec!["1", "1", "1", "1", "0", "0"],
-            vec!["2", "1", "1", "1", "0", "3"],
+            vec!["0", "1", "0", "1", "1", "0", "5"],
+            vec!["1", "1", "1", "1", "1", "0", "0"],
+            vec!["2", "1", "0", "1", "1", "0", "3"],
         ],
         "{out}"
     );
@@ -288,10 +290,51 @@ fn topic_commands_against_a_broker() {
         let p = &t["partitions"][i];
         assert_eq!(p["partition"].to_string(), row[0]);
         assert_eq!(p["leader"].to_string(), row[1]);
-        assert_eq!(p["start_offset"].to_string(), row[4]);
-        assert_eq!(p["end_offset"].to_string(), row[5]);
+        assert_eq!(p["leader_shard"].to_string(), row[2]);
+        assert_eq!(p["start_offset"].to_string(), row[5]);
+        assert_eq!(p["end_offset"].to_string(), row[6]);
         assert_eq!(p["error"], Value::Null);
     }
+
+    // partition move: to the other shard, then refusals.
+    let out = pinlog(b, &["partition", "move", "orders-1", "--shard", "0"]);
+    expect_exit(&out, 0);
+    assert_eq!(
+        out.stdout, "Moved orders-1 on broker 1 from shard 1 to shard 0.\n",
+        "{out}"
+    );
+    let out = pinlog(b, &["topic", "describe", TOPIC]);
+    assert_eq!(table_rows(&out.stdout, "PARTITION")[1][2], "0", "{out}");
+    let out = pinlog(b, &["partition", "move", "orders-1", "--shard", "7"]);
+    expect_exit(&out, 1);
+    assert!(
+        out.stderr
+            .contains("shard 7 does not exist: this broker runs 2 shards"),
+        "{out}"
+    );
+    let out = pinlog(b, &["partition", "move", "orders", "--shard", "0"]);
+    expect_exit(&out, 2);
+    assert!(out.stderr.contains("is not TOPIC-PARTITION"), "{out}");
+    let out = pinlog(
+        b,
+        &[
+            "partition",
+            "move",
+            "orders-1",
+            "--shard",
+            "0",
+            "--broker",
+            "9",
+        ],
+    );
+    expect_exit(&out, 2);
+    assert!(
+        out.stderr.contains("broker 9 holds no replica of orders-1"),
+        "{out}"
+    );
+    // Back where the hash puts it: nothing left to remember.
+    let out = pinlog(b, &["partition", "move", "orders-1", "--shard", "1"]);
+    expect_exit(&out, 0);
     // With no names: every topic.
     let all = json(&pinlog(b, &["topic", "describe", "--json"]));
     let names: Vec<&str> = all["topics"]

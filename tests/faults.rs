@@ -17,6 +17,10 @@
 //!   `cargo test --release --test faults -- --ignored long_fault_run
 //!   --nocapture` (`PINLOG_FAULT_NODES` and `PINLOG_FAULT_SECONDS` change
 //!   it).
+//! - `shard_moves_under_load`: 3 nodes of 2 shards each, and instead of
+//!   faults, live moves of partitions between the shards of a node
+//!   (`pinlog partition move`) for 40 s, with a restart of a node now and
+//!   then, after which its placements must hold.
 //!
 //! The faults, each healed after a bounded time: a partition between a
 //! partition's leader and its followers, the active controller cut off
@@ -126,6 +130,10 @@ enum Fault {
     PacketLoss,
     /// SIGTERM and restart every node in turn.
     RollingRestart,
+    /// Move a partition to another shard of a node, live (shard test).
+    ShardMove,
+    /// SIGTERM and restart one node (shard test).
+    Restart,
 }
 
 const NETWORK_FAULTS: &[Fault] = &[
@@ -334,6 +342,62 @@ fn long_fault_run() {
     let nodes = env_number("PINLOG_FAULT_NODES").map_or(LONG_RUN_NODES, |n| n as usize);
     let seconds = env_number("PINLOG_FAULT_SECONDS").unwrap_or(LONG_RUN_SECONDS);
     run_faults(nodes, seconds);
+}
+
+/// How long `shard_moves_under_load` moves partitions.
+const SHARD_MOVE_SECONDS: u64 = 40;
+/// Every this many steps of it, a node restarts instead of a move.
+const SHARD_MOVE_STEPS_PER_RESTART: usize = 12;
+const SHARD_MOVE_ATTEMPTS: usize = 3;
+
+/// Live moves of partitions between the shards (cores) of each node while
+/// the workload runs: the leader's replica and the followers', each node
+/// with 2 shards. Every move must succeed, and the checker must find every
+/// acknowledged record once, in order, with nothing lost, duplicated or
+/// vanished, and the replicas byte-identical. Now and then a node restarts
+/// (SIGTERM), and every placement made on it must survive the restart.
+#[test]
+fn shard_moves_under_load() {
+    if !clients_available() {
+        return;
+    }
+    let mut rng = Rng(SeededRng(FIXED_SEED));
+    // (node, partition) -> the shard the last move put it on.
+    let mut placed: BTreeMap<(usize, usize), i64> = BTreeMap::new();
+    let mut steps = 0;
+    run_under_nemesis(
+        3,
+        2,
+        None,
+        SHARD_MOVE_SECONDS,
+        &format!("shard moves, seed {FIXED_SEED}"),
+        |run, _| {
+            steps += 1;
+            let node = 1 + rng.below(run.nodes());
+            if steps % SHARD_MOVE_STEPS_PER_RESTART == 0 {
+                run.note(&format!("restart node {node}"));
+                run.count(Fault::Restart);
+                run.cluster.node(node).stop();
+                run.restart(node);
+                run.check_placement(node, &placed);
+                return;
+            }
+            let p = rng.below(PARTITIONS);
+            let mut to = rng.below(2) as i64;
+            let mut from = run.move_shard(node, p, to);
+            if from == to {
+                // It was there already: move it to the other shard instead.
+                to = 1 - to;
+                from = run.move_shard(node, p, to);
+            }
+            run.note(&format!(
+                "moved {TOPIC}-{p} on node {node} from shard {from} to shard {to}"
+            ));
+            run.count(Fault::ShardMove);
+            placed.insert((node, p), to);
+            std::thread::sleep(rng.duration(Duration::from_millis(200), Duration::from_secs(1)));
+        },
+    );
 }
 
 /// The fault suite's full disk: node 3's data directory is a small ext4 file
@@ -606,12 +670,45 @@ fn run_faults(nodes: usize, seconds: u64) {
             None
         }
     };
+    let half = Duration::from_secs(seconds / 2);
+    let mut rng = Rng(SeededRng(FIXED_SEED));
+    let mut second_half = false;
+    run_under_nemesis(
+        nodes,
+        1,
+        testbed,
+        seconds,
+        &format!("seeds {FIXED_SEED}+{random_seed}"),
+        |run, elapsed| {
+            if !second_half && elapsed >= half {
+                second_half = true;
+                rng = Rng(SeededRng(random_seed));
+                eprintln!("fault run: second half, seed {random_seed}");
+            }
+            run.inject(&mut rng);
+        },
+    );
+}
+
+/// The fault suite's run: a cluster of `nodes` of `shards` each, the workload, `step`
+/// called over and over for `seconds` (each call injects and heals one
+/// fault), then healing, the final read and the checker. `label` names the
+/// run in its result line.
+fn run_under_nemesis(
+    nodes: usize,
+    shards: usize,
+    testbed: Option<Testbed>,
+    seconds: u64,
+    label: &str,
+    mut step: impl FnMut(&mut FaultRun, Duration),
+) {
     let places: Vec<_> = (1..=nodes)
         .map(|i| testbed.as_ref().and_then(|bed| bed.place(i)))
         .collect();
     let opts = BrokerOpts::new()
         .setting("replica.lag.time.max.ms", LAG_TIME_MAX_MS)
-        .setting("default.replication.factor", 3);
+        .setting("default.replication.factor", 3)
+        .cluster_shards(shards);
     let cluster = Cluster::start_placed(&places, opts);
     let history = tempfile::Builder::new()
         .prefix("pinlog-faults-")
@@ -632,16 +729,8 @@ fn run_faults(nodes: usize, seconds: u64) {
     let mut clients = run.start_workload(&stop);
 
     let started = Instant::now();
-    let half = Duration::from_secs(seconds / 2);
-    let mut rng = Rng(SeededRng(FIXED_SEED));
-    let mut second_half = false;
     while started.elapsed() < Duration::from_secs(seconds) {
-        if !second_half && started.elapsed() >= half {
-            second_half = true;
-            rng = Rng(SeededRng(random_seed));
-            eprintln!("fault run: second half, seed {random_seed}");
-        }
-        run.inject(&mut rng);
+        step(&mut run, started.elapsed());
         run.check_clients_alive(&mut clients);
     }
 
@@ -665,7 +754,7 @@ fn run_faults(nodes: usize, seconds: u64) {
     let summary = checker_summary(&out);
     let divergent = run.divergent_replicas();
     let record = format!(
-        "fault run result: {nodes} nodes, {seconds} s, seeds {FIXED_SEED}+{random_seed}, network \
+        "fault run result: {nodes} nodes, {seconds} s, {label}, network \
          faults {}; faults injected {:?}; acknowledged {}, failed (indeterminate) {}, lost {}, \
          duplicated {}, resent after a client's epoch bump {}, moved {}, vanished {}, offsets \
          backwards {}, fatal producer errors {}, divergent replicas {}; records read live {}, \
@@ -944,6 +1033,9 @@ impl FaultRun {
                 self.dead.push(node);
                 format!("kill -9 node {node}")
             }
+            Fault::ShardMove | Fault::Restart => {
+                unreachable!("not in the fault schedule: shard_moves_under_load's own")
+            }
             Fault::RollingRestart => {
                 self.note("rolling restart of every node");
                 self.count(fault);
@@ -960,6 +1052,58 @@ impl FaultRun {
         std::thread::sleep(hold);
         self.heal_everything();
         std::thread::sleep(rng.duration(Duration::ZERO, MAX_REST));
+    }
+
+    /// `pinlog partition move` of `TOPIC-p` on `node` to shard `to`, retried
+    /// a few times (a node may still be starting); returns the shard it was
+    /// on. Fails the run if no attempt succeeds.
+    fn move_shard(&self, node: usize, p: usize, to: i64) -> i64 {
+        let (tp, to_arg, node_arg) = (format!("{TOPIC}-{p}"), to.to_string(), node.to_string());
+        let bootstrap = self.bootstrap();
+        let mut last = None;
+        for _ in 0..SHARD_MOVE_ATTEMPTS {
+            let out = pinlog(&[
+                "partition",
+                "move",
+                &tp,
+                "--shard",
+                &to_arg,
+                "--broker",
+                &node_arg,
+                "--json",
+                "--bootstrap-server",
+                &bootstrap,
+            ]);
+            if out.success() {
+                let v: Value = serde_json::from_str(&out.stdout)
+                    .unwrap_or_else(|e| self.fail(&format!("bad JSON from move ({e}):\n{out}")));
+                assert_eq!(v["to_shard"], to, "{out}");
+                return v["from_shard"].as_i64().expect("from_shard");
+            }
+            last = Some(out);
+            std::thread::sleep(Duration::from_secs(1));
+        }
+        self.fail(&format!(
+            "moving {tp} on node {node} to shard {to} failed {SHARD_MOVE_ATTEMPTS} times:\n{}",
+            last.expect("an attempt")
+        ))
+    }
+
+    /// Every partition moved on `node` is still on the shard its last move
+    /// chose (a move to where it is answers with the shard it is on).
+    fn check_placement(&self, node: usize, placed: &BTreeMap<(usize, usize), i64>) {
+        for (&(n, p), &shard) in placed {
+            if n != node {
+                continue;
+            }
+            let from = self.move_shard(node, p, shard);
+            if from != shard {
+                self.fail(&format!(
+                    "{TOPIC}-{p} on node {node} was on shard {from} after the restart, not on \
+                     shard {shard} where it was moved"
+                ));
+            }
+        }
     }
 
     fn count(&mut self, fault: Fault) {

@@ -27,7 +27,7 @@ use crate::protocol::messages::api_versions::{
 use crate::protocol::messages::{
     create_partitions, create_topics, delete_topics, describe_configs, describe_groups,
     find_coordinator, incremental_alter_configs, list_groups, list_offsets, metadata,
-    offset_commit, offset_fetch,
+    offset_commit, offset_fetch, partition_shards,
 };
 
 /// Where the commands look for a broker unless told otherwise: the address
@@ -139,10 +139,21 @@ api_request!(
     ApiKey::DescribeQuorum
 );
 
+api_request!(
+    partition_shards::PartitionShardsRequest,
+    partition_shards::PartitionShardsResponse,
+    ApiKey::PartitionShards
+);
+
 /// The highest version of `key` in both our codec's range and the
 /// broker's, or `None` when the ranges do not meet.
 pub fn negotiate(key: ApiKey, broker: &[ApiVersionRange]) -> Option<i16> {
     let ours = key.support();
+    if key.is_pinlog_only() {
+        // Not advertised (see `ApiKey::is_pinlog_only`): a pinlog broker
+        // serves the version this tool was built with.
+        return Some(ours.max_version);
+    }
     let theirs = broker.iter().find(|r| r.api_key == key as i16)?;
     let max = ours.max_version.min(theirs.max_version);
     let min = ours.min_version.max(theirs.min_version);
@@ -393,12 +404,28 @@ pub struct Cluster {
 }
 
 impl Cluster {
+    /// Connects to the first of `bootstrap`'s comma-separated HOST:PORT
+    /// entries that answers, as Kafka's `--bootstrap-server` takes a list.
     pub fn connect(bootstrap: &str, timeout: Duration) -> CliResult<Cluster> {
-        Ok(Cluster {
-            bootstrap: Client::connect(bootstrap, timeout)?,
-            brokers: HashMap::new(),
-            nodes: HashMap::new(),
-        })
+        let mut last_error = None;
+        for addr in bootstrap
+            .split(',')
+            .map(str::trim)
+            .filter(|a| !a.is_empty())
+        {
+            match Client::connect(addr, timeout) {
+                Ok(client) => {
+                    return Ok(Cluster {
+                        bootstrap: client,
+                        brokers: HashMap::new(),
+                        nodes: HashMap::new(),
+                    })
+                }
+                Err(e) => last_error = Some(e),
+            }
+        }
+        Err(last_error
+            .unwrap_or_else(|| CliError::Usage("--bootstrap-server names no broker".into())))
     }
 
     /// The connection to the bootstrap server: for requests any broker can

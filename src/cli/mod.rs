@@ -19,6 +19,7 @@ pub mod client;
 pub mod cluster;
 pub mod error;
 pub mod group;
+pub mod partition;
 pub mod table;
 pub mod topic;
 
@@ -178,6 +179,25 @@ pub fn run_topic(conn: &ConnectArgs, command: TopicCommand) -> ExitCode {
 
 /// What `pinlog cluster` does.
 #[derive(Subcommand, Debug, Clone)]
+pub enum PartitionCommand {
+    /// Move a partition to another shard (core) of a broker, live: the
+    /// broker closes it on its shard and opens it on the new one, and
+    /// keeps the placement across restarts. Clients retry through the
+    /// move (at most a retriable error). `pinlog topic describe` shows
+    /// each partition's shard on its leader.
+    Move {
+        /// The partition, TOPIC-PARTITION (for example orders-3).
+        partition: String,
+        /// The shard to move it to, from 0 to the broker's shard count - 1.
+        #[arg(long, value_parser = clap::value_parser!(i32).range(0..))]
+        shard: i32,
+        /// The broker whose replica to move (default: the leader's).
+        #[arg(long)]
+        broker: Option<i32>,
+    },
+}
+
+#[derive(Subcommand, Debug, Clone)]
 pub enum ClusterCommand {
     /// Show the brokers (id, address, rack, the active controller) and the
     /// metadata quorum (leader, epoch, high watermark, each member's log end
@@ -188,6 +208,11 @@ pub enum ClusterCommand {
 /// Runs a cluster command; see [`run_topic`].
 pub fn run_cluster(conn: &ConnectArgs, command: ClusterCommand) -> ExitCode {
     finish(cluster::run(conn, command, &mut std::io::stdout().lock()))
+}
+
+/// Runs a partition command; see [`run_topic`].
+pub fn run_partition(conn: &ConnectArgs, command: PartitionCommand) -> ExitCode {
+    finish(partition::run(conn, command, &mut std::io::stdout().lock()))
 }
 
 /// Runs a group command; see [`run_topic`].

@@ -314,6 +314,9 @@ pub struct PartitionInfo {
     pub end_offset: Option<i64>,
     /// The first error met for this partition (Metadata or ListOffsets).
     pub error: Option<(i16, Option<String>)>,
+    /// The shard (core) of the leader that owns the partition; `None`
+    /// when the leader did not say.
+    pub leader_shard: Option<i32>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -362,6 +365,7 @@ fn describe(
                 start_offset: None,
                 end_offset: None,
                 error: (p.error_code != error_code::NONE).then_some((p.error_code, None)),
+                leader_shard: None,
             })
             .collect();
         partitions.sort_by_key(|p| p.partition);
@@ -377,6 +381,7 @@ fn describe(
     topics.sort_by(|a, b| a.name.cmp(&b.name));
     fill_offsets(cluster, &mut topics)?;
     fill_configs(cluster.any(), &mut topics)?;
+    fill_shards(cluster, &mut topics);
     // "No topics" would mislead when the topics asked for are missing;
     // the errors below say so instead.
     if conn.json || !topics.is_empty() || asked.is_none() {
@@ -447,6 +452,44 @@ fn fill_offsets(cluster: &mut Cluster, topics: &mut [TopicDescription]) -> CliRe
         }
     }
     Ok(())
+}
+
+/// Asks each partition's leader which of its shards owns it. Best effort:
+/// a broker that does not answer (not pinlog, or an older one) leaves the
+/// column empty, and nothing else of the description depends on it.
+fn fill_shards(cluster: &mut Cluster, topics: &mut [TopicDescription]) {
+    let mut by_leader: BTreeMap<i32, BTreeMap<String, Vec<i32>>> = BTreeMap::new();
+    for t in topics.iter() {
+        for p in &t.partitions {
+            if p.leader >= 0 {
+                by_leader
+                    .entry(p.leader)
+                    .or_default()
+                    .entry(t.name.clone())
+                    .or_default()
+                    .push(p.partition);
+            }
+        }
+    }
+    let mut found: HashMap<(String, i32), i32> = HashMap::new();
+    for (leader, parts) in by_leader {
+        let Ok(client) = cluster.node(leader) else {
+            continue;
+        };
+        let Ok(shards) = crate::cli::partition::shards_of(client, &parts) else {
+            continue;
+        };
+        for (key, shard) in shards {
+            if let Ok(shard) = shard {
+                found.insert(key, shard);
+            }
+        }
+    }
+    for t in topics.iter_mut() {
+        for p in &mut t.partitions {
+            p.leader_shard = found.get(&(t.name.clone(), p.partition)).copied();
+        }
+    }
 }
 
 /// Offsets of `parts` for one timestamp query: per partition the offset, or
@@ -557,6 +600,7 @@ pub fn render_describe(topics: &[TopicDescription], json: bool) -> String {
                     "partitions": t.partitions.iter().map(|p| json!({
                         "partition": p.partition,
                         "leader": p.leader,
+                        "leader_shard": p.leader_shard,
                         "replicas": p.replicas,
                         "isr": p.isr,
                         "offline_replicas": p.offline,
@@ -606,6 +650,7 @@ pub fn render_describe(topics: &[TopicDescription], json: bool) -> String {
         let mut table = Table::new(&[
             ("PARTITION", Align::Right),
             ("LEADER", Align::Right),
+            ("SHARD", Align::Right),
             ("REPLICAS", Align::Left),
             ("ISR", Align::Left),
             ("START-OFFSET", Align::Right),
@@ -620,6 +665,9 @@ pub fn render_describe(topics: &[TopicDescription], json: bool) -> String {
                 } else {
                     p.leader.to_string()
                 },
+                p.leader_shard
+                    .map(|s| s.to_string())
+                    .unwrap_or_else(|| "-".into()),
                 join_ids(&p.replicas),
                 join_ids(&p.isr),
                 or_dash(p.start_offset),
@@ -945,6 +993,7 @@ mod tests {
                     start_offset: Some(0),
                     end_offset: Some(1200),
                     error: None,
+                    leader_shard: Some(1),
                 },
                 PartitionInfo {
                     partition: 1,
@@ -955,6 +1004,7 @@ mod tests {
                     start_offset: None,
                     end_offset: None,
                     error: Some((error_code::LEADER_NOT_AVAILABLE, None)),
+                    leader_shard: None,
                 },
             ],
             configs: [("retention.ms".to_string(), Some("1000".to_string()))].into(),
@@ -969,9 +1019,9 @@ mod tests {
             text,
             "Topic: orders  TopicId: AAAAAAAAAAAAAAAAAAAAAA  Partitions: 2  ReplicationFactor: 1\n\
              Configs: retention.ms=1000\n\
-             PARTITION  LEADER  REPLICAS  ISR  START-OFFSET  END-OFFSET  ERROR\n\
-             \x20       0       1  1         1               0        1200\n\
-             \x20       1    none  1                         -           -  LEADER_NOT_AVAILABLE\n"
+             PARTITION  LEADER  SHARD  REPLICAS  ISR  START-OFFSET  END-OFFSET  ERROR\n\
+             \x20       0       1      1  1         1               0        1200\n\
+             \x20       1    none      -  1                         -           -  LEADER_NOT_AVAILABLE\n"
         );
     }
 
@@ -983,6 +1033,7 @@ mod tests {
         assert_eq!(t["partition_count"], 2);
         assert_eq!(t["configs"]["retention.ms"], "1000");
         assert_eq!(t["partitions"][0]["end_offset"], 1200);
+        assert_eq!(t["partitions"][0]["leader_shard"], 1);
         assert_eq!(t["partitions"][1]["start_offset"], Value::Null);
         assert_eq!(t["partitions"][1]["error"]["name"], "LEADER_NOT_AVAILABLE");
         assert_eq!(t["partitions"][1]["offline_replicas"][0], 1);

@@ -12,7 +12,7 @@ use std::path::Path;
 use crate::constants::{
     BOOT_ID_PATH, CLEANER_OFFSET_CHECKPOINT_FILE, CLEAN_SHUTDOWN_FILE, LAST_REGISTRATION_FILE,
     LOG_START_OFFSET_CHECKPOINT_FILE, RECOVERY_POINT_CHECKPOINT_FILE,
-    REPLICATION_OFFSET_CHECKPOINT_FILE,
+    REPLICATION_OFFSET_CHECKPOINT_FILE, SHARD_PLACEMENT_FILE,
 };
 use crate::error::{LogError, LogResult};
 use crate::log::checkpoint::{self, OffsetCheckpointEntry};
@@ -34,6 +34,8 @@ pub struct DataDirState {
     pub cleaner_offsets: HashMap<TopicPartition, i64>,
     /// From `replication-offset-checkpoint`: each partition's HW.
     pub high_watermarks: HashMap<TopicPartition, i64>,
+    /// From `shard-placement`: partitions moved off their default shard.
+    pub shard_placement: HashMap<TopicPartition, i64>,
     pub partitions: Vec<TopicPartition>,
 }
 
@@ -87,6 +89,7 @@ pub fn load_data_dir(dir: &Path) -> LogResult<DataDirState> {
     let log_start_offsets = read(LOG_START_OFFSET_CHECKPOINT_FILE)?;
     let cleaner_offsets = read(CLEANER_OFFSET_CHECKPOINT_FILE)?;
     let high_watermarks = read(REPLICATION_OFFSET_CHECKPOINT_FILE)?;
+    let shard_placement = read(SHARD_PLACEMENT_FILE)?;
     let partitions = list_partitions(dir)?;
     if clean_shutdown {
         std::fs::remove_file(&marker)
@@ -100,6 +103,7 @@ pub fn load_data_dir(dir: &Path) -> LogResult<DataDirState> {
         log_start_offsets,
         cleaner_offsets,
         high_watermarks,
+        shard_placement,
         partitions,
     })
 }
@@ -290,6 +294,24 @@ pub fn write_shutdown_state(
 pub async fn write_checkpoints(dir: &Path, offsets: Vec<PartitionOffsets>) -> LogResult<()> {
     let dir = dir.to_path_buf();
     crate::blocking_pool::run(move || write_shutdown_state(&dir, &offsets, false, -1)).await
+}
+
+/// Replaces the directory's `shard-placement` file with `placement`: the
+/// partitions that live off their default shard, and where.
+pub async fn write_shard_placement(
+    dir: &Path,
+    placement: Vec<(TopicPartition, usize)>,
+) -> LogResult<()> {
+    let entries: Vec<OffsetCheckpointEntry> = placement
+        .into_iter()
+        .map(|(tp, shard)| OffsetCheckpointEntry {
+            topic: tp.topic,
+            partition: tp.partition,
+            offset: shard as i64,
+        })
+        .collect();
+    let dir = dir.to_path_buf();
+    crate::blocking_pool::run(move || write(&dir, SHARD_PLACEMENT_FILE, &entries)).await
 }
 
 fn write(dir: &Path, name: &str, entries: &[OffsetCheckpointEntry]) -> LogResult<()> {

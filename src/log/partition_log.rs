@@ -1336,6 +1336,19 @@ impl PartitionLog {
 
     /// Clean close: seal and trim every segment, flush, close the files.
     pub async fn close(mut self) -> LogResult<()> {
+        self.close_in_place().await
+    }
+
+    /// [`close`](Self::close) for a log that others may still hold (a
+    /// partition moving to another shard): closes the files, and fences
+    /// the log so that every later operation fails without touching them.
+    pub async fn close_in_place(&mut self) -> LogResult<()> {
+        self.close_files().await?;
+        self.offline = Some("the log was closed: the partition moved to another shard".into());
+        Ok(())
+    }
+
+    async fn close_files(&mut self) -> LogResult<()> {
         self.ensure_online()?;
         self.flush().await?;
         // An epoch trim made at open and never followed by a change.

@@ -95,6 +95,16 @@ pub fn led_partition(shard: &Shard, tp: &TopicPartition) -> Option<LedPartition>
     Some(LedPartition { log, state })
 }
 
+/// Whether `log` is still `tp`'s log on this shard. A request that took
+/// the log before awaiting its lock checks this once it holds the lock: a
+/// move to another shard may have closed it meanwhile, and the request
+/// then answers as on a broker that no longer leads (a retriable error).
+pub fn still_local(shard: &Shard, tp: &TopicPartition, log: &Rc<RwLock<PartitionLog>>) -> bool {
+    shard
+        .local_log(tp)
+        .is_some_and(|current| Rc::ptr_eq(&current, log))
+}
+
 /// After an append on the leader (or a follower's append of fetched
 /// batches): moves the state's LEO, copies an advanced HW into the log, and
 /// wakes the waiting fetches and produces.

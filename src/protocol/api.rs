@@ -40,6 +40,8 @@ pub enum ApiKey {
     DescribeQuorum = 55,
     DescribeCluster = 60,
     UnregisterBroker = 64,
+    /// pinlog's own: shard placement (`protocol/messages/partition_shards.rs`).
+    PartitionShards = 32_000,
 }
 
 /// `first_flexible_version` of an API with no flexible version.
@@ -249,6 +251,12 @@ pub const SUPPORTED_APIS: &[ApiSupport] = &[
         max_version: 0,
         first_flexible_version: 0,
     },
+    ApiSupport {
+        key: ApiKey::PartitionShards,
+        min_version: 0,
+        max_version: 0,
+        first_flexible_version: 0,
+    },
 ];
 
 impl ApiKey {
@@ -264,6 +272,12 @@ impl ApiKey {
             .iter()
             .find(|a| a.key == self)
             .expect("every ApiKey has a row in SUPPORTED_APIS")
+    }
+
+    /// An API of pinlog's own, which Kafka does not have: ApiVersions
+    /// leaves it out, so that Kafka's clients and tools never see it.
+    pub fn is_pinlog_only(self) -> bool {
+        self == ApiKey::PartitionShards
     }
 
     pub fn supports(self, version: i16) -> bool {
@@ -324,6 +338,7 @@ impl ApiKey {
             ApiKey::DescribeQuorum => "DescribeQuorum",
             ApiKey::DescribeCluster => "DescribeCluster",
             ApiKey::UnregisterBroker => "UnregisterBroker",
+            ApiKey::PartitionShards => "PartitionShards",
             ApiKey::OffsetFetch => "OffsetFetch",
             ApiKey::DescribeGroups => "DescribeGroups",
             ApiKey::ListGroups => "ListGroups",

@@ -157,6 +157,11 @@ async fn write_group(shard: &Rc<Shard>, tp: &TopicPartition, group: Vec<Waiting>
     let Ok(mut log) = led.log.write().await else {
         return answer_all(group, || AppendFailure::Closed);
     };
+    if !replicas::still_local(shard, tp, &led.log) {
+        // Moved to another shard while this group waited for the lock.
+        drop(log);
+        return answer_all(group, || AppendFailure::Closed);
+    }
     // Leadership may have moved while the lock was taken: the epoch that
     // counts is the one current when the batches are written.
     let leader_epoch = {

@@ -649,6 +649,31 @@ pub(crate) async fn checkpoint_now(shard: &Rc<Shard>) {
     }
 }
 
+/// Runs `work` on [`CHECKPOINT_SHARD`] with the checkpoint writes held off
+/// until it ends. A partition moving between shards is open on neither for
+/// a moment, and a checkpoint written then would leave it out: a crash
+/// would then forget its log start offset (DeleteRecords).
+pub(crate) async fn with_checkpoints_held<R, F, Fut>(
+    shard: &Rc<Shard>,
+    work: F,
+) -> crate::error::LogResult<R>
+where
+    R: Send + 'static,
+    F: FnOnce(Rc<Shard>) -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = R> + 'static,
+{
+    shard
+        .submit_to(CHECKPOINT_SHARD, |shard| async move {
+            let lock = shard
+                .extension::<CheckpointLock>()
+                .expect("the checkpoint lock is installed first thing at startup");
+            // The semaphore is never closed, so the permit always comes.
+            let _permit = lock.0.acquire_permit(1).await;
+            work(shard).await
+        })
+        .await
+}
+
 /// Each shard's own listener on the Kafka port: SO_REUSEPORT gives every
 /// shard its own accept queue, and SO_REUSEADDR lets a restarted broker bind
 /// while the previous run's connections sit in TIME_WAIT (glommio's own

@@ -1466,23 +1466,17 @@ pub async fn apply_image(shard: &Rc<Shard>, image: Arc<MetadataImage>) -> LogRes
     // its leader-epoch checkpoint in turn.
     let mut assigned = Vec::new();
     for topic in image.topics.values() {
-        let overrides = dynamic_broker_config::effective_overrides(&image, &topic.configs);
-        let config = topic_config::log_config(&broker.config, &overrides);
-        let min_insync_replicas = topic_config::min_insync_replicas(&overrides);
+        let (config, min_insync_replicas) = topic_settings(&broker, &image, topic);
         for (&p, part) in &topic.partitions {
             let tp = TopicPartition::new(topic.name.clone(), p);
             if shard.owner(&tp) != shard.id() || !part.replicas.contains(&broker.node_id()) {
                 continue;
             }
-            let assignment = Assignment {
-                leader: part.leader,
-                leader_epoch: part.leader_epoch,
-                partition_epoch: part.partition_epoch,
-                replicas: part.replicas.clone(),
-                isr: part.isr.clone(),
-                min_isr: effective_min_isr(min_insync_replicas, part.replicas.len()),
-            };
-            assigned.push((tp, config.clone(), assignment));
+            assigned.push((
+                tp,
+                config.clone(),
+                assignment_from(part, min_insync_replicas),
+            ));
         }
     }
     let applied = {
@@ -1537,6 +1531,64 @@ pub async fn apply_image(shard: &Rc<Shard>, image: Arc<MetadataImage>) -> LogRes
     Ok(())
 }
 
+/// A topic's log settings on this broker, and its `min.insync.replicas`.
+fn topic_settings(
+    broker: &BrokerState,
+    image: &MetadataImage,
+    topic: &crate::metadata::image::TopicImage,
+) -> (LogConfig, usize) {
+    let overrides = dynamic_broker_config::effective_overrides(image, &topic.configs);
+    (
+        topic_config::log_config(&broker.config, &overrides),
+        topic_config::min_insync_replicas(&overrides),
+    )
+}
+
+fn assignment_from(
+    part: &crate::metadata::image::PartitionImage,
+    min_insync_replicas: usize,
+) -> Assignment {
+    Assignment {
+        leader: part.leader,
+        leader_epoch: part.leader_epoch,
+        partition_epoch: part.partition_epoch,
+        replicas: part.replicas.clone(),
+        isr: part.isr.clone(),
+        min_isr: effective_min_isr(min_insync_replicas, part.replicas.len()),
+    }
+}
+
+/// Opens `tp` on this shard, its owner now, and applies its assignment in
+/// the shard's current image: how a partition moved from another shard
+/// takes up its role again. A partition the image no longer assigns here
+/// (its topic deleted, or reassigned away, during the move) is deleted, as
+/// applying that image would have done.
+pub async fn adopt_partition(shard: &Rc<Shard>, tp: TopicPartition) -> LogResult<()> {
+    let broker = BrokerState::of(shard);
+    let image = broker.image();
+    let assigned = image.topic(&tp.topic).and_then(|topic| {
+        let part = topic.partitions.get(&tp.partition)?;
+        if !part.replicas.contains(&broker.node_id()) {
+            return None;
+        }
+        let (config, min_insync_replicas) = topic_settings(&broker, &image, topic);
+        Some((config, assignment_from(part, min_insync_replicas)))
+    });
+    match assigned {
+        Some((config, assignment)) if broker.is_caught_up() => {
+            apply_assignment(shard, tp, config, assignment).await
+        }
+        // Not serving yet: the image applied once caught up opens it.
+        Some(_) => Ok(()),
+        None => {
+            shard
+                .open_local_partition(tp.clone(), broker.config.log.clone())
+                .await?;
+            shard.delete_local_partition(&tp).await
+        }
+    }
+}
+
 /// Opens one assigned partition if needed and applies its assignment:
 /// its settings, and the leader or follower transition.
 async fn apply_assignment(
@@ -1562,7 +1614,7 @@ async fn apply_assignment(
         &tp,
         &log,
         broker.node_id(),
-        shard.startup().high_watermark(&tp),
+        shard.checkpointed_high_watermark(&tp),
         broker.config.replication.lag_time_max_ms as i64,
     );
     let (leader_epoch, isr) = (assignment.leader_epoch, assignment.isr.clone());

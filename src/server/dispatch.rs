@@ -209,6 +209,10 @@ pub async fn handle_frame(shard: &Rc<Shard>, frame: Bytes, peer_host: &str) -> O
             delete_groups::DeleteGroupsRequest,
             handlers::delete_groups::handle
         ),
+        ApiKey::PartitionShards => serve!(
+            partition_shards::PartitionShardsRequest,
+            handlers::partition_shards::handle
+        ),
         ApiKey::OffsetDelete => serve!(
             offset_delete::OffsetDeleteRequest,
             handlers::offset_delete::handle

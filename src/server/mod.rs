@@ -21,4 +21,5 @@ pub mod offsets_topic;
 pub mod replica_fetcher;
 pub mod replication_quotas;
 pub mod response_writer;
+pub mod shard_moves;
 pub mod storage_failure;

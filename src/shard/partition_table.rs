@@ -2,8 +2,10 @@
 //!
 //! Every shard holds its own copy of the table and consults it without
 //! synchronisation. The default owner is a stable hash of the partition, so
-//! every shard (and every restart) computes the same answer; explicit moves
-//! are overrides that the runtime broadcasts to every shard as a message.
+//! every shard (and every restart) computes the same answer. A partition
+//! moved to another shard (`pinlog partition move`, the core balancer) has
+//! an override: the move broadcasts it to every shard as a message, and the
+//! data directory's `shard-placement` file keeps it across restarts.
 
 use std::collections::HashMap;
 
@@ -27,6 +29,30 @@ impl PartitionTable {
         }
     }
 
+    /// The table with the stored placement of `present` partitions. An
+    /// entry for a shard this broker no longer has (it restarted with fewer
+    /// shards) is left out and returned, so the caller can say so: those
+    /// partitions go back to their default shard.
+    pub fn with_placement<'a>(
+        shard_count: usize,
+        placement: impl IntoIterator<Item = (&'a TopicPartition, i64)>,
+        present: impl Fn(&TopicPartition) -> bool,
+    ) -> (Self, Vec<(TopicPartition, i64)>) {
+        let mut table = PartitionTable::new(shard_count);
+        let mut ignored = Vec::new();
+        for (tp, shard) in placement {
+            if !present(tp) {
+                continue;
+            }
+            match usize::try_from(shard) {
+                Ok(s) if s < shard_count => table.set_owner(tp.clone(), s),
+                _ => ignored.push((tp.clone(), shard)),
+            }
+        }
+        ignored.sort();
+        (table, ignored)
+    }
+
     pub fn shard_count(&self) -> usize {
         self.shard_count
     }
@@ -36,13 +62,35 @@ impl PartitionTable {
         if let Some(&s) = self.overrides.get(tp) {
             return s;
         }
+        self.default_owner(tp)
+    }
+
+    /// The shard that owns `tp` when nothing moved it.
+    pub fn default_owner(&self, tp: &TopicPartition) -> ShardId {
         (stable_hash(tp) % self.shard_count as u64) as ShardId
     }
 
     /// Moves `tp` to `shard`. The caller moves the partition's state first.
+    /// A move back to the default shard removes the override.
     pub fn set_owner(&mut self, tp: TopicPartition, shard: ShardId) {
         assert!(shard < self.shard_count, "shard {shard} does not exist");
-        self.overrides.insert(tp, shard);
+        if shard == self.default_owner(&tp) {
+            self.overrides.remove(&tp);
+        } else {
+            self.overrides.insert(tp, shard);
+        }
+    }
+
+    /// The partitions that live off their default shard, sorted: what the
+    /// `shard-placement` file holds.
+    pub fn placement(&self) -> Vec<(TopicPartition, ShardId)> {
+        let mut v: Vec<_> = self
+            .overrides
+            .iter()
+            .map(|(tp, &s)| (tp.clone(), s))
+            .collect();
+        v.sort();
+        v
     }
 }
 
@@ -81,5 +129,26 @@ mod tests {
         let other = (before + 1) % 3;
         t.set_owner(tp.clone(), other);
         assert_eq!(t.owner(&tp), other);
+        assert_eq!(t.placement(), vec![(tp.clone(), other)]);
+        // Back home: nothing left to store.
+        t.set_owner(tp.clone(), before);
+        assert_eq!(t.owner(&tp), before);
+        assert!(t.placement().is_empty());
+    }
+
+    #[test]
+    fn stored_placement_skips_gone_partitions_and_missing_shards() {
+        let (a, b, c) = (
+            TopicPartition::new("a", 0),
+            TopicPartition::new("b", 0),
+            TopicPartition::new("gone", 0),
+        );
+        let to_other = |tp: &TopicPartition| (PartitionTable::new(2).owner(tp) + 1) % 2;
+        let stored = [(&a, to_other(&a) as i64), (&b, 7), (&c, 1)];
+        let (t, ignored) = PartitionTable::with_placement(2, stored, |tp| tp.topic != "gone");
+        assert_eq!(t.owner(&a), to_other(&a));
+        assert_eq!(t.owner(&b), t.default_owner(&b));
+        assert_eq!(ignored, vec![(b, 7)]);
+        assert_eq!(t.placement().len(), 1);
     }
 }

@@ -78,6 +78,13 @@ pub struct Shard {
     /// Partitions whose clean failed (a corrupt batch, say): the cleaner
     /// skips them until restart, as Kafka marks them uncleanable.
     uncleanable: RefCell<HashSet<TopicPartition>>,
+    /// Partitions leaving this shard for another: closed here, and not
+    /// opened again here by a metadata image applied meanwhile.
+    moving_out: RefCell<HashSet<TopicPartition>>,
+    /// Where partitions handed over by another shard stood when it closed
+    /// them: their open here starts from these, not from the startup
+    /// checkpoints, which are older.
+    handed_over: RefCell<HashMap<TopicPartition, PartitionOffsets>>,
 }
 
 fn hop_failed(to: ShardId) -> LogError {
@@ -99,9 +106,24 @@ impl Shard {
         startup: Arc<DataDirState>,
         senders: Senders<ShardRequest>,
     ) -> Shard {
+        let present: HashSet<&TopicPartition> = startup.partitions.iter().collect();
+        let (table, ignored) = PartitionTable::with_placement(
+            config.shard_count,
+            startup.shard_placement.iter().map(|(tp, &s)| (tp, s)),
+            |tp| present.contains(tp),
+        );
+        if id == 0 && !ignored.is_empty() {
+            tracing::warn!(
+                "{} partitions were placed on shards this broker no longer has (it runs {} \
+                 shards now); they go back to their default shards: {:?}",
+                ignored.len(),
+                config.shard_count,
+                ignored
+            );
+        }
         Shard {
             id,
-            table: RefCell::new(PartitionTable::new(config.shard_count)),
+            table: RefCell::new(table),
             cache: BatchCache::shared(config.read_cache_bytes),
             config,
             startup,
@@ -115,6 +137,8 @@ impl Shard {
             extensions: RefCell::new(HashMap::new()),
             extra_offsets: RefCell::new(Vec::new()),
             uncleanable: RefCell::new(HashSet::new()),
+            moving_out: RefCell::new(HashSet::new()),
+            handed_over: RefCell::new(HashMap::new()),
         }
     }
 
@@ -239,6 +263,73 @@ impl Shard {
     pub fn owner(&self, tp: &TopicPartition) -> ShardId {
         self.table.borrow().owner(tp)
     }
+    /// Records that `tp` now lives on `shard` (this shard's copy of the
+    /// table; a move sets it on every shard).
+    pub fn set_owner(&self, tp: TopicPartition, shard: ShardId) {
+        self.table.borrow_mut().set_owner(tp, shard);
+    }
+    /// The partitions that live off their default shard.
+    pub fn placement(&self) -> Vec<(TopicPartition, ShardId)> {
+        self.table.borrow().placement()
+    }
+    /// The HW `tp` was last checkpointed with: where the shard that handed
+    /// it over left it, or the startup checkpoint.
+    pub fn checkpointed_high_watermark(&self, tp: &TopicPartition) -> i64 {
+        match self.handed_over.borrow().get(tp) {
+            Some(h) => h.high_watermark,
+            None => self.startup.high_watermark(tp),
+        }
+    }
+
+    /// First step of moving `tp` off this shard: takes its log out of the
+    /// shard, so that requests find it gone (and answer with a retriable
+    /// error) and images applied meanwhile do not open it again. Returns
+    /// the log, still open, for [`close_for_move`](Self::close_for_move).
+    pub fn detach_for_move(&self, tp: &TopicPartition) -> Option<Rc<RwLock<PartitionLog>>> {
+        let log = self.logs.borrow_mut().remove(tp)?;
+        self.moving_out.borrow_mut().insert(tp.clone());
+        Some(log)
+    }
+
+    /// Closes a detached log once the work in flight on it is done (the
+    /// write lock waits for it) and returns where it stands, for the shard
+    /// that opens it next. Whoever still holds the log finds it fenced.
+    pub async fn close_for_move(
+        &self,
+        tp: &TopicPartition,
+        log: Rc<RwLock<PartitionLog>>,
+    ) -> LogResult<PartitionOffsets> {
+        let mut log = log.write().await.map_err(|_| hop_failed(self.id))?;
+        let offsets = PartitionOffsets {
+            tp: tp.clone(),
+            recovery_point: log.log_end_offset(),
+            log_start_offset: log.log_start_offset(),
+            high_watermark: log.high_watermark(),
+            cleaner_offset: log.cleaner_checkpoint(),
+        };
+        log.close_in_place().await?;
+        self.uncleanable.borrow_mut().remove(tp);
+        Ok(offsets)
+    }
+
+    /// Ends a move off this shard: `tp` may be opened here again (by a
+    /// later move back).
+    pub fn finish_move_out(&self, tp: &TopicPartition) {
+        self.moving_out.borrow_mut().remove(tp);
+    }
+
+    /// First step of taking `tp` over from another shard: its next open
+    /// here starts from `offsets`.
+    pub fn hand_over(&self, offsets: PartitionOffsets) {
+        self.handed_over
+            .borrow_mut()
+            .insert(offsets.tp.clone(), offsets);
+    }
+
+    /// Ends a move onto this shard, once the partition is open here.
+    pub fn finish_move_in(&self, tp: &TopicPartition) {
+        self.handed_over.borrow_mut().remove(tp);
+    }
     pub(crate) fn senders(&self) -> &Senders<ShardRequest> {
         &self.senders
     }
@@ -347,11 +438,25 @@ impl Shard {
         if self.logs.borrow().contains_key(&tp) {
             return Ok(());
         }
-        let params = OpenParams {
-            recovery_point: self.startup.recovery_point(&tp),
-            log_start_offset: self.startup.log_start_offset(&tp),
-            clean_shutdown: self.startup.clean_shutdown,
-            now_ms: now_ms(),
+        if self.moving_out.borrow().contains(&tp) {
+            // Closed for a move to another shard, which opens it.
+            return Ok(());
+        }
+        let handed_over = self.handed_over.borrow().get(&tp).cloned();
+        let params = match &handed_over {
+            // The other shard closed it cleanly a moment ago.
+            Some(h) => OpenParams {
+                recovery_point: h.recovery_point,
+                log_start_offset: h.log_start_offset,
+                clean_shutdown: true,
+                now_ms: now_ms(),
+            },
+            None => OpenParams {
+                recovery_point: self.startup.recovery_point(&tp),
+                log_start_offset: self.startup.log_start_offset(&tp),
+                clean_shutdown: self.startup.clean_shutdown,
+                now_ms: now_ms(),
+            },
         };
         let config = config.unwrap_or_else(|| self.config.log_defaults.clone());
         let mut log = PartitionLog::open(
@@ -363,7 +468,11 @@ impl Shard {
         )
         .await?;
         log.report_failures_to(self.storage_failures.clone());
-        if let Some(offset) = self.startup.cleaner_offset(&tp) {
+        let cleaner_offset = match &handed_over {
+            Some(h) => h.cleaner_offset,
+            None => self.startup.cleaner_offset(&tp),
+        };
+        if let Some(offset) = cleaner_offset {
             log.set_cleaner_checkpoint(offset);
         }
         let r = log.recovery_report();

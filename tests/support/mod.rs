@@ -69,6 +69,9 @@ const API_VERSIONS_KEY: i16 = 18;
 #[derive(Debug, Clone)]
 pub struct BrokerOpts {
     shards: usize,
+    /// `--shards` of each node of a [`Cluster`]: 1 unless a test asks for
+    /// more, so that clusters share this machine's 2 cores.
+    cluster_shards: usize,
     /// Kafka-named settings for the `--config` TOML file.
     settings: toml::Table,
     /// Host to advertise in Metadata; the port is always the listen port.
@@ -94,6 +97,7 @@ impl Default for BrokerOpts {
             // Two shards even on one core: partitions then live on
             // different shards, which is the interesting case.
             shards: 2,
+            cluster_shards: 1,
             settings: toml::Table::new(),
             advertise_host: None,
             advertise_addr: None,
@@ -115,6 +119,13 @@ impl BrokerOpts {
     /// `--shards N`.
     pub fn shards(mut self, n: usize) -> Self {
         self.shards = n;
+        self
+    }
+
+    /// `--shards N` for every node of a [`Cluster`] started with these
+    /// options (1 by default).
+    pub fn cluster_shards(mut self, n: usize) -> Self {
+        self.cluster_shards = n;
         self
     }
 
@@ -862,7 +873,7 @@ impl Cluster {
             .setting("broker.heartbeat.interval.ms", TEST_HEARTBEAT_INTERVAL_MS)
             .setting("broker.session.timeout.ms", TEST_SESSION_TIMEOUT_MS)
             .setting("shard.spin.before.park.us", 0);
-        let own = opts.clone().shards(1);
+        let own = opts.clone().shards(opts.cluster_shards);
         for (k, v) in &own.settings {
             if !matches!(
                 k.as_str(),

@@ -29,6 +29,8 @@ macro_rules! messages {
 }
 
 messages!(
+    partition_shards::PartitionShardsRequest,
+    partition_shards::PartitionShardsResponse,
     alter_configs::AlterConfigsRequest,
     alter_configs::AlterConfigsResponse,
     alter_partition::AlterPartitionRequest,

@@ -19,6 +19,7 @@ pub const PRODUCE_ADVERTISED_MIN_VERSION: i16 = 0;
 fn table() -> Vec<ApiVersionRange> {
     SUPPORTED_APIS
         .iter()
+        .filter(|a| !a.key.is_pinlog_only())
         .map(|a| ApiVersionRange {
             api_key: a.key as i16,
             min_version: if a.key == ApiKey::Produce {

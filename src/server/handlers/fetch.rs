@@ -300,6 +300,11 @@ async fn read_on_owner(
             out.push((i, PartitionRead::error(error_code::KAFKA_STORAGE_ERROR)));
             continue;
         };
+        if !replicas::still_local(shard, &tp, &led.log) {
+            // Moved to another shard while this read waited for the lock.
+            out.push((i, PartitionRead::error(error_code::NOT_LEADER_OR_FOLLOWER)));
+            continue;
+        }
         if is_follower && offset <= log.log_end_offset() {
             // The fetch offset is the follower's LEO: it may move the HW
             // (waking produces and consumers) or return it to the ISR.

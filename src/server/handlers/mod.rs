@@ -31,6 +31,7 @@ pub mod offset_commit;
 pub mod offset_delete;
 pub mod offset_fetch;
 pub mod offset_for_leader_epoch;
+pub mod partition_shards;
 pub mod produce;
 pub mod sync_group;
 pub mod unregister_broker;

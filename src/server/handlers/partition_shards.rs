@@ -1,0 +1,78 @@
+//! PartitionShards (pinlog's own API): where this broker keeps each named
+//! partition, and live moves between its shards (`server/shard_moves.rs`).
+//! Moves run one after another, in request order.
+
+use std::rc::Rc;
+
+use crate::log::topic_partition::TopicPartition;
+use crate::protocol::error_code;
+use crate::protocol::header::RequestHeader;
+use crate::protocol::messages::partition_shards::*;
+use crate::server::shard_moves::{self, MoveError};
+use crate::shard::shard::Shard;
+
+pub async fn handle(
+    shard: &Rc<Shard>,
+    _header: &RequestHeader,
+    req: PartitionShardsRequest,
+) -> PartitionShardsResponse {
+    let mut topics = Vec::with_capacity(req.topics.len());
+    for t in req.topics {
+        let mut partitions = Vec::with_capacity(t.partitions.len());
+        for p in t.partitions {
+            let tp = TopicPartition::new(t.name.clone(), p.partition_index);
+            let answer = if p.target_shard == NO_MOVE {
+                describe(shard, &tp).await.map(|s| (s, -1))
+            } else {
+                shard_moves::move_partition(shard, tp.clone(), p.target_shard as i64)
+                    .await
+                    .map(|m| (m.to as i32, m.from as i32))
+            };
+            partitions.push(match answer {
+                Ok((shard, previous_shard)) => PartitionShardsPartitionResponse {
+                    partition_index: p.partition_index,
+                    error_code: error_code::NONE,
+                    error_message: None,
+                    shard,
+                    previous_shard,
+                },
+                Err(e) => {
+                    if matches!(e, MoveError::Failed(_)) {
+                        tracing::error!(partition = %tp, "{}", e.message(&tp));
+                    }
+                    PartitionShardsPartitionResponse {
+                        partition_index: p.partition_index,
+                        error_code: e.error_code(),
+                        error_message: Some(e.message(&tp)),
+                        shard: -1,
+                        previous_shard: -1,
+                    }
+                }
+            });
+        }
+        topics.push(PartitionShardsTopicResponse {
+            name: t.name,
+            partitions,
+        });
+    }
+    PartitionShardsResponse {
+        throttle_time_ms: 0,
+        shard_count: shard.shard_count() as i32,
+        topics,
+    }
+}
+
+/// The shard that holds `tp` open.
+async fn describe(shard: &Rc<Shard>, tp: &TopicPartition) -> Result<i32, MoveError> {
+    let owner = shard.owner(tp);
+    let tp = tp.clone();
+    let open = shard
+        .submit_to(owner, move |s| async move { s.local_log(&tp).is_some() })
+        .await
+        .map_err(|e| MoveError::Failed(e.to_string()))?;
+    if open {
+        Ok(owner as i32)
+    } else {
+        Err(MoveError::NotHere)
+    }
+}
