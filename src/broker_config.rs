@@ -82,6 +82,40 @@ pub struct BrokerConfig {
     /// `process.roles`, `controller.quorum.*`, `controller.listen`.
     pub cluster: ClusterConfig,
     pub replication: ReplicationConfig,
+    /// The core balancer (`shard.balancer.*`).
+    pub balancer: ShardBalancerConfig,
+}
+
+/// The core balancer's settings: pinlog's own (Kafka has no cores to
+/// balance), under `shard.balancer.*`. Off by default: see the tuning
+/// guide's operations section for when to turn it on.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ShardBalancerConfig {
+    /// `shard.balancer.enable`.
+    pub enable: bool,
+    /// `shard.balancer.interval.ms`: how often the load is measured.
+    pub interval_ms: u64,
+    /// `shard.balancer.threshold.percent`: a shard is hot when its load
+    /// exceeds the mean over the shards by more than this.
+    pub threshold_percent: u64,
+    /// `shard.balancer.sustain.ms`: how long a shard must stay hot before a
+    /// partition moves off it.
+    pub sustain_ms: u64,
+    /// `shard.balancer.min.bytes.per.sec`: a hot shard carrying less than
+    /// this (bytes in + out per second) is left alone.
+    pub min_bytes_per_sec: u64,
+}
+
+impl Default for ShardBalancerConfig {
+    fn default() -> Self {
+        ShardBalancerConfig {
+            enable: false,
+            interval_ms: 10_000,
+            threshold_percent: 25,
+            sustain_ms: 60_000,
+            min_bytes_per_sec: 4 * 1024 * 1024,
+        }
+    }
 }
 
 /// The replica fetchers' and the ISR's settings, under Kafka's names and
@@ -344,6 +378,7 @@ impl Default for BrokerConfig {
             cleaner: CleanerConfig::default(),
             cluster: ClusterConfig::default(),
             replication: ReplicationConfig::default(),
+            balancer: ShardBalancerConfig::default(),
         }
     }
 }
@@ -392,6 +427,11 @@ pub const KNOWN_KEYS: &[&str] = &[
     "read.cache.bytes",
     "shard.spin.before.park.us",
     "shard.io.memory.bytes",
+    "shard.balancer.enable",
+    "shard.balancer.interval.ms",
+    "shard.balancer.threshold.percent",
+    "shard.balancer.sustain.ms",
+    "shard.balancer.min.bytes.per.sec",
     "max.incremental.fetch.session.cache.slots",
     "replica.fetch.max.bytes",
     "replica.fetch.response.max.bytes",
@@ -697,6 +737,15 @@ impl BrokerConfig {
                 }
                 "shard.spin.before.park.us" => self.spin_before_park_us = non_negative(key, v)?,
                 "shard.io.memory.bytes" => self.io_memory_bytes = non_negative(key, v)? as usize,
+                "shard.balancer.enable" => self.balancer.enable = boolean(key, v)?,
+                "shard.balancer.interval.ms" => self.balancer.interval_ms = positive(key, v)?,
+                "shard.balancer.threshold.percent" => {
+                    self.balancer.threshold_percent = non_negative(key, v)?
+                }
+                "shard.balancer.sustain.ms" => self.balancer.sustain_ms = non_negative(key, v)?,
+                "shard.balancer.min.bytes.per.sec" => {
+                    self.balancer.min_bytes_per_sec = non_negative(key, v)?
+                }
                 "log.segment.bytes" => self.log.segment_bytes = non_negative(key, v)?,
                 "log.roll.ms" => self.log.segment_ms = int(key, v)?,
                 "log.index.size.max.bytes" => self.log.segment_index_bytes = non_negative(key, v)?,

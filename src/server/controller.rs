@@ -1525,6 +1525,7 @@ pub async fn apply_image(shard: &Rc<Shard>, image: Arc<MetadataImage>) -> LogRes
                 GroupCoordinator::of(shard).on_lost_leadership(tp.partition);
             }
             Replicas::of(shard).remove(&tp);
+            crate::server::partition_load::PartitionLoad::of(shard).forget(&tp);
             shard.delete_local_partition(&tp).await?;
         }
     }

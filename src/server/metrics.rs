@@ -22,9 +22,11 @@ use std::time::Instant;
 use hdrhistogram::Histogram;
 
 use crate::log::batch_cache::CacheStats;
+use crate::log::topic_partition::TopicPartition;
 use crate::protocol::api::{ApiKey, SUPPORTED_APIS};
 use crate::protocol::chunks::Chunk;
 use crate::server::dispatch::Outcome;
+use crate::server::partition_load::{LoadCounters, PartitionLoad};
 use crate::shard::shard::Shard;
 
 /// Upper bounds (inclusive, in microseconds) of the Prometheus latency
@@ -228,6 +230,8 @@ impl ShardProbe {
             follower_fetch_sessions,
             consumer_fetch_sessions,
             fetch_session_partitions,
+            partition_load: PartitionLoad::of(shard).snapshot(),
+            balancer_moves: crate::server::shard_balancer::moves_off(shard),
         }
     }
 }
@@ -280,6 +284,10 @@ pub struct ShardSnapshot {
     pub consumer_fetch_sessions: u64,
     /// Partitions held by this shard's fetch sessions.
     pub fetch_session_partitions: u64,
+    /// Bytes in and out of each partition this shard owns (with traffic).
+    pub partition_load: Vec<(TopicPartition, LoadCounters)>,
+    /// Partitions the core balancer moved off this shard.
+    pub balancer_moves: u64,
 }
 
 /// The Prometheus text exposition format version [`render`] writes.
@@ -476,7 +484,54 @@ pub fn render(shards: &[ShardSnapshot]) -> String {
         "Partitions held by the shard's fetch sessions (Kafka's NumIncrementalFetchPartitionsCached).",
         |s| s.fetch_session_partitions,
     );
+    per_shard(
+        &mut out,
+        shards,
+        "pinlog_shard_balancer_moves_total",
+        "counter",
+        "Partitions the core balancer moved off the shard (shard.balancer.enable).",
+        |s| s.balancer_moves,
+    );
+    per_partition(
+        &mut out,
+        shards,
+        "pinlog_partition_bytes_in_total",
+        "Bytes of batches appended to the partition on its shard, as leader or follower, \
+         since it came to the shard.",
+        |c| c.bytes_in,
+    );
+    per_partition(
+        &mut out,
+        shards,
+        "pinlog_partition_bytes_out_total",
+        "Bytes of the partition read for fetches, by consumers and followers, since it came \
+         to the shard.",
+        |c| c.bytes_out,
+    );
     out
+}
+
+/// A counter per partition, labelled with the shard that owns it.
+fn per_partition(
+    out: &mut String,
+    shards: &[ShardSnapshot],
+    name: &str,
+    help: &str,
+    value: impl Fn(&LoadCounters) -> u64,
+) {
+    family_header(out, name, "counter", help);
+    for s in shards {
+        for (tp, c) in &s.partition_load {
+            let _ = writeln!(
+                out,
+                "{name}{{shard=\"{}\",topic=\"{}\",partition=\"{}\"}} {}",
+                s.shard,
+                tp.topic,
+                tp.partition,
+                value(c)
+            );
+        }
+    }
 }
 
 // Writing to a String cannot fail, hence the ignored fmt results below.
@@ -561,6 +616,14 @@ mod tests {
             follower_fetch_sessions: 1,
             consumer_fetch_sessions: 0,
             fetch_session_partitions: 5,
+            partition_load: vec![(
+                TopicPartition::new("orders", 2),
+                LoadCounters {
+                    bytes_in: 1000,
+                    bytes_out: 3000,
+                },
+            )],
+            balancer_moves: 1,
         }
     }
 
@@ -668,6 +731,10 @@ mod tests {
             text.contains("pinlog_request_latency_seconds_count{shard=\"0\",api=\"Fetch\"} 0\n")
         );
         assert!(text.contains("pinlog_partitions{shard=\"1\"} 3\n"));
+        assert!(text.contains(
+            "pinlog_partition_bytes_out_total{shard=\"1\",topic=\"orders\",partition=\"2\"} 3000\n"
+        ));
+        assert!(text.contains("pinlog_shard_balancer_moves_total{shard=\"0\"} 1\n"));
         assert!(text.contains("pinlog_read_cache_bytes{shard=\"0\"} 4096\n"));
         // Every sample line is `name{labels} value` with a numeric value.
         for line in text.lines().filter(|l| !l.starts_with('#')) {

@@ -48,6 +48,7 @@ use crate::replica::{
 };
 use crate::server::fetcher_test_hooks::FetcherTestHooks;
 use crate::server::kafka_peer::KafkaPeer;
+use crate::server::partition_load::PartitionLoad;
 use crate::server::replication_quotas::{ReplicationQuotas, Side};
 use crate::shard::shard::{now_ms, Shard};
 
@@ -622,6 +623,7 @@ async fn apply_fetched(shard: &Rc<Shard>, leader: i32, answer: FetchedPartition)
         return false;
     }
     if !answer.records.is_empty() {
+        PartitionLoad::of(shard).record_in(tp, answer.records.len() as u64);
         match log.append_as_follower(answer.records, now_ms()).await {
             Ok(_) => replicas::after_append(shard, tp, &mut log),
             Err(e) => {

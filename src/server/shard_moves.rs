@@ -36,6 +36,7 @@ use crate::metadata::OFFSETS_TOPIC;
 use crate::node::append_waiters::AppendWaiters;
 use crate::node::replicas::Replicas;
 use crate::protocol::error_code;
+use crate::server::partition_load::PartitionLoad;
 use crate::shard::partition_table::ShardId;
 use crate::shard::shard::Shard;
 
@@ -207,6 +208,7 @@ async fn release(shard: &Rc<Shard>, tp: &TopicPartition) -> Result<PartitionOffs
     // (the state is gone: NOT_LEADER_OR_FOLLOWER); the follower fetcher
     // drops the partition from its next round.
     Replicas::of(shard).remove(tp);
+    PartitionLoad::of(shard).forget(tp);
     AppendWaiters::of(shard).notify(tp);
     shard.close_for_move(tp, log).await
 }

@@ -25,6 +25,7 @@ use crate::server::fetch_sessions::{
 };
 use crate::server::handlers::{check_leader_epoch, error_code_for};
 use crate::server::isr_changes;
+use crate::server::partition_load::PartitionLoad;
 use crate::server::replication_quotas::{ReplicationQuotas, Side};
 use crate::shard::shard::now_ms;
 use crate::shard::shard::Shard;
@@ -360,6 +361,9 @@ async fn read_on_owner(
         }
         let result = log.read(offset, max_bytes, max_offset, true).await;
         drop(log);
+        if let Ok(r) = &result {
+            PartitionLoad::of(shard).record_out(&tp, r.len_bytes());
+        }
         if let (true, Ok(r)) = (is_follower, &result) {
             quotas.record(&image, Side::Leader, &tp, local, r.len_bytes(), now);
         }
