@@ -21,6 +21,10 @@
 //!   faults, live moves of partitions between the shards of a node
 //!   (`pinlog partition move`) for 40 s, with a restart of a node now and
 //!   then, after which its placements must hold.
+//! - `reassignment_under_load`: 4 nodes; every partition of the RF=3 topic
+//!   is reassigned with Kafka's `kafka-reassign-partitions.sh` to another
+//!   set of 3, and the active controller is killed while the moves are in
+//!   progress; they complete, and the removed replicas delete their data.
 //!
 //! The faults, each healed after a bounded time: a partition between a
 //! partition's leader and its followers, the active controller cut off
@@ -367,7 +371,7 @@ fn shard_moves_under_load() {
     let mut steps = 0;
     run_under_nemesis(
         3,
-        2,
+        BrokerOpts::new().cluster_shards(2),
         None,
         SHARD_MOVE_SECONDS,
         &format!("shard moves, seed {FIXED_SEED}"),
@@ -396,6 +400,49 @@ fn shard_moves_under_load() {
             run.count(Fault::ShardMove);
             placed.insert((node, p), to);
             std::thread::sleep(rng.duration(Duration::from_millis(200), Duration::from_secs(1)));
+        },
+    );
+}
+
+/// How long `reassignment_under_load` runs its workload.
+const REASSIGN_RUN_SECONDS: u64 = 25;
+/// Load before the reassignment starts, so that there is data to copy.
+const REASSIGN_AFTER: Duration = Duration::from_secs(5);
+
+/// Seed 004's operations, under the fault suite's workload: every
+/// partition of the RF=3 topic on 4 nodes is reassigned with Kafka's
+/// `kafka-reassign-partitions.sh` to a different set of 3 brokers (the one
+/// it lacked joins, its preferred leader leaves, so leadership moves too).
+/// The new replicas are held back by a test hook so that the move is still
+/// in progress when the active controller is killed (kill -9); once they
+/// are released and the controller restarts, every move completes, the
+/// removed replicas delete their directories, and the checker finds
+/// nothing lost, duplicated or vanished.
+#[test]
+fn reassignment_under_load() {
+    if !clients_available() {
+        return;
+    }
+    let hooks = tempfile::tempdir().expect("a hooks directory");
+    let hooks_dir = hooks.path().to_path_buf();
+    let opts = BrokerOpts::new().env(
+        "PINLOG_TEST_FETCHER_HOOKS",
+        &hooks_dir.display().to_string(),
+    );
+    let mut done = false;
+    run_under_nemesis(
+        4,
+        opts,
+        None,
+        REASSIGN_RUN_SECONDS,
+        "reassignment",
+        |run, elapsed| {
+            if done || elapsed < REASSIGN_AFTER {
+                std::thread::sleep(Duration::from_secs(1));
+                return;
+            }
+            done = true;
+            run.reassign_with_controller_kill(&hooks_dir);
         },
     );
 }
@@ -675,7 +722,7 @@ fn run_faults(nodes: usize, seconds: u64) {
     let mut second_half = false;
     run_under_nemesis(
         nodes,
-        1,
+        BrokerOpts::new(),
         testbed,
         seconds,
         &format!("seeds {FIXED_SEED}+{random_seed}"),
@@ -690,13 +737,13 @@ fn run_faults(nodes: usize, seconds: u64) {
     );
 }
 
-/// The fault suite's run: a cluster of `nodes` of `shards` each, the workload, `step`
+/// The fault suite's run: a cluster of `nodes` started with `opts`, the workload, `step`
 /// called over and over for `seconds` (each call injects and heals one
 /// fault), then healing, the final read and the checker. `label` names the
 /// run in its result line.
 fn run_under_nemesis(
     nodes: usize,
-    shards: usize,
+    opts: BrokerOpts,
     testbed: Option<Testbed>,
     seconds: u64,
     label: &str,
@@ -705,10 +752,9 @@ fn run_under_nemesis(
     let places: Vec<_> = (1..=nodes)
         .map(|i| testbed.as_ref().and_then(|bed| bed.place(i)))
         .collect();
-    let opts = BrokerOpts::new()
+    let opts = opts
         .setting("replica.lag.time.max.ms", LAG_TIME_MAX_MS)
-        .setting("default.replication.factor", 3)
-        .cluster_shards(shards);
+        .setting("default.replication.factor", 3);
     let cluster = Cluster::start_placed(&places, opts);
     let history = tempfile::Builder::new()
         .prefix("pinlog-faults-")
@@ -1104,6 +1150,125 @@ impl FaultRun {
                 ));
             }
         }
+    }
+
+    /// `reassignment_under_load`'s scenario; see there.
+    fn reassign_with_controller_kill(&mut self, hooks: &Path) {
+        let n = self.nodes() as i64;
+        let parts = self
+            .describe_topic()
+            .unwrap_or_else(|| self.fail("no node describes the topic"));
+        // partition -> (old replicas, new replicas)
+        let mut plan = Vec::new();
+        for part in &parts {
+            let p = part["partition"].as_i64().expect("partition");
+            let old = ids(&part["replicas"]);
+            let old: Vec<i64> = old.into_iter().map(|r| r as i64).collect();
+            assert_eq!(old.len(), 3, "RF=3 on 4 nodes: {part}");
+            let missing = (1..=n)
+                .find(|b| !old.contains(b))
+                .expect("one broker lacks it");
+            plan.push((p, old.clone(), vec![missing, old[1], old[2]]));
+            // The joining replica waits, so the move stays in progress.
+            std::fs::write(hooks.join(format!("{missing}.{TOPIC}-{p}.hold")), b"")
+                .expect("hook file");
+        }
+        let json = self.history.join("reassignment.json");
+        let partitions: Vec<Value> = plan
+            .iter()
+            .map(|(p, _, new)| serde_json::json!({"topic": TOPIC, "partition": p, "replicas": new}))
+            .collect();
+        std::fs::write(
+            &json,
+            serde_json::json!({"version": 1, "partitions": partitions}).to_string(),
+        )
+        .expect("write the plan");
+        let out = self.reassign_tool(&["--execute"], Some(&json));
+        if !out
+            .stdout
+            .contains("Successfully started partition reassignment")
+        {
+            self.fail(&format!("--execute:\n{out}"));
+        }
+        self.note(&format!("reassigning every partition: {plan:?}"));
+        let listed = self.reassign_tool(&["--list"], None);
+        let in_progress = listed.stdout.matches("adding:").count();
+        if in_progress != plan.len() {
+            self.fail(&format!(
+                "every move should be in progress (held), {in_progress} listed:\n{listed}"
+            ));
+        }
+        let controller = self
+            .active_controller()
+            .unwrap_or_else(|| self.fail("no active controller"));
+        self.cluster.node(controller).kill9();
+        self.count(Fault::Kill);
+        self.note(&format!(
+            "kill -9 the active controller, node {controller}, mid-reassignment"
+        ));
+        std::thread::sleep(Duration::from_secs(2));
+        for (p, _, new) in &plan {
+            let _ = std::fs::remove_file(hooks.join(format!("{}.{TOPIC}-{p}.hold", new[0])));
+        }
+        self.restart(controller);
+        self.note(&format!(
+            "released the new replicas; node {controller} restarted"
+        ));
+        let verified = wait_for(CONVERGE_TIMEOUT, || {
+            let out = self.reassign_tool(&["--verify", "--preserve-throttles"], Some(&json));
+            out.stdout.matches("is completed").count() == plan.len()
+        });
+        if !verified {
+            let now = self.describe_topic();
+            self.fail(&format!(
+                "the reassignment did not complete after the controller was killed: {now:?}"
+            ));
+        }
+        self.note("every move completed");
+        let parts = self.describe_topic().unwrap_or_default();
+        for (p, old, new) in &plan {
+            let part = parts
+                .iter()
+                .find(|x| x["partition"].as_i64() == Some(*p))
+                .unwrap_or_else(|| self.fail(&format!("{TOPIC}-{p} is not described")));
+            let replicas: Vec<i64> = ids(&part["replicas"])
+                .into_iter()
+                .map(|r| r as i64)
+                .collect();
+            assert_eq!(&replicas, new, "{TOPIC}-{p}: {part}");
+            // The replica that left deletes its copy.
+            let left = old[0] as usize;
+            let dir = self
+                .cluster
+                .node(left)
+                .data_dir()
+                .join(format!("{TOPIC}-{p}"));
+            if !wait_for(CONVERGE_TIMEOUT, || !dir.exists()) {
+                self.fail(&format!(
+                    "node {left} kept {TOPIC}-{p} after it left the replicas"
+                ));
+            }
+        }
+    }
+
+    /// Kafka's `kafka-reassign-partitions.sh` with `args` (and the plan).
+    fn reassign_tool(&self, args: &[&str], json: Option<&Path>) -> CmdOutput {
+        let jars = format!("{}/*", kafka_libs().display());
+        let mut cmd = Command::new("java");
+        cmd.args(["-XX:TieredStopAtLevel=1", "-cp", &jars])
+            .arg("org.apache.kafka.tools.reassign.ReassignPartitionsCommand")
+            .args(["--bootstrap-server", &self.bootstrap()])
+            .args(args);
+        if let Some(json) = json {
+            cmd.args(["--reassignment-json-file", &json.display().to_string()]);
+        }
+        let out = run_command(&mut cmd, None, CLI_TIMEOUT * 6);
+        if !out.success() {
+            self.fail(&format!(
+                "kafka-reassign-partitions.sh {args:?} failed:\n{out}"
+            ));
+        }
+        out
     }
 
     fn count(&mut self, fault: Fault) {
