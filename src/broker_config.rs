@@ -98,8 +98,9 @@ pub struct ShardBalancerConfig {
     /// `shard.balancer.threshold.percent`: a shard is hot when its load
     /// exceeds the mean over the shards by more than this.
     pub threshold_percent: u64,
-    /// `shard.balancer.sustain.ms`: how long a shard must stay hot before a
-    /// partition moves off it.
+    /// `shard.balancer.sustain.ms`: the window the rates are averaged over;
+    /// a shard must be hot over a whole window before a partition moves off
+    /// it, and a move starts a new window.
     pub sustain_ms: u64,
     /// `shard.balancer.min.bytes.per.sec`: a hot shard carrying less than
     /// this (bytes in + out per second) is left alone.

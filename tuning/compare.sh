@@ -3,7 +3,7 @@
 # produce baseline. Writes tuning/results.md (see tuning/README.md).
 #
 # Usage: tuning/compare.sh [--quick] [--out FILE] [--skip-build] [--keep]
-#                          [--no-kafka-p4] [--replicated | --reassign]
+#                          [--no-kafka-p4] [--replicated | --reassign | --balance]
 #   --quick        about 4 minutes: one round per workload, short runs,
 #                  P3 over 1 GiB instead of 2 GiB, P4 on pinlog only
 #   --out FILE     where to write the report (default tuning/results.md)
@@ -23,6 +23,11 @@
 #                  and a paced producer's p99 before and during the copy
 #                  (tuning/reassign.sh; report in
 #                  tuning/results-reassign.md unless --out)
+#   --balance      instead of the above: one pinlog broker of 2 shards with
+#                  the core balancer on; a producer's throughput with its
+#                  2 partitions on one shard, then after the balancer
+#                  spread them (tuning/balance.sh; report in
+#                  tuning/results-balance.md unless --out)
 #
 # What runs (all on loopback, free ports, one work directory on the same
 # disk as the repository, removed at the end):
@@ -53,6 +58,7 @@ KAFKA_P4=1
 ONLY=""
 REPLICATED=0
 REASSIGN=0
+BALANCE=0
 OUT_SET=0
 ARGV_STR="$*"
 while [ $# -gt 0 ]; do
@@ -65,6 +71,7 @@ while [ $# -gt 0 ]; do
     --only) ONLY="$2"; shift ;;
     --replicated) REPLICATED=1 ;;
     --reassign) REASSIGN=1; REPLICATED=1 ;;
+    --balance) BALANCE=1; REPLICATED=1 ;;
     -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d'; exit 0 ;;
     *) echo "compare.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
@@ -76,6 +83,8 @@ if [ "$REPLICATED" = 1 ]; then
   ONLY="replicated"
   if [ "$REASSIGN" = 1 ]; then
     [ "$OUT_SET" = 1 ] || OUT="$REPO/tuning/results-reassign.md"
+  elif [ "$BALANCE" = 1 ]; then
+    [ "$OUT_SET" = 1 ] || OUT="$REPO/tuning/results-balance.md"
   else
     [ "$OUT_SET" = 1 ] || OUT="$REPO/tuning/results-replicated.md"
   fi
@@ -507,6 +516,12 @@ write_report() {
   say "done in ${ELAPSED}s: $OUT"
 }
 
+if [ "$BALANCE" = 1 ]; then
+  # The core balancer mode's broker, workloads and report.
+  # shellcheck source=tuning/balance.sh
+  source "$REPO/tuning/balance.sh"
+  exit 0
+fi
 if [ "$REASSIGN" = 1 ]; then
   # The reassignment mode's cluster, workloads and report.
   # shellcheck source=tuning/reassign.sh

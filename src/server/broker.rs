@@ -628,7 +628,7 @@ async fn on_every_shard(shard: &Rc<Shard>, f: fn(&BrokerState)) -> Result<(), St
 }
 
 /// The shard that writes the offset checkpoints while the broker runs.
-const CHECKPOINT_SHARD: ShardId = 0;
+pub(crate) const CHECKPOINT_SHARD: ShardId = 0;
 
 /// Serialises the checkpoint writes on [`CHECKPOINT_SHARD`]: the periodic
 /// timer and DeleteRecords write the same files through the same temporary

@@ -6,7 +6,7 @@
 //! would. It runs on one shard for the whole broker.
 
 use std::cell::Cell;
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
@@ -16,12 +16,13 @@ use crate::metadata::OFFSETS_TOPIC;
 use crate::node::stop::StopHandle;
 use crate::server::partition_load::PartitionLoad;
 use crate::server::shard_moves;
-use crate::shard::balancer::{BalancerSettings, PartitionRate, ShardBalancer};
+use crate::shard::balancer::{decide, BalancerSettings, PartitionRate};
 use crate::shard::partition_table::ShardId;
-use crate::shard::shard::{now_ms, Shard};
+use crate::shard::shard::Shard;
 
-/// The shard the balancer runs on.
-const BALANCER_SHARD: ShardId = 0;
+/// The shard the balancer runs on: the one moves run on
+/// (`shard_moves.rs`), so it reads their count without a hop.
+const BALANCER_SHARD: ShardId = crate::server::broker::CHECKPOINT_SHARD;
 /// How often the loop looks at the stop request while it waits.
 const STOP_CHECK: Duration = Duration::from_millis(100);
 
@@ -57,11 +58,19 @@ pub fn spawn(shard: &Rc<Shard>, config: &ShardBalancerConfig, stop: StopHandle) 
     glommio::spawn_local(run(shard.clone(), settings, interval, stop)).detach();
 }
 
+/// Each partition's shard and bytes in + out so far, at one instant.
+type Counts = HashMap<TopicPartition, (ShardId, u64)>;
+
 async fn run(shard: Rc<Shard>, settings: BalancerSettings, interval: Duration, stop: StopHandle) {
-    let mut balancer = ShardBalancer::new(settings);
-    // Each partition's shard and byte count at the last measurement.
-    let mut previous: Option<HashMap<TopicPartition, (ShardId, u64)>> = None;
-    let mut measured_at = Instant::now();
+    // The measurements of the current window, oldest first: the rates are
+    // averaged from the oldest to the newest, so a pause in the load or a
+    // spike weighs only its share of the window.
+    let mut window: VecDeque<(Instant, Counts)> = VecDeque::new();
+    let sustain = Duration::from_millis(settings.sustain_ms.max(0) as u64);
+    // Moves so far (this loop's and `pinlog partition move`'s): after any
+    // move the rates are measured anew, so the balancer never undoes an
+    // operator's placement on the strength of rates from before it.
+    let mut moves_seen = shard_moves::moves_done(&shard);
     loop {
         let wake = Instant::now() + interval;
         while Instant::now() < wake {
@@ -73,37 +82,52 @@ async fn run(shard: Rc<Shard>, settings: BalancerSettings, interval: Duration, s
         let Some(counts) = gather(&shard).await else {
             continue;
         };
-        let seconds = measured_at.elapsed().as_secs_f64().max(1e-3);
-        measured_at = Instant::now();
-        // The first round only sets the baseline: the counters hold
-        // everything since startup.
-        let Some(before) = previous.replace(counts.clone()) else {
+        let now = Instant::now();
+        let moves = shard_moves::moves_done(&shard);
+        if moves != moves_seen {
+            moves_seen = moves;
+            window.clear();
+        }
+        window.push_back((now, counts));
+        // Keep the newest measurement at least `sustain` old as the start.
+        while window.len() > 2 && now.duration_since(window[1].0) >= sustain {
+            window.pop_front();
+        }
+        let (Some((start, before)), Some((_, latest))) = (window.front(), window.back()) else {
             continue;
         };
-        let rates: Vec<PartitionRate> = counts
-            .into_iter()
+        let span = now.duration_since(*start);
+        let seconds = span.as_secs_f64().max(1e-3);
+        let rates: Vec<PartitionRate> = latest
+            .iter()
             .filter(|(tp, _)| tp.topic != OFFSETS_TOPIC)
-            .map(|(tp, (s, total))| {
+            .map(|(tp, &(s, total))| {
                 // Counters start at 0 on the shard a partition moved to.
-                let delta = match before.get(&tp) {
+                let delta = match before.get(tp) {
                     Some(&(was_on, was)) if was_on == s && total >= was => total - was,
                     _ => total,
                 };
                 PartitionRate {
-                    tp,
+                    tp: tp.clone(),
                     shard: s,
                     bytes_per_sec: delta as f64 / seconds,
                 }
             })
             .collect();
-        let Some(planned) = balancer.observe(now_ms(), shard.shard_count(), &rates) else {
+        let Some(planned) = decide(
+            &settings,
+            span.as_millis() as i64,
+            shard.shard_count(),
+            &rates,
+        ) else {
             continue;
         };
         let mib = |b: f64| b / (1024.0 * 1024.0);
         tracing::info!(
             partition = %planned.tp,
-            "balancing the shards: shard {} carries {:.1} MiB/s and shard {} {:.1} MiB/s; moving \
-             {} to shard {} should leave {:.1} and {:.1}",
+            "balancing the shards: over the last {:.0} s shard {} carried {:.1} MiB/s and shard {} \
+             {:.1} MiB/s; moving {} to shard {} should leave {:.1} and {:.1}",
+            seconds,
             planned.from,
             mib(planned.loads_before.0),
             planned.to,
@@ -140,7 +164,7 @@ async fn run(shard: Rc<Shard>, settings: BalancerSettings, interval: Duration, s
 
 /// Every shard's partitions with their shard and bytes in + out so far;
 /// `None` if a shard did not answer (shutting down).
-async fn gather(shard: &Rc<Shard>) -> Option<HashMap<TopicPartition, (ShardId, u64)>> {
+async fn gather(shard: &Rc<Shard>) -> Option<Counts> {
     let mut out = HashMap::new();
     for s in 0..shard.shard_count() {
         let load = shard

@@ -26,6 +26,7 @@
 //! offset checkpoints held off: for a moment the partition is open on
 //! neither shard, and a checkpoint written then would leave it out.
 
+use std::cell::Cell;
 use std::rc::Rc;
 use std::time::Instant;
 
@@ -39,6 +40,30 @@ use crate::protocol::error_code;
 use crate::server::partition_load::PartitionLoad;
 use crate::shard::partition_table::ShardId;
 use crate::shard::shard::Shard;
+
+/// How many moves this broker has made, counted on the shard that runs
+/// them (moves run one at a time there): the core balancer starts a new
+/// measurement window when it changes, whoever moved.
+#[derive(Default)]
+struct MovesDone(Cell<u64>);
+
+/// The moves done so far; call on the shard that runs them
+/// ([`crate::server::broker::CHECKPOINT_SHARD`]).
+pub fn moves_done(shard: &Shard) -> u64 {
+    shard.extension::<MovesDone>().map_or(0, |m| m.0.get())
+}
+
+fn count_move(shard: &Shard) {
+    let done = match shard.extension::<MovesDone>() {
+        Some(m) => m,
+        None => {
+            let m = Rc::new(MovesDone::default());
+            shard.set_extension(m.clone());
+            m
+        }
+    };
+    done.0.set(done.0.get() + 1);
+}
 
 /// A move that was done (or had nothing to do: `from == to`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -185,6 +210,7 @@ async fn move_held(shard: &Rc<Shard>, tp: TopicPartition, to: ShardId) -> Result
             from
         );
     }
+    count_move(shard);
     adopted.map_err(failed)?;
     tracing::info!(
         partition = %tp,

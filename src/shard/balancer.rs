@@ -1,18 +1,19 @@
-//! The core balancer's decisions, as a pure state machine: given each
-//! partition's measured rate (bytes in + out per second) and the shard that
-//! owns it, when to move which partition to which shard. The loop around it
-//! (`server/shard_balancer.rs`) measures and moves.
+//! The core balancer's decision, as a pure function: given each
+//! partition's rate (bytes in + out per second, averaged over a window) and
+//! the shard that owns it, whether to move a partition, which, and where.
+//! The loop around it (`server/shard_balancer.rs`) measures and moves.
 //!
 //! A shard is hot when its load exceeds the mean over the shards by more
 //! than the threshold, and carries at least a minimum rate (below it the
 //! imbalance is noise and moving costs more than it gains). Only a
-//! sustained imbalance moves anything: the hottest shard must stay hot for
-//! `sustain_ms`. Then one partition moves, from the hottest shard to the
-//! coldest: the one whose move lowers the higher of the two loads the most.
-//! A move that would only swap which shard is hot (one partition carries
-//! the whole load) is not made. After a move the imbalance must be
-//! sustained again before the next, so the rates re-measure first and two
-//! shards never trade a partition back and forth.
+//! sustained imbalance moves anything: the rates must be averaged over at
+//! least `sustain_ms`, so a spike shorter than that, or a pause in the load,
+//! weighs only its share. Then one partition moves, from the hottest shard
+//! to the coldest: the one whose move lowers the higher of the two loads
+//! the most. A move that would only swap which shard is hot (one partition
+//! carries the whole load) is not made. After a move the loop starts a new
+//! window, so the rates re-measure before the next move and two shards
+//! never trade a partition back and forth.
 
 use crate::log::topic_partition::TopicPartition;
 use crate::shard::partition_table::ShardId;
@@ -22,13 +23,13 @@ use crate::shard::partition_table::ShardId;
 pub struct BalancerSettings {
     /// A shard is hot above `mean * (1 + threshold)`.
     pub threshold: f64,
-    /// How long the imbalance must last before a move.
+    /// The shortest window the rates must be averaged over.
     pub sustain_ms: i64,
     /// A hot shard below this rate (bytes/s) is left alone.
     pub min_bytes_per_sec: f64,
 }
 
-/// One partition's measured rate on the shard that owns it.
+/// One partition's rate on the shard that owns it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PartitionRate {
     pub tp: TopicPartition,
@@ -47,73 +48,48 @@ pub struct PlannedMove {
     pub loads_after: (f64, f64),
 }
 
-#[derive(Debug, Clone)]
-pub struct ShardBalancer {
-    settings: BalancerSettings,
-    /// Since when the hottest shard has been hot, if it is.
-    hot_since_ms: Option<i64>,
-}
-
-impl ShardBalancer {
-    pub fn new(settings: BalancerSettings) -> Self {
-        ShardBalancer {
-            settings,
-            hot_since_ms: None,
+/// The move to make, if any, given `rates` averaged over the last
+/// `window_ms`.
+pub fn decide(
+    settings: &BalancerSettings,
+    window_ms: i64,
+    shard_count: usize,
+    rates: &[PartitionRate],
+) -> Option<PlannedMove> {
+    if shard_count < 2 || window_ms < settings.sustain_ms {
+        return None;
+    }
+    let mut loads = vec![0.0f64; shard_count];
+    for r in rates {
+        if r.shard < shard_count {
+            loads[r.shard] += r.bytes_per_sec.max(0.0);
         }
     }
-
-    /// One measurement at `now_ms`; a move to make, if one is due.
-    pub fn observe(
-        &mut self,
-        now_ms: i64,
-        shard_count: usize,
-        rates: &[PartitionRate],
-    ) -> Option<PlannedMove> {
-        if shard_count < 2 {
-            return None;
-        }
-        let mut loads = vec![0.0f64; shard_count];
-        for r in rates {
-            if r.shard < shard_count {
-                loads[r.shard] += r.bytes_per_sec.max(0.0);
-            }
-        }
-        let mean = loads.iter().sum::<f64>() / shard_count as f64;
-        let by_load = |a: &(usize, &f64), b: &(usize, &f64)| a.1.total_cmp(b.1);
-        let (hot, &hot_load) = loads.iter().enumerate().max_by(by_load)?;
-        let (cold, &cold_load) = loads.iter().enumerate().min_by(by_load)?;
-        let is_hot = hot_load > mean * (1.0 + self.settings.threshold)
-            && hot_load >= self.settings.min_bytes_per_sec;
-        if !is_hot {
-            self.hot_since_ms = None;
-            return None;
-        }
-        let since = *self.hot_since_ms.get_or_insert(now_ms);
-        if now_ms - since < self.settings.sustain_ms {
-            return None;
-        }
-        // The partition of the hot shard whose move leaves the lower
-        // maximum of the two loads, if it is lower than now.
-        let best = rates
-            .iter()
-            .filter(|r| r.shard == hot && r.bytes_per_sec > 0.0)
-            .map(|r| {
-                let after = (hot_load - r.bytes_per_sec, cold_load + r.bytes_per_sec);
-                (r, after, after.0.max(after.1))
-            })
-            .filter(|(_, _, max_after)| *max_after < hot_load)
-            .min_by(|a, b| a.2.total_cmp(&b.2).then_with(|| a.0.tp.cmp(&b.0.tp)))?;
-        let (r, after, _) = best;
-        // Measure again before the next move.
-        self.hot_since_ms = None;
-        Some(PlannedMove {
-            tp: r.tp.clone(),
-            from: hot,
-            to: cold,
-            loads_before: (hot_load, cold_load),
-            loads_after: after,
+    let mean = loads.iter().sum::<f64>() / shard_count as f64;
+    let by_load = |a: &(usize, &f64), b: &(usize, &f64)| a.1.total_cmp(b.1);
+    let (hot, &hot_load) = loads.iter().enumerate().max_by(by_load)?;
+    let (cold, &cold_load) = loads.iter().enumerate().min_by(by_load)?;
+    if hot_load <= mean * (1.0 + settings.threshold) || hot_load < settings.min_bytes_per_sec {
+        return None;
+    }
+    // The partition of the hot shard whose move leaves the lower maximum
+    // of the two loads, if it is lower than now.
+    let (r, after, _) = rates
+        .iter()
+        .filter(|r| r.shard == hot && r.bytes_per_sec > 0.0)
+        .map(|r| {
+            let after = (hot_load - r.bytes_per_sec, cold_load + r.bytes_per_sec);
+            (r, after, after.0.max(after.1))
         })
-    }
+        .filter(|(_, _, max_after)| *max_after < hot_load)
+        .min_by(|a, b| a.2.total_cmp(&b.2).then_with(|| a.0.tp.cmp(&b.0.tp)))?;
+    Some(PlannedMove {
+        tp: r.tp.clone(),
+        from: hot,
+        to: cold,
+        loads_before: (hot_load, cold_load),
+        loads_after: after,
+    })
 }
 
 #[cfg(test)]
@@ -138,72 +114,49 @@ mod tests {
         }
     }
 
-    /// Observes `rates` every 10 s from 0 to `until_ms`; the moves made.
-    fn run(b: &mut ShardBalancer, until_ms: i64, rates: &[PartitionRate]) -> Vec<PlannedMove> {
-        (0..=until_ms / 10_000)
-            .filter_map(|i| b.observe(i * 10_000, 2, rates))
-            .collect()
-    }
-
     #[test]
-    fn two_hot_partitions_on_one_shard_are_split_once_the_imbalance_lasts() {
+    fn two_hot_partitions_on_one_shard_are_split_once_measured_long_enough() {
         let rates = [
             rate("hot", 0, 0, 50.0),
             rate("hot", 1, 0, 40.0),
             rate("cold", 0, 1, 1.0),
         ];
-        let mut b = ShardBalancer::new(settings());
-        // Not before the imbalance has lasted sustain_ms.
-        assert_eq!(b.observe(0, 2, &rates), None);
-        assert_eq!(b.observe(20_000, 2, &rates), None);
-        let m = b.observe(30_000, 2, &rates).expect("a move once sustained");
+        // Not before the rates cover sustain_ms.
+        assert_eq!(decide(&settings(), 29_999, 2, &rates), None);
+        let m = decide(&settings(), 30_000, 2, &rates).expect("a move");
         // Moving hot-1 (40) leaves max(50, 41) = 50; hot-0 (50) leaves
         // max(40, 51) = 51: hot-1 goes.
         assert_eq!(m.tp, TopicPartition::new("hot", 1));
         assert_eq!((m.from, m.to), (0, 1));
         assert_eq!(m.loads_after, (50.0 * MB, 41.0 * MB));
-        // And the next move needs another sustained imbalance.
-        assert_eq!(b.observe(40_000, 2, &rates), None);
     }
 
     #[test]
-    fn a_balanced_load_or_a_brief_spike_moves_nothing() {
-        let balanced = [rate("a", 0, 0, 50.0), rate("a", 1, 1, 45.0)];
-        let mut b = ShardBalancer::new(settings());
-        assert!(run(&mut b, 120_000, &balanced).is_empty());
-        let skewed = [rate("a", 0, 0, 50.0), rate("a", 1, 0, 45.0)];
-        let mut b = ShardBalancer::new(settings());
-        assert_eq!(b.observe(0, 2, &skewed), None);
-        assert_eq!(b.observe(20_000, 2, &skewed), None);
-        // The spike ends before sustain_ms: the clock starts over.
-        assert_eq!(b.observe(25_000, 2, &balanced), None);
-        assert_eq!(b.observe(40_000, 2, &skewed), None);
-        assert_eq!(b.observe(60_000, 2, &skewed), None);
-        assert!(b.observe(70_000, 2, &skewed).is_some());
+    fn a_balanced_load_moves_nothing() {
+        let rates = [rate("a", 0, 0, 50.0), rate("a", 1, 1, 45.0)];
+        assert_eq!(decide(&settings(), 600_000, 2, &rates), None);
+        // 20% over the mean of 47.5 is 57: 56 on one shard is within it.
+        let rates = [rate("a", 0, 0, 56.0), rate("a", 1, 1, 39.0)];
+        assert_eq!(decide(&settings(), 600_000, 2, &rates), None);
     }
 
     #[test]
     fn one_partition_carrying_the_load_stays_where_it_is() {
         // Moving it would only make the other shard the hot one.
         let rates = [rate("big", 0, 0, 80.0), rate("small", 0, 1, 5.0)];
-        let mut b = ShardBalancer::new(settings());
-        assert!(run(&mut b, 300_000, &rates).is_empty());
+        assert_eq!(decide(&settings(), 600_000, 2, &rates), None);
     }
 
     #[test]
     fn a_light_load_is_left_alone_however_skewed() {
         let rates = [rate("a", 0, 0, 0.4), rate("a", 1, 0, 0.4)];
-        let mut b = ShardBalancer::new(settings());
-        assert!(run(&mut b, 300_000, &rates).is_empty());
+        assert_eq!(decide(&settings(), 600_000, 2, &rates), None);
     }
 
     #[test]
     fn one_shard_has_nothing_to_balance() {
         let rates = [rate("a", 0, 0, 50.0), rate("a", 1, 0, 50.0)];
-        let mut b = ShardBalancer::new(settings());
-        for t in 0..10 {
-            assert_eq!(b.observe(t * 30_000, 1, &rates), None);
-        }
+        assert_eq!(decide(&settings(), 600_000, 1, &rates), None);
     }
 
     #[test]
@@ -215,9 +168,7 @@ mod tests {
             rate("a", 3, 2, 30.0),
             rate("a", 4, 3, 0.0),
         ];
-        let mut b = ShardBalancer::new(settings());
-        assert_eq!(b.observe(0, 4, &rates), None);
-        let m = b.observe(30_000, 4, &rates).expect("a move");
+        let m = decide(&settings(), 30_000, 4, &rates).expect("a move");
         assert_eq!((m.from, m.to), (1, 3));
         // a-1 (60): max(20, 60) = 60; a-2 (20): max(60, 20) = 60; equal:
         // the first by name.
