@@ -22,6 +22,13 @@
 //! other broker needs to know, and a restart with fewer shards must be
 //! free to ignore a placement.
 //!
+//! Requests for the partition during the move are answered with
+//! NOT_LEADER_OR_FOLLOWER, not held and forwarded to the new shard:
+//! produce requests queued on the old shard, forwarded one by one, could
+//! reach the new one in another order, and an idempotent producer would
+//! then see OUT_OF_ORDER_SEQUENCE. The client's own retry keeps its order,
+//! as after a leader change.
+//!
 //! Moves run one at a time, on the checkpoint shard, with the periodic
 //! offset checkpoints held off: for a moment the partition is open on
 //! neither shard, and a checkpoint written then would leave it out.
