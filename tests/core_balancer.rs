@@ -167,6 +167,8 @@ fn a_skewed_load_is_spread_over_the_shards() {
         produced[1] += RECORDS_PER_ROUND;
         round += 1;
     }
+    // Proving that nothing moves takes a wait of fixed length: four
+    // balancer intervals past the load's end.
     std::thread::sleep(Duration::from_secs(2));
     assert_eq!(shards(&broker), balanced, "the balancer moved again");
     assert_eq!(

@@ -438,6 +438,7 @@ fn reassignment_under_load() {
         "reassignment",
         |run, elapsed| {
             if done || elapsed < REASSIGN_AFTER {
+                // The workload runs; the step only paces the harness loop.
                 std::thread::sleep(Duration::from_secs(1));
                 return;
             }
@@ -1206,9 +1207,23 @@ impl FaultRun {
         self.note(&format!(
             "kill -9 the active controller, node {controller}, mid-reassignment"
         ));
-        std::thread::sleep(Duration::from_secs(2));
+        // The moves are taken over by the next controller while their new
+        // replicas are still held.
+        let mut next = None;
+        let elected = wait_for(CONVERGE_TIMEOUT, || {
+            next = self.active_controller().filter(|&c| c != controller);
+            next.is_some()
+        });
+        if !elected {
+            self.fail("no other node became the active controller");
+        }
+        self.note(&format!(
+            "node {} is the active controller",
+            next.unwrap_or(0)
+        ));
         for (p, _, new) in &plan {
-            let _ = std::fs::remove_file(hooks.join(format!("{}.{TOPIC}-{p}.hold", new[0])));
+            std::fs::remove_file(hooks.join(format!("{}.{TOPIC}-{p}.hold", new[0])))
+                .expect("remove the hook file");
         }
         self.restart(controller);
         self.note(&format!(

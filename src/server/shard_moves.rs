@@ -144,19 +144,24 @@ pub async fn move_partition(
     .unwrap_or_else(|e| Err(MoveError::Failed(e.to_string())))
 }
 
+/// The shard that holds `tp` open on this broker.
+pub async fn shard_holding(shard: &Rc<Shard>, tp: &TopicPartition) -> Result<ShardId, MoveError> {
+    let owner = shard.owner(tp);
+    let tp = tp.clone();
+    let open = shard
+        .submit_to(owner, move |s| async move { s.local_log(&tp).is_some() })
+        .await
+        .map_err(|e| MoveError::Failed(e.to_string()))?;
+    if open {
+        Ok(owner)
+    } else {
+        Err(MoveError::NotHere)
+    }
+}
+
 async fn move_held(shard: &Rc<Shard>, tp: TopicPartition, to: ShardId) -> Result<Moved, MoveError> {
     let failed = |e: LogError| MoveError::Failed(e.to_string());
-    let from = shard.owner(&tp);
-    let open = {
-        let tp = tp.clone();
-        shard
-            .submit_to(from, move |s| async move { s.local_log(&tp).is_some() })
-            .await
-            .map_err(failed)?
-    };
-    if !open {
-        return Err(MoveError::NotHere);
-    }
+    let from = shard_holding(shard, &tp).await?;
     if from == to {
         return Ok(Moved { from, to });
     }

@@ -22,7 +22,9 @@ pub async fn handle(
         for p in t.partitions {
             let tp = TopicPartition::new(t.name.clone(), p.partition_index);
             let answer = if p.target_shard == NO_MOVE {
-                describe(shard, &tp).await.map(|s| (s, -1))
+                shard_moves::shard_holding(shard, &tp)
+                    .await
+                    .map(|s| (s as i32, -1))
             } else {
                 shard_moves::move_partition(shard, tp.clone(), p.target_shard as i64)
                     .await
@@ -59,20 +61,5 @@ pub async fn handle(
         throttle_time_ms: 0,
         shard_count: shard.shard_count() as i32,
         topics,
-    }
-}
-
-/// The shard that holds `tp` open.
-async fn describe(shard: &Rc<Shard>, tp: &TopicPartition) -> Result<i32, MoveError> {
-    let owner = shard.owner(tp);
-    let tp = tp.clone();
-    let open = shard
-        .submit_to(owner, move |s| async move { s.local_log(&tp).is_some() })
-        .await
-        .map_err(|e| MoveError::Failed(e.to_string()))?;
-    if open {
-        Ok(owner as i32)
-    } else {
-        Err(MoveError::NotHere)
     }
 }
