@@ -516,6 +516,55 @@ fn idle_restart_rewrites_no_epoch_checkpoint_or_snapshot() {
     });
 }
 
+/// A new leader's epoch entry is recorded in memory (a restart of many
+/// idle partitions serves without creating a file each), but it is on disk
+/// before any batch of its epoch is written, and a clean close writes it
+/// for an epoch that saw no append.
+#[test]
+fn a_leaders_deferred_epoch_entry_is_durable_before_its_first_batch() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().to_path_buf();
+    run(move || async move {
+        let tp = TopicPartition::new("deferred", 0);
+        let checkpoint = path.join(tp.dir_name()).join("leader-epoch-checkpoint");
+        let on_disk = || std::fs::read_to_string(&checkpoint).unwrap_or_default();
+        let mut log = PartitionLog::open(&path, tp.clone(), small_config(), params(true), None)
+            .await
+            .unwrap();
+        log.assign_epoch_start_offset(0, 0).await.unwrap();
+        log.append_as_leader(producer_batch(3, 10, 0), 0, None, 0)
+            .await
+            .unwrap();
+        assert_eq!(on_disk(), "0\n1\n0 0\n");
+
+        assert!(
+            log.assign_leader_epoch_in_memory(4, 3).unwrap(),
+            "the file lags"
+        );
+        assert_eq!(on_disk(), "0\n1\n0 0\n", "not written by the transition");
+        assert_eq!(log.end_offset_for_epoch(0), (0, 3), "answered from memory");
+
+        log.append_as_leader(producer_batch(2, 10, 0), 4, None, 0)
+            .await
+            .unwrap();
+        assert_eq!(on_disk(), "0\n2\n0 0\n4 3\n", "written before the batch");
+
+        assert!(log.assign_leader_epoch_in_memory(7, 5).unwrap());
+        log.close().await.unwrap();
+        assert_eq!(on_disk(), "0\n3\n0 0\n4 3\n7 5\n", "written at close");
+
+        let mut log = PartitionLog::open(&path, tp, small_config(), params(true), None)
+            .await
+            .unwrap();
+        assert!(
+            !log.assign_leader_epoch_in_memory(7, 5).unwrap(),
+            "already on disk"
+        );
+        log.persist_epoch_checkpoint().await.unwrap();
+        log.close().await.unwrap();
+    });
+}
+
 /// The mmap'ed indexes keep no descriptor open (Kafka closes its index
 /// files after mapping them): a partition costs its active segment's two
 /// descriptors, not four (P4: 10,000 partitions under a 20,000 limit).

@@ -911,25 +911,54 @@ impl PartitionLog {
     }
 
     /// Records that `epoch` starts at `start_offset` (Kafka's
-    /// `maybeAssignEpochStartOffset`), persisting the checkpoint if it changed.
-    /// A new leader calls this with its LEO.
+    /// `maybeAssignEpochStartOffset`) before batches of that epoch are
+    /// written, and persists the checkpoint if it differs from the file.
+    /// That includes an entry a new leader recorded in memory only
+    /// ([`assign_leader_epoch_in_memory`](Self::assign_leader_epoch_in_memory)):
+    /// an epoch's entry is durable before any of its batches is written.
     pub async fn assign_epoch_start_offset(
         &mut self,
         epoch: i32,
         start_offset: i64,
     ) -> LogResult<()> {
-        let changed =
-            self.epochs
-                .assign(epoch, start_offset)
-                .map_err(|_| LogError::InvalidEpochEntry {
-                    partition: self.tp.to_string(),
-                    epoch,
-                    start_offset,
-                })?;
-        if changed {
-            self.persist_epochs().await?;
-        }
-        Ok(())
+        self.assign_epoch(epoch, start_offset)?;
+        self.persist_epochs().await
+    }
+
+    /// A new leader's entry (Kafka's makeLeader: the epoch starts at the
+    /// LEO), recorded in memory; returns whether the checkpoint file now
+    /// lags. The file is written by the first append of the epoch, before
+    /// its batches ([`assign_epoch_start_offset`](Self::assign_epoch_start_offset)),
+    /// by [`persist_epoch_checkpoint`](Self::persist_epoch_checkpoint), or
+    /// at close, whichever comes first. Kafka writes it at once; here a
+    /// restart with thousands of idle partitions would create thousands
+    /// of files before serving. An entry lost to a crash before it was
+    /// written names an epoch with no batches, which the next leader's
+    /// entry supersedes: OffsetsForLeaderEpoch then answers the epoch
+    /// before it with the same end offset.
+    pub fn assign_leader_epoch_in_memory(
+        &mut self,
+        epoch: i32,
+        start_offset: i64,
+    ) -> LogResult<bool> {
+        self.assign_epoch(epoch, start_offset)?;
+        Ok(self.epochs.entries() != self.persisted_epochs.as_slice())
+    }
+
+    /// Writes the leader-epoch checkpoint if it lags the entries in memory.
+    pub async fn persist_epoch_checkpoint(&mut self) -> LogResult<()> {
+        self.ensure_online()?;
+        self.persist_epochs().await
+    }
+
+    fn assign_epoch(&mut self, epoch: i32, start_offset: i64) -> LogResult<bool> {
+        self.epochs
+            .assign(epoch, start_offset)
+            .map_err(|_| LogError::InvalidEpochEntry {
+                partition: self.tp.to_string(),
+                epoch,
+                start_offset,
+            })
     }
 
     /// Kafka's `endOffsetForEpoch`: what OffsetsForLeaderEpoch answers.
