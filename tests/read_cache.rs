@@ -325,3 +325,47 @@ fn compaction_swaps_out_the_cached_uncleaned_batches() {
         });
     }
 }
+
+/// A read that misses the cache reads on past the fetch's byte limit (here
+/// to the segment's written end, which is under `READ_AHEAD_BYTES`), returns
+/// only the whole batches within the limit, and caches the rest: the fetch
+/// that follows finds its batches in memory, the one the limit cut too.
+#[test]
+fn a_miss_reads_ahead_and_the_next_fetch_hits_the_cache() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().to_path_buf();
+    run(move || async move {
+        let rng = &mut SeededRng(7);
+        let mut log = open(&path, false, BatchCache::shared(CACHE_BYTES)).await;
+        for _ in 0..60 {
+            append(&mut log, tagged_batch(rng, 1)).await;
+        }
+        log.close().await.unwrap();
+        let cache = BatchCache::shared(CACHE_BYTES);
+        let mut log = open(&path, false, cache.clone()).await;
+        let model = files(&mut log).await;
+        let leo = log.log_end_offset();
+
+        // The limit cuts the second batch in two.
+        let limit = model[0].2.len() + model[1].2.len() / 2;
+        let r = log.read(0, limit, leo, true).await.unwrap();
+        assert!(!r.from_cache);
+        let got = read_through::into_memory(r).await.unwrap().concat();
+        assert_eq!(got, model[0].2, "only the whole batch within the limit");
+        let stats = cache.borrow().stats();
+        assert!(
+            stats.filled_bytes as usize > limit,
+            "read on past the limit: {stats:?}"
+        );
+
+        let (got, from_cache) = read(&mut log, model[1].0).await.unwrap();
+        assert!(from_cache, "the next fetch is served from memory");
+        let expected: Vec<u8> = model[1..]
+            .iter()
+            .flat_map(|(_, _, b)| b.iter().copied())
+            .collect();
+        assert!(got.len() >= model[1].2.len());
+        assert_eq!(got[..], expected[..got.len()]);
+        assert_eq!(cache.borrow().stats().misses, 1, "one disk read in all");
+    });
+}

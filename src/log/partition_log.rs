@@ -67,6 +67,10 @@ pub struct LogReadResult {
     /// Set when the read missed the read cache: the file range may be read
     /// through it (`read_through::into_memory`) without the log's lock.
     pub fill: Option<CacheFill>,
+    /// For a read through the cache: where the written bytes of the file
+    /// slice's segment ended when the read was planned. The read may go on
+    /// to there (`READ_AHEAD_BYTES`) and cache what the fetch does not take.
+    pub readable_end: u64,
 }
 
 impl LogReadResult {
@@ -1072,7 +1076,7 @@ impl PartitionLog {
                 return Ok(LogReadResult {
                     slices: slices.into_iter().map(ReadSlice::Cached).collect(),
                     from_cache: true,
-                    fill: None,
+                    ..LogReadResult::default()
                 });
             }
         }
@@ -1137,6 +1141,7 @@ impl PartitionLog {
                 }],
                 from_cache: false,
                 fill: None,
+                readable_end: segment.size_bytes(),
             });
         }
         Ok(LogReadResult::default())

@@ -16,7 +16,7 @@ use glommio::io::{DmaFile, ReadResult};
 use glommio::sync::{Semaphore, StaticPermit};
 use glommio::Task;
 
-use crate::constants::{FILE_READS_AHEAD, FILE_READ_PIECE_BYTES};
+use crate::constants::{FILE_READS_AHEAD, FILE_READ_PIECE_BYTES, READ_AHEAD_BYTES};
 use crate::error::{LogError, LogResult};
 use crate::log::batch::parse_header_only;
 use crate::log::batch_cache::{CacheFill, CachedBatch};
@@ -34,22 +34,35 @@ thread_local! {
 }
 
 /// Reads `len` bytes of `file` from `position` (the start of a batch), and
-/// returns the whole batches among them, caching them through `fill`.
-/// Bytes past the last whole batch are not returned: the client asks for
-/// them with its next fetch. If the bytes do not start with a readable
-/// batch header, they are returned as read and not cached.
+/// on up to `READ_AHEAD_BYTES` from `position` where the segment's written
+/// bytes (`readable_end`) allow. Returns the whole batches within `len`,
+/// and caches every whole batch read through `fill`. Bytes past the last
+/// whole batch within `len` are not returned: the client asks for them
+/// with its next fetch, which then finds them in the cache. If the bytes
+/// do not start with a readable batch header, the first `len` are returned
+/// as read and nothing is cached.
 async fn read_batches(
     file: Rc<DmaFile>,
     position: u64,
     len: u64,
+    readable_end: u64,
     fill: &CacheFill,
 ) -> io::Result<Vec<Bytes>> {
-    let bytes = read_range(file, position, len).await?;
+    let read_len = len.max(READ_AHEAD_BYTES.min(readable_end.saturating_sub(position)));
+    let bytes = read_range(file, position, read_len).await?;
     let batches = split_batches(&bytes);
     if batches.is_empty() {
-        return Ok(vec![bytes]);
+        return Ok(vec![bytes.slice(..bytes.len().min(len as usize))]);
     }
-    let out = batches.iter().map(|b| b.bytes.clone()).collect();
+    let mut end = 0u64;
+    let out = batches
+        .iter()
+        .take_while(|b| {
+            end += b.bytes.len() as u64;
+            end <= len
+        })
+        .map(|b| b.bytes.clone())
+        .collect();
     fill.fill(batches);
     Ok(out)
 }
@@ -144,7 +157,7 @@ pub async fn into_memory(result: LogReadResult) -> LogResult<Vec<Bytes>> {
                 },
                 Some(fill),
             ) => out.extend(
-                read_batches(file, position, len, fill)
+                read_batches(file, position, len, result.readable_end, fill)
                     .await
                     .map_err(|e| LogError::io("read segment", "<segment>", position as i64, e))?,
             ),
