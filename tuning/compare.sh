@@ -11,6 +11,12 @@
 #                  target/release/pinlog-loadgen, tuning/raw-sink/target/...)
 #   --keep         keep the work directory (logs, JSON of every run)
 #   --no-kafka-p4  skip Kafka in P4 (10,000 partitions)
+#   --throttle-mbps N
+#                  a slow disk: the work directory (both brokers' data, the
+#                  raw sink's) goes on an ext4 file system on a loop device
+#                  whose writes are limited to N MB/s (cgroup v1 blkio
+#                  throttle of the root group, so it also limits the
+#                  kernel's writeback of Kafka's page cache). Needs root.
 #   --only "LIST"  run only these sections, among raw p1 p2 p3 java p5 p4
 #                  (for development: the report then has gaps; p2 needs p1,
 #                  or P2_RATE=<records/s> in the environment)
@@ -60,6 +66,7 @@ REPLICATED=0
 REASSIGN=0
 BALANCE=0
 OUT_SET=0
+THROTTLE_MBPS=0
 ARGV_STR="$*"
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -69,6 +76,7 @@ while [ $# -gt 0 ]; do
     --keep) KEEP=1 ;;
     --no-kafka-p4) KAFKA_P4=0 ;;
     --only) ONLY="$2"; shift ;;
+    --throttle-mbps) THROTTLE_MBPS="$2"; shift ;;
     --replicated) REPLICATED=1 ;;
     --reassign) REASSIGN=1; REPLICATED=1 ;;
     --balance) BALANCE=1; REPLICATED=1 ;;
@@ -167,9 +175,52 @@ cleanup() {
         tail -3 "$p" | sed 's/\x1b\[[0-9;]*m//g' >&2
       done
     fi
-    if [ "$KEEP" = 1 ]; then say "kept $WORK"; else rm -rf "$WORK"; fi
+    if [ "$KEEP" = 1 ] && [ -n "$THR_MNT" ]; then
+      # The slow disk goes with its image: keep the logs and results.
+      local kept
+      kept="$(mktemp -d "$WORK_PARENT/compare.kept.XXXXXX")"
+      cp -a "$WORK/logs" "$WORK/results" "$kept/" 2>/dev/null || true
+      say "kept the logs and results in $kept"
+    elif [ "$KEEP" = 1 ]; then
+      say "kept $WORK"
+    else
+      rm -rf "$WORK"
+    fi
   fi
+  release_throttled_disk
   exit "$rc"
+}
+# The slow disk of --throttle-mbps: an image file on the repository's disk,
+# a loop device over it (direct I/O, so the loop adds no page cache of its
+# own), ext4, and a write limit on the loop device in the root blkio
+# cgroup. A limit there applies to every writer, the kernel's writeback
+# threads included, so Kafka's page-cache writes are held to it as
+# pinlog's direct writes are.
+THR_IMG=""; THR_LOOP=""; THR_MNT=""; THR_DEV=""
+THR_KNOB=/sys/fs/cgroup/blkio/blkio.throttle.write_bps_device
+make_throttled_disk() {  # make_throttled_disk PARENT GIB MBPS: sets THR_MNT
+  local parent=$1 gib=$2 mbps=$3
+  [ "$(id -u)" = 0 ] || die "--throttle-mbps needs root (a loop device and a blkio limit)"
+  [ -w "$THR_KNOB" ] || die "--throttle-mbps needs cgroup v1's blkio controller ($THR_KNOB)"
+  for tool in losetup mkfs.ext4 mount umount; do
+    command -v "$tool" >/dev/null 2>&1 || die "--throttle-mbps needs $tool"
+  done
+  THR_IMG="$(mktemp "$parent/throttled.XXXXXX.img")"
+  truncate -s "${gib}G" "$THR_IMG"
+  mkfs.ext4 -q -F "$THR_IMG" || die "mkfs.ext4 of $THR_IMG failed"
+  THR_LOOP=$(losetup --find --show --direct-io=on "$THR_IMG") || die "losetup failed"
+  THR_MNT="${THR_IMG%.img}.mnt"
+  mkdir -p "$THR_MNT"
+  mount "$THR_LOOP" "$THR_MNT" || die "mounting $THR_LOOP failed"
+  THR_DEV=$(lsblk -dno MAJ:MIN "$THR_LOOP" | tr -d ' ')
+  echo "$THR_DEV $((mbps * 1000000))" > "$THR_KNOB" || die "setting the write limit failed"
+}
+release_throttled_disk() {
+  [ -z "$THR_DEV" ] || echo "$THR_DEV 0" > "$THR_KNOB" 2>/dev/null || true
+  [ -z "$THR_MNT" ] || { umount "$THR_MNT" 2>/dev/null || umount -l "$THR_MNT" 2>/dev/null || true; rmdir "$THR_MNT" 2>/dev/null || true; }
+  [ -z "$THR_LOOP" ] || losetup -d "$THR_LOOP" 2>/dev/null || true
+  [ -z "$THR_IMG" ] || rm -f "$THR_IMG"
+  THR_DEV=""; THR_MNT=""; THR_LOOP=""; THR_IMG=""
 }
 trap cleanup EXIT
 trap 'exit 130' INT
@@ -266,12 +317,19 @@ done
 WORK_PARENT="${COMPARE_WORK_PARENT:-$REPO/target}"
 mkdir -p "$WORK_PARENT"
 [ "$(stat -f -c %T "$WORK_PARENT")" != tmpfs ] || die "$WORK_PARENT is tmpfs: O_DIRECT needs a real disk"
-WORK="$(mktemp -d "$WORK_PARENT/compare.XXXXXX")"
+need_gib=$([ "$MODE" = full ] && echo 30 || echo 10)
+avail_gib=$(df -P -BG "$WORK_PARENT" | awk 'NR==2{gsub("G","",$4); print $4}')
+[ "$avail_gib" -ge "$need_gib" ] || die "only ${avail_gib} GiB free on the disk of $WORK_PARENT; a $MODE run needs about ${need_gib} GiB"
+if [ "$THROTTLE_MBPS" != 0 ]; then
+  [[ "$THROTTLE_MBPS" =~ ^[1-9][0-9]*$ ]] || die "--throttle-mbps takes a whole number of MB/s, not $THROTTLE_MBPS"
+  make_throttled_disk "$WORK_PARENT" "$need_gib" "$THROTTLE_MBPS"
+  WORK="$(mktemp -d "$THR_MNT/compare.XXXXXX")"
+  say "slow disk: $THR_LOOP over $THR_IMG, ext4, writes limited to $THROTTLE_MBPS MB/s"
+else
+  WORK="$(mktemp -d "$WORK_PARENT/compare.XXXXXX")"
+fi
 RES="$WORK/results"; LOGS="$WORK/logs"
 mkdir -p "$RES" "$LOGS"
-avail_gib=$(df -P -BG "$WORK" | awk 'NR==2{gsub("G","",$4); print $4}')
-need_gib=$([ "$MODE" = full ] && echo 30 || echo 10)
-[ "$avail_gib" -ge "$need_gib" ] || die "only ${avail_gib} GiB free on the disk of $WORK; a $MODE run needs about ${need_gib} GiB"
 if [ "$(ulimit -n)" -lt 65536 ]; then ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)" 2>/dev/null || true; fi
 say "mode $MODE; work directory $WORK (${avail_gib} GiB free); open files limit $(ulimit -n)"
 LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg)
@@ -884,7 +942,7 @@ export TUNING_DIR RES OUT MODE ARGV_STR LOAD_START LOAD_END BUSY_START ELAPSED M
   MACH_KERNEL MACH_DISK MACH_HYP MACH_JAVA MACH_RUST GIT_REV GIT_DIRTY RECORD PARTS LG_BATCH LG_LINGER \
   LG_CONNS LG_P2_LINGER P1_SECS P1_WARM P1_ROUNDS P2_SECS P2_WARM P2_ROUNDS P2_RATE KAFKA_P1_RPS \
   P3_BYTES P3_RECORDS P3_ROUNDS TAIL_SECS TAIL_WARM TAIL_ROUNDS P4_PARTS P5_SECS P5_WARM P5_ROUNDS \
-  RAW_SECS RAW_ROUNDS JAVA_RECORDS KAFKA_HEAP DROP_CACHES KAFKA_P4 KAFKA_VERSION
+  RAW_SECS RAW_ROUNDS JAVA_RECORDS KAFKA_HEAP DROP_CACHES KAFKA_P4 KAFKA_VERSION THROTTLE_MBPS
 python3 - > "$OUT.tmp" <<'PY'
 import glob, json, os, re, sys, datetime
 
@@ -1025,8 +1083,15 @@ def sysctl(path):
 
 w("## Setup")
 w("")
-w("- **Same disk.** Both brokers, the raw sink and all their data live in one work directory under the "
-  "repository's `target/`, on the disk described under Machine.")
+if int(E.get('THROTTLE_MBPS') or 0):
+    w(f"- **Same disk, throttled to {E['THROTTLE_MBPS']} MB/s of writes.** Both brokers, the raw sink and all "
+      "their data live in one work directory on an ext4 file system on a loop device (direct I/O to an image "
+      "file under the repository's `target/`), whose writes the root blkio cgroup limits to "
+      f"{E['THROTTLE_MBPS']} MB/s (`blkio.throttle.write_bps_device`). The limit holds every writer, the "
+      "kernel's writeback of Kafka's page cache as well as pinlog's direct writes.")
+else:
+    w("- **Same disk.** Both brokers, the raw sink and all their data live in one work directory under the "
+      "repository's `target/`, on the disk described under Machine.")
 w("- **Replication factor 1** on both; one broker each; loopback only.")
 w("- **No run pays for the one before it.** Before every measured run the script runs `sync` and waits until "
   "the page cache holds less than 64 MiB of dirty data; without that, the kernel's writeback of Kafka's data "
