@@ -140,6 +140,10 @@ pub const PARTITION_OPENS_IN_FLIGHT: usize = 16;
 /// Locks that serialise opens of one partition; different partitions mostly
 /// take different locks and open in parallel.
 pub const PARTITION_OPEN_LOCK_STRIPES: usize = 64;
+/// How long a clean shutdown waits for tasks that took a partition's log
+/// before the shutdown began (a background checkpoint write, a disk read in
+/// flight) to let go of it, before it counts the close as unclean.
+pub const SHUTDOWN_LOG_HOLDERS_WAIT_MS: u64 = 10_000;
 /// Slots in glommio 0.9's per-executor blocking-pool request queue
 /// (`sys/blocking.rs`: `flume::bounded(4 << 10)`).
 pub const GLOMMIO_BLOCKING_QUEUE_SLOTS: usize = 4 << 10;

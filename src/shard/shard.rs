@@ -19,7 +19,9 @@ use glommio::channels::channel_mesh::Senders;
 use glommio::sync::RwLock;
 
 use crate::config::LogConfig;
-use crate::constants::{PARTITION_OPENS_IN_FLIGHT, PARTITION_OPEN_LOCK_STRIPES};
+use crate::constants::{
+    PARTITION_OPENS_IN_FLIGHT, PARTITION_OPEN_LOCK_STRIPES, SHUTDOWN_LOG_HOLDERS_WAIT_MS,
+};
 use crate::error::{LogError, LogResult};
 use crate::log::batch_cache::{BatchCache, SharedBatchCache};
 use crate::log::cleaner::{self, CleanOutcome, CleanerOptions};
@@ -808,7 +810,7 @@ impl Shard {
         // Closes write each partition's producer snapshot and flush: waits on
         // the disk, so several run at once, as opens do.
         let closed = map_concurrently(logs, PARTITION_OPENS_IN_FLIGHT, |(tp, log)| async move {
-            let Ok(log) = Rc::try_unwrap(log) else {
+            let Ok(log) = sole_owner(log).await else {
                 tracing::error!(partition = %tp, "partition still in use at shutdown");
                 return Err(false);
             };
@@ -849,6 +851,26 @@ impl Shard {
     }
 }
 
+/// `rc`'s value once no one else holds it. A task that took a log before
+/// the shutdown began (a background epoch-checkpoint write, a read in
+/// flight) lets go once its step is done; nothing signals an `Rc`'s last
+/// clone going away, so this looks again every few milliseconds, for at
+/// most `SHUTDOWN_LOG_HOLDERS_WAIT_MS`.
+async fn sole_owner<T>(mut rc: Rc<T>) -> Result<T, Rc<T>> {
+    let deadline =
+        std::time::Instant::now() + std::time::Duration::from_millis(SHUTDOWN_LOG_HOLDERS_WAIT_MS);
+    loop {
+        match Rc::try_unwrap(rc) {
+            Ok(value) => return Ok(value),
+            Err(held) if std::time::Instant::now() < deadline => {
+                rc = held;
+                glommio::timer::sleep(std::time::Duration::from_millis(5)).await;
+            }
+            Err(held) => return Err(held),
+        }
+    }
+}
+
 /// Runs `work` on every item, at most `in_flight` at a time, on this shard,
 /// and returns the results (in no particular order).
 pub async fn map_concurrently<T, R, F, Fut>(items: Vec<T>, in_flight: usize, work: F) -> Vec<R>
@@ -880,4 +902,28 @@ where
         out.extend(w.await);
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use glommio::LocalExecutorBuilder;
+
+    #[test]
+    fn the_close_waits_for_a_task_holding_the_log_to_let_go() {
+        LocalExecutorBuilder::default()
+            .spawn(|| async {
+                let log = Rc::new(7u32);
+                let held = log.clone();
+                let holder = glommio::spawn_local(async move {
+                    glommio::timer::sleep(std::time::Duration::from_millis(30)).await;
+                    drop(held);
+                });
+                assert_eq!(sole_owner(log).await.ok(), Some(7));
+                holder.await;
+            })
+            .unwrap()
+            .join()
+            .unwrap();
+    }
 }
