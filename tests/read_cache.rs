@@ -175,6 +175,16 @@ async fn check_every_offset(log: &mut PartitionLog, ctx: &str) {
     }
 }
 
+/// Appends `batches` tagged batches to a new log and closes it, so that the
+/// next open starts with an empty cache.
+async fn write_closed_log(dir: &Path, rng: &mut SeededRng, batches: usize) {
+    let mut log = open(dir, false, BatchCache::shared(CACHE_BYTES)).await;
+    for _ in 0..batches {
+        append(&mut log, tagged_batch(rng, 1)).await;
+    }
+    log.close().await.unwrap();
+}
+
 /// A log of `batches` appended, closed and reopened with an empty cache, so
 /// that reads go to the files and fill the cache.
 async fn filled_log(
@@ -231,11 +241,7 @@ fn a_read_through_that_races_a_truncation_caches_nothing_stale() {
     let path = dir.path().to_path_buf();
     run(move || async move {
         let rng = &mut SeededRng(7);
-        let mut log = open(&path, false, BatchCache::shared(CACHE_BYTES)).await;
-        for _ in 0..120 {
-            append(&mut log, tagged_batch(rng, 1)).await;
-        }
-        log.close().await.unwrap();
+        write_closed_log(&path, rng, 120).await;
         // Small: the batches appended after the truncation are evicted
         // before the raced fill lands, so nothing else keeps it out.
         let cache = BatchCache::shared(16 * 1024);
@@ -335,12 +341,7 @@ fn a_miss_reads_ahead_and_the_next_fetch_hits_the_cache() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().to_path_buf();
     run(move || async move {
-        let rng = &mut SeededRng(7);
-        let mut log = open(&path, false, BatchCache::shared(CACHE_BYTES)).await;
-        for _ in 0..60 {
-            append(&mut log, tagged_batch(rng, 1)).await;
-        }
-        log.close().await.unwrap();
+        write_closed_log(&path, &mut SeededRng(7), 60).await;
         let cache = BatchCache::shared(CACHE_BYTES);
         let mut log = open(&path, false, cache.clone()).await;
         let model = files(&mut log).await;

@@ -528,8 +528,13 @@ impl PartitionLog {
         self.offline = Some(e.to_string());
     }
 
+    /// Whether the leader-epoch checkpoint file lags the entries in memory.
+    fn epoch_checkpoint_lags(&self) -> bool {
+        self.epochs.entries() != self.persisted_epochs.as_slice()
+    }
+
     async fn persist_epochs(&mut self) -> LogResult<()> {
-        if self.epochs.entries() == self.persisted_epochs.as_slice() {
+        if !self.epoch_checkpoint_lags() {
             return Ok(());
         }
         let path = self
@@ -946,7 +951,7 @@ impl PartitionLog {
         start_offset: i64,
     ) -> LogResult<bool> {
         self.assign_epoch(epoch, start_offset)?;
-        Ok(self.epochs.entries() != self.persisted_epochs.as_slice())
+        Ok(self.epoch_checkpoint_lags())
     }
 
     /// Writes the leader-epoch checkpoint if it lags the entries in memory.
