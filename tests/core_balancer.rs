@@ -25,6 +25,8 @@ const VALUE_BYTES: usize = 1_000;
 /// How long the producer may push before the balancer must have moved.
 const BALANCE_DEADLINE: Duration = Duration::from_secs(45);
 const CLI_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long a partition may name no shard (a move takes milliseconds).
+const SHARDS_SETTLE: Duration = Duration::from_secs(10);
 
 fn skip() -> bool {
     std::env::var("PINLOG_SKIP_CLIENT_TESTS").is_ok_and(|v| v == "1")
@@ -40,24 +42,40 @@ fn pinlog(broker: &Broker, args: &[&str]) -> CmdOutput {
     )
 }
 
-/// Each partition's shard, from `topic describe --json`.
+/// Each partition's shard, from `topic describe --json`. A partition in
+/// the middle of a move is open on neither shard for a few milliseconds
+/// and answers NOT_LEADER_OR_FOLLOWER (as designed: clients retry), so the
+/// description is asked again, a bounded number of times, until every
+/// partition names its shard.
 fn shards(broker: &Broker) -> BTreeMap<i32, i64> {
-    let out = pinlog(broker, &["topic", "describe", TOPIC, "--json"]);
-    assert!(out.success(), "{out}");
-    let v: Value = serde_json::from_str(&out.stdout).expect("JSON");
-    v["topics"][0]["partitions"]
-        .as_array()
-        .expect("partitions")
-        .iter()
-        .map(|p| {
-            (
-                p["partition"].as_i64().unwrap() as i32,
-                p["leader_shard"]
-                    .as_i64()
-                    .unwrap_or_else(|| panic!("no shard in {p}")),
-            )
-        })
-        .collect()
+    let deadline = Instant::now() + SHARDS_SETTLE;
+    loop {
+        let out = pinlog(broker, &["topic", "describe", TOPIC, "--json"]);
+        assert!(out.success(), "{out}");
+        let v: Value = serde_json::from_str(&out.stdout).expect("JSON");
+        let partitions = v["topics"][0]["partitions"]
+            .as_array()
+            .expect("partitions")
+            .clone();
+        let found: BTreeMap<i32, Option<i64>> = partitions
+            .iter()
+            .map(|p| {
+                (
+                    p["partition"].as_i64().unwrap() as i32,
+                    p["leader_shard"].as_i64(),
+                )
+            })
+            .collect();
+        if found.values().all(Option::is_some) {
+            return found.into_iter().map(|(p, s)| (p, s.unwrap())).collect();
+        }
+        if Instant::now() > deadline {
+            broker.fail(&format!(
+                "a partition named no shard for {SHARDS_SETTLE:?}: {partitions:?}"
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
 }
 
 fn produce(broker: &Broker, partition: i32, round: usize) {
