@@ -35,6 +35,14 @@ const CONVERGE_TIMEOUT: Duration = Duration::from_secs(20);
 /// first commit, a client's retry backoff and the CLI's own start. Stated
 /// in the issue's note with the measured medians (tuning/failover.sh).
 const FAILOVER_SLACK: Duration = Duration::from_secs(5);
+/// The step-down test's producer timeouts: long, so that a produce held to
+/// its timeout is told apart from one answered when its leader stepped
+/// down.
+const STEPDOWN_REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
+/// How soon after its leader stepped down a waiting produce must be
+/// answered and acknowledged by the new leader: the client's metadata
+/// refresh and retry, and the new follower's first fetch.
+const STEPDOWN_ANSWER_BOUND: Duration = Duration::from_secs(15);
 
 fn pinlog(args: &[&str]) -> CmdOutput {
     run_command(Command::new(PINLOG_BIN).args(args), None, CLI_TIMEOUT)
@@ -395,6 +403,7 @@ fn three_node_cluster_elects_fails_over_fences_and_rejoins() {
     assert!(names.iter().any(|n| n == "after-failover"), "{names:?}");
 
     preferred_leaders_come_back_with_kafkas_leader_election_tool(&mut cluster);
+    waiting_produces_answer_when_their_leader_steps_down(&mut cluster, hooks.path());
     partitions_move_off_a_broker_with_kafkas_reassignment_tool(&mut cluster, hooks.path());
     a_throttled_move_copies_no_faster_than_its_throttle(&mut cluster);
 
@@ -660,6 +669,175 @@ fn produce(cluster: &Cluster, topic: &str, from: usize, count: usize) -> CmdOutp
 /// How many records `topic` holds, read from the start through kcat.
 fn consumed(cluster: &Cluster, topic: &str) -> usize {
     support::kcat_count(&cluster.bootstrap(), topic)
+}
+
+/// One acks=all record to `stepdown-0` through kcat, which may retry on a
+/// new leader; its request and message timeouts are
+/// [`STEPDOWN_REQUEST_TIMEOUT`], so a broker that holds the produce until
+/// its timeout shows as a late answer.
+fn produce_to_stepdown(cluster: &Cluster) -> CmdOutput {
+    let timeout_ms = STEPDOWN_REQUEST_TIMEOUT.as_millis().to_string();
+    run_command(
+        Command::new("kcat").args([
+            "-P",
+            "-b",
+            &cluster.bootstrap(),
+            "-t",
+            "stepdown",
+            "-p",
+            "0",
+            "-X",
+            "acks=all",
+            "-X",
+            &format!("request.timeout.ms={timeout_ms}"),
+            "-X",
+            &format!("message.timeout.ms={timeout_ms}"),
+        ]),
+        Some(b"waiting\n"),
+        STEPDOWN_REQUEST_TIMEOUT * 2,
+    )
+}
+
+/// A produce waiting for acks=all answers as soon as its leader stops
+/// leading, not at its request timeout, as Kafka completes its delayed
+/// produces when a replica's role changes or the replica goes (found in CI:
+/// during a reassignment, a producer's connection stalled for its 30 s
+/// request timeout, every later request queued behind the answer). The
+/// follower's fetcher is held by its test hook, so the HW cannot pass the
+/// record while the producer waits (`replica.lag.time.max.ms` keeps it in
+/// the ISR meanwhile). Then, in turn:
+/// - Kafka's reassignment tool puts the follower first and
+///   LeaderElectionCommand makes it the leader: the old leader becomes a
+///   follower;
+/// - the tool moves the partition off its leader altogether: the old
+///   leader deletes its replica.
+///
+/// Each time the producer must be answered (NOT_LEADER_OR_FOLLOWER), retry
+/// on the new leader and be acknowledged within [`STEPDOWN_ANSWER_BOUND`].
+fn waiting_produces_answer_when_their_leader_steps_down(
+    cluster: &mut Cluster,
+    hooks: &std::path::Path,
+) {
+    let libs = kafka_libs();
+    if which("java").is_none() || which("kcat").is_none() {
+        cluster.fail("java and kcat are needed for the step-down test");
+    }
+    let out = create_topic(&cluster.nodes[0], "stepdown", 1, 2);
+    if !out.success() {
+        cluster.fail(&format!("create stepdown: {out}"));
+    }
+    let state = |cluster: &Cluster| partitions_of(&cluster.nodes[0], "stepdown").pop();
+    let settled = |cluster: &Cluster, replicas: &[i64]| {
+        wait_for(CONVERGE_TIMEOUT, || {
+            state(cluster).is_some_and(|(_, leader, r, isr)| {
+                r == replicas && leader == r[0] && isr.len() == r.len()
+            })
+        })
+    };
+    if !wait_for(CONVERGE_TIMEOUT, || {
+        state(cluster).is_some_and(|(_, leader, _, isr)| leader >= 0 && isr.len() == 2)
+    }) {
+        cluster.fail(&format!(
+            "stepdown never had 2 in sync: {:?}",
+            state(cluster)
+        ));
+    }
+    let (_, a, replicas, _) = state(cluster).expect("described");
+    let b = *replicas.iter().find(|&&r| r != a).expect("a follower");
+    let c = (1..=3)
+        .find(|n| !replicas.contains(n))
+        .expect("a third node");
+    let mut acknowledged = 0;
+
+    // Each step: hold `follower`, start the producer, check that it waits,
+    // run `step_down`, and time the answer.
+    let mut step =
+        |cluster: &mut Cluster, follower: i64, what: &str, step_down: &dyn Fn(&Cluster)| {
+            let hold = hooks.join(format!("{follower}.stepdown-0.hold"));
+            std::fs::write(&hold, b"").expect("hook file");
+            // The follower's fetch in flight returns within
+            // replica.fetch.wait.max.ms; the next one is held.
+            std::thread::sleep(Duration::from_secs(1));
+            let shared: &Cluster = cluster;
+            let (answered_after, out) = std::thread::scope(|scope| {
+                let producer = scope.spawn(|| produce_to_stepdown(shared));
+                std::thread::sleep(Duration::from_secs(2));
+                assert!(
+                    !producer.is_finished(),
+                    "{what}: the acks=all produce was answered while the follower was held: {:?}",
+                    producer.join()
+                );
+                step_down(shared);
+                let stepped_down = Instant::now();
+                let out = producer.join().expect("the producer thread");
+                (stepped_down.elapsed(), out)
+            });
+            std::fs::remove_file(&hold).expect("hook file");
+            if !out.success() || answered_after > STEPDOWN_ANSWER_BOUND {
+                cluster.fail(&format!(
+                    "{what}: the waiting produce was answered {answered_after:?} after the leader \
+                 stepped down (bound {STEPDOWN_ANSWER_BOUND:?}, request timeout \
+                 {STEPDOWN_REQUEST_TIMEOUT:?}): {out}"
+                ));
+            }
+            acknowledged += 1;
+        };
+
+    // The follower b takes over; the old leader a follows.
+    step(cluster, b, "leader election", &|cluster| {
+        let json = support::write_file(
+            cluster.nodes[0].root(),
+            "stepdown-reorder.json",
+            reassignment_json("stepdown", &[(0, vec![b, a])]).as_bytes(),
+        );
+        let out = reassign_tool(cluster, "--execute", Some(&json));
+        assert!(out.contains("Successfully started"), "reorder: {out}");
+        let reordered = wait_for(CONVERGE_TIMEOUT, || {
+            state(cluster).is_some_and(|(_, _, r, _)| r == [b, a])
+        });
+        assert!(reordered, "stepdown not reordered: {:?}", state(cluster));
+        let out = kafka_tool(
+            cluster,
+            &libs,
+            "org.apache.kafka.tools.LeaderElectionCommand",
+            &[
+                "--bootstrap-server",
+                &cluster.bootstrap(),
+                "--election-type",
+                "PREFERRED",
+                "--topic",
+                "stepdown",
+                "--partition",
+                "0",
+            ],
+        );
+        assert!(out.contains("Successfully completed"), "election: {out}");
+    });
+    if !settled(cluster, &[b, a]) {
+        cluster.fail(&format!("b does not lead stepdown: {:?}", state(cluster)));
+    }
+
+    // The partition leaves its leader b for a and c; b deletes its replica.
+    step(cluster, a, "reassignment off the leader", &|cluster| {
+        let json = support::write_file(
+            cluster.nodes[0].root(),
+            "stepdown-off.json",
+            reassignment_json("stepdown", &[(0, vec![a, c])]).as_bytes(),
+        );
+        let out = reassign_tool(cluster, "--execute", Some(&json));
+        assert!(out.contains("Successfully started"), "move off b: {out}");
+    });
+    if !settled(cluster, &[a, c]) {
+        cluster.fail(&format!(
+            "stepdown did not move to a and c: {:?}",
+            state(cluster)
+        ));
+    }
+    assert_eq!(
+        support::kcat_count(&cluster.bootstrap(), "stepdown"),
+        acknowledged,
+        "every acknowledged record is there once"
+    );
 }
 
 /// Kafka's `kafka-reassign-partitions.sh` with `action` and its options

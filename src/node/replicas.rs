@@ -131,6 +131,27 @@ pub fn sync_high_watermark(shard: &Shard, tp: &TopicPartition, log: &mut Partiti
     }
 }
 
+/// Forgets `tp`'s replica state (the replica is deleted, or moves to
+/// another shard) and wakes the produces and fetches waiting on it: they
+/// find no state and answer NOT_LEADER_OR_FOLLOWER now, not at their
+/// timeout, as Kafka completes its delayed requests when a replica goes.
+pub fn forget(shard: &Shard, tp: &TopicPartition) {
+    Replicas::of(shard).remove(tp);
+    AppendWaiters::of(shard).notify(tp);
+}
+
+/// Wakes the produces and fetches waiting on `tp` after its replica state
+/// changed role, leader epoch or ISR. A waiting acks=all produce must
+/// answer at once when its leader epoch ended (NOT_LEADER_OR_FOLLOWER) or
+/// the ISR fell below `min.insync.replicas`
+/// (NOT_ENOUGH_REPLICAS_AFTER_APPEND), and a consumer's long poll on a
+/// replica that stopped leading answers so the client looks up the new
+/// leader. Without it they wait for their timeout: a 30 s stall of the
+/// producer's connection, whose later requests queue behind the answer.
+pub fn after_transition(shard: &Shard, tp: &TopicPartition) {
+    AppendWaiters::of(shard).notify(tp);
+}
+
 /// How a wait for the HW ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum HighWatermarkWait {

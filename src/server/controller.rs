@@ -1540,7 +1540,7 @@ pub async fn apply_image(shard: &Rc<Shard>, image: Arc<MetadataImage>) -> LogRes
             if tp.topic == OFFSETS_TOPIC {
                 GroupCoordinator::of(shard).on_lost_leadership(tp.partition);
             }
-            Replicas::of(shard).remove(&tp);
+            replicas::forget(shard, &tp);
             crate::server::partition_load::PartitionLoad::of(shard).forget(&tp);
             shard.delete_local_partition(&tp).await?;
         }
@@ -1685,6 +1685,9 @@ async fn apply_assignment(
             replicas::sync_high_watermark(shard, &tp, &mut log);
         }
         Transition::Unchanged => {}
+    }
+    if transition != Transition::Unchanged {
+        replicas::after_transition(shard, &tp);
     }
     Ok(epoch_checkpoint_lags)
 }

@@ -41,8 +41,7 @@ use crate::error::LogError;
 use crate::log::data_dir::PartitionOffsets;
 use crate::log::topic_partition::TopicPartition;
 use crate::metadata::OFFSETS_TOPIC;
-use crate::node::append_waiters::AppendWaiters;
-use crate::node::replicas::Replicas;
+use crate::node::replicas;
 use crate::protocol::error_code;
 use crate::server::partition_load::PartitionLoad;
 use crate::shard::partition_table::ShardId;
@@ -245,8 +244,7 @@ async fn release(shard: &Rc<Shard>, tp: &TopicPartition) -> Result<PartitionOffs
     // Produces waiting for the HW and fetches waiting for data answer now
     // (the state is gone: NOT_LEADER_OR_FOLLOWER); the follower fetcher
     // drops the partition from its next round.
-    Replicas::of(shard).remove(tp);
+    replicas::forget(shard, tp);
     PartitionLoad::of(shard).forget(tp);
-    AppendWaiters::of(shard).notify(tp);
     shard.close_for_move(tp, log).await
 }
