@@ -161,8 +161,9 @@ pub enum HighWatermarkWait {
     /// leader does not advance the HW meanwhile (KIP-966), so waiting on is
     /// pointless; acks=all answers NOT_ENOUGH_REPLICAS_AFTER_APPEND.
     BelowMinIsr(usize),
-    /// Leadership moved (or a new leader epoch began) while waiting: the
-    /// write may be truncated by the new leader; the client retries.
+    /// This replica stopped leading (or its state went) since the write's
+    /// leader epoch: the write may be truncated by the new leader; the
+    /// client retries.
     LostLeadership,
 }
 
@@ -184,7 +185,10 @@ pub async fn wait_for_high_watermark(
         };
         {
             let s = state.borrow();
-            if !s.is_leader() || s.leader_epoch() != leader_epoch {
+            // A leader epoch that ended while this replica kept leading
+            // (a reassignment bumped it) does not end the wait: the batch
+            // is still in the log, and Kafka's delayed produce waits on.
+            if !s.has_led_since(leader_epoch) {
                 return HighWatermarkWait::LostLeadership;
             }
             if s.high_watermark() >= offset {

@@ -91,6 +91,11 @@ pub struct ReplicaState {
     local_id: i32,
     role: Role,
     leader_epoch: i32,
+    /// The epoch in which this replica last became leader from another
+    /// role. Later epochs that keep it leader (a reassignment that removes
+    /// a replica bumps the epoch) do not move it: the log was never
+    /// truncated meanwhile, so what it appended since is still there.
+    leading_since_epoch: i32,
     partition_epoch: i32,
     replicas: Vec<i32>,
     /// The committed ISR.
@@ -127,6 +132,7 @@ impl ReplicaState {
             local_id,
             role: Role::Follower { leader: None },
             leader_epoch: UNDEFINED_EPOCH,
+            leading_since_epoch: UNDEFINED_EPOCH,
             partition_epoch: UNDEFINED_EPOCH,
             replicas: Vec::new(),
             isr: Vec::new(),
@@ -150,6 +156,13 @@ impl ReplicaState {
     }
     pub fn leader_epoch(&self) -> i32 {
         self.leader_epoch
+    }
+    /// Whether this replica has led without interruption since
+    /// `leader_epoch` (an epoch in which it led): then a batch it appended
+    /// in that epoch is still in its log, and a wait for the HW to pass it
+    /// may go on, as Kafka's delayed produce does across such epochs.
+    pub fn has_led_since(&self, leader_epoch: i32) -> bool {
+        self.is_leader() && self.leading_since_epoch <= leader_epoch
     }
     pub fn high_watermark(&self) -> i64 {
         self.high_watermark
@@ -209,6 +222,9 @@ impl ReplicaState {
                 self.pending_isr = None;
             }
             if new_epoch || !was_leader {
+                if !was_leader {
+                    self.leading_since_epoch = a.leader_epoch;
+                }
                 self.leader_epoch = a.leader_epoch;
                 self.role = Role::Leader;
                 self.pending_isr = None;
@@ -604,6 +620,29 @@ mod tests {
         );
         assert_eq!(s.on_appended(5), Some(5));
         assert_eq!(s.high_watermark(), 5);
+    }
+
+    #[test]
+    fn leadership_counts_as_continuous_across_epochs_only_while_it_lasts() {
+        let mut s = leader_of_three();
+        assert!(s.has_led_since(1));
+        // A reassignment removes replica 3: the epoch moves, the leader
+        // stays, and what it appended in epoch 1 is still in its log.
+        let mut a = assignment(1, 2, &[1, 2]);
+        a.replicas = vec![1, 2];
+        assert!(matches!(
+            s.apply_assignment(&a, 0),
+            Transition::BecameLeader { .. }
+        ));
+        assert!(s.has_led_since(1) && s.has_led_since(2));
+        // It follows for an epoch and leads again: its log may have been
+        // truncated meanwhile, so epochs before the gap no longer count.
+        s.apply_assignment(&assignment(2, 3, &[1, 2]), 0);
+        assert!(!s.has_led_since(1) && !s.has_led_since(2));
+        s.apply_assignment(&assignment(1, 4, &[1, 2]), 0);
+        assert!(s.has_led_since(4));
+        assert!(!s.has_led_since(2), "epoch 2 was before the gap");
+        assert!(!s.has_led_since(3), "epoch 3 was another leader's");
     }
 
     #[test]
