@@ -19,7 +19,7 @@
 //!   read through a small read cache; and raw random O_DIRECT reads of
 //!   64 KiB (what the offset scan reads) and 4 KiB.
 //! - `hop`: cross-shard round trips (`Shard::ping`) between two shards with
-//!   `spin_before_park` = 0 (the default) and = 50 µs, back to back and paced.
+//!   `spin_before_park` = 0 and = the default, back to back and paced.
 //!
 //! Environment: `PINLOG_BENCH_SCALE` (default 1) multiplies every data size
 //! and iteration count (0.02 gives a smoke run of a few seconds);
@@ -963,13 +963,9 @@ async fn bench_read(settings: Settings) -> Vec<Verdict> {
 // ---------------------------------------------------------------------------
 // hop
 
-/// The spin before park the hop benchmark sets against none: the value
-/// that was pinlog's default until 2026-12-03.
-const HOP_SPIN_US: u64 = 50;
-
 fn bench_hop(settings: &Settings) -> Vec<Verdict> {
-    // Not parking at once against the default (which parks at once).
-    let spins = [Duration::ZERO, Duration::from_micros(HOP_SPIN_US)];
+    let default_spin = ShardConfig::new(&settings.tmp_root).spin_before_park;
+    let spins = [Duration::ZERO, default_spin];
     let spin_ids = ["spin0", "spin"];
     let pings = settings.count(HOP_PINGS, 200);
     let paced_pings = settings.count(HOP_PINGS_PACED, 50);
@@ -1035,7 +1031,7 @@ fn bench_hop(settings: &Settings) -> Vec<Verdict> {
     let spin_gain = ratios(&p99s[0][0], &p99s[0][1]);
     println!(
         "\nBack-to-back p99, spin 0 / spin {} µs (per round): {}",
-        HOP_SPIN_US,
+        default_spin.as_micros(),
         ratio_cell(&spin_gain)
     );
     vec![
@@ -1049,7 +1045,10 @@ fn bench_hop(settings: &Settings) -> Vec<Verdict> {
             met: None,
         },
         Verdict {
-            metric: format!("hop p99, back to back, spin {} µs", HOP_SPIN_US),
+            metric: format!(
+                "hop p99, back to back, spin {} µs",
+                default_spin.as_micros()
+            ),
             value: format!(
                 "{:.1} µs",
                 merged[0][1].value_at_quantile(0.99) as f64 / 1e3

@@ -120,13 +120,11 @@ pub const READ_AHEAD_BYTES: u64 = (FILE_READS_AHEAD * FILE_READ_PIECE_BYTES) as 
 pub const READ_CACHE_MEMORY_DIVISOR: u64 = 4;
 /// The read cache's size when the machine's memory cannot be read.
 pub const READ_CACHE_FALLBACK_BYTES: usize = 256 * 1024 * 1024;
-/// Default spin before an idle shard parks: none. Spinning 50 µs after each
-/// wake-up makes back-to-back cross-core hops fast (p99 30 µs against
-/// 1.6 ms, `cargo bench --bench storage -- hop`), but in real traffic it
-/// bought no produce or end-to-end latency and cost CPU: at 95 MB/s of
-/// paced produce 1.0 core against 0.6, at 370 MB/s 1.0-1.14 against
-/// 0.81-0.85, same p50 and p99 (`tuning/README.md`, "Spin before park").
-pub const DEFAULT_SPIN_BEFORE_PARK_US: u64 = 0;
+/// Default spin before an idle shard parks: measured on this machine, parking
+/// right away costs ~2.3 ms p99 per cross-core hop, spinning 50 µs ~43 µs;
+/// under paced produce it kept p99 and p99.9 lower for 0.1-0.2 of a core
+/// (`tuning/README.md`, "Spin before park"). Set 0 on shared cores.
+pub const DEFAULT_SPIN_BEFORE_PARK_US: u64 = 50;
 /// Default aligned I/O memory per shard (glommio's `io_memory`): the pool
 /// that DMA reads and writes take their buffers from, registered with
 /// io_uring when the memlock limit allows. Past it, buffers come from the

@@ -1106,7 +1106,7 @@ w("- **Durability: neither broker fsyncs per batch; both leave it to a timer.** 
   "of the last seconds; both survive a process crash.")
 w(f"- **pinlog**: release build, `pinlog serve --shards 2` (one shard pinned per core), config file with "
   f"`num.partitions = {E['PARTS']}`, `group.initial.rebalance.delay.ms = 0` and a free `metrics.listen` port; everything else default (read cache "
-  "a quarter of the machine's memory, no spin before park, segments 1 GiB).")
+  "a quarter of the machine's memory, spin before park 50 µs, segments 1 GiB).")
 w(f"- **Kafka {E.get('KAFKA_VERSION', '4.4.0')}**: `kafka.Kafka` from Maven Central's jars, KRaft combined "
   f"broker+controller, node.id 1, heap -Xms/-Xmx{E['KAFKA_HEAP']}, G1 (the flags of Kafka's start script), "
   f"num.partitions {E['PARTS']}, `group.initial.rebalance.delay.ms=0`, `log.segment.delete.delay.ms=1000` (so deleted topics free the disk between "

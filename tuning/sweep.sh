@@ -3,7 +3,7 @@
 # table (default tuning/sweep-results.md) that tuning/README.md quotes.
 #
 # Usage: tuning/sweep.sh [--quick] [--out FILE] [--skip-build] [--keep]
-#                        [--shards "1 2"] [--configs "default spin50 ..."]
+#                        [--shards "1 2"] [--configs "default spin0 ..."]
 #   --quick       shorter runs, one round (about 4 minutes instead of about 13)
 #   --rounds N    passes over the whole matrix (default 2; 1 with --quick)
 #   --out FILE    where to write the table (default tuning/sweep-results.md)
@@ -13,9 +13,9 @@
 #   --configs     settings to sweep, among the names below (default: all)
 #
 # Settings (each a TOML file given to `pinlog serve --config`):
-#   default    nothing set: no spin before park, read cache a quarter of
+#   default    nothing set: spin before park 50 us, read cache a quarter of
 #              the machine's memory, no fdatasync
-#   spin50     "shard.spin.before.park.us" = 50 (the default until 2026-12-03)
+#   spin0      "shard.spin.before.park.us" = 0
 #   cache8m    "read.cache.bytes" = 8 MiB for the broker
 #   cache1g    "read.cache.bytes" = 1 GiB for the broker
 #   flush1     "log.flush.interval.messages" = 1 (fdatasync every append)
@@ -37,7 +37,7 @@ REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)"
 OUT="$REPO/tuning/sweep-results.md"
 QUICK=0; SKIP_BUILD=0; KEEP=0; ROUNDS=""
 SHARDS="1 2"
-CONFIGS="default spin50 cache8m cache1g flush1"
+CONFIGS="default spin0 cache8m cache1g flush1"
 ARGV_STR="$*"
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -99,7 +99,7 @@ for tool in jq python3 /usr/bin/time cargo; do
   command -v "$tool" >/dev/null 2>&1 || die "needs $tool on PATH"
 done
 for c in $CONFIGS; do
-  case "$c" in default|spin50|cache8m|cache1g|flush1) ;; *) die "unknown setting $c" ;; esac
+  case "$c" in default|spin0|cache8m|cache1g|flush1) ;; *) die "unknown setting $c" ;; esac
 done
 WORK_PARENT="${COMPARE_WORK_PARENT:-$REPO/target}"
 mkdir -p "$WORK_PARENT"
@@ -119,7 +119,7 @@ fi
 config_toml() {  # config_toml NAME
   case "$1" in
     default) ;;
-    spin50) echo '"shard.spin.before.park.us" = 50' ;;
+    spin0) echo '"shard.spin.before.park.us" = 0' ;;
     cache8m) echo '"read.cache.bytes" = 8388608' ;;
     cache1g) echo '"read.cache.bytes" = 1073741824' ;;
     flush1) echo '"log.flush.interval.messages" = 1' ;;
@@ -248,8 +248,8 @@ def cores(n, j):
     return b / (d + w)
 
 desc = {
-    "default": "defaults (no spin before park, read cache a quarter of memory, no fdatasync)",
-    "spin50": '`"shard.spin.before.park.us" = 50`',
+    "default": "defaults (spin 50 µs, read cache a quarter of memory, no fdatasync)",
+    "spin0": '`"shard.spin.before.park.us" = 0`',
     "cache8m": '`"read.cache.bytes" = 8388608` (8 MiB for the broker)',
     "cache1g": '`"read.cache.bytes" = 1073741824` (1 GiB for the broker)',
     "flush1": '`"log.flush.interval.messages" = 1` (fdatasync per append)',
