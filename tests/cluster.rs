@@ -18,6 +18,7 @@ mod support;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use pinlog::broker_config::ReplicationConfig;
 use pinlog::server::fetcher_test_hooks::FETCHER_HOOKS_ENV;
 use serde_json::Value;
 use support::{
@@ -43,6 +44,9 @@ const STEPDOWN_REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
 /// answered and acknowledged by the new leader: the client's metadata
 /// refresh and retry, and the new follower's first fetch.
 const STEPDOWN_ANSWER_BOUND: Duration = Duration::from_secs(15);
+/// How long the step-down test's produce must stay unanswered while the
+/// follower is held.
+const STEPDOWN_PROVES_WAITING: Duration = Duration::from_secs(2);
 
 fn pinlog(args: &[&str]) -> CmdOutput {
     run_command(Command::new(PINLOG_BIN).args(args), None, CLI_TIMEOUT)
@@ -755,13 +759,20 @@ fn waiting_produces_answer_when_their_leader_steps_down(
         |cluster: &mut Cluster, follower: i64, what: &str, step_down: &dyn Fn(&Cluster)| {
             let hold = hooks.join(format!("{follower}.stepdown-0.hold"));
             std::fs::write(&hold, b"").expect("hook file");
-            // The follower's fetch in flight returns within
-            // replica.fetch.wait.max.ms; the next one is held.
-            std::thread::sleep(Duration::from_secs(1));
+            // A fixed wait, as no client can see it: the follower's fetch
+            // already in flight would be woken by the record and carry it
+            // (the HW would pass it), so the record goes only after that
+            // fetch has returned, within replica.fetch.wait.max.ms.
+            std::thread::sleep(Duration::from_millis(
+                2 * ReplicationConfig::default().fetch_wait_max_ms,
+            ));
             let shared: &Cluster = cluster;
             let (answered_after, out) = std::thread::scope(|scope| {
                 let producer = scope.spawn(|| produce_to_stepdown(shared));
-                std::thread::sleep(Duration::from_secs(2));
+                // That the produce waits is shown by it not being answered:
+                // a fixed wait, long enough for the append and many
+                // follower fetch rounds.
+                std::thread::sleep(STEPDOWN_PROVES_WAITING);
                 assert!(
                     !producer.is_finished(),
                     "{what}: the acks=all produce was answered while the follower was held: {:?}",
@@ -785,10 +796,11 @@ fn waiting_produces_answer_when_their_leader_steps_down(
 
     // The follower b takes over; the old leader a follows.
     step(cluster, b, "leader election", &|cluster| {
-        let json = support::write_file(
-            cluster.nodes[0].root(),
+        let json = reassignment_file(
+            cluster,
             "stepdown-reorder.json",
-            reassignment_json("stepdown", &[(0, vec![b, a])]).as_bytes(),
+            "stepdown",
+            &[(0, vec![b, a])],
         );
         let out = reassign_tool(cluster, "--execute", Some(&json));
         assert!(out.contains("Successfully started"), "reorder: {out}");
@@ -819,11 +831,7 @@ fn waiting_produces_answer_when_their_leader_steps_down(
 
     // The partition leaves its leader b for a and c; b deletes its replica.
     step(cluster, a, "reassignment off the leader", &|cluster| {
-        let json = support::write_file(
-            cluster.nodes[0].root(),
-            "stepdown-off.json",
-            reassignment_json("stepdown", &[(0, vec![a, c])]).as_bytes(),
-        );
+        let json = reassignment_file(cluster, "stepdown-off.json", "stepdown", &[(0, vec![a, c])]);
         let out = reassign_tool(cluster, "--execute", Some(&json));
         assert!(out.contains("Successfully started"), "move off b: {out}");
     });
@@ -904,6 +912,21 @@ fn execute_onto_held_replica(
 /// The hook file that holds broker `target`'s fetcher for `moves-{p}`.
 fn hold_file(hooks: &std::path::Path, target: usize, p: i64) -> std::path::PathBuf {
     hooks.join(format!("{target}.moves-{p}.hold"))
+}
+
+/// Writes `name` into node 1's directory: a reassignment file moving each
+/// `(partition, replicas)` of `topic`.
+fn reassignment_file(
+    cluster: &Cluster,
+    name: &str,
+    topic: &str,
+    moves: &[(i64, Vec<i64>)],
+) -> std::path::PathBuf {
+    support::write_file(
+        cluster.nodes[0].root(),
+        name,
+        reassignment_json(topic, moves).as_bytes(),
+    )
 }
 
 /// A reassignment file moving each `(partition, replicas)` of `topic`.
@@ -1079,10 +1102,11 @@ fn partitions_move_off_a_broker_with_kafkas_reassignment_tool(
         .find(|(_, _, r, _)| r.len() == 1 && r[0] != target as i64)
         .expect("a partition on another broker");
     let source = replicas[0];
-    let json = support::write_file(
-        cluster.nodes[0].root(),
+    let json = reassignment_file(
+        cluster,
         "onto-held.json",
-        reassignment_json("moves", &[(p, vec![target as i64])]).as_bytes(),
+        "moves",
+        &[(p, vec![target as i64])],
     );
     execute_onto_held_replica(cluster, hooks, &json, target, p, quorum_leader);
     let live_bootstrap = cluster.nodes[quorum_leader - 1].bootstrap();
@@ -1209,11 +1233,7 @@ fn a_throttled_move_copies_no_faster_than_its_throttle(cluster: &mut Cluster) {
     }
     let source = partitions_of(&cluster.nodes[0], "throttled")[0].2[0];
     let target = (1..=3).find(|&b| b != source).unwrap();
-    let json = support::write_file(
-        cluster.nodes[0].root(),
-        "throttled.json",
-        reassignment_json("throttled", &[(0, vec![target])]).as_bytes(),
-    );
+    let json = reassignment_file(cluster, "throttled.json", "throttled", &[(0, vec![target])]);
     let started = Instant::now();
     let out = reassign_tool(
         cluster,

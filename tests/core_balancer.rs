@@ -15,7 +15,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use support::{run_command, Broker, BrokerOpts, CmdOutput, PINLOG_BIN};
+use support::{run_command, wait_for, Broker, BrokerOpts, CmdOutput, PINLOG_BIN};
 
 const TOPIC: &str = "skew";
 const PARTITIONS: i32 = 4;
@@ -48,16 +48,17 @@ fn pinlog(broker: &Broker, args: &[&str]) -> CmdOutput {
 /// description is asked again, a bounded number of times, until every
 /// partition names its shard.
 fn shards(broker: &Broker) -> BTreeMap<i32, i64> {
-    let deadline = Instant::now() + SHARDS_SETTLE;
-    loop {
+    let mut found: BTreeMap<i32, Option<i64>> = BTreeMap::new();
+    let mut partitions = Vec::new();
+    let settled = wait_for(SHARDS_SETTLE, || {
         let out = pinlog(broker, &["topic", "describe", TOPIC, "--json"]);
         assert!(out.success(), "{out}");
         let v: Value = serde_json::from_str(&out.stdout).expect("JSON");
-        let partitions = v["topics"][0]["partitions"]
+        partitions = v["topics"][0]["partitions"]
             .as_array()
             .expect("partitions")
             .clone();
-        let found: BTreeMap<i32, Option<i64>> = partitions
+        found = partitions
             .iter()
             .map(|p| {
                 (
@@ -66,16 +67,14 @@ fn shards(broker: &Broker) -> BTreeMap<i32, i64> {
                 )
             })
             .collect();
-        if found.values().all(Option::is_some) {
-            return found.into_iter().map(|(p, s)| (p, s.unwrap())).collect();
-        }
-        if Instant::now() > deadline {
-            broker.fail(&format!(
-                "a partition named no shard for {SHARDS_SETTLE:?}: {partitions:?}"
-            ));
-        }
-        std::thread::sleep(Duration::from_millis(100));
+        found.values().all(Option::is_some)
+    });
+    if !settled {
+        broker.fail(&format!(
+            "a partition named no shard for {SHARDS_SETTLE:?}: {partitions:?}"
+        ));
     }
+    found.into_iter().map(|(p, s)| (p, s.unwrap())).collect()
 }
 
 fn produce(broker: &Broker, partition: i32, round: usize) {
