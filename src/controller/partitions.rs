@@ -11,6 +11,11 @@ use crate::protocol::error_code;
 /// "No leader".
 pub const NO_LEADER: i32 = -1;
 
+/// How many offline partitions the summary line of a broker's state change
+/// names; the rest are counted (`pinlog topic describe` shows every
+/// partition's leader).
+const OFFLINE_PARTITIONS_LOGGED: usize = 20;
+
 /// A broker as these decisions see it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BrokerView {
@@ -466,6 +471,11 @@ fn leadership_changes_after(
     for r in &records {
         next.apply(next.offset + 1, r);
     }
+    // A broker's restart or fencing changes every partition it holds, so
+    // the per-partition lines are DEBUG (as Kafka's controller logs them)
+    // and one INFO line sums them up, naming the partitions left offline.
+    let mut changed = 0usize;
+    let mut offline: Vec<String> = Vec::new();
     for (topic_id, partition, plan) in
         plan_leadership(&next, &broker_views(&next), unclean_shutdown)
     {
@@ -475,6 +485,10 @@ fn leadership_changes_after(
             .cloned()
             .unwrap_or_default();
         let tp = format!("{name}-{partition}");
+        changed += 1;
+        if plan.leader == Some(NO_LEADER) {
+            offline.push(tp.clone());
+        }
         match plan.election {
             Some(ElectionKind::Unclean) => tracing::warn!(
                 partition = %tp,
@@ -489,7 +503,7 @@ fn leadership_changes_after(
                  left, and it restarted after an unclean shutdown, so records it had not flushed \
                  to disk may be lost"
             ),
-            _ => tracing::info!(
+            _ => tracing::debug!(
                 partition = %tp,
                 leader = ?plan.leader,
                 isr = ?plan.isr,
@@ -498,6 +512,21 @@ fn leadership_changes_after(
             ),
         }
         records.push(plan.into_record(topic_id, partition));
+    }
+    if changed > 0 && offline.is_empty() {
+        tracing::info!(
+            changed,
+            "partitions changed leadership or ISR with the brokers' states"
+        );
+    } else if changed > 0 {
+        let shown = offline.len().min(OFFLINE_PARTITIONS_LOGGED);
+        tracing::info!(
+            changed,
+            offline = offline.len(),
+            first_offline = %offline[..shown].join(","),
+            "partitions changed leadership or ISR with the brokers' states; the offline ones \
+             have no live replica to lead until one comes back"
+        );
     }
     records
 }
