@@ -21,6 +21,8 @@ use crate::group::config::{GroupConfig, GROUP_KEYS};
 
 /// Kafka's `socket.request.max.bytes` default: 100 MiB.
 pub const DEFAULT_SOCKET_REQUEST_MAX_BYTES: usize = 100 * 1024 * 1024;
+/// Kafka's `fetch.max.bytes` default: 55 MiB.
+pub const DEFAULT_FETCH_MAX_BYTES: usize = 55 * 1024 * 1024;
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:9092";
 pub const DEFAULT_METRICS_LISTEN: &str = "127.0.0.1:9644";
 pub const DEFAULT_DATA_DIR: &str = "./pinlog-data";
@@ -51,6 +53,11 @@ pub struct BrokerConfig {
     pub auto_create_topics_enable: bool,
     /// `socket.request.max.bytes`.
     pub socket_request_max_bytes: usize,
+    /// `fetch.max.bytes`: the most record bytes one fetch response carries,
+    /// whatever the request asks, so that a fetch cannot make the broker
+    /// read a whole segment into memory. As in Kafka (KIP-74), a first
+    /// batch larger than this still goes out whole.
+    pub fetch_max_bytes: usize,
     /// `message.timestamp.type` default for topics.
     pub message_timestamp_type: TimestampType,
     /// `metrics.listen`.
@@ -365,6 +372,7 @@ impl Default for BrokerConfig {
             default_replication_factor: 1,
             auto_create_topics_enable: true,
             socket_request_max_bytes: DEFAULT_SOCKET_REQUEST_MAX_BYTES,
+            fetch_max_bytes: DEFAULT_FETCH_MAX_BYTES,
             message_timestamp_type: TimestampType::CreateTime,
             metrics_listen: DEFAULT_METRICS_LISTEN.parse().expect("valid default"),
             metrics_listen_explicit: false,
@@ -422,6 +430,7 @@ pub const KNOWN_KEYS: &[&str] = &[
     "default.replication.factor",
     "auto.create.topics.enable",
     "socket.request.max.bytes",
+    "fetch.max.bytes",
     "message.max.bytes",
     "message.timestamp.type",
     "metrics.listen",
@@ -710,6 +719,7 @@ impl BrokerConfig {
                 "socket.request.max.bytes" => {
                     self.socket_request_max_bytes = non_negative(key, v)? as usize
                 }
+                "fetch.max.bytes" => self.fetch_max_bytes = positive(key, v)? as usize,
                 "message.max.bytes" => self.log.max_batch_bytes = non_negative(key, v)? as usize,
                 "message.timestamp.type" => {
                     self.message_timestamp_type = match string(key, v)?.as_str() {
@@ -828,6 +838,7 @@ mod tests {
         assert_eq!(c.num_partitions, 1);
         assert!(c.auto_create_topics_enable);
         assert_eq!(c.socket_request_max_bytes, 100 * 1024 * 1024);
+        assert_eq!(c.fetch_max_bytes, 57_671_680);
         assert_eq!(c.log.segment_bytes, 1 << 30);
         assert!(c.cleaner.enable);
         assert_eq!(c.cleaner.backoff_ms, 15_000);

@@ -67,12 +67,17 @@ struct Broker {
 
 impl Broker {
     fn start() -> Broker {
+        Broker::start_with("")
+    }
+
+    /// A broker whose config file also holds `settings` (TOML lines).
+    fn start_with(settings: &str) -> Broker {
         // The port is picked by binding port 0 and releasing it, which races
         // with other processes picking ports; a start that fails is retried on
         // a new port before giving up.
         let mut last_log = String::new();
         for _attempt in 0..3 {
-            match Broker::try_start() {
+            match Broker::try_start(settings) {
                 Ok(b) => return b,
                 Err(log) => last_log = log,
             }
@@ -80,7 +85,7 @@ impl Broker {
         panic!("pinlog serve did not start; its log:\n{last_log}");
     }
 
-    fn try_start() -> Result<Broker, String> {
+    fn try_start(settings: &str) -> Result<Broker, String> {
         let dir = tempfile::tempdir().expect("tempdir");
         let port = free_port();
         let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
@@ -89,7 +94,10 @@ impl Broker {
         let config = dir.path().join("broker.toml");
         std::fs::write(
             &config,
-            format!("\"metrics.listen\" = \"127.0.0.1:{}\"\n", free_port()),
+            format!(
+                "\"metrics.listen\" = \"127.0.0.1:{}\"\n{settings}\n",
+                free_port()
+            ),
         )
         .expect("write broker config");
         let log_path = dir.path().join("broker.log");
@@ -921,4 +929,85 @@ fn put_varlong(out: &mut Vec<u8>, v: i64) {
         z >>= 7;
     }
     out.push(z as u8);
+}
+
+/// A fetch that asks for everything (`max_bytes` and `partition_max_bytes`
+/// of i32::MAX) from data no longer in the read cache gets at most the
+/// broker's `fetch.max.bytes`, as from Kafka. Before that cap, such a
+/// fetch read the whole rest of the segment into memory, up to
+/// `log.segment.bytes` (1 GiB by default), and sent it.
+#[test]
+fn fetch_asking_for_everything_gets_at_most_fetch_max_bytes() {
+    const FETCH_MAX_BYTES: usize = 64 * 1024;
+    const BATCHES: usize = 40;
+    const RECORDS_PER_BATCH: usize = 40;
+    const VALUE_BYTES: usize = 1000;
+    // A small read cache, so the first batches are evicted by the later
+    // ones and the fetch reads them from the segment.
+    let mut broker = Broker::start_with(&format!(
+        "\"fetch.max.bytes\" = {FETCH_MAX_BYTES}\n\"read.cache.bytes\" = 1048576"
+    ));
+    let topic = "hostile-fetch-everything";
+    let mut c = broker.connect();
+    create_topic(&mut c, topic);
+    let value = vec![b'v'; VALUE_BYTES];
+    let mut batch_bytes = 0;
+    for b in 0..BATCHES {
+        let records: Vec<RecordSpec> = (0..RECORDS_PER_BATCH)
+            .map(|i| (i as i64, None, &value[..]))
+            .collect();
+        let batch = batch::build_batch(&BatchSpec {
+            base_offset: 0,
+            leader_epoch: -1,
+            base_timestamp: 1_700_000_000_000,
+            records: &records,
+        });
+        batch_bytes = batch.len();
+        let (code, base) = produce(&mut c, topic, batch);
+        assert_eq!(code, error_code::NONE, "produce of batch {b}");
+        assert_eq!(base, (b * RECORDS_PER_BATCH) as i64);
+    }
+    assert!(
+        2 * batch_bytes > FETCH_MAX_BYTES && batch_bytes < FETCH_MAX_BYTES,
+        "the test needs exactly one batch ({batch_bytes} bytes) to fit the cap"
+    );
+
+    for fetch_offset in [0, RECORDS_PER_BATCH as i64] {
+        let mut r = c.call(ApiKey::Fetch, 11, |w| {
+            FetchRequest {
+                max_wait_ms: 0,
+                min_bytes: 0,
+                max_bytes: i32::MAX,
+                topics: vec![FetchTopic {
+                    topic: topic.into(),
+                    partitions: vec![FetchPartition {
+                        partition: 0,
+                        fetch_offset,
+                        partition_max_bytes: i32::MAX,
+                        ..Default::default()
+                    }],
+                }],
+                ..Default::default()
+            }
+            .encode(w, 11)
+        });
+        let fetched = FetchResponse::decode(&mut r, 11).unwrap();
+        let p = &fetched.responses[0].partitions[0];
+        assert_eq!(p.error_code, error_code::NONE, "{p:?}");
+        let Some(RecordData::Bytes(data)) = &p.records else {
+            panic!("fetch returned no record bytes: {p:?}");
+        };
+        assert!(
+            data.len() <= FETCH_MAX_BYTES,
+            "a fetch from offset {fetch_offset} returned {} bytes, over fetch.max.bytes \
+             ({FETCH_MAX_BYTES})",
+            data.len()
+        );
+        let batches: Vec<_> = BatchIter::new(data, CountRule::Compacted)
+            .collect::<Result<_, _>>()
+            .expect("fetched batches validate");
+        assert_eq!(batches.len(), 1, "one whole batch fits the cap");
+        assert_eq!(batches[0].1.base_offset, fetch_offset);
+    }
+    broker.assert_serving("fetches asking for everything");
 }

@@ -48,7 +48,7 @@ async fn read_batches(
     readable_end: u64,
     fill: &CacheFill,
 ) -> io::Result<Vec<Bytes>> {
-    let read_len = len.max(READ_AHEAD_BYTES.min(readable_end.saturating_sub(position)));
+    let read_len = read_length(position, len, readable_end);
     let bytes = read_range(file, position, read_len).await?;
     let batches = split_batches(&bytes);
     if batches.is_empty() {
@@ -65,6 +65,28 @@ async fn read_batches(
         .collect();
     fill.fill(batches);
     Ok(out)
+}
+
+/// The memory a read takes when it is read through the cache: each file
+/// range's bytes, or its read-ahead where that is longer. A fetch counts
+/// this, not just the bytes it will send, against its response's limit, so
+/// that many cold partitions cannot make one fetch read ahead gigabytes.
+pub fn memory_needed(result: &LogReadResult) -> u64 {
+    result
+        .slices
+        .iter()
+        .map(|slice| match slice {
+            ReadSlice::Cached(_) => 0,
+            ReadSlice::File { position, len, .. } => {
+                read_length(*position, *len, result.readable_end)
+            }
+        })
+        .sum()
+}
+
+/// How much `read_batches` reads for `len` bytes from `position`.
+fn read_length(position: u64, len: u64, readable_end: u64) -> u64 {
+    len.max(READ_AHEAD_BYTES.min(readable_end.saturating_sub(position)))
 }
 
 /// Reads a file range into one buffer, `FILE_READS_AHEAD` pieces at a time.
@@ -176,4 +198,22 @@ pub async fn into_memory(result: LogReadResult) -> LogResult<Vec<Bytes>> {
         }
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_read_through_needs_its_read_ahead_unless_the_segment_ends_first() {
+        let mib = 1024 * 1024;
+        // A small read takes the whole read-ahead when the segment has it.
+        assert_eq!(read_length(0, 1000, 1 << 30), READ_AHEAD_BYTES);
+        // A read longer than the read-ahead takes its own length.
+        assert_eq!(read_length(0, 9 * mib, 1 << 30), 9 * mib);
+        // Near the segment's written end, only what is left.
+        assert_eq!(read_length(10 * mib, 1000, 10 * mib + 5000), 5000);
+        // A position past the written end (the log shrank) needs just `len`.
+        assert_eq!(read_length(10 * mib, 1000, mib), 1000);
+    }
 }

@@ -133,13 +133,19 @@ pub async fn handle(shard: &Rc<Shard>, header: &RequestHeader, req: FetchRequest
 
     let max_wait = Duration::from_millis(req.max_wait_ms.clamp(0, FETCH_MAX_WAIT_MS_MAX) as u64);
     let deadline = std::time::Instant::now() + max_wait;
-    let response_max_bytes = req.max_bytes.max(0) as usize;
+    // Kafka caps every fetch at its broker's `fetch.max.bytes`, whatever
+    // the request asks: the response's bytes, and what is read into memory
+    // for it, stay bounded. A `min_bytes` above the cap would only wait out
+    // `max_wait_ms`, so it is capped too, as in Kafka.
+    let fetch_max_bytes = BrokerState::of(shard).config.fetch_max_bytes;
+    let response_max_bytes = (req.max_bytes.max(0) as usize).min(fetch_max_bytes);
+    let min_bytes = (req.min_bytes.max(0) as usize).min(response_max_bytes);
     let mut reads = read_all(shard, &partitions, response_max_bytes, replica_id).await;
     loop {
         let total: usize = reads.iter().map(|r| r.records.len()).sum();
         let any_error = reads.iter().any(|r| r.error_code != error_code::NONE);
         let now = std::time::Instant::now();
-        if total >= req.min_bytes.max(0) as usize || any_error || now >= deadline {
+        if total >= min_bytes || any_error || now >= deadline {
             break;
         }
         if reads.iter().any(|r| r.throttled) {
@@ -368,13 +374,16 @@ async fn read_on_owner(
             quotas.record(&image, Side::Leader, &tp, local, r.len_bytes(), now);
         }
         let read = match result {
-            Ok(r) if r.fill.is_some() && (planned == 0 || planned + r.len_bytes() <= budget) => {
+            Ok(r)
+                if r.fill.is_some()
+                    && (planned == 0 || planned + read_through::memory_needed(&r) <= budget) =>
+            {
                 // A miss of the read cache: read it through the cache here,
                 // on the owner, so the next reader finds it in memory. The
                 // other partitions' reads go on meanwhile. The task waits
                 // only on this shard's io_uring, never on another shard, so
                 // keeping its handle is safe (ARCHITECTURE.md, sharp edges).
-                planned += r.len_bytes();
+                planned += read_through::memory_needed(&r);
                 let task = glommio::spawn_local(read_through::into_memory(r));
                 read_through.push((out.len(), tp.clone(), task));
                 PartitionRead::no_records(hw, log_start_offset)
