@@ -1,20 +1,63 @@
 //! Long-poll wake-ups: a fetch that found too little data registers here, on
 //! the shard that owns each partition, and an append to that partition
 //! wakes it. Nothing polls on a timer.
+//!
+//! The registry holds only weak references to the waits: a wait that ends
+//! (its timeout fired, or another partition woke it) frees itself when it
+//! is dropped, and the next registration on the partition sweeps its entry
+//! away. So an idle partition, polled by followers and consumers every
+//! `max_wait_ms` and never appended to, holds only the waits that are
+//! actually waiting. No task runs per registration.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
-use std::rc::Rc;
-
-use futures_channel::oneshot;
+use std::future::Future;
+use std::pin::Pin;
+use std::rc::{Rc, Weak};
+use std::task::{Context, Poll, Waker};
 
 use crate::log::topic_partition::TopicPartition;
 use crate::shard::shard::Shard;
 
+/// One waiting fetch or produce, woken by the first notification of any of
+/// the partitions it registered on.
+#[derive(Default)]
+struct Waiter {
+    woken: Cell<bool>,
+    waker: RefCell<Option<Waker>>,
+}
+
+impl Waiter {
+    fn wake(&self) {
+        self.woken.set(true);
+        if let Some(w) = self.waker.borrow_mut().take() {
+            w.wake();
+        }
+    }
+}
+
 /// Shard-local registry of waiting fetches, by partition.
 #[derive(Default)]
 pub struct AppendWaiters {
-    waiters: RefCell<HashMap<TopicPartition, Vec<oneshot::Sender<()>>>>,
+    waiters: RefCell<HashMap<TopicPartition, Vec<Weak<Waiter>>>>,
+}
+
+/// Completes on the next notification of any partition it was registered
+/// on. Dropping it unregisters it.
+pub struct AppendWait {
+    waiter: Rc<Waiter>,
+}
+
+impl Future for AppendWait {
+    type Output = ();
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        if self.waiter.woken.get() {
+            return Poll::Ready(());
+        }
+        *self.waiter.waker.borrow_mut() = Some(cx.waker().clone());
+        Poll::Pending
+    }
 }
 
 impl AppendWaiters {
@@ -29,37 +72,89 @@ impl AppendWaiters {
 
     /// Wakes every fetch waiting on `tp`.
     pub fn notify(&self, tp: &TopicPartition) {
-        if let Some(list) = self.waiters.borrow_mut().remove(tp) {
-            for tx in list {
-                // A waiter that timed out has dropped its receiver.
-                let _ = tx.send(());
+        // Taken out before waking: a woken task runs later, never inside
+        // this call, but the borrow must not outlive the removal anyway.
+        let list = self.waiters.borrow_mut().remove(tp);
+        for waiter in list.into_iter().flatten() {
+            // A wait that ended is gone already.
+            if let Some(w) = waiter.upgrade() {
+                w.wake();
             }
         }
     }
 
-    /// A receiver that fires on the next append to any of `tps`.
-    pub fn register(&self, tps: &[TopicPartition]) -> oneshot::Receiver<()> {
-        let (tx, rx) = oneshot::channel();
+    /// A wait that completes on the next notification of any of `tps`. Take
+    /// it before checking whether there is news, so that a notification
+    /// between the check and the wait is not missed.
+    pub fn register(&self, tps: &[TopicPartition]) -> AppendWait {
+        let waiter = Rc::new(Waiter::default());
         let mut waiters = self.waiters.borrow_mut();
-        // Every partition gets a clone of the wake-up: the first append wins.
-        let shared = Rc::new(RefCell::new(Some(tx)));
         for tp in tps {
             let list = waiters.entry(tp.clone()).or_default();
-            // Drop waiters that gave up, so the lists stay bounded by the
-            // fetches actually waiting.
-            list.retain(|t| !t.is_canceled());
-            let (relay_tx, relay_rx) = oneshot::channel::<()>();
-            list.push(relay_tx);
-            let shared = shared.clone();
-            glommio::spawn_local(async move {
-                if relay_rx.await.is_ok() {
-                    if let Some(tx) = shared.borrow_mut().take() {
-                        let _ = tx.send(());
-                    }
-                }
-            })
-            .detach();
+            // Sweep the waits that ended, so a list holds only live ones.
+            list.retain(|w| w.strong_count() > 0);
+            list.push(Rc::downgrade(&waiter));
         }
-        rx
+        AppendWait { waiter }
+    }
+
+    /// Entries held for `tp`, ended waits not yet swept included.
+    #[cfg(test)]
+    fn entries(&self, tp: &TopicPartition) -> usize {
+        self.waiters.borrow().get(tp).map_or(0, Vec::len)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tp(p: i32) -> TopicPartition {
+        TopicPartition::new("t", p)
+    }
+
+    fn is_ready(wait: &mut AppendWait) -> bool {
+        futures_lite::future::block_on(futures_lite::future::poll_once(wait)).is_some()
+    }
+
+    #[test]
+    fn a_wait_completes_on_a_notification_of_any_of_its_partitions() {
+        let w = AppendWaiters::default();
+        let mut both = w.register(&[tp(0), tp(1)]);
+        let mut other = w.register(&[tp(2)]);
+        assert!(!is_ready(&mut both));
+        w.notify(&tp(1));
+        assert!(is_ready(&mut both));
+        assert!(
+            !is_ready(&mut other),
+            "a notification wakes only its partition's waits"
+        );
+        // Partition 0's entry for the finished wait is swept later.
+        w.notify(&tp(0));
+        w.notify(&tp(2));
+        assert!(is_ready(&mut other));
+    }
+
+    #[test]
+    fn waits_that_end_unnotified_do_not_pile_up() {
+        // An idle partition: followers and consumers wait on it and time
+        // out, again and again, and nothing is ever appended to it.
+        let w = AppendWaiters::default();
+        for _ in 0..10_000 {
+            let mut wait = w.register(&[tp(0), tp(1)]);
+            assert!(!is_ready(&mut wait));
+            drop(wait);
+        }
+        assert_eq!(
+            w.entries(&tp(0)),
+            1,
+            "only the last ended wait, not yet swept"
+        );
+        assert_eq!(w.entries(&tp(1)), 1);
+        let live: Vec<AppendWait> = (0..3).map(|_| w.register(&[tp(0)])).collect();
+        assert_eq!(w.entries(&tp(0)), 3);
+        drop(live);
+        w.notify(&tp(0));
+        assert_eq!(w.entries(&tp(0)), 0);
     }
 }

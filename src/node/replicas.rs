@@ -203,13 +203,7 @@ pub async fn wait_for_high_watermark(
             return HighWatermarkWait::TimedOut;
         }
         // Registered before the next await, so no wake-up is missed.
-        let rx = AppendWaiters::of(shard).register(std::slice::from_ref(tp));
-        futures_lite::future::or(
-            async {
-                let _ = rx.await;
-            },
-            glommio::timer::sleep(deadline - now),
-        )
-        .await;
+        let wait = AppendWaiters::of(shard).register(std::slice::from_ref(tp));
+        futures_lite::future::or(wait, glommio::timer::sleep(deadline - now)).await;
     }
 }

@@ -491,6 +491,10 @@ async fn wait_on_owner(
     timeout: Duration,
     is_follower: bool,
 ) {
+    // Registered before the check, so an append between the check and the
+    // wait (while another partition's lock is awaited) is not missed.
+    let tps: Vec<TopicPartition> = work.iter().map(|(tp, _)| tp.clone()).collect();
+    let wait = AppendWaiters::of(shard).register(&tps);
     // Data may have arrived between the read and now: answer at once. A
     // follower reads up to the LEO, a consumer up to the HW.
     for (tp, offset) in &work {
@@ -507,13 +511,7 @@ async fn wait_on_owner(
             }
         }
     }
-    let tps: Vec<TopicPartition> = work.into_iter().map(|(tp, _)| tp).collect();
-    let rx = AppendWaiters::of(shard).register(&tps);
-    let _ = futures_lite::future::or(async { rx.await.ok() }, async {
-        glommio::timer::sleep(timeout).await;
-        None
-    })
-    .await;
+    futures_lite::future::or(wait, glommio::timer::sleep(timeout)).await;
 }
 
 /// The client id to name in log lines.
