@@ -355,7 +355,7 @@ async fn follower_handle_response(follower: &mut Replica, response: FetchRespons
             .await
             .expect("truncate to the leader's HW");
         let leo = follower.leo();
-        follower.core().on_truncated(leo, false);
+        assert_eq!(follower.core().on_truncated(leo, false), None);
         follower.core().on_leader_high_watermark(hw);
         follower.sync_hw();
         return;
@@ -392,7 +392,7 @@ async fn truncate_to_own_high_watermark(replica: &mut Replica) {
         .await
         .expect("truncate to the own HW");
     let leo = replica.leo();
-    replica.core().on_truncated(leo, false);
+    assert_eq!(replica.core().on_truncated(leo, false), None);
 }
 
 /// OffsetsForLeaderEpoch and the core's truncation steps (KIP-279): the
@@ -436,7 +436,7 @@ async fn truncate_by_leader_epoch(
                 .await
                 .expect("truncate to the leader's epoch end");
             let leo = follower.leo();
-            follower.core().on_truncated(leo, unclean);
+            assert_eq!(follower.core().on_truncated(leo, unclean), None);
             follower.sync_hw();
         }
         if done {

@@ -1210,7 +1210,12 @@ impl Sim {
                 let unclean = b.partition().is_some_and(|p| p.last_election_unclean);
                 if to < leo {
                     b.log.truncate(to as usize);
-                    b.replica.on_truncated(to, unclean);
+                    let lost = b.replica.on_truncated(to, unclean);
+                    assert_eq!(
+                        lost, None,
+                        "broker {id} truncated to {to}, below the HW it served as leader, \
+                         with no unclean election"
+                    );
                 }
                 // Even when no record goes: an entry starting at the log end
                 // goes (`PartitionLog::truncate_to`).

@@ -778,6 +778,41 @@ mod tests {
         assert!(p.last_election_unclean);
     }
 
+    /// A former leader that returns after an unclean election truncates
+    /// below the HW it served, and may do so only while the image says the
+    /// last election was unclean: an ISR change of the new leader's, which
+    /// elects nobody, must not clear that.
+    #[test]
+    fn an_isr_change_keeps_the_unclean_flag_and_the_next_election_sets_it() {
+        let mut img = with_config(image(1, &[1]), "unclean.leader.election.enable", "true");
+        fail_over(&mut img, &[3], None);
+        assert!(img.partition("t", 0).unwrap().last_election_unclean);
+        // The new leader adds broker 2 to its ISR (AlterPartition).
+        apply(
+            &mut img,
+            &[MetadataRecord::PartitionChange {
+                topic_id: T,
+                partition: 0,
+                leader: None,
+                isr: Some(vec![3, 2]),
+                unclean: false,
+                elr: None,
+                last_known_elr: None,
+                replicas: None,
+                adding_replicas: None,
+                removing_replicas: None,
+            }],
+        );
+        let p = img.partition("t", 0).unwrap();
+        assert_eq!(p.isr, vec![3, 2]);
+        assert!(p.last_election_unclean, "an ISR change elects nobody");
+        // 3 fails: 2, in sync, leads cleanly.
+        fail_over(&mut img, &[2], None);
+        let p = img.partition("t", 0).unwrap();
+        assert_eq!(p.leader, 2);
+        assert!(!p.last_election_unclean);
+    }
+
     /// Bug 9 (tests/README.md): broker 3 of the ISR [1, 3] loses power
     /// unnoticed, the controller fences broker 1 and elects 3, and 3 comes
     /// back with a shorter log. It must not lead: 1, which left the ISR

@@ -27,8 +27,9 @@ pub struct PartitionImage {
     /// the ISR. The target is `replicas` without `removing_replicas`.
     pub adding_replicas: Vec<i32>,
     pub removing_replicas: Vec<i32>,
-    /// The last change elected an out-of-sync leader (unclean election): its
-    /// followers may truncate below an HW they served. Not in snapshots: it
+    /// The last election chose an out-of-sync leader (unclean election):
+    /// its followers may truncate below an HW they served. Changes that
+    /// elect nobody keep it. Not in snapshots: it
     /// matters only to the replicas that apply the change as it happens.
     pub last_election_unclean: bool,
 }
@@ -89,7 +90,14 @@ impl PartitionImage {
             self.leader_epoch += 1;
         }
         self.partition_epoch += 1;
-        self.last_election_unclean = *unclean;
+        // Only an election says how the leader was chosen. A change of the
+        // ISR alone keeps the flag (Kafka's LeaderRecoveryState is likewise
+        // "no change" in such records): a former leader that comes back
+        // after an unclean election must still be let to truncate below
+        // the HW it served, after the new leader's ISR has changed.
+        if leader.is_some() {
+            self.last_election_unclean = *unclean;
+        }
     }
 }
 

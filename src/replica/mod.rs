@@ -31,7 +31,10 @@
 //!   members alike, KIP-497's "maximal ISR").
 //! - The leader's HW never goes back during its leadership.
 //! - A replica never truncates below an HW it served as leader, except by an
-//!   unclean election.
+//!   unclean election. Not asserted: [`ReplicaState::on_truncated`] returns
+//!   the loss, the broker logs it as an error (stopping the process would
+//!   take every other partition offline too), and the tests assert it
+//!   never happens.
 
 //!
 //! [`FollowerFetchSession`] is the follower's side of the incremental fetch

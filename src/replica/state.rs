@@ -417,18 +417,17 @@ impl ReplicaState {
 
     /// The local log was truncated to `log_end_offset`. `unclean` says an
     /// unclean election allowed losing records a consumer may have read.
-    pub fn on_truncated(&mut self, log_end_offset: i64, unclean: bool) {
-        assert!(
-            unclean || log_end_offset >= self.exposed,
-            "truncation to {log_end_offset} drops records below the HW {} this replica served as \
-             leader",
-            self.exposed
-        );
+    /// Returns the HW this replica served as leader when the truncation
+    /// went below it with no unclean election to explain it: a broken
+    /// invariant (tests assert it never happens), which the broker reports
+    /// loudly rather than stopping every partition it holds.
+    #[must_use = "a loss of served records must be reported"]
+    pub fn on_truncated(&mut self, log_end_offset: i64, unclean: bool) -> Option<i64> {
+        let served = self.exposed;
         self.log_end_offset = log_end_offset;
         self.high_watermark = self.high_watermark.min(log_end_offset);
-        if unclean {
-            self.exposed = self.exposed.min(log_end_offset);
-        }
+        self.exposed = self.exposed.min(log_end_offset);
+        (!unclean && log_end_offset < served).then_some(served)
     }
 
     /// The log was emptied and restarted at `offset` (a follower behind the
@@ -898,13 +897,16 @@ mod tests {
     }
 
     #[test]
-    #[should_panic(expected = "served as leader")]
-    fn truncating_below_a_served_hw_is_an_invariant_violation() {
+    fn truncating_below_a_served_hw_is_reported_as_a_loss() {
         let mut s = ReplicaState::new(1, 0, 0, 0, LAG);
         s.apply_assignment(&assignment(1, 1, &[1]), 0);
         s.on_appended(10);
         s.apply_assignment(&assignment(2, 2, &[2]), 0);
-        s.on_truncated(5, false);
+        assert_eq!(s.on_truncated(12, false), None, "above the served HW");
+        assert_eq!(s.on_truncated(5, false), Some(10));
+        assert_eq!(s.high_watermark(), 5);
+        // Reported once: the served HW is now the log's end.
+        assert_eq!(s.on_truncated(5, false), None);
     }
 
     #[test]
@@ -913,7 +915,7 @@ mod tests {
         s.apply_assignment(&assignment(1, 1, &[1]), 0);
         s.on_appended(10);
         s.apply_assignment(&assignment(2, 2, &[2]), 0);
-        s.on_truncated(5, true);
+        assert_eq!(s.on_truncated(5, true), None);
         assert_eq!(s.high_watermark(), 5);
     }
 

@@ -353,9 +353,22 @@ async fn truncate(
                     tracing::error!(partition = %tp, "truncation to {offset} failed: {e}");
                     continue;
                 }
-                part.state
+                let lost_served = part
+                    .state
                     .borrow_mut()
                     .on_truncated(log.log_end_offset(), unclean);
+                if let Some(served_hw) = lost_served {
+                    tracing::error!(
+                        partition = %tp,
+                        leader,
+                        served_hw,
+                        log_end_offset = log.log_end_offset(),
+                        "truncation removed records below the high watermark this replica \
+                         served as leader, and no unclean election explains it: consumers may \
+                         have read records that are gone. Please report this with the logs of \
+                         every replica of the partition"
+                    );
+                }
                 replicas::sync_high_watermark(shard, &tp, &mut log);
                 let lost = before - log.log_end_offset();
                 if unclean {
