@@ -422,6 +422,60 @@ fn a_clean_abandons_its_work_when_retention_removed_a_segment_meanwhile() {
     });
 }
 
+/// A follower's truncation cuts the last sealed segment the cleaner read,
+/// making it active again; the new leader's batches refill it to the very
+/// size the cleaner saw, and it rolls. Same base, same file, same size: the
+/// swap must still refuse, or it would write back the records the
+/// truncation removed (Kafka pauses cleaning while it truncates).
+#[test]
+fn a_clean_abandons_its_work_when_a_truncation_cut_a_segment_that_refilled() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().to_path_buf();
+    run(move || async move {
+        let mut log = open(&path, false, T0).await;
+        let written = fill(&mut log, 10, 6).await;
+        let view = log.cleaner_view();
+        let last = view.segments.last().expect("sealed segments").stats;
+        let cut = last.base_offset + 5;
+        assert!(
+            cut < last.next_offset,
+            "the segment holds more than a batch"
+        );
+        log.truncate_to(cut, T0).await.unwrap();
+        assert!(!log.segments_unchanged(&view.segments));
+        // The new leader's records: the same keys and value lengths, so the
+        // same batch sizes, but different values.
+        let divergent: Vec<(String, Option<String>)> = written
+            .iter()
+            .filter(|r| r.0 >= cut && r.0 < last.next_offset)
+            .map(|r| (r.1.clone(), r.2.as_ref().map(|v| v.to_uppercase())))
+            .collect();
+        for batch in divergent.chunks(5) {
+            append(&mut log, batch, T0).await;
+        }
+        let leo = log.log_end_offset();
+        log.roll(leo, T0).await.unwrap();
+        let refilled = log.cleaner_view();
+        let again = refilled
+            .segments
+            .iter()
+            .find(|s| s.stats.base_offset == last.base_offset)
+            .expect("the cut segment is sealed again");
+        assert_eq!(
+            again.stats.size_bytes, last.size_bytes,
+            "the test needs the segment refilled to the size the cleaner saw"
+        );
+        assert!(!log.segments_unchanged(&view.segments));
+        let before = read(&mut log).await;
+        assert!(!log
+            .replace_segments(&view.segments, T0, None)
+            .await
+            .unwrap());
+        assert_eq!(read(&mut log).await, before);
+        log.close().await.unwrap();
+    });
+}
+
 /// Crash at each step of the swap, reopen as after a crash, and check that
 /// nothing was lost: before the commit point the old segments are back,
 /// after it the clean is finished.

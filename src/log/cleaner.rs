@@ -82,6 +82,9 @@ pub struct CleanableSegment {
     pub stats: SegmentStats,
     pub file: Rc<DmaFile>,
     pub path: PathBuf,
+    /// The log's truncation count when the view was taken: a swap after
+    /// any truncation is abandoned (`PartitionLog::segments_unchanged`).
+    pub log_truncations: u64,
 }
 
 /// The offsets of a log that the cleaner plans with.

@@ -233,6 +233,12 @@ pub struct PartitionLog {
     /// Not persisted; after a restart tombstones wait for the next clean
     /// that dirt triggers, as in Kafka.
     tombstone_horizon_ms: Option<i64>,
+    /// How many truncations removed batches from this log since it opened.
+    /// A truncation can cut a sealed segment and make it active again, and
+    /// appends can then refill it to the very size the cleaner saw; the
+    /// cleaner compares this count (Kafka pauses cleaning while it
+    /// truncates) so that it never swaps in bytes a truncation removed.
+    truncations: u64,
 }
 
 impl PartitionLog {
@@ -365,6 +371,7 @@ impl PartitionLog {
             producers,
             cleaner_checkpoint: None,
             tombstone_horizon_ms: None,
+            truncations: 0,
         };
         log.rebuild_producer_state(params.now_ms).await?;
         log.check_invariants();
@@ -1206,6 +1213,7 @@ impl PartitionLog {
             self.truncate_fully_and_start_at(offset, now_ms).await?;
             return Ok(true);
         }
+        self.truncations += 1;
         let doomed: Vec<i64> = self.segments.range(offset + 1..).map(|(b, _)| *b).collect();
         let keep_one = doomed.len() == self.segments.len();
         for b in doomed {
@@ -1241,6 +1249,7 @@ impl PartitionLog {
     /// `truncateFullyAndStartAt`), clearing the epoch cache.
     pub async fn truncate_fully_and_start_at(&mut self, offset: i64, now_ms: i64) -> LogResult<()> {
         self.ensure_online()?;
+        self.truncations += 1;
         // Snapshots go first: one a crash left behind must not describe
         // batches that no longer exist.
         let r = self.producers.truncate_fully(&self.dir).await;
@@ -1524,6 +1533,7 @@ impl PartitionLog {
                     },
                     file: s.file().clone(),
                     path: s.log_path().to_path_buf(),
+                    log_truncations: self.truncations,
                 }
             })
             .collect();
@@ -1550,12 +1560,15 @@ impl PartitionLog {
 
     /// Whether every segment the cleaner read is still in the log, unchanged
     /// and not active: retention, DeleteRecords and truncation may have
-    /// removed or cut some while the cleaner worked without the lock.
+    /// removed or cut some while the cleaner worked without the lock. Any
+    /// truncation since the cleaner's view counts as a change: it may have
+    /// cut a segment that appends then refilled to the same size.
     pub fn segments_unchanged(&self, replaced: &[CleanableSegment]) -> bool {
         let active = self.active().base_offset();
         !self.is_offline()
             && replaced.iter().all(|r| {
-                r.stats.base_offset < active
+                r.log_truncations == self.truncations
+                    && r.stats.base_offset < active
                     && self.segments.get(&r.stats.base_offset).is_some_and(|s| {
                         Rc::ptr_eq(s.file(), &r.file) && s.size_bytes() == r.stats.size_bytes
                     })
