@@ -811,8 +811,55 @@ fn replicated_cluster_survives_kills_and_pauses() {
         ));
     }
 
+    // 6b. A partition that cannot truncate yet does not stall the others.
+    a_partition_waiting_to_truncate_does_not_stall_the_others(&cluster, hooks.path());
+
     // 7. Seed 000 end to end.
     seed_000_end_to_end(&mut cluster, hooks.path());
+}
+
+/// Step 6b. A follower's fetcher serves every partition it follows from one
+/// leader. One of them waits to truncate, because the leader refuses its
+/// OffsetsForLeaderEpoch (here by the `refuse-epoch` hook; in life, a
+/// leader whose image is behind). Its neighbours must still replicate and
+/// stay in sync: the fetcher used to skip fetching while any partition
+/// waited, so they fell out of the ISR and never came back.
+fn a_partition_waiting_to_truncate_does_not_stall_the_others(cluster: &Cluster, hooks: &Path) {
+    const TOPIC: &str = "truncating";
+    // Enough partitions that, on each follower, some share partition 0's
+    // leader and shard (its fetcher).
+    const PARTITIONS: usize = 12;
+    for node in 1..=cluster.nodes.len() {
+        set_fetcher_hook(hooks, node as i64, TOPIC, "refuse-epoch", true);
+    }
+    create_topic(cluster, TOPIC, &PARTITIONS.to_string(), "3", &[]);
+    for p in 0..PARTITIONS {
+        await_partition(cluster, 1, TOPIC, p, "a leader", |v| v.leader > 0);
+        let partition = format!("record.partition={p}");
+        let ack = produce_once_with(cluster, 1, TOPIC, &[&partition]);
+        if !ack.starts_with("ACK") {
+            cluster.fail(&format!("{TOPIC}-{p}: acks=all produce answered {ack}"));
+        }
+    }
+    // Long enough for a stalled follower to leave the ISR.
+    std::thread::sleep(Duration::from_millis(3 * LAG_TIME_MAX_MS as u64));
+    for p in 1..PARTITIONS {
+        await_partition(
+            cluster,
+            1,
+            TOPIC,
+            p,
+            "three in sync beside a stalled partition",
+            |v| v.isr.len() == 3,
+        );
+    }
+    // Once the leader answers, partition 0 truncates and catches up too.
+    for node in 1..=cluster.nodes.len() {
+        set_fetcher_hook(hooks, node as i64, TOPIC, "refuse-epoch", false);
+    }
+    await_partition(cluster, 1, TOPIC, 0, "three in sync once answered", |v| {
+        v.isr.len() == 3
+    });
 }
 
 /// The records of a replica's `.log` files in `partition_dir`, as

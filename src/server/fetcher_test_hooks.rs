@@ -12,6 +12,10 @@
 //!   fetching and appending but ignores the leader's HW in the responses,
 //!   as if each response's HW were lost. Seed 000's "the follower crashes
 //!   before it processes the response that carries HW=2".
+//! - `<node.id>.<topic>-<partition>.refuse-epoch`: the follower acts as if
+//!   the leader refused every OffsetsForLeaderEpoch for the partition (as
+//!   a leader whose image is behind does), so the partition stays waiting
+//!   to truncate while the others go on.
 //!
 //! A broker started without the variable never looks at the file system
 //! here.
@@ -48,6 +52,12 @@ impl FetcherTestHooks {
     /// The follower must send nothing for `tp`.
     pub fn held(&self, tp: &TopicPartition) -> bool {
         self.exists(tp, "hold")
+    }
+
+    /// The follower must act as if the leader refused its
+    /// OffsetsForLeaderEpoch for `tp`.
+    pub fn epoch_refused(&self, tp: &TopicPartition) -> bool {
+        self.exists(tp, "refuse-epoch")
     }
 
     /// The follower must ignore the leader's HW for `tp`.

@@ -154,6 +154,9 @@ async fn run(shard: Rc<Shard>, leader: i32) {
         if stopped(&shard) {
             break;
         }
+        // A round whose every await is ready at once (nothing to ask, a
+        // log lock free) must still let the shard's other tasks run.
+        glommio::yield_if_needed().await;
         let mut parts = followed(&shard, leader);
         if parts.is_empty() {
             break;
@@ -189,22 +192,33 @@ async fn run(shard: Rc<Shard>, leader: i32) {
         let (to_truncate, ready): (Vec<Followed>, Vec<Followed>) = parts
             .into_iter()
             .partition(|p| fetchers.truncate_first.borrow().contains(&p.tp));
-        let result = if !to_truncate.is_empty() {
-            truncate(&shard, peer, leader, local_id, &to_truncate, &config).await
-        } else {
+        // As Kafka's fetcher thread: the partitions that must truncate first
+        // do, and the others fetch in the same round, so that one partition
+        // the leader cannot answer OffsetsForLeaderEpoch for yet (its image
+        // is behind, the partition is still opening) does not stop the
+        // replication of every other partition from this leader.
+        let mut result = Ok(false);
+        if !to_truncate.is_empty() {
             let hooks = hooks.as_ref();
-            fetch(
-                &shard,
-                peer,
-                &mut session,
-                leader,
-                local_id,
-                &ready,
-                &config,
-                hooks,
-            )
-            .await
-        };
+            result = truncate(&shard, peer, leader, local_id, &to_truncate, &config, hooks).await;
+        }
+        if !ready.is_empty() {
+            if let Ok(truncated) = result {
+                let hooks = hooks.as_ref();
+                result = fetch(
+                    &shard,
+                    peer,
+                    &mut session,
+                    leader,
+                    local_id,
+                    &ready,
+                    &config,
+                    hooks,
+                )
+                .await
+                .map(|fetched| fetched || truncated);
+            }
+        }
         match result {
             Ok(true) => {}
             Ok(false) => glommio::timer::sleep(IDLE_POLL).await,
@@ -237,10 +251,16 @@ async fn truncate(
     local_id: i32,
     parts: &[Followed],
     config: &ReplicationConfig,
+    hooks: Option<&FetcherTestHooks>,
 ) -> std::io::Result<bool> {
     let fetchers = ReplicaFetchers::of(shard);
     let mut asked: BTreeMap<TopicPartition, i32> = BTreeMap::new();
+    let mut settled_without_asking = false;
     for p in parts {
+        if hooks.is_some_and(|h| h.epoch_refused(&p.tp)) {
+            // As a refused answer below: left waiting to truncate.
+            continue;
+        }
         let Some(log) = shard.local_log(&p.tp) else {
             continue;
         };
@@ -252,6 +272,7 @@ async fn truncate(
             None if log.log_end_offset() == log.log_start_offset() => {
                 // An empty log has nothing to diverge.
                 fetchers.truncate_first.borrow_mut().remove(&p.tp);
+                settled_without_asking = true;
             }
             None => {
                 asked.insert(p.tp.clone(), UNDEFINED_EPOCH);
@@ -259,7 +280,7 @@ async fn truncate(
         }
     }
     if asked.is_empty() {
-        return Ok(true);
+        return Ok(settled_without_asking);
     }
     let mut topics: Vec<OffsetForLeaderTopic> = Vec::new();
     for (tp, epoch) in &asked {

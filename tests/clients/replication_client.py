@@ -168,9 +168,10 @@ def once(bootstrap, topic, extra):
     }
     conf.update(settings(extra))
     value = conf.pop("record.value", "once").encode()
+    partition = int(conf.pop("record.partition", "0"))
     p = Producer(conf)
     out = []
-    p.produce(topic, value=value, partition=0,
+    p.produce(topic, value=value, partition=partition,
               on_delivery=lambda err, msg: out.append((err, msg)))
     p.flush(30)
     if not out:
