@@ -425,6 +425,10 @@ impl ReplicaState {
     pub fn on_truncated(&mut self, log_end_offset: i64, unclean: bool) -> Option<i64> {
         let served = self.exposed;
         self.log_end_offset = log_end_offset;
+        // A truncation below the log start restarts the log lower (after an
+        // unclean election): the HW's floor must come down with it, or the
+        // next leader HW would lift this replica's HW past its log end.
+        self.log_start_offset = self.log_start_offset.min(log_end_offset);
         self.high_watermark = self.high_watermark.min(log_end_offset);
         self.exposed = self.exposed.min(log_end_offset);
         (!unclean && log_end_offset < served).then_some(served)
@@ -907,6 +911,17 @@ mod tests {
         assert_eq!(s.high_watermark(), 5);
         // Reported once: the served HW is now the log's end.
         assert_eq!(s.on_truncated(5, false), None);
+    }
+
+    #[test]
+    fn a_truncation_below_the_log_start_brings_the_hw_floor_down() {
+        // A follower whose log starts at 100 (retention) truncates to 40,
+        // below it, after an unclean election: its log restarts at 40.
+        let mut s = ReplicaState::new(1, 100, 120, 100, LAG);
+        s.apply_assignment(&assignment(2, 1, &[2]), 0);
+        assert_eq!(s.on_truncated(40, true), None);
+        s.on_leader_high_watermark(90);
+        assert_eq!(s.high_watermark(), 40, "never past the log end");
     }
 
     #[test]
