@@ -370,3 +370,33 @@ fn a_miss_reads_ahead_and_the_next_fetch_hits_the_cache() {
         assert_eq!(cache.borrow().stats().misses, 1, "one disk read in all");
     });
 }
+
+/// A partition deleted while a request still holds its log, and a log
+/// dropped without a close (as one an I/O error took offline), give their
+/// room in the read cache back: the first at once, the second when the
+/// last holder lets go.
+#[test]
+fn a_deleted_or_dropped_log_gives_its_cache_room_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().to_path_buf();
+    run(move || async move {
+        let cache = BatchCache::shared(CACHE_BYTES);
+        let mut rng = SeededRng(7);
+        let mut log = open(&path.join("a"), false, cache.clone()).await;
+        for tag in 0..10 {
+            append(&mut log, tagged_batch(&mut rng, tag)).await;
+        }
+        assert!(cache.borrow().used_bytes() > 0);
+        log.mark_deleted();
+        assert_eq!(cache.borrow().used_bytes(), 0, "deleted: freed at once");
+        drop(log);
+
+        let mut log = open(&path.join("b"), false, cache.clone()).await;
+        for tag in 0..10 {
+            append(&mut log, tagged_batch(&mut rng, tag)).await;
+        }
+        assert!(cache.borrow().used_bytes() > 0);
+        drop(log);
+        assert_eq!(cache.borrow().used_bytes(), 0, "dropped: freed");
+    });
+}

@@ -241,6 +241,20 @@ pub struct PartitionLog {
     truncations: u64,
 }
 
+/// A log dropped without a close (deleted while a request held it, or
+/// taken offline by an I/O error) still gives its read-cache room back.
+impl Drop for PartitionLog {
+    fn drop(&mut self) {
+        if let Some((cache, key)) = self.cache.take() {
+            // Never expected to be borrowed here (no borrow is held across
+            // an await), but a drop must not panic.
+            if let Ok(mut cache) = cache.try_borrow_mut() {
+                cache.unregister(key);
+            }
+        }
+    }
+}
+
 impl PartitionLog {
     /// Opens (or creates) the partition directory `data_dir/<topic>-<partition>`,
     /// recovering any segment past the recovery point unless the shutdown
@@ -421,6 +435,17 @@ impl PartitionLog {
     /// holds it: every later operation fails, so none touches the files.
     pub fn mark_deleted(&mut self) {
         self.offline = Some("the partition was deleted".to_string());
+        // Its batches are of no use to anyone now: free their room at once,
+        // not when the last holder lets go.
+        self.release_cache();
+    }
+
+    /// Forgets this log's batches in the read cache, and its key, so that a
+    /// fill still in flight caches nothing.
+    fn release_cache(&mut self) {
+        if let Some((cache, key)) = self.cache.take() {
+            cache.borrow_mut().unregister(key);
+        }
     }
     pub fn segment_count(&self) -> usize {
         self.segments.len()
@@ -1410,9 +1435,7 @@ impl PartitionLog {
             let r = self.producers.take_snapshot(&self.dir, leo).await;
             self.fail(r)?;
         }
-        if let Some((cache, key)) = &self.cache {
-            cache.borrow_mut().unregister(*key);
-        }
+        self.release_cache();
         let segments = std::mem::take(&mut self.segments);
         for (_, s) in segments {
             s.close().await?;
