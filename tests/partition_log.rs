@@ -603,3 +603,77 @@ fn indexes_hold_no_open_descriptor() {
         log.close().await.unwrap();
     });
 }
+
+/// Recovery reads a segment in chunks (`RECOVERY_READ_CHUNK_BYTES`). When a
+/// batch ends fewer than 12 bytes (a batch's length prefix) before a
+/// chunk's end, the next batch's prefix is cut by the chunk, not damaged:
+/// recovery must read on. It once truncated the segment there, dropping
+/// acknowledged batches and every later segment, after any crash. Every
+/// such remainder, 1 to 11 bytes, is tried.
+#[test]
+fn recovery_reads_past_a_batch_prefix_cut_by_its_read_chunk() {
+    const CHUNK: u64 = pinlog::constants::RECOVERY_READ_CHUNK_BYTES as u64;
+    const FILLER_VALUE: usize = 1000;
+    let config = LogConfig {
+        segment_bytes: 64 * 1024 * 1024,
+        ..LogConfig::default()
+    };
+    // A one-record batch's size is a constant plus its value's length for
+    // values of 64 to 8191 bytes (a two-byte varint).
+    let overhead = producer_batch(1, FILLER_VALUE, 0).len() as u64 - FILLER_VALUE as u64;
+    assert_eq!(
+        producer_batch(1, 3000, 0).len() as u64,
+        overhead + 3000,
+        "batch sizes grow with the value"
+    );
+    for gap in 1..12u64 {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().to_path_buf();
+        let config = config.clone();
+        run(move || async move {
+            let tp = TopicPartition::new("chunks", 0);
+            let mut log =
+                PartitionLog::open(&path, tp.clone(), config.clone(), params(false), None)
+                    .await
+                    .unwrap();
+            let target = CHUNK - gap;
+            let filler = overhead + FILLER_VALUE as u64;
+            while target - log.size_bytes() >= filler + 2000 + overhead {
+                log.append_as_leader(producer_batch(1, FILLER_VALUE, 0), 1, None, 0)
+                    .await
+                    .unwrap();
+            }
+            let value = (target - log.size_bytes() - overhead) as usize;
+            log.append_as_leader(producer_batch(1, value, 0), 1, None, 0)
+                .await
+                .unwrap();
+            assert_eq!(
+                log.size_bytes(),
+                target,
+                "a batch ends {gap} bytes before the chunk's end"
+            );
+            for _ in 0..5 {
+                log.append_as_leader(producer_batch(1, FILLER_VALUE, 0), 1, None, 0)
+                    .await
+                    .unwrap();
+            }
+            let leo = log.log_end_offset();
+            let before = log.read_all().await.unwrap();
+            // A crash: no close, and the next open recovers everything.
+            drop(log);
+            let mut log = PartitionLog::open(&path, tp, config, params(false), None)
+                .await
+                .unwrap();
+            let report = log.recovery_report();
+            assert_eq!(report.segments_recovered, 1);
+            // Only the zeros a direct-I/O write leaves past the data go.
+            assert!(
+                report.bytes_truncated < pinlog::constants::DMA_ALIGNMENT as u64,
+                "gap {gap}: {report:?}"
+            );
+            assert_eq!(log.log_end_offset(), leo, "gap {gap}");
+            assert_eq!(log.read_all().await.unwrap(), before);
+            log.close().await.unwrap();
+        });
+    }
+}

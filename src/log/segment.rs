@@ -669,6 +669,16 @@ impl Segment {
             let mut at = 0usize;
             while at < chunk.len() {
                 let rest = &chunk[at..];
+                if at > 0
+                    && rest.len() < LOG_OVERHEAD
+                    && position + (chunk.len() as u64) < file_size
+                {
+                    // The chunk boundary cut the next batch's length prefix
+                    // and the file goes on: re-read from its start. Taking
+                    // the stub for damage cut valid batches, and every
+                    // segment after them, at a 4 MiB boundary.
+                    break;
+                }
                 if let Some((_, len)) = batch::peek_offset_and_size(rest) {
                     let need = len as i64 + LOG_OVERHEAD as i64;
                     let in_file = position + at as u64 + need.max(0) as u64 <= file_size;
