@@ -292,6 +292,13 @@ impl Broker {
 
     /// Starts the stopped process again without waiting (see
     /// [`Broker::restart`]).
+    /// A new Kafka port, and a new metrics port unless the test chose one,
+    /// for the next start: for a first start that found a port taken.
+    fn take_new_ports(&mut self) {
+        self.port = free_port();
+        self.write_config();
+    }
+
     pub fn relaunch(&mut self) {
         if self.is_running() {
             self.stop();
@@ -849,8 +856,15 @@ impl Cluster {
         let deadline = Instant::now() + CLUSTER_READY_TIMEOUT;
         for node in &mut cluster.nodes {
             while Instant::now() < deadline {
-                if node.wait_ready().is_ok() {
-                    break;
+                match node.wait_ready() {
+                    Ok(()) => break,
+                    // Another process (another node's metrics endpoint, in
+                    // one CI run) took its Kafka or metrics port between our
+                    // probe and its bind. Nobody knows those ports yet, so
+                    // it takes new ones; its controller port stays, as the
+                    // voters name it.
+                    Err(Startup::PortTaken) => node.take_new_ports(),
+                    Err(_) => {}
                 }
                 node.relaunch();
             }
