@@ -668,7 +668,7 @@ fn recovery_reads_past_a_batch_prefix_cut_by_its_read_chunk() {
             assert_eq!(report.segments_recovered, 1);
             // Only the zeros a direct-I/O write leaves past the data go.
             assert!(
-                report.bytes_truncated < pinlog::constants::DMA_ALIGNMENT as u64,
+                report.bytes_truncated < pinlog::constants::DMA_ALIGNMENT,
                 "gap {gap}: {report:?}"
             );
             assert_eq!(log.log_end_offset(), leo, "gap {gap}");
