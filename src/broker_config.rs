@@ -618,8 +618,12 @@ impl BrokerConfig {
                 format!("{:?} is not HOST:PORT", self.advertise),
             ));
         }
-        if self.log.segment_bytes < 1024 || self.log.segment_bytes > u32::MAX as u64 {
-            return Err(bad("log.segment.bytes", "must be between 1 KiB and 4 GiB"));
+        // At most Kafka's Int.MaxValue: index entries hold 32-bit positions.
+        if self.log.segment_bytes < 1024 || self.log.segment_bytes > i32::MAX as u64 {
+            return Err(bad(
+                "log.segment.bytes",
+                "must be between 1 KiB and 2147483647 (2 GiB - 1)",
+            ));
         }
         self.group.validate()?;
         Ok(())

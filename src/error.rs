@@ -32,6 +32,10 @@ pub enum BatchError {
     MissingKey { offset_delta: i64, index: usize },
     #[error("records of the batch do not decode: {reason}")]
     InvalidRecords { reason: String },
+    #[error(
+        "clients are not allowed to write control records (the batch has the control flag set)"
+    )]
+    ControlBatch,
     #[error("record batch of idempotent producer {producer_id} has base sequence {base_sequence}; a batch with a producer id needs a sequence >= 0")]
     InvalidSequence {
         producer_id: i64,

@@ -1011,3 +1011,43 @@ fn fetch_asking_for_everything_gets_at_most_fetch_max_bytes() {
     }
     broker.assert_serving("fetches asking for everything");
 }
+
+/// Offset of the attributes in a RecordBatch v2 header.
+const ATTRIBUTES_AT: usize = 21;
+
+/// A Produce whose batch has the control flag set (a forged transaction
+/// marker) is refused with INVALID_RECORD, as Kafka's LogValidator refuses
+/// it: accepted, one with another producer's id would move that producer's
+/// epoch and fence it.
+#[test]
+fn control_batches_from_clients_are_refused() {
+    let mut broker = Broker::start();
+    let topic = "hostile-control";
+    let mut c = broker.connect();
+    create_topic(&mut c, topic);
+    let value = b"marker".to_vec();
+    let records: Vec<RecordSpec> = vec![(0, None, &value[..])];
+    let mut b = batch::build_batch(&BatchSpec {
+        base_offset: 0,
+        leader_epoch: -1,
+        base_timestamp: 1_700_000_000_000,
+        records: &records,
+    });
+    let attributes = i16::from_be_bytes([b[ATTRIBUTES_AT], b[ATTRIBUTES_AT + 1]]) | 0x20;
+    b[ATTRIBUTES_AT..ATTRIBUTES_AT + 2].copy_from_slice(&attributes.to_be_bytes());
+    let crc = batch::compute_crc(&b);
+    b[CRC_AT..CRC_AT + 4].copy_from_slice(&crc.to_be_bytes());
+    let h = batch::validate(&b, CountRule::Exact).expect("the patched batch is valid");
+    assert!(h.is_control());
+    let (code, _) = produce(&mut c, topic, b);
+    assert_eq!(code, error_code::INVALID_RECORD);
+    // An ordinary batch still goes in, at offset 0: nothing was appended.
+    let plain = batch::build_batch(&BatchSpec {
+        base_offset: 0,
+        leader_epoch: -1,
+        base_timestamp: 1_700_000_000_000,
+        records: &records,
+    });
+    assert_eq!(produce(&mut c, topic, plain), (error_code::NONE, 0));
+    broker.assert_serving("a control batch from a client");
+}

@@ -740,6 +740,13 @@ impl PartitionLog {
         while position < batches.len() {
             let h = batch::validate(&batches[position..], CountRule::Exact)
                 .map_err(|e| self.invalid(position as u64, e))?;
+            if h.is_control() {
+                // Kafka's LogValidator: control batches (transaction markers)
+                // come from the broker, never from a Produce. One with a
+                // forged producer id would bump that producer's epoch and
+                // fence the real producer.
+                return Err(self.invalid(position as u64, BatchError::ControlBatch));
+            }
             if self.config.cleanup_policy.compact {
                 // Kafka's LogValidator: a compacted topic needs a key on every
                 // record. The one place the write path reads records.

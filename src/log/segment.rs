@@ -316,7 +316,8 @@ impl Segment {
             return last_offset - self.base_offset > i32::MAX as i64;
         }
         let waited_ms = match self.rolling_based_timestamp {
-            Some(ts) => max_timestamp - ts,
+            // Client timestamps are not bounded (Kafka's are not either).
+            Some(ts) => max_timestamp.saturating_sub(ts),
             None => now_ms - self.created_ms,
         };
         self.size_bytes + append_bytes > config.segment_bytes

@@ -86,7 +86,9 @@ pub fn validate(name: &str, value: &str) -> Result<(), String> {
     let also = match (name, kind) {
         ("segment.bytes", _) => value
             .parse::<u64>()
-            .is_ok_and(|v| (14..=u32::MAX as u64).contains(&v)),
+            // Kafka's range: an int of at least 14. Index entries hold
+            // 32-bit positions, so a larger segment would fail its appends.
+            .is_ok_and(|v| (14..=i32::MAX as u64).contains(&v)),
         ("min.insync.replicas", _) => value.parse::<u64>().is_ok_and(|v| v >= 1),
         // Kafka's range: at least 1 ms, at most Long.MAX_VALUE.
         ("max.compaction.lag.ms", _) => value
@@ -278,6 +280,9 @@ mod tests {
         assert!(validate("retention.ms", "-1").is_ok());
         assert!(validate("retention.ms", "-2").is_err());
         assert!(validate("segment.bytes", "10").is_err());
+        // Kafka's int range: 32-bit positions in the index.
+        assert!(validate("segment.bytes", "2147483647").is_ok());
+        assert!(validate("segment.bytes", "2147483648").is_err());
         assert!(validate("cleanup.policy", "compact,delete").is_ok());
         assert!(validate("cleanup.policy", "compact,compact").is_err());
         assert!(validate("min.cleanable.dirty.ratio", "0.25").is_ok());
