@@ -677,3 +677,52 @@ fn recovery_reads_past_a_batch_prefix_cut_by_its_read_chunk() {
         });
     }
 }
+
+/// A crash after a clean start recovers only the segments past the
+/// recovery point. Opening the log once grew every sealed segment's index
+/// files, and only a clean close trimmed them again; after a crash their
+/// zero tails failed the sanity check, and every segment was recovered.
+#[test]
+fn a_crash_after_a_clean_start_recovers_only_past_the_recovery_point() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().to_path_buf();
+    run(move || async move {
+        let tp = TopicPartition::new("sealed", 0);
+        let mut log = PartitionLog::open(&path, tp.clone(), small_config(), params(false), None)
+            .await
+            .unwrap();
+        for i in 0..600 {
+            log.append_as_leader(producer_batch(1, 300, i), 1, None, 0)
+                .await
+                .unwrap();
+        }
+        let sealed = log.segment_count() - 1;
+        assert!(sealed >= 2, "small segments roll: {sealed} sealed");
+        log.close().await.unwrap();
+        let mut log = PartitionLog::open(&path, tp.clone(), small_config(), params(true), None)
+            .await
+            .unwrap();
+        let recovery_point = log.log_end_offset();
+        log.append_as_leader(producer_batch(1, 300, 0), 1, None, 0)
+            .await
+            .unwrap();
+        let before = log.read_all().await.unwrap();
+        // A crash: no close.
+        drop(log);
+        let params = OpenParams {
+            recovery_point,
+            ..params(false)
+        };
+        let mut log = PartitionLog::open(&path, tp, small_config(), params, None)
+            .await
+            .unwrap();
+        assert_eq!(
+            log.recovery_report().segments_recovered,
+            1,
+            "only the active segment holds offsets past the recovery point: {:?}",
+            log.recovery_report()
+        );
+        assert_eq!(log.read_all().await.unwrap(), before);
+        log.close().await.unwrap();
+    });
+}

@@ -206,15 +206,19 @@ impl Segment {
             segment_file_path(dir, base_offset, "timeindex"),
         ];
         let indexes_missing = index_paths.iter().any(|p| !p.exists());
-        let offset_index = OffsetIndex::open(
-            segment_file_path(dir, base_offset, "index"),
-            base_offset,
-            config.segment_index_bytes,
-        )?;
+        // The indexes keep the length they have (0: never grown). As in
+        // Kafka, only the active segment's are grown, by the log once it
+        // knows which that is: a sealed segment's index grown here stayed
+        // grown until the next clean close, so a crash in between left a
+        // zero tail that failed the sanity check at the next start, and
+        // every sealed segment was recovered, not only those past the
+        // recovery point.
+        let offset_index =
+            OffsetIndex::open(segment_file_path(dir, base_offset, "index"), base_offset, 0)?;
         let time_index = TimeIndex::open(
             segment_file_path(dir, base_offset, "timeindex"),
             base_offset,
-            config.segment_index_bytes,
+            0,
         )?;
         let mut segment = Segment {
             base_offset,
@@ -650,6 +654,8 @@ impl Segment {
     /// the file at the first invalid byte (Kafka's `LogSegment.recover`).
     /// Returns the number of bytes truncated. Never panics on bad bytes.
     pub async fn recover(&mut self) -> LogResult<u64> {
+        // Room to rebuild every entry; trimmed again at the end.
+        self.resize_indexes(self.index_max_bytes)?;
         self.offset_index.truncate_to(self.base_offset);
         self.time_index.truncate_to(self.base_offset);
         self.max_timestamp_so_far = NO_TIMESTAMP;
