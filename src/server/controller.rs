@@ -1437,6 +1437,27 @@ pub async fn publish(shard: &Rc<Shard>, image: Arc<MetadataImage>) -> LogResult<
     result
 }
 
+/// A shard's `apply_image` state: whose turn it is, and the image its
+/// partitions were last brought in line with.
+struct ImageApplier {
+    turn: glommio::sync::Semaphore,
+    applied: RefCell<Option<Arc<MetadataImage>>>,
+}
+
+impl ImageApplier {
+    fn of(shard: &Shard) -> Rc<ImageApplier> {
+        if let Some(a) = shard.extension::<ImageApplier>() {
+            return a;
+        }
+        let a = Rc::new(ImageApplier {
+            turn: glommio::sync::Semaphore::new(1),
+            applied: RefCell::new(None),
+        });
+        shard.set_extension(a.clone());
+        a
+    }
+}
+
 /// Brings one shard in line with `image`: opens the partitions it owns
 /// that have a replica on this broker and that it does not have yet (as
 /// leader, recording the epoch start, or as a follower, which only holds
@@ -1447,7 +1468,7 @@ pub async fn apply_image(shard: &Rc<Shard>, image: Arc<MetadataImage>) -> LogRes
     if image.offset < broker.image().offset {
         return Ok(());
     }
-    let previous = broker.image();
+    let replaced = broker.image();
     broker.set_image(image.clone());
     if !broker.is_caught_up() {
         // The images before this node caught up with the quorum are old
@@ -1459,6 +1480,22 @@ pub async fn apply_image(shard: &Rc<Shard>, image: Arc<MetadataImage>) -> LogRes
         // up and registered (`start_controller` publishes it then).
         return Ok(());
     }
+    // One image's transitions at a time on a shard. They await partition
+    // opens and locks; run concurrently, an older image (the one published
+    // at startup, say) could finish after a newer one and delete the
+    // partition the newer one created, as a stray, or restore old settings.
+    let applier = ImageApplier::of(shard);
+    let Ok(_turn) = applier.turn.acquire_permit(1).await else {
+        return Ok(());
+    };
+    if broker.image().offset > image.offset {
+        // A newer image came meanwhile: it brings the shard in line with
+        // everything up to it, after this turn.
+        return Ok(());
+    }
+    // What the shard was last brought in line with decides which missing
+    // partitions this image removed.
+    let previous = applier.applied.borrow().clone().unwrap_or(replaced);
     // The partitions this shard owns with a replica here. Their
     // transitions are independent (each under its own log's lock), so they
     // run PARTITION_OPENS_IN_FLIGHT at a time. New leaders' epoch entries
@@ -1545,6 +1582,7 @@ pub async fn apply_image(shard: &Rc<Shard>, image: Arc<MetadataImage>) -> LogRes
             shard.delete_local_partition(&tp).await?;
         }
     }
+    *applier.applied.borrow_mut() = Some(image);
     Ok(())
 }
 
