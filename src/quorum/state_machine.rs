@@ -227,23 +227,48 @@ impl RaftSnapshotBuilder<MetadataRaft> for StateMachine {
     type SnapshotData = SnapshotData;
 
     async fn build_snapshot(&mut self) -> Result<CurrentSnapshot, io::Error> {
-        let (meta, image) = {
-            let s = self.state.borrow();
-            (
-                SnapshotMeta {
-                    last_log_id: s.last_applied,
-                    last_membership: s.membership.clone(),
-                },
-                s.image.clone(),
-            )
-        };
-        let bytes = encode_snapshot(&meta, &image)?;
+        let (meta, image) = self.snapshot_to_build();
+        self.finish_build(meta, &image).await
+    }
+}
+
+impl StateMachine {
+    /// What a snapshot built now holds: the applied state.
+    fn snapshot_to_build(&self) -> (SnapshotMeta, Arc<MetadataImage>) {
+        let s = self.state.borrow();
+        (
+            SnapshotMeta {
+                last_log_id: s.last_applied,
+                last_membership: s.membership.clone(),
+            },
+            s.image.clone(),
+        )
+    }
+
+    /// Writes the snapshot of `image` and makes it the current one, unless
+    /// a newer one became current meanwhile. openraft builds snapshots in
+    /// a task of their own, so a snapshot the leader sent can be installed
+    /// while this one is written; replacing it would offer lagging
+    /// followers an older snapshot than the log still covers.
+    async fn finish_build(
+        &self,
+        meta: SnapshotMeta,
+        image: &MetadataImage,
+    ) -> Result<CurrentSnapshot, io::Error> {
+        let bytes = encode_snapshot(&meta, image)?;
         self.store_snapshot(&meta, &bytes).await?;
         let snapshot = Snapshot {
             meta,
             snapshot: bytes,
         };
-        self.state.borrow_mut().snapshot = Some(snapshot.clone());
+        let mut s = self.state.borrow_mut();
+        let newer = s
+            .snapshot
+            .as_ref()
+            .is_none_or(|current| current.meta.last_log_id <= snapshot.meta.last_log_id);
+        if newer {
+            s.snapshot = Some(snapshot.clone());
+        }
         Ok(snapshot)
     }
 }
@@ -333,5 +358,46 @@ impl RaftStateMachine<MetadataRaft> for StateMachine {
 
     async fn get_current_snapshot(&mut self) -> Result<Option<CurrentSnapshot>, io::Error> {
         Ok(self.state.borrow().snapshot.clone())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use openraft::storage::RaftStateMachine;
+
+    use super::*;
+    use crate::quorum::types::log_id;
+
+    /// openraft builds a snapshot in a task of its own, so a snapshot the
+    /// leader sends can be installed while one is being written. The
+    /// older one must not become the current snapshot after it.
+    #[test]
+    fn a_snapshot_built_before_an_install_does_not_replace_it() {
+        glommio::LocalExecutorBuilder::default()
+            .spawn(|| async {
+                let dir = tempfile::tempdir().unwrap();
+                let publish: Publish = Rc::new(|_image| Box::pin(async {}));
+                let mut sm = StateMachine::open(dir.path(), publish).unwrap();
+                // The build captures the state before the install...
+                let (building, image) = sm.snapshot_to_build();
+                let installed = SnapshotMeta {
+                    last_log_id: Some(log_id(2, 10)),
+                    last_membership: StoredMembership::default(),
+                };
+                let bytes = encode_snapshot(&installed, &MetadataImage::empty()).unwrap();
+                sm.install_snapshot(&installed, bytes).await.unwrap();
+                // ...and finishes after it.
+                let built = sm.finish_build(building, &image).await.unwrap();
+                assert_eq!(built.meta.last_log_id, None);
+                let current = sm
+                    .get_current_snapshot()
+                    .await
+                    .unwrap()
+                    .expect("a snapshot");
+                assert_eq!(current.meta.last_log_id, Some(log_id(2, 10)));
+            })
+            .expect("executor")
+            .join()
+            .expect("test thread");
     }
 }
