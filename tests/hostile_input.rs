@@ -691,6 +691,37 @@ fn produce(c: &mut Conn, topic: &str, batch: Vec<u8>) -> (i16, i64) {
     (p.error_code, p.base_offset)
 }
 
+/// Fetches partition 0 of `topic` from `fetch_offset` (Fetch v11, no
+/// wait), asking `max_bytes` for the response and for the partition.
+/// Returns the record bytes and the high watermark; any error fails.
+fn fetch(c: &mut Conn, topic: &str, fetch_offset: i64, max_bytes: i32) -> (Bytes, i64) {
+    let mut r = c.call(ApiKey::Fetch, 11, |w| {
+        FetchRequest {
+            max_wait_ms: 0,
+            min_bytes: 0,
+            max_bytes,
+            topics: vec![FetchTopic {
+                topic: topic.into(),
+                partitions: vec![FetchPartition {
+                    partition: 0,
+                    fetch_offset,
+                    partition_max_bytes: max_bytes,
+                    ..Default::default()
+                }],
+            }],
+            ..Default::default()
+        }
+        .encode(w, 11)
+    });
+    let fetched = FetchResponse::decode(&mut r, 11).unwrap();
+    let p = &fetched.responses[0].partitions[0];
+    assert_eq!(p.error_code, error_code::NONE, "{p:?}");
+    let Some(RecordData::Bytes(data)) = &p.records else {
+        panic!("fetch returned no record bytes: {p:?}");
+    };
+    (data.clone(), p.high_watermark)
+}
+
 /// Offsets of the producer fields in a RecordBatch v2 header (see the
 /// layout in `src/log/batch.rs`), which `build_batch` leaves at -1.
 const PRODUCER_ID_AT: usize = 43;
@@ -795,31 +826,8 @@ fn idempotent_retry_is_appended_once() {
     );
     assert_eq!(answers[0], 0);
 
-    let mut r = c.call(ApiKey::Fetch, 11, |w| {
-        FetchRequest {
-            max_wait_ms: 0,
-            min_bytes: 0,
-            max_bytes: 1 << 20,
-            topics: vec![FetchTopic {
-                topic: topic.into(),
-                partitions: vec![FetchPartition {
-                    partition: 0,
-                    fetch_offset: 0,
-                    partition_max_bytes: 1 << 20,
-                    ..Default::default()
-                }],
-            }],
-            ..Default::default()
-        }
-        .encode(w, 11)
-    });
-    let fetched = FetchResponse::decode(&mut r, 11).unwrap();
-    let p = &fetched.responses[0].partitions[0];
-    assert_eq!(p.error_code, error_code::NONE, "{p:?}");
-    let Some(RecordData::Bytes(data)) = &p.records else {
-        panic!("fetch returned no record bytes: {p:?}");
-    };
-    let batches: Vec<_> = BatchIter::new(data, CountRule::Compacted)
+    let (data, high_watermark) = fetch(&mut c, topic, 0, 1 << 20);
+    let batches: Vec<_> = BatchIter::new(&data, CountRule::Compacted)
         .collect::<Result<_, _>>()
         .expect("fetched batches validate");
     let fetched_records: i64 = batches.iter().map(|(_, h)| h.record_count as i64).sum();
@@ -830,7 +838,7 @@ fn idempotent_retry_is_appended_once() {
     );
     assert_eq!(fetched_records, records.len() as i64);
     assert_eq!(
-        p.high_watermark,
+        high_watermark,
         records.len() as i64,
         "log end offset == record count"
     );
@@ -973,37 +981,14 @@ fn fetch_asking_for_everything_gets_at_most_fetch_max_bytes() {
     );
 
     for fetch_offset in [0, RECORDS_PER_BATCH as i64] {
-        let mut r = c.call(ApiKey::Fetch, 11, |w| {
-            FetchRequest {
-                max_wait_ms: 0,
-                min_bytes: 0,
-                max_bytes: i32::MAX,
-                topics: vec![FetchTopic {
-                    topic: topic.into(),
-                    partitions: vec![FetchPartition {
-                        partition: 0,
-                        fetch_offset,
-                        partition_max_bytes: i32::MAX,
-                        ..Default::default()
-                    }],
-                }],
-                ..Default::default()
-            }
-            .encode(w, 11)
-        });
-        let fetched = FetchResponse::decode(&mut r, 11).unwrap();
-        let p = &fetched.responses[0].partitions[0];
-        assert_eq!(p.error_code, error_code::NONE, "{p:?}");
-        let Some(RecordData::Bytes(data)) = &p.records else {
-            panic!("fetch returned no record bytes: {p:?}");
-        };
+        let (data, _) = fetch(&mut c, topic, fetch_offset, i32::MAX);
         assert!(
             data.len() <= FETCH_MAX_BYTES,
             "a fetch from offset {fetch_offset} returned {} bytes, over fetch.max.bytes \
              ({FETCH_MAX_BYTES})",
             data.len()
         );
-        let batches: Vec<_> = BatchIter::new(data, CountRule::Compacted)
+        let batches: Vec<_> = BatchIter::new(&data, CountRule::Compacted)
             .collect::<Result<_, _>>()
             .expect("fetched batches validate");
         assert_eq!(batches.len(), 1, "one whole batch fits the cap");
@@ -1027,12 +1012,13 @@ fn control_batches_from_clients_are_refused() {
     create_topic(&mut c, topic);
     let value = b"marker".to_vec();
     let records: Vec<RecordSpec> = vec![(0, None, &value[..])];
-    let mut b = batch::build_batch(&BatchSpec {
+    let plain = batch::build_batch(&BatchSpec {
         base_offset: 0,
         leader_epoch: -1,
         base_timestamp: 1_700_000_000_000,
         records: &records,
     });
+    let mut b = plain.clone();
     let attributes = i16::from_be_bytes([b[ATTRIBUTES_AT], b[ATTRIBUTES_AT + 1]]) | 0x20;
     b[ATTRIBUTES_AT..ATTRIBUTES_AT + 2].copy_from_slice(&attributes.to_be_bytes());
     let crc = batch::compute_crc(&b);
@@ -1042,12 +1028,6 @@ fn control_batches_from_clients_are_refused() {
     let (code, _) = produce(&mut c, topic, b);
     assert_eq!(code, error_code::INVALID_RECORD);
     // An ordinary batch still goes in, at offset 0: nothing was appended.
-    let plain = batch::build_batch(&BatchSpec {
-        base_offset: 0,
-        leader_epoch: -1,
-        base_timestamp: 1_700_000_000_000,
-        records: &records,
-    });
     assert_eq!(produce(&mut c, topic, plain), (error_code::NONE, 0));
     broker.assert_serving("a control batch from a client");
 }
