@@ -863,12 +863,17 @@ impl GroupCoordinator {
         }
     }
 
-    /// This shard's groups; an error if one of its partitions is loading.
+    /// The groups of the `__consumer_offsets` partitions this shard leads;
+    /// an error if one of them is loading. As in Kafka, a follower replica
+    /// is not this broker's to list (its leader lists its groups), so it is
+    /// skipped rather than answered NOT_COORDINATOR: the admin client asks
+    /// every broker and fails the whole listing on any error but
+    /// COORDINATOR_LOAD_IN_PROGRESS, which it retries.
     pub fn list(self: Rc<Self>, shard: &Rc<Shard>) -> Result<Vec<ListedGroup>, i16> {
         // Every unloaded partition starts loading now, not one per call.
         let mut not_ready = None;
         for tp in shard.local_partitions() {
-            if tp.topic == OFFSETS_TOPIC {
+            if tp.topic == OFFSETS_TOPIC && crate::node::state::led_log(shard, &tp).is_some() {
                 if let Err(code) = self.ready(shard, tp.partition) {
                     not_ready = Some(code);
                 }
