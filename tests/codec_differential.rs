@@ -43,8 +43,8 @@ use pinlog::protocol::messages::{
     alter_configs, alter_partition_reassignments, api_versions, broker_registration,
     create_partitions, create_topics, delete_topics, describe_cluster, describe_configs,
     describe_quorum, elect_leaders, fetch, incremental_alter_configs, init_producer_id,
-    list_offsets, list_partition_reassignments, metadata, offset_for_leader_epoch, produce,
-    unregister_broker,
+    list_config_resources, list_offsets, list_partition_reassignments, metadata,
+    offset_for_leader_epoch, produce, unregister_broker,
 };
 use pinlog::protocol::messages::{
     delete_groups, delete_records, describe_groups, describe_log_dirs, find_coordinator, heartbeat,
@@ -905,6 +905,30 @@ fn unregister_broker_response(g: &mut Gen, _v: i16) -> kp::UnregisterBrokerRespo
         .with_error_message(g.opt(Gen::str))
 }
 
+fn list_config_resources_request(g: &mut Gen, v: i16) -> kp::ListConfigResourcesRequest {
+    let r = new!(g, kp::ListConfigResourcesRequest);
+    if v >= 1 {
+        r.with_resource_types(g.vec(Gen::i8))
+    } else {
+        r
+    }
+}
+
+fn list_config_resources_response(g: &mut Gen, v: i16) -> kp::ListConfigResourcesResponse {
+    use kp::list_config_resources_response::ConfigResource;
+    new!(g, kp::ListConfigResourcesResponse)
+        .with_throttle_time_ms(g.i32())
+        .with_error_code(g.i16())
+        .with_config_resources(g.vec(|g| {
+            let c = new!(g, ConfigResource).with_resource_name(g.str().into());
+            if v >= 1 {
+                c.with_resource_type(g.i8())
+            } else {
+                c
+            }
+        }))
+}
+
 fn elect_leaders_request(g: &mut Gen, v: i16) -> kp::ElectLeadersRequest {
     use kp::elect_leaders_request::TopicPartitions;
     let mut r = new!(g, kp::ElectLeadersRequest)
@@ -1749,6 +1773,8 @@ pinlog_messages!(
     list_partition_reassignments::ListPartitionReassignmentsResponse,
     unregister_broker::UnregisterBrokerRequest,
     unregister_broker::UnregisterBrokerResponse,
+    list_config_resources::ListConfigResourcesRequest,
+    list_config_resources::ListConfigResourcesResponse,
     incremental_alter_configs::IncrementalAlterConfigsRequest,
     incremental_alter_configs::IncrementalAlterConfigsResponse,
     describe_cluster::DescribeClusterRequest,
@@ -2145,6 +2171,12 @@ api_table! {
             describe_groups_request;
         response: kp::DescribeGroupsResponse, describe_groups::DescribeGroupsResponse,
             describe_groups_response;
+    }
+    ListConfigResources => {
+        request: kp::ListConfigResourcesRequest,
+            list_config_resources::ListConfigResourcesRequest, list_config_resources_request;
+        response: kp::ListConfigResourcesResponse,
+            list_config_resources::ListConfigResourcesResponse, list_config_resources_response;
     }
     ListGroups => {
         request: kp::ListGroupsRequest, list_groups::ListGroupsRequest, list_groups_request;

@@ -40,6 +40,7 @@ pub enum ApiKey {
     DescribeQuorum = 55,
     DescribeCluster = 60,
     UnregisterBroker = 64,
+    ListConfigResources = 74,
     /// pinlog's own: shard placement (`protocol/messages/partition_shards.rs`).
     PartitionShards = 32_000,
 }
@@ -252,6 +253,12 @@ pub const SUPPORTED_APIS: &[ApiSupport] = &[
         first_flexible_version: 0,
     },
     ApiSupport {
+        key: ApiKey::ListConfigResources,
+        min_version: 0,
+        max_version: 1,
+        first_flexible_version: 0,
+    },
+    ApiSupport {
         key: ApiKey::PartitionShards,
         min_version: 0,
         max_version: 0,
@@ -338,6 +345,7 @@ impl ApiKey {
             ApiKey::DescribeQuorum => "DescribeQuorum",
             ApiKey::DescribeCluster => "DescribeCluster",
             ApiKey::UnregisterBroker => "UnregisterBroker",
+            ApiKey::ListConfigResources => "ListConfigResources",
             ApiKey::PartitionShards => "PartitionShards",
             ApiKey::OffsetFetch => "OffsetFetch",
             ApiKey::DescribeGroups => "DescribeGroups",

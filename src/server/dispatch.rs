@@ -205,6 +205,10 @@ pub async fn handle_frame(shard: &Rc<Shard>, frame: Bytes, peer_host: &str) -> O
             list_groups::ListGroupsRequest,
             handlers::list_groups::handle
         ),
+        ApiKey::ListConfigResources => serve!(
+            list_config_resources::ListConfigResourcesRequest,
+            handlers::list_config_resources::handle
+        ),
         ApiKey::DeleteGroups => serve!(
             delete_groups::DeleteGroupsRequest,
             handlers::delete_groups::handle

@@ -95,6 +95,8 @@ messages!(
     describe_groups::DescribeGroupsResponse,
     describe_log_dirs::DescribeLogDirsRequest,
     describe_log_dirs::DescribeLogDirsResponse,
+    list_config_resources::ListConfigResourcesRequest,
+    list_config_resources::ListConfigResourcesResponse,
     list_groups::ListGroupsRequest,
     list_groups::ListGroupsResponse,
     offset_delete::OffsetDeleteRequest,
