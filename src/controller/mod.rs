@@ -22,6 +22,6 @@ pub mod topics;
 
 pub use topics::{
     plan_alter_broker_configs, plan_alter_topic_configs, plan_create_partitions,
-    plan_create_topics, plan_delete_topics, validate_topic_name, Context, CreatedTopic, NewTopic,
-    Plan, TopicError, PARTITIONS_PER_TOPIC_MAX, TOPIC_NAME_MAX_LEN,
+    plan_create_topics, plan_delete_topics, validate_topic_name, Context, CreatedTopic,
+    NewPartitions, NewTopic, Plan, TopicError, PARTITIONS_PER_TOPIC_MAX, TOPIC_NAME_MAX_LEN,
 };

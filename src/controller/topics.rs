@@ -29,6 +29,23 @@ pub struct NewTopic {
     /// -1: `default.replication.factor`.
     pub replication_factor: i16,
     pub configs: Vec<(String, Option<String>)>,
+    /// A manual replica assignment (`kafka-topics.sh
+    /// --replica-assignment`): each partition's index and replicas, the
+    /// first of which is its preferred leader. Empty to let placement
+    /// choose, from `num_partitions` and `replication_factor`, which must
+    /// both be -1 when this is given.
+    pub assignments: Vec<(i32, Vec<i32>)>,
+}
+
+/// Partitions to add to a topic, as requested.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct NewPartitions {
+    pub topic: String,
+    /// The topic's new partition count.
+    pub count: i32,
+    /// A manual replica assignment of each added partition, in partition
+    /// order; `None` to let placement choose.
+    pub assignments: Option<Vec<Vec<i32>>>,
 }
 
 /// What creating one topic produced.
@@ -94,14 +111,20 @@ pub fn validate_topic_name(name: &str) -> Result<(), TopicError> {
     Ok(())
 }
 
-/// The partition record of a new partition on `replicas`: the first leads,
-/// and every replica is in sync (a new partition is empty everywhere).
-fn new_partition(topic_id: [u8; 16], partition: i32, replicas: Vec<i32>) -> MetadataRecord {
+/// The partition record of a new partition on `replicas` with the in-sync
+/// replicas `isr` (a new partition is empty everywhere, so every replica
+/// that is up is in sync): the first of them leads.
+fn new_partition(
+    topic_id: [u8; 16],
+    partition: i32,
+    replicas: Vec<i32>,
+    isr: Vec<i32>,
+) -> MetadataRecord {
     MetadataRecord::Partition {
         topic_id,
         partition,
-        isr: replicas.clone(),
-        leader: replicas[0],
+        leader: isr[0],
+        isr,
         replicas,
         leader_epoch: 0,
         partition_epoch: 0,
@@ -134,10 +157,12 @@ fn place_replicas(
     place(ctx.brokers, count, rf, &mut random)
 }
 
-/// CreateTopics: each topic is checked on its own (name, existence, and
-/// duplicates within the request, partition count, replication factor,
-/// open files, settings) and becomes a Topic record, its Partition records
-/// and its Config records.
+/// CreateTopics: each topic is checked on its own (name, existence,
+/// partition count, replication factor or manual assignment, open files,
+/// settings) and becomes a Topic record, its Partition records and its
+/// Config records. A name given more than once in one request is refused
+/// with INVALID_REQUEST, once, and none of its entries is created, as
+/// Kafka's controller does.
 pub fn plan_create_topics(
     image: &MetadataImage,
     ctx: &mut Context<'_>,
@@ -145,17 +170,27 @@ pub fn plan_create_topics(
 ) -> Plan<Vec<(String, Result<CreatedTopic, TopicError>)>> {
     let mut records = Vec::new();
     let mut results = Vec::new();
-    let mut seen = BTreeSet::new();
+    let duplicates = duplicated(topics.iter().map(|t| &t.name));
+    for name in &duplicates {
+        results.push((name.clone(), Err(duplicate_name(name))));
+    }
     // Partitions this request adds so far, for the descriptor budget.
     let mut new_partitions = 0u64;
-    for t in topics {
+    for t in topics.into_iter().filter(|t| !duplicates.contains(&t.name)) {
         let checked = (|| {
             validate_topic_name(&t.name)?;
-            if image.topic(&t.name).is_some() || !seen.insert(t.name.clone()) {
+            if image.topic(&t.name).is_some() {
                 return Err((
                     error_code::TOPIC_ALREADY_EXISTS,
                     format!("topic {:?} already exists", t.name),
                 ));
+            }
+            if !t.assignments.is_empty() {
+                let placed = manual_topic_assignment(ctx.brokers, &t)?;
+                (ctx.descriptor_budget)(new_partitions + placed.len() as u64)?;
+                validate_configs(&t.configs)?;
+                let rf = placed[0].0.len() as i16;
+                return Ok((placed.len() as i32, rf, placed));
             }
             let partitions = if t.num_partitions == -1 {
                 ctx.num_partitions
@@ -174,13 +209,9 @@ pub fn plan_create_topics(
                 t.replication_factor
             };
             (ctx.descriptor_budget)(new_partitions + partitions as u64)?;
-            for (name, value) in &t.configs {
-                if let Some(v) = value {
-                    topic_config::validate(name, v).map_err(|m| (error_code::INVALID_CONFIG, m))?;
-                }
-            }
+            validate_configs(&t.configs)?;
             let placed = place_replicas(ctx, partitions as usize, rf)?;
-            Ok((partitions, rf, placed))
+            Ok((partitions, rf, in_sync_everywhere(placed)))
         })();
         let (partitions, rf, placed) = match checked {
             Ok(ok) => ok,
@@ -199,7 +230,7 @@ pub fn plan_create_topics(
             placed
                 .into_iter()
                 .enumerate()
-                .map(|(p, replicas)| new_partition(topic_id, p as i32, replicas)),
+                .map(|(p, (replicas, isr))| new_partition(topic_id, p as i32, replicas, isr)),
         );
         for (name, value) in t.configs {
             if value.is_some() {
@@ -223,13 +254,154 @@ pub fn plan_create_topics(
     Plan { records, results }
 }
 
+/// The names that appear more than once in `names`, each once.
+pub fn duplicated<'a>(names: impl Iterator<Item = &'a String>) -> BTreeSet<String> {
+    let mut seen = BTreeSet::new();
+    names
+        .filter(|n| !seen.insert(n.as_str()))
+        .cloned()
+        .collect()
+}
+
+/// Kafka's answer for a topic named more than once in one request.
+pub fn duplicate_name(name: &str) -> TopicError {
+    (
+        error_code::INVALID_REQUEST,
+        format!("topic {name:?} is named more than once in this request; name each topic once"),
+    )
+}
+
+fn validate_configs(configs: &[(String, Option<String>)]) -> Result<(), TopicError> {
+    for (name, value) in configs {
+        if let Some(v) = value {
+            topic_config::validate(name, v).map_err(|m| (error_code::INVALID_CONFIG, m))?;
+        }
+    }
+    Ok(())
+}
+
+/// Placed partitions, whose replicas are all up and so all in sync.
+fn in_sync_everywhere(placed: Vec<Vec<i32>>) -> Vec<(Vec<i32>, Vec<i32>)> {
+    placed.into_iter().map(|r| (r.clone(), r)).collect()
+}
+
+fn invalid_assignment(message: String) -> TopicError {
+    (error_code::INVALID_REPLICA_ASSIGNMENT, message)
+}
+
+/// A new topic's manual assignment, checked as Kafka's controller checks
+/// it: partition count and replication factor left at -1, each partition
+/// given once, partitions numbered 0..n, and each partition's replicas
+/// valid (see [`check_manual_replicas`]). Each partition's replicas and
+/// in-sync replicas, in partition order.
+fn manual_topic_assignment(
+    brokers: &[UsableBroker],
+    t: &NewTopic,
+) -> Result<Vec<(Vec<i32>, Vec<i32>)>, TopicError> {
+    if t.replication_factor != -1 {
+        return Err((
+            error_code::INVALID_REQUEST,
+            "a manual partition assignment was given, so the replication factor must be -1 (it is the length of each replica list)".into(),
+        ));
+    }
+    if t.num_partitions != -1 {
+        return Err((
+            error_code::INVALID_REQUEST,
+            "a manual partition assignment was given, so the number of partitions must be -1 (it is the number of assignments)".into(),
+        ));
+    }
+    if t.assignments.len() > PARTITIONS_PER_TOPIC_MAX as usize {
+        return Err((
+            error_code::INVALID_PARTITIONS,
+            format!(
+                "{} partitions assigned; the limit is {PARTITIONS_PER_TOPIC_MAX}",
+                t.assignments.len()
+            ),
+        ));
+    }
+    let mut by_partition = BTreeMap::new();
+    let mut rf = None;
+    for (partition, replicas) in &t.assignments {
+        if by_partition.contains_key(partition) {
+            return Err(invalid_assignment(format!(
+                "partition {partition} is assigned more than once"
+            )));
+        }
+        let isr = check_manual_replicas(brokers, *partition, replicas, rf)?;
+        rf = Some(replicas.len());
+        by_partition.insert(*partition, (replicas.clone(), isr));
+    }
+    // Keys are distinct, so 0..n all present means the last key is n - 1.
+    let n = by_partition.len() as i32;
+    if by_partition.keys().next() != Some(&0) || by_partition.keys().last() != Some(&(n - 1)) {
+        return Err(invalid_assignment(
+            "the assigned partitions must be numbered 0, 1, 2, ... without gaps".into(),
+        ));
+    }
+    Ok(by_partition.into_values().collect())
+}
+
+/// One partition's manual replicas, checked as Kafka checks them: not
+/// empty, every broker registered and named once, `rf` replicas when the
+/// other partitions set it, and at least one of them up (not fenced or in
+/// controlled shutdown). The in-sync replicas: those that are up, in
+/// assignment order, so the first of them leads.
+fn check_manual_replicas(
+    brokers: &[UsableBroker],
+    partition: i32,
+    replicas: &[i32],
+    rf: Option<usize>,
+) -> Result<Vec<i32>, TopicError> {
+    if replicas.is_empty() {
+        return Err(invalid_assignment(format!(
+            "partition {partition} is assigned an empty replica list"
+        )));
+    }
+    let mut seen = BTreeSet::new();
+    for id in replicas {
+        if !brokers.iter().any(|b| b.id == *id) {
+            return Err(invalid_assignment(format!(
+                "partition {partition} is assigned to broker {id}, but no such broker is registered"
+            )));
+        }
+        if !seen.insert(*id) {
+            return Err(invalid_assignment(format!(
+                "partition {partition} names broker {id} more than once"
+            )));
+        }
+    }
+    if let Some(rf) = rf.filter(|rf| *rf != replicas.len()) {
+        return Err(invalid_assignment(format!(
+            "partition {partition} is assigned {} replica(s), but the other partitions have {rf}; give every partition the same number of replicas",
+            replicas.len()
+        )));
+    }
+    let isr: Vec<i32> = replicas
+        .iter()
+        .copied()
+        .filter(|id| brokers.iter().any(|b| b.id == *id && !b.fenced))
+        .collect();
+    if isr.is_empty() {
+        return Err(invalid_assignment(format!(
+            "every broker assigned to partition {partition} ({replicas:?}) is fenced or in controlled shutdown"
+        )));
+    }
+    Ok(isr)
+}
+
 /// DeleteTopics: a RemoveTopic record per existing topic. The offsets
 /// topic is refused: the group coordinators hold state loaded from it, and
 /// Kafka's tools refuse to delete internal topics too.
+///
+/// A topic named more than once is refused with INVALID_REQUEST, once.
 pub fn plan_delete_topics(image: &MetadataImage, names: Vec<String>) -> Plan<DeletedTopics> {
     let mut records = Vec::new();
-    let mut results = Vec::new();
-    for name in names {
+    let duplicates = duplicated(names.iter());
+    let mut results: DeletedTopics = duplicates
+        .iter()
+        .map(|n| (n.clone(), Err(duplicate_name(n))))
+        .collect();
+    for name in names.into_iter().filter(|n| !duplicates.contains(n)) {
         match image.topic(&name) {
             Some(_) if name == OFFSETS_TOPIC => results.push((
                 name.clone(),
@@ -255,16 +427,26 @@ pub fn plan_delete_topics(image: &MetadataImage, names: Vec<String>) -> Plan<Del
 }
 
 /// CreatePartitions: grows each topic to its new count with Partition
-/// records for the added partitions.
+/// records for the added partitions, placed or as manually assigned. A
+/// topic named more than once is refused with INVALID_REQUEST, once.
 pub fn plan_create_partitions(
     image: &MetadataImage,
     ctx: &mut Context<'_>,
-    requests: Vec<(String, i32)>,
+    requests: Vec<NewPartitions>,
 ) -> Plan<Vec<(String, Result<(), TopicError>)>> {
     let mut records = Vec::new();
     let mut results = Vec::new();
+    let duplicates = duplicated(requests.iter().map(|r| &r.topic));
+    for name in &duplicates {
+        results.push((name.clone(), Err(duplicate_name(name))));
+    }
     let mut added = 0u64;
-    for (name, count) in requests {
+    for req in requests
+        .into_iter()
+        .filter(|r| !duplicates.contains(&r.topic))
+    {
+        let name = req.topic;
+        let count = req.count;
         let Some(t) = image.topic(&name) else {
             results.push((
                 name.clone(),
@@ -291,8 +473,16 @@ pub fn plan_create_partitions(
             continue;
         }
         // New partitions get as many replicas as the topic's first one.
-        let rf = t.partitions.values().next().map_or(1, |p| p.replicas.len()) as i16;
-        let placed = match place_replicas(ctx, (count - current) as usize, rf) {
+        let rf = t.partitions.values().next().map_or(1, |p| p.replicas.len());
+        let placed = match &req.assignments {
+            Some(assignments) => {
+                manual_partitions_assignment(ctx.brokers, assignments, current, count, rf)
+            }
+            None => {
+                place_replicas(ctx, (count - current) as usize, rf as i16).map(in_sync_everywhere)
+            }
+        };
+        let placed = match placed {
             Ok(placed) => placed,
             Err(e) => {
                 results.push((name, Err(e)));
@@ -304,11 +494,36 @@ pub fn plan_create_partitions(
             placed
                 .into_iter()
                 .zip(current..count)
-                .map(|(replicas, p)| new_partition(t.id, p, replicas)),
+                .map(|((replicas, isr), p)| new_partition(t.id, p, replicas, isr)),
         );
         results.push((name, Ok(())));
     }
     Plan { records, results }
+}
+
+/// The manual assignment of partitions `current..count` of a topic with
+/// `rf` replicas per partition: one replica list per added partition.
+fn manual_partitions_assignment(
+    brokers: &[UsableBroker],
+    assignments: &[Vec<i32>],
+    current: i32,
+    count: i32,
+    rf: usize,
+) -> Result<Vec<(Vec<i32>, Vec<i32>)>, TopicError> {
+    let additional = (count - current) as usize;
+    if assignments.len() != additional {
+        return Err(invalid_assignment(format!(
+            "{additional} partition(s) are added, but {} assignment(s) were given; give one replica list per added partition",
+            assignments.len()
+        )));
+    }
+    assignments
+        .iter()
+        .zip(current..count)
+        .map(|(replicas, p)| {
+            check_manual_replicas(brokers, p, replicas, Some(rf)).map(|isr| (replicas.clone(), isr))
+        })
+        .collect()
 }
 
 /// The Config records that bring `current` settings to `changes`: with
@@ -469,7 +684,232 @@ mod tests {
             num_partitions: partitions,
             replication_factor: -1,
             configs: vec![],
+            assignments: vec![],
         }
+    }
+
+    fn grow(name: &str, count: i32) -> NewPartitions {
+        NewPartitions {
+            topic: name.into(),
+            count,
+            assignments: None,
+        }
+    }
+
+    /// Brokers 1-3 up, 4 fenced.
+    const FOUR_BROKERS: [UsableBroker; 4] = [
+        UsableBroker {
+            id: 1,
+            rack: None,
+            fenced: false,
+        },
+        UsableBroker {
+            id: 2,
+            rack: None,
+            fenced: false,
+        },
+        UsableBroker {
+            id: 3,
+            rack: None,
+            fenced: false,
+        },
+        UsableBroker {
+            id: 4,
+            rack: None,
+            fenced: true,
+        },
+    ];
+
+    fn with_brokers<T>(brokers: &[UsableBroker], f: impl FnOnce(&mut Context<'_>) -> T) -> T {
+        let mut next = 0u8;
+        let mut ids = move || {
+            next += 1;
+            [next; 16]
+        };
+        let mut below = |_n: usize| 0;
+        let mut ctx = Context {
+            brokers,
+            random_below: &mut below,
+            num_partitions: 3,
+            default_replication_factor: 1,
+            new_topic_id: &mut ids,
+            descriptor_budget: &no_limit,
+        };
+        f(&mut ctx)
+    }
+
+    fn assigned(name: &str, assignments: &[(i32, &[i32])]) -> NewTopic {
+        NewTopic {
+            num_partitions: -1,
+            assignments: assignments.iter().map(|(p, r)| (*p, r.to_vec())).collect(),
+            ..topic(name, -1)
+        }
+    }
+
+    fn error_of<T: std::fmt::Debug>(r: &Result<T, TopicError>) -> i16 {
+        r.as_ref().unwrap_err().0
+    }
+
+    #[test]
+    fn a_manual_assignment_places_each_partition_where_it_says() {
+        let plan = with_brokers(&FOUR_BROKERS, |ctx| {
+            plan_create_topics(
+                &MetadataImage::empty(),
+                ctx,
+                vec![assigned(
+                    "manual",
+                    &[(1, &[3, 1]), (0, &[2, 3]), (2, &[4, 1])],
+                )],
+            )
+        });
+        let created = plan.results[0].1.clone().unwrap();
+        assert_eq!((created.num_partitions, created.replication_factor), (3, 2));
+        let image = applied(MetadataImage::empty(), &plan.records);
+        let t = image.topic("manual").unwrap();
+        let view = |p: i32| {
+            let p = &t.partitions[&p];
+            (p.replicas.clone(), p.leader, p.isr.clone())
+        };
+        assert_eq!(view(0), (vec![2, 3], 2, vec![2, 3]));
+        assert_eq!(view(1), (vec![3, 1], 3, vec![3, 1]));
+        // Fenced broker 4 is a replica, but not in sync and not the leader.
+        assert_eq!(view(2), (vec![4, 1], 1, vec![1]));
+    }
+
+    #[test]
+    fn manual_assignments_are_checked_as_kafka_checks_them() {
+        let cases: Vec<(NewTopic, i16)> = vec![
+            (
+                NewTopic {
+                    replication_factor: 2,
+                    ..assigned("rf-given", &[(0, &[1, 2])])
+                },
+                error_code::INVALID_REQUEST,
+            ),
+            (
+                NewTopic {
+                    num_partitions: 1,
+                    ..assigned("count-given", &[(0, &[1, 2])])
+                },
+                error_code::INVALID_REQUEST,
+            ),
+            (
+                assigned("twice", &[(0, &[1]), (0, &[2])]),
+                error_code::INVALID_REPLICA_ASSIGNMENT,
+            ),
+            (
+                assigned("gap", &[(0, &[1]), (2, &[2])]),
+                error_code::INVALID_REPLICA_ASSIGNMENT,
+            ),
+            (
+                assigned("no-zero", &[(1, &[1])]),
+                error_code::INVALID_REPLICA_ASSIGNMENT,
+            ),
+            (
+                assigned("empty", &[(0, &[])]),
+                error_code::INVALID_REPLICA_ASSIGNMENT,
+            ),
+            (
+                assigned("unknown", &[(0, &[1, 9])]),
+                error_code::INVALID_REPLICA_ASSIGNMENT,
+            ),
+            (
+                assigned("repeated", &[(0, &[2, 2])]),
+                error_code::INVALID_REPLICA_ASSIGNMENT,
+            ),
+            (
+                assigned("uneven", &[(0, &[1, 2]), (1, &[3])]),
+                error_code::INVALID_REPLICA_ASSIGNMENT,
+            ),
+            (
+                assigned("all-fenced", &[(0, &[4])]),
+                error_code::INVALID_REPLICA_ASSIGNMENT,
+            ),
+        ];
+        for (t, code) in cases {
+            let name = t.name.clone();
+            let plan = with_brokers(&FOUR_BROKERS, |ctx| {
+                plan_create_topics(&MetadataImage::empty(), ctx, vec![t])
+            });
+            assert_eq!(
+                error_of(&plan.results[0].1),
+                code,
+                "{name}: {:?}",
+                plan.results
+            );
+            assert!(plan.records.is_empty(), "{name}");
+        }
+    }
+
+    #[test]
+    fn a_topic_named_twice_is_refused_once_and_the_others_are_created() {
+        let plan = with_ctx(|ctx| {
+            plan_create_topics(
+                &MetadataImage::empty(),
+                ctx,
+                vec![topic("dup", 1), topic("one", 1), topic("dup", 2)],
+            )
+        });
+        assert_eq!(plan.results.len(), 2, "{:?}", plan.results);
+        assert_eq!(plan.results[0].0, "dup");
+        assert_eq!(error_of(&plan.results[0].1), error_code::INVALID_REQUEST);
+        assert_eq!(plan.results[1].0, "one");
+        let image = applied(MetadataImage::empty(), &plan.records);
+        assert!(image.topic("dup").is_none(), "neither entry is created");
+        assert!(image.topic("one").is_some());
+        let plan = plan_delete_topics(&image, vec!["one".into(), "one".into()]);
+        assert_eq!(plan.results.len(), 1);
+        assert_eq!(error_of(&plan.results[0].1), error_code::INVALID_REQUEST);
+        assert!(plan.records.is_empty());
+        let plan = with_ctx(|ctx| {
+            plan_create_partitions(&image, ctx, vec![grow("one", 2), grow("one", 3)])
+        });
+        assert_eq!(plan.results.len(), 1);
+        assert_eq!(error_of(&plan.results[0].1), error_code::INVALID_REQUEST);
+        assert!(plan.records.is_empty());
+    }
+
+    #[test]
+    fn created_partitions_follow_a_manual_assignment_of_the_same_replication_factor() {
+        let image = with_brokers(&FOUR_BROKERS, |ctx| {
+            let plan = plan_create_topics(
+                &MetadataImage::empty(),
+                ctx,
+                vec![assigned("a", &[(0, &[1, 2])])],
+            );
+            applied(MetadataImage::empty(), &plan.records)
+        });
+        let with = |count: i32, assignments: &[&[i32]]| NewPartitions {
+            topic: "a".into(),
+            count,
+            assignments: Some(assignments.iter().map(|r| r.to_vec()).collect()),
+        };
+        for (ask, why) in [
+            (with(3, &[&[2, 3]]), "one list for two new partitions"),
+            (with(2, &[&[3]]), "another replication factor"),
+            (with(2, &[&[3, 9]]), "an unknown broker"),
+            (with(2, &[&[3, 3]]), "a broker named twice"),
+        ] {
+            let plan = with_brokers(&FOUR_BROKERS, |ctx| {
+                plan_create_partitions(&image, ctx, vec![ask])
+            });
+            assert_eq!(
+                error_of(&plan.results[0].1),
+                error_code::INVALID_REPLICA_ASSIGNMENT,
+                "{why}"
+            );
+        }
+        let plan = with_brokers(&FOUR_BROKERS, |ctx| {
+            plan_create_partitions(&image, ctx, vec![with(3, &[&[3, 1], &[4, 2]])])
+        });
+        assert!(plan.results[0].1.is_ok(), "{:?}", plan.results);
+        let image = applied(image, &plan.records);
+        let t = image.topic("a").unwrap();
+        assert_eq!(t.partitions[&1].replicas, vec![3, 1]);
+        assert_eq!(
+            (t.partitions[&2].leader, t.partitions[&2].isr.clone()),
+            (2, vec![2])
+        );
     }
 
     const BROKER_7: [UsableBroker; 1] = [UsableBroker {
@@ -558,8 +998,8 @@ mod tests {
         assert_eq!(
             codes,
             vec![
-                Some(error_code::TOPIC_ALREADY_EXISTS),
-                None,
+                // "dup", named twice: answered once, first.
+                Some(error_code::INVALID_REQUEST),
                 Some(error_code::TOPIC_ALREADY_EXISTS),
                 Some(error_code::INVALID_TOPIC_EXCEPTION),
                 Some(error_code::INVALID_PARTITIONS),
@@ -568,9 +1008,9 @@ mod tests {
                 None,
             ]
         );
-        // Records only for "dup" (1 partition) and "fine" (2).
+        // Records only for "fine" (2 partitions).
         let image = applied(image, &plan.records);
-        assert_eq!(image.topic("dup").unwrap().partitions.len(), 1);
+        assert!(image.topic("dup").is_none());
         assert_eq!(image.topic("fine").unwrap().partitions.len(), 2);
     }
 
@@ -642,15 +1082,15 @@ mod tests {
     #[test]
     fn create_partitions_only_grows() {
         let image = with_ctx(|ctx| {
-            let plan = plan_create_topics(&MetadataImage::empty(), ctx, vec![topic("a", 2)]);
+            let plan = plan_create_topics(
+                &MetadataImage::empty(),
+                ctx,
+                vec![topic("a", 2), topic("a2", 2)],
+            );
             applied(MetadataImage::empty(), &plan.records)
         });
         let plan = with_ctx(|ctx| {
-            plan_create_partitions(
-                &image,
-                ctx,
-                vec![("a".into(), 5), ("a".into(), 1), ("b".into(), 3)],
-            )
+            plan_create_partitions(&image, ctx, vec![grow("a", 5), grow("a2", 1), grow("b", 3)])
         });
         assert!(plan.results[0].1.is_ok());
         assert_eq!(

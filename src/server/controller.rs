@@ -41,7 +41,7 @@ use crate::controller::{
     plan_alter_broker_configs, plan_alter_topic_configs, plan_create_partitions,
     plan_create_topics, plan_delete_topics, Context,
 };
-pub use crate::controller::{CreatedTopic, NewTopic, TopicError};
+pub use crate::controller::{CreatedTopic, NewPartitions, NewTopic, TopicError};
 use crate::error::LogResult;
 use crate::group::coordinator::GroupCoordinator;
 use crate::log::topic_partition::TopicPartition;
@@ -125,7 +125,7 @@ enum AdminRequest {
         names: Vec<String>,
     },
     CreatePartitions {
-        requests: Vec<(String, i32)>,
+        requests: Vec<NewPartitions>,
         validate_only: bool,
     },
     AlterTopicConfigs {
@@ -1178,7 +1178,7 @@ pub async fn delete_topics(
 /// Grows topics to `count` partitions; callable from any shard.
 pub async fn create_partitions(
     shard: &Rc<Shard>,
-    requests: Vec<(String, i32)>,
+    requests: Vec<NewPartitions>,
     validate_only: bool,
 ) -> ControllerResult<Vec<(String, Result<(), TopicError>)>> {
     match call(

@@ -49,6 +49,7 @@ pub async fn ensure_offsets_topic(shard: &Rc<Shard>) -> Result<(), i16> {
             ),
             ("compression.type".into(), Some("producer".into())),
         ],
+        assignments: Vec::new(),
     };
     match controller::create_topics(shard, vec![topic], false).await {
         Ok(results) => {

@@ -9,6 +9,7 @@ use crate::protocol::header::RequestHeader;
 use crate::protocol::messages::alter_configs::*;
 use crate::server::controller;
 use crate::server::handlers::incremental_alter_configs::check_broker;
+use crate::server::handlers::{duplicate_resource, duplicated_resources};
 use crate::shard::shard::Shard;
 
 pub async fn handle(
@@ -17,10 +18,18 @@ pub async fn handle(
     req: AlterConfigsRequest,
 ) -> AlterConfigsResponse {
     let mut responses = Vec::with_capacity(req.resources.len());
+    let duplicates = duplicated_resources(
+        req.resources
+            .iter()
+            .map(|r| (r.resource_type, r.resource_name.as_str())),
+    );
     for r in req.resources {
         let changes: Vec<(String, Option<String>)> =
             r.configs.into_iter().map(|c| (c.name, c.value)).collect();
         let done = match r.resource_type {
+            _ if duplicates.contains(&(r.resource_type, r.resource_name.clone())) => {
+                Ok(Err(duplicate_resource()))
+            }
             RESOURCE_TOPIC => {
                 controller::alter_topic_configs(
                     shard,

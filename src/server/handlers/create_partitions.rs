@@ -5,7 +5,7 @@ use std::rc::Rc;
 use crate::protocol::error_code;
 use crate::protocol::header::RequestHeader;
 use crate::protocol::messages::create_partitions::*;
-use crate::server::controller;
+use crate::server::controller::{self, NewPartitions};
 use crate::shard::shard::Shard;
 
 pub async fn handle(
@@ -14,20 +14,17 @@ pub async fn handle(
     req: CreatePartitionsRequest,
 ) -> CreatePartitionsResponse {
     let mut results = Vec::new();
-    let mut asks = Vec::new();
-    for t in req.topics {
-        if t.assignments.is_some() {
-            results.push(CreatePartitionsTopicResult {
-                name: t.name,
-                error_code: error_code::INVALID_REPLICA_ASSIGNMENT,
-                error_message: Some(
-                    "manual replica assignments are not supported by a single-node pinlog".into(),
-                ),
-            });
-        } else {
-            asks.push((t.name, t.count));
-        }
-    }
+    let asks: Vec<NewPartitions> = req
+        .topics
+        .into_iter()
+        .map(|t| NewPartitions {
+            topic: t.name,
+            count: t.count,
+            assignments: t
+                .assignments
+                .map(|a| a.into_iter().map(|a| a.broker_ids).collect()),
+        })
+        .collect();
     match controller::create_partitions(shard, asks.clone(), req.validate_only).await {
         Ok(done) => {
             for (name, r) in done {
@@ -43,9 +40,9 @@ pub async fn handle(
             }
         }
         Err(e) => {
-            for (name, _) in asks {
+            for ask in asks {
                 results.push(CreatePartitionsTopicResult {
-                    name,
+                    name: ask.topic,
                     error_code: e.code,
                     error_message: Some(e.to_string()),
                 });

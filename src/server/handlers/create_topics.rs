@@ -31,18 +31,10 @@ pub async fn handle(
     req: CreateTopicsRequest,
 ) -> CreateTopicsResponse {
     let broker = BrokerState::of(shard);
-    let mut early: Vec<(String, i16, String)> = Vec::new();
-    let mut new = Vec::new();
-    for t in &req.topics {
-        if !t.assignments.is_empty() {
-            early.push((
-                t.name.clone(),
-                error_code::INVALID_REPLICA_ASSIGNMENT,
-                "manual replica assignments are not supported by a single-node pinlog; give num_partitions instead".into(),
-            ));
-            continue;
-        }
-        new.push(NewTopic {
+    let new: Vec<NewTopic> = req
+        .topics
+        .iter()
+        .map(|t| NewTopic {
             name: t.name.clone(),
             num_partitions: t.num_partitions,
             replication_factor: t.replication_factor,
@@ -51,8 +43,13 @@ pub async fn handle(
                 .iter()
                 .map(|c| (c.name.clone(), c.value.clone()))
                 .collect(),
-        });
-    }
+            assignments: t
+                .assignments
+                .iter()
+                .map(|a| (a.partition_index, a.broker_ids.clone()))
+                .collect(),
+        })
+        .collect();
     let results = match controller::create_topics(shard, new, req.validate_only).await {
         Ok(r) => r,
         Err(e) => {
@@ -64,17 +61,7 @@ pub async fn handle(
         }
     };
     let image = broker.image();
-    let mut topics: Vec<CreatableTopicResult> = early
-        .into_iter()
-        .map(|(name, code, message)| CreatableTopicResult {
-            name,
-            error_code: code,
-            error_message: Some(message),
-            num_partitions: -1,
-            replication_factor: -1,
-            ..Default::default()
-        })
-        .collect();
+    let mut topics: Vec<CreatableTopicResult> = Vec::with_capacity(results.len());
     for (name, r) in results {
         match r {
             Ok(created) => {

@@ -17,9 +17,29 @@ pub async fn handle(
     let image = BrokerState::of(shard).image();
     let mut responses = Vec::new();
     let mut names: Vec<String> = req.topic_names.clone();
+    // An id given more than once is refused once, as Kafka does; names
+    // given more than once are the controller's to refuse.
+    let mut ids = std::collections::BTreeSet::new();
+    let duplicate_ids: std::collections::BTreeSet<[u8; 16]> = req
+        .topics
+        .iter()
+        .filter(|t| t.name.is_none() && !ids.insert(t.topic_id))
+        .map(|t| t.topic_id)
+        .collect();
+    for id in &duplicate_ids {
+        responses.push(DeletableTopicResult {
+            name: None,
+            topic_id: *id,
+            error_code: error_code::INVALID_REQUEST,
+            error_message: Some(
+                "this topic id is given more than once in the request; give each topic once".into(),
+            ),
+        });
+    }
     for t in &req.topics {
         match &t.name {
             Some(n) => names.push(n.clone()),
+            None if duplicate_ids.contains(&t.topic_id) => {}
             None => match image.topic_names_by_id.get(&t.topic_id) {
                 Some(n) => names.push(n.clone()),
                 None => responses.push(DeletableTopicResult {

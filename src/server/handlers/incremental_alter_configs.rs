@@ -11,6 +11,7 @@ use crate::protocol::header::RequestHeader;
 use crate::protocol::messages::alter_configs::AlterConfigsResourceResponse;
 use crate::protocol::messages::incremental_alter_configs::*;
 use crate::server::controller;
+use crate::server::handlers::{duplicate_resource, duplicated_resources};
 use crate::shard::shard::Shard;
 
 const OP_SET: i8 = 0;
@@ -22,8 +23,16 @@ pub async fn handle(
     req: IncrementalAlterConfigsRequest,
 ) -> IncrementalAlterConfigsResponse {
     let mut responses = Vec::with_capacity(req.resources.len());
+    let duplicates = duplicated_resources(
+        req.resources
+            .iter()
+            .map(|r| (r.resource_type, r.resource_name.as_str())),
+    );
     for r in req.resources {
         let result = match (r.resource_type, check_broker(shard, &r.resource_name)) {
+            _ if duplicates.contains(&(r.resource_type, r.resource_name.clone())) => {
+                Err(duplicate_resource())
+            }
             (RESOURCE_TOPIC, _) | (RESOURCE_BROKER, Ok(())) => {
                 let mut changes = Vec::new();
                 let mut bad = None;

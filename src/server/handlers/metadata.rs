@@ -41,6 +41,7 @@ pub async fn handle(
                     num_partitions: -1,
                     replication_factor: -1,
                     configs: Vec::new(),
+                    assignments: Vec::new(),
                 })
                 .collect();
             match controller::create_topics(shard, new, false).await {
