@@ -350,6 +350,13 @@ impl Quorum {
         self.state_machine.image()
     }
 
+    /// The offset of the newest image that every shard of this node has
+    /// applied: a change committed at or below it is visible to clients of
+    /// this node.
+    pub fn published_offset(&self) -> i64 {
+        self.state_machine.published_offset()
+    }
+
     /// `controller.quorum.request.timeout.ms`.
     pub fn request_timeout(&self) -> Duration {
         Duration::from_millis(self.settings.request_timeout_ms)

@@ -48,6 +48,9 @@ type CurrentSnapshot = Snapshot<
 
 struct State {
     image: Arc<MetadataImage>,
+    /// The offset of the newest image whose publication has finished: every
+    /// shard of this node serves it (or a newer one). -1 before the first.
+    published_offset: i64,
     last_applied: Option<LogId>,
     membership: StoredMembership,
     snapshot: Option<CurrentSnapshot>,
@@ -162,6 +165,7 @@ impl StateMachine {
         }
         let mut state = State {
             image: Arc::new(MetadataImage::empty()),
+            published_offset: -1,
             last_applied: None,
             membership: StoredMembership::default(),
             snapshot: None,
@@ -188,6 +192,20 @@ impl StateMachine {
     /// The image of every entry applied so far.
     pub fn image(&self) -> Arc<MetadataImage> {
         self.state.borrow().image.clone()
+    }
+
+    /// The offset of the newest image every shard of this node serves; it
+    /// trails [`Self::image`] while a publication is under way.
+    pub fn published_offset(&self) -> i64 {
+        self.state.borrow().published_offset
+    }
+
+    /// Publishes `image` and then records that the shards serve it.
+    async fn publish(&self, image: Arc<MetadataImage>) {
+        let offset = image.offset;
+        (self.publish)(image).await;
+        let mut s = self.state.borrow_mut();
+        s.published_offset = s.published_offset.max(offset);
     }
 
     /// Writes `bytes` as the snapshot `meta` names and deletes older ones.
@@ -315,8 +333,7 @@ impl RaftStateMachine<MetadataRaft> for StateMachine {
             }
         }
         if changed {
-            let image = self.image();
-            (self.publish)(image).await;
+            self.publish(self.image()).await;
         }
         for (r, offset) in responders {
             r.send(Applied { offset });
@@ -352,7 +369,7 @@ impl RaftStateMachine<MetadataRaft> for StateMachine {
                 snapshot,
             });
         }
-        (self.publish)(image).await;
+        self.publish(image).await;
         Ok(())
     }
 
