@@ -200,6 +200,38 @@ fn segment_bases(dir: &Path) -> Vec<i64> {
     bases
 }
 
+/// The admin path as a real client meets it on one broker with two shards
+/// (so an admin request and the Metadata after it may land on different
+/// shards): each CreateTopics and DeleteTopics is visible in Metadata as
+/// soon as it is answered, while records are produced; manual replica
+/// assignments are taken and checked; a topic named twice in one request is
+/// refused (`tests/clients/admin_visibility.py`; `tests/admin_cluster.rs`
+/// runs the same on three nodes).
+#[test]
+fn kafka_python_admin_requests_are_visible_at_once_and_checked_as_kafka_does() {
+    if skip_requested("kafka_python_admin_requests_are_visible_at_once_and_checked_as_kafka_does") {
+        return;
+    }
+    require_kafka_python();
+    let broker = Broker::start(BrokerOpts::new().shards(2));
+    let script = Path::new(CLIENTS_DIR).join("admin_visibility.py");
+    for args in [
+        vec!["loop", "20", "visible"],
+        vec!["assignments", "1"],
+        vec!["duplicates"],
+    ] {
+        let mut cmd = Command::new("python3");
+        cmd.arg(&script)
+            .arg(args[0])
+            .arg(broker.bootstrap())
+            .args(&args[1..]);
+        let out = run_command(&mut cmd, None, STEP_TIMEOUT);
+        if !out.success() {
+            broker.fail(&format!("admin_visibility.py {args:?} failed:\n{out}"));
+        }
+    }
+}
+
 #[test]
 fn kafka_python_deletes_records_and_describes_log_dirs() {
     if skip_requested("kafka_python_deletes_records_and_describes_log_dirs") {
