@@ -1,7 +1,9 @@
 //! The metadata quorum's state machine: committed entries applied, in
-//! order, to the metadata image, which is then published to every shard
-//! before the entry counts as applied (so a controller answers a client
-//! only once every shard of its node serves the change).
+//! order, to the metadata image, which a publisher task then publishes to
+//! every shard, newest image first when several wait. The entry counts as
+//! applied before its publication ends; a node answers a client for a
+//! change only once its published offset has reached it (see
+//! `StateMachine::published_offset`).
 //!
 //! Snapshots are images written as Kafka-style `.checkpoint` files in the
 //! metadata partition's directory, named
@@ -51,6 +53,10 @@ struct State {
     /// The offset of the newest image whose publication has finished: every
     /// shard of this node serves it (or a newer one). -1 before the first.
     published_offset: i64,
+    /// The newest image applied but not yet handed to the publisher.
+    to_publish: Option<Arc<MetadataImage>>,
+    /// Whether the publisher task is running.
+    publishing: bool,
     last_applied: Option<LogId>,
     membership: StoredMembership,
     snapshot: Option<CurrentSnapshot>,
@@ -166,6 +172,8 @@ impl StateMachine {
         let mut state = State {
             image: Arc::new(MetadataImage::empty()),
             published_offset: -1,
+            to_publish: None,
+            publishing: false,
             last_applied: None,
             membership: StoredMembership::default(),
             snapshot: None,
@@ -200,12 +208,46 @@ impl StateMachine {
         self.state.borrow().published_offset
     }
 
-    /// Publishes `image` and then records that the shards serve it.
-    async fn publish(&self, image: Arc<MetadataImage>) {
-        let offset = image.offset;
-        (self.publish)(image).await;
-        let mut s = self.state.borrow_mut();
-        s.published_offset = s.published_offset.max(offset);
+    /// Hands `image` to the publisher, which publishes the newest image it
+    /// has, one publication at a time and in order, and records each as
+    /// published once every shard serves it. Images that arrive during a
+    /// publication are taken together: only the newest is published next.
+    ///
+    /// The state machine does not wait for it. A publication opens and
+    /// deletes partitions on every shard; awaited here, it held up every
+    /// later entry's apply, and with it each controller decision (admin
+    /// requests, heartbeats, ISR changes), behind this node's file work.
+    /// Whoever answers a client for a change waits for
+    /// [`Self::published_offset`] instead.
+    fn publish_in_background(&self, image: Arc<MetadataImage>) {
+        let start = {
+            let mut s = self.state.borrow_mut();
+            s.to_publish = Some(image);
+            !std::mem::replace(&mut s.publishing, true)
+        };
+        if !start {
+            return;
+        }
+        let sm = self.clone();
+        glommio::spawn_local(async move {
+            loop {
+                let next = {
+                    let mut s = sm.state.borrow_mut();
+                    match s.to_publish.take() {
+                        Some(image) => image,
+                        None => {
+                            s.publishing = false;
+                            break;
+                        }
+                    }
+                };
+                let offset = next.offset;
+                (sm.publish)(next).await;
+                let mut s = sm.state.borrow_mut();
+                s.published_offset = s.published_offset.max(offset);
+            }
+        })
+        .detach();
     }
 
     /// Writes `bytes` as the snapshot `meta` names and deletes older ones.
@@ -333,7 +375,7 @@ impl RaftStateMachine<MetadataRaft> for StateMachine {
             }
         }
         if changed {
-            self.publish(self.image()).await;
+            self.publish_in_background(self.image());
         }
         for (r, offset) in responders {
             r.send(Applied { offset });
@@ -369,7 +411,7 @@ impl RaftStateMachine<MetadataRaft> for StateMachine {
                 snapshot,
             });
         }
-        self.publish(image).await;
+        self.publish_in_background(image);
         Ok(())
     }
 

@@ -329,7 +329,11 @@ async fn call_on_controller_shard(
     let controller = controller(shard);
     let quorum = controller.quorum.clone();
     if quorum.is_leader() {
-        return decide(shard, request).await.result;
+        let response = decide(shard, request).await;
+        if response.offset >= 0 {
+            wait_for_image(&quorum, response.offset).await;
+        }
+        return response.result;
     }
     let bytes = postcard::to_stdvec(&request).map_err(|e| ControllerError {
         code: error_code::UNKNOWN_SERVER_ERROR,
