@@ -28,6 +28,10 @@ pub const DEFAULT_METRICS_LISTEN: &str = "127.0.0.1:9644";
 pub const DEFAULT_DATA_DIR: &str = "./pinlog-data";
 /// Kafka's `log.retention.check.interval.ms` default: 5 minutes.
 pub const DEFAULT_RETENTION_CHECK_INTERVAL_MS: u64 = 5 * 60 * 1000;
+/// Kafka's `max.incremental.fetch.session.cache.slots` default: sessions the
+/// broker keeps in all. Sessions live on the connection's shard, so each
+/// shard gets an even share (Kafka splits its cache in 8 the same way).
+pub const FETCH_SESSION_CACHE_SLOTS_DEFAULT: usize = 1000;
 
 /// `message.timestamp.type`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -380,8 +384,7 @@ impl Default for BrokerConfig {
             spin_before_park_us: DEFAULT_SPIN_BEFORE_PARK_US,
             io_memory_bytes: DEFAULT_SHARD_IO_MEMORY_BYTES,
             retention_check_interval_ms: DEFAULT_RETENTION_CHECK_INTERVAL_MS,
-            fetch_session_cache_slots:
-                crate::server::fetch_sessions::FETCH_SESSION_CACHE_SLOTS_DEFAULT,
+            fetch_session_cache_slots: FETCH_SESSION_CACHE_SLOTS_DEFAULT,
             log: LogConfig::default(),
             group: GroupConfig::default(),
             cleaner: CleanerConfig::default(),

@@ -1,6 +1,6 @@
 //! Every fixed limit and Kafka default in one place.
 //!
-//! Settings an operator can change live in [`crate::config`]; their defaults
+//! Settings an operator can change live in [`config`](super::config); their defaults
 //! are defined here so that the relations between limits can be checked at
 //! compile time.
 

@@ -1,6 +1,6 @@
 //! The metadata log's partition: `__cluster_metadata-0`, as KRaft names
 //! it, stored through the same storage engine. Since the quorum it holds
-//! Raft entries (`crate::quorum::log_store`); this module keeps its name
+//! Raft entries (`quorum::log_store`); this module keeps its name
 //! and settings, and reads the log of the release before the quorum so
 //! that an upgrade starts with every topic.
 

@@ -26,21 +26,15 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 use std::rc::Rc;
 
+use crate::broker_config::FETCH_SESSION_CACHE_SLOTS_DEFAULT;
 use crate::protocol::error_code;
+use crate::protocol::messages::fetch::{next_epoch, FINAL_EPOCH, INITIAL_EPOCH};
 use crate::shard::shard::Shard;
 
-/// Kafka's `max.incremental.fetch.session.cache.slots` default: sessions the
-/// broker keeps in all. Sessions live on the connection's shard, so each
-/// shard gets an even share (Kafka splits its cache in 8 the same way).
-pub const FETCH_SESSION_CACHE_SLOTS_DEFAULT: usize = 1000;
 /// Kafka's `MIN_INCREMENTAL_FETCH_SESSION_EVICTION_MS`: a session idle this
 /// long may always be evicted, and one older than this may be evicted by a
 /// larger or more privileged newcomer.
 pub const FETCH_SESSION_EVICTION_MS: i64 = 120_000;
-/// Session epoch that asks for a new session.
-pub const INITIAL_EPOCH: i32 = 0;
-/// Session epoch that closes a session / asks for a sessionless fetch.
-pub const FINAL_EPOCH: i32 = -1;
 /// Rejected session requests from one client are logged at most once per
 /// this interval, with the count since the last line.
 pub const FETCH_SESSION_REJECT_LOG_INTERVAL_MS: i64 = 10_000;
@@ -92,18 +86,6 @@ pub struct SessionRequest<'a> {
     /// A replica's fetch (replica id ≥ 0).
     pub privileged: bool,
     pub forgotten: &'a [(String, i32)],
-}
-
-/// Kafka's `JFetchMetadata.nextEpoch`: the epoch after `epoch`, skipping
-/// 0 and -1 when it wraps.
-pub fn next_epoch(epoch: i32) -> i32 {
-    if epoch < 0 {
-        FINAL_EPOCH
-    } else if epoch == i32::MAX {
-        1
-    } else {
-        epoch + 1
-    }
 }
 
 #[derive(Default)]

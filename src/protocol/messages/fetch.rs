@@ -26,6 +26,23 @@ const FLEXIBLE_FROM: i16 = 12;
 pub const READ_UNCOMMITTED: i8 = 0;
 pub const READ_COMMITTED: i8 = 1;
 
+/// Session epoch that asks for a new session.
+pub const INITIAL_EPOCH: i32 = 0;
+/// Session epoch that closes a session / asks for a sessionless fetch.
+pub const FINAL_EPOCH: i32 = -1;
+
+/// Kafka's `JFetchMetadata.nextEpoch`: the epoch after `epoch`, skipping
+/// 0 and -1 when it wraps.
+pub fn next_epoch(epoch: i32) -> i32 {
+    if epoch < 0 {
+        FINAL_EPOCH
+    } else if epoch == i32::MAX {
+        1
+    } else {
+        epoch + 1
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FetchRequest {
     /// Tag 0, v12+: the cluster id the requester believes it talks to;
