@@ -15,9 +15,11 @@
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
+pub mod group;
+
+use self::group::{GroupConfig, GROUP_KEYS};
 use crate::config::{CleanerConfig, CleanupPolicy, LogConfig};
 use crate::constants::*;
-use crate::group::config::{GroupConfig, GROUP_KEYS};
 
 /// Kafka's `socket.request.max.bytes` default: 100 MiB.
 pub const DEFAULT_SOCKET_REQUEST_MAX_BYTES: usize = 100 * 1024 * 1024;

@@ -23,8 +23,8 @@ use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 
+use crate::broker_config::group::GroupConfig;
 use crate::error::LogError;
-use crate::group::config::GroupConfig;
 use crate::group::group::{
     Group, GroupLimits, GroupState, JoinOutcome, JoinParams, JoinStep, SyncOutcome, SyncStep,
 };

@@ -1,7 +1,6 @@
 //! Consumer groups of the classic protocol: the coordinator each shard runs
 //! for the groups of its `__consumer_offsets` partitions.
 
-pub mod config;
 pub mod coordinator;
 #[allow(clippy::module_inception)]
 pub mod group;

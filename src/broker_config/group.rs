@@ -1,6 +1,7 @@
 //! Broker settings of the group coordinator, with Kafka's names and
 //! defaults. They are set in the broker's TOML file like every other
-//! setting (see `broker_config.rs`).
+//! setting (see `broker_config/mod.rs`); they live with the settings so
+//! that the settings import no subsystem.
 
 /// Kafka's `offsets.topic.num.partitions` default.
 pub const DEFAULT_OFFSETS_TOPIC_NUM_PARTITIONS: i32 = 50;

@@ -1,0 +1,290 @@
+//! The crate's structure, checked: no import cycle between the top-level
+//! modules of `src/`, and no source file over [`CODE_LINES_MAX`] code
+//! lines outside its tests (issue: structure). The layers this keeps are
+//! described in ARCHITECTURE.md ("Layers"); a change that makes a lower
+//! module import a higher one fails here with the cycle it closes.
+//!
+//! Imports are read as text: every `crate::<module>` path, and every module
+//! named in a `crate::{...}` group, outside comments and `#[cfg(test)]`
+//! modules (a test may reach anywhere).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+/// Code lines (not blank, not comments) a file may have outside its tests.
+const CODE_LINES_MAX: usize = 1000;
+
+/// Files over the limit when the check was added, with their size then.
+/// Each is to be split on a seam it already has; the check fails if one
+/// grows, and asks for its entry to go once it is under the limit.
+const KNOWN_LARGE: &[(&str, usize)] = &[
+    ("src/server/controller.rs", 1500),
+    ("src/log/partition_log.rs", 1376),
+    ("src/tools/verify.rs", 1207),
+    ("src/cli/group.rs", 1063),
+];
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).expect("read src/") {
+        let path = entry.expect("a directory entry").path();
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// The lines of a file up to its `#[cfg(test)] mod`, comments left out.
+fn code_lines(text: &str) -> Vec<&str> {
+    let lines: Vec<&str> = text.lines().collect();
+    let end = lines
+        .windows(2)
+        .position(|w| {
+            w[0].trim() == "#[cfg(test)]" && {
+                let next = w[1].trim_start();
+                next.starts_with("mod ") || next.starts_with("pub mod ")
+            }
+        })
+        .unwrap_or(lines.len());
+    lines[..end]
+        .iter()
+        .copied()
+        .filter(|l| {
+            let t = l.trim();
+            !t.is_empty() && !t.starts_with("//")
+        })
+        .collect()
+}
+
+/// The top-level modules `code` names after `crate::`.
+fn imported_modules(code: &str) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    let mut rest = code;
+    while let Some(at) = rest.find("crate::") {
+        // Not part of a longer name (`my_crate::`).
+        let before = rest[..at].chars().next_back();
+        rest = &rest[at + "crate::".len()..];
+        if before.is_some_and(|c| c.is_alphanumeric() || c == '_') {
+            continue;
+        }
+        if let Some(group) = rest.strip_prefix('{') {
+            // The first segment of each path at the group's own level;
+            // nested groups (`protocol::{a, b}`) name items, not modules.
+            let mut depth = 0;
+            let mut at_item_start = true;
+            let mut name = String::new();
+            for c in group.chars() {
+                match c {
+                    '{' => depth += 1,
+                    '}' if depth == 0 => break,
+                    '}' => depth -= 1,
+                    ',' if depth == 0 => at_item_start = true,
+                    c if depth == 0 && at_item_start => {
+                        if c.is_alphanumeric() || c == '_' {
+                            name.push(c);
+                        } else if !name.is_empty() {
+                            out.insert(std::mem::take(&mut name));
+                            at_item_start = false;
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            if !name.is_empty() {
+                out.insert(name);
+            }
+        } else {
+            let name: String = rest
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_')
+                .collect();
+            if !name.is_empty() {
+                out.insert(name);
+            }
+        }
+    }
+    out
+}
+
+struct Crate {
+    /// Top-level module to the modules it imports.
+    imports: BTreeMap<String, BTreeSet<String>>,
+    /// File (relative to the repository) to its code lines.
+    sizes: BTreeMap<String, usize>,
+}
+
+fn read_crate() -> Crate {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let src = root.join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let module_of = |path: &Path| -> String {
+        let first = path
+            .strip_prefix(&src)
+            .expect("under src/")
+            .components()
+            .next()
+            .expect("a path component");
+        let name = first.as_os_str().to_string_lossy();
+        name.strip_suffix(".rs").unwrap_or(&name).to_string()
+    };
+    let modules: BTreeSet<String> = files
+        .iter()
+        .map(|p| module_of(p))
+        .filter(|m| m != "lib" && m != "main")
+        .collect();
+    let mut imports: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    let mut sizes = BTreeMap::new();
+    for path in &files {
+        let text = std::fs::read_to_string(path).expect("read a source file");
+        let code = code_lines(&text);
+        let rel = path
+            .strip_prefix(root)
+            .expect("under the repository")
+            .to_string_lossy()
+            .to_string();
+        sizes.insert(rel, code.len());
+        let module = module_of(path);
+        if !modules.contains(&module) {
+            continue;
+        }
+        let named = imported_modules(&code.join("\n"));
+        imports.entry(module.clone()).or_default().extend(
+            named
+                .into_iter()
+                .filter(|m| modules.contains(m) && *m != module),
+        );
+    }
+    Crate { imports, sizes }
+}
+
+/// The strongly connected components of more than one module (Tarjan).
+fn cycles(graph: &BTreeMap<String, BTreeSet<String>>) -> Vec<Vec<String>> {
+    struct Walk<'a> {
+        graph: &'a BTreeMap<String, BTreeSet<String>>,
+        index: BTreeMap<&'a str, usize>,
+        low: BTreeMap<&'a str, usize>,
+        stack: Vec<&'a str>,
+        on_stack: BTreeSet<&'a str>,
+        found: Vec<Vec<String>>,
+    }
+    fn visit<'a>(w: &mut Walk<'a>, v: &'a str) {
+        let i = w.index.len();
+        w.index.insert(v, i);
+        w.low.insert(v, i);
+        w.stack.push(v);
+        w.on_stack.insert(v);
+        for u in w.graph.get(v).into_iter().flatten() {
+            let u = u.as_str();
+            if !w.index.contains_key(u) {
+                visit(w, u);
+                let l = w.low[u].min(w.low[v]);
+                w.low.insert(v, l);
+            } else if w.on_stack.contains(u) {
+                let l = w.index[u].min(w.low[v]);
+                w.low.insert(v, l);
+            }
+        }
+        if w.low[v] == w.index[v] {
+            let mut component = Vec::new();
+            while let Some(u) = w.stack.pop() {
+                w.on_stack.remove(u);
+                component.push(u.to_string());
+                if u == v {
+                    break;
+                }
+            }
+            if component.len() > 1 {
+                component.sort();
+                w.found.push(component);
+            }
+        }
+    }
+    let mut w = Walk {
+        graph,
+        index: BTreeMap::new(),
+        low: BTreeMap::new(),
+        stack: Vec::new(),
+        on_stack: BTreeSet::new(),
+        found: Vec::new(),
+    };
+    for v in graph.keys() {
+        if !w.index.contains_key(v.as_str()) {
+            visit(&mut w, v);
+        }
+    }
+    w.found
+}
+
+#[test]
+fn no_import_cycle_between_top_level_modules() {
+    let krate = read_crate();
+    let found = cycles(&krate.imports);
+    let described: Vec<String> = found
+        .iter()
+        .map(|c| {
+            let edges: Vec<String> = c
+                .iter()
+                .flat_map(|m| {
+                    krate.imports[m]
+                        .iter()
+                        .filter(|t| c.contains(t))
+                        .map(move |t| format!("{m} -> {t}"))
+                })
+                .collect();
+            format!("{} ({})", c.join(", "), edges.join("; "))
+        })
+        .collect();
+    assert!(
+        found.is_empty(),
+        "import cycles between top-level modules of src/: {described:#?}\n\
+         Move the item a lower module takes from a higher one down (see ARCHITECTURE.md, Layers)."
+    );
+}
+
+#[test]
+fn the_check_finds_a_cycle_and_reads_grouped_imports() {
+    let graph: BTreeMap<String, BTreeSet<String>> = [
+        ("a", vec!["b"]),
+        ("b", vec!["c"]),
+        ("c", vec!["a"]),
+        ("d", vec!["a"]),
+    ]
+    .into_iter()
+    .map(|(m, ts)| (m.to_string(), ts.into_iter().map(String::from).collect()))
+    .collect();
+    assert_eq!(cycles(&graph), vec![vec!["a", "b", "c"]]);
+    let named = imported_modules(
+        "use crate::{log::x, protocol::{a, b}};\nlet y = crate::shard::now(); my_crate::z();",
+    );
+    assert_eq!(
+        named.into_iter().collect::<Vec<_>>(),
+        ["log", "protocol", "shard"]
+    );
+    let code =
+        code_lines("use crate::a;\n// crate::b\n#[cfg(test)]\nmod tests {\nuse crate::c;\n}");
+    assert_eq!(code, ["use crate::a;"]);
+}
+
+#[test]
+fn no_source_file_over_the_code_line_limit() {
+    let krate = read_crate();
+    let mut problems = Vec::new();
+    for (file, &lines) in &krate.sizes {
+        match KNOWN_LARGE.iter().find(|(f, _)| f == file) {
+            Some((_, then)) if lines > *then => problems.push(format!(
+                "{file} grew to {lines} code lines (it had {then}, and the limit is {CODE_LINES_MAX}): split it on one of its seams"
+            )),
+            Some(_) if lines <= CODE_LINES_MAX => problems.push(format!(
+                "{file} is down to {lines} code lines: remove it from KNOWN_LARGE"
+            )),
+            Some(_) => {}
+            None if lines > CODE_LINES_MAX => problems.push(format!(
+                "{file} has {lines} code lines outside its tests; the limit is {CODE_LINES_MAX}: split it on one of its seams"
+            )),
+            None => {}
+        }
+    }
+    assert!(problems.is_empty(), "{problems:#?}");
+}
