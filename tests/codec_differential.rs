@@ -920,7 +920,7 @@ fn list_config_resources_response(g: &mut Gen, v: i16) -> kp::ListConfigResource
         .with_throttle_time_ms(g.i32())
         .with_error_code(g.i16())
         .with_config_resources(g.vec(|g| {
-            let c = new!(g, ConfigResource).with_resource_name(g.str().into());
+            let c = new!(g, ConfigResource).with_resource_name(g.str());
             if v >= 1 {
                 c.with_resource_type(g.i8())
             } else {

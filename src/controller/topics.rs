@@ -280,8 +280,11 @@ fn validate_configs(configs: &[(String, Option<String>)]) -> Result<(), TopicErr
     Ok(())
 }
 
+/// A new partition's replicas and its in-sync replicas.
+type PlacedPartition = (Vec<i32>, Vec<i32>);
+
 /// Placed partitions, whose replicas are all up and so all in sync.
-fn in_sync_everywhere(placed: Vec<Vec<i32>>) -> Vec<(Vec<i32>, Vec<i32>)> {
+fn in_sync_everywhere(placed: Vec<Vec<i32>>) -> Vec<PlacedPartition> {
     placed.into_iter().map(|r| (r.clone(), r)).collect()
 }
 
@@ -297,7 +300,7 @@ fn invalid_assignment(message: String) -> TopicError {
 fn manual_topic_assignment(
     brokers: &[UsableBroker],
     t: &NewTopic,
-) -> Result<Vec<(Vec<i32>, Vec<i32>)>, TopicError> {
+) -> Result<Vec<PlacedPartition>, TopicError> {
     if t.replication_factor != -1 {
         return Err((
             error_code::INVALID_REQUEST,
@@ -509,7 +512,7 @@ fn manual_partitions_assignment(
     current: i32,
     count: i32,
     rf: usize,
-) -> Result<Vec<(Vec<i32>, Vec<i32>)>, TopicError> {
+) -> Result<Vec<PlacedPartition>, TopicError> {
     let additional = (count - current) as usize;
     if assignments.len() != additional {
         return Err(invalid_assignment(format!(
