@@ -3,7 +3,8 @@ tests/admin_cluster.rs. Usage:
 
   admin_visibility.py loop        BOOTSTRAP ROUNDS PREFIX  create, check, delete, check, while producing
   admin_visibility.py assignments BOOTSTRAP BROKERS        manual replica assignments and their refusals
-  admin_visibility.py duplicates  BOOTSTRAP                a topic named twice in one request
+  admin_visibility.py duplicates  BOOTSTRAP                a topic, or a config resource, named twice
+                                                           in one request
   admin_visibility.py groups      BOOTSTRAP TOPIC GROUPS   each of GROUPS (comma-separated) consumes
                                                            TOPIC's first record and commits
 
@@ -23,7 +24,7 @@ import time
 
 import kafka.errors as Errors
 from kafka import KafkaProducer
-from kafka.admin import KafkaAdminClient, NewTopic
+from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient, NewTopic
 from kafka.protocol.metadata import MetadataRequest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -190,6 +191,16 @@ def duplicates(bootstrap):
             spec.die("single was created, but Metadata says error %d" % code)
         for (name, code) in results:
             print("created\t%s\t%d" % (name, code), flush=True)
+        # A config resource given twice: every entry refused, nothing
+        # changed, with IncrementalAlterConfigs and with AlterConfigs.
+        twice = [ConfigResource(ConfigResourceType.TOPIC, "single", configs={"retention.ms": v})
+                 for v in ("1000", "2000")]
+        for incremental in (True, False):
+            answer = a.alter_configs(twice, incremental=incremental, raise_on_unknown=False)
+            result = str(answer.get("topic", {}).get("single"))
+            if "InvalidRequestError" not in result:
+                spec.die("a topic's configs given twice (incremental=%s) answered %r" % (incremental, answer))
+            print("refused\tconfigs-twice\tincremental=%s" % incremental, flush=True)
     finally:
         a.close()
 
