@@ -5,8 +5,9 @@
 //! - `runtime.rs`: openraft's runtime on glommio (its conformance suite
 //!   runs in the unit tests);
 //! - `log_store.rs`: the Raft log on `__cluster_metadata-0`;
-//! - `state_machine.rs`: committed entries applied to the image, which is
-//!   published to every shard; snapshots as `.checkpoint` files;
+//! - `state_machine.rs`: committed entries applied to the image, which a
+//!   publisher task then publishes to every shard; snapshots as
+//!   `.checkpoint` files;
 //! - `network.rs`: the controllers' RPCs and forwarded admin requests;
 //! - `upgrade.rs`: a metadata log of the release before the quorum becomes
 //!   the quorum's first snapshot.
@@ -587,9 +588,24 @@ impl Quorum {
         if let Err(e) = self.raft.shutdown().await {
             tracing::warn!("the metadata quorum did not stop cleanly: {e}");
         }
+        if !self
+            .state_machine
+            .stop_publishing(PUBLISHER_STOP_WAIT)
+            .await
+        {
+            tracing::warn!(
+                "a metadata image was still being applied to the shards {PUBLISHER_STOP_WAIT:?} \
+                 after the quorum stopped; the shards close their logs regardless"
+            );
+        }
         self.log.close().await.map_err(|e| e.to_string())
     }
 }
+
+/// How long a stopping quorum waits for the image publication under way:
+/// it opens and deletes partitions on the shards, which must not happen
+/// after they closed their logs.
+const PUBLISHER_STOP_WAIT: Duration = Duration::from_secs(30);
 
 /// How often a handover looks for the new leader.
 const HANDOVER_POLL: Duration = Duration::from_millis(10);

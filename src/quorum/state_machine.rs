@@ -13,6 +13,7 @@
 //! records that rebuild the image.
 
 use std::cell::RefCell;
+use std::collections::VecDeque;
 use std::future::Future;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -32,6 +33,10 @@ use crate::quorum::types::{Applied, LogId, MetadataRaft, SnapshotMeta, StoredMem
 
 /// Publishes an image to the node's shards; resolves once they serve it.
 pub type Publish = Rc<dyn Fn(Arc<MetadataImage>) -> Pin<Box<dyn Future<Output = ()>>>>;
+
+/// How often a stopping state machine looks whether the publication under
+/// way has finished.
+const PUBLISHER_STOP_POLL: std::time::Duration = std::time::Duration::from_millis(5);
 
 /// Key of the record that carries a snapshot's Raft metadata.
 const SNAPSHOT_META_KEY: &[u8] = b"pinlog.snapshot.meta";
@@ -53,10 +58,12 @@ struct State {
     /// The offset of the newest image whose publication has finished: every
     /// shard of this node serves it (or a newer one). -1 before the first.
     published_offset: i64,
-    /// The newest image applied but not yet handed to the publisher.
-    to_publish: Option<Arc<MetadataImage>>,
+    /// Images applied but not yet published, oldest first.
+    to_publish: VecDeque<Arc<MetadataImage>>,
     /// Whether the publisher task is running.
     publishing: bool,
+    /// Set at shutdown: nothing more is published.
+    publishing_stopped: bool,
     last_applied: Option<LogId>,
     membership: StoredMembership,
     snapshot: Option<CurrentSnapshot>,
@@ -172,8 +179,9 @@ impl StateMachine {
         let mut state = State {
             image: Arc::new(MetadataImage::empty()),
             published_offset: -1,
-            to_publish: None,
+            to_publish: VecDeque::new(),
             publishing: false,
+            publishing_stopped: false,
             last_applied: None,
             membership: StoredMembership::default(),
             snapshot: None,
@@ -208,10 +216,12 @@ impl StateMachine {
         self.state.borrow().published_offset
     }
 
-    /// Hands `image` to the publisher, which publishes the newest image it
-    /// has, one publication at a time and in order, and records each as
-    /// published once every shard serves it. Images that arrive during a
-    /// publication are taken together: only the newest is published next.
+    /// Hands `image` to the publisher, which publishes the images it is
+    /// given one at a time and in order, and records each as published once
+    /// every shard serves it. Each image is published, none skipped: the
+    /// shards judge what an image removed against the one before it, so a
+    /// topic deleted and created again under its name in two images must be
+    /// seen gone in between, or its old log would be kept for the new topic.
     ///
     /// The state machine does not wait for it. A publication opens and
     /// deletes partitions on every shard; awaited here, it held up every
@@ -222,7 +232,10 @@ impl StateMachine {
     fn publish_in_background(&self, image: Arc<MetadataImage>) {
         let start = {
             let mut s = self.state.borrow_mut();
-            s.to_publish = Some(image);
+            if s.publishing_stopped {
+                return;
+            }
+            s.to_publish.push_back(image);
             !std::mem::replace(&mut s.publishing, true)
         };
         if !start {
@@ -233,9 +246,9 @@ impl StateMachine {
             loop {
                 let next = {
                     let mut s = sm.state.borrow_mut();
-                    match s.to_publish.take() {
-                        Some(image) => image,
-                        None => {
+                    match s.to_publish.pop_front() {
+                        Some(image) if !s.publishing_stopped => image,
+                        _ => {
                             s.publishing = false;
                             break;
                         }
@@ -248,6 +261,26 @@ impl StateMachine {
             }
         })
         .detach();
+    }
+
+    /// Stops publishing (at shutdown, once the quorum applies nothing more)
+    /// and waits, up to `wait`, for a publication under way to finish, so
+    /// that no shard opens a partition after it closed its logs. Whether
+    /// the publisher stopped in time.
+    pub async fn stop_publishing(&self, wait: std::time::Duration) -> bool {
+        {
+            let mut s = self.state.borrow_mut();
+            s.publishing_stopped = true;
+            s.to_publish.clear();
+        }
+        let deadline = std::time::Instant::now() + wait;
+        while self.state.borrow().publishing {
+            if std::time::Instant::now() >= deadline {
+                return false;
+            }
+            glommio::timer::sleep(PUBLISHER_STOP_POLL).await;
+        }
+        true
     }
 
     /// Writes `bytes` as the snapshot `meta` names and deletes older ones.
@@ -426,6 +459,106 @@ mod tests {
 
     use super::*;
     use crate::quorum::types::log_id;
+
+    /// An image with offset `offset` and, when `with_topic`, one topic.
+    fn image_at(offset: i64, with_topic: bool) -> Arc<MetadataImage> {
+        let mut image = MetadataImage::empty();
+        if with_topic {
+            image.apply(
+                offset,
+                &MetadataRecord::Topic {
+                    name: "t".into(),
+                    topic_id: [offset as u8; 16],
+                },
+            );
+        }
+        image.offset = offset;
+        Arc::new(image)
+    }
+
+    /// Images handed over while a publication is under way are each
+    /// published, in order: a topic deleted and created again under its
+    /// name must be seen gone in between. The published offset follows.
+    #[test]
+    fn every_image_is_published_in_order_while_the_state_machine_goes_on() {
+        glommio::LocalExecutorBuilder::default()
+            .spawn(|| async {
+                let dir = tempfile::tempdir().unwrap();
+                let seen: Rc<RefCell<Vec<(i64, bool)>>> = Rc::default();
+                let gate = Rc::new(std::cell::Cell::new(false));
+                let publish: Publish = {
+                    let (seen, gate) = (seen.clone(), gate.clone());
+                    Rc::new(move |image: Arc<MetadataImage>| {
+                        let (seen, gate) = (seen.clone(), gate.clone());
+                        Box::pin(async move {
+                            while !gate.get() {
+                                glommio::timer::sleep(std::time::Duration::from_millis(1)).await;
+                            }
+                            seen.borrow_mut()
+                                .push((image.offset, image.topic("t").is_some()));
+                        })
+                    })
+                };
+                let sm = StateMachine::open(dir.path(), publish).unwrap();
+                // Created, deleted, created again, all while the first
+                // publication waits at the gate.
+                sm.publish_in_background(image_at(1, true));
+                sm.publish_in_background(image_at(2, false));
+                sm.publish_in_background(image_at(3, true));
+                glommio::timer::sleep(std::time::Duration::from_millis(5)).await;
+                assert_eq!(sm.published_offset(), -1, "nothing published yet");
+                gate.set(true);
+                for _ in 0..1000 {
+                    if sm.published_offset() == 3 {
+                        break;
+                    }
+                    glommio::timer::sleep(std::time::Duration::from_millis(1)).await;
+                }
+                assert_eq!(sm.published_offset(), 3);
+                assert_eq!(*seen.borrow(), [(1, true), (2, false), (3, true)]);
+            })
+            .expect("executor")
+            .join()
+            .expect("test thread");
+    }
+
+    /// A stopping state machine waits for the publication under way and
+    /// publishes nothing after it.
+    #[test]
+    fn stopping_waits_for_the_publication_under_way_and_drops_the_rest() {
+        glommio::LocalExecutorBuilder::default()
+            .spawn(|| async {
+                let dir = tempfile::tempdir().unwrap();
+                let seen: Rc<RefCell<Vec<i64>>> = Rc::default();
+                let publish: Publish = {
+                    let seen = seen.clone();
+                    Rc::new(move |image: Arc<MetadataImage>| {
+                        let seen = seen.clone();
+                        Box::pin(async move {
+                            glommio::timer::sleep(std::time::Duration::from_millis(20)).await;
+                            seen.borrow_mut().push(image.offset);
+                        })
+                    })
+                };
+                let sm = StateMachine::open(dir.path(), publish).unwrap();
+                sm.publish_in_background(image_at(1, false));
+                sm.publish_in_background(image_at(2, false));
+                glommio::timer::sleep(std::time::Duration::from_millis(5)).await;
+                assert!(sm.stop_publishing(std::time::Duration::from_secs(5)).await);
+                assert_eq!(
+                    *seen.borrow(),
+                    [1],
+                    "the one under way finished, the next never began"
+                );
+                sm.publish_in_background(image_at(3, false));
+                glommio::timer::sleep(std::time::Duration::from_millis(50)).await;
+                assert_eq!(*seen.borrow(), [1]);
+                assert_eq!(sm.published_offset(), 1);
+            })
+            .expect("executor")
+            .join()
+            .expect("test thread");
+    }
 
     /// openraft builds a snapshot in a task of its own, so a snapshot the
     /// leader sends can be installed while one is being written. The
