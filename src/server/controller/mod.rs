@@ -15,7 +15,7 @@
 //! `image_applier.rs`.
 
 use std::cell::{Cell, RefCell, RefMut};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::pin::Pin;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
@@ -70,6 +70,10 @@ pub const PRODUCER_ID_BLOCK: i64 = 1000;
 /// How often a node that forwarded a change looks whether its own image
 /// has caught up with it.
 const CATCH_UP_POLL: Duration = Duration::from_millis(2);
+/// How long an answer waits for this node's shards to serve the change it
+/// reports: Kafka clients' default `request.timeout.ms`. Past it, the
+/// answer goes out with a warning in the log.
+const IMAGE_WAIT_MAX: Duration = Duration::from_secs(30);
 /// How often a long periodic wait checks whether the broker is stopping.
 const STOP_POLL: Duration = Duration::from_millis(100);
 
@@ -222,6 +226,9 @@ pub struct Controller {
     /// The leader epoch whose controller reserved the current id block; a
     /// new active controller starts after the last reserved block.
     producer_block_epoch: Cell<i32>,
+    /// Partitions created by committed decisions, by the entry's offset,
+    /// until this node has published that entry (and opened them).
+    unopened: RefCell<VecDeque<(i64, u64)>>,
 }
 
 impl Controller {
@@ -234,7 +241,29 @@ impl Controller {
             next_producer_id: Cell::new(0),
             producer_id_limit: Cell::new(0),
             producer_block_epoch: Cell::new(-1),
+            unopened: RefCell::new(VecDeque::new()),
         }
+    }
+
+    /// Records that the entry at `offset` (-1: none was written) created
+    /// `partitions` partitions.
+    fn created_partitions(&self, offset: i64, partitions: u64) {
+        if offset >= 0 && partitions > 0 {
+            self.unopened.borrow_mut().push_back((offset, partitions));
+        }
+    }
+
+    /// Partitions created by entries past `published_offset`: committed,
+    /// but not yet open on this node.
+    fn unopened_partitions(&self, published_offset: i64) -> u64 {
+        let mut unopened = self.unopened.borrow_mut();
+        while unopened
+            .front()
+            .is_some_and(|(o, _)| *o <= published_offset)
+        {
+            unopened.pop_front();
+        }
+        unopened.iter().map(|(_, n)| n).sum()
     }
 
     pub fn quorum(&self) -> &Rc<Quorum> {
@@ -268,6 +297,14 @@ fn controller(shard: &Shard) -> Rc<Controller> {
     shard
         .extension::<Controller>()
         .expect("the controller runs on shard 0")
+}
+
+/// The partitions `records` create.
+fn new_partitions(records: &[MetadataRecord]) -> u64 {
+    records
+        .iter()
+        .filter(|r| matches!(r, MetadataRecord::Partition { .. }))
+        .count() as u64
 }
 
 /// Descriptors a partition holds once open: its active segment's O_DIRECT
@@ -352,8 +389,17 @@ async fn call_on_controller_shard(
 /// applied it (found by a Go client's tests: Metadata right after
 /// DeleteTopics still listed the topic).
 async fn wait_for_image(quorum: &Quorum, offset: i64) {
-    let deadline = Instant::now() + quorum.request_timeout();
-    while quorum.published_offset() < offset && Instant::now() < deadline {
+    let deadline = Instant::now() + IMAGE_WAIT_MAX;
+    while quorum.published_offset() < offset {
+        if Instant::now() >= deadline {
+            tracing::warn!(
+                offset,
+                published = quorum.published_offset(),
+                "answering before this node serves metadata entry {offset}: its shards have \
+                 not applied it within {IMAGE_WAIT_MAX:?} (slow or failing storage?)"
+            );
+            return;
+        }
         glommio::timer::sleep(CATCH_UP_POLL).await;
     }
 }
@@ -446,7 +492,11 @@ async fn decide_locked(
     let mut new_topic_id = random_uuid;
     let brokers = usable_brokers(&image);
     let mut below = random_below;
-    let mut ctx = context(&broker, &brokers, &mut new_topic_id, &mut below);
+    // Partitions that earlier decisions created but this node has not
+    // opened yet hold no descriptors so far: count them as if they did.
+    let unopened = controller.unopened_partitions(quorum.published_offset());
+    let budget = move |n: u64| check_descriptor_budget(n + unopened);
+    let mut ctx = context(&broker, &brokers, &mut new_topic_id, &mut below, &budget);
     // Commits `records` unless the request only validates; the offset of
     // the entry, -1 when nothing was written.
     let commit = |records: Vec<MetadataRecord>, validate_only: bool| async move {
@@ -461,7 +511,9 @@ async fn decide_locked(
             validate_only,
         } => {
             let plan = plan_create_topics(&image, &mut ctx, topics);
+            let created = new_partitions(&plan.records);
             *offset = commit(plan.records, validate_only).await?;
+            controller.created_partitions(*offset, created);
             Ok(AdminAnswer::CreateTopics(plan.results))
         }
         AdminRequest::DeleteTopics { names } => {
@@ -474,7 +526,9 @@ async fn decide_locked(
             validate_only,
         } => {
             let plan = plan_create_partitions(&image, &mut ctx, requests);
+            let created = new_partitions(&plan.records);
             *offset = commit(plan.records, validate_only).await?;
+            controller.created_partitions(*offset, created);
             Ok(AdminAnswer::CreatePartitions(plan.results))
         }
         AdminRequest::UnregisterBroker { broker_id } => {
@@ -752,6 +806,7 @@ fn context<'a>(
     brokers: &'a [UsableBroker],
     new_topic_id: &'a mut dyn FnMut() -> [u8; 16],
     random_below: &'a mut dyn FnMut(usize) -> usize,
+    descriptor_budget: &'a dyn Fn(u64) -> Result<(), TopicError>,
 ) -> Context<'a> {
     Context {
         brokers,
@@ -759,7 +814,7 @@ fn context<'a>(
         num_partitions: broker.config.num_partitions,
         default_replication_factor: broker.config.default_replication_factor,
         new_topic_id,
-        descriptor_budget: &check_descriptor_budget,
+        descriptor_budget,
     }
 }
 
