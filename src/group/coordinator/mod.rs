@@ -872,19 +872,27 @@ impl GroupCoordinator {
     pub fn list(self: Rc<Self>, shard: &Rc<Shard>) -> Result<Vec<ListedGroup>, i16> {
         // Every unloaded partition starts loading now, not one per call.
         let mut not_ready = None;
+        let mut led = std::collections::BTreeSet::new();
         for tp in shard.local_partitions() {
             if tp.topic == OFFSETS_TOPIC && crate::node::state::led_log(shard, &tp).is_some() {
-                if let Err(code) = self.ready(shard, tp.partition) {
-                    not_ready = Some(code);
+                match self.ready(shard, tp.partition) {
+                    Ok(()) => {
+                        led.insert(tp.partition);
+                    }
+                    Err(code) => not_ready = Some(code),
                 }
             }
         }
         if let Some(code) = not_ready {
             return Err(code);
         }
+        // Only the groups of partitions led here now: a load that finished
+        // after its leadership moved away may have left some behind.
         let groups = self.groups.borrow();
+        let partition_of = self.group_partition.borrow();
         Ok(groups
             .values()
+            .filter(|g| partition_of.get(&g.id).is_some_and(|p| led.contains(p)))
             .filter(|g| !g.is(GroupState::Dead))
             .map(|g| ListedGroup {
                 group_id: g.id.clone(),
