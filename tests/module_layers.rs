@@ -18,7 +18,7 @@ const CODE_LINES_MAX: usize = 1000;
 /// Each is to be split on a seam it already has; the check fails if one
 /// grows, and asks for its entry to go once it is under the limit.
 const KNOWN_LARGE: &[(&str, usize)] = &[
-    ("src/log/partition_log.rs", 1376),
+    ("src/log/partition_log/mod.rs", 1376),
     ("src/tools/verify.rs", 1207),
     ("src/cli/group.rs", 1063),
 ];
