@@ -17,7 +17,7 @@ const CODE_LINES_MAX: usize = 1000;
 /// Files over the limit when the check was added, with their size then.
 /// Each is to be split on a seam it already has; the check fails if one
 /// grows, and asks for its entry to go once it is under the limit.
-const KNOWN_LARGE: &[(&str, usize)] = &[("src/cli/group.rs", 1063)];
+const KNOWN_LARGE: &[(&str, usize)] = &[("src/cli/group/mod.rs", 1063)];
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     for entry in std::fs::read_dir(dir).expect("read src/") {
