@@ -14,11 +14,6 @@ use std::path::{Path, PathBuf};
 /// Code lines (not blank, not comments) a file may have outside its tests.
 const CODE_LINES_MAX: usize = 1000;
 
-/// Files over the limit when the check was added, with their size then.
-/// Each is to be split on a seam it already has; the check fails if one
-/// grows, and asks for its entry to go once it is under the limit.
-const KNOWN_LARGE: &[(&str, usize)] = &[("src/cli/group/mod.rs", 1063)];
-
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     for entry in std::fs::read_dir(dir).expect("read src/") {
         let path = entry.expect("a directory entry").path();
@@ -267,18 +262,10 @@ fn no_source_file_over_the_code_line_limit() {
     let krate = read_crate();
     let mut problems = Vec::new();
     for (file, &lines) in &krate.sizes {
-        match KNOWN_LARGE.iter().find(|(f, _)| f == file) {
-            Some((_, then)) if lines > *then => problems.push(format!(
-                "{file} grew to {lines} code lines (it had {then}, and the limit is {CODE_LINES_MAX}): split it on one of its seams"
-            )),
-            Some(_) if lines <= CODE_LINES_MAX => problems.push(format!(
-                "{file} is down to {lines} code lines: remove it from KNOWN_LARGE"
-            )),
-            Some(_) => {}
-            None if lines > CODE_LINES_MAX => problems.push(format!(
+        if lines > CODE_LINES_MAX {
+            problems.push(format!(
                 "{file} has {lines} code lines outside its tests; the limit is {CODE_LINES_MAX}: split it on one of its seams"
-            )),
-            None => {}
+            ));
         }
     }
     assert!(problems.is_empty(), "{problems:#?}");
