@@ -72,17 +72,23 @@ fn error_in(output: &str) -> Option<&str> {
         .find(|l| l.contains(" ERROR ") || l.starts_with("ERROR") || l.contains("Exception"))
 }
 
-/// Runs a Kafka tool class and fails the test, with the nodes' logs, when
-/// it exits non-zero or prints an error; its standard output.
-fn tool(cluster: &Cluster, class: &str, args: &[&str], stdin: Option<&[u8]>) -> String {
+/// A Kafka tool class run with `java -cp` on the Kafka jars, whatever its
+/// outcome.
+fn run_tool(class: &str, args: &[&str], stdin: Option<&[u8]>) -> CmdOutput {
     let jars = format!("{}/*", kafka_libs().display());
-    let out = run_command(
+    run_command(
         Command::new("java")
             .args(["-XX:TieredStopAtLevel=1", "-cp", &jars, class])
             .args(args),
         stdin,
         TOOL_TIMEOUT,
-    );
+    )
+}
+
+/// Runs a Kafka tool class and fails the test, with the nodes' logs, when
+/// it exits non-zero or prints an error; its standard output.
+fn tool(cluster: &Cluster, class: &str, args: &[&str], stdin: Option<&[u8]>) -> String {
+    let out = run_tool(class, args, stdin);
     let error = error_in(&out.stdout).or_else(|| error_in(&out.stderr));
     if !out.success() || error.is_some() {
         cluster.fail(&format!(
@@ -455,15 +461,11 @@ fn kafka_tools_and_admin_clients_run_clean_on_a_three_node_cluster() {
     cluster.node(leader).kill9();
     let survivor = (1..=3).find(|i| *i != leader).unwrap();
     let through = cluster.nodes[survivor - 1].bootstrap();
-    let jars = format!("{}/*", kafka_libs().display());
     let recovered = wait_for(CONVERGE_TIMEOUT, || {
-        let out = run_command(
-            Command::new("java")
-                .args(["-XX:TieredStopAtLevel=1", "-cp", &jars])
-                .arg(format!("{TOOLS}.consumer.group.ConsumerGroupCommand"))
-                .args(["--bootstrap-server", &through, "--list"]),
+        let out = run_tool(
+            &format!("{TOOLS}.consumer.group.ConsumerGroupCommand"),
+            &["--bootstrap-server", &through, "--list"],
             None,
-            TOOL_TIMEOUT,
         );
         out.success()
             && error_in(&out.stdout).is_none()

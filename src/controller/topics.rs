@@ -922,21 +922,7 @@ mod tests {
     }];
 
     fn with_ctx<T>(f: impl FnOnce(&mut Context<'_>) -> T) -> T {
-        let mut next = 0u8;
-        let mut ids = move || {
-            next += 1;
-            [next; 16]
-        };
-        let mut below = |_n: usize| 0;
-        let mut ctx = Context {
-            brokers: &BROKER_7,
-            random_below: &mut below,
-            num_partitions: 3,
-            default_replication_factor: 1,
-            new_topic_id: &mut ids,
-            descriptor_budget: &no_limit,
-        };
-        f(&mut ctx)
+        with_brokers(&BROKER_7, f)
     }
 
     #[test]
