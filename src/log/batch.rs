@@ -638,7 +638,11 @@ pub fn first_offset_at_or_after(batch: &[u8], target_ms: i64) -> Option<(i64, i6
     None
 }
 
-fn read_varint(b: &[u8]) -> Option<(i64, usize)> {
+/// A zigzag varint (Kafka's `ByteUtils.readVarlong`): its value and the
+/// bytes it took; `None` if `b` ends inside it or it runs past 10 bytes.
+/// The one varint decoder of a record's fields (the wire codec reads its
+/// varints with `protocol::codec::Reader`).
+pub fn read_varint(b: &[u8]) -> Option<(i64, usize)> {
     let mut z: u64 = 0;
     for (i, byte) in b.iter().enumerate().take(10) {
         z |= ((byte & 0x7f) as u64) << (7 * i);
@@ -652,6 +656,16 @@ fn read_varint(b: &[u8]) -> Option<(i64, usize)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn varints_decode_like_kafka() {
+        assert_eq!(read_varint(&[0x00]), Some((0, 1)));
+        assert_eq!(read_varint(&[0x01]), Some((-1, 1)));
+        assert_eq!(read_varint(&[0x02]), Some((1, 1)));
+        assert_eq!(read_varint(&[0xac, 0x02]), Some((150, 2)));
+        assert_eq!(read_varint(&[0x80]), None);
+        assert_eq!(read_varint(&[0xff; 12]), None);
+    }
 
     #[test]
     fn record_iterator_yields_keys_values_and_deltas() {

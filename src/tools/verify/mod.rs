@@ -54,7 +54,7 @@ use crate::constants::{
     RECORD_BATCH_HEADER_SIZE, RECOVERY_POINT_CHECKPOINT_FILE, TIME_INDEX_ENTRY_SIZE,
 };
 use crate::error::LogError;
-use crate::log::batch::BatchHeader;
+use crate::log::batch::{read_varint, BatchHeader};
 use crate::log::checkpoint;
 use crate::log::epoch_cache::EpochEntry;
 use crate::log::topic_partition::TopicPartition;
@@ -928,19 +928,6 @@ fn records_max_timestamp(batch: &[u8], header: &BatchHeader) -> Result<i64, Stri
     Ok(max_timestamp)
 }
 
-/// A zigzag varint (Kafka's `ByteUtils.readVarlong`): value and bytes read.
-fn read_varint(bytes: &[u8]) -> Option<(i64, usize)> {
-    let mut raw: u64 = 0;
-    for (i, byte) in bytes.iter().enumerate().take(10) {
-        raw |= u64::from(byte & 0x7f) << (7 * i);
-        if byte & 0x80 == 0 {
-            let value = ((raw >> 1) as i64) ^ -((raw & 1) as i64);
-            return Some((value, i + 1));
-        }
-    }
-    None
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1322,15 +1309,5 @@ mod tests {
             std::fs::write(f.path(segment, suffix), &original).expect("restore");
         }
         assert!(verify_partition_dir(&f.dir).is_ok());
-    }
-
-    #[test]
-    fn varints_decode_like_kafka() {
-        assert_eq!(read_varint(&[0x00]), Some((0, 1)));
-        assert_eq!(read_varint(&[0x01]), Some((-1, 1)));
-        assert_eq!(read_varint(&[0x02]), Some((1, 1)));
-        assert_eq!(read_varint(&[0xac, 0x02]), Some((150, 2)));
-        assert_eq!(read_varint(&[0x80]), None);
-        assert_eq!(read_varint(&[0xff; 12]), None);
     }
 }
