@@ -170,7 +170,7 @@ pub fn plan_create_topics(
 ) -> Plan<Vec<(String, Result<CreatedTopic, TopicError>)>> {
     let mut records = Vec::new();
     let mut results = Vec::new();
-    let duplicates = duplicated(topics.iter().map(|t| &t.name));
+    let duplicates = duplicated(topics.iter().map(|t| t.name.clone()));
     for name in &duplicates {
         results.push((name.clone(), Err(duplicate_name(name))));
     }
@@ -254,12 +254,13 @@ pub fn plan_create_topics(
     Plan { records, results }
 }
 
-/// The names that appear more than once in `names`, each once.
-pub fn duplicated<'a>(names: impl Iterator<Item = &'a String>) -> BTreeSet<String> {
+/// The items that appear more than once in `items`, each once: the names,
+/// ids or resources an admin request gives twice, which Kafka refuses.
+pub fn duplicated<T: Ord + Clone>(items: impl IntoIterator<Item = T>) -> BTreeSet<T> {
     let mut seen = BTreeSet::new();
-    names
-        .filter(|n| !seen.insert(n.as_str()))
-        .cloned()
+    items
+        .into_iter()
+        .filter(|i| !seen.insert(i.clone()))
         .collect()
 }
 
@@ -399,7 +400,7 @@ fn check_manual_replicas(
 /// A topic named more than once is refused with INVALID_REQUEST, once.
 pub fn plan_delete_topics(image: &MetadataImage, names: Vec<String>) -> Plan<DeletedTopics> {
     let mut records = Vec::new();
-    let duplicates = duplicated(names.iter());
+    let duplicates = duplicated(names.iter().cloned());
     let mut results: DeletedTopics = duplicates
         .iter()
         .map(|n| (n.clone(), Err(duplicate_name(n))))
@@ -439,7 +440,7 @@ pub fn plan_create_partitions(
 ) -> Plan<Vec<(String, Result<(), TopicError>)>> {
     let mut records = Vec::new();
     let mut results = Vec::new();
-    let duplicates = duplicated(requests.iter().map(|r| &r.topic));
+    let duplicates = duplicated(requests.iter().map(|r| r.topic.clone()));
     for name in &duplicates {
         results.push((name.clone(), Err(duplicate_name(name))));
     }

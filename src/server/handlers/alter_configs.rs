@@ -3,13 +3,14 @@
 
 use std::rc::Rc;
 
+use crate::controller::topics::duplicated;
 use crate::metadata::records::{RESOURCE_BROKER, RESOURCE_TOPIC};
 use crate::protocol::error_code;
 use crate::protocol::header::RequestHeader;
 use crate::protocol::messages::alter_configs::*;
 use crate::server::controller;
+use crate::server::handlers::duplicate_resource;
 use crate::server::handlers::incremental_alter_configs::check_broker;
-use crate::server::handlers::{duplicate_resource, duplicated_resources};
 use crate::shard::shard::Shard;
 
 pub async fn handle(
@@ -18,10 +19,10 @@ pub async fn handle(
     req: AlterConfigsRequest,
 ) -> AlterConfigsResponse {
     let mut responses = Vec::with_capacity(req.resources.len());
-    let duplicates = duplicated_resources(
+    let duplicates = duplicated(
         req.resources
             .iter()
-            .map(|r| (r.resource_type, r.resource_name.as_str())),
+            .map(|r| (r.resource_type, r.resource_name.clone())),
     );
     for r in req.resources {
         let changes: Vec<(String, Option<String>)> =

@@ -2,6 +2,7 @@
 
 use std::rc::Rc;
 
+use crate::controller::topics::duplicated;
 use crate::node::state::BrokerState;
 use crate::protocol::error_code;
 use crate::protocol::header::RequestHeader;
@@ -19,13 +20,12 @@ pub async fn handle(
     let mut names: Vec<String> = req.topic_names.clone();
     // An id given more than once is refused once, as Kafka does; names
     // given more than once are the controller's to refuse.
-    let mut ids = std::collections::BTreeSet::new();
-    let duplicate_ids: std::collections::BTreeSet<[u8; 16]> = req
-        .topics
-        .iter()
-        .filter(|t| t.name.is_none() && !ids.insert(t.topic_id))
-        .map(|t| t.topic_id)
-        .collect();
+    let duplicate_ids = duplicated(
+        req.topics
+            .iter()
+            .filter(|t| t.name.is_none())
+            .map(|t| t.topic_id),
+    );
     for id in &duplicate_ids {
         responses.push(DeletableTopicResult {
             name: None,

@@ -4,6 +4,7 @@
 
 use std::rc::Rc;
 
+use crate::controller::topics::duplicated;
 use crate::metadata::records::{RESOURCE_BROKER, RESOURCE_TOPIC};
 use crate::node::state::BrokerState;
 use crate::protocol::error_code;
@@ -11,7 +12,7 @@ use crate::protocol::header::RequestHeader;
 use crate::protocol::messages::alter_configs::AlterConfigsResourceResponse;
 use crate::protocol::messages::incremental_alter_configs::*;
 use crate::server::controller;
-use crate::server::handlers::{duplicate_resource, duplicated_resources};
+use crate::server::handlers::duplicate_resource;
 use crate::shard::shard::Shard;
 
 const OP_SET: i8 = 0;
@@ -23,10 +24,10 @@ pub async fn handle(
     req: IncrementalAlterConfigsRequest,
 ) -> IncrementalAlterConfigsResponse {
     let mut responses = Vec::with_capacity(req.resources.len());
-    let duplicates = duplicated_resources(
+    let duplicates = duplicated(
         req.resources
             .iter()
-            .map(|r| (r.resource_type, r.resource_name.as_str())),
+            .map(|r| (r.resource_type, r.resource_name.clone())),
     );
     for r in req.resources {
         let result = match (r.resource_type, check_broker(shard, &r.resource_name)) {

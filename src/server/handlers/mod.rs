@@ -41,20 +41,9 @@ use crate::error::{BatchError, LogError};
 use crate::metadata::image::MetadataImage;
 use crate::protocol::error_code;
 
-/// The config resources (type, name) that a request names more than once.
-/// Kafka refuses every entry of such a resource with INVALID_REQUEST
-/// ([`duplicate_resource`]) and applies the others.
-pub fn duplicated_resources<'a>(
-    resources: impl Iterator<Item = (i8, &'a str)>,
-) -> std::collections::BTreeSet<(i8, String)> {
-    let mut seen = std::collections::BTreeSet::new();
-    resources
-        .filter(|&(t, n)| !seen.insert((t, n)))
-        .map(|(t, n)| (t, n.to_string()))
-        .collect()
-}
-
-/// Kafka's answer for each entry of a config resource named more than once.
+/// Kafka's answer for each entry of a config resource a request names
+/// more than once (`controller::topics::duplicated` finds them); the other
+/// resources are applied.
 pub fn duplicate_resource() -> (i16, String) {
     (
         error_code::INVALID_REQUEST,
