@@ -144,6 +144,11 @@ pub struct JoinParams {
     /// JoinGroup v4+: a member without an id must ask again with the one it
     /// is given (KIP-394).
     pub require_known_member_id: bool,
+    /// A fresh UUID, the end of the id this member gets if the join gives
+    /// it a new one (`<client or instance id>-<uuid>`, as Kafka names
+    /// members). The caller draws it, so that the group state machine draws
+    /// no randomness and tests drive it deterministically.
+    pub fresh_id_suffix: String,
 }
 
 /// The result of a JoinGroup step: an immediate answer, or a parked one.
@@ -384,7 +389,7 @@ impl Group {
             .instance_id
             .as_deref()
             .unwrap_or(params.client_id.as_str());
-        format!("{prefix}-{}", crate::node::ids::uuid_string())
+        format!("{prefix}-{}", params.fresh_id_suffix)
     }
 
     /// Starts (or restarts) a rebalance.
@@ -1154,7 +1159,18 @@ mod tests {
                 .map(|p| (p.to_string(), Bytes::from(format!("meta-{p}"))))
                 .collect(),
             require_known_member_id: false,
+            fresh_id_suffix: next_suffix(),
         }
+    }
+
+    /// Member-id suffixes for the tests: unique, and the same sequence in
+    /// every run of a test (each test runs on a thread of its own).
+    fn next_suffix() -> String {
+        thread_local!(static NEXT: std::cell::Cell<u64> = const { std::cell::Cell::new(0) });
+        NEXT.with(|n| {
+            n.set(n.get() + 1);
+            format!("suffix-{}", n.get())
+        })
     }
 
     fn answered(step: JoinStep) -> JoinOutcome {
@@ -1347,6 +1363,7 @@ mod tests {
         assert_eq!(first.protocol_name.as_deref(), Some("cooperative-sticky"));
         // A second member that only speaks range forces range.
         p.protocols = vec![("range".into(), Bytes::new())];
+        p.fresh_id_suffix = next_suffix();
         let (s2, _) = g.join(p, 1, &LIMITS);
         let mut p1 = params(&first.member_id, &["cooperative-sticky", "range"]);
         p1.member_id = first.member_id.clone();

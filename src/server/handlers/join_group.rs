@@ -47,6 +47,7 @@ pub async fn handle(
             .map(|p| (p.name, p.metadata))
             .collect(),
         require_known_member_id: header.api_version >= REQUIRE_KNOWN_MEMBER_ID_FROM,
+        fresh_id_suffix: crate::node::ids::uuid_string(),
     };
     let group_id = req.group_id.clone();
     let member_id = req.member_id.clone();
