@@ -327,7 +327,7 @@ fn a_read_taken_before_a_swap_still_reads_the_old_segment() {
         else {
             panic!("expected a file range");
         };
-        let shared = pinlog::protocol::chunks::SegmentFile::dup_of(file).unwrap();
+        let shared = pinlog::log::segment_file::SegmentFile::dup_of(file).unwrap();
         let dup = shared.take_for_this_shard().unwrap();
         let buf = dup.read_at(*position, *len as usize).await.unwrap();
         assert_eq!(&buf[..], &before[..]);

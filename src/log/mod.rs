@@ -19,6 +19,7 @@ pub mod producer_state;
 pub mod read_through;
 pub mod record_filter;
 pub mod segment;
+pub mod segment_file;
 pub mod swap;
 pub mod time_index;
 pub mod topic_partition;

@@ -1,50 +1,27 @@
 //! Responses as a list of chunks, so that record bytes reach the socket
 //! without being copied into the response buffer: cached batches travel as
 //! the `Bytes` the log holds, and file ranges are read from the segment with
-//! O_DIRECT reads on the connection's shard and sent from those buffers.
+//! O_DIRECT reads on the connection's shard and sent from those buffers
+//! (`server/response_writer.rs`).
 
-use std::sync::{Arc, Mutex};
+use std::any::Any;
+use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
-use glommio::io::{DmaFile, OwnedDmaFile};
 
-/// A segment file that can cross shards: a `dup` of the owner's O_DIRECT
-/// descriptor, so the connection's shard reads it through its own io_uring
-/// (never blocking on a page-cache miss), and it outlives a roll, a
-/// truncation or a deletion of the segment on the owner.
-pub struct SegmentFile(Mutex<Option<OwnedDmaFile>>);
-
-impl SegmentFile {
-    /// Duplicates the descriptor of an open segment file.
-    pub fn dup_of(file: &DmaFile) -> std::io::Result<Self> {
-        let dup = file.dup().map_err(std::io::Error::from)?;
-        Ok(Self(Mutex::new(Some(OwnedDmaFile::from(dup)))))
-    }
-
-    /// The file, for the shard that reads it. A range is read once: its
-    /// response is written once.
-    pub fn take_for_this_shard(&self) -> std::io::Result<DmaFile> {
-        let owned = self
-            .0
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .take();
-        owned.map(DmaFile::from).ok_or_else(|| {
-            std::io::Error::other("a segment file range was sent twice; it can be read only once")
-        })
-    }
+/// A file whose bytes a response sends without copying them into memory
+/// first. The protocol only carries it and counts its length; the network
+/// edge, which knows the concrete type (`log::segment_file::SegmentFile`),
+/// reads it. A trait, so that this layer names no I/O type.
+pub trait StoredFile: Any + std::fmt::Debug + Send + Sync {
+    /// For the reader to recover the concrete type.
+    fn as_any(&self) -> &dyn Any;
 }
 
-impl std::fmt::Debug for SegmentFile {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("SegmentFile")
-    }
-}
-
-/// A range of a segment file.
+/// A range of a stored file.
 #[derive(Debug, Clone)]
 pub struct FileRange {
-    pub file: Arc<SegmentFile>,
+    pub file: Arc<dyn StoredFile>,
     pub position: u64,
     pub len: u64,
 }

@@ -21,6 +21,7 @@ use glommio::io::{DmaFile, ReadResult};
 use glommio::Task;
 
 use crate::constants::{FILE_READS_AHEAD, FILE_READ_PIECE_BYTES};
+use crate::log::segment_file::SegmentFile;
 use crate::protocol::chunks::Chunk;
 
 const PIECE: u64 = FILE_READ_PIECE_BYTES as u64;
@@ -44,7 +45,12 @@ fn plan(chunks: Vec<Chunk>) -> io::Result<Vec<Step>> {
         match chunk {
             Chunk::Bytes(b) => steps.push(Step::Memory(b)),
             Chunk::File(range) => {
-                let file = Rc::new(range.file.take_for_this_shard()?);
+                let segment = range
+                    .file
+                    .as_any()
+                    .downcast_ref::<SegmentFile>()
+                    .ok_or_else(|| io::Error::other("a file range that is not a segment file"))?;
+                let file = Rc::new(segment.take_for_this_shard()?);
                 let end = range.position + range.len;
                 let mut position = range.position;
                 while position < end {

@@ -633,7 +633,7 @@ impl FetchResponse {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::chunks::{Chunk, FileRange, SegmentFile};
+    use crate::protocol::chunks::{Chunk, FileRange, StoredFile};
     use crate::protocol::messages::test_support::*;
     use bytes::Bytes;
     use proptest::prelude::*;
@@ -832,21 +832,18 @@ mod tests {
         assert!(FetchRequest::decode(&mut Reader::new(bad.freeze()), 12).is_err());
     }
 
-    /// A range of a real O_DIRECT file: `FileRange` holds a glommio file,
-    /// which only an executor can open.
+    /// A stored file the test never reads: encoding only counts its bytes.
+    #[derive(Debug)]
+    struct UnreadFile;
+    impl StoredFile for UnreadFile {
+        fn as_any(&self) -> &dyn std::any::Any {
+            self
+        }
+    }
+
     fn segment_file_range(position: u64, len: u64) -> FileRange {
-        let dir = std::env::temp_dir().join(format!("pinlog-chunks-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("00000000000000000000.log");
-        let file = glommio::LocalExecutor::default().run(async move {
-            let file = glommio::io::DmaFile::create(&path).await.unwrap();
-            let shared = SegmentFile::dup_of(&file).unwrap();
-            file.close().await.unwrap();
-            shared
-        });
-        std::fs::remove_dir_all(&dir).unwrap();
         FileRange {
-            file: Arc::new(file),
+            file: Arc::new(UnreadFile),
             position,
             len,
         }

@@ -11,11 +11,12 @@ use bytes::Bytes;
 
 use crate::log::partition_log::ReadSlice;
 use crate::log::read_through;
+use crate::log::segment_file::SegmentFile;
 use crate::log::topic_partition::TopicPartition;
 use crate::node::append_waiters::AppendWaiters;
 use crate::node::replicas;
 use crate::node::state::BrokerState;
-use crate::protocol::chunks::{Chunk, FileRange, RecordData, SegmentFile};
+use crate::protocol::chunks::{Chunk, FileRange, RecordData};
 use crate::protocol::error_code;
 use crate::protocol::header::RequestHeader;
 use crate::protocol::messages::fetch::*;
