@@ -12,7 +12,7 @@ use crate::cli::client::Cluster;
 use crate::cli::error::{CliError, CliResult};
 use crate::cli::table::{json_text, or_dash, Align, Table};
 use crate::cli::{emit, ClusterCommand, ConnectArgs};
-use crate::metadata::store::METADATA_TOPIC;
+use crate::metadata::METADATA_TOPIC;
 use crate::protocol::error_code;
 use crate::protocol::messages::describe_cluster::DescribeClusterRequest;
 use crate::protocol::messages::describe_quorum::{DescribeQuorumRequest, QuorumTopicRequest};

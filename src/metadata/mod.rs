@@ -11,3 +11,6 @@ pub mod topic_config;
 /// here, below the group coordinator and the controller, because both need
 /// to know it (the controller refuses to delete it).
 pub const OFFSETS_TOPIC: &str = "__consumer_offsets";
+
+/// KRaft's name for the metadata log's topic.
+pub const METADATA_TOPIC: &str = "__cluster_metadata";

@@ -11,9 +11,8 @@ use crate::log::partition_log::PartitionLog;
 use crate::log::topic_partition::TopicPartition;
 use crate::metadata::image::MetadataImage;
 use crate::metadata::records::MetadataRecord;
+use crate::metadata::METADATA_TOPIC;
 
-/// KRaft's name for the metadata log's topic.
-pub const METADATA_TOPIC: &str = "__cluster_metadata";
 /// Metadata segments stay small: the log holds only topic and config changes.
 const METADATA_SEGMENT_BYTES: u64 = 8 * 1024 * 1024;
 

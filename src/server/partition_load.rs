@@ -85,5 +85,5 @@ impl PartitionLoad {
 
 /// The metadata log is not a partition any shard owns.
 fn is_metadata_log(tp: &TopicPartition) -> bool {
-    tp.topic == crate::metadata::store::METADATA_TOPIC
+    tp.topic == crate::metadata::METADATA_TOPIC
 }

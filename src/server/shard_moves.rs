@@ -133,7 +133,7 @@ pub async fn move_partition(
             })
         }
     };
-    if tp.topic == OFFSETS_TOPIC || tp.topic == crate::metadata::store::METADATA_TOPIC {
+    if tp.topic == OFFSETS_TOPIC || tp.topic == crate::metadata::METADATA_TOPIC {
         return Err(MoveError::Internal);
     }
     crate::server::broker::with_checkpoints_held(shard, move |shard| async move {

@@ -401,7 +401,7 @@ impl Shard {
             .partitions
             .iter()
             // The metadata log is opened by the metadata layer, not here.
-            .filter(|tp| tp.topic != crate::metadata::store::METADATA_TOPIC)
+            .filter(|tp| tp.topic != crate::metadata::METADATA_TOPIC)
             .filter(|tp| self.owner(tp) == self.id)
             .cloned()
             .collect();

@@ -25,7 +25,7 @@ use crate::shard::shard::{map_concurrently, now_ms, Shard};
 
 fn stopped() -> crate::error::LogError {
     crate::error::LogError::Offline {
-        partition: crate::metadata::store::METADATA_TOPIC.to_string(),
+        partition: crate::metadata::METADATA_TOPIC.to_string(),
         reason: "the controller has shut down".to_string(),
     }
 }

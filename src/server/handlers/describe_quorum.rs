@@ -6,7 +6,7 @@
 
 use std::rc::Rc;
 
-use crate::metadata::store::METADATA_TOPIC;
+use crate::metadata::METADATA_TOPIC;
 use crate::protocol::error_code;
 use crate::protocol::header::RequestHeader;
 use crate::protocol::messages::describe_quorum::*;

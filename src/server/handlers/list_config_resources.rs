@@ -5,7 +5,7 @@
 use std::rc::Rc;
 
 use crate::metadata::records::{RESOURCE_BROKER, RESOURCE_TOPIC};
-use crate::metadata::store::METADATA_TOPIC;
+use crate::metadata::METADATA_TOPIC;
 use crate::node::state::BrokerState;
 use crate::protocol::error_code;
 use crate::protocol::header::RequestHeader;
