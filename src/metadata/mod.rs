@@ -4,7 +4,6 @@
 pub mod dynamic_broker_config;
 pub mod image;
 pub mod records;
-pub mod store;
 pub mod topic_config;
 
 /// Kafka's internal topic for committed offsets and group metadata. Named

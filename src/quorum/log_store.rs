@@ -31,8 +31,8 @@ use crate::log::batch::{self, BatchIter, CountRule};
 use crate::log::checkpoint::{read_checkpoint_file, write_atomically};
 use crate::log::data_dir::PartitionOffsets;
 use crate::log::partition_log::{OpenParams, PartitionLog, StorageFailures};
-use crate::metadata::store::{metadata_log_config, metadata_partition};
 use crate::metadata::METADATA_TOPIC;
+use crate::quorum::metadata_log::{metadata_log_config, metadata_partition};
 use crate::quorum::types::{log_id, Entry, EntryPayload, LogId, MetadataRaft, Vote};
 
 /// The vote and purge point, beside the segments.

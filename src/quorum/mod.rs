@@ -16,6 +16,7 @@
 //! from there: its channels wake only local tasks.
 
 pub mod log_store;
+pub mod metadata_log;
 pub mod network;
 pub mod observer;
 pub mod runtime;
@@ -39,9 +40,9 @@ use crate::log::data_dir::{DataDirState, PartitionOffsets};
 use crate::log::partition_log::{OpenParams, StorageFailures};
 use crate::metadata::image::MetadataImage;
 use crate::metadata::records::MetadataRecord;
-use crate::metadata::store::metadata_partition;
 use crate::node::stop::StopHandle;
 use crate::quorum::log_store::{LogCloser, LogStore};
+use crate::quorum::metadata_log::metadata_partition;
 use crate::quorum::network::{
     ForwardHandler, PeerClients, PeerConnection, PeerError, PeerRequest, PeerResponse,
 };

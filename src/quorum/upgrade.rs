@@ -17,8 +17,8 @@ use openraft::impls::BasicNode;
 use crate::error::{LogError, LogResult};
 use crate::log::checkpoint::write_atomically;
 use crate::log::partition_log::{OpenParams, PartitionLog};
-use crate::metadata::store::{metadata_log_config, metadata_partition, replay_pre_quorum_log};
 use crate::quorum::log_store::{purged_quorum_state, QUORUM_STATE_FILE};
+use crate::quorum::metadata_log::{metadata_log_config, metadata_partition, replay_pre_quorum_log};
 use crate::quorum::state_machine::{encode_snapshot, snapshot_file_name};
 use crate::quorum::types::{log_id, Membership, SnapshotMeta, StoredMembership};
 
