@@ -53,9 +53,9 @@ use pinlog::log::direct_io::ensure_probed;
 use pinlog::log::partition_log::{OpenParams, PartitionLog};
 use pinlog::log::read_through;
 use pinlog::log::segment::segment_file_path;
-use pinlog::log::topic_partition::TopicPartition;
 use pinlog::shard::runtime::{run_shards, ShardConfig, Shutdown};
 use pinlog::shard::shard::Shard;
+use pinlog::topic_partition::TopicPartition;
 
 const MIB: u64 = 1024 * 1024;
 /// Records per producer batch and the size of each record's value: a batch

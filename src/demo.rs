@@ -11,9 +11,9 @@ use std::time::Instant;
 use crate::error::LogResult;
 use crate::log::batch::{build_batch, BatchSpec, RecordSpec};
 use crate::log::segment::segment_file_path;
-use crate::log::topic_partition::TopicPartition;
 use crate::shard::runtime::{run_shards, ShardConfig, Shutdown};
 use crate::shard::shard::{now_ms, PartitionSummary};
+use crate::topic_partition::TopicPartition;
 
 pub const DEMO_TOPIC: &str = "demo";
 

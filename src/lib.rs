@@ -21,3 +21,4 @@ pub mod replica;
 pub mod server;
 pub mod shard;
 pub mod tools;
+pub mod topic_partition;

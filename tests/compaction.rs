@@ -16,7 +16,7 @@ use pinlog::log::batch::{self, build_keyed_batch, BatchIter, CountRule, KeyedRec
 use pinlog::log::cleaner::{self, CleanOutcome, CleanStats, CleanerOptions};
 use pinlog::log::compression;
 use pinlog::log::partition_log::{OpenParams, PartitionLog, SwapFailpoint};
-use pinlog::log::topic_partition::TopicPartition;
+use pinlog::topic_partition::TopicPartition;
 use proptest::prelude::*;
 
 const T0: i64 = 1_700_000_000_000;

@@ -39,9 +39,9 @@ use pinlog::config::LogConfig;
 use pinlog::log::batch::{build_batch, BatchHeader, BatchIter, BatchSpec, CountRule, RecordSpec};
 use pinlog::log::partition_log::{OpenParams, PartitionLog};
 use pinlog::log::segment::parse_segment_file_name;
-use pinlog::log::topic_partition::TopicPartition;
 use pinlog::tools::dump::dump_file;
 use pinlog::tools::verify::verify_partition_dir;
+use pinlog::topic_partition::TopicPartition;
 
 const DUMP_CLASS: &str = "org.apache.kafka.tools.DumpLogSegments";
 const KAFKA_VERSION: &str = "4.4.0";

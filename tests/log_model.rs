@@ -36,7 +36,7 @@ use pinlog::log::epoch_cache::EpochEntry;
 use pinlog::log::partition_log::{AppendInfo, LeaderAppend, OpenParams, PartitionLog};
 use pinlog::log::read_through;
 use pinlog::log::segment::segment_file_path;
-use pinlog::log::topic_partition::TopicPartition;
+use pinlog::topic_partition::TopicPartition;
 
 /// Cases when `PROPTEST_CASES` does not say otherwise: enough to cover every
 /// crash kind many times while the file stays well under a minute.

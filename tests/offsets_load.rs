@@ -12,7 +12,7 @@ use pinlog::group::offsets_topic::OFFSETS_TOPIC;
 use pinlog::group::schema::{OffsetValue, RecordKey};
 use pinlog::log::batch::{build_batch, BatchSpec, RecordSpec};
 use pinlog::log::partition_log::{OpenParams, PartitionLog};
-use pinlog::log::topic_partition::TopicPartition;
+use pinlog::topic_partition::TopicPartition;
 
 fn commit_batch(key: &Bytes, offset: i64) -> BytesMut {
     let value = OffsetValue {

@@ -8,7 +8,7 @@ use pinlog::error::LogError;
 use pinlog::log::batch::{self, BatchIter, CountRule};
 use pinlog::log::batch_cache::BatchCache;
 use pinlog::log::partition_log::{OpenParams, PartitionLog};
-use pinlog::log::topic_partition::TopicPartition;
+use pinlog::topic_partition::TopicPartition;
 
 fn params(clean: bool) -> OpenParams {
     OpenParams {

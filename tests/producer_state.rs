@@ -15,7 +15,7 @@ use pinlog::log::partition_log::{AppendInfo, LeaderAppend, OpenParams, Partition
 use pinlog::log::producer_state::{
     snapshot_path, EXPIRATION_CHECK_INTERVAL_MS, NO_SEQUENCE, SNAPSHOTS_RETAINED_MAX,
 };
-use pinlog::log::topic_partition::TopicPartition;
+use pinlog::topic_partition::TopicPartition;
 
 /// Where the producer fields lie in a RecordBatch v2 header (Kafka's
 /// `DefaultRecordBatch`); all three are covered by the CRC at byte 17.

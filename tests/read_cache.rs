@@ -23,7 +23,7 @@ use pinlog::log::batch_cache::{BatchCache, SharedBatchCache};
 use pinlog::log::cleaner::{self, CleanOutcome, CleanerOptions};
 use pinlog::log::partition_log::{OpenParams, PartitionLog};
 use pinlog::log::read_through;
-use pinlog::log::topic_partition::TopicPartition;
+use pinlog::topic_partition::TopicPartition;
 
 const NOW_MS: i64 = 1_700_000_000_000;
 /// Large enough for the whole log, so that nothing is evicted and every

@@ -38,10 +38,10 @@ use pinlog::constants::RECORD_BATCH_HEADER_SIZE;
 use pinlog::log::batch::{build_batch, BatchIter, BatchSpec, CountRule};
 use pinlog::log::epoch_cache::{EpochEntry, UNDEFINED_EPOCH};
 use pinlog::log::partition_log::{OpenParams, PartitionLog};
-use pinlog::log::topic_partition::TopicPartition;
 use pinlog::replica::{
     truncation_offset, Assignment, LocalLog, ReplicaState, Transition, Truncation,
 };
+use pinlog::topic_partition::TopicPartition;
 
 const NOW_MS: i64 = 1_700_000_000_000;
 /// Kafka's `replica.lag.time.max.ms`: the scenarios run at one instant, so

@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use bytes::BytesMut;
 use pinlog::log::batch::{build_batch, BatchSpec, RecordSpec};
-use pinlog::log::topic_partition::TopicPartition;
 use pinlog::shard::runtime::{run_shards, ShardConfig, Shutdown};
+use pinlog::topic_partition::TopicPartition;
 
 fn config(dir: &std::path::Path) -> ShardConfig {
     let mut c = ShardConfig::new(dir);

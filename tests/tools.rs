@@ -12,9 +12,9 @@ use common::run;
 use pinlog::config::LogConfig;
 use pinlog::log::batch::{build_batch, BatchHeader, BatchIter, BatchSpec, CountRule, RecordSpec};
 use pinlog::log::partition_log::{OpenParams, PartitionLog};
-use pinlog::log::topic_partition::TopicPartition;
 use pinlog::tools::dump::{dump_file, FileKind};
 use pinlog::tools::verify::{verify_partition_dir, Action, Location, Problem, VerifyReport};
+use pinlog::topic_partition::TopicPartition;
 
 const TOPIC: &str = "tools";
 const BASE_TIMESTAMP_MS: i64 = 1_700_000_000_000;

@@ -11,7 +11,7 @@ use crate::group::offsets_topic::OFFSETS_TOPIC;
 use crate::group::schema::RecordKey;
 use crate::log::batch::{self, BatchIter, CountRule};
 use crate::log::partition_log::PartitionLog;
-use crate::log::topic_partition::TopicPartition;
+use crate::topic_partition::TopicPartition;
 
 /// Bytes read per step while loading a partition.
 pub const LOAD_READ_BYTES: usize = 1024 * 1024;

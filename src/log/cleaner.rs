@@ -60,7 +60,7 @@ use crate::log::partition_log::PartitionLog;
 use crate::log::record_filter::{filter_batch, FilterContext, Filtered};
 use crate::log::segment::Segment;
 use crate::log::swap::{delete_cleaned_files, SwapFailpoint};
-use crate::log::topic_partition::TopicPartition;
+use crate::topic_partition::TopicPartition;
 
 /// The sizes and times of one segment that the cleaner plans with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

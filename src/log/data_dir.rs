@@ -16,7 +16,7 @@ use crate::constants::{
 };
 use crate::error::{LogError, LogResult};
 use crate::log::checkpoint::{self, OffsetCheckpointEntry};
-use crate::log::topic_partition::TopicPartition;
+use crate::topic_partition::TopicPartition;
 
 /// What a data directory says about the last shutdown.
 #[derive(Debug, Clone, Default)]

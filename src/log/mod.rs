@@ -22,4 +22,3 @@ pub mod segment;
 pub mod segment_file;
 pub mod swap;
 pub mod time_index;
-pub mod topic_partition;

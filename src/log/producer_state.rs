@@ -51,7 +51,7 @@ use crate::error::{BatchError, LogError, LogResult};
 use crate::log::batch::{self, BatchHeader};
 use crate::log::checkpoint;
 use crate::log::segment::{parse_segment_file_name, segment_file_path, Segment};
-use crate::log::topic_partition::TopicPartition;
+use crate::topic_partition::TopicPartition;
 
 /// Batches remembered per producer for duplicate detection: Kafka's
 /// `ProducerStateEntry.NUM_BATCHES_TO_RETAIN`, which matches the producer's

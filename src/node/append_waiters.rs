@@ -16,8 +16,8 @@ use std::pin::Pin;
 use std::rc::{Rc, Weak};
 use std::task::{Context, Poll, Waker};
 
-use crate::log::topic_partition::TopicPartition;
 use crate::shard::shard::Shard;
+use crate::topic_partition::TopicPartition;
 
 /// One waiting fetch or produce, woken by the first notification of any of
 /// the partitions it registered on.

@@ -13,10 +13,10 @@ use std::rc::Rc;
 use glommio::sync::RwLock;
 
 use crate::log::partition_log::PartitionLog;
-use crate::log::topic_partition::TopicPartition;
 use crate::node::append_waiters::AppendWaiters;
 use crate::replica::ReplicaState;
 use crate::shard::shard::Shard;
+use crate::topic_partition::TopicPartition;
 
 /// A shard's replica states, by partition.
 #[derive(Default)]

@@ -84,7 +84,7 @@ impl BrokerState {
 /// open on its shard but answers NOT_LEADER_OR_FOLLOWER.
 pub fn led_log(
     shard: &Shard,
-    tp: &crate::log::topic_partition::TopicPartition,
+    tp: &crate::topic_partition::TopicPartition,
 ) -> Option<Rc<glommio::sync::RwLock<crate::log::partition_log::PartitionLog>>> {
     crate::node::replicas::led_partition(shard, tp).map(|p| p.log)
 }

@@ -8,10 +8,10 @@ use crate::config::LogConfig;
 use crate::error::{LogError, LogResult};
 use crate::log::batch::{self, BatchIter, CountRule};
 use crate::log::partition_log::PartitionLog;
-use crate::log::topic_partition::TopicPartition;
 use crate::metadata::image::MetadataImage;
 use crate::metadata::records::MetadataRecord;
 use crate::metadata::METADATA_TOPIC;
+use crate::topic_partition::TopicPartition;
 
 /// Metadata segments stay small: the log holds only topic and config changes.
 const METADATA_SEGMENT_BYTES: u64 = 8 * 1024 * 1024;

@@ -21,9 +21,9 @@
 
 use std::collections::BTreeMap;
 
-use crate::log::topic_partition::TopicPartition;
 use crate::protocol::error_code;
 use crate::protocol::messages::fetch::{next_epoch, INITIAL_EPOCH};
+use crate::topic_partition::TopicPartition;
 
 /// What one partition asks the leader for: the fields of a Fetch request's
 /// partition that the leader's session remembers.

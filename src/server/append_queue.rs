@@ -24,9 +24,9 @@ use futures_channel::oneshot;
 use crate::constants::GROUP_COMMIT_MAX_BYTES;
 use crate::error::LogError;
 use crate::log::partition_log::{AppendInfo, LeaderAppend};
-use crate::log::topic_partition::TopicPartition;
 use crate::node::replicas;
 use crate::shard::shard::{now_ms, Shard};
+use crate::topic_partition::TopicPartition;
 
 /// One produce request's batches for one partition.
 pub struct QueuedAppend {

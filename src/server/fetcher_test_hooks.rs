@@ -22,7 +22,7 @@
 
 use std::path::PathBuf;
 
-use crate::log::topic_partition::TopicPartition;
+use crate::topic_partition::TopicPartition;
 
 /// The environment variable that turns the hooks on: a directory.
 pub const FETCHER_HOOKS_ENV: &str = "PINLOG_TEST_FETCHER_HOOKS";

@@ -15,7 +15,6 @@ use std::time::Duration;
 
 use bytes::BytesMut;
 
-use crate::log::topic_partition::TopicPartition;
 use crate::node::replicas::Replicas;
 use crate::node::state::BrokerState;
 use crate::node::stop::StopHandle;
@@ -28,6 +27,7 @@ use crate::protocol::messages::alter_partition::{
 use crate::replica::AlterIsr;
 use crate::server::controller;
 use crate::shard::shard::{now_ms, Shard};
+use crate::topic_partition::TopicPartition;
 
 /// The AlterPartition version leaders send (v3: members' broker epochs).
 pub const ALTER_PARTITION_VERSION: i16 = 3;

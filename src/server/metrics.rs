@@ -22,12 +22,12 @@ use std::time::Instant;
 use hdrhistogram::Histogram;
 
 use crate::log::batch_cache::CacheStats;
-use crate::log::topic_partition::TopicPartition;
 use crate::protocol::api::{ApiKey, SUPPORTED_APIS};
 use crate::protocol::chunks::Chunk;
 use crate::server::dispatch::Outcome;
 use crate::server::partition_load::{LoadCounters, PartitionLoad};
 use crate::shard::shard::Shard;
+use crate::topic_partition::TopicPartition;
 
 /// Upper bounds (inclusive, in microseconds) of the Prometheus latency
 /// buckets, from 100 µs to 10 s; `+Inf` is implied. Close to Prometheus'

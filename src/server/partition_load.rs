@@ -10,8 +10,8 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 use std::rc::Rc;
 
-use crate::log::topic_partition::TopicPartition;
 use crate::shard::shard::Shard;
+use crate::topic_partition::TopicPartition;
 
 /// One partition's counters since it came to this shard.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]

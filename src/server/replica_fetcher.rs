@@ -28,7 +28,6 @@ use bytes::Bytes;
 use crate::broker_config::ReplicationConfig;
 use crate::log::epoch_cache::UNDEFINED_EPOCH;
 use crate::log::partition_log::PartitionLog;
-use crate::log::topic_partition::TopicPartition;
 use crate::node::replicas::{self, Replicas};
 use crate::node::state::BrokerState;
 use crate::node::stop::StopHandle;
@@ -51,6 +50,7 @@ use crate::server::kafka_peer::KafkaPeer;
 use crate::server::partition_load::PartitionLoad;
 use crate::server::replication_quotas::{ReplicationQuotas, Side};
 use crate::shard::shard::{now_ms, Shard};
+use crate::topic_partition::TopicPartition;
 
 /// The Fetch version followers send (the highest pinlog serves).
 const FETCH_VERSION: i16 = 12;

@@ -14,10 +14,10 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 use std::rc::Rc;
 
-use crate::log::topic_partition::TopicPartition;
 use crate::metadata::image::MetadataImage;
 use crate::replica::throttle::{self, ReplicationQuota, ThrottledReplicas};
 use crate::shard::shard::Shard;
+use crate::topic_partition::TopicPartition;
 
 /// Which side of replication a quota meters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

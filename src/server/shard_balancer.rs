@@ -11,7 +11,6 @@ use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use crate::broker_config::ShardBalancerConfig;
-use crate::log::topic_partition::TopicPartition;
 use crate::metadata::OFFSETS_TOPIC;
 use crate::node::stop::StopHandle;
 use crate::server::partition_load::PartitionLoad;
@@ -19,6 +18,7 @@ use crate::server::shard_moves;
 use crate::shard::balancer::{decide, BalancerSettings, PartitionRate};
 use crate::shard::partition_table::ShardId;
 use crate::shard::shard::Shard;
+use crate::topic_partition::TopicPartition;
 
 /// The shard the balancer runs on: the one moves run on
 /// (`shard_moves.rs`), so it reads their count without a hop.

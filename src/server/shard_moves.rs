@@ -39,13 +39,13 @@ use std::time::Instant;
 
 use crate::error::LogError;
 use crate::log::data_dir::PartitionOffsets;
-use crate::log::topic_partition::TopicPartition;
 use crate::metadata::OFFSETS_TOPIC;
 use crate::node::replicas;
 use crate::protocol::error_code;
 use crate::server::partition_load::PartitionLoad;
 use crate::shard::partition_table::ShardId;
 use crate::shard::shard::Shard;
+use crate::topic_partition::TopicPartition;
 
 /// How many moves this broker has made, counted on the shard that runs
 /// them (moves run one at a time there): the core balancer starts a new

@@ -15,8 +15,8 @@
 //! window, so the rates re-measure before the next move and two shards
 //! never trade a partition back and forth.
 
-use crate::log::topic_partition::TopicPartition;
 use crate::shard::partition_table::ShardId;
+use crate::topic_partition::TopicPartition;
 
 /// How the balancer decides (settings `shard.balancer.*`).
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -7,8 +7,8 @@ use bytes::{Bytes, BytesMut};
 use crate::config::LogConfig;
 use crate::error::LogResult;
 use crate::log::partition_log::AppendInfo;
-use crate::log::topic_partition::TopicPartition;
 use crate::shard::cross_shard::ReplySender;
+use crate::topic_partition::TopicPartition;
 
 /// The log state of one partition, as another shard sees it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -9,7 +9,7 @@
 
 use std::collections::HashMap;
 
-use crate::log::topic_partition::TopicPartition;
+use crate::topic_partition::TopicPartition;
 
 /// Index of a shard: 0..shard_count.
 pub type ShardId = usize;

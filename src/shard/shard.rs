@@ -29,11 +29,11 @@ use crate::log::data_dir::{DataDirState, PartitionOffsets};
 use crate::log::partition_log::{
     AppendInfo, OpenParams, PartitionLog, RecoveryReport, StorageFailures,
 };
-use crate::log::topic_partition::TopicPartition;
 use crate::shard::cross_shard::{reply_channel, ReplySender};
 use crate::shard::messages::{PartitionOffsetsView, ShardRequest};
 use crate::shard::partition_table::{PartitionTable, ShardId};
 use crate::shard::runtime::ShardConfig;
+use crate::topic_partition::TopicPartition;
 
 /// Milliseconds since the Unix epoch.
 pub fn now_ms() -> i64 {

@@ -33,12 +33,12 @@ use crate::group::offsets_topic::partition_for;
 pub use crate::group::offsets_topic::OFFSETS_TOPIC;
 use crate::group::schema::{GroupValue, OffsetValue, RecordKey};
 use crate::log::batch;
-use crate::log::topic_partition::TopicPartition;
 use crate::node::state::BrokerState;
 use crate::node::stop::StopHandle;
 use crate::protocol::error_code;
 use crate::shard::partition_table::ShardId;
 use crate::shard::shard::{now_ms, Shard};
+use crate::topic_partition::TopicPartition;
 
 /// How long a group write waits to be replicated: Kafka's
 /// `offsets.commit.timeout.ms` default.

@@ -37,7 +37,7 @@ use crate::log::producer_state::{
 use crate::log::segment::{parse_segment_file_name, segment_file_path, Segment};
 use crate::log::swap;
 pub use crate::log::swap::{delete_cleaned_files, SwapFailpoint};
-use crate::log::topic_partition::TopicPartition;
+use crate::topic_partition::TopicPartition;
 
 mod cleaning;
 mod producers;

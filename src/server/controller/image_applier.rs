@@ -13,7 +13,6 @@ use crate::constants::PARTITION_OPENS_IN_FLIGHT;
 use crate::controller::partitions::effective_min_isr;
 use crate::error::LogResult;
 use crate::group::coordinator::GroupCoordinator;
-use crate::log::topic_partition::TopicPartition;
 use crate::metadata::image::MetadataImage;
 use crate::metadata::OFFSETS_TOPIC;
 use crate::metadata::{dynamic_broker_config, topic_config};
@@ -22,6 +21,7 @@ use crate::node::state::BrokerState;
 use crate::replica::{Assignment, Transition};
 use crate::server::replica_fetcher::ReplicaFetchers;
 use crate::shard::shard::{map_concurrently, now_ms, Shard};
+use crate::topic_partition::TopicPartition;
 
 fn stopped() -> crate::error::LogError {
     crate::error::LogError::Offline {

@@ -20,7 +20,6 @@
 use std::collections::BTreeMap;
 use std::rc::Rc;
 
-use crate::log::topic_partition::TopicPartition;
 use crate::metadata::dynamic_broker_config;
 use crate::metadata::image::MetadataImage;
 use crate::metadata::topic_config;
@@ -32,6 +31,7 @@ use crate::server::broker;
 use crate::server::handlers::error_code_for;
 use crate::shard::partition_table::ShardId;
 use crate::shard::shard::Shard;
+use crate::topic_partition::TopicPartition;
 
 /// Kafka's internal topics (`Topic.isInternal`): their records belong to
 /// the broker, and DeleteRecords refuses them.

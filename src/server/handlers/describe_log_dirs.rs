@@ -22,11 +22,11 @@ use std::path::Path;
 use std::rc::Rc;
 use std::sync::Arc;
 
-use crate::log::topic_partition::TopicPartition;
 use crate::protocol::error_code;
 use crate::protocol::header::RequestHeader;
 use crate::protocol::messages::describe_log_dirs::*;
 use crate::shard::shard::Shard;
+use crate::topic_partition::TopicPartition;
 
 /// One local partition's log, as its owner reports it.
 struct LogSize {

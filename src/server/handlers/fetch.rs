@@ -12,7 +12,6 @@ use bytes::Bytes;
 use crate::log::partition_log::ReadSlice;
 use crate::log::read_through;
 use crate::log::segment_file::SegmentFile;
-use crate::log::topic_partition::TopicPartition;
 use crate::node::append_waiters::AppendWaiters;
 use crate::node::replicas;
 use crate::node::state::BrokerState;
@@ -30,6 +29,7 @@ use crate::server::partition_load::PartitionLoad;
 use crate::server::replication_quotas::{ReplicationQuotas, Side};
 use crate::shard::shard::now_ms;
 use crate::shard::shard::Shard;
+use crate::topic_partition::TopicPartition;
 
 /// Upper bound on how long one fetch may wait, whatever the client asks.
 pub const FETCH_MAX_WAIT_MS_MAX: i32 = 30_000;

@@ -2,13 +2,13 @@
 
 use std::rc::Rc;
 
-use crate::log::topic_partition::TopicPartition;
 use crate::node::state::BrokerState;
 use crate::protocol::error_code;
 use crate::protocol::header::RequestHeader;
 use crate::protocol::messages::list_offsets::*;
 use crate::server::handlers::{check_leader_epoch, error_code_for};
 use crate::shard::shard::Shard;
+use crate::topic_partition::TopicPartition;
 
 pub async fn handle(
     shard: &Rc<Shard>,

@@ -4,12 +4,12 @@
 
 use std::rc::Rc;
 
-use crate::log::topic_partition::TopicPartition;
 use crate::protocol::error_code;
 use crate::protocol::header::RequestHeader;
 use crate::protocol::messages::partition_shards::*;
 use crate::server::shard_moves::{self, MoveError};
 use crate::shard::shard::Shard;
+use crate::topic_partition::TopicPartition;
 
 pub async fn handle(
     shard: &Rc<Shard>,

@@ -16,7 +16,6 @@ use bytes::Bytes;
 use crate::broker_config::TimestampType;
 use crate::error::LogError;
 use crate::group::offsets_topic::OFFSETS_TOPIC;
-use crate::log::topic_partition::TopicPartition;
 use crate::metadata::dynamic_broker_config;
 use crate::metadata::topic_config;
 use crate::node::replicas::{self, wait_for_high_watermark, HighWatermarkWait};
@@ -27,6 +26,7 @@ use crate::protocol::messages::produce::*;
 use crate::server::append_queue::{self, AppendFailure, QueuedAppend};
 use crate::server::handlers::error_code_for;
 use crate::shard::shard::Shard;
+use crate::topic_partition::TopicPartition;
 
 /// One partition's share of a produce request, sent to its owner:
 /// (response slot, partition, records, leader epoch, LogAppendTime?).

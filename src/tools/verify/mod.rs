@@ -57,11 +57,11 @@ use crate::error::LogError;
 use crate::log::batch::{read_varint, BatchHeader};
 use crate::log::checkpoint;
 use crate::log::epoch_cache::EpochEntry;
-use crate::log::topic_partition::TopicPartition;
 use crate::tools::dump::{
     decode_offset_entry, decode_time_entry, u32_at, DumpError, FileKind, IndexEntries, InvalidTail,
     LogFileReader, LogItem,
 };
+use crate::topic_partition::TopicPartition;
 
 /// At most this many problems are listed per file; the rest are counted in
 /// [`VerifyReport::problems_not_listed`]. A segment of garbage would
