@@ -15,10 +15,13 @@ pub mod log;
 pub mod memory;
 pub mod metadata;
 pub mod node;
-pub mod protocol;
 pub mod quorum;
 pub mod replica;
 pub mod server;
 pub mod shard;
 pub mod tools;
+
+// The crates below this one, under the names the modules used before the
+// split, so that every `crate::protocol::...` path still reads as it did.
+pub use pinlog_protocol as protocol;
 pub mod topic_partition;

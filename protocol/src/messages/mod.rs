@@ -1,0 +1,52 @@
+//! One file per Kafka API: its request and response structs, each with
+//! `decode(&mut Reader, version)` and `encode(&self, &mut BytesMut, version)`.
+//! Brokers decode requests and encode responses; the load generator and the
+//! tests do the reverse, with the same code.
+
+pub mod alter_configs;
+pub mod alter_partition;
+pub mod alter_partition_reassignments;
+pub mod api_versions;
+pub mod broker_registration;
+pub mod create_partitions;
+pub mod create_topics;
+pub mod delete_groups;
+pub mod delete_records;
+pub mod delete_topics;
+pub mod describe_cluster;
+pub mod describe_configs;
+pub mod describe_groups;
+pub mod describe_log_dirs;
+pub mod describe_quorum;
+pub mod elect_leaders;
+pub mod fetch;
+pub mod find_coordinator;
+pub mod heartbeat;
+pub mod incremental_alter_configs;
+pub mod init_producer_id;
+pub mod join_group;
+pub mod leave_group;
+pub mod list_config_resources;
+pub mod list_groups;
+pub mod list_offsets;
+pub mod list_partition_reassignments;
+pub mod metadata;
+pub mod offset_commit;
+pub mod offset_delete;
+pub mod offset_fetch;
+pub mod offset_for_leader_epoch;
+pub mod partition_shards;
+pub mod produce;
+pub mod sync_group;
+pub mod unregister_broker;
+
+#[cfg(test)]
+mod test_support;
+
+use crate::codec::{min_array_bytes, min_string_bytes, min_tags_bytes};
+
+/// The smallest encoding of a topic entry: an empty name, an empty
+/// partition array and (when flexible) an empty tagged-field section.
+const fn min_topic_bytes(flexible: bool) -> usize {
+    min_string_bytes(flexible) + min_array_bytes(flexible) + min_tags_bytes(flexible)
+}
