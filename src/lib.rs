@@ -3,25 +3,21 @@
 //! See `ARCHITECTURE.md` for the map of this crate.
 
 pub mod blocking_pool;
-pub mod broker_config;
 pub mod cli;
-pub mod config;
-pub mod constants;
-pub mod controller;
 pub mod demo;
 pub mod error;
 pub mod group;
 pub mod log;
 pub mod memory;
-pub mod metadata;
 pub mod node;
 pub mod quorum;
-pub mod replica;
 pub mod server;
 pub mod shard;
 pub mod tools;
 
 // The crates below this one, under the names the modules used before the
 // split, so that every `crate::protocol::...` path still reads as it did.
+pub use pinlog_core::{
+    broker_config, config, constants, controller, metadata, replica, topic_partition,
+};
 pub use pinlog_protocol as protocol;
-pub mod topic_partition;

@@ -1,10 +1,13 @@
 //! The shard runtime: one pinned glommio executor per core, each owning a
-//! disjoint set of partitions, talking to the others only by messages.
+//! disjoint set of partitions, talking to the others only by messages. The
+//! partition-to-shard table and the core balancer's decision are pure and
+//! live in pinlog-core (`core/src/shard/`); they are named here so that the
+//! whole subsystem reads as one module.
 
-pub mod balancer;
 pub mod cross_shard;
 pub mod messages;
-pub mod partition_table;
 pub mod runtime;
 #[allow(clippy::module_inception)]
 pub mod shard;
+
+pub use pinlog_core::shard::{balancer, partition_table};

@@ -1,0 +1,20 @@
+//! pinlog's pure cores: the decisions of replication, the controller, the
+//! consumer-group state machine, the fetch-session cache, the shard table
+//! and balancer, the throttle meters, and the settings and metadata image
+//! they read. Nothing here does I/O, reads a clock or draws randomness:
+//! time and ids are parameters, and the broker shell (the `pinlog` crate)
+//! carries out what these return. This crate's Cargo.toml has no glommio,
+//! so the compiler keeps it that way (ARCHITECTURE.md, "Layers").
+
+pub mod broker_config;
+pub mod config;
+pub mod constants;
+pub mod controller;
+pub mod group;
+pub mod metadata;
+pub mod replica;
+pub mod shard;
+pub mod topic_partition;
+
+// The wire protocol, under the name the modules used before the split.
+pub use pinlog_protocol as protocol;
