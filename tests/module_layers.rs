@@ -1,8 +1,10 @@
-//! The crate's structure, checked: no import cycle between the top-level
-//! modules of `src/`, and no source file over [`CODE_LINES_MAX`] code
-//! lines outside its tests (issue: structure). The layers this keeps are
-//! described in ARCHITECTURE.md ("Layers"); a change that makes a lower
-//! module import a higher one fails here with the cycle it closes.
+//! The workspace's structure, checked: no import cycle between the
+//! top-level modules of any crate, no source file over [`CODE_LINES_MAX`]
+//! code lines outside its tests, and no I/O runtime below the broker shell
+//! (issue: structure). The layers this keeps are described in
+//! ARCHITECTURE.md ("Layers"); Cargo already refuses an import from a
+//! lower crate into a higher one, and this test catches what Cargo cannot:
+//! a cycle inside one crate, and a lower crate that gains glommio.
 //!
 //! Imports are read as text: every `crate::<module>` path, and every module
 //! named in a `crate::{...}` group, outside comments and `#[cfg(test)]`
@@ -13,6 +15,29 @@ use std::path::{Path, PathBuf};
 
 /// Code lines (not blank, not comments) a file may have outside its tests.
 const CODE_LINES_MAX: usize = 1000;
+
+/// The workspace's crates, by directory, bottom layer first.
+const CRATES: &[&str] = &["protocol", "core", ".", "loadgen"];
+
+/// What each crate below the broker shell may depend on. These crates are
+/// pure: a new dependency goes here only if it does no I/O and needs no
+/// runtime (an executor, a socket, a file), so that the decisions they hold
+/// stay testable without one.
+const PURE_CRATE_DEPENDENCIES: &[(&str, &[&str])] = &[
+    ("protocol", &["bytes", "thiserror"]),
+    (
+        "core",
+        &[
+            "pinlog-protocol",
+            "bytes",
+            "crc32c",
+            "futures-channel",
+            "serde",
+            "toml",
+            "tracing",
+        ],
+    ),
+];
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     for entry in std::fs::read_dir(dir).expect("read src/") {
@@ -104,9 +129,9 @@ struct Crate {
     sizes: BTreeMap<String, usize>,
 }
 
-fn read_crate() -> Crate {
+fn read_crate(dir: &str) -> Crate {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let src = root.join("src");
+    let src = root.join(dir).join("src");
     let mut files = Vec::new();
     rust_files(&src, &mut files);
     let module_of = |path: &Path| -> String {
@@ -132,6 +157,9 @@ fn read_crate() -> Crate {
         let rel = path
             .strip_prefix(root)
             .expect("under the repository")
+            .components()
+            .filter(|c| c.as_os_str() != ".")
+            .collect::<PathBuf>()
             .to_string_lossy()
             .to_string();
         sizes.insert(rel, code.len());
@@ -209,7 +237,13 @@ fn cycles(graph: &BTreeMap<String, BTreeSet<String>>) -> Vec<Vec<String>> {
 
 #[test]
 fn no_import_cycle_between_top_level_modules() {
-    let krate = read_crate();
+    for dir in CRATES {
+        no_import_cycle_in(dir);
+    }
+}
+
+fn no_import_cycle_in(dir: &str) {
+    let krate = read_crate(dir);
     let found = cycles(&krate.imports);
     let described: Vec<String> = found
         .iter()
@@ -228,7 +262,7 @@ fn no_import_cycle_between_top_level_modules() {
         .collect();
     assert!(
         found.is_empty(),
-        "import cycles between top-level modules of src/: {described:#?}\n\
+        "import cycles between top-level modules of {dir}/src/: {described:#?}\n\
          Move the item a lower module takes from a higher one down (see ARCHITECTURE.md, Layers)."
     );
 }
@@ -259,9 +293,9 @@ fn the_check_finds_a_cycle_and_reads_grouped_imports() {
 
 #[test]
 fn no_source_file_over_the_code_line_limit() {
-    let krate = read_crate();
     let mut problems = Vec::new();
-    for (file, &lines) in &krate.sizes {
+    let sizes = CRATES.iter().flat_map(|dir| read_crate(dir).sizes);
+    for (file, lines) in sizes {
         if lines > CODE_LINES_MAX {
             problems.push(format!(
                 "{file} has {lines} code lines outside its tests; the limit is {CODE_LINES_MAX}: split it on one of its seams"
@@ -269,4 +303,29 @@ fn no_source_file_over_the_code_line_limit() {
         }
     }
     assert!(problems.is_empty(), "{problems:#?}");
+}
+
+#[test]
+fn the_crates_below_the_shell_depend_on_no_io_runtime() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    for (dir, allowed) in PURE_CRATE_DEPENDENCIES {
+        let manifest = root.join(dir).join("Cargo.toml");
+        let text = std::fs::read_to_string(&manifest).expect("read a crate manifest");
+        let table: toml::Table = text.parse().expect("a valid Cargo.toml");
+        let deps = table
+            .get("dependencies")
+            .and_then(|d| d.as_table())
+            .expect("a [dependencies] table");
+        let unexpected: Vec<&String> = deps
+            .keys()
+            .filter(|name| !allowed.contains(&name.as_str()))
+            .collect();
+        assert!(
+            unexpected.is_empty(),
+            "{dir}/Cargo.toml depends on {unexpected:?}, which this test does not know \
+             to be free of I/O. The crate holds pure decisions (ARCHITECTURE.md, Layers): \
+             keep I/O in the broker shell, or, if the crate does no I/O, add it to \
+             PURE_CRATE_DEPENDENCIES in tests/module_layers.rs."
+        );
+    }
 }
