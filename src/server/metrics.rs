@@ -24,7 +24,7 @@ use hdrhistogram::Histogram;
 use crate::log::batch_cache::CacheStats;
 use crate::protocol::api::{ApiKey, SUPPORTED_APIS};
 use crate::protocol::chunks::Chunk;
-use crate::server::dispatch::Outcome;
+use crate::server::network::dispatch::Outcome;
 use crate::server::partition_load::{LoadCounters, PartitionLoad};
 use crate::shard::shard::Shard;
 use crate::topic_partition::TopicPartition;

@@ -19,10 +19,10 @@ use glommio::net::TcpStream;
 
 use crate::node::state::BrokerState;
 use crate::node::stop::StopHandle;
-use crate::server::dispatch::{handle_frame, Outcome};
-use crate::server::frame_reader::{FrameError, FrameReader};
 use crate::server::metrics::{self, RequestTimer, ShardProbe};
-use crate::server::response_writer::write_response;
+use crate::server::network::dispatch::{handle_frame, Outcome};
+use crate::server::network::frame_reader::{FrameError, FrameReader};
+use crate::server::network::response_writer::write_response;
 use crate::shard::shard::Shard;
 
 /// Requests read but not yet answered, per connection.
