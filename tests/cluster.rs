@@ -19,7 +19,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use pinlog::broker_config::ReplicationConfig;
-use pinlog::server::fetcher_test_hooks::FETCHER_HOOKS_ENV;
+use pinlog::server::replication::fetcher_test_hooks::FETCHER_HOOKS_ENV;
 use serde_json::Value;
 use support::{
     kafka_libs, run_command, wait_for, which, Broker, BrokerOpts, Cluster, CmdOutput, PINLOG_BIN,
@@ -892,7 +892,7 @@ fn reassign_tool_via(
 
 /// Runs `--execute` with `json`, which moves `moves-{partition}` onto
 /// broker `target`, while the target's fetcher is held for that partition
-/// by its test hook (`pinlog::server::fetcher_test_hooks`): the new replica
+/// by its test hook (`pinlog::server::replication::fetcher_test_hooks`): the new replica
 /// can never catch up, so the move stays in progress until the hold is
 /// released. `via` is a node that stays up.
 fn execute_onto_held_replica(

@@ -45,7 +45,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use pinlog::log::batch::{self, BatchIter, CountRule};
-use pinlog::server::fetcher_test_hooks::FETCHER_HOOKS_ENV;
+use pinlog::server::replication::fetcher_test_hooks::FETCHER_HOOKS_ENV;
 use serde_json::Value;
 use support::{run_command, wait_for, which, Broker, BrokerOpts, Cluster, CmdOutput, PINLOG_BIN};
 
@@ -898,7 +898,7 @@ fn checkpointed_high_watermark(node: &Broker, topic: &str) -> Option<i64> {
 }
 
 /// Creates or removes hook file `<node>.<topic>-0.<hook>` (see
-/// `pinlog::server::fetcher_test_hooks`).
+/// `pinlog::server::replication::fetcher_test_hooks`).
 fn set_fetcher_hook(hooks: &Path, node: i64, topic: &str, hook: &str, on: bool) {
     let path = hooks.join(format!("{node}.{topic}-0.{hook}"));
     if on {

@@ -341,10 +341,12 @@ async fn shard_main(
             "pinlog is serving Kafka clients"
         );
     }
-    glommio::spawn_local(crate::server::isr_changes::expire_lagging_followers(
-        shard.clone(),
-        stop.clone(),
-    ))
+    glommio::spawn_local(
+        crate::server::replication::isr_changes::expire_lagging_followers(
+            shard.clone(),
+            stop.clone(),
+        ),
+    )
     .detach();
     let active = Rc::new(Cell::new(0usize));
     if shard.id() + 1 == shard.shard_count() {

@@ -19,7 +19,7 @@ use crate::metadata::{dynamic_broker_config, topic_config};
 use crate::node::replicas::{self, Replicas};
 use crate::node::state::BrokerState;
 use crate::replica::{Assignment, Transition};
-use crate::server::replica_fetcher::ReplicaFetchers;
+use crate::server::replication::replica_fetcher::ReplicaFetchers;
 use crate::shard::shard::{map_concurrently, now_ms, Shard};
 use crate::topic_partition::TopicPartition;
 
