@@ -171,7 +171,7 @@ fn main() -> ExitCode {
                     return ExitCode::from(2);
                 }
             };
-            match pinlog::server::broker::serve(config) {
+            match pinlog::server::lifecycle::broker::serve(config) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {
                     eprintln!("error: {e}");

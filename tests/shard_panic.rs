@@ -9,7 +9,7 @@ mod support;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use pinlog::server::broker::{PANIC_STOP_GRACE, TEST_PANIC_ENV};
+use pinlog::server::lifecycle::broker::{PANIC_STOP_GRACE, TEST_PANIC_ENV};
 use support::{run_command, Broker, BrokerOpts, PINLOG_BIN};
 
 /// The failpoint fires this long after the last shard serves: time enough

@@ -2,13 +2,10 @@
 //! file per API), and the single-node controller.
 
 pub mod append_queue;
-pub mod broker;
-pub mod broker_lifecycle;
-pub mod cluster_id;
-pub mod controlled_shutdown;
 pub mod controller;
 pub mod fetch_sessions;
 pub mod handlers;
+pub mod lifecycle;
 pub mod metrics;
 pub mod metrics_http;
 pub mod network;
@@ -17,4 +14,3 @@ pub mod partition_load;
 pub mod replication;
 pub mod shard_balancer;
 pub mod shard_moves;
-pub mod storage_failure;

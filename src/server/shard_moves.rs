@@ -54,7 +54,7 @@ use crate::topic_partition::TopicPartition;
 struct MovesDone(Cell<u64>);
 
 /// The moves done so far; call on the shard that runs them
-/// ([`crate::server::broker::CHECKPOINT_SHARD`]).
+/// ([`crate::server::lifecycle::broker::CHECKPOINT_SHARD`]).
 pub fn moves_done(shard: &Shard) -> u64 {
     shard.extension::<MovesDone>().map_or(0, |m| m.0.get())
 }
@@ -136,7 +136,7 @@ pub async fn move_partition(
     if tp.topic == OFFSETS_TOPIC || tp.topic == crate::metadata::METADATA_TOPIC {
         return Err(MoveError::Internal);
     }
-    crate::server::broker::with_checkpoints_held(shard, move |shard| async move {
+    crate::server::lifecycle::broker::with_checkpoints_held(shard, move |shard| async move {
         move_held(&shard, tp, to).await
     })
     .await

@@ -23,9 +23,9 @@ use crate::node::state::BrokerState;
 use crate::node::stop::StopHandle;
 use crate::quorum::{Publish, Quorum, QuorumSettings};
 use crate::server::controller::{self, Controller, CONTROLLER_SHARD};
+use crate::server::lifecycle::{cluster_id, controlled_shutdown, registration, storage_failure};
 use crate::server::metrics_http;
 use crate::server::network::connection::serve_connection;
-use crate::server::{broker_lifecycle, cluster_id, controlled_shutdown, storage_failure};
 use crate::shard::partition_table::ShardId;
 use crate::shard::runtime::{run_shards, ShardConfig, Shutdown};
 use crate::shard::shard::Shard;
@@ -550,9 +550,9 @@ async fn start_controller(
         }
         return Ok(());
     }
-    let lifecycle = broker_lifecycle::join(shard, cluster_id.clone(), stop)
+    let lifecycle = registration::join(shard, cluster_id.clone(), stop)
         .await
-        .map_err(|broker_lifecycle::JoinRefused(why)| why)?;
+        .map_err(|registration::JoinRefused(why)| why)?;
     let agreed = quorum
         .image()
         .cluster_id
@@ -588,7 +588,7 @@ async fn start_controller(
     }
     // The controlled shutdown heartbeats with this registration.
     shard.set_extension(lifecycle.clone());
-    glommio::spawn_local(broker_lifecycle::keep_heartbeating(
+    glommio::spawn_local(registration::keep_heartbeating(
         shard.clone(),
         lifecycle,
         Duration::from_millis(cluster.heartbeat_interval_ms),

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use crate::metadata::image::MetadataImage;
 use crate::node::state::BrokerState;
 use crate::node::stop::StopHandle;
-use crate::server::broker_lifecycle::{self, JoinRefused, Lifecycle};
+use crate::server::lifecycle::registration::{self, JoinRefused, Lifecycle};
 use crate::shard::shard::Shard;
 
 /// How often the watcher looks for a shutdown request.
@@ -90,7 +90,7 @@ async fn hand_over_leaderships(shard: &Rc<Shard>, lifecycle: &Lifecycle, stop: &
             return;
         }
         let seen = broker.image().offset;
-        match broker_lifecycle::shutdown_heartbeat(shard, lifecycle, stop).await {
+        match registration::shutdown_heartbeat(shard, lifecycle, stop).await {
             Ok(Some(resp)) if resp.should_shut_down => break,
             Ok(Some(_)) => last_answer = Instant::now(),
             Ok(None) if last_answer.elapsed() >= unanswered_bound => {
