@@ -7,7 +7,6 @@ pub mod fetch_sessions;
 pub mod handlers;
 pub mod lifecycle;
 pub mod metrics;
-pub mod metrics_http;
 pub mod network;
 pub mod offsets_topic;
 pub mod partition_load;

@@ -24,7 +24,7 @@ use crate::node::stop::StopHandle;
 use crate::quorum::{Publish, Quorum, QuorumSettings};
 use crate::server::controller::{self, Controller, CONTROLLER_SHARD};
 use crate::server::lifecycle::{cluster_id, controlled_shutdown, registration, storage_failure};
-use crate::server::metrics_http;
+use crate::server::metrics::http as metrics_http;
 use crate::server::network::connection::serve_connection;
 use crate::shard::partition_table::ShardId;
 use crate::shard::runtime::{run_shards, ShardConfig, Shutdown};

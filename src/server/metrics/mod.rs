@@ -14,6 +14,8 @@
 //! touching the hot path, and the exact sum of latencies is kept beside it
 //! for `_sum`.
 
+pub mod http;
+
 use std::cell::{Cell, RefCell};
 use std::fmt::Write as _;
 use std::rc::Rc;
