@@ -9,7 +9,5 @@ pub mod lifecycle;
 pub mod metrics;
 pub mod network;
 pub mod offsets_topic;
-pub mod partition_load;
 pub mod replication;
-pub mod shard_balancer;
-pub mod shard_moves;
+pub mod shard_placement;

@@ -24,9 +24,9 @@ use crate::server::fetch_sessions::{
     FetchSessions, ResolvedFetch, SentPartition, SessionPartition, SessionRequest,
 };
 use crate::server::handlers::{check_leader_epoch, error_code_for};
-use crate::server::partition_load::PartitionLoad;
 use crate::server::replication::isr_changes;
 use crate::server::replication::quotas::{ReplicationQuotas, Side};
+use crate::server::shard_placement::partition_load::PartitionLoad;
 use crate::shard::shard::now_ms;
 use crate::shard::shard::Shard;
 use crate::topic_partition::TopicPartition;

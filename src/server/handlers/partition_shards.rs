@@ -7,7 +7,7 @@ use std::rc::Rc;
 use crate::protocol::error_code;
 use crate::protocol::header::RequestHeader;
 use crate::protocol::messages::partition_shards::*;
-use crate::server::shard_moves::{self, MoveError};
+use crate::server::shard_placement::moves::{self, MoveError};
 use crate::shard::shard::Shard;
 use crate::topic_partition::TopicPartition;
 
@@ -22,11 +22,11 @@ pub async fn handle(
         for p in t.partitions {
             let tp = TopicPartition::new(t.name.clone(), p.partition_index);
             let answer = if p.target_shard == NO_MOVE {
-                shard_moves::shard_holding(shard, &tp)
+                moves::shard_holding(shard, &tp)
                     .await
                     .map(|s| (s as i32, -1))
             } else {
-                shard_moves::move_partition(shard, tp.clone(), p.target_shard as i64)
+                moves::move_partition(shard, tp.clone(), p.target_shard as i64)
                     .await
                     .map(|m| (m.to as i32, m.from as i32))
             };

@@ -27,7 +27,7 @@ use crate::log::batch_cache::CacheStats;
 use crate::protocol::api::{ApiKey, SUPPORTED_APIS};
 use crate::protocol::chunks::Chunk;
 use crate::server::network::dispatch::Outcome;
-use crate::server::partition_load::{LoadCounters, PartitionLoad};
+use crate::server::shard_placement::partition_load::{LoadCounters, PartitionLoad};
 use crate::shard::shard::Shard;
 use crate::topic_partition::TopicPartition;
 
@@ -233,7 +233,7 @@ impl ShardProbe {
             consumer_fetch_sessions,
             fetch_session_partitions,
             partition_load: PartitionLoad::of(shard).snapshot(),
-            balancer_moves: crate::server::shard_balancer::moves_off(shard),
+            balancer_moves: crate::server::shard_placement::balancer::moves_off(shard),
         }
     }
 }

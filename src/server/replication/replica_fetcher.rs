@@ -45,10 +45,10 @@ use crate::replica::{
     truncation_offset, FollowerFetchSession, LocalLog, PartitionFetch, ReplicaState, Role,
     Truncation,
 };
-use crate::server::partition_load::PartitionLoad;
 use crate::server::replication::fetcher_test_hooks::FetcherTestHooks;
 use crate::server::replication::kafka_peer::KafkaPeer;
 use crate::server::replication::quotas::{ReplicationQuotas, Side};
+use crate::server::shard_placement::partition_load::PartitionLoad;
 use crate::shard::shard::{now_ms, Shard};
 use crate::topic_partition::TopicPartition;
 

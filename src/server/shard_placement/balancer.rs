@@ -13,8 +13,8 @@ use std::time::{Duration, Instant};
 use crate::broker_config::ShardBalancerConfig;
 use crate::metadata::OFFSETS_TOPIC;
 use crate::node::stop::StopHandle;
-use crate::server::partition_load::PartitionLoad;
-use crate::server::shard_moves;
+use crate::server::shard_placement::moves;
+use crate::server::shard_placement::partition_load::PartitionLoad;
 use crate::shard::balancer::{decide, BalancerSettings, PartitionRate};
 use crate::shard::partition_table::ShardId;
 use crate::shard::shard::Shard;
@@ -70,7 +70,7 @@ async fn run(shard: Rc<Shard>, settings: BalancerSettings, interval: Duration, s
     // Moves so far (this loop's and `pinlog partition move`'s): after any
     // move the rates are measured anew, so the balancer never undoes an
     // operator's placement on the strength of rates from before it.
-    let mut moves_seen = shard_moves::moves_done(&shard);
+    let mut moves_seen = moves::moves_done(&shard);
     loop {
         let wake = Instant::now() + interval;
         while Instant::now() < wake {
@@ -83,7 +83,7 @@ async fn run(shard: Rc<Shard>, settings: BalancerSettings, interval: Duration, s
             continue;
         };
         let now = Instant::now();
-        let moves = shard_moves::moves_done(&shard);
+        let moves = moves::moves_done(&shard);
         if moves != moves_seen {
             moves_seen = moves;
             window.clear();
@@ -137,7 +137,7 @@ async fn run(shard: Rc<Shard>, settings: BalancerSettings, interval: Duration, s
             mib(planned.loads_after.0),
             mib(planned.loads_after.1),
         );
-        match shard_moves::move_partition(&shard, planned.tp.clone(), planned.to as i64).await {
+        match moves::move_partition(&shard, planned.tp.clone(), planned.to as i64).await {
             Ok(_) => {
                 let _ = shard
                     .submit_to(planned.from, |s| async move {

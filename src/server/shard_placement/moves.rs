@@ -42,7 +42,7 @@ use crate::log::data_dir::PartitionOffsets;
 use crate::metadata::OFFSETS_TOPIC;
 use crate::node::replicas;
 use crate::protocol::error_code;
-use crate::server::partition_load::PartitionLoad;
+use crate::server::shard_placement::partition_load::PartitionLoad;
 use crate::shard::partition_table::ShardId;
 use crate::shard::shard::Shard;
 use crate::topic_partition::TopicPartition;
