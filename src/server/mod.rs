@@ -1,13 +1,13 @@
-//! The Kafka broker: connections on every shard, request handlers (one
-//! file per API), and the single-node controller.
+//! The broker shell on glommio, in rooms by subsystem (ARCHITECTURE.md,
+//! "Code map"): the network edge, the API handlers, the broker's side of
+//! the controller (forwarding, registration, the metadata image applier),
+//! the replication shell, shard placement, the lifecycle and metrics. The
+//! decisions they carry out are in pinlog-core.
 
-pub mod append_queue;
 pub mod controller;
-pub mod fetch_sessions;
 pub mod handlers;
 pub mod lifecycle;
 pub mod metrics;
 pub mod network;
-pub mod offsets_topic;
 pub mod replication;
 pub mod shard_placement;

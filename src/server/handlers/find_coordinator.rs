@@ -16,7 +16,7 @@ use crate::node::state::BrokerState;
 use crate::protocol::error_code;
 use crate::protocol::header::RequestHeader;
 use crate::protocol::messages::find_coordinator::*;
-use crate::server::offsets_topic::ensure_offsets_topic;
+use crate::server::handlers::offsets_topic::ensure_offsets_topic;
 use crate::shard::shard::Shard;
 
 fn refused(key: String, code: i16, message: String) -> Coordinator {

@@ -37,6 +37,13 @@ pub mod produce;
 pub mod sync_group;
 pub mod unregister_broker;
 
+// What some APIs keep beside their handler: produce's group commit per
+// partition, fetch's incremental sessions (KIP-227), and FindCoordinator's
+// creation of `__consumer_offsets`.
+pub mod append_queue;
+pub mod fetch_sessions;
+pub mod offsets_topic;
+
 use crate::error::{BatchError, LogError};
 use crate::metadata::image::MetadataImage;
 use crate::protocol::error_code;

@@ -23,7 +23,7 @@ use crate::node::state::BrokerState;
 use crate::protocol::error_code;
 use crate::protocol::header::RequestHeader;
 use crate::protocol::messages::produce::*;
-use crate::server::append_queue::{self, AppendFailure, QueuedAppend};
+use crate::server::handlers::append_queue::{self, AppendFailure, QueuedAppend};
 use crate::server::handlers::error_code_for;
 use crate::shard::shard::Shard;
 use crate::topic_partition::TopicPartition;

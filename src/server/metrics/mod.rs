@@ -207,7 +207,7 @@ impl ShardProbe {
                 None => (0, 0),
             };
         let (follower_fetch_sessions, consumer_fetch_sessions, fetch_session_partitions) =
-            crate::server::fetch_sessions::FetchSessions::of(shard).with(|c| {
+            crate::server::handlers::fetch_sessions::FetchSessions::of(shard).with(|c| {
                 let (followers, consumers) = c.count_by_kind();
                 (
                     followers as u64,
