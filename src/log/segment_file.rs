@@ -1,12 +1,11 @@
 //! A segment file handed from the shard that owns a partition to the
-//! connection's shard, which sends a range of it in a fetch response.
+//! connection's shard, which sends a range of it in a fetch response (the
+//! network edge makes it a `protocol::chunks::StoredFile`; the log knows
+//! nothing of the wire protocol).
 
-use std::any::Any;
 use std::sync::Mutex;
 
 use glommio::io::{DmaFile, OwnedDmaFile};
-
-use crate::protocol::chunks::StoredFile;
 
 /// A segment file that can cross shards: a `dup` of the owner's O_DIRECT
 /// descriptor, so the connection's shard reads it through its own io_uring
@@ -38,11 +37,5 @@ impl SegmentFile {
 impl std::fmt::Debug for SegmentFile {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("SegmentFile")
-    }
-}
-
-impl StoredFile for SegmentFile {
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 }

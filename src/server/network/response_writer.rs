@@ -22,12 +22,19 @@ use glommio::Task;
 
 use crate::constants::{FILE_READS_AHEAD, FILE_READ_PIECE_BYTES};
 use crate::log::segment_file::SegmentFile;
-use crate::protocol::chunks::Chunk;
+use crate::protocol::chunks::{Chunk, StoredFile};
 
 const PIECE: u64 = FILE_READ_PIECE_BYTES as u64;
 const _: () = assert!(FILE_READ_PIECE_BYTES.is_power_of_two());
 
 /// One write of a response, in order.
+/// A segment file is what a fetch response's file ranges hold.
+impl StoredFile for SegmentFile {
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}
+
 enum Step {
     Memory(Bytes),
     Read {
