@@ -19,6 +19,24 @@ const CODE_LINES_MAX: usize = 1000;
 /// The workspace's crates, by directory, bottom layer first.
 const CRATES: &[&str] = &["protocol", "core", ".", "loadgen"];
 
+/// The broker shell's own top-level modules, by layer, bottom first: a
+/// module imports only from its own layer or below (and from the crates
+/// below the shell). Cycles are caught anyway; this also keeps a lower
+/// module from reaching up without closing one.
+const SHELL_LAYERS: &[&[&str]] = &[
+    &["error", "memory", "blocking_pool"],
+    &["log"],
+    &["shard"],
+    &["node"],
+    &["group", "quorum"],
+    &["server"],
+    &["cli", "tools", "demo"],
+];
+
+/// Imports the layers allow but the design does not: storage knows nothing
+/// of the Kafka wire protocol (ARCHITECTURE.md, invariants).
+const FORBIDDEN_IMPORTS: &[(&str, &str)] = &[("log", "protocol")];
+
 /// What each crate below the broker shell may depend on. These crates are
 /// pure: a new dependency goes here only if it does no I/O and needs no
 /// runtime (an executor, a socket, a file), so that the decisions they hold
@@ -123,8 +141,11 @@ fn imported_modules(code: &str) -> BTreeSet<String> {
 }
 
 struct Crate {
-    /// Top-level module to the modules it imports.
+    /// Top-level module to the modules of this crate it imports.
     imports: BTreeMap<String, BTreeSet<String>>,
+    /// Top-level module to every top-level name it imports through
+    /// `crate::`, including the lower crates' modules the crate re-exports.
+    named: BTreeMap<String, BTreeSet<String>>,
     /// File (relative to the repository) to its code lines.
     sizes: BTreeMap<String, usize>,
 }
@@ -150,6 +171,7 @@ fn read_crate(dir: &str) -> Crate {
         .filter(|m| m != "lib" && m != "main")
         .collect();
     let mut imports: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    let mut all_named: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     let mut sizes = BTreeMap::new();
     for path in &files {
         let text = std::fs::read_to_string(path).expect("read a source file");
@@ -168,13 +190,21 @@ fn read_crate(dir: &str) -> Crate {
             continue;
         }
         let named = imported_modules(&code.join("\n"));
+        all_named
+            .entry(module.clone())
+            .or_default()
+            .extend(named.iter().filter(|m| **m != module).cloned());
         imports.entry(module.clone()).or_default().extend(
             named
                 .into_iter()
                 .filter(|m| modules.contains(m) && *m != module),
         );
     }
-    Crate { imports, sizes }
+    Crate {
+        imports,
+        named: all_named,
+        sizes,
+    }
 }
 
 /// The strongly connected components of more than one module (Tarjan).
@@ -328,4 +358,35 @@ fn the_crates_below_the_shell_depend_on_no_io_runtime() {
              PURE_CRATE_DEPENDENCIES in tests/module_layers.rs."
         );
     }
+}
+
+#[test]
+fn the_shell_imports_only_downwards() {
+    let krate = read_crate(".");
+    let layer_of = |module: &str| SHELL_LAYERS.iter().position(|l| l.contains(&module));
+    let mut problems = Vec::new();
+    for (module, named) in &krate.named {
+        let Some(own) = layer_of(module) else {
+            if krate.imports.contains_key(module) && !["lib", "main"].contains(&module.as_str()) {
+                problems.push(format!(
+                    "src/{module} is in no layer: add it to SHELL_LAYERS"
+                ));
+            }
+            continue;
+        };
+        for target in named {
+            if layer_of(target).is_some_and(|theirs| theirs > own) {
+                problems.push(format!("{module} imports {target}, a higher layer"));
+            }
+            if FORBIDDEN_IMPORTS.contains(&(module.as_str(), target.as_str())) {
+                problems.push(format!(
+                    "{module} imports {target}, which the design forbids"
+                ));
+            }
+        }
+    }
+    assert!(
+        problems.is_empty(),
+        "{problems:#?}\nSee ARCHITECTURE.md, Layers: move the item down, or pass it in."
+    );
 }
