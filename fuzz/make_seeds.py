@@ -6,7 +6,7 @@ correct CRC-32C before `validate` looks further, and a request needs a
 plausible header and array counts before the decoders reach their inner
 structs. Random mutation finds neither quickly on its own.
 
-Layouts follow src/log/batch.rs and src/protocol/messages/*.rs; the
+Layouts follow src/log/batch.rs and protocol/src/messages/*.rs; the
 request_decoder input format (byte 0 picks an API row, byte 1 a version) is
 described in fuzz_targets/request_decoder.rs. Run from anywhere:
 

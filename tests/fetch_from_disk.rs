@@ -1,7 +1,7 @@
 //! Fetches served from the segment files rather than from appends in the
 //! read cache. With the cache off, every byte kcat consumes was read from
 //! disk with O_DIRECT on the connection's shard
-//! (`src/server/response_writer.rs`). With a small cache, reads go through
+//! (`src/server/network/response_writer.rs`). With a small cache, reads go through
 //! it (`src/log/read_through.rs`) on the partition's shard, filling and
 //! evicting it all the time. Either way, partition reads larger than one
 //! read piece, ranges in rolled and active segments, and reads after a

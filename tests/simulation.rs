@@ -575,7 +575,7 @@ impl Sim {
                     if b.alter_in_flight.as_ref().is_some_and(|(s, _)| *s == seq) {
                         // No answer: it may have been committed. Sent
                         // again while it is still the pending change, as
-                        // `server/isr_changes.rs` does.
+                        // `server/replication/isr_changes.rs` does.
                         let (_, change) = b.alter_in_flight.take().expect("in flight");
                         if b.replica.pending_alter().as_ref() == Some(&change) {
                             self.propose(broker, change);

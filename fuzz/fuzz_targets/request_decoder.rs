@@ -1,4 +1,4 @@
-//! Fuzzes the request decoding that `src/server/dispatch.rs` does on every
+//! Fuzzes the request decoding that `src/server/network/dispatch.rs` does on every
 //! frame, without a shard: `handle_frame` needs a running shard to serve the
 //! request, so this target repeats its decoding steps (header prefix, header
 //! rest, the API's `decode`) against the same codec.

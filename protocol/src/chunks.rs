@@ -2,7 +2,7 @@
 //! without being copied into the response buffer: cached batches travel as
 //! the `Bytes` the log holds, and file ranges are read from the segment with
 //! O_DIRECT reads on the connection's shard and sent from those buffers
-//! (`server/response_writer.rs`).
+//! (`server/network/response_writer.rs`).
 
 use std::any::Any;
 use std::sync::Arc;

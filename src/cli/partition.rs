@@ -1,6 +1,6 @@
 //! `pinlog partition move`: moves a partition to another shard (core) of a
 //! broker, live, through pinlog's own PartitionShards API
-//! (`server/shard_moves.rs` does the move). Kafka has no such tool: its
+//! (`server/shard_placement/moves.rs` does the move). Kafka has no such tool: its
 //! threads share every partition.
 
 use std::collections::{BTreeMap, HashMap};

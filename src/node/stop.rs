@@ -4,7 +4,7 @@
 //!
 //! There are two requests. A *shutdown* (SIGTERM, SIGINT) first hands this
 //! broker's leaderships to other brokers (Kafka's controlled shutdown, see
-//! `server/controlled_shutdown.rs`), which then turns into a *stop*. A stop
+//! `server/lifecycle/controlled_shutdown.rs`), which then turns into a *stop*. A stop
 //! (a second signal, a panic, a refused registration) begins at once:
 //! accepting ends, connections drain, logs close.
 

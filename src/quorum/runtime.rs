@@ -157,7 +157,7 @@ impl AsyncRuntime for GlommioRuntime {
 
     fn is_panic(_: &Self::JoinError) -> bool {
         // A detached glommio task that panics takes its shard down with it
-        // (the broker then stops, see server/broker.rs); a handle that sees
+        // (the broker then stops, see server/lifecycle/broker.rs); a handle that sees
         // the task gone never outlives that.
         true
     }

@@ -1,5 +1,6 @@
 //! Cluster metadata: records (after KRaft's), the image they build, the
-//! local metadata log that persists them, and topic settings.
+//! settings of topics and of the broker that change at runtime. The local
+//! log that persists them is the quorum's (`quorum/metadata_log.rs`).
 
 pub mod dynamic_broker_config;
 pub mod image;

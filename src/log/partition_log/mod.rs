@@ -46,7 +46,7 @@ mod truncation;
 
 /// Where fetched bytes are: in memory or in a segment file. The network layer
 /// writes `Cached` as it is and reads `File` with O_DIRECT into the buffers it
-/// sends (`server/response_writer.rs`); nothing here copies record bytes.
+/// sends (`server/network/response_writer.rs`); nothing here copies record bytes.
 #[derive(Clone)]
 pub enum ReadSlice {
     Cached(Bytes),

@@ -1,5 +1,5 @@
 //! PartitionShards (pinlog's own API): where this broker keeps each named
-//! partition, and live moves between its shards (`server/shard_moves.rs`).
+//! partition, and live moves between its shards (`server/shard_placement/moves.rs`).
 //! Moves run one after another, in request order.
 
 use std::rc::Rc;

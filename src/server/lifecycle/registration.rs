@@ -6,7 +6,7 @@
 //! `broker.heartbeat.interval.ms`; a controller that stopped hearing from
 //! it fences it, and the next heartbeat that finds it caught up unfences it.
 //!
-//! The requests use Kafka's own schemas (src/protocol/messages/
+//! The requests use Kafka's own schemas (protocol/src/messages/
 //! broker_registration.rs) and reach the active controller through the
 //! controller's forwarding, as Kafka's brokers send them over their
 //! controller channel.
@@ -110,7 +110,7 @@ pub async fn keep_heartbeating(
     stop: StopHandle,
 ) {
     // A shutdown request hands the heartbeats over to the controlled
-    // shutdown (`server/controlled_shutdown.rs`).
+    // shutdown (`server/lifecycle/controlled_shutdown.rs`).
     while !stop.is_shutdown_requested() {
         glommio::timer::sleep(interval).await;
         if stop.is_shutdown_requested() {

@@ -1,8 +1,8 @@
 //! The core balancer's loop (`shard.balancer.enable`): every
 //! `shard.balancer.interval.ms` it reads each partition's bytes in and out
 //! on every shard (`partition_load.rs`), turns them into rates, and asks
-//! the pure balancer (`shard/balancer.rs`) whether a partition should move;
-//! if so it moves it live (`shard_moves.rs`), as `pinlog partition move`
+//! the pure balancer (`core/src/shard/balancer.rs`) whether a partition should move;
+//! if so it moves it live (`moves.rs`), as `pinlog partition move`
 //! would. It runs on one shard for the whole broker.
 
 use std::cell::Cell;
@@ -21,7 +21,7 @@ use crate::shard::shard::Shard;
 use crate::topic_partition::TopicPartition;
 
 /// The shard the balancer runs on: the one moves run on
-/// (`shard_moves.rs`), so it reads their count without a hop.
+/// (`moves.rs`), so it reads their count without a hop.
 const BALANCER_SHARD: ShardId = crate::server::lifecycle::broker::CHECKPOINT_SHARD;
 /// How often the loop looks at the stop request while it waits.
 const STOP_CHECK: Duration = Duration::from_millis(100);
