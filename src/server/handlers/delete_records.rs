@@ -28,7 +28,7 @@ use crate::protocol::error_code;
 use crate::protocol::header::RequestHeader;
 use crate::protocol::messages::delete_records::*;
 use crate::server::handlers::error_code_for;
-use crate::server::lifecycle::broker;
+use crate::shard::checkpoints;
 use crate::shard::partition_table::ShardId;
 use crate::shard::shard::Shard;
 use crate::topic_partition::TopicPartition;
@@ -116,7 +116,7 @@ pub async fn handle(
         }
     }
     if moved {
-        broker::checkpoint_now(shard).await;
+        checkpoints::checkpoint_now(shard).await;
     }
     let mut topics: Vec<DeleteRecordsTopicResult> = Vec::new();
     for (name, partition_index, d) in answers {

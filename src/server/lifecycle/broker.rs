@@ -26,7 +26,7 @@ use crate::server::controller::{self, Controller, CONTROLLER_SHARD};
 use crate::server::lifecycle::{cluster_id, controlled_shutdown, registration, storage_failure};
 use crate::server::metrics::http as metrics_http;
 use crate::server::network::connection::serve_connection;
-use crate::shard::partition_table::ShardId;
+use crate::shard::checkpoints;
 use crate::shard::runtime::{run_shards, ShardConfig, Shutdown};
 use crate::shard::shard::Shard;
 
@@ -261,9 +261,7 @@ async fn shard_main(
         .detach();
     }
     // Before any shard can serve a request that writes checkpoints.
-    if shard.id() == CHECKPOINT_SHARD {
-        shard.set_extension(Rc::new(CheckpointLock(glommio::sync::Semaphore::new(1))));
-    }
+    checkpoints::install(&shard);
     if shard.id() == CONTROLLER_SHARD {
         glommio::spawn_local(controlled_shutdown::watch(shard.clone(), stop.clone())).detach();
         start_controller(&shard, &config, &cluster_id, &stop).await?;
@@ -629,54 +627,6 @@ async fn on_every_shard(shard: &Rc<Shard>, f: fn(&BrokerState)) -> Result<(), St
     Ok(())
 }
 
-/// The shard that writes the offset checkpoints while the broker runs.
-pub(crate) const CHECKPOINT_SHARD: ShardId = 0;
-
-/// Serialises the checkpoint writes on [`CHECKPOINT_SHARD`]: the periodic
-/// timer and DeleteRecords write the same files through the same temporary
-/// files, and two writes interleaved could rename a mix of both into place.
-struct CheckpointLock(glommio::sync::Semaphore);
-
-/// Writes the recovery-point and log-start checkpoints now, after any write
-/// already under way, and returns once they are durable. Callable from any
-/// shard; DeleteRecords uses it so that a moved log start offset survives a
-/// crash. Failures are logged here, like those of the periodic writes.
-pub(crate) async fn checkpoint_now(shard: &Rc<Shard>) {
-    let written = shard
-        .submit_to(CHECKPOINT_SHARD, |shard| async move {
-            checkpoint_all(&shard).await;
-        })
-        .await;
-    if let Err(e) = written {
-        tracing::error!("writing offset checkpoints failed: {e}");
-    }
-}
-
-/// Runs `work` on [`CHECKPOINT_SHARD`] with the checkpoint writes held off
-/// until it ends. A partition moving between shards is open on neither for
-/// a moment, and a checkpoint written then would leave it out: a crash
-/// would then forget its log start offset (DeleteRecords).
-pub(crate) async fn with_checkpoints_held<R, F, Fut>(
-    shard: &Rc<Shard>,
-    work: F,
-) -> crate::error::LogResult<R>
-where
-    R: Send + 'static,
-    F: FnOnce(Rc<Shard>) -> Fut + Send + 'static,
-    Fut: std::future::Future<Output = R> + 'static,
-{
-    shard
-        .submit_to(CHECKPOINT_SHARD, |shard| async move {
-            let lock = shard
-                .extension::<CheckpointLock>()
-                .expect("the checkpoint lock is installed first thing at startup");
-            // The semaphore is never closed, so the permit always comes.
-            let _permit = lock.0.acquire_permit(1).await;
-            work(shard).await
-        })
-        .await
-}
-
 /// Each shard's own listener on the Kafka port: SO_REUSEPORT gives every
 /// shard its own accept queue, and SO_REUSEADDR lets a restarted broker bind
 /// while the previous run's connections sit in TIME_WAIT (glommio's own
@@ -697,41 +647,6 @@ fn bind_shard_listener(addr: std::net::SocketAddr) -> std::io::Result<TcpListene
     // SAFETY: the descriptor is a listening TCP socket whose ownership moves
     // to glommio's listener.
     Ok(unsafe { TcpListener::from_raw_fd(std_listener.into_raw_fd()) })
-}
-
-/// Gathers every shard's partition offsets and writes the recovery-point
-/// and log-start checkpoints. Runs on [`CHECKPOINT_SHARD`] only.
-async fn checkpoint_all(shard: &Rc<Shard>) {
-    assert_eq!(
-        shard.id(),
-        CHECKPOINT_SHARD,
-        "one writer of the checkpoints"
-    );
-    let lock = shard
-        .extension::<CheckpointLock>()
-        .expect("the checkpoint lock is installed first thing at startup");
-    // The semaphore is never closed, so the permit always comes.
-    let Ok(_permit) = lock.0.acquire_permit(1).await else {
-        return;
-    };
-    let mut offsets = Vec::new();
-    for s in 0..shard.shard_count() {
-        match shard
-            .submit_to(s, |shard| async move { shard.local_offsets().await })
-            .await
-        {
-            Ok(o) => offsets.extend(o),
-            Err(e) => {
-                tracing::warn!("checkpoint skipped: shard {s} unreachable: {e}");
-                return;
-            }
-        }
-    }
-    offsets.sort_by(|a, b| a.tp.cmp(&b.tp));
-    let dir = shard.config().data_dir.clone();
-    if let Err(e) = crate::log::data_dir::write_checkpoints(&dir, offsets).await {
-        tracing::error!("writing offset checkpoints failed: {e}");
-    }
 }
 
 /// The log cleaner of this shard (`log.cleaner.enable`): cleans while logs
@@ -788,9 +703,11 @@ fn spawn_timers(shard: &Rc<Shard>, config: &BrokerConfig, stop: StopHandle) {
                 last_retention = Instant::now();
                 s.retention_tick().await;
             }
-            if s.id() == CHECKPOINT_SHARD && last_checkpoint.elapsed() >= checkpoint_interval {
+            if s.id() == checkpoints::CHECKPOINT_SHARD
+                && last_checkpoint.elapsed() >= checkpoint_interval
+            {
                 last_checkpoint = Instant::now();
-                checkpoint_all(&s).await;
+                checkpoints::checkpoint_all(&s).await;
             }
         }
     })

@@ -22,7 +22,7 @@ use crate::topic_partition::TopicPartition;
 
 /// The shard the balancer runs on: the one moves run on
 /// (`moves.rs`), so it reads their count without a hop.
-const BALANCER_SHARD: ShardId = crate::server::lifecycle::broker::CHECKPOINT_SHARD;
+const BALANCER_SHARD: ShardId = crate::shard::checkpoints::CHECKPOINT_SHARD;
 /// How often the loop looks at the stop request while it waits.
 const STOP_CHECK: Duration = Duration::from_millis(100);
 

@@ -136,7 +136,7 @@ pub async fn move_partition(
     if tp.topic == OFFSETS_TOPIC || tp.topic == crate::metadata::METADATA_TOPIC {
         return Err(MoveError::Internal);
     }
-    crate::server::lifecycle::broker::with_checkpoints_held(shard, move |shard| async move {
+    crate::shard::checkpoints::with_checkpoints_held(shard, move |shard| async move {
         move_held(&shard, tp, to).await
     })
     .await
