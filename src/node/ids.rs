@@ -48,6 +48,29 @@ pub fn uuid_string() -> String {
     )
 }
 
+/// A random 16-byte id in Kafka's URL-safe base64 form (22 characters).
+pub fn new_cluster_id() -> String {
+    base64_url(&random_uuid())
+}
+
+fn base64_url(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    let mut out = String::new();
+    for chunk in bytes.chunks(3) {
+        let b = [
+            chunk[0],
+            *chunk.get(1).unwrap_or(&0),
+            *chunk.get(2).unwrap_or(&0),
+        ];
+        let n = (b[0] as u32) << 16 | (b[1] as u32) << 8 | b[2] as u32;
+        let chars = chunk.len() + 1;
+        for i in 0..chars {
+            out.push(ALPHABET[((n >> (18 - 6 * i)) & 63) as usize] as char);
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -58,5 +81,6 @@ mod tests {
         let s = uuid_string();
         let parts: Vec<usize> = s.split('-').map(str::len).collect();
         assert_eq!(parts, vec![8, 4, 4, 4, 12], "{s}");
+        assert_eq!(new_cluster_id().len(), 22);
     }
 }

@@ -115,7 +115,7 @@ pub(super) async fn register_broker(
             // The first broker of a new quorum brings the id; a broker with
             // an empty data directory asks with none, and one is made.
             let id = if req.cluster_id.is_empty() {
-                crate::server::lifecycle::cluster_id::new_cluster_id()
+                crate::node::ids::new_cluster_id()
             } else {
                 req.cluster_id.clone()
             };

@@ -7,7 +7,6 @@
 use std::path::Path;
 
 use crate::log::checkpoint::write_atomically;
-use crate::node::ids::random_uuid;
 
 const META_PROPERTIES: &str = "meta.properties";
 
@@ -56,29 +55,6 @@ pub async fn store(data_dir: &Path, cluster_id: &str, node_id: i32) -> Result<()
         .map_err(|e| format!("cannot write {}: {e}", path.display()))
 }
 
-/// A random 16-byte id in Kafka's URL-safe base64 form (22 characters).
-pub fn new_cluster_id() -> String {
-    base64_url(&random_uuid())
-}
-
-fn base64_url(bytes: &[u8]) -> String {
-    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-    let mut out = String::new();
-    for chunk in bytes.chunks(3) {
-        let b = [
-            chunk[0],
-            *chunk.get(1).unwrap_or(&0),
-            *chunk.get(2).unwrap_or(&0),
-        ];
-        let n = (b[0] as u32) << 16 | (b[1] as u32) << 8 | b[2] as u32;
-        let chars = chunk.len() + 1;
-        for i in 0..chars {
-            out.push(ALPHABET[((n >> (18 - 6 * i)) & 63) as usize] as char);
-        }
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -95,6 +71,5 @@ mod tests {
         assert_eq!(load(dir.path(), 1).unwrap().as_deref(), Some("abc"));
         let e = load(dir.path(), 2).unwrap_err();
         assert!(e.contains("node.id 1") && e.contains("node.id 2"), "{e}");
-        assert_eq!(new_cluster_id().len(), 22);
     }
 }
