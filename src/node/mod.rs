@@ -9,7 +9,10 @@
 //! - [`replicas::Replicas`]: each local partition's replication state, and
 //!   the helpers that move a log's HW from it;
 //! - [`stop::StopHandle`]: the per-broker stop request;
-//! - [`ids`]: random ids (UUIDs, cluster ids, member ids).
+//! - [`ids`]: random ids (UUIDs, cluster ids, member ids);
+//! - [`partition_load::PartitionLoad`]: the bytes each partition took in
+//!   and sent out on its shard, which produce, fetch and replication count
+//!   and the metrics and the core balancer read.
 //!
 //! **Architecture Invariant:** `node` imports only the shard runtime, the
 //! metadata image and the broker settings; `server` and `group` import
@@ -17,6 +20,7 @@
 
 pub mod append_waiters;
 pub mod ids;
+pub mod partition_load;
 pub mod replicas;
 pub mod state;
 pub mod stop;

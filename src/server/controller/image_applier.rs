@@ -200,7 +200,7 @@ pub async fn apply_image(shard: &Rc<Shard>, image: Arc<MetadataImage>) -> LogRes
                 GroupCoordinator::of(shard).on_lost_leadership(tp.partition);
             }
             replicas::forget(shard, &tp);
-            crate::server::shard_placement::partition_load::PartitionLoad::of(shard).forget(&tp);
+            crate::node::partition_load::PartitionLoad::of(shard).forget(&tp);
             shard.delete_local_partition(&tp).await?;
         }
     }

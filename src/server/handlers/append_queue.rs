@@ -175,8 +175,7 @@ async fn write_group(shard: &Rc<Shard>, tp: &TopicPartition, group: Vec<Waiting>
     };
     let now = now_ms();
     let group_bytes: usize = group.iter().map(|w| w.append.records.len()).sum();
-    crate::server::shard_placement::partition_load::PartitionLoad::of(shard)
-        .record_in(tp, group_bytes as u64);
+    crate::node::partition_load::PartitionLoad::of(shard).record_in(tp, group_bytes as u64);
     let mut answers = Vec::with_capacity(group.len());
     let mut appends = Vec::with_capacity(group.len());
     for w in group {

@@ -13,6 +13,7 @@ use crate::log::partition_log::ReadSlice;
 use crate::log::read_through;
 use crate::log::segment_file::SegmentFile;
 use crate::node::append_waiters::AppendWaiters;
+use crate::node::partition_load::PartitionLoad;
 use crate::node::replicas;
 use crate::node::state::BrokerState;
 use crate::protocol::chunks::{Chunk, FileRange, RecordData};
@@ -26,7 +27,6 @@ use crate::server::handlers::fetch_sessions::{
 use crate::server::handlers::{check_leader_epoch, error_code_for};
 use crate::server::replication::isr_changes;
 use crate::server::replication::quotas::{ReplicationQuotas, Side};
-use crate::server::shard_placement::partition_load::PartitionLoad;
 use crate::shard::shard::now_ms;
 use crate::shard::shard::Shard;
 use crate::topic_partition::TopicPartition;

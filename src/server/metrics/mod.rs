@@ -24,10 +24,10 @@ use std::time::Instant;
 use hdrhistogram::Histogram;
 
 use crate::log::batch_cache::CacheStats;
+use crate::node::partition_load::{LoadCounters, PartitionLoad};
 use crate::protocol::api::{ApiKey, SUPPORTED_APIS};
 use crate::protocol::chunks::Chunk;
 use crate::server::network::dispatch::Outcome;
-use crate::server::shard_placement::partition_load::{LoadCounters, PartitionLoad};
 use crate::shard::shard::Shard;
 use crate::topic_partition::TopicPartition;
 

@@ -28,6 +28,7 @@ use bytes::Bytes;
 use crate::broker_config::ReplicationConfig;
 use crate::log::epoch_cache::UNDEFINED_EPOCH;
 use crate::log::partition_log::PartitionLog;
+use crate::node::partition_load::PartitionLoad;
 use crate::node::replicas::{self, Replicas};
 use crate::node::state::BrokerState;
 use crate::node::stop::StopHandle;
@@ -48,7 +49,6 @@ use crate::replica::{
 use crate::server::replication::fetcher_test_hooks::FetcherTestHooks;
 use crate::server::replication::kafka_peer::KafkaPeer;
 use crate::server::replication::quotas::{ReplicationQuotas, Side};
-use crate::server::shard_placement::partition_load::PartitionLoad;
 use crate::shard::shard::{now_ms, Shard};
 use crate::topic_partition::TopicPartition;
 

@@ -12,9 +12,9 @@ use std::time::{Duration, Instant};
 
 use crate::broker_config::ShardBalancerConfig;
 use crate::metadata::OFFSETS_TOPIC;
+use crate::node::partition_load::PartitionLoad;
 use crate::node::stop::StopHandle;
 use crate::server::shard_placement::moves;
-use crate::server::shard_placement::partition_load::PartitionLoad;
 use crate::shard::balancer::{decide, BalancerSettings, PartitionRate};
 use crate::shard::partition_table::ShardId;
 use crate::shard::shard::Shard;
