@@ -6,6 +6,7 @@
 
 pub mod controller;
 pub mod handlers;
+pub mod image_applier;
 pub mod lifecycle;
 pub mod metrics;
 pub mod network;

@@ -11,8 +11,8 @@
 //! change on the broker it asked.
 //!
 //! Broker sessions (registration, heartbeats, fencing) are in
-//! `broker_sessions.rs`; bringing each image onto the shards is in
-//! `image_applier.rs`.
+//! `broker_sessions.rs`; bringing each image onto the shards is the
+//! `image_applier` room's.
 
 use std::cell::{Cell, RefCell, RefMut};
 use std::collections::{BTreeMap, HashMap, VecDeque};
@@ -55,13 +55,11 @@ use crate::quorum::{Quorum, QuorumError, QuorumStatus};
 use crate::shard::shard::Shard;
 
 mod broker_sessions;
-mod image_applier;
 
 pub use self::broker_sessions::{
     alter_partition_call, broker_heartbeat_call, broker_registration, fence_expired_brokers,
 };
 use self::broker_sessions::{broker_heartbeat, fence_if_gone, register_broker};
-pub use self::image_applier::{adopt_partition, apply_image, publish};
 
 /// The shard that runs the controller and the quorum.
 pub const CONTROLLER_SHARD: usize = 0;

@@ -23,6 +23,7 @@ use crate::node::state::BrokerState;
 use crate::node::stop::StopHandle;
 use crate::quorum::{Publish, Quorum, QuorumSettings};
 use crate::server::controller::{self, Controller, CONTROLLER_SHARD};
+use crate::server::image_applier;
 use crate::server::lifecycle::{cluster_id, controlled_shutdown, registration, storage_failure};
 use crate::server::metrics::http as metrics_http;
 use crate::server::network::connection::serve_connection;
@@ -498,7 +499,7 @@ async fn start_controller(
     let publish: Publish = Rc::new(move |image| {
         let shard = publisher.clone();
         Box::pin(async move {
-            if let Err(e) = controller::publish(&shard, image).await {
+            if let Err(e) = image_applier::publish(&shard, image).await {
                 tracing::error!("cannot apply the metadata image on every shard: {e}");
             }
         })

@@ -196,7 +196,7 @@ async fn move_held(shard: &Rc<Shard>, tp: TopicPartition, to: ShardId) -> Result
         shard
             .submit_to(to, move |s| async move {
                 s.hand_over(offsets);
-                let r = crate::server::controller::adopt_partition(&s, tp.clone()).await;
+                let r = crate::server::image_applier::adopt_partition(&s, tp.clone()).await;
                 s.finish_move_in(&tp);
                 r
             })
