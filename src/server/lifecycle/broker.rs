@@ -607,7 +607,7 @@ async fn start_controller(
     on_every_shard(shard, |b| b.set_caught_up()).await?;
     // The replicas' first image: the current one, which holds this
     // process's registration (the images replayed before only set the
-    // image, see `controller::apply_image`).
+    // image, see `image_applier::apply_image`).
     publish(quorum.image()).await;
     // Only now may the other shards open their listeners: before, a client
     // could find every partition of this broker without a leader (found by

@@ -28,7 +28,7 @@ use futures_lite::{AsyncReadExt, AsyncWriteExt};
 use glommio::net::{TcpListener, TcpStream};
 
 use crate::node::stop::StopHandle;
-use crate::server::metrics::{self, ShardProbe, ShardSnapshot};
+use crate::server::metrics::{self, ShardSnapshot};
 use crate::shard::shard::Shard;
 
 /// Largest request head (request line and headers) the endpoint reads; a
@@ -225,10 +225,7 @@ async fn gather(shard: &Rc<Shard>) -> String {
     let mut snapshots: Vec<ShardSnapshot> = Vec::with_capacity(shard.shard_count());
     for s in 0..shard.shard_count() {
         let snapshot = shard
-            .submit_to(
-                s,
-                |shard| async move { ShardProbe::of(&shard).snapshot(&shard) },
-            )
+            .submit_to(s, |shard| async move { metrics::snapshot(&shard) })
             .await;
         match snapshot {
             Ok(snapshot) => snapshots.push(snapshot),

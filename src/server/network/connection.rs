@@ -19,9 +19,9 @@ use glommio::net::TcpStream;
 
 use crate::node::state::BrokerState;
 use crate::node::stop::StopHandle;
-use crate::server::metrics::{self, RequestTimer, ShardProbe};
 use crate::server::network::dispatch::{handle_frame, Outcome};
 use crate::server::network::frame_reader::{FrameError, FrameReader};
+use crate::server::network::request_probe::{self, RequestTimer, ShardProbe};
 use crate::server::network::response_writer::write_response;
 use crate::shard::shard::Shard;
 
@@ -120,7 +120,7 @@ async fn serve_requests<W: futures_lite::AsyncWrite + Unpin>(
         probe.request_finished(timer, &outcome);
         match outcome {
             Outcome::Respond(chunks) => {
-                let bytes = metrics::response_bytes(&chunks);
+                let bytes = request_probe::response_bytes(&chunks);
                 if let Err(e) = write_response(writer, chunks).await {
                     return End::Io(e);
                 }

@@ -6,4 +6,5 @@
 pub mod connection;
 pub mod dispatch;
 pub mod frame_reader;
+pub mod request_probe;
 pub mod response_writer;
