@@ -33,6 +33,23 @@ const SHELL_LAYERS: &[&[&str]] = &[
     &["cli", "tools", "demo"],
 ];
 
+/// The rooms of `src/server/`, by layer, bottom first: a room imports only
+/// rooms below it. The controller room forwards and decides admin requests;
+/// replication proposes ISR changes through it; the image applier starts
+/// fetchers; shard moves adopt a partition through the applier; handlers
+/// call all of these; the network edge dispatches to handlers; metrics read
+/// everything at scrape time; the lifecycle starts and stops it all.
+const SERVER_ROOMS: &[&str] = &[
+    "controller",
+    "replication",
+    "image_applier",
+    "shard_placement",
+    "handlers",
+    "network",
+    "metrics",
+    "lifecycle",
+];
+
 /// Imports the layers allow but the design does not: storage knows nothing
 /// of the Kafka wire protocol (ARCHITECTURE.md, invariants).
 const FORBIDDEN_IMPORTS: &[(&str, &str)] = &[("log", "protocol")];
@@ -382,6 +399,55 @@ fn the_shell_imports_only_downwards() {
                 problems.push(format!(
                     "{module} imports {target}, which the design forbids"
                 ));
+            }
+        }
+    }
+    assert!(
+        problems.is_empty(),
+        "{problems:#?}\nSee ARCHITECTURE.md, Layers: move the item down, or pass it in."
+    );
+}
+
+#[test]
+fn the_server_rooms_import_only_downwards() {
+    let server = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/server");
+    let mut files = Vec::new();
+    rust_files(&server, &mut files);
+    let mut problems = Vec::new();
+    for path in files {
+        let rel = path.strip_prefix(&server).expect("under src/server/");
+        if rel == Path::new("mod.rs") {
+            continue;
+        }
+        let mut parts = rel.components();
+        let (Some(first), Some(_)) = (parts.next(), parts.next()) else {
+            problems.push(format!(
+                "src/server/{} is outside the rooms: put it in one of {SERVER_ROOMS:?}",
+                rel.display()
+            ));
+            continue;
+        };
+        let room = first.as_os_str().to_string_lossy().to_string();
+        let Some(own) = SERVER_ROOMS.iter().position(|r| *r == room) else {
+            problems.push(format!(
+                "src/server/{room}/ is in no layer: add it to SERVER_ROOMS"
+            ));
+            continue;
+        };
+        let text = std::fs::read_to_string(&path).expect("read a source file");
+        // `crate::server::x` read as `crate::x`, so the import reader finds
+        // the rooms (and room groups) a file names.
+        let code = code_lines(&text)
+            .join("\n")
+            .replace("crate::server::", "crate::");
+        for target in imported_modules(&code) {
+            if let Some(theirs) = SERVER_ROOMS.iter().position(|r| *r == target) {
+                if theirs > own {
+                    problems.push(format!(
+                        "src/server/{} imports the {target} room, above {room}",
+                        rel.display()
+                    ));
+                }
             }
         }
     }
