@@ -41,7 +41,7 @@ pub enum ApiKey {
     DescribeCluster = 60,
     UnregisterBroker = 64,
     ListConfigResources = 74,
-    /// pinlog's own: shard placement (`protocol/messages/partition_shards.rs`).
+    /// pinlog's own: shard placement (`protocol/src/messages/partition_shards.rs`).
     PartitionShards = 32_000,
 }
 

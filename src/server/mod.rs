@@ -1,7 +1,8 @@
 //! The broker shell on glommio, in rooms by subsystem (ARCHITECTURE.md,
 //! "Code map"): the network edge, the API handlers, the broker's side of
-//! the controller (forwarding, registration, the metadata image applier),
-//! the replication shell, shard placement, the lifecycle and metrics. The
+//! the controller (forwarding, broker sessions), the metadata image
+//! applier, the replication shell, shard placement, the lifecycle and
+//! metrics. The
 //! decisions they carry out are in pinlog-core.
 
 pub mod controller;

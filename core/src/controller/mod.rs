@@ -3,9 +3,10 @@
 //! each part) out. Nothing here does I/O, reads the clock or draws random
 //! numbers; what the decisions need from outside (this node's id, the
 //! broker's defaults, new topic ids, the open-files budget) comes in a
-//! [`Context`]. `server/controller.rs` applies the plans: it serialises the
-//! requests, appends the records to the metadata log and publishes the new
-//! image. `placement.rs` places new replicas on brokers (rack-aware
+//! [`Context`]. The broker's controller room (`server/controller/`) applies
+//! the plans: it serialises the requests and commits the records through
+//! the metadata quorum; the image applier (`server/image_applier/`) brings
+//! each committed image onto the shards. `placement.rs` places new replicas on brokers (rack-aware
 //! striping) and `brokers.rs` decides registrations, heartbeats and
 //! session expiry, for the cluster controller to come.
 //!

@@ -1,6 +1,6 @@
 //! `__consumer_offsets`: which partition a group lives on. The server
 //! creates the topic the first time a client looks for a coordinator
-//! (`server/offsets_topic.rs`), as Kafka does.
+//! (`server/handlers/offsets_topic.rs`), as Kafka does.
 
 pub use crate::metadata::OFFSETS_TOPIC;
 

@@ -62,7 +62,7 @@ pub const DYNAMIC_LOG_SETTINGS: &[(&str, &str)] = &[
 /// ignored throttle would mislead), and removing it succeeds.
 pub const LOG_DIR_THROTTLE: &str = "replica.alter.log.dirs.io.max.bytes.per.second";
 
-/// The replication throttle rates (`src/replica/throttle.rs`): dynamic
+/// The replication throttle rates (`core/src/replica/throttle.rs`): dynamic
 /// broker settings of the cluster or of one broker.
 pub fn is_throttle_rate(name: &str) -> bool {
     name == throttle::LEADER_RATE || name == throttle::FOLLOWER_RATE

@@ -1,7 +1,7 @@
 //! The core balancer's decision, as a pure function: given each
 //! partition's rate (bytes in + out per second, averaged over a window) and
 //! the shard that owns it, whether to move a partition, which, and where.
-//! The loop around it (`server/shard_balancer.rs`) measures and moves.
+//! The loop around it (`server/shard_placement/balancer.rs`) measures and moves.
 //!
 //! A shard is hot when its load exceeds the mean over the shards by more
 //! than the threshold, and carries at least a minimum rate (below it the

@@ -6,7 +6,7 @@
 //! and every request about it is served there: handlers on other shards
 //! forward it with `submit_to`. Group state is in memory; each change that
 //! must survive a restart is a record appended to that partition (Kafka's
-//! key/value schemas, `schema.rs`) *before* it takes effect in memory, under
+//! key/value schemas, `core/src/group/schema.rs`) *before* it takes effect in memory, under
 //! the partition's write permit, so memory never runs ahead of the log and
 //! replays in log order reproduce it.
 //!

@@ -1,9 +1,10 @@
 //! The controller's applying half, on shard 0 of every node. The
 //! decisions (what records a request becomes, or why it is refused) are
 //! the pure functions of `crate::controller`; this module runs them on the
-//! active controller, commits their records through the metadata quorum
-//! (`crate::quorum`), and publishes each committed image to every shard,
-//! which opens or deletes the partitions it owns.
+//! active controller and commits their records through the metadata quorum
+//! (`crate::quorum`); the image applier (`server/image_applier/`)
+//! publishes each committed image to every shard, which opens or deletes
+//! the partitions it owns.
 //!
 //! Any node accepts admin requests: a node that is not the active
 //! controller forwards them to it over the controller listener. Every node

@@ -1,11 +1,13 @@
-//! Per-shard metric probes and their Prometheus text rendering.
+//! The scrape: each shard's counters gathered into a [`ShardSnapshot`] and
+//! rendered as Prometheus text.
 //!
 //! Like Redpanda's probes, each shard counts into its own [`ShardProbe`]
-//! (a shard extension of plain `Cell`s and `RefCell`s): a request never
-//! touches memory another core writes, so there is no atomic and no shared
-//! cache line on the hot path. The cost moves to the scrape instead: the
-//! HTTP endpoint on shard 0 asks every shard for a [`ShardSnapshot`] (plain
-//! numbers, so it can cross cores) and renders them with [`render`].
+//! (`network/request_probe.rs`, a shard extension of plain `Cell`s and
+//! `RefCell`s): a request never touches memory another core writes, so
+//! there is no atomic and no shared cache line on the hot path. The cost
+//! moves to the scrape instead: the HTTP endpoint on shard 0 asks every
+//! shard for a [`ShardSnapshot`] (plain numbers, so it can cross cores)
+//! and renders them with [`render`].
 //!
 //! Latency is kept per API in an HdrHistogram of microseconds, measured from
 //! a frame fully read to its response built. The exposition uses fixed

@@ -27,7 +27,6 @@ use crate::protocol::chunks::{Chunk, StoredFile};
 const PIECE: u64 = FILE_READ_PIECE_BYTES as u64;
 const _: () = assert!(FILE_READ_PIECE_BYTES.is_power_of_two());
 
-/// One write of a response, in order.
 /// A segment file is what a fetch response's file ranges hold.
 impl StoredFile for SegmentFile {
     fn as_any(&self) -> &dyn std::any::Any {
@@ -35,6 +34,7 @@ impl StoredFile for SegmentFile {
     }
 }
 
+/// One write of a response, in order.
 enum Step {
     Memory(Bytes),
     Read {

@@ -1,6 +1,6 @@
 //! The core balancer's loop (`shard.balancer.enable`): every
 //! `shard.balancer.interval.ms` it reads each partition's bytes in and out
-//! on every shard (`partition_load.rs`), turns them into rates, and asks
+//! on every shard (`node/partition_load.rs`), turns them into rates, and asks
 //! the pure balancer (`core/src/shard/balancer.rs`) whether a partition should move;
 //! if so it moves it live (`moves.rs`), as `pinlog partition move`
 //! would. It runs on one shard for the whole broker.

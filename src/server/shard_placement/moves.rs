@@ -54,7 +54,7 @@ use crate::topic_partition::TopicPartition;
 struct MovesDone(Cell<u64>);
 
 /// The moves done so far; call on the shard that runs them
-/// ([`crate::server::lifecycle::broker::CHECKPOINT_SHARD`]).
+/// ([`crate::shard::checkpoints::CHECKPOINT_SHARD`]).
 pub fn moves_done(shard: &Shard) -> u64 {
     shard.extension::<MovesDone>().map_or(0, |m| m.0.get())
 }
