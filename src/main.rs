@@ -153,12 +153,27 @@ fn main() -> ExitCode {
             controller_quorum_voters,
             controller_listen,
         } => {
+            // The settings file is read here, in the shell: the settings
+            // themselves (pinlog-core) do no I/O.
+            let config_file = match config {
+                Some(path) => match std::fs::read_to_string(&path) {
+                    Ok(text) => Some(pinlog::broker_config::ConfigFile { path, text }),
+                    Err(e) => {
+                        eprintln!(
+                            "error: cannot read config file {}: {e}; check the path given to --config",
+                            path.display()
+                        );
+                        return ExitCode::from(2);
+                    }
+                },
+                None => None,
+            };
             let overrides = pinlog::broker_config::Overrides {
                 data_dir,
                 listen,
                 advertise,
                 shards,
-                config_file: config,
+                config_file,
                 node_id,
                 process_roles,
                 controller_quorum_voters,

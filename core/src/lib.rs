@@ -1,9 +1,9 @@
 //! pinlog's pure cores: the decisions of replication, the controller, the
-//! consumer-group state machine, the fetch-session cache, the shard table
-//! and balancer, the throttle meters, and the settings and metadata image
-//! they read. Nothing here does I/O, reads a clock or draws randomness:
-//! time and ids are parameters, and the broker shell (the `pinlog` crate)
-//! carries out what these return. This crate's Cargo.toml has no glommio,
+//! consumer-group state machine, the follower's fetch session, the shard
+//! table and balancer, the throttle meters, and the settings and metadata
+//! image they read. Nothing here does I/O, reads a clock or draws
+//! randomness: time, ids and the settings file's text are parameters, and
+//! the broker shell (the `pinlog` crate) carries out what these return. This crate's Cargo.toml has no glommio,
 //! so the compiler keeps it that way (ARCHITECTURE.md, "Layers").
 
 pub mod broker_config;

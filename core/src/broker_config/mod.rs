@@ -405,11 +405,19 @@ pub struct Overrides {
     pub listen: Option<String>,
     pub advertise: Option<String>,
     pub shards: Option<usize>,
-    pub config_file: Option<PathBuf>,
+    pub config_file: Option<ConfigFile>,
     pub node_id: Option<i32>,
     pub process_roles: Option<String>,
     pub controller_quorum_voters: Option<String>,
     pub controller_listen: Option<String>,
+}
+
+/// The settings file, read by the caller: this crate does no I/O.
+#[derive(Debug, Clone)]
+pub struct ConfigFile {
+    /// Where it was read from, for messages.
+    pub path: PathBuf,
+    pub text: String,
 }
 
 /// Every key the TOML file accepts.
@@ -538,8 +546,8 @@ impl BrokerConfig {
     pub fn load(overrides: &Overrides) -> Result<BrokerConfig, String> {
         let mut c = BrokerConfig::default();
         let mut advertise_set = false;
-        if let Some(path) = &overrides.config_file {
-            advertise_set = c.apply_file(path)?;
+        if let Some(file) = &overrides.config_file {
+            advertise_set = c.apply_file(&file.path, &file.text)?;
         }
         if let Some(d) = &overrides.data_dir {
             c.data_dir = d.clone();
@@ -647,9 +655,7 @@ impl BrokerConfig {
     /// may be written quoted (`"num.partitions" = 12`) or bare
     /// (`num.partitions = 12`, which TOML reads as nested tables), or grouped
     /// under a table header (`[log]` then `segment.bytes = ...`).
-    fn apply_file(&mut self, path: &Path) -> Result<bool, String> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| format!("cannot read config file {}: {e}", path.display()))?;
+    fn apply_file(&mut self, path: &Path, text: &str) -> Result<bool, String> {
         let table: toml::Table = text
             .parse()
             .map_err(|e| format!("config file {} is not valid TOML: {e}", path.display()))?;
@@ -839,6 +845,14 @@ impl BrokerConfig {
 mod tests {
     use super::*;
 
+    /// A settings file with `text`, as `pinlog serve --config` reads it.
+    fn file(text: &str) -> Option<ConfigFile> {
+        Some(ConfigFile {
+            path: PathBuf::from("pinlog.toml"),
+            text: text.to_string(),
+        })
+    }
+
     #[test]
     fn defaults_are_kafkas_and_zero_config_works() {
         let c = BrokerConfig::load(&Overrides::default()).unwrap();
@@ -857,16 +871,11 @@ mod tests {
 
     #[test]
     fn cleaner_settings_take_kafkas_names() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("pinlog.toml");
-        std::fs::write(
-            &path,
+        let text =
             "\"log.cleanup.policy\" = \"compact\"\n\"log.cleaner.min.cleanable.ratio\" = 0.2\n\
-             \"log.cleaner.backoff.ms\" = 100\n\"log.cleaner.enable\" = false\n",
-        )
-        .unwrap();
+             \"log.cleaner.backoff.ms\" = 100\n\"log.cleaner.enable\" = false\n";
         let c = BrokerConfig::load(&Overrides {
-            config_file: Some(path.clone()),
+            config_file: file(text),
             ..Overrides::default()
         })
         .unwrap();
@@ -874,9 +883,9 @@ mod tests {
         assert_eq!(c.log.min_cleanable_dirty_ratio, 0.2);
         assert_eq!(c.cleaner.backoff_ms, 100);
         assert!(!c.cleaner.enable);
-        std::fs::write(&path, "\"log.cleaner.min.cleanable.ratio\" = 2.0\n").unwrap();
+        let text = "\"log.cleaner.min.cleanable.ratio\" = 2.0\n";
         let e = BrokerConfig::load(&Overrides {
-            config_file: Some(path),
+            config_file: file(text),
             ..Overrides::default()
         })
         .unwrap_err();
@@ -887,26 +896,16 @@ mod tests {
     fn the_high_watermark_checkpoint_interval_takes_kafkas_name_and_default() {
         let c = BrokerConfig::load(&Overrides::default()).unwrap();
         assert_eq!(c.replication.high_watermark_checkpoint_interval_ms, 5_000);
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("pinlog.toml");
-        std::fs::write(
-            &path,
-            "\"replica.high.watermark.checkpoint.interval.ms\" = 250\n",
-        )
-        .unwrap();
+        let text = "\"replica.high.watermark.checkpoint.interval.ms\" = 250\n";
         let c = BrokerConfig::load(&Overrides {
-            config_file: Some(path.clone()),
+            config_file: file(text),
             ..Overrides::default()
         })
         .unwrap();
         assert_eq!(c.replication.high_watermark_checkpoint_interval_ms, 250);
-        std::fs::write(
-            &path,
-            "\"replica.high.watermark.checkpoint.interval.ms\" = 0\n",
-        )
-        .unwrap();
+        let text = "\"replica.high.watermark.checkpoint.interval.ms\" = 0\n";
         assert!(BrokerConfig::load(&Overrides {
-            config_file: Some(path),
+            config_file: file(text),
             ..Overrides::default()
         })
         .is_err());
@@ -914,15 +913,10 @@ mod tests {
 
     #[test]
     fn flags_beat_the_file_and_the_file_beats_defaults() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("pinlog.toml");
-        std::fs::write(
-            &path,
-            "\"listen\" = \"127.0.0.1:9999\"\n\"num.partitions\" = 6\n\"data-dir\" = \"/x\"\n",
-        )
-        .unwrap();
+        let text =
+            "\"listen\" = \"127.0.0.1:9999\"\n\"num.partitions\" = 6\n\"data-dir\" = \"/x\"\n";
         let c = BrokerConfig::load(&Overrides {
-            config_file: Some(path.clone()),
+            config_file: file(text),
             data_dir: Some("/y".into()),
             ..Overrides::default()
         })
@@ -935,15 +929,10 @@ mod tests {
 
     #[test]
     fn bare_dotted_keys_and_table_headers_name_kafka_settings() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("c.toml");
-        std::fs::write(
-            &path,
-            "num.partitions = 7\n\"read.cache.bytes\" = 4096\n[log]\nsegment.bytes = 2097152\n",
-        )
-        .unwrap();
+        let text =
+            "num.partitions = 7\n\"read.cache.bytes\" = 4096\n[log]\nsegment.bytes = 2097152\n";
         let c = BrokerConfig::load(&Overrides {
-            config_file: Some(path),
+            config_file: file(text),
             ..Overrides::default()
         })
         .unwrap();
@@ -954,11 +943,9 @@ mod tests {
 
     #[test]
     fn unknown_and_malformed_settings_are_explained() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("bad.toml");
-        std::fs::write(&path, "\"num.partitons\" = 3\n").unwrap();
+        let text = "\"num.partitons\" = 3\n";
         let e = BrokerConfig::load(&Overrides {
-            config_file: Some(path.clone()),
+            config_file: file(text),
             ..Overrides::default()
         })
         .unwrap_err();
@@ -966,9 +953,9 @@ mod tests {
             e.contains("unknown setting") && e.contains("num.partitions"),
             "{e}"
         );
-        std::fs::write(&path, "\"num.partitions\" = \"three\"\n").unwrap();
+        let text = "\"num.partitions\" = \"three\"\n";
         let e = BrokerConfig::load(&Overrides {
-            config_file: Some(path),
+            config_file: file(text),
             ..Overrides::default()
         })
         .unwrap_err();
