@@ -147,7 +147,8 @@ pub struct JoinParams {
     /// A fresh UUID, the end of the id this member gets if the join gives
     /// it a new one (`<client or instance id>-<uuid>`, as Kafka names
     /// members). The caller draws it, so that the group state machine draws
-    /// no randomness and tests drive it deterministically.
+    /// no randomness and tests drive it deterministically. Only a join
+    /// without a member id needs one; the others may pass it empty.
     pub fresh_id_suffix: String,
 }
 
@@ -389,6 +390,10 @@ impl Group {
             .instance_id
             .as_deref()
             .unwrap_or(params.client_id.as_str());
+        assert!(
+            !params.fresh_id_suffix.is_empty(),
+            "a join without a member id comes with a fresh id suffix"
+        );
         format!("{prefix}-{}", params.fresh_id_suffix)
     }
 

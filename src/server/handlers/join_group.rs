@@ -47,7 +47,13 @@ pub async fn handle(
             .map(|p| (p.name, p.metadata))
             .collect(),
         require_known_member_id: header.api_version >= REQUIRE_KNOWN_MEMBER_ID_FROM,
-        fresh_id_suffix: crate::node::ids::uuid_string(),
+        // Only a member without an id gets one (and a UUID is a getrandom
+        // call): a known member's join never names a new id.
+        fresh_id_suffix: if req.member_id.is_empty() {
+            crate::node::ids::uuid_string()
+        } else {
+            String::new()
+        },
     };
     let group_id = req.group_id.clone();
     let member_id = req.member_id.clone();
