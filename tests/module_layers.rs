@@ -85,15 +85,17 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-/// The lines of a file up to its `#[cfg(test)] mod`, comments left out.
+/// The lines of a file up to its inline `#[cfg(test)] mod tests { ... }`,
+/// comments left out. A test-only module declared in its own file
+/// (`#[cfg(test)] mod x;`) does not end the file's code.
 fn code_lines(text: &str) -> Vec<&str> {
     let lines: Vec<&str> = text.lines().collect();
     let end = lines
         .windows(2)
         .position(|w| {
             w[0].trim() == "#[cfg(test)]" && {
-                let next = w[1].trim_start();
-                next.starts_with("mod ") || next.starts_with("pub mod ")
+                let next = w[1].trim();
+                (next.starts_with("mod ") || next.starts_with("pub mod ")) && next.ends_with('{')
             }
         })
         .unwrap_or(lines.len());
@@ -336,6 +338,8 @@ fn the_check_finds_a_cycle_and_reads_grouped_imports() {
     let code =
         code_lines("use crate::a;\n// crate::b\n#[cfg(test)]\nmod tests {\nuse crate::c;\n}");
     assert_eq!(code, ["use crate::a;"]);
+    let code = code_lines("#[cfg(test)]\nmod support;\nuse crate::d;");
+    assert_eq!(code, ["#[cfg(test)]", "mod support;", "use crate::d;"]);
 }
 
 #[test]
@@ -359,12 +363,26 @@ fn the_crates_below_the_shell_depend_on_no_io_runtime() {
         let manifest = root.join(dir).join("Cargo.toml");
         let text = std::fs::read_to_string(&manifest).expect("read a crate manifest");
         let table: toml::Table = text.parse().expect("a valid Cargo.toml");
-        let deps = table
-            .get("dependencies")
-            .and_then(|d| d.as_table())
-            .expect("a [dependencies] table");
-        let unexpected: Vec<&String> = deps
-            .keys()
+        assert!(
+            !root.join(dir).join("build.rs").exists()
+                && !table["package"]
+                    .as_table()
+                    .is_some_and(|p| p.contains_key("build")),
+            "{dir}/ has a build script: a pure crate builds from its sources alone"
+        );
+        // [dependencies], [build-dependencies] and every target's tables.
+        let mut tables = vec![table.get("dependencies"), table.get("build-dependencies")];
+        if let Some(targets) = table.get("target").and_then(|t| t.as_table()) {
+            for target in targets.values() {
+                tables.push(target.get("dependencies"));
+                tables.push(target.get("build-dependencies"));
+            }
+        }
+        let unexpected: Vec<&String> = tables
+            .into_iter()
+            .flatten()
+            .filter_map(|d| d.as_table())
+            .flat_map(|d| d.keys())
             .filter(|name| !allowed.contains(&name.as_str()))
             .collect();
         assert!(
@@ -435,11 +453,19 @@ fn the_server_rooms_import_only_downwards() {
             continue;
         };
         let text = std::fs::read_to_string(&path).expect("read a source file");
+        let code = code_lines(&text).join("\n");
+        for unreadable in ["super::super::", "crate::server::*", "use crate::server;"] {
+            if code.contains(unreadable) {
+                problems.push(format!(
+                    "src/server/{} names a room through `{unreadable}`, which this check \
+                     cannot follow: write `crate::server::<room>::...`",
+                    rel.display()
+                ));
+            }
+        }
         // `crate::server::x` read as `crate::x`, so the import reader finds
         // the rooms (and room groups) a file names.
-        let code = code_lines(&text)
-            .join("\n")
-            .replace("crate::server::", "crate::");
+        let code = code.replace("crate::server::", "crate::");
         for target in imported_modules(&code) {
             if let Some(theirs) = SERVER_ROOMS.iter().position(|r| *r == target) {
                 if theirs > own {
@@ -455,4 +481,34 @@ fn the_server_rooms_import_only_downwards() {
         problems.is_empty(),
         "{problems:#?}\nSee ARCHITECTURE.md, Layers: move the item down, or pass it in."
     );
+}
+
+/// The shell reaches the lower crates through the names `src/lib.rs`
+/// re-exports (`crate::protocol`, `crate::controller`, ...), which the
+/// checks above read; a direct `pinlog_core::` path would slip past them.
+/// Only the re-exporting files name the crates.
+#[test]
+fn the_shell_names_the_lower_crates_only_where_it_re_exports_them() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let reexporters = ["src/lib.rs", "src/group/mod.rs", "src/shard/mod.rs"];
+    let mut files = Vec::new();
+    rust_files(&root.join("src"), &mut files);
+    let mut problems = Vec::new();
+    for path in files {
+        let rel = path.strip_prefix(root).expect("under the repository");
+        if reexporters.iter().any(|r| Path::new(r) == rel) {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).expect("read a source file");
+        let code = code_lines(&text).join("\n");
+        for name in ["pinlog_core::", "pinlog_protocol::"] {
+            if code.contains(name) {
+                problems.push(format!(
+                    "{} names {name} directly: use the crate:: path src/lib.rs re-exports",
+                    rel.display()
+                ));
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{problems:#?}");
 }
