@@ -27,8 +27,10 @@
 //!   the metadata image commits it ([`ReplicaState::apply_assignment`]).
 //!
 //! # Invariants, asserted in release builds
-//! - On the leader, HW ≤ the minimum LEO of the ISR (committed and pending
-//!   members alike, KIP-497's "maximal ISR").
+//! - On the leader, whenever the HW moves, HW ≤ the minimum LEO of the ISR
+//!   (committed and pending members alike, KIP-497's "maximal ISR").
+//! - After every change, on every replica, HW ≤ its own LEO.
+//! - The leader and partition epochs never go back.
 //! - The leader's HW never goes back during its leadership.
 //! - A replica never truncates below an HW it served as leader, except by an
 //!   unclean election. Not asserted: [`ReplicaState::on_truncated`] returns

@@ -197,6 +197,26 @@ impl ReplicaState {
     /// Applies the assignment the metadata image holds. Returns what changed
     /// for this replica.
     pub fn apply_assignment(&mut self, a: &Assignment, now_ms: i64) -> Transition {
+        let epochs_before = (self.leader_epoch, self.partition_epoch);
+        let leader_hw_before = self.is_leader().then_some(self.high_watermark);
+        let transition = self.take_assignment(a, now_ms);
+        assert!(
+            (self.leader_epoch, self.partition_epoch) >= epochs_before,
+            "the (leader, partition) epochs went back from {epochs_before:?} to {:?}",
+            (self.leader_epoch, self.partition_epoch)
+        );
+        if let (Some(before), true) = (leader_hw_before, self.is_leader()) {
+            assert!(
+                self.high_watermark >= before,
+                "the leader's HW went back from {before} to {}",
+                self.high_watermark
+            );
+        }
+        self.check_invariants();
+        transition
+    }
+
+    fn take_assignment(&mut self, a: &Assignment, now_ms: i64) -> Transition {
         if a.leader_epoch < self.leader_epoch
             || (a.leader_epoch == self.leader_epoch && a.partition_epoch < self.partition_epoch)
         {
@@ -282,11 +302,13 @@ impl ReplicaState {
             self.log_end_offset
         );
         self.log_end_offset = log_end_offset;
-        if self.is_leader() {
+        let advanced = if self.is_leader() {
             self.advance_high_watermark()
         } else {
             None
-        }
+        };
+        self.check_invariants();
+        advanced
     }
 
     /// A follower fetched from `fetch_offset`: everything below it is in its
@@ -334,6 +356,7 @@ impl ReplicaState {
                 new_isr,
             });
         }
+        self.check_invariants();
         Ok(out)
     }
 
@@ -413,6 +436,7 @@ impl ReplicaState {
         self.high_watermark = leader_hw
             .min(self.log_end_offset)
             .max(self.log_start_offset);
+        self.check_invariants();
     }
 
     /// The local log was truncated to `log_end_offset`. `unclean` says an
@@ -431,6 +455,7 @@ impl ReplicaState {
         self.log_start_offset = self.log_start_offset.min(log_end_offset);
         self.high_watermark = self.high_watermark.min(log_end_offset);
         self.exposed = self.exposed.min(log_end_offset);
+        self.check_invariants();
         (!unclean && log_end_offset < served).then_some(served)
     }
 
@@ -444,6 +469,7 @@ impl ReplicaState {
         self.log_start_offset = offset;
         self.log_end_offset = offset;
         self.high_watermark = offset;
+        self.check_invariants();
     }
 
     /// Kafka's `maybeIncrementLeaderHW`: the minimum LEO over the maximal
@@ -476,11 +502,33 @@ impl ReplicaState {
         }
         self.high_watermark = new_hw;
         self.exposed = self.exposed.max(new_hw);
-        self.check_invariants();
+        self.check_hw_within_isr();
         Some(new_hw)
     }
 
+    /// What holds after every change, checked by every mutator in release
+    /// builds too: the HW is never above this replica's log end (a log
+    /// whose start is past its end holds the HW at its start).
+    /// `apply_assignment` also checks that the leader and partition epochs
+    /// never go back, and that the HW never goes back while this replica
+    /// keeps leading; the HW only rises otherwise by construction
+    /// (`advance_high_watermark`).
     fn check_invariants(&self) {
+        assert!(
+            self.high_watermark <= self.log_end_offset.max(self.log_start_offset),
+            "HW {} is above the log end {} (log start {})",
+            self.high_watermark,
+            self.log_end_offset,
+            self.log_start_offset
+        );
+    }
+
+    /// On a leader that just advanced its HW: the HW is at most the LEO of
+    /// every member of the maximal ISR whose LEO it knows. Checked when the
+    /// HW moves, not after every fetch: a follower that lost its unflushed
+    /// tail to a power loss reports a lower LEO later, and the HW it was
+    /// part of stays (the records are on the other members).
+    fn check_hw_within_isr(&self) {
         if !self.is_leader() {
             return;
         }
@@ -605,6 +653,39 @@ mod tests {
             }
         );
         s
+    }
+
+    #[test]
+    #[should_panic(expected = "is above the log end")]
+    fn an_hw_above_the_log_end_breaks_an_invariant() {
+        let mut s = ReplicaState::new(1, 0, 10, 10, LAG);
+        s.apply_assignment(&assignment(2, 1, &[1, 2, 3]), 0);
+        s.high_watermark = 11;
+        s.check_invariants();
+    }
+
+    #[test]
+    #[should_panic(expected = "is above the LEO")]
+    fn a_leader_hw_above_an_isr_members_leo_breaks_an_invariant() {
+        let mut s = leader_of_three();
+        s.on_appended(10);
+        s.on_follower_fetch(2, 10, 0).unwrap();
+        s.on_follower_fetch(3, 4, 0).unwrap();
+        assert_eq!(s.high_watermark(), 4);
+        s.high_watermark = 5;
+        s.check_hw_within_isr();
+    }
+
+    #[test]
+    fn an_older_assignment_changes_nothing() {
+        let mut s = leader_of_three();
+        s.apply_assignment(&assignment(1, 3, &[1, 2, 3]), 0);
+        assert_eq!(
+            s.apply_assignment(&assignment(2, 2, &[2, 3]), 0),
+            Transition::Unchanged
+        );
+        assert!(s.is_leader());
+        assert_eq!(s.leader_epoch(), 3);
     }
 
     #[test]
