@@ -25,6 +25,9 @@
 //!
 //! Invariants checked at every step:
 //! - at most one broker becomes leader in any leader epoch;
+//! - the committed image's partitions keep Kafka's rules
+//!   (`MetadataImage::check_invariants`: the leader is in the ISR, the ISR
+//!   and ELR are replicas and apart);
 //! - a leader's HW never decreases and never exceeds the log end of any
 //!   member of its maximal ISR (except one that lost power since it
 //!   reported that log end, until an image takes it out of the ISR);
@@ -1270,6 +1273,11 @@ impl Sim {
             .collect();
         for v in bad {
             self.violation(v);
+        }
+        // The committed image keeps its partition invariants: a leader is
+        // in the ISR, the ISR and ELR are replicas and apart.
+        if let Err(why) = self.controller.image.check_invariants() {
+            self.violation(format!("the controller's image: {why}"));
         }
     }
 

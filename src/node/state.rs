@@ -63,8 +63,18 @@ impl BrokerState {
         self.image.borrow().clone()
     }
 
+    /// Replaces the current image. Images only move forward: the applier
+    /// drops an older one before it gets here, so an older one is a bug
+    /// that would reopen what a newer image deleted.
     pub fn set_image(&self, image: Arc<MetadataImage>) {
-        *self.image.borrow_mut() = image;
+        let mut current = self.image.borrow_mut();
+        assert!(
+            image.offset >= current.offset,
+            "the metadata image went back from offset {} to {}",
+            current.offset,
+            image.offset
+        );
+        *current = image;
     }
 
     pub fn node_id(&self) -> i32 {

@@ -638,6 +638,8 @@ mod tests {
         for r in records {
             img.apply(2, r);
         }
+        img.check_invariants()
+            .expect("the plans keep the image's invariants");
     }
 
     #[test]

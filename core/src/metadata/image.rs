@@ -35,6 +35,41 @@ pub struct PartitionImage {
 }
 
 impl PartitionImage {
+    /// What every partition of a committed image satisfies, as Kafka's
+    /// `PartitionChangeBuilder` keeps it: a leader (when there is one) is a
+    /// replica and in the ISR; the ISR and the ELR are replicas; nobody is
+    /// in both the ISR and the ELR. The controller's plans make it so
+    /// (`controller::partitions::plan_partition_change`); the simulation
+    /// checks it at every step and [`MetadataImage::apply`] logs a record
+    /// that breaks it.
+    pub fn check_invariants(&self) -> Result<(), String> {
+        const NO_LEADER: i32 = -1;
+        if self.leader != NO_LEADER
+            && !(self.replicas.contains(&self.leader) && self.isr.contains(&self.leader))
+        {
+            return Err(format!(
+                "leader {} is not a replica in the ISR (replicas {:?}, ISR {:?})",
+                self.leader, self.replicas, self.isr
+            ));
+        }
+        if let Some(r) = self.isr.iter().find(|r| !self.replicas.contains(r)) {
+            return Err(format!(
+                "ISR member {r} is not a replica {:?}",
+                self.replicas
+            ));
+        }
+        if let Some(r) = self.elr.iter().find(|r| !self.replicas.contains(r)) {
+            return Err(format!(
+                "ELR member {r} is not a replica {:?}",
+                self.replicas
+            ));
+        }
+        if let Some(r) = self.elr.iter().find(|r| self.isr.contains(r)) {
+            return Err(format!("replica {r} is in both the ISR and the ELR"));
+        }
+        Ok(())
+    }
+
     /// Whether a reassignment is in progress.
     pub fn is_reassigning(&self) -> bool {
         !self.adding_replicas.is_empty() || !self.removing_replicas.is_empty()
@@ -215,6 +250,12 @@ impl MetadataImage {
                         last_election_unclean: false,
                     },
                 );
+                report_broken_invariant(
+                    offset,
+                    &topic.name,
+                    *partition,
+                    &topic.partitions[partition],
+                );
             }
             MetadataRecord::Config {
                 resource_type,
@@ -331,12 +372,15 @@ impl MetadataImage {
                 partition,
                 ..
             } => {
-                let Some(p) = self
+                let Some(topic) = self
                     .topic_names_by_id
                     .get(topic_id)
                     .and_then(|n| self.topics.get_mut(n))
-                    .and_then(|t| t.partitions.get_mut(partition))
                 else {
+                    tracing::warn!(offset, "metadata: partition change for an unknown topic id");
+                    return;
+                };
+                let Some(p) = topic.partitions.get_mut(partition) else {
                     tracing::warn!(
                         offset,
                         "metadata: partition change for an unknown partition"
@@ -344,12 +388,39 @@ impl MetadataImage {
                     return;
                 };
                 p.apply_change(record);
+                report_broken_invariant(offset, &topic.name, *partition, p);
             }
         }
     }
 }
 
+/// A record that broke [`PartitionImage::check_invariants`] is logged, not
+/// refused: every broker applies the same committed records, and stopping
+/// them all over one would take the cluster down. The controller's plans
+/// keep the invariants; the tests and the simulation assert them.
+fn report_broken_invariant(offset: i64, topic: &str, partition: i32, p: &PartitionImage) {
+    if let Err(why) = p.check_invariants() {
+        tracing::error!(
+            offset,
+            topic,
+            partition,
+            "metadata: the record at this offset broke a partition invariant: {why}"
+        );
+    }
+}
+
 impl MetadataImage {
+    /// Every partition's [`PartitionImage::check_invariants`].
+    pub fn check_invariants(&self) -> Result<(), String> {
+        for topic in self.topics.values() {
+            for (partition, p) in &topic.partitions {
+                p.check_invariants()
+                    .map_err(|why| format!("{}-{partition}: {why}", topic.name))?;
+            }
+        }
+        Ok(())
+    }
+
     /// Records that rebuild this image from the empty one: what a snapshot
     /// of the metadata log holds. Deterministic (names, partitions and
     /// settings in order), so equal images give equal snapshots.
@@ -461,6 +532,49 @@ impl MetadataImage {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_partition_that_breaks_kafkas_rules_is_found() {
+        let ok = PartitionImage {
+            replicas: vec![1, 2, 3],
+            isr: vec![1, 2],
+            leader: 1,
+            leader_epoch: 0,
+            partition_epoch: 0,
+            elr: vec![3],
+            last_known_elr: Vec::new(),
+            adding_replicas: Vec::new(),
+            removing_replicas: Vec::new(),
+            last_election_unclean: false,
+        };
+        assert_eq!(ok.check_invariants(), Ok(()));
+        let leaderless = PartitionImage {
+            leader: -1,
+            ..ok.clone()
+        };
+        assert_eq!(leaderless.check_invariants(), Ok(()));
+        let broken = [
+            PartitionImage {
+                leader: 3,
+                ..ok.clone()
+            },
+            PartitionImage {
+                isr: vec![1, 4],
+                ..ok.clone()
+            },
+            PartitionImage {
+                elr: vec![5],
+                ..ok.clone()
+            },
+            PartitionImage {
+                elr: vec![2],
+                ..ok.clone()
+            },
+        ];
+        for p in broken {
+            assert!(p.check_invariants().is_err(), "{p:?}");
+        }
+    }
 
     #[test]
     fn an_image_round_trips_through_its_records() {
