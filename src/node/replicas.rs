@@ -194,8 +194,8 @@ pub async fn wait_for_high_watermark(
             if s.high_watermark() >= offset {
                 return HighWatermarkWait::Reached;
             }
-            if s.in_sync_count() < min_insync {
-                return HighWatermarkWait::BelowMinIsr(s.in_sync_count());
+            if let Some(in_sync) = s.below_min_insync(min_insync) {
+                return HighWatermarkWait::BelowMinIsr(in_sync);
             }
         }
         let now = std::time::Instant::now();

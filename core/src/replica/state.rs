@@ -194,6 +194,15 @@ impl ReplicaState {
         self.isr.len()
     }
 
+    /// Kafka's `min.insync.replicas` rule for acks=all writes, the one door
+    /// for its three checks (before the append, under the log's lock;
+    /// while waiting for the HW; after the HW passed the batch): the
+    /// committed ISR's size when it is below `min_insync`.
+    pub fn below_min_insync(&self, min_insync: usize) -> Option<usize> {
+        let in_sync = self.in_sync_count();
+        (in_sync < min_insync).then_some(in_sync)
+    }
+
     /// Applies the assignment the metadata image holds. Returns what changed
     /// for this replica.
     pub fn apply_assignment(&mut self, a: &Assignment, now_ms: i64) -> Transition {
@@ -686,6 +695,22 @@ mod tests {
         );
         assert!(s.is_leader());
         assert_eq!(s.leader_epoch(), 3);
+    }
+
+    #[test]
+    fn acks_all_needs_min_insync_members_of_the_committed_isr() {
+        let mut s = leader_of_three();
+        assert_eq!(s.below_min_insync(3), None);
+        assert_eq!(s.below_min_insync(4), Some(3));
+        s.on_appended(10);
+        s.on_follower_fetch(2, 10, 0).unwrap();
+        // Replica 3 lags and is proposed for removal: until the image
+        // commits it, the committed ISR still counts it.
+        s.tick(LAG + 1).expect("3 lags");
+        assert_eq!(s.below_min_insync(3), None);
+        s.apply_assignment(&assignment(1, 1, &[1, 2]), LAG + 1);
+        assert_eq!(s.below_min_insync(3), Some(2));
+        assert_eq!(s.below_min_insync(2), None);
     }
 
     #[test]

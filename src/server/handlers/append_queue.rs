@@ -33,6 +33,11 @@ pub struct QueuedAppend {
     pub records: Bytes,
     /// The topic uses LogAppendTime: the writer stamps the group's time.
     pub log_append_time: bool,
+    /// acks=all: the topic's `min.insync.replicas`. The writer refuses the
+    /// batches while the committed ISR is smaller, decided under the log's
+    /// lock together with the leadership, as Kafka's
+    /// `appendRecordsToLeader` does under its ISR lock.
+    pub acks_all_min_insync: Option<usize>,
 }
 
 /// A written (or deduplicated) append.
@@ -51,6 +56,9 @@ pub struct AppendDone {
 pub enum AppendFailure {
     /// This broker no longer led the partition when the group was written.
     NotLeader,
+    /// acks=all, and the committed ISR was below `min.insync.replicas`:
+    /// nothing was written.
+    NotEnoughReplicas { in_sync: usize, min_insync: usize },
     /// The partition is closing or closed (deleted, moved, shutting down).
     Closed,
     /// The log refused the batches or failed to write them.
@@ -163,16 +171,37 @@ async fn write_group(shard: &Rc<Shard>, tp: &TopicPartition, group: Vec<Waiting>
         return answer_all(group, || AppendFailure::Closed);
     }
     // Leadership may have moved while the lock was taken: the epoch that
-    // counts is the one current when the batches are written.
-    let leader_epoch = {
+    // counts is the one current when the batches are written, and the ISR
+    // that acks=all needs is the one current then too.
+    let (leader_epoch, group) = {
         let state = led.state.borrow();
         if !state.is_leader() {
             drop(state);
             drop(log);
             return answer_all(group, || AppendFailure::NotLeader);
         }
-        state.leader_epoch()
+        let mut accepted = Vec::with_capacity(group.len());
+        for w in group {
+            let refused = w.append.acks_all_min_insync.and_then(|min_insync| {
+                state
+                    .below_min_insync(min_insync)
+                    .map(|in_sync| AppendFailure::NotEnoughReplicas {
+                        in_sync,
+                        min_insync,
+                    })
+            });
+            match refused {
+                Some(failure) => {
+                    let _ = w.answer.send(Err(failure));
+                }
+                None => accepted.push(w),
+            }
+        }
+        (state.leader_epoch(), accepted)
     };
+    if group.is_empty() {
+        return;
+    }
     let now = now_ms();
     let group_bytes: usize = group.iter().map(|w| w.append.records.len()).sum();
     crate::node::partition_load::PartitionLoad::of(shard).record_in(tp, group_bytes as u64);

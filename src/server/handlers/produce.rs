@@ -1,8 +1,9 @@
 //! Produce: validate, append on the owning shard, answer per partition.
 //!
 //! acks=0 and acks=1 answer after the leader's append. acks=-1 (all) checks
-//! `min.insync.replicas` against the committed ISR before the append
-//! (NOT_ENOUGH_REPLICAS), then waits until the HW passes the batch: the ISR
+//! `min.insync.replicas` against the committed ISR before the append, under
+//! the log's lock with the leadership (`append_queue.rs`;
+//! NOT_ENOUGH_REPLICAS), then waits until the HW passes the batch: the ISR
 //! holds it. If the ISR shrank below `min.insync.replicas` meanwhile, the
 //! answer is NOT_ENOUGH_REPLICAS_AFTER_APPEND; if the wait outlives the
 //! request's timeout, REQUEST_TIMED_OUT; if leadership moved,
@@ -208,33 +209,15 @@ async fn append_on_owner(
         min_insync,
     } in work
     {
-        let Some(led) = replicas::led_partition(shard, &tp) else {
-            out.push((
-                slot,
-                Appended::error(error_code::NOT_LEADER_OR_FOLLOWER, None),
-            ));
-            continue;
-        };
-        let in_sync = led.state.borrow().in_sync_count();
-        if acks.all && in_sync < min_insync {
-            out.push((
-                slot,
-                Appended::error(
-                    error_code::NOT_ENOUGH_REPLICAS,
-                    Some(format!(
-                        "the ISR of {tp} has {in_sync} replicas, below min.insync.replicas \
-                         {min_insync}"
-                    )),
-                ),
-            ));
-            continue;
-        }
+        // Leadership and the ISR are looked up once, by the writer, under
+        // the log's lock.
         let outcome = append_queue::submit(
             shard,
             &tp,
             QueuedAppend {
                 records,
                 log_append_time,
+                acks_all_min_insync: acks.all.then_some(min_insync),
             },
         );
         submitted.push((out.len(), tp, min_insync, outcome));
@@ -270,6 +253,16 @@ async fn append_on_owner(
             Err(AppendFailure::NotLeader) => {
                 Appended::error(error_code::NOT_LEADER_OR_FOLLOWER, None)
             }
+            Err(AppendFailure::NotEnoughReplicas {
+                in_sync,
+                min_insync,
+            }) => Appended::error(
+                error_code::NOT_ENOUGH_REPLICAS,
+                Some(format!(
+                    "the ISR of {tp} has {in_sync} replicas, below min.insync.replicas \
+                     {min_insync}"
+                )),
+            ),
             Err(AppendFailure::Closed) => Appended::error(
                 error_code::NOT_LEADER_OR_FOLLOWER,
                 Some(format!("{tp} is closing on this broker")),
@@ -307,10 +300,10 @@ async fn append_on_owner(
                 ),
             )),
             HighWatermarkWait::Reached => {
-                let in_sync = replicas::Replicas::of(shard)
+                let below = replicas::Replicas::of(shard)
                     .get(&tp)
-                    .map_or(0, |s| s.borrow().in_sync_count());
-                (in_sync < min_insync).then(|| {
+                    .map_or(Some(0), |s| s.borrow().below_min_insync(min_insync));
+                below.map(|in_sync| {
                     (
                         error_code::NOT_ENOUGH_REPLICAS_AFTER_APPEND,
                         format!(
