@@ -20,17 +20,15 @@ mod support;
 
 use std::collections::BTreeMap;
 use std::io::Write as _;
-use std::net::{SocketAddr, TcpStream};
+use std::net::SocketAddr;
 use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use pinlog::log::batch::{build_batch, BatchSpec};
 use pinlog::protocol::api::ApiKey;
-use pinlog::protocol::codec::Reader;
 use pinlog::protocol::error_code;
-use pinlog::protocol::header::{decode_response_header, RequestHeader};
 use pinlog::protocol::messages::create_topics::{
     CreatableTopic, CreatableTopicConfig, CreateTopicsRequest, CreateTopicsResponse,
 };
@@ -44,7 +42,8 @@ use pinlog::protocol::messages::describe_log_dirs::{
 use pinlog::protocol::messages::produce::{
     PartitionProduceData, ProduceRequest, ProduceResponse, TopicProduceData,
 };
-use support::{round_trip, run_command, which, Broker, BrokerOpts, CmdOutput};
+use support::kafka_conn::Conn;
+use support::{run_command, which, Broker, BrokerOpts, CmdOutput};
 
 const CLIENTS_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/clients");
 const SCRIPT: &str = "kafka_python_admin.py";
@@ -324,45 +323,7 @@ fn kafka_python_deletes_records_and_describes_log_dirs() {
 // pinlog's own codec
 // ---------------------------------------------------------------------------
 
-struct Conn {
-    stream: TcpStream,
-    next_correlation_id: i32,
-}
-
 impl Conn {
-    fn open(broker: &Broker) -> Conn {
-        let addr = SocketAddr::from(([127, 0, 0, 1], broker.port()));
-        let stream = TcpStream::connect_timeout(&addr, IO_TIMEOUT).expect("connect");
-        stream.set_read_timeout(Some(IO_TIMEOUT)).unwrap();
-        stream.set_write_timeout(Some(IO_TIMEOUT)).unwrap();
-        Conn {
-            stream,
-            next_correlation_id: 1,
-        }
-    }
-
-    /// One request and its response; returns a reader at the response body.
-    fn call(&mut self, key: ApiKey, version: i16, encode: impl FnOnce(&mut BytesMut)) -> Reader {
-        let correlation_id = self.next_correlation_id;
-        self.next_correlation_id += 1;
-        let mut request = BytesMut::new();
-        RequestHeader {
-            api_key: key as i16,
-            api_version: version,
-            correlation_id,
-            client_id: Some(CLIENT_ID.into()),
-        }
-        .encode(&mut request, key.request_header_version(version));
-        encode(&mut request);
-        let response = round_trip(&mut self.stream, &request)
-            .unwrap_or_else(|e| panic!("{} v{version} round trip: {e}", key.name()));
-        let mut r = Reader::new(response);
-        let id = decode_response_header(&mut r, key.response_header_version(version))
-            .expect("response header");
-        assert_eq!(id, correlation_id, "{} correlation id", key.name());
-        r
-    }
-
     fn create_topic(&mut self, name: &str, partitions: i32, configs: &[(&str, &str)]) {
         let version = 4;
         let mut r = self.call(ApiKey::CreateTopics, version, |w| {
@@ -500,7 +461,12 @@ fn listed(resp: &DescribeLogDirsResponse) -> Vec<(String, i32, i64)> {
 #[test]
 fn delete_records_and_describe_log_dirs_at_every_version() {
     let mut broker = Broker::start(BrokerOpts::new());
-    let mut c = Conn::open(&broker);
+    let mut c = Conn::open(
+        SocketAddr::from(([127, 0, 0, 1], broker.port())),
+        CLIENT_ID,
+        IO_TIMEOUT,
+    )
+    .expect("connect to the broker");
     c.create_topic("plain", 2, &[]);
     c.create_topic("changelog", 1, &[("cleanup.policy", "compact")]);
     let versions_of = |key: ApiKey| {

@@ -10,9 +10,11 @@
 //! socket read is bounded by a timeout so that a broker that hangs fails the
 //! test instead of hanging it.
 
+mod support;
+
 use std::fs::File;
 use std::io::{ErrorKind, Read, Write};
-use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::net::{Shutdown, SocketAddr, TcpListener};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -36,6 +38,7 @@ use pinlog::protocol::messages::list_offsets::{
 use pinlog::protocol::messages::produce::{
     PartitionProduceData, ProduceRequest, ProduceResponse, TopicProduceData,
 };
+use support::kafka_conn::{read_frame, Conn};
 use tempfile::TempDir;
 
 /// Upper bound on any single socket read; a broker that neither answers nor
@@ -47,7 +50,6 @@ const STARTUP_TIMEOUT: Duration = Duration::from_secs(60);
 const SOCKET_REQUEST_MAX_BYTES: i32 = 100 * 1024 * 1024;
 /// Largest response these tests accept, so that a corrupt size prefix from
 /// the broker cannot make the test itself allocate without bound.
-const RESPONSE_MAX_BYTES: usize = 16 * 1024 * 1024;
 const CLIENT_ID: &str = "hostile-input";
 
 // ---------------------------------------------------------------------------
@@ -142,7 +144,7 @@ impl Broker {
     }
 
     fn connect(&self) -> Conn {
-        Conn::open(self.addr).expect("connect to broker")
+        Conn::open(self.addr, CLIENT_ID, READ_TIMEOUT).expect("connect to broker")
     }
 
     fn log(&self) -> String {
@@ -202,7 +204,7 @@ fn free_port() -> u16 {
 }
 
 // ---------------------------------------------------------------------------
-// A minimal blocking Kafka client on pinlog's own codec.
+// Raw frames; the client is tests/support/kafka_conn.rs.
 // ---------------------------------------------------------------------------
 
 /// Frames a request: size prefix, header of `header_version`, body.
@@ -228,106 +230,11 @@ fn frame(
     b.to_vec()
 }
 
-struct Conn {
-    stream: TcpStream,
-    next_correlation_id: i32,
-}
-
-impl Conn {
-    fn open(addr: SocketAddr) -> std::io::Result<Conn> {
-        let stream = TcpStream::connect_timeout(&addr, READ_TIMEOUT)?;
-        stream.set_read_timeout(Some(READ_TIMEOUT))?;
-        stream.set_write_timeout(Some(READ_TIMEOUT))?;
-        stream.set_nodelay(true)?;
-        Ok(Conn {
-            stream,
-            next_correlation_id: 1,
-        })
-    }
-
-    fn send_raw(&mut self, bytes: &[u8]) {
-        self.stream.write_all(bytes).expect("write to broker");
-    }
-
-    /// Sends a well-formed request of a supported API and returns the
-    /// correlation id it carries.
-    fn send(&mut self, key: ApiKey, version: i16, encode: impl FnOnce(&mut BytesMut)) -> i32 {
-        let id = self.next_correlation_id;
-        self.next_correlation_id += 1;
-        let mut body = BytesMut::new();
-        encode(&mut body);
-        let f = frame(
-            key as i16,
-            version,
-            key.request_header_version(version),
-            id,
-            &body,
-        );
-        self.send_raw(&f);
-        id
-    }
-
-    /// Reads one response frame, checks its correlation id, and returns a
-    /// reader positioned at its body.
-    fn receive(&mut self, key: ApiKey, version: i16, correlation_id: i32) -> Reader {
-        let frame = read_frame(&mut self.stream).expect("read a response frame");
-        let mut r = Reader::new(frame);
-        let id = decode_response_header(&mut r, key.response_header_version(version))
-            .expect("response header");
-        assert_eq!(
-            id,
-            correlation_id,
-            "{} v{version} correlation id",
-            key.name()
-        );
-        r
-    }
-
-    fn call(&mut self, key: ApiKey, version: i16, encode: impl FnOnce(&mut BytesMut)) -> Reader {
-        let id = self.send(key, version, encode);
-        self.receive(key, version, id)
-    }
-
-    /// Asserts that the broker closes this connection without answering:
-    /// end of stream or a reset, within the read timeout.
-    fn assert_closed_by_broker(&mut self, what: &str) {
-        let mut buf = [0u8; 4096];
-        let started = Instant::now();
-        loop {
-            match self.stream.read(&mut buf) {
-                Ok(0) => return,
-                Ok(n) => panic!("broker answered {what} with {n} bytes instead of closing"),
-                Err(e) if e.kind() == ErrorKind::ConnectionReset => return,
-                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
-                Err(e) => panic!(
-                    "broker did not close the connection after {what} within {:?}: {e}",
-                    started.elapsed()
-                ),
-            }
-        }
-    }
-}
-
-fn read_frame(stream: &mut TcpStream) -> std::io::Result<Bytes> {
-    let mut size = [0u8; 4];
-    stream.read_exact(&mut size)?;
-    let size = i32::from_be_bytes(size);
-    let size = usize::try_from(size)
-        .ok()
-        .filter(|s| *s <= RESPONSE_MAX_BYTES)
-        .ok_or_else(|| {
-            std::io::Error::new(ErrorKind::InvalidData, format!("response size {size}"))
-        })?;
-    let mut body = vec![0u8; size];
-    stream.read_exact(&mut body)?;
-    Ok(Bytes::from(body))
-}
-
 /// ApiVersions v3 on a fresh connection: the probe that says the broker still
 /// serves. Errors rather than panics so that the launcher can poll with it.
 fn api_versions_round_trip(addr: SocketAddr) -> std::io::Result<()> {
     let invalid = |m: String| std::io::Error::new(ErrorKind::InvalidData, m);
-    let mut c = Conn::open(addr)?;
+    let mut c = Conn::open(addr, CLIENT_ID, READ_TIMEOUT)?;
     let version = 3;
     let req = ApiVersionsRequest {
         client_software_name: CLIENT_ID.into(),

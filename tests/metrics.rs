@@ -14,17 +14,15 @@ use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::process::Command;
 use std::time::Duration;
 
-use bytes::BytesMut;
 use pinlog::protocol::api::ApiKey;
-use pinlog::protocol::codec::Reader;
 use pinlog::protocol::error_code;
-use pinlog::protocol::header::{decode_response_header, RequestHeader};
 use pinlog::protocol::messages::api_versions::{ApiVersionsRequest, ApiVersionsResponse};
 use pinlog::protocol::messages::create_topics::{
     CreatableTopic, CreateTopicsRequest, CreateTopicsResponse,
 };
 use pinlog::protocol::messages::metadata::{MetadataRequest, MetadataResponse};
-use support::{free_port, round_trip, run_command, Broker, BrokerOpts, PINLOG_BIN};
+use support::kafka_conn::Conn;
+use support::{free_port, run_command, Broker, BrokerOpts, PINLOG_BIN};
 
 /// Upper bound on any socket read or write.
 const IO_TIMEOUT: Duration = Duration::from_secs(10);
@@ -66,43 +64,7 @@ fn connect(addr: SocketAddr) -> std::io::Result<TcpStream> {
 // A minimal blocking Kafka client on pinlog's own codec.
 // ---------------------------------------------------------------------------
 
-struct Conn {
-    stream: TcpStream,
-    next_correlation_id: i32,
-}
-
 impl Conn {
-    fn open(addr: SocketAddr) -> Conn {
-        let stream = connect(addr).expect("connect to the broker");
-        stream.set_nodelay(true).expect("TCP_NODELAY");
-        Conn {
-            stream,
-            next_correlation_id: 1,
-        }
-    }
-
-    /// One request and its response; returns a reader at the response body.
-    fn call(&mut self, key: ApiKey, version: i16, encode: impl FnOnce(&mut BytesMut)) -> Reader {
-        let correlation_id = self.next_correlation_id;
-        self.next_correlation_id += 1;
-        let mut request = BytesMut::new();
-        RequestHeader {
-            api_key: key as i16,
-            api_version: version,
-            correlation_id,
-            client_id: Some(CLIENT_ID.into()),
-        }
-        .encode(&mut request, key.request_header_version(version));
-        encode(&mut request);
-        let response = round_trip(&mut self.stream, &request)
-            .unwrap_or_else(|e| panic!("{} v{version} round trip: {e}", key.name()));
-        let mut r = Reader::new(response);
-        let id = decode_response_header(&mut r, key.response_header_version(version))
-            .expect("response header");
-        assert_eq!(id, correlation_id, "{} correlation id", key.name());
-        r
-    }
-
     fn api_versions(&mut self) {
         let version = 3;
         let mut r = self.call(ApiKey::ApiVersions, version, |w| {
@@ -284,7 +246,8 @@ fn metrics_endpoint_reports_every_shard() {
     const API_VERSIONS_PER_CONNECTION: usize = 3;
     const METADATA_PER_CONNECTION: usize = 2;
     for _ in 0..CONNECTIONS {
-        let mut c = Conn::open(kafka_addr(&broker));
+        let mut c =
+            Conn::open(kafka_addr(&broker), CLIENT_ID, IO_TIMEOUT).expect("connect to the broker");
         for _ in 0..API_VERSIONS_PER_CONNECTION {
             c.api_versions();
         }
@@ -292,7 +255,9 @@ fn metrics_endpoint_reports_every_shard() {
             c.metadata();
         }
     }
-    Conn::open(kafka_addr(&broker)).create_topic("metrics-topic", 4);
+    Conn::open(kafka_addr(&broker), CLIENT_ID, IO_TIMEOUT)
+        .expect("connect to the broker")
+        .create_topic("metrics-topic", 4);
 
     let after = scrape(metrics_addr);
     // Requests are counted before their response is written, so by now the
