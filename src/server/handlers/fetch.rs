@@ -21,7 +21,7 @@ use crate::protocol::error_code;
 use crate::protocol::header::RequestHeader;
 use crate::protocol::messages::fetch::*;
 use crate::replica::FetchRefused;
-use crate::server::handlers::fetch_sessions::{
+use crate::server::handlers::fetch_session_cache::{
     FetchSessions, ResolvedFetch, SentPartition, SessionPartition, SessionRequest,
 };
 use crate::server::handlers::{check_leader_epoch, error_code_for};
