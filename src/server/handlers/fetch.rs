@@ -22,8 +22,9 @@ use crate::protocol::header::RequestHeader;
 use crate::protocol::messages::fetch::*;
 use crate::replica::FetchRefused;
 use crate::server::handlers::fetch_session_cache::{
-    FetchSessions, ResolvedFetch, SentPartition, SessionPartition, SessionRequest,
+    ResolvedFetch, SentPartition, SessionPartition, SessionRequest,
 };
+use crate::server::handlers::fetch_sessions::FetchSessions;
 use crate::server::handlers::{check_leader_epoch, error_code_for};
 use crate::server::replication::isr_changes;
 use crate::server::replication::quotas::{ReplicationQuotas, Side};

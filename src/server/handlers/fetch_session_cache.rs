@@ -1,5 +1,6 @@
-//! Incremental fetch sessions (KIP-227), kept on the shard that holds the
-//! client's connection.
+//! Incremental fetch sessions (KIP-227): the leader's cache of them. The
+//! broker keeps one per shard, on the shard that holds the client's
+//! connection (`server/handlers/fetch_sessions.rs`).
 //!
 //! A session remembers the partitions a client fetches and their fetch
 //! parameters, so that later requests name only what changed and responses
@@ -22,14 +23,11 @@
 //! session that is older than that and smaller (a follower's session may
 //! evict any consumer's). This is state only: the clock is passed in.
 
-use std::cell::RefCell;
 use std::collections::HashMap;
-use std::rc::Rc;
 
 use crate::broker_config::FETCH_SESSION_CACHE_SLOTS_DEFAULT;
 use crate::protocol::error_code;
 use crate::protocol::messages::fetch::{next_epoch, FINAL_EPOCH, INITIAL_EPOCH};
-use crate::shard::shard::Shard;
 
 /// Kafka's `MIN_INCREMENTAL_FETCH_SESSION_EVICTION_MS`: a session idle this
 /// long may always be evicted, and one older than this may be evicted by a
@@ -86,11 +84,6 @@ pub struct SessionRequest<'a> {
     /// A replica's fetch (replica id ≥ 0).
     pub privileged: bool,
     pub forgotten: &'a [(String, i32)],
-}
-
-#[derive(Default)]
-pub struct FetchSessions {
-    state: RefCell<SessionCache>,
 }
 
 /// The cache itself, without interior mutability, so tests drive it
@@ -362,29 +355,6 @@ pub struct SentPartition {
     pub high_watermark: i64,
     pub log_start_offset: i64,
     pub had_records: bool,
-}
-
-impl FetchSessions {
-    pub fn of(shard: &Shard) -> Rc<FetchSessions> {
-        if let Some(s) = shard.extension::<FetchSessions>() {
-            return s;
-        }
-        // Ids differ between shards so a misrouted id is never confused.
-        let first_id = 1 + shard.id() as i32 * (i32::MAX / 64);
-        let slots = crate::node::state::BrokerState::of(shard)
-            .config
-            .fetch_session_cache_slots;
-        let capacity = slots_per_shard(slots, shard.shard_count());
-        let s = Rc::new(FetchSessions {
-            state: RefCell::new(SessionCache::new(capacity, first_id)),
-        });
-        shard.set_extension(s.clone());
-        s
-    }
-
-    pub fn with<T>(&self, f: impl FnOnce(&mut SessionCache) -> T) -> T {
-        f(&mut self.state.borrow_mut())
-    }
 }
 
 #[cfg(test)]

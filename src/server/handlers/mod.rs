@@ -42,6 +42,7 @@ pub mod unregister_broker;
 // creation of `__consumer_offsets`.
 pub mod append_queue;
 pub mod fetch_session_cache;
+pub mod fetch_sessions;
 pub mod offsets_topic;
 
 use crate::error::{BatchError, LogError};

@@ -39,7 +39,7 @@ pub fn snapshot(shard: &Shard) -> ShardSnapshot {
             None => (0, 0),
         };
     let (follower_fetch_sessions, consumer_fetch_sessions, fetch_session_partitions) =
-        crate::server::handlers::fetch_session_cache::FetchSessions::of(shard).with(|c| {
+        crate::server::handlers::fetch_sessions::FetchSessions::of(shard).with(|c| {
             let (followers, consumers) = c.count_by_kind();
             (
                 followers as u64,
