@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 
+use crate::fetch_session_cache::{ResolvedFetch, SentPartition, SessionPartition, SessionRequest};
 use crate::log::partition_log::ReadSlice;
 use crate::log::read_through;
 use crate::log::segment_file::SegmentFile;
@@ -21,9 +22,6 @@ use crate::protocol::error_code;
 use crate::protocol::header::RequestHeader;
 use crate::protocol::messages::fetch::*;
 use crate::replica::FetchRefused;
-use crate::server::handlers::fetch_session_cache::{
-    ResolvedFetch, SentPartition, SessionPartition, SessionRequest,
-};
 use crate::server::handlers::fetch_sessions::FetchSessions;
 use crate::server::handlers::{check_leader_epoch, error_code_for};
 use crate::server::replication::isr_changes;

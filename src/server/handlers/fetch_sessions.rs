@@ -1,11 +1,11 @@
 //! The shard's KIP-227 fetch-session cache: the pure cache
-//! (`fetch_session_cache.rs`) kept as a shard extension
+//! (`crate::fetch_session_cache`, in pinlog-core) kept as a shard extension
 //! on the shard that holds the client's connection.
 
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use crate::server::handlers::fetch_session_cache::{slots_per_shard, SessionCache};
+use crate::fetch_session_cache::{slots_per_shard, SessionCache};
 use crate::shard::shard::Shard;
 
 #[derive(Default)]

@@ -41,7 +41,6 @@ pub mod unregister_broker;
 // partition, fetch's incremental sessions (KIP-227), and FindCoordinator's
 // creation of `__consumer_offsets`.
 pub mod append_queue;
-pub mod fetch_session_cache;
 pub mod fetch_sessions;
 pub mod offsets_topic;
 
