@@ -198,8 +198,6 @@ pub(crate) fn encode_response_body(
 mod tests {
     use super::*;
     use crate::messages::test_support::*;
-    use bytes::Bytes;
-    use proptest::prelude::*;
 
     const VERSIONS: std::ops::RangeInclusive<i16> = 0..=2;
 
@@ -252,46 +250,11 @@ mod tests {
         }
     }
 
-    #[test]
-    fn requests_round_trip_at_every_version() {
-        for v in VERSIONS {
-            assert_round_trip(&request(), v);
-        }
-    }
-
-    #[test]
-    fn responses_round_trip_at_every_version() {
-        for v in VERSIONS {
-            assert_round_trip(&response(), v);
-        }
-    }
-
-    #[test]
-    fn every_strict_prefix_fails_to_decode() {
-        for v in VERSIONS {
-            assert_every_strict_prefix_fails(&request(), v);
-            assert_every_strict_prefix_fails(&response(), v);
-        }
-    }
-
-    proptest! {
-        #[test]
-        fn decoding_random_bytes_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..256)) {
-            let bytes = Bytes::from(bytes);
-            for v in VERSIONS {
-                decode_ignoring_errors::<AlterConfigsRequest, AlterConfigsResponse>(&bytes, v);
-            }
-        }
-
-        #[test]
-        fn decoding_corrupted_messages_never_panics(
-            edits in proptest::collection::vec((any::<usize>(), any::<u8>()), 1..8),
-        ) {
-            for v in VERSIONS {
-                for good in [encode(&request(), v), encode(&response(), v)] {
-                    decode_ignoring_errors::<AlterConfigsRequest, AlterConfigsResponse>(&corrupt(&good, &edits), v);
-                }
-            }
-        }
-    }
+    conformance_tests!(
+        AlterConfigsRequest,
+        AlterConfigsResponse,
+        VERSIONS,
+        |_| request(),
+        |_| response()
+    );
 }

@@ -221,7 +221,6 @@ impl DescribeGroupsResponse {
 mod tests {
     use super::*;
     use crate::messages::test_support::*;
-    use proptest::prelude::*;
 
     const VERSIONS: std::ops::RangeInclusive<i16> = 0..=6;
 
@@ -274,25 +273,10 @@ mod tests {
     }
 
     #[test]
-    fn requests_round_trip_at_every_version() {
+    fn edge_case_requests_round_trip() {
         for v in VERSIONS {
             assert_round_trip(&request(v), v);
             assert_round_trip(&DescribeGroupsRequest::default(), v);
-        }
-    }
-
-    #[test]
-    fn responses_round_trip_at_every_version() {
-        for v in VERSIONS {
-            assert_round_trip(&response(v), v);
-        }
-    }
-
-    #[test]
-    fn every_strict_prefix_fails_to_decode() {
-        for v in VERSIONS {
-            assert_every_strict_prefix_fails(&request(v), v);
-            assert_every_strict_prefix_fails(&response(v), v);
         }
     }
 
@@ -316,24 +300,11 @@ mod tests {
         assert_count_too_large::<DescribeGroupsResponse>(b.freeze(), 5);
     }
 
-    proptest! {
-        #[test]
-        fn decoding_random_bytes_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..256)) {
-            let bytes = Bytes::from(bytes);
-            for v in VERSIONS {
-                decode_ignoring_errors::<DescribeGroupsRequest, DescribeGroupsResponse>(&bytes, v);
-            }
-        }
-
-        #[test]
-        fn decoding_corrupted_messages_never_panics(
-            edits in proptest::collection::vec((any::<usize>(), any::<u8>()), 1..8),
-        ) {
-            for v in VERSIONS {
-                for good in [encode(&request(v), v), encode(&response(v), v)] {
-                    decode_ignoring_errors::<DescribeGroupsRequest, DescribeGroupsResponse>(&corrupt(&good, &edits), v);
-                }
-            }
-        }
-    }
+    conformance_tests!(
+        DescribeGroupsRequest,
+        DescribeGroupsResponse,
+        VERSIONS,
+        request,
+        response
+    );
 }

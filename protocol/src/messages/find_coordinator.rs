@@ -197,8 +197,6 @@ impl FindCoordinatorResponse {
 mod tests {
     use super::*;
     use crate::messages::test_support::*;
-    use bytes::Bytes;
-    use proptest::prelude::*;
 
     const VERSIONS: std::ops::RangeInclusive<i16> = 0..=6;
 
@@ -263,7 +261,7 @@ mod tests {
     }
 
     #[test]
-    fn requests_round_trip_at_every_version() {
+    fn edge_case_requests_round_trip() {
         for v in VERSIONS {
             for req in [request(v), FindCoordinatorRequest::default()] {
                 assert_round_trip(&req, v);
@@ -272,19 +270,11 @@ mod tests {
     }
 
     #[test]
-    fn responses_round_trip_at_every_version() {
+    fn edge_case_responses_round_trip() {
         for v in VERSIONS {
             for resp in [response(v), FindCoordinatorResponse::default()] {
                 assert_round_trip(&resp, v);
             }
-        }
-    }
-
-    #[test]
-    fn every_strict_prefix_fails_to_decode() {
-        for v in VERSIONS {
-            assert_every_strict_prefix_fails(&request(v), v);
-            assert_every_strict_prefix_fails(&response(v), v);
         }
     }
 
@@ -320,24 +310,11 @@ mod tests {
         assert_count_too_large::<FindCoordinatorResponse>(b.freeze(), 6);
     }
 
-    proptest! {
-        #[test]
-        fn decoding_random_bytes_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..256)) {
-            let bytes = Bytes::from(bytes);
-            for v in VERSIONS {
-                decode_ignoring_errors::<FindCoordinatorRequest, FindCoordinatorResponse>(&bytes, v);
-            }
-        }
-
-        #[test]
-        fn decoding_corrupted_messages_never_panics(
-            edits in proptest::collection::vec((any::<usize>(), any::<u8>()), 1..8),
-        ) {
-            for v in VERSIONS {
-                for good in [encode(&request(v), v), encode(&response(v), v)] {
-                    decode_ignoring_errors::<FindCoordinatorRequest, FindCoordinatorResponse>(&corrupt(&good, &edits), v);
-                }
-            }
-        }
-    }
+    conformance_tests!(
+        FindCoordinatorRequest,
+        FindCoordinatorResponse,
+        VERSIONS,
+        request,
+        response
+    );
 }

@@ -161,8 +161,6 @@ impl LeaveGroupResponse {
 mod tests {
     use super::*;
     use crate::messages::test_support::*;
-    use bytes::Bytes;
-    use proptest::prelude::*;
 
     const VERSIONS: std::ops::RangeInclusive<i16> = 0..=5;
 
@@ -218,7 +216,7 @@ mod tests {
     }
 
     #[test]
-    fn requests_round_trip_at_every_version() {
+    fn edge_case_requests_round_trip() {
         for v in VERSIONS {
             for req in [request(v), LeaveGroupRequest::default()] {
                 assert_round_trip(&req, v);
@@ -227,19 +225,11 @@ mod tests {
     }
 
     #[test]
-    fn responses_round_trip_at_every_version() {
+    fn edge_case_responses_round_trip() {
         for v in VERSIONS {
             for resp in [response(v), LeaveGroupResponse::default()] {
                 assert_round_trip(&resp, v);
             }
-        }
-    }
-
-    #[test]
-    fn every_strict_prefix_fails_to_decode() {
-        for v in VERSIONS {
-            assert_every_strict_prefix_fails(&request(v), v);
-            assert_every_strict_prefix_fails(&response(v), v);
         }
     }
 
@@ -256,24 +246,11 @@ mod tests {
         assert_count_too_large::<LeaveGroupResponse>(b.freeze(), 3);
     }
 
-    proptest! {
-        #[test]
-        fn decoding_random_bytes_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..256)) {
-            let bytes = Bytes::from(bytes);
-            for v in VERSIONS {
-                decode_ignoring_errors::<LeaveGroupRequest, LeaveGroupResponse>(&bytes, v);
-            }
-        }
-
-        #[test]
-        fn decoding_corrupted_messages_never_panics(
-            edits in proptest::collection::vec((any::<usize>(), any::<u8>()), 1..8),
-        ) {
-            for v in VERSIONS {
-                for good in [encode(&request(v), v), encode(&response(v), v)] {
-                    decode_ignoring_errors::<LeaveGroupRequest, LeaveGroupResponse>(&corrupt(&good, &edits), v);
-                }
-            }
-        }
-    }
+    conformance_tests!(
+        LeaveGroupRequest,
+        LeaveGroupResponse,
+        VERSIONS,
+        request,
+        response
+    );
 }

@@ -149,8 +149,6 @@ impl ListGroupsResponse {
 mod tests {
     use super::*;
     use crate::messages::test_support::*;
-    use bytes::Bytes;
-    use proptest::prelude::*;
 
     const VERSIONS: std::ops::RangeInclusive<i16> = 0..=5;
 
@@ -203,29 +201,6 @@ mod tests {
     }
 
     #[test]
-    fn requests_round_trip_at_every_version() {
-        for v in VERSIONS {
-            assert_round_trip(&request(v), v);
-        }
-    }
-
-    #[test]
-    fn responses_round_trip_at_every_version() {
-        for v in VERSIONS {
-            assert_round_trip(&response(v), v);
-        }
-    }
-
-    #[test]
-    fn every_strict_prefix_fails_to_decode() {
-        for v in VERSIONS {
-            // v0-v2 requests are empty: no strict prefix to try.
-            assert_every_strict_prefix_fails(&request(v), v);
-            assert_every_strict_prefix_fails(&response(v), v);
-        }
-    }
-
-    #[test]
     fn huge_counts_are_refused() {
         let mut b = BytesMut::new();
         b.put_uvarint(u32::MAX as u64);
@@ -236,28 +211,11 @@ mod tests {
         assert_count_too_large::<ListGroupsResponse>(b.freeze(), 0);
     }
 
-    proptest! {
-        #[test]
-        fn decoding_random_bytes_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..256)) {
-            let bytes = Bytes::from(bytes);
-            for v in VERSIONS {
-                decode_ignoring_errors::<ListGroupsRequest, ListGroupsResponse>(&bytes, v);
-            }
-        }
-
-        #[test]
-        fn decoding_corrupted_messages_never_panics(
-            edits in proptest::collection::vec((any::<usize>(), any::<u8>()), 1..8),
-        ) {
-            for v in VERSIONS {
-                for good in [encode(&request(v), v), encode(&response(v), v)] {
-                    // An empty v0-v2 request has nothing to corrupt.
-                    if good.is_empty() {
-                        continue;
-                    }
-                    decode_ignoring_errors::<ListGroupsRequest, ListGroupsResponse>(&corrupt(&good, &edits), v);
-                }
-            }
-        }
-    }
+    conformance_tests!(
+        ListGroupsRequest,
+        ListGroupsResponse,
+        VERSIONS,
+        request,
+        response
+    );
 }

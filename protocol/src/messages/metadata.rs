@@ -428,7 +428,6 @@ mod tests {
     use crate::codec::DecodeError;
     use crate::messages::test_support::*;
     use bytes::Bytes;
-    use proptest::prelude::*;
 
     const VERSIONS: std::ops::RangeInclusive<i16> = 0..=12;
     const ID_A: [u8; 16] = [7; 16];
@@ -562,20 +561,6 @@ mod tests {
     }
 
     #[test]
-    fn requests_round_trip_at_every_version() {
-        for v in VERSIONS {
-            assert_round_trip(&request(v), v);
-        }
-    }
-
-    #[test]
-    fn responses_round_trip_at_every_version() {
-        for v in VERSIONS {
-            assert_round_trip(&response(v), v);
-        }
-    }
-
-    #[test]
     fn all_topics_and_no_topics_keep_their_meaning_across_versions() {
         for v in VERSIONS {
             let all = MetadataRequest::default();
@@ -594,14 +579,6 @@ mod tests {
         let v0_empty = Bytes::from_static(&[0, 0, 0, 0]);
         let req = MetadataRequest::decode(&mut Reader::new(v0_empty), 0).unwrap();
         assert_eq!(req.topics, None);
-    }
-
-    #[test]
-    fn every_strict_prefix_fails_to_decode() {
-        for v in VERSIONS {
-            assert_every_strict_prefix_fails(&request(v), v);
-            assert_every_strict_prefix_fails(&response(v), v);
-        }
     }
 
     #[test]
@@ -658,24 +635,11 @@ mod tests {
         assert_eq!(back.topics.unwrap()[0].name.as_deref(), Some(""));
     }
 
-    proptest! {
-        #[test]
-        fn decoding_random_bytes_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..256)) {
-            let bytes = Bytes::from(bytes);
-            for v in VERSIONS {
-                decode_ignoring_errors::<MetadataRequest, MetadataResponse>(&bytes, v);
-            }
-        }
-
-        #[test]
-        fn decoding_corrupted_messages_never_panics(
-            edits in proptest::collection::vec((any::<usize>(), any::<u8>()), 1..8),
-        ) {
-            for v in VERSIONS {
-                for good in [encode(&request(v), v), encode(&response(v), v)] {
-                    decode_ignoring_errors::<MetadataRequest, MetadataResponse>(&corrupt(&good, &edits), v);
-                }
-            }
-        }
-    }
+    conformance_tests!(
+        MetadataRequest,
+        MetadataResponse,
+        VERSIONS,
+        request,
+        response
+    );
 }
