@@ -202,8 +202,6 @@ impl AlterPartitionReassignmentsResponse {
 mod tests {
     use super::*;
     use crate::messages::test_support::*;
-    use bytes::Bytes;
-    use proptest::prelude::*;
 
     const VERSIONS: std::ops::RangeInclusive<i16> = 0..=1;
 
@@ -252,40 +250,11 @@ mod tests {
         }
     }
 
-    #[test]
-    fn messages_round_trip_at_every_version() {
-        for v in VERSIONS {
-            assert_round_trip(&request(v), v);
-            assert_round_trip(&response(v), v);
-        }
-    }
-
-    #[test]
-    fn every_strict_prefix_fails_to_decode() {
-        for v in VERSIONS {
-            assert_every_strict_prefix_fails(&request(v), v);
-            assert_every_strict_prefix_fails(&response(v), v);
-        }
-    }
-
-    proptest! {
-        #[test]
-        fn decoding_random_bytes_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..256)) {
-            let bytes = Bytes::from(bytes);
-            for v in VERSIONS {
-                decode_ignoring_errors::<AlterPartitionReassignmentsRequest, AlterPartitionReassignmentsResponse>(&bytes, v);
-            }
-        }
-
-        #[test]
-        fn decoding_corrupted_messages_never_panics(
-            edits in proptest::collection::vec((any::<usize>(), any::<u8>()), 1..8),
-        ) {
-            for v in VERSIONS {
-                for good in [encode(&request(v), v), encode(&response(v), v)] {
-                    decode_ignoring_errors::<AlterPartitionReassignmentsRequest, AlterPartitionReassignmentsResponse>(&corrupt(&good, &edits), v);
-                }
-            }
-        }
-    }
+    conformance_tests!(
+        AlterPartitionReassignmentsRequest,
+        AlterPartitionReassignmentsResponse,
+        VERSIONS,
+        request,
+        response
+    );
 }

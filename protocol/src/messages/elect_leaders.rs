@@ -191,8 +191,6 @@ impl ElectLeadersResponse {
 mod tests {
     use super::*;
     use crate::messages::test_support::*;
-    use bytes::Bytes;
-    use proptest::prelude::*;
 
     const VERSIONS: std::ops::RangeInclusive<i16> = 0..=2;
 
@@ -241,7 +239,7 @@ mod tests {
     }
 
     #[test]
-    fn messages_round_trip_at_every_version() {
+    fn edge_case_messages_round_trip() {
         for v in VERSIONS {
             assert_round_trip(&request(v), v);
             assert_round_trip(&response(v), v);
@@ -253,32 +251,11 @@ mod tests {
         }
     }
 
-    #[test]
-    fn every_strict_prefix_fails_to_decode() {
-        for v in VERSIONS {
-            assert_every_strict_prefix_fails(&request(v), v);
-            assert_every_strict_prefix_fails(&response(v), v);
-        }
-    }
-
-    proptest! {
-        #[test]
-        fn decoding_random_bytes_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..256)) {
-            let bytes = Bytes::from(bytes);
-            for v in VERSIONS {
-                decode_ignoring_errors::<ElectLeadersRequest, ElectLeadersResponse>(&bytes, v);
-            }
-        }
-
-        #[test]
-        fn decoding_corrupted_messages_never_panics(
-            edits in proptest::collection::vec((any::<usize>(), any::<u8>()), 1..8),
-        ) {
-            for v in VERSIONS {
-                for good in [encode(&request(v), v), encode(&response(v), v)] {
-                    decode_ignoring_errors::<ElectLeadersRequest, ElectLeadersResponse>(&corrupt(&good, &edits), v);
-                }
-            }
-        }
-    }
+    conformance_tests!(
+        ElectLeadersRequest,
+        ElectLeadersResponse,
+        VERSIONS,
+        request,
+        response
+    );
 }

@@ -158,8 +158,6 @@ impl ListPartitionReassignmentsResponse {
 mod tests {
     use super::*;
     use crate::messages::test_support::*;
-    use bytes::Bytes;
-    use proptest::prelude::*;
 
     const VERSION: i16 = 0;
 
@@ -191,7 +189,7 @@ mod tests {
     }
 
     #[test]
-    fn messages_round_trip() {
+    fn edge_case_messages_round_trip() {
         assert_round_trip(&request(), VERSION);
         assert_round_trip(&response(), VERSION);
         let all = ListPartitionReassignmentsRequest {
@@ -201,25 +199,11 @@ mod tests {
         assert_round_trip(&all, VERSION);
     }
 
-    #[test]
-    fn every_strict_prefix_fails_to_decode() {
-        assert_every_strict_prefix_fails(&request(), VERSION);
-        assert_every_strict_prefix_fails(&response(), VERSION);
-    }
-
-    proptest! {
-        #[test]
-        fn decoding_random_bytes_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..256)) {
-            decode_ignoring_errors::<ListPartitionReassignmentsRequest, ListPartitionReassignmentsResponse>(&Bytes::from(bytes), VERSION);
-        }
-
-        #[test]
-        fn decoding_corrupted_messages_never_panics(
-            edits in proptest::collection::vec((any::<usize>(), any::<u8>()), 1..8),
-        ) {
-            for good in [encode(&request(), VERSION), encode(&response(), VERSION)] {
-                decode_ignoring_errors::<ListPartitionReassignmentsRequest, ListPartitionReassignmentsResponse>(&corrupt(&good, &edits), VERSION);
-            }
-        }
-    }
+    conformance_tests!(
+        ListPartitionReassignmentsRequest,
+        ListPartitionReassignmentsResponse,
+        VERSION..=VERSION,
+        |_| request(),
+        |_| response()
+    );
 }

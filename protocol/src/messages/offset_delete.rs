@@ -108,8 +108,6 @@ impl OffsetDeleteResponse {
 mod tests {
     use super::*;
     use crate::messages::test_support::*;
-    use bytes::Bytes;
-    use proptest::prelude::*;
 
     const VERSION: i16 = 0;
 
@@ -150,16 +148,10 @@ mod tests {
     }
 
     #[test]
-    fn messages_round_trip() {
+    fn edge_case_messages_round_trip() {
         assert_round_trip(&request(), VERSION);
         assert_round_trip(&OffsetDeleteRequest::default(), VERSION);
         assert_round_trip(&response(), VERSION);
-    }
-
-    #[test]
-    fn every_strict_prefix_fails_to_decode() {
-        assert_every_strict_prefix_fails(&request(), VERSION);
-        assert_every_strict_prefix_fails(&response(), VERSION);
     }
 
     #[test]
@@ -180,19 +172,11 @@ mod tests {
         assert_count_too_large::<OffsetDeleteRequest>(b.freeze(), VERSION);
     }
 
-    proptest! {
-        #[test]
-        fn decoding_random_bytes_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..256)) {
-            decode_ignoring_errors::<OffsetDeleteRequest, OffsetDeleteResponse>(&Bytes::from(bytes), VERSION);
-        }
-
-        #[test]
-        fn decoding_corrupted_messages_never_panics(
-            edits in proptest::collection::vec((any::<usize>(), any::<u8>()), 1..8),
-        ) {
-            for good in [encode(&request(), VERSION), encode(&response(), VERSION)] {
-                decode_ignoring_errors::<OffsetDeleteRequest, OffsetDeleteResponse>(&corrupt(&good, &edits), VERSION);
-            }
-        }
-    }
+    conformance_tests!(
+        OffsetDeleteRequest,
+        OffsetDeleteResponse,
+        VERSION..=VERSION,
+        |_| request(),
+        |_| response()
+    );
 }

@@ -55,8 +55,6 @@ impl UnregisterBrokerResponse {
 mod tests {
     use super::*;
     use crate::messages::test_support::*;
-    use bytes::Bytes;
-    use proptest::prelude::*;
 
     fn request() -> UnregisterBrokerRequest {
         UnregisterBrokerRequest { broker_id: 3 }
@@ -71,31 +69,17 @@ mod tests {
     }
 
     #[test]
-    fn messages_round_trip() {
+    fn edge_case_messages_round_trip() {
         assert_round_trip(&request(), 0);
         assert_round_trip(&response(), 0);
         assert_round_trip(&UnregisterBrokerResponse::default(), 0);
     }
 
-    #[test]
-    fn every_strict_prefix_fails_to_decode() {
-        assert_every_strict_prefix_fails(&request(), 0);
-        assert_every_strict_prefix_fails(&response(), 0);
-    }
-
-    proptest! {
-        #[test]
-        fn decoding_random_bytes_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..128)) {
-            decode_ignoring_errors::<UnregisterBrokerRequest, UnregisterBrokerResponse>(&Bytes::from(bytes), 0);
-        }
-
-        #[test]
-        fn decoding_corrupted_messages_never_panics(
-            edits in proptest::collection::vec((any::<usize>(), any::<u8>()), 1..8),
-        ) {
-            for good in [encode(&request(), 0), encode(&response(), 0)] {
-                decode_ignoring_errors::<UnregisterBrokerRequest, UnregisterBrokerResponse>(&corrupt(&good, &edits), 0);
-            }
-        }
-    }
+    conformance_tests!(
+        UnregisterBrokerRequest,
+        UnregisterBrokerResponse,
+        0..=0,
+        |_| request(),
+        |_| response()
+    );
 }
