@@ -312,4 +312,70 @@ mod tests {
             assert_eq!(back, resp, "v{v}");
         }
     }
+
+    /// A request with a non-default value in every field `version` carries.
+    fn request(version: i16) -> ApiVersionsRequest {
+        let flexible = version >= FLEXIBLE_FROM;
+        ApiVersionsRequest {
+            client_software_name: if flexible {
+                "librdkafka".into()
+            } else {
+                String::new()
+            },
+            client_software_version: if flexible {
+                "2.6.1-é".into()
+            } else {
+                String::new()
+            },
+        }
+    }
+
+    /// A response with a non-default value in every field `version` carries.
+    fn response(version: i16) -> ApiVersionsResponse {
+        let flexible = version >= FLEXIBLE_FROM;
+        ApiVersionsResponse {
+            error_code: 35,
+            api_keys: vec![
+                ApiVersionRange {
+                    api_key: 0,
+                    min_version: 3,
+                    max_version: 11,
+                },
+                ApiVersionRange {
+                    api_key: 18,
+                    min_version: 0,
+                    max_version: 4,
+                },
+            ],
+            throttle_time_ms: if version >= 1 { 17 } else { 0 },
+            supported_features: if flexible {
+                vec![SupportedFeatureKey {
+                    name: "metadata.version".into(),
+                    min_version: 1,
+                    max_version: 25,
+                }]
+            } else {
+                Vec::new()
+            },
+            finalized_features_epoch: if flexible { 7 } else { -1 },
+            finalized_features: if flexible {
+                vec![FinalizedFeatureKey {
+                    name: "metadata.version".into(),
+                    max_version_level: 25,
+                    min_version_level: 25,
+                }]
+            } else {
+                Vec::new()
+            },
+            zk_migration_ready: flexible,
+        }
+    }
+
+    conformance_tests!(
+        ApiVersionsRequest,
+        ApiVersionsResponse,
+        0..=4,
+        request,
+        response
+    );
 }

@@ -636,7 +636,7 @@ mod tests {
     use crate::chunks::{Chunk, FileRange, StoredFile};
     use crate::messages::test_support::*;
     use bytes::Bytes;
-    use proptest::prelude::*;
+
     use std::sync::Arc;
 
     const VERSIONS: std::ops::RangeInclusive<i16> = 4..=12;
@@ -755,28 +755,6 @@ mod tests {
             m.session_id = 99;
         }
         m
-    }
-
-    #[test]
-    fn request_round_trips_at_every_version() {
-        for v in VERSIONS {
-            assert_round_trip(&request(v), v);
-        }
-    }
-
-    #[test]
-    fn response_round_trips_at_every_version() {
-        for v in VERSIONS {
-            assert_round_trip(&response(v), v);
-        }
-    }
-
-    #[test]
-    fn every_truncation_fails() {
-        for v in VERSIONS {
-            assert_every_strict_prefix_fails(&request(v), v);
-            assert_every_strict_prefix_fails(&response(v), v);
-        }
     }
 
     #[test]
@@ -900,18 +878,5 @@ mod tests {
         assert_count_too_large::<FetchResponse>(b.freeze(), 7);
     }
 
-    proptest! {
-        #[test]
-        fn random_bytes_never_panic(v in 4i16..=12, data in proptest::collection::vec(any::<u8>(), 0..256)) {
-            let data = Bytes::from(data);
-            decode_ignoring_errors::<FetchRequest, FetchResponse>(&data, v);
-        }
-
-        #[test]
-        fn corrupted_messages_never_panic(v in 4i16..=12, at in any::<usize>(), byte in any::<u8>()) {
-            for full in [encode(&request(v), v), encode(&response(v), v)] {
-                decode_ignoring_errors::<FetchRequest, FetchResponse>(&corrupt(&full, &[(at, byte)]), v);
-            }
-        }
-    }
+    conformance_tests!(FetchRequest, FetchResponse, VERSIONS, request, response);
 }

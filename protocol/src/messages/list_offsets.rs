@@ -243,8 +243,6 @@ impl ListOffsetsResponse {
 mod tests {
     use super::*;
     use crate::messages::test_support::*;
-    use bytes::Bytes;
-    use proptest::prelude::*;
 
     const VERSIONS: std::ops::RangeInclusive<i16> = 1..=7;
 
@@ -301,28 +299,6 @@ mod tests {
     }
 
     #[test]
-    fn request_round_trips_at_every_version() {
-        for v in VERSIONS {
-            assert_round_trip(&request(v), v);
-        }
-    }
-
-    #[test]
-    fn response_round_trips_at_every_version() {
-        for v in VERSIONS {
-            assert_round_trip(&response(v), v);
-        }
-    }
-
-    #[test]
-    fn every_truncation_fails() {
-        for v in VERSIONS {
-            assert_every_strict_prefix_fails(&request(v), v);
-            assert_every_strict_prefix_fails(&response(v), v);
-        }
-    }
-
-    #[test]
     fn absent_fields_hold_kafka_defaults() {
         let m = ListOffsetsRequest::decode(&mut Reader::new(encode(&request(7), 1)), 1).unwrap();
         assert_eq!(m.isolation_level, 0);
@@ -340,18 +316,11 @@ mod tests {
         assert_count_too_large::<ListOffsetsRequest>(b.freeze(), 5);
     }
 
-    proptest! {
-        #[test]
-        fn random_bytes_never_panic(v in 1i16..=7, data in proptest::collection::vec(any::<u8>(), 0..256)) {
-            let data = Bytes::from(data);
-            decode_ignoring_errors::<ListOffsetsRequest, ListOffsetsResponse>(&data, v);
-        }
-
-        #[test]
-        fn corrupted_messages_never_panic(v in 1i16..=7, at in any::<usize>(), byte in any::<u8>()) {
-            for full in [encode(&request(v), v), encode(&response(v), v)] {
-                decode_ignoring_errors::<ListOffsetsRequest, ListOffsetsResponse>(&corrupt(&full, &[(at, byte)]), v);
-            }
-        }
-    }
+    conformance_tests!(
+        ListOffsetsRequest,
+        ListOffsetsResponse,
+        VERSIONS,
+        request,
+        response
+    );
 }

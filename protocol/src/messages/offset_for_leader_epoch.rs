@@ -224,8 +224,6 @@ impl OffsetForLeaderEpochResponse {
 mod tests {
     use super::*;
     use crate::messages::test_support::*;
-    use bytes::Bytes;
-    use proptest::prelude::*;
 
     const VERSIONS: std::ops::RangeInclusive<i16> = 2..=4;
 
@@ -275,28 +273,6 @@ mod tests {
     }
 
     #[test]
-    fn request_round_trips_at_every_version() {
-        for v in VERSIONS {
-            assert_round_trip(&request(v), v);
-        }
-    }
-
-    #[test]
-    fn response_round_trips_at_every_version() {
-        for v in VERSIONS {
-            assert_round_trip(&response(), v);
-        }
-    }
-
-    #[test]
-    fn every_truncation_fails() {
-        for v in VERSIONS {
-            assert_every_strict_prefix_fails(&request(v), v);
-            assert_every_strict_prefix_fails(&response(), v);
-        }
-    }
-
-    #[test]
     fn v2_requests_read_as_debugging_replica() {
         let m = OffsetForLeaderEpochRequest::decode(&mut Reader::new(encode(&request(4), 2)), 2)
             .unwrap();
@@ -311,18 +287,11 @@ mod tests {
         assert_count_too_large::<OffsetForLeaderEpochRequest>(b.freeze(), 4);
     }
 
-    proptest! {
-        #[test]
-        fn random_bytes_never_panic(v in 2i16..=4, data in proptest::collection::vec(any::<u8>(), 0..256)) {
-            let data = Bytes::from(data);
-            decode_ignoring_errors::<OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse>(&data, v);
-        }
-
-        #[test]
-        fn corrupted_messages_never_panic(v in 2i16..=4, at in any::<usize>(), byte in any::<u8>()) {
-            for full in [encode(&request(v), v), encode(&response(), v)] {
-                decode_ignoring_errors::<OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse>(&corrupt(&full, &[(at, byte)]), v);
-            }
-        }
-    }
+    conformance_tests!(
+        OffsetForLeaderEpochRequest,
+        OffsetForLeaderEpochResponse,
+        VERSIONS,
+        request,
+        |_| response()
+    );
 }

@@ -278,7 +278,6 @@ mod tests {
     use super::*;
     use crate::codec::DecodeError;
     use crate::messages::test_support::*;
-    use proptest::prelude::*;
 
     const VERSIONS: std::ops::RangeInclusive<i16> = 3..=9;
 
@@ -339,28 +338,6 @@ mod tests {
                 partition_responses: vec![p, PartitionProduceResponse::default()],
             }],
             throttle_time_ms: 250,
-        }
-    }
-
-    #[test]
-    fn request_round_trips_at_every_version() {
-        for v in VERSIONS {
-            assert_round_trip(&request(v), v);
-        }
-    }
-
-    #[test]
-    fn response_round_trips_at_every_version() {
-        for v in VERSIONS {
-            assert_round_trip(&response(v), v);
-        }
-    }
-
-    #[test]
-    fn every_truncation_fails() {
-        for v in VERSIONS {
-            assert_every_strict_prefix_fails(&request(v), v);
-            assert_every_strict_prefix_fails(&response(v), v);
         }
     }
 
@@ -435,18 +412,5 @@ mod tests {
         assert_eq!(p.error_message, None);
     }
 
-    proptest! {
-        #[test]
-        fn random_bytes_never_panic(v in 3i16..=9, data in proptest::collection::vec(any::<u8>(), 0..256)) {
-            let data = Bytes::from(data);
-            decode_ignoring_errors::<ProduceRequest, ProduceResponse>(&data, v);
-        }
-
-        #[test]
-        fn corrupted_messages_never_panic(v in 3i16..=9, at in any::<usize>(), byte in any::<u8>()) {
-            for full in [encode(&request(v), v), encode(&response(v), v)] {
-                decode_ignoring_errors::<ProduceRequest, ProduceResponse>(&corrupt(&full, &[(at, byte)]), v);
-            }
-        }
-    }
+    conformance_tests!(ProduceRequest, ProduceResponse, VERSIONS, request, response);
 }
