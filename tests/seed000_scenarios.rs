@@ -39,7 +39,7 @@ use pinlog::log::batch::{build_batch, BatchIter, BatchSpec, CountRule};
 use pinlog::log::epoch_cache::{EpochEntry, UNDEFINED_EPOCH};
 use pinlog::log::partition_log::{OpenParams, PartitionLog};
 use pinlog::replica::{
-    truncation_offset, Assignment, LocalLog, ReplicaState, Transition, Truncation,
+    truncation_offset, Assignment, FetchedAnswer, LocalLog, ReplicaState, Transition, Truncation,
 };
 use pinlog::topic_partition::TopicPartition;
 
@@ -366,12 +366,15 @@ async fn follower_handle_response(follower: &mut Replica, response: FetchRespons
             .append_as_follower(Bytes::from(response.records), NOW_MS)
             .await
             .expect("follower append");
-        let leo = follower.leo();
-        follower.core().on_appended(leo);
     }
-    follower
-        .core()
-        .on_leader_high_watermark(response.high_watermark);
+    // The one call the broker's fetcher makes for a fetched answer.
+    let leo = follower.leo();
+    follower.core().on_fetched(&FetchedAnswer {
+        log_end_offset: leo,
+        leader_high_watermark: Some(response.high_watermark),
+        leader_log_start: 0,
+        log_start: 0,
+    });
     follower.sync_hw();
 }
 

@@ -73,8 +73,20 @@ use pinlog::metadata::image::{MetadataImage, PartitionImage};
 use pinlog::metadata::records::{MetadataRecord, Uuid, RESOURCE_TOPIC};
 use pinlog::protocol::error_code;
 use pinlog::replica::{
-    truncation_offset, AlterIsr, Assignment, LocalLog, ReplicaState, Transition, Truncation,
+    truncation_offset, AlterIsr, Assignment, FetchedAnswer, LocalLog, ReplicaState, Transition,
+    Truncation,
 };
+
+/// A fetched answer as the broker's fetcher hands it to `ReplicaState`
+/// (logs here start at 0 and never move their start).
+fn fetched(log_end_offset: i64, leader_high_watermark: i64) -> FetchedAnswer {
+    FetchedAnswer {
+        log_end_offset,
+        leader_high_watermark: Some(leader_high_watermark),
+        leader_log_start: 0,
+        log_start: 0,
+    }
+}
 
 const DEFAULT_SEEDS: u64 = 2000;
 /// Whether random schedules include power losses: yes, unless
@@ -1141,7 +1153,8 @@ impl Sim {
                 b.outstanding = None;
                 match answer {
                     Ok((records, hw)) if records.is_empty() => {
-                        b.replica.on_leader_high_watermark(hw);
+                        let leo = b.leo();
+                        b.replica.on_fetched(&fetched(leo, hw));
                         b.next_fetch_at = self.now + FETCH_BACKOFF_MS;
                     }
                     Ok((records, hw)) => {
@@ -1252,8 +1265,7 @@ impl Sim {
             b.log.push(r);
         }
         let leo = b.leo();
-        b.replica.on_appended(leo);
-        b.replica.on_leader_high_watermark(hw);
+        b.replica.on_fetched(&fetched(leo, hw));
     }
 
     fn check_step(&mut self) {

@@ -50,6 +50,6 @@ pub mod throttle;
 pub use fetch_session::{FetchPlan, FollowerFetchSession, PartitionFetch};
 
 pub use state::{
-    truncation_offset, AlterIsr, Assignment, FetchRefused, FollowerFetch, LocalLog, ReplicaState,
-    Role, Transition, Truncation,
+    truncation_offset, AlterIsr, Assignment, FetchRefused, FetchedActions, FetchedAnswer,
+    FollowerFetch, LocalLog, ReplicaState, Role, Transition, Truncation,
 };

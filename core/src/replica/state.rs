@@ -436,6 +436,32 @@ impl ReplicaState {
         }
     }
 
+    /// A follower's fetched answer for this partition, after its batches
+    /// (if any) were appended: the one call the fetcher makes for it. The
+    /// LEO moves, the HW follows the leader's (unless a test hook holds
+    /// it), and the log start follows the leader's up to the HW (Kafka's
+    /// `maybeIncrementLogStartOffset`).
+    pub fn on_fetched(&mut self, answer: &FetchedAnswer) -> FetchedActions {
+        if answer.log_end_offset != self.log_end_offset {
+            self.on_appended(answer.log_end_offset);
+        }
+        let Some(leader_hw) = answer.leader_high_watermark else {
+            return FetchedActions {
+                high_watermark: None,
+                log_start: None,
+            };
+        };
+        self.on_leader_high_watermark(leader_hw);
+        // Records the leader deleted (DeleteRecords, or retention under a
+        // setting only the leader has) go here too, never past this
+        // replica's HW, which a log start may not pass.
+        let target = answer.leader_log_start.min(self.high_watermark);
+        FetchedActions {
+            high_watermark: Some(self.high_watermark),
+            log_start: (target > answer.log_start).then_some(target),
+        }
+    }
+
     /// A follower got the leader's HW in a fetch response: its own HW is
     /// the smaller of that and its LEO.
     pub fn on_leader_high_watermark(&mut self, leader_hw: i64) {
@@ -557,6 +583,29 @@ impl ReplicaState {
             );
         }
     }
+}
+
+/// A follower's fetched answer for one partition, after its batches were
+/// appended ([`ReplicaState::on_fetched`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FetchedAnswer {
+    /// The log end after the append.
+    pub log_end_offset: i64,
+    /// The leader's HW; `None` when a test hook holds this replica's HW.
+    pub leader_high_watermark: Option<i64>,
+    /// The leader's log start.
+    pub leader_log_start: i64,
+    /// This replica's log start now.
+    pub log_start: i64,
+}
+
+/// What the fetcher carries out for a fetched answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FetchedActions {
+    /// The replica's HW, for the log (unless a test hook holds it).
+    pub high_watermark: Option<i64>,
+    /// Move the log start up to this offset.
+    pub log_start: Option<i64>,
 }
 
 /// What [`ReplicaState::apply_assignment`] changed.
@@ -711,6 +760,47 @@ mod tests {
         s.apply_assignment(&assignment(1, 1, &[1, 2]), LAG + 1);
         assert_eq!(s.below_min_insync(3), Some(2));
         assert_eq!(s.below_min_insync(2), None);
+    }
+
+    #[test]
+    fn a_fetched_answer_moves_the_leo_the_hw_and_the_log_start_up_to_the_hw() {
+        let mut f = ReplicaState::new(2, 0, 0, 0, LAG);
+        f.apply_assignment(&assignment(1, 1, &[1, 2, 3]), 0);
+        let answer = |leo, hw, leader_start, start| FetchedAnswer {
+            log_end_offset: leo,
+            leader_high_watermark: hw,
+            leader_log_start: leader_start,
+            log_start: start,
+        };
+        // The leader's HW is ahead of what this replica holds: its HW stops
+        // at its LEO, and the log start at its HW.
+        let a = f.on_fetched(&answer(10, Some(12), 11, 0));
+        assert_eq!(
+            a,
+            FetchedActions {
+                high_watermark: Some(10),
+                log_start: Some(10)
+            }
+        );
+        // A log start already there, or a leader's behind it: no move.
+        let a = f.on_fetched(&answer(15, Some(12), 4, 10));
+        assert_eq!(
+            a,
+            FetchedActions {
+                high_watermark: Some(12),
+                log_start: None
+            }
+        );
+        // A test hook holds the HW: only the LEO moves.
+        let a = f.on_fetched(&answer(20, None, 18, 10));
+        assert_eq!(
+            a,
+            FetchedActions {
+                high_watermark: None,
+                log_start: None
+            }
+        );
+        assert_eq!(f.high_watermark(), 12);
     }
 
     #[test]

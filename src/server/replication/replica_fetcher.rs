@@ -27,7 +27,7 @@ use bytes::Bytes;
 
 use crate::broker_config::ReplicationConfig;
 use crate::log::epoch_cache::UNDEFINED_EPOCH;
-use crate::log::partition_log::PartitionLog;
+use crate::node::append_waiters::AppendWaiters;
 use crate::node::partition_load::PartitionLoad;
 use crate::node::replicas::{self, Replicas};
 use crate::node::state::BrokerState;
@@ -43,8 +43,8 @@ use crate::protocol::messages::offset_for_leader_epoch::{
     OffsetForLeaderTopic,
 };
 use crate::replica::{
-    truncation_offset, FollowerFetchSession, LocalLog, PartitionFetch, ReplicaState, Role,
-    Truncation,
+    truncation_offset, FetchedAnswer, FollowerFetchSession, LocalLog, PartitionFetch, ReplicaState,
+    Role, Truncation,
 };
 use crate::server::replication::fetcher_test_hooks::FetcherTestHooks;
 use crate::server::replication::kafka_peer::KafkaPeer;
@@ -656,61 +656,53 @@ async fn apply_fetched(shard: &Rc<Shard>, leader: i32, answer: FetchedPartition)
     {
         return false;
     }
-    if !answer.records.is_empty() {
+    let appended = !answer.records.is_empty();
+    if appended {
         PartitionLoad::of(shard).record_in(tp, answer.records.len() as u64);
-        match log.append_as_follower(answer.records, now_ms()).await {
-            Ok(_) => replicas::after_append(shard, tp, &mut log),
-            Err(e) => {
-                tracing::error!(
-                    partition = %tp,
-                    leader,
-                    "appending fetched batches failed: {e}; finding the divergence point again"
-                );
-                ReplicaFetchers::of(shard)
-                    .truncate_first
-                    .borrow_mut()
-                    .insert(tp.clone());
-                return false;
+        if let Err(e) = log.append_as_follower(answer.records, now_ms()).await {
+            tracing::error!(
+                partition = %tp,
+                leader,
+                "appending fetched batches failed: {e}; finding the divergence point again"
+            );
+            ReplicaFetchers::of(shard)
+                .truncate_first
+                .borrow_mut()
+                .insert(tp.clone());
+            return false;
+        }
+    }
+    // One core call decides what the answer changes: the LEO, the HW, the
+    // log start.
+    let actions = answer.state.borrow_mut().on_fetched(&FetchedAnswer {
+        log_end_offset: log.log_end_offset(),
+        leader_high_watermark: (!answer.high_watermark_frozen).then_some(answer.high_watermark),
+        leader_log_start: answer.log_start_offset,
+        log_start: log.log_start_offset(),
+    });
+    let high_watermark_moved = actions
+        .high_watermark
+        .is_some_and(|hw| hw != log.high_watermark());
+    if let Some(hw) = actions.high_watermark.filter(|_| high_watermark_moved) {
+        log.set_high_watermark(hw);
+    }
+    // One wake for the answer: new records or a new HW.
+    if appended || high_watermark_moved {
+        AppendWaiters::of(shard).notify(tp);
+    }
+    if let Some(target) = actions.log_start {
+        match log.delete_records_before(target).await {
+            Ok(start) => {
+                tracing::debug!(partition = %tp, leader, "log start moved to {start}, the leader's")
             }
+            Err(e) => tracing::warn!(
+                partition = %tp,
+                leader,
+                "moving the log start to the leader's {target} failed: {e}"
+            ),
         }
     }
-    if answer.high_watermark_frozen {
-        return true;
-    }
-    answer
-        .state
-        .borrow_mut()
-        .on_leader_high_watermark(answer.high_watermark);
-    replicas::sync_high_watermark(shard, tp, &mut log);
-    follow_log_start(tp, leader, &mut log, answer.log_start_offset).await;
     true
-}
-
-/// Moves the follower's log start up to the leader's, as Kafka's follower
-/// does with `maybeIncrementLogStartOffset`: records the leader deleted
-/// (DeleteRecords, or retention under a setting only the leader has) go
-/// here too, with the segments wholly below. Never past the follower's own
-/// HW, which a log start may not pass.
-async fn follow_log_start(
-    tp: &TopicPartition,
-    leader: i32,
-    log: &mut PartitionLog,
-    leader_log_start: i64,
-) {
-    let target = leader_log_start.min(log.high_watermark());
-    if target <= log.log_start_offset() {
-        return;
-    }
-    match log.delete_records_before(target).await {
-        Ok(start) => {
-            tracing::debug!(partition = %tp, leader, "log start moved to {start}, the leader's")
-        }
-        Err(e) => tracing::warn!(
-            partition = %tp,
-            leader,
-            "moving the log start to the leader's {target} failed: {e}"
-        ),
-    }
 }
 
 /// The leader's log starts past our LEO (retention, DeleteRecords): start
