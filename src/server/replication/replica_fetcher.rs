@@ -680,14 +680,14 @@ async fn apply_fetched(shard: &Rc<Shard>, leader: i32, answer: FetchedPartition)
         leader_log_start: answer.log_start_offset,
         log_start: log.log_start_offset(),
     });
-    let high_watermark_moved = actions
+    let moved_to = actions
         .high_watermark
-        .is_some_and(|hw| hw != log.high_watermark());
-    if let Some(hw) = actions.high_watermark.filter(|_| high_watermark_moved) {
+        .filter(|&hw| hw != log.high_watermark());
+    if let Some(hw) = moved_to {
         log.set_high_watermark(hw);
     }
     // One wake for the answer: new records or a new HW.
-    if appended || high_watermark_moved {
+    if appended || moved_to.is_some() {
         AppendWaiters::of(shard).notify(tp);
     }
     if let Some(target) = actions.log_start {
