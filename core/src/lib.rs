@@ -1,5 +1,6 @@
 //! pinlog's pure cores: the decisions of replication, the controller, the
-//! consumer-group state machine, the fetch sessions (the leader's KIP-227
+//! consumer-group state machine, a partition's transactions and their
+//! markers, the fetch sessions (the leader's KIP-227
 //! cache and the follower's side), the shard table and balancer, the
 //! throttle meters, and the settings and metadata image they read. Nothing
 //! here does I/O, reads a clock or draws randomness: time, ids and the
@@ -17,6 +18,7 @@ pub mod metadata;
 pub mod replica;
 pub mod shard;
 pub mod topic_partition;
+pub mod transaction;
 
 // The wire protocol, under the name the modules used before the split.
 pub use pinlog_protocol as protocol;
