@@ -36,6 +36,8 @@ pub enum BatchError {
         "clients are not allowed to write control records (the batch has the control flag set)"
     )]
     ControlBatch,
+    #[error("control batch holds no valid transaction marker: {reason}")]
+    InvalidControlRecord { reason: String },
     #[error("record batch of idempotent producer {producer_id} has base sequence {base_sequence}; a batch with a producer id needs a sequence >= 0")]
     InvalidSequence {
         producer_id: i64,
@@ -110,6 +112,19 @@ pub enum LogError {
         producer_epoch: i16,
         current_epoch: i16,
         offset: i64,
+    },
+    #[error("producer {producer_id} sent a non-transactional batch to {partition} for offset {offset} while its transaction there is open; nothing was written: end the transaction first")]
+    InvalidTxnState {
+        partition: String,
+        producer_id: i64,
+        offset: i64,
+    },
+    #[error("transaction marker for producer {producer_id} on {partition} comes from coordinator epoch {coordinator_epoch}, older than epoch {current_coordinator_epoch} already seen: a newer transaction coordinator took over, nothing was written")]
+    TransactionCoordinatorFenced {
+        partition: String,
+        producer_id: i64,
+        coordinator_epoch: i32,
+        current_coordinator_epoch: i32,
     },
     #[error("append to {partition} mixes {duplicates} retried batch(es) already in the log (first: producer {producer_id}, sequences {first_sequence}..={last_sequence}, originally at offset {original_offset}) with new batches; nothing was written, send the new batches on their own")]
     MixedDuplicateAppend {

@@ -33,7 +33,9 @@ use pinlog::log::batch::{
 };
 use pinlog::log::batch_cache::BatchCache;
 use pinlog::log::epoch_cache::EpochEntry;
-use pinlog::log::partition_log::{AppendInfo, LeaderAppend, OpenParams, PartitionLog};
+use pinlog::log::partition_log::{
+    AppendInfo, AppendOrigin, LeaderAppend, OpenParams, PartitionLog,
+};
 use pinlog::log::read_through;
 use pinlog::log::segment::segment_file_path;
 use pinlog::topic_partition::TopicPartition;
@@ -450,6 +452,7 @@ async fn apply(
                 requests.push(LeaderAppend {
                     batches: BytesMut::from(&bytes[..]),
                     log_append_time_ms: None,
+                    origin: AppendOrigin::Client,
                 });
                 // What the log must store: the producer's bytes with the
                 // offset and epoch patched in, nothing else changed.

@@ -11,7 +11,9 @@ use common::{producer_batch, run};
 use pinlog::config::LogConfig;
 use pinlog::error::{BatchError, LogError};
 use pinlog::log::batch;
-use pinlog::log::partition_log::{AppendInfo, LeaderAppend, OpenParams, PartitionLog};
+use pinlog::log::partition_log::{
+    AppendInfo, AppendOrigin, LeaderAppend, OpenParams, PartitionLog,
+};
 use pinlog::log::producer_state::{
     snapshot_path, EXPIRATION_CHECK_INTERVAL_MS, NO_SEQUENCE, SNAPSHOTS_RETAINED_MAX,
 };
@@ -370,7 +372,10 @@ fn corrupt_and_too_new_snapshots_are_deleted_on_open() {
         std::fs::write(snapshot_path(&pdir, newest), &good[..good.len() - 3]).unwrap();
         std::fs::write(snapshot_path(&pdir, leo + 100), &good).unwrap();
 
-        let mut log = open(&path, small_config(), false).await;
+        // Opened as after a clean shutdown: recovering a segment would
+        // replay from a snapshot at or below its base instead (it rebuilds
+        // the segment's transaction index), never reading the newest one.
+        let mut log = open(&path, small_config(), true).await;
         let left = snapshot_files(&pdir);
         assert!(!left.contains(&newest), "the corrupt snapshot is deleted");
         assert!(
@@ -519,6 +524,7 @@ fn request(producer_id: i64, epoch: i16, seq: i32, n: usize) -> LeaderAppend {
     LeaderAppend {
         batches: idempotent_batch(producer_id, epoch, seq, n),
         log_append_time_ms: None,
+        origin: AppendOrigin::Client,
     }
 }
 

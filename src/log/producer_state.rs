@@ -34,10 +34,16 @@
 //! Producers that wrote nothing for `producer.id.expiration.ms` are forgotten
 //! lazily, checked at most every [`EXPIRATION_CHECK_INTERVAL_MS`].
 //!
-//! **Deliberately absent:** transactions. Transactional data batches are
-//! treated as idempotent ones, control batches only move the epoch, and the
-//! snapshot's `coordinator_epoch` and `current_txn_first_offset` are carried
-//! through unchanged (-1 for producers pinlog created).
+//! **Transactions.** A producer's first transactional batch opens its
+//! transaction on the partition, and the COMMIT or ABORT marker the
+//! coordinator writes ends it; [`PartitionTxns`] (a pure core in
+//! `core/src/transaction/partition.rs`) derives the last stable offset from
+//! the open ones, and an aborted one yields the [`AbortedTxn`] entry the log
+//! writes to its `.txnindex`. The leader refuses a plain batch from a
+//! producer whose transaction is open (INVALID_TXN_STATE), and a marker from
+//! an older producer epoch or an older coordinator than the last one seen.
+//! Snapshots carry each producer's coordinator epoch and open transaction,
+//! so the open ones come back with the state.
 //!
 //! The checking and applying half ([`ProducerStateManager::check_leader_append`],
 //! [`ProducerStateManager::apply`]) is pure; the snapshot files are read and
@@ -50,8 +56,16 @@ use crate::constants::{READ_SCAN_CHUNK_BYTES, RECORD_BATCH_HEADER_SIZE};
 use crate::error::{BatchError, LogError, LogResult};
 use crate::log::batch::{self, BatchHeader};
 use crate::log::checkpoint;
+use crate::log::control_batch;
 use crate::log::segment::{parse_segment_file_name, segment_file_path, Segment};
 use crate::topic_partition::TopicPartition;
+use crate::transaction::marker::TxnMarker;
+use crate::transaction::partition::{AbortedTxn, CompletedTxn, PartitionTxns};
+
+/// The markers among a group of batches, by the marker batch's offset.
+/// Batches are applied by their headers alone; a control batch's outcome
+/// (COMMIT or ABORT) is in its record, which the caller decodes.
+pub type MarkersByOffset = BTreeMap<i64, TxnMarker>;
 
 /// Batches remembered per producer for duplicate detection: Kafka's
 /// `ProducerStateEntry.NUM_BATCHES_TO_RETAIN`, which matches the producer's
@@ -139,12 +153,12 @@ pub struct BatchMetadata {
 pub struct ProducerStateEntry {
     pub producer_id: i64,
     pub producer_epoch: i16,
-    /// Carried through snapshots for Kafka compatibility; pinlog has no
-    /// transaction coordinator and writes -1.
+    /// Epoch of the transaction coordinator whose marker this producer saw
+    /// last; -1 before any. An older coordinator's marker is refused.
     pub coordinator_epoch: i32,
     /// Max timestamp of the producer's last batch: what expiry measures from.
     pub last_timestamp: i64,
-    /// Carried through snapshots for Kafka compatibility; -1 when none.
+    /// First offset of the producer's open transaction here; -1 when none.
     pub current_txn_first_offset: i64,
     /// The newest batches of the current epoch, oldest first; at most
     /// [`NUM_BATCHES_TO_RETAIN`].
@@ -235,6 +249,9 @@ struct PendingProducer {
     epoch: i16,
     /// Last sequence among this append's batches under `epoch`.
     appended_last_seq: Option<i32>,
+    /// Whether the producer has an open transaction here, counting the
+    /// transactional batches of this append checked so far.
+    txn_open: bool,
 }
 
 impl PendingProducer {
@@ -245,6 +262,7 @@ impl PendingProducer {
             committed_last_seq: committed.map_or(NO_SEQUENCE, |e| e.last_seq()),
             epoch: committed_epoch,
             appended_last_seq: None,
+            txn_open: committed.is_some_and(|e| e.current_txn_first_offset >= 0),
         }
     }
 
@@ -282,12 +300,18 @@ impl PendingProducer {
                 }
             }
         }
+        if !h.is_control() && !h.is_transactional() && self.txn_open {
+            // Kafka's appendDataBatch: a plain write inside an open
+            // transaction would be neither committed nor aborted with it.
+            return Err(PendingError::TxnState);
+        }
         if h.producer_epoch != self.epoch {
             self.epoch = h.producer_epoch;
             self.appended_last_seq = None;
         }
         if !h.is_control() {
             self.appended_last_seq = Some(last_sequence(h));
+            self.txn_open |= h.is_transactional();
         }
         Ok(())
     }
@@ -296,6 +320,7 @@ impl PendingProducer {
 enum PendingError {
     Epoch { current_epoch: i16 },
     Sequence { expected: i32 },
+    TxnState,
 }
 
 /// The idempotent-producer state of one partition and the snapshot files
@@ -310,6 +335,8 @@ pub struct ProducerStateManager {
     expiration_ms: i64,
     /// When expired producers were last removed.
     last_expiry_check_ms: Option<i64>,
+    /// Open and unreplicated transactions: what the LSO derives from.
+    txns: PartitionTxns,
 }
 
 impl ProducerStateManager {
@@ -320,6 +347,7 @@ impl ProducerStateManager {
             snapshots: BTreeSet::new(),
             expiration_ms,
             last_expiry_check_ms: None,
+            txns: PartitionTxns::new(),
         }
     }
 
@@ -414,6 +442,11 @@ impl ProducerStateManager {
                     first_sequence: h.base_sequence,
                     expected_sequence: expected,
                 },
+                PendingError::TxnState => LogError::InvalidTxnState {
+                    partition: tp.to_string(),
+                    producer_id: h.producer_id,
+                    offset: h.base_offset,
+                },
             })?;
         }
         let (Some((first_header, first)), Some((_, last))) =
@@ -448,18 +481,64 @@ impl ProducerStateManager {
         })
     }
 
-    /// Applies appended batches without checking them: after a checked
-    /// leader append, for a follower append, and when replaying the log.
-    /// Batches without a producer id are ignored.
-    pub fn apply(&mut self, headers: &[BatchHeader]) {
-        for h in headers {
-            self.apply_one(h);
+    /// Checks a marker the leader is about to append for a producer (Kafka's
+    /// `appendEndTxnMarker` checks): its epoch may not be older than the
+    /// producer's (under transaction version 2, where every EndTxn bumps
+    /// the epoch, it must be newer), and its coordinator may not be older
+    /// than the last one whose marker the producer saw.
+    pub fn check_marker(
+        &self,
+        tp: &TopicPartition,
+        producer_id: i64,
+        producer_epoch: i16,
+        marker: &TxnMarker,
+        transaction_version: i16,
+        offset: i64,
+    ) -> LogResult<()> {
+        let Some(entry) = self.producers.get(&producer_id) else {
+            return Ok(());
+        };
+        let stale = if transaction_version >= 2 {
+            producer_epoch <= entry.producer_epoch
+        } else {
+            producer_epoch < entry.producer_epoch
+        };
+        if stale && entry.producer_epoch != NO_PRODUCER_EPOCH {
+            return Err(LogError::InvalidProducerEpoch {
+                partition: tp.to_string(),
+                producer_id,
+                producer_epoch,
+                current_epoch: entry.producer_epoch,
+                offset,
+            });
         }
+        if marker.coordinator_epoch < entry.coordinator_epoch {
+            return Err(LogError::TransactionCoordinatorFenced {
+                partition: tp.to_string(),
+                producer_id,
+                coordinator_epoch: marker.coordinator_epoch,
+                current_coordinator_epoch: entry.coordinator_epoch,
+            });
+        }
+        Ok(())
     }
 
-    fn apply_one(&mut self, h: &BatchHeader) {
+    /// Applies appended batches without checking them: after a checked
+    /// leader append, for a follower append, and when replaying the log.
+    /// Batches without a producer id are ignored. `markers` holds the
+    /// decoded marker of each control batch among them. Returns the
+    /// aborted-index entries of the transactions that aborted, in order.
+    pub fn apply(&mut self, headers: &[BatchHeader], markers: &MarkersByOffset) -> Vec<AbortedTxn> {
+        let mut aborted = Vec::new();
+        for h in headers {
+            aborted.extend(self.apply_one(h, markers.get(&h.base_offset)));
+        }
+        aborted
+    }
+
+    fn apply_one(&mut self, h: &BatchHeader, marker: Option<&TxnMarker>) -> Option<AbortedTxn> {
         if h.producer_id < 0 {
-            return;
+            return None;
         }
         let entry = self
             .producers
@@ -470,8 +549,24 @@ impl ProducerStateManager {
             // epoch, but it has no sequence of its own.
             entry.maybe_update_epoch(h.producer_epoch);
             entry.last_timestamp = h.max_timestamp;
-            entry.current_txn_first_offset = -1;
-            return;
+            let Some(marker) = marker else {
+                // A control batch of another kind (never in a data
+                // partition): it ends nothing.
+                return None;
+            };
+            entry.coordinator_epoch = marker.coordinator_epoch;
+            let first_offset = std::mem::replace(&mut entry.current_txn_first_offset, -1);
+            // A marker for a producer with nothing open here (a retried
+            // WriteTxnMarkers, an empty transaction) changes no offset.
+            if first_offset < 0 {
+                return None;
+            }
+            return self.txns.complete(CompletedTxn {
+                producer_id: h.producer_id,
+                first_offset,
+                last_offset: h.base_offset,
+                aborted: marker.kind.is_abort(),
+            });
         }
         entry.add_batch(
             h.producer_epoch,
@@ -483,11 +578,27 @@ impl ProducerStateManager {
                 max_timestamp: h.max_timestamp,
             },
         );
+        if h.is_transactional() && entry.current_txn_first_offset < 0 {
+            entry.current_txn_first_offset = h.base_offset;
+            self.txns.begin(h.producer_id, h.base_offset);
+        }
+        None
     }
 
-    /// Forgets every producer.
+    /// The open and unreplicated transactions.
+    pub fn txns(&self) -> &PartitionTxns {
+        &self.txns
+    }
+
+    /// The high watermark moved: markers below it are stable.
+    pub fn on_high_watermark(&mut self, high_watermark: i64) {
+        self.txns.on_high_watermark(high_watermark);
+    }
+
+    /// Forgets every producer and transaction.
     pub fn clear(&mut self) {
         self.producers.clear();
+        self.txns.clear();
     }
 
     fn is_expired(&self, entry: &ProducerStateEntry, now_ms: i64) -> bool {
@@ -533,12 +644,32 @@ impl ProducerStateManager {
 
     /// Replaces the state with the entries of a snapshot, skipping expired
     /// producers as Kafka's `loadFromSnapshot` does.
+    /// The open transactions come back from each producer's
+    /// `current_txn_first_offset`.
     pub fn load_entries(&mut self, entries: Vec<ProducerStateEntry>, now_ms: i64) {
-        self.producers.clear();
-        for e in entries {
-            if !self.is_expired(&e, now_ms) {
-                self.producers.insert(e.producer_id, e);
+        self.clear();
+        for mut e in entries {
+            if self.is_expired(&e, now_ms) {
+                continue;
             }
+            let first = e.current_txn_first_offset;
+            if first >= 0 {
+                if self.txns.ongoing().any(|(offset, _)| offset == first) {
+                    // Two producers' transactions cannot start at one
+                    // offset: the snapshot is damaged. Replay from the
+                    // log finds the truth if the snapshot is dropped; the
+                    // caller keeps it, so forget this one transaction.
+                    tracing::warn!(
+                        producer_id = e.producer_id,
+                        first_offset = first,
+                        "producer snapshot has two transactions at one offset"
+                    );
+                    e.current_txn_first_offset = -1;
+                } else {
+                    self.txns.begin(e.producer_id, first);
+                }
+            }
+            self.producers.insert(e.producer_id, e);
         }
     }
 
@@ -577,7 +708,7 @@ impl ProducerStateManager {
     /// Forgets every producer and deletes every snapshot (Kafka's
     /// `truncateFullyAndStartAt`).
     pub async fn truncate_fully(&mut self, dir: &Path) -> LogResult<()> {
-        self.producers.clear();
+        self.clear();
         while let Some(o) = self.snapshots.pop_first() {
             delete_snapshot_file(dir, o).await?;
         }
@@ -594,11 +725,16 @@ impl ProducerStateManager {
     /// it at the LEO). A snapshot that fails to decode is deleted and the
     /// next older one tried. Without a snapshot the replay starts at the
     /// first segment with an empty state.
+    ///
+    /// `replay_by`: the replay must cover the log from this offset on (a
+    /// segment whose transaction index is rebuilt), so no snapshot past it
+    /// is loaded; such snapshots stay, valid for later.
     pub async fn reload(
         &mut self,
         dir: &Path,
         segment_bases: &[i64],
         log_end_offset: i64,
+        replay_by: i64,
         now_ms: i64,
     ) -> LogResult<i64> {
         let first_base = segment_bases.first().copied().unwrap_or(log_end_offset);
@@ -635,8 +771,8 @@ impl ProducerStateManager {
             self.snapshots.remove(&o);
             delete_snapshot_file(dir, o).await?;
         }
-        self.producers.clear();
-        while let Some(&offset) = self.snapshots.last() {
+        self.clear();
+        while let Some(&offset) = self.snapshots.range(..=replay_by).next_back() {
             let path = snapshot_path(dir, offset);
             let bytes = read_file_off_thread(&path).await?;
             match bytes.as_deref().map(decode_snapshot) {
@@ -669,11 +805,19 @@ impl ProducerStateManager {
     }
 
     /// Applies the header of every batch in `segment` that ends at or after
-    /// `from_offset`, reading only headers.
-    pub async fn replay_segment(&mut self, segment: &Segment, from_offset: i64) -> LogResult<()> {
+    /// `from_offset`, reading only headers, and the records of control
+    /// batches (one small record each) for their markers. Returns the
+    /// aborted-index entries of the transactions that ended in it.
+    pub async fn replay_segment(
+        &mut self,
+        segment: &Segment,
+        from_offset: i64,
+    ) -> LogResult<Vec<AbortedTxn>> {
+        let mut aborted = Vec::new();
         let Some(start) = segment.translate_offset(from_offset, 0).await? else {
-            return Ok(());
+            return Ok(aborted);
         };
+        let partition = || segment.log_path().display().to_string();
         let mut position = start.position;
         while position < segment.size_bytes() {
             let chunk = segment.read_bytes(position, READ_SCAN_CHUNK_BYTES).await?;
@@ -682,11 +826,32 @@ impl ProducerStateManager {
             while at + RECORD_BATCH_HEADER_SIZE <= chunk.len() {
                 let h =
                     batch::parse_header_only(&chunk[at..]).map_err(|e| LogError::InvalidBatch {
-                        partition: segment.log_path().display().to_string(),
+                        partition: partition(),
                         position: position + at as u64,
                         source: e,
                     })?;
-                self.apply_one(&h);
+                let marker = if h.is_control() {
+                    let whole;
+                    let bytes = if at + h.size_bytes() <= chunk.len() {
+                        &chunk[at..at + h.size_bytes()]
+                    } else {
+                        whole = segment
+                            .read_bytes(position + at as u64, h.size_bytes())
+                            .await?;
+                        &whole[..]
+                    };
+                    control_batch::marker_of(bytes, &h).unwrap_or_else(|e| {
+                        tracing::warn!(
+                            segment = %partition(),
+                            offset = h.base_offset,
+                            "control batch holds no readable transaction marker: {e}"
+                        );
+                        None
+                    })
+                } else {
+                    None
+                };
+                aborted.extend(self.apply_one(&h, marker.as_ref()));
                 at += h.size_bytes();
             }
             if at == 0 {
@@ -695,7 +860,7 @@ impl ProducerStateManager {
             }
             position += at as u64;
         }
-        Ok(())
+        Ok(aborted)
     }
 }
 
@@ -911,7 +1076,7 @@ mod tests {
 
     fn state_with(headers: &[BatchHeader]) -> ProducerStateManager {
         let mut s = ProducerStateManager::new(DEFAULT_PRODUCER_ID_EXPIRATION_MS);
-        s.apply(headers);
+        s.apply(headers, &MarkersByOffset::new());
         s
     }
 
@@ -1064,10 +1229,13 @@ mod tests {
             header(PID, 0, 0, 3, 50),
             header(PID, 0, 3, 3, 53),
         ]);
-        s.apply(&[BatchHeader {
-            attributes: 0x20,
-            ..header(9, 5, -1, 1, 60)
-        }]);
+        s.apply(
+            &[BatchHeader {
+                attributes: 0x20,
+                ..header(9, 5, -1, 1, 60)
+            }],
+            &MarkersByOffset::new(),
+        );
         let bytes = s.encode_snapshot();
         assert_eq!(
             bytes.len(),
@@ -1115,7 +1283,10 @@ mod tests {
     #[test]
     fn idle_producers_expire() {
         let mut s = ProducerStateManager::new(1_000);
-        s.apply(&[header(PID, 0, 0, 1, 0), header(2, 0, 0, 1, 500)]);
+        s.apply(
+            &[header(PID, 0, 0, 1, 0), header(2, 0, 0, 1, 500)],
+            &MarkersByOffset::new(),
+        );
         // Timestamps are 10 and 510.
         assert_eq!(s.maybe_remove_expired(1_009), 0);
         assert_eq!(s.producer_count(), 2);

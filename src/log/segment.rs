@@ -23,6 +23,8 @@ use crate::error::{LogError, LogResult};
 use crate::log::batch::{self, BatchHeader};
 use crate::log::offset_index::OffsetIndex;
 use crate::log::time_index::TimeIndex;
+use crate::log::transaction_index::{check_entries, TransactionIndex, TXN_INDEX_FILE_SUFFIX};
+use crate::transaction::partition::AbortedTxn;
 
 /// Kafka's `RecordBatch.NO_TIMESTAMP`.
 pub const NO_TIMESTAMP: i64 = -1;
@@ -100,6 +102,9 @@ pub struct Segment {
     /// An index file was absent at open: the indexes must be rebuilt by
     /// recovery, as Kafka's log loader does, not trusted as empty.
     indexes_missing: bool,
+    /// The aborted transactions whose ABORT marker is here. Rebuilt by the
+    /// log, which replays producer state, when the segment is recovered.
+    txn_index: TransactionIndex,
 }
 
 impl Segment {
@@ -159,6 +164,9 @@ impl Segment {
             OffsetIndex::create(path("index"), base_offset, config.segment_index_bytes)?;
         let time_index =
             TimeIndex::create(path("timeindex"), base_offset, config.segment_index_bytes)?;
+        let txn_index = TransactionIndex::empty(path(TXN_INDEX_FILE_SUFFIX));
+        // A stale index of that name would describe other batches.
+        txn_index.delete_stale().await?;
         Ok(Segment {
             base_offset,
             log_path,
@@ -177,6 +185,7 @@ impl Segment {
             index_max_bytes: config.segment_index_bytes,
             next_offset: base_offset,
             indexes_missing: false,
+            txn_index,
         })
     }
 
@@ -205,7 +214,19 @@ impl Segment {
             segment_file_path(dir, base_offset, "index"),
             segment_file_path(dir, base_offset, "timeindex"),
         ];
-        let indexes_missing = index_paths.iter().any(|p| !p.exists());
+        let mut indexes_missing = index_paths.iter().any(|p| !p.exists());
+        let txn_index_path = segment_file_path(dir, base_offset, TXN_INDEX_FILE_SUFFIX);
+        let txn_index = match TransactionIndex::open(txn_index_path.clone())? {
+            Ok(index) => index,
+            Err(reason) => {
+                tracing::warn!(
+                    index = %txn_index_path.display(),
+                    "transaction index is invalid, recovering its segment: {reason}"
+                );
+                indexes_missing = true;
+                TransactionIndex::empty(txn_index_path)
+            }
+        };
         // The indexes keep the length they have (0: never grown). As in
         // Kafka, only the active segment's are grown, by the log once it
         // knows which that is: a sealed segment's index grown here stayed
@@ -238,6 +259,7 @@ impl Segment {
             index_max_bytes: config.segment_index_bytes,
             next_offset: base_offset,
             indexes_missing,
+            txn_index,
         };
         segment.reload_tail_block().await?;
         Ok(segment)
@@ -574,6 +596,7 @@ impl Segment {
         let removed = self.size_bytes - found.position;
         self.offset_index.truncate_to(offset);
         self.time_index.truncate_to(offset);
+        self.txn_index.truncate_to(offset).await?;
         crate::blocking_pool::gated(self.file.truncate(found.position))
             .await
             .map_err(|e| LogError::io("truncate segment", &self.log_path, offset, e))?;
@@ -647,7 +670,33 @@ impl Segment {
             return Ok(false);
         }
         self.rescan_tail_state().await?;
+        if let Err(reason) =
+            check_entries(self.txn_index.entries(), self.base_offset, self.next_offset)
+        {
+            tracing::warn!(
+                index = %self.txn_index.path().display(),
+                "transaction index fails its sanity check, recovering its segment: {reason}"
+            );
+            return Ok(false);
+        }
         Ok(true)
+    }
+
+    /// The aborted transactions whose marker is in this segment.
+    pub fn txn_index(&self) -> &TransactionIndex {
+        &self.txn_index
+    }
+
+    /// Records an aborted transaction whose ABORT marker was just appended
+    /// here.
+    pub async fn append_aborted_txn(&mut self, txn: AbortedTxn) -> LogResult<()> {
+        self.txn_index.append(txn).await
+    }
+
+    /// Replaces the transaction index: recovery rebuilt it from the log,
+    /// or the cleaner wrote this segment.
+    pub async fn rewrite_txn_index(&mut self, entries: Vec<AbortedTxn>) -> LogResult<()> {
+        self.txn_index.rewrite(entries).await
     }
 
     /// Validates every batch from the start, rebuilds both indexes, and cuts
@@ -807,6 +856,7 @@ impl Segment {
             .map_err(|e| LogError::io("fdatasync segment", &self.log_path, self.next_offset, e))?;
         sync_index_file(self.offset_index.path()).await?;
         sync_index_file(self.time_index.path()).await?;
+        self.txn_index.flush().await?;
         self.flushed_size_bytes = self.size_bytes;
         Ok(())
     }
@@ -870,6 +920,7 @@ impl Segment {
         let path = self.log_path.clone();
         self.offset_index.delete()?;
         self.time_index.delete()?;
+        self.txn_index.delete().await?;
         if let Ok(file) = Rc::try_unwrap(self.file) {
             file.close()
                 .await

@@ -76,7 +76,10 @@ impl std::fmt::Display for MarkerError {
                 write!(f, "control record {field} has invalid version {version}")
             }
             MarkerError::NotATransactionMarker { control_type } => {
-                write!(f, "control record type {control_type} is not COMMIT or ABORT")
+                write!(
+                    f,
+                    "control record type {control_type} is not COMMIT or ABORT"
+                )
             }
         }
     }
@@ -123,7 +126,11 @@ impl TxnMarker {
         let kind = match i16::from_be_bytes([key[2], key[3]]) {
             ABORT_TYPE => MarkerKind::Abort,
             COMMIT_TYPE => MarkerKind::Commit,
-            other => return Err(MarkerError::NotATransactionMarker { control_type: other }),
+            other => {
+                return Err(MarkerError::NotATransactionMarker {
+                    control_type: other,
+                })
+            }
         };
         let value = value.unwrap_or_default();
         if value.len() < MARKER_VALUE_BYTES {

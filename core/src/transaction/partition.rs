@@ -126,7 +126,9 @@ impl PartitionTxns {
 
     /// Open transactions, oldest first: (first offset, producer id).
     pub fn ongoing(&self) -> impl Iterator<Item = (i64, i64)> + '_ {
-        self.ongoing.iter().map(|(first, producer)| (*first, *producer))
+        self.ongoing
+            .iter()
+            .map(|(first, producer)| (*first, *producer))
     }
 
     pub fn ongoing_count(&self) -> usize {
@@ -201,7 +203,8 @@ mod tests {
         );
         // Nothing open after this one: the LSO is just past the marker.
         assert_eq!(
-            t.complete(done(2, 4, 9, true)).map(|a| a.last_stable_offset),
+            t.complete(done(2, 4, 9, true))
+                .map(|a| a.last_stable_offset),
             Some(10)
         );
         t.on_high_watermark(10);

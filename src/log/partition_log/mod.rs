@@ -32,16 +32,18 @@ use crate::log::cleaner::{CleanableSegment, CleanerOffsets, CleanerView, Segment
 
 use crate::log::epoch_cache::{EpochEntry, LeaderEpochCache};
 use crate::log::producer_state::{
-    LeaderAppendCheck, ProducerStateManager, DEFAULT_PRODUCER_ID_EXPIRATION_MS,
+    LeaderAppendCheck, MarkersByOffset, ProducerStateManager, DEFAULT_PRODUCER_ID_EXPIRATION_MS,
 };
 use crate::log::segment::{parse_segment_file_name, segment_file_path, Segment};
 use crate::log::swap;
 pub use crate::log::swap::{delete_cleaned_files, SwapFailpoint};
 use crate::topic_partition::TopicPartition;
+use crate::transaction::partition::AbortedTxn;
 
 mod cleaning;
 mod producers;
 mod read;
+mod transactions;
 mod truncation;
 
 /// Where fetched bytes are: in memory or in a segment file. The network layer
@@ -133,6 +135,22 @@ pub struct LeaderAppend {
     pub batches: BytesMut,
     /// LogAppendTime topics: the time written into every batch.
     pub log_append_time_ms: Option<i64>,
+    /// Who appends: a producer, or a transaction coordinator's markers.
+    pub origin: AppendOrigin,
+}
+
+/// Who a leader append comes from, as Kafka's `AppendOrigin`: producers
+/// may not write control batches, and the coordinator writes nothing else.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AppendOrigin {
+    Client,
+    /// Transaction markers (WriteTxnMarkers), each checked against the
+    /// producer's epoch and the coordinator epoch it last saw.
+    Coordinator {
+        /// The transaction version the markers were written under: from 2
+        /// on, every marker carries a newer producer epoch (KIP-890).
+        transaction_version: i16,
+    },
 }
 
 /// A leader append validated and given its offsets, not yet written.
@@ -140,6 +158,11 @@ pub struct LeaderAppend {
 struct StagedAppend {
     bytes: Bytes,
     headers: Vec<BatchHeader>,
+    /// The markers among the batches, by offset.
+    markers: MarkersByOffset,
+    /// The aborted transactions its markers end, for the segment's
+    /// `.txnindex` once the batches are written.
+    aborted: Vec<AbortedTxn>,
 }
 
 impl StagedAppend {
@@ -303,9 +326,11 @@ impl PartitionLog {
                 .unwrap_or(i64::MIN)
         };
         let mut corrupt_at: Option<i64> = None;
+        let mut first_recovered: Option<i64> = None;
         for (base, segment) in segments.iter_mut() {
             let needs_recovery = *base >= first_unsafe || !segment.load_clean().await?;
             if needs_recovery {
+                first_recovered.get_or_insert(*base);
                 report.segments_recovered += 1;
                 report.bytes_scanned += segment.size_bytes();
                 let truncated = segment.recover().await?;
@@ -397,7 +422,10 @@ impl PartitionLog {
             tombstone_horizon_ms: None,
             truncations: 0,
         };
-        log.rebuild_producer_state(params.now_ms).await?;
+        // A recovered segment's transaction index is rebuilt from the
+        // replay, which must then start no later than that segment.
+        log.rebuild_producer_state(params.now_ms, first_recovered)
+            .await?;
         log.check_invariants();
         Ok(log)
     }
@@ -609,6 +637,7 @@ impl PartitionLog {
         let append = LeaderAppend {
             batches,
             log_append_time_ms,
+            origin: AppendOrigin::Client,
         };
         let mut results = self
             .append_many_as_leader(vec![append], leader_epoch, now_ms)
@@ -641,7 +670,8 @@ impl PartitionLog {
         for append in appends {
             let slot = results.len();
             results.push(None);
-            let staged = match self.stage_leader_batches(append, next_offset, leader_epoch) {
+            let origin = append.origin;
+            let mut staged = match self.stage_leader_batches(append, next_offset, leader_epoch) {
                 Ok(staged) => staged,
                 Err(e) => {
                     results[slot] = Some(Err(e));
@@ -652,10 +682,7 @@ impl PartitionLog {
             // the append, and a retry is answered with the original offsets
             // without writing anything (Kafka's analyzeAndValidateProducerState).
             // The state includes the earlier appends of this group.
-            match self
-                .producers
-                .check_leader_append(&self.tp, &staged.headers)
-            {
+            match self.check_producer_state(&staged, origin) {
                 Err(e) => {
                     results[slot] = Some(Err(e));
                     continue;
@@ -704,7 +731,7 @@ impl PartitionLog {
             // Applied before the write so that the next append of the group
             // is checked against it; a failed write takes the partition
             // offline, and recovery rebuilds the state from the log.
-            self.producers.apply(&staged.headers);
+            staged.aborted = self.producers.apply(&staged.headers, &staged.markers);
             next_offset = last.next_offset();
             group.push(slot, staged);
         }
@@ -744,13 +771,15 @@ impl PartitionLog {
         let LeaderAppend {
             mut batches,
             log_append_time_ms,
+            origin,
         } = append;
+        let from_coordinator = matches!(origin, AppendOrigin::Coordinator { .. });
         let mut headers = Vec::new();
         let mut position = 0usize;
         while position < batches.len() {
             let h = batch::validate(&batches[position..], CountRule::Exact)
                 .map_err(|e| self.invalid(position as u64, e))?;
-            if h.is_control() {
+            if h.is_control() != from_coordinator {
                 // Kafka's LogValidator: control batches (transaction markers)
                 // come from the broker, never from a Produce. One with a
                 // forged producer id would bump that producer's epoch and
@@ -792,9 +821,13 @@ impl PartitionLog {
                 },
             ));
         }
+        let bytes = batches.freeze();
+        let markers = self.markers_in(&bytes, &headers)?;
         Ok(StagedAppend {
-            bytes: batches.freeze(),
+            bytes,
             headers,
+            markers,
+            aborted: Vec::new(),
         })
     }
 
@@ -842,11 +875,14 @@ impl PartitionLog {
         }
         let mut parts = Vec::with_capacity(staged.appends.len());
         let mut headers = Vec::new();
+        let mut aborted = Vec::new();
         for (_, a) in &staged.appends {
             parts.push(a.bytes.clone());
             headers.extend_from_slice(&a.headers);
+            aborted.extend_from_slice(&a.aborted);
         }
         self.write_validated(&parts, &headers, now_ms).await?;
+        self.index_aborted_txns(aborted).await?;
         for (slot, a) in staged.appends {
             results[slot] = Some(Ok(AppendInfo {
                 first_offset: a.headers[0].base_offset,
@@ -916,9 +952,11 @@ impl PartitionLog {
         if roll {
             self.roll(first.base_offset, now_ms).await?;
         }
+        let markers = self.markers_in(&batches, &headers)?;
         self.write_validated(std::slice::from_ref(&batches), &headers, now_ms)
             .await?;
-        self.producers.apply(&headers);
+        let aborted = self.producers.apply(&headers, &markers);
+        self.index_aborted_txns(aborted).await?;
         self.maybe_flush(now_ms).await?;
         Ok(AppendInfo {
             first_offset: first.base_offset,
@@ -1092,6 +1130,7 @@ impl PartitionLog {
     /// Sets the high watermark, clamped to `[log start, LEO]`.
     pub fn set_high_watermark(&mut self, hw: i64) {
         self.high_watermark = hw.clamp(self.log_start_offset, self.log_end_offset());
+        self.producers.on_high_watermark(self.high_watermark);
         self.check_invariants();
     }
 

@@ -18,17 +18,33 @@ impl PartitionLog {
     /// Rebuilds the producer state as Kafka's log loader does: from the
     /// latest snapshot at or below the LEO, then the batch headers from its
     /// offset to the LEO. Snapshots the log no longer backs are deleted.
-    pub(super) async fn rebuild_producer_state(&mut self, now_ms: i64) -> LogResult<()> {
-        let r = self.replay_producer_state(now_ms).await;
+    ///
+    /// `rebuild_txn_index_from`: the first segment whose `.txnindex` must be
+    /// rebuilt (recovery found it torn or invalid). The replay then starts
+    /// no later than that segment, and writes the aborted transactions it
+    /// finds there and after into their segments' indexes.
+    pub(super) async fn rebuild_producer_state(
+        &mut self,
+        now_ms: i64,
+        rebuild_txn_index_from: Option<i64>,
+    ) -> LogResult<()> {
+        let r = self
+            .replay_producer_state(now_ms, rebuild_txn_index_from)
+            .await;
         self.fail(r)
     }
 
-    pub(super) async fn replay_producer_state(&mut self, now_ms: i64) -> LogResult<()> {
+    async fn replay_producer_state(
+        &mut self,
+        now_ms: i64,
+        rebuild_txn_index_from: Option<i64>,
+    ) -> LogResult<()> {
         let bases: Vec<i64> = self.segments.keys().copied().collect();
         let leo = self.log_end_offset();
+        let replay_by = rebuild_txn_index_from.unwrap_or(leo).min(leo);
         let from = self
             .producers
-            .reload(&self.dir, &bases, leo, now_ms)
+            .reload(&self.dir, &bases, leo, replay_by, now_ms)
             .await?;
         let start_base = self
             .segments
@@ -36,10 +52,25 @@ impl PartitionLog {
             .next_back()
             .map(|(b, _)| *b)
             .unwrap_or(i64::MIN);
-        for segment in self.segments.range(start_base..).map(|(_, s)| s) {
-            self.producers.replay_segment(segment, from).await?;
+        let replayed: Vec<i64> = self.segments.range(start_base..).map(|(b, _)| *b).collect();
+        for base in replayed {
+            let segment = &self.segments[&base];
+            let aborted = self.producers.replay_segment(segment, from).await?;
+            if rebuild_txn_index_from.is_some_and(|first| base >= first) {
+                if !aborted.is_empty() {
+                    tracing::info!(
+                        partition = %self.tp,
+                        segment = base,
+                        entries = aborted.len(),
+                        "rebuilt the transaction index of a recovered segment"
+                    );
+                }
+                let segment = self.segments.get_mut(&base).expect("replayed segment");
+                segment.rewrite_txn_index(aborted).await?;
+            }
         }
         self.producers.remove_expired(now_ms);
+        self.producers.on_high_watermark(self.high_watermark);
         Ok(())
     }
 

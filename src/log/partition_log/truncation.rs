@@ -51,7 +51,7 @@ impl PartitionLog {
         // Kafka's maybeTruncateCheckpoint: a clean cannot have ended past
         // the new log end.
         self.cleaner_checkpoint = self.cleaner_checkpoint.map(|c| c.min(leo));
-        self.rebuild_producer_state(now_ms).await?;
+        self.rebuild_producer_state(now_ms, None).await?;
         self.check_invariants();
         Ok(true)
     }

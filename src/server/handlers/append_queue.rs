@@ -23,7 +23,7 @@ use futures_channel::oneshot;
 
 use crate::constants::GROUP_COMMIT_MAX_BYTES;
 use crate::error::LogError;
-use crate::log::partition_log::{AppendInfo, LeaderAppend};
+use crate::log::partition_log::{AppendInfo, AppendOrigin, LeaderAppend};
 use crate::node::replicas;
 use crate::shard::shard::{now_ms, Shard};
 use crate::topic_partition::TopicPartition;
@@ -214,6 +214,7 @@ async fn write_group(shard: &Rc<Shard>, tp: &TopicPartition, group: Vec<Waiting>
         appends.push(LeaderAppend {
             batches: BytesMut::from(&w.append.records[..]),
             log_append_time_ms,
+            origin: AppendOrigin::Client,
         });
         answers.push((w.answer, log_append_time_ms));
     }

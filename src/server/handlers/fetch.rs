@@ -10,7 +10,7 @@ use std::time::Duration;
 use bytes::Bytes;
 
 use crate::fetch_session_cache::{ResolvedFetch, SentPartition, SessionPartition, SessionRequest};
-use crate::log::partition_log::ReadSlice;
+use crate::log::partition_log::{PartitionLog, ReadSlice};
 use crate::log::read_through;
 use crate::log::segment_file::SegmentFile;
 use crate::node::append_waiters::AppendWaiters;
@@ -40,7 +40,12 @@ const THROTTLED_RECHECK: Duration = Duration::from_millis(100);
 struct PartitionRead {
     error_code: i16,
     high_watermark: i64,
+    /// The LSO; -1 with an error.
+    last_stable_offset: i64,
     log_start_offset: i64,
+    /// For a read_committed consumer, the aborted transactions overlapping
+    /// what it may read; `None` for everyone else.
+    aborted_transactions: Option<Vec<AbortedTransaction>>,
     records: RecordData,
     /// Held back by the leader's replication throttle: the fetch does not
     /// wait for appends to this partition (it has data, it may not send it).
@@ -52,28 +57,77 @@ impl PartitionRead {
         PartitionRead {
             error_code: code,
             high_watermark: -1,
+            last_stable_offset: -1,
             log_start_offset: -1,
+            aborted_transactions: None,
             records: RecordData::Bytes(Bytes::new()),
             throttled: false,
         }
     }
 
-    /// No records (yet), at this HW and log start.
-    fn no_records(high_watermark: i64, log_start_offset: i64) -> Self {
+    /// No records (yet), at these offsets.
+    fn no_records(offsets: ReadOffsets) -> Self {
         PartitionRead {
             error_code: error_code::NONE,
-            high_watermark,
-            log_start_offset,
+            high_watermark: offsets.high_watermark,
+            last_stable_offset: offsets.last_stable_offset,
+            log_start_offset: offsets.log_start_offset,
+            aborted_transactions: None,
             records: RecordData::Bytes(Bytes::new()),
             throttled: false,
         }
     }
 }
 
+/// A partition's offsets as one read saw them.
+#[derive(Debug, Clone, Copy)]
+struct ReadOffsets {
+    high_watermark: i64,
+    last_stable_offset: i64,
+    log_start_offset: i64,
+}
+
+/// Who reads, and so how far: a follower to the LEO, a read_uncommitted
+/// consumer to the HW, a read_committed one to the LSO.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Reader {
+    Follower(i32),
+    Consumer { read_committed: bool },
+}
+
+impl Reader {
+    fn of(req: &FetchRequest) -> Reader {
+        if req.replica_id >= 0 {
+            Reader::Follower(req.replica_id)
+        } else {
+            Reader::Consumer {
+                read_committed: req.isolation_level == READ_COMMITTED,
+            }
+        }
+    }
+
+    fn is_follower(self) -> bool {
+        matches!(self, Reader::Follower(_))
+    }
+
+    /// The end of what this reader may read from `log`.
+    fn visible_end(self, log: &PartitionLog) -> i64 {
+        match self {
+            Reader::Follower(_) => log.log_end_offset(),
+            Reader::Consumer {
+                read_committed: false,
+            } => log.high_watermark(),
+            Reader::Consumer {
+                read_committed: true,
+            } => log.last_stable_offset(),
+        }
+    }
+}
+
 pub async fn handle(shard: &Rc<Shard>, header: &RequestHeader, req: FetchRequest) -> FetchResponse {
     let sessions = FetchSessions::of(shard);
-    let is_follower = req.replica_id >= 0;
-    let replica_id = req.replica_id;
+    let reader = Reader::of(&req);
+    let is_follower = reader.is_follower();
     let requested: Vec<SessionPartition> = req
         .topics
         .iter()
@@ -140,7 +194,7 @@ pub async fn handle(shard: &Rc<Shard>, header: &RequestHeader, req: FetchRequest
     let fetch_max_bytes = BrokerState::of(shard).config.fetch_max_bytes;
     let response_max_bytes = (req.max_bytes.max(0) as usize).min(fetch_max_bytes);
     let min_bytes = (req.min_bytes.max(0) as usize).min(response_max_bytes);
-    let mut reads = read_all(shard, &partitions, response_max_bytes, replica_id).await;
+    let mut reads = read_all(shard, &partitions, response_max_bytes, reader).await;
     loop {
         let total: usize = reads.iter().map(|r| r.records.len()).sum();
         let any_error = reads.iter().any(|r| r.error_code != error_code::NONE);
@@ -159,11 +213,11 @@ pub async fn handle(shard: &Rc<Shard>, header: &RequestHeader, req: FetchRequest
                 .map(|(p, _)| p.clone())
                 .collect();
             let wait = (deadline - now).min(THROTTLED_RECHECK);
-            wait_for_appends(shard, &others, wait, is_follower).await;
+            wait_for_appends(shard, &others, wait, reader).await;
         } else {
-            wait_for_appends(shard, &partitions, deadline - now, is_follower).await;
+            wait_for_appends(shard, &partitions, deadline - now, reader).await;
         }
-        reads = read_all(shard, &partitions, response_max_bytes, replica_id).await;
+        reads = read_all(shard, &partitions, response_max_bytes, reader).await;
     }
 
     // Answer in order; an incremental response carries only news.
@@ -188,9 +242,9 @@ pub async fn handle(shard: &Rc<Shard>, header: &RequestHeader, req: FetchRequest
             partition_index: p.partition,
             error_code: r.error_code,
             high_watermark: r.high_watermark,
-            last_stable_offset: r.high_watermark,
+            last_stable_offset: r.last_stable_offset,
             log_start_offset: r.log_start_offset,
-            aborted_transactions: None,
+            aborted_transactions: r.aborted_transactions,
             // librdkafka rejects a response with null records: send empty.
             records: Some(r.records),
             ..Default::default()
@@ -221,7 +275,7 @@ async fn read_all(
     shard: &Rc<Shard>,
     partitions: &[SessionPartition],
     response_max_bytes: usize,
-    replica_id: i32,
+    reader: Reader,
 ) -> Vec<PartitionRead> {
     let broker = BrokerState::of(shard);
     let image = broker.image();
@@ -246,7 +300,7 @@ async fn read_all(
         tasks.push(glommio::spawn_local(async move {
             shard
                 .submit_to(owner, move |shard| async move {
-                    read_on_owner(&shard, work, replica_id, response_max_bytes).await
+                    read_on_owner(&shard, work, reader, response_max_bytes).await
                 })
                 .await
         }));
@@ -281,10 +335,14 @@ async fn read_all(
 async fn read_on_owner(
     shard: &Rc<Shard>,
     work: Vec<(usize, TopicPartition, i64, usize)>,
-    replica_id: i32,
+    reader: Reader,
     budget: usize,
 ) -> Vec<(usize, PartitionRead)> {
-    let is_follower = replica_id >= 0;
+    let is_follower = reader.is_follower();
+    let replica_id = match reader {
+        Reader::Follower(id) => id,
+        Reader::Consumer { .. } => -1,
+    };
     let mut out = Vec::with_capacity(work.len());
     // Reads through the read cache, in flight: (index in `out`, partition,
     // task). Their bytes count against `budget`, the response's limit, so
@@ -345,12 +403,28 @@ async fn read_on_owner(
             }
         }
         let hw = log.high_watermark();
-        let max_offset = if is_follower {
-            log.log_end_offset()
-        } else {
-            hw
+        let offsets = ReadOffsets {
+            high_watermark: hw,
+            last_stable_offset: log.last_stable_offset(),
+            log_start_offset: log.log_start_offset(),
         };
-        let log_start_offset = log.log_start_offset();
+        let max_offset = reader.visible_end(&log);
+        // Kafka lists the aborted transactions up to the end of the read;
+        // up to the LSO is a superset the consumer handles alike (it drops
+        // the batches of listed producers from each one's first offset on).
+        let aborted_transactions = (reader
+            == Reader::Consumer {
+                read_committed: true,
+            })
+        .then(|| {
+            log.aborted_txns(offset, max_offset)
+                .into_iter()
+                .map(|t| AbortedTransaction {
+                    producer_id: t.producer_id,
+                    first_offset: t.first_offset,
+                })
+                .collect::<Vec<_>>()
+        });
         let now = now_ms();
         if is_follower {
             let in_isr = led.state.borrow().isr().contains(&replica_id);
@@ -359,7 +433,7 @@ async fn read_on_owner(
                 // no records until the rate allows more.
                 let throttled = PartitionRead {
                     throttled: true,
-                    ..PartitionRead::no_records(hw, log_start_offset)
+                    ..PartitionRead::no_records(offsets)
                 };
                 out.push((i, throttled));
                 continue;
@@ -386,7 +460,10 @@ async fn read_on_owner(
                 planned += read_through::memory_needed(&r);
                 let task = glommio::spawn_local(read_through::into_memory(r));
                 read_through.push((out.len(), tp.clone(), task));
-                PartitionRead::no_records(hw, log_start_offset)
+                PartitionRead {
+                    aborted_transactions,
+                    ..PartitionRead::no_records(offsets)
+                }
             }
             Ok(r) => {
                 let mut chunks = Vec::with_capacity(r.slices.len());
@@ -414,20 +491,15 @@ async fn read_on_owner(
                         PartitionRead::error(error_code::KAFKA_STORAGE_ERROR)
                     }
                     None => PartitionRead {
-                        error_code: error_code::NONE,
-                        high_watermark: hw,
-                        log_start_offset,
                         records: RecordData::Chunks(chunks),
-                        throttled: false,
+                        aborted_transactions,
+                        ..PartitionRead::no_records(offsets)
                     },
                 }
             }
             Err(e) => PartitionRead {
                 error_code: error_code_for(&e),
-                high_watermark: hw,
-                log_start_offset,
-                records: RecordData::Bytes(Bytes::new()),
-                throttled: false,
+                ..PartitionRead::no_records(offsets)
             },
         };
         out.push((i, read));
@@ -453,7 +525,7 @@ async fn wait_for_appends(
     shard: &Rc<Shard>,
     partitions: &[SessionPartition],
     timeout: Duration,
-    is_follower: bool,
+    reader: Reader,
 ) {
     let mut by_owner: BTreeMap<usize, Vec<(TopicPartition, i64)>> = BTreeMap::new();
     for p in partitions {
@@ -471,7 +543,7 @@ async fn wait_for_appends(
         glommio::spawn_local(async move {
             let _ = shard
                 .submit_to(owner, move |shard| async move {
-                    wait_on_owner(&shard, work, timeout, is_follower).await
+                    wait_on_owner(&shard, work, timeout, reader).await
                 })
                 .await;
             let _ = tx.try_send(());
@@ -489,23 +561,17 @@ async fn wait_on_owner(
     shard: &Rc<Shard>,
     work: Vec<(TopicPartition, i64)>,
     timeout: Duration,
-    is_follower: bool,
+    reader: Reader,
 ) {
     // Registered before the check, so an append between the check and the
     // wait (while another partition's lock is awaited) is not missed.
     let tps: Vec<TopicPartition> = work.iter().map(|(tp, _)| tp.clone()).collect();
     let wait = AppendWaiters::of(shard).register(&tps);
-    // Data may have arrived between the read and now: answer at once. A
-    // follower reads up to the LEO, a consumer up to the HW.
+    // Data may have arrived between the read and now: answer at once.
     for (tp, offset) in &work {
         if let Some(log) = shard.local_log(tp) {
             if let Ok(log) = log.read().await {
-                let visible = if is_follower {
-                    log.log_end_offset()
-                } else {
-                    log.high_watermark()
-                };
-                if visible > *offset {
+                if reader.visible_end(&log) > *offset {
                     return;
                 }
             }

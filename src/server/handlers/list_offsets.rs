@@ -5,6 +5,7 @@ use std::rc::Rc;
 use crate::node::state::BrokerState;
 use crate::protocol::error_code;
 use crate::protocol::header::RequestHeader;
+use crate::protocol::messages::fetch::READ_COMMITTED;
 use crate::protocol::messages::list_offsets::*;
 use crate::server::handlers::{check_leader_epoch, error_code_for};
 use crate::shard::shard::Shard;
@@ -16,6 +17,8 @@ pub async fn handle(
     req: ListOffsetsRequest,
 ) -> ListOffsetsResponse {
     let image = BrokerState::of(shard).image();
+    // KIP-98: a read_committed consumer's end of the log is the LSO.
+    let read_committed = req.isolation_level == READ_COMMITTED;
     let mut topics = Vec::with_capacity(req.topics.len());
     for t in req.topics {
         let mut partitions = Vec::with_capacity(t.partitions.len());
@@ -57,6 +60,7 @@ pub async fn handle(
                         .await
                         .map_err(|_| error_code::KAFKA_STORAGE_ERROR)?;
                     let found = match timestamp {
+                        LATEST_TIMESTAMP if read_committed => Some((-1, log.last_stable_offset())),
                         LATEST_TIMESTAMP => Some((-1, log.high_watermark())),
                         EARLIEST_TIMESTAMP => Some((-1, log.log_start_offset())),
                         MAX_TIMESTAMP => {
