@@ -15,8 +15,10 @@ use pinlog::config::{CleanupPolicy, LogConfig};
 use pinlog::log::batch::{self, build_keyed_batch, BatchIter, CountRule, KeyedRecordSpec};
 use pinlog::log::cleaner::{self, CleanOutcome, CleanStats, CleanerOptions};
 use pinlog::log::compression;
+use pinlog::log::control_batch::MarkerSpec;
 use pinlog::log::partition_log::{OpenParams, PartitionLog, SwapFailpoint};
 use pinlog::topic_partition::TopicPartition;
+use pinlog::transaction::marker::{MarkerKind, TxnMarker};
 use proptest::prelude::*;
 
 const T0: i64 = 1_700_000_000_000;
@@ -594,6 +596,134 @@ fn producer_state_survives_cleaning_away_a_producers_records() {
             .entry(42)
             .expect("producer 42 survives");
         assert_eq!((entry.producer_epoch, entry.last_seq()), (3, 0));
+        log.close().await.unwrap();
+    });
+}
+
+/// A transactional batch of `records` from `producer_id`.
+fn txn_batch(producer_id: i64, seq: i32, records: &[(&str, &str)]) -> BytesMut {
+    let specs: Vec<KeyedRecordSpec> = records
+        .iter()
+        .enumerate()
+        .map(|(i, (k, v))| (i as i64, Some(k.as_bytes()), Some(v.as_bytes())))
+        .collect();
+    let b = build_keyed_batch(0, -1, T0, &specs);
+    let h = batch::validate(&b, CountRule::Exact).unwrap();
+    let mut f = batch::BatchFields::of(&h);
+    f.producer_id = producer_id;
+    f.producer_epoch = 0;
+    f.base_sequence = seq;
+    f.attributes |= 0x10;
+    BytesMut::from(&batch::encode_batch(&f, h.record_count, &b[61..])[..])
+}
+
+async fn end_txn(log: &mut PartitionLog, producer_id: i64, kind: MarkerKind) {
+    let spec = MarkerSpec {
+        producer_id,
+        producer_epoch: 0,
+        marker: TxnMarker {
+            kind,
+            coordinator_epoch: 0,
+        },
+        timestamp_ms: T0,
+    };
+    let r = log.append_markers_as_leader(&[spec], 1, 0, T0).await;
+    r.into_iter().next().unwrap().unwrap();
+    let leo = log.log_end_offset();
+    log.set_high_watermark(leo);
+}
+
+/// Data records and the number of markers of a log.
+fn data_and_markers(bytes: &[u8]) -> (Vec<Rec>, usize) {
+    let mut data = Vec::new();
+    let mut markers = 0;
+    for item in BatchIter::new(bytes, CountRule::Compacted) {
+        let (at, h) = item.expect("valid batch");
+        if h.is_control() {
+            markers += 1;
+        } else {
+            data.extend(decode(&bytes[at..at + h.size_bytes()]));
+        }
+    }
+    (data, markers)
+}
+
+#[test]
+fn transactions_are_cleaned_by_kafkas_rules() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().to_path_buf();
+    run(move || async move {
+        let mut log = open(&path, false, T0).await;
+        append(&mut log, &[kv(1, Some("committed".into()))], T0).await;
+        // Producer 7 aborts a newer value of key 1: it must not hide the
+        // committed one. Producer 8 commits key 2.
+        log.append_as_leader(
+            txn_batch(7, 0, &[("key-01", "aborted"), ("key-03", "aborted")]),
+            0,
+            None,
+            T0,
+        )
+        .await
+        .unwrap();
+        log.append_as_leader(txn_batch(8, 0, &[("key-02", "in-txn")]), 0, None, T0)
+            .await
+            .unwrap();
+        end_txn(&mut log, 7, MarkerKind::Abort).await;
+        end_txn(&mut log, 8, MarkerKind::Commit).await;
+        for round in 0..30 {
+            append(&mut log, &[kv(10 + round % 3, Some("x".repeat(80)))], T0).await;
+        }
+        // Producer 9's transaction stays open: nothing from its first
+        // offset on may be cleaned.
+        let open_at = log.log_end_offset();
+        log.append_as_leader(txn_batch(9, 0, &[("key-01", "open")]), 0, None, T0)
+            .await
+            .unwrap();
+        for round in 0..30 {
+            append(&mut log, &[kv(10 + round % 3, Some("y".repeat(80)))], T0).await;
+        }
+        let leo = log.log_end_offset();
+        log.set_high_watermark(leo);
+        log.roll(leo, T0).await.unwrap();
+        assert_eq!(log.last_stable_offset(), open_at);
+        let aborted_before = log.aborted_txns(0, leo);
+        assert_eq!(aborted_before.len(), 1);
+
+        let (mut log, outcome) = clean(log, T0, None).await;
+        let s = stats(outcome);
+        assert!(s.end_offset <= open_at, "cleaned past the LSO: {s:?}");
+        let (data, markers) = data_and_markers(&log.read_all().await.unwrap());
+        let values: Vec<(String, String)> = data
+            .iter()
+            .filter(|r| r.0 < open_at)
+            .map(|r| (r.1.clone(), r.2.clone().unwrap()))
+            .filter(|(k, _)| k.as_str() < "key-10")
+            .collect();
+        assert_eq!(
+            values,
+            vec![
+                ("key-01".to_string(), "committed".to_string()),
+                ("key-02".to_string(), "in-txn".to_string()),
+            ],
+            "the aborted records go, the committed ones stay"
+        );
+        assert_eq!(markers, 2, "markers stay");
+        assert!(
+            data.iter().any(|r| r.0 == open_at),
+            "the open transaction is untouched"
+        );
+        assert_eq!(
+            log.aborted_txns(0, leo),
+            aborted_before,
+            "the index entry moves to the cleaned segment"
+        );
+        assert!(leftovers(&path.join(tp().dir_name())).is_empty());
+        log.close().await.unwrap();
+        assert_verified(&path.join(tp().dir_name()));
+        // A full recovery (every segment, as after a crash) finds the same.
+        let log = open(&path, false, T0).await;
+        assert_eq!(log.aborted_txns(0, leo), aborted_before);
+        assert_eq!(log.last_stable_offset(), open_at);
         log.close().await.unwrap();
     });
 }

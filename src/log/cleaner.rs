@@ -4,8 +4,10 @@
 //! **What is cleaned.** A log is split at its cleaner checkpoint (where the
 //! last clean ended) into a clean head and a dirty tail. The dirty part
 //! that may be cleaned ends at the *first uncleanable offset*: the lowest of
-//! the active segment's base, the high watermark, and the base of the first
-//! segment holding a record newer than `min.compaction.lag.ms`. A log is
+//! the active segment's base, the last stable offset (the high watermark,
+//! or the start of the oldest transaction not yet decided there), and the
+//! base of the first segment holding a record newer than
+//! `min.compaction.lag.ms`. A log is
 //! chosen when its dirty ratio (dirty bytes over clean plus dirty bytes)
 //! exceeds `min.cleanable.dirty.ratio`, or when its oldest dirty batch is
 //! older than `max.compaction.lag.ms`, or when tombstones the last clean
@@ -22,7 +24,11 @@
 //! value), only until its delete horizon: the first clean that keeps a
 //! tombstone stamps its batch with `now + delete.retention.ms` (KIP-534's
 //! delete-horizon flag), and cleans after that time drop it. Records
-//! without a key are dropped, as Kafka's cleaner does. Offsets never
+//! without a key are dropped, as Kafka's cleaner does, and so are the
+//! records of aborted transactions (they never enter the key map, so they
+//! hide no committed record); transaction markers stay, and the cleaned
+//! segment carries the `.txnindex` entries of the segments it replaces.
+//! Offsets never
 //! change: a batch keeps its base offset and last offset delta, only its
 //! records thin out, and empty batches vanish except, as in Kafka, the last
 //! batch of each idempotent producer (so that producer state survives a
@@ -57,10 +63,11 @@ use crate::log::batch::{self, BatchHeader, CountRule};
 use crate::log::compression;
 use crate::log::offset_map::OffsetMap;
 use crate::log::partition_log::PartitionLog;
-use crate::log::record_filter::{filter_batch, FilterContext, Filtered};
+use crate::log::record_filter::{filter_batch, AbortedBatches, FilterContext, Filtered};
 use crate::log::segment::Segment;
 use crate::log::swap::{delete_cleaned_files, SwapFailpoint};
 use crate::topic_partition::TopicPartition;
+use crate::transaction::partition::AbortedTxn;
 
 /// The sizes and times of one segment that the cleaner plans with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -85,6 +92,9 @@ pub struct CleanableSegment {
     /// The log's truncation count when the view was taken: a swap after
     /// any truncation is abandoned (`PartitionLog::segments_unchanged`).
     pub log_truncations: u64,
+    /// Its `.txnindex` entries, which the cleaned segment carries on: a
+    /// marker stays, so a read_committed consumer still needs its entry.
+    pub aborted_txns: Vec<AbortedTxn>,
 }
 
 /// The offsets of a log that the cleaner plans with.
@@ -92,6 +102,9 @@ pub struct CleanableSegment {
 pub struct CleanerOffsets {
     pub log_start_offset: i64,
     pub high_watermark: i64,
+    /// Never cleaned past, as Kafka: an open transaction's data may still
+    /// abort, and its outcome decides what the cleaner may drop.
+    pub last_stable_offset: i64,
     pub log_end_offset: i64,
     pub active_base_offset: i64,
     /// Where the last clean ended, if known.
@@ -112,6 +125,8 @@ pub struct CleanerView {
     /// Last offset of each idempotent producer's last batch: the cleaner
     /// keeps those batches (empty if need be) so producer state survives.
     pub producer_last_offsets: HashMap<i64, i64>,
+    /// Every aborted transaction of the log: their data is dropped.
+    pub aborted_txns: Vec<AbortedTxn>,
 }
 
 /// How one clean is run.
@@ -219,6 +234,7 @@ pub fn log_to_clean(
         .unwrap_or(i64::MAX);
     let first_uncleanable_offset = offsets
         .high_watermark
+        .min(offsets.last_stable_offset)
         .min(offsets.active_base_offset)
         .min(lag_bound)
         .max(first_dirty_offset);
@@ -402,7 +418,8 @@ pub async fn clean_log(
         first_dirty_offset: plan.first_dirty_offset,
         ..CleanStats::default()
     };
-    let map = build_offset_map(&view, &plan, options, abort).await?;
+    let aborted = AbortedBatches::new(&view.aborted_txns);
+    let map = build_offset_map(&view, &plan, &aborted, options, abort).await?;
     let Some(mut map) = map else {
         return Ok(CleanOutcome::Aborted);
     };
@@ -440,6 +457,7 @@ pub async fn clean_log(
     );
     let ctx = FilterContext {
         map: &map,
+        aborted: &aborted,
         now_ms,
         delete_retention_ms: view.config.delete_retention_ms,
         producer_last_offsets: &view.producer_last_offsets,
@@ -528,6 +546,7 @@ fn closed() -> LogError {
 async fn build_offset_map(
     view: &CleanerView,
     plan: &LogToClean,
+    aborted: &AbortedBatches,
     options: &CleanerOptions,
     abort: &dyn Fn() -> bool,
 ) -> LogResult<Option<OffsetMap>> {
@@ -564,7 +583,10 @@ async fn build_offset_map(
                 if h.last_offset() < start {
                     continue;
                 }
-                if !map_batch(&mut map, &chunk[at..at + h.size_bytes()], &h, start) {
+                // An aborted batch's keys hide nothing: it goes itself.
+                if !aborted.contains(&h)
+                    && !map_batch(&mut map, &chunk[at..at + h.size_bytes()], &h, start)
+                {
                     return Ok(Some(map));
                 }
                 map.update_latest_offset(h.last_offset());
@@ -676,6 +698,11 @@ async fn clean_group(
         cleaned.append(&out, &headers).await?;
         stats.bytes_out += out.len() as u64;
     }
+    let aborted_txns = group
+        .iter()
+        .flat_map(|s| s.aborted_txns.iter().copied())
+        .collect();
+    cleaned.rewrite_txn_index(aborted_txns).await?;
     // Seals the indexes, cuts the DMA padding, fdatasyncs, closes.
     cleaned.close().await?;
     Ok(Some(horizon))
@@ -704,6 +731,7 @@ mod tests {
         CleanerOffsets {
             log_start_offset: 0,
             high_watermark: 400,
+            last_stable_offset: 400,
             log_end_offset: 400,
             active_base_offset: 300,
             cleaner_checkpoint: checkpoint,
@@ -839,6 +867,7 @@ mod tests {
         let none = HashMap::new();
         let ctx = FilterContext {
             map: &map,
+            aborted: &AbortedBatches::default(),
             now_ms: NOW,
             delete_retention_ms: 100,
             producer_last_offsets: &none,

@@ -17,10 +17,47 @@ use crate::constants::RECORD_BATCH_HEADER_SIZE;
 use crate::log::batch::{self, BatchFields, BatchHeader};
 use crate::log::compression::{self, Compression};
 use crate::log::offset_map::OffsetMap;
+use crate::transaction::partition::AbortedTxn;
+
+/// The data batches of aborted transactions, by producer: the cleaner
+/// drops their records (Kafka's cleaner discards aborted data), and never
+/// lets them hide an older committed record of the same key.
+#[derive(Debug, Default)]
+pub struct AbortedBatches {
+    /// Per producer, the `[first offset, marker offset]` of each aborted
+    /// transaction.
+    by_producer: HashMap<i64, Vec<(i64, i64)>>,
+}
+
+impl AbortedBatches {
+    pub fn new(txns: &[AbortedTxn]) -> Self {
+        let mut by_producer: HashMap<i64, Vec<(i64, i64)>> = HashMap::new();
+        for t in txns {
+            by_producer
+                .entry(t.producer_id)
+                .or_default()
+                .push((t.first_offset, t.last_offset));
+        }
+        AbortedBatches { by_producer }
+    }
+
+    /// Whether `h` is a data batch of an aborted transaction.
+    pub fn contains(&self, h: &BatchHeader) -> bool {
+        h.is_transactional()
+            && !h.is_control()
+            && self.by_producer.get(&h.producer_id).is_some_and(|ranges| {
+                ranges
+                    .iter()
+                    .any(|(first, last)| (*first..=*last).contains(&h.base_offset))
+            })
+    }
+}
 
 /// What the record filter needs besides the batch.
 pub struct FilterContext<'a> {
     pub map: &'a OffsetMap,
+    /// Aborted transactions' batches, whose records all go.
+    pub aborted: &'a AbortedBatches,
     pub now_ms: i64,
     pub delete_retention_ms: i64,
     pub producer_last_offsets: &'a HashMap<i64, i64>,
@@ -64,9 +101,13 @@ pub fn filter_batch(bytes: &[u8], h: &BatchHeader, ctx: &FilterContext<'_>) -> F
         kept_whole,
     };
     if h.is_control() {
-        // pinlog has no transactions, so no markers to expire; keep any.
+        // Markers stay: a read_committed consumer of the cleaned log still
+        // needs them to end its transactions. (Kafka removes a marker once
+        // its transaction's data is gone and delete.retention.ms passed;
+        // not yet here, which costs a few bytes per transaction.)
         return unchanged(false);
     }
+    let aborted = ctx.aborted.contains(h);
     let body_bytes = &bytes[RECORD_BATCH_HEADER_SIZE..h.size_bytes()];
     let (Some(codec), Ok(body)) = (
         Compression::from_id(h.compression()),
@@ -82,7 +123,9 @@ pub fn filter_batch(bytes: &[u8], h: &BatchHeader, ctx: &FilterContext<'_>) -> F
         };
         records_in += 1;
         let offset = h.base_offset.saturating_add(r.offset_delta);
-        let keep = if offset > ctx.map.latest_offset() {
+        let keep = if aborted {
+            false
+        } else if offset > ctx.map.latest_offset() {
             // Past the mapped range: the next clean decides.
             true
         } else if let Some(key) = r.key {
@@ -230,6 +273,7 @@ mod tests {
         let map = map_of(&[("a", 12), ("b", 11)], 12);
         let none = HashMap::new();
         let ctx = FilterContext {
+            aborted: &AbortedBatches::default(),
             map: &map,
             now_ms: NOW,
             delete_retention_ms: 100,
@@ -266,6 +310,7 @@ mod tests {
         let map = map_of(&[("a", 0)], 0);
         let none = HashMap::new();
         let ctx = FilterContext {
+            aborted: &AbortedBatches::default(),
             map: &map,
             now_ms: NOW,
             delete_retention_ms: 100,
@@ -328,6 +373,7 @@ mod tests {
         let map = map_of(&[("a", 50)], 50);
         let producers: HashMap<i64, i64> = [(7, 20)].into_iter().collect();
         let ctx = FilterContext {
+            aborted: &AbortedBatches::default(),
             map: &map,
             now_ms: NOW,
             delete_retention_ms: 100,
@@ -356,6 +402,53 @@ mod tests {
     }
 
     #[test]
+    fn an_aborted_transactions_batch_loses_every_record() {
+        let b = keyed(20, &[("a", Some("aborted")), ("b", Some("aborted"))]);
+        let h = batch::validate(&b, CountRule::Exact).unwrap();
+        let mut f = BatchFields::of(&h);
+        f.producer_id = 7;
+        f.producer_epoch = 0;
+        f.base_sequence = 0;
+        f.attributes |= 0x10;
+        let b = batch::encode_batch(&f, 2, &b[RECORD_BATCH_HEADER_SIZE..]);
+        let h = batch::validate(&b, CountRule::Exact).unwrap();
+        let abort = |first, last| AbortedTxn {
+            producer_id: 7,
+            first_offset: first,
+            last_offset: last,
+            last_stable_offset: last + 1,
+        };
+        // The keys are their own latest, and still the batch goes.
+        let map = map_of(&[("a", 20), ("b", 21)], 30);
+        let none = HashMap::new();
+        let aborted = AbortedBatches::new(&[abort(20, 25)]);
+        let ctx = FilterContext {
+            aborted: &aborted,
+            map: &map,
+            now_ms: NOW,
+            delete_retention_ms: 100,
+            producer_last_offsets: &none,
+            upper_bound_offset: i64::MAX,
+        };
+        let r = filter_batch(&b, &h, &ctx);
+        assert_eq!((r.filtered, r.records_removed), (Filtered::Dropped, 2));
+        // Another producer's abort, or one that ended before it, is not this.
+        for other in [
+            AbortedBatches::new(&[AbortedTxn {
+                producer_id: 8,
+                ..abort(20, 25)
+            }]),
+            AbortedBatches::new(&[abort(0, 19)]),
+        ] {
+            let ctx = FilterContext {
+                aborted: &other,
+                ..ctx
+            };
+            assert_eq!(filter_batch(&b, &h, &ctx).filtered, Filtered::Unchanged);
+        }
+    }
+
+    #[test]
     fn compressed_batches_are_filtered_and_keep_their_codec() {
         let plain = keyed(0, &[("a", Some("1")), ("b", Some("2")), ("a", Some("3"))]);
         let h = batch::validate(&plain, CountRule::Exact).unwrap();
@@ -374,6 +467,7 @@ mod tests {
             let map = map_of(&[("a", 2), ("b", 1)], 2);
             let none = HashMap::new();
             let ctx = FilterContext {
+                aborted: &AbortedBatches::default(),
                 map: &map,
                 now_ms: NOW,
                 delete_retention_ms: 100,
@@ -401,6 +495,7 @@ mod tests {
         let map = map_of(&[("a", 5)], 5);
         let none = HashMap::new();
         let ctx = FilterContext {
+            aborted: &AbortedBatches::default(),
             map: &map,
             now_ms: NOW,
             delete_retention_ms: 100,

@@ -35,9 +35,12 @@ pub const CLEANED_FILE_SUFFIX: &str = ".cleaned";
 /// Suffix of cleaned files that replace old segments once the old ones are
 /// gone (Kafka's `SWAP_FILE_SUFFIX`).
 pub const SWAP_FILE_SUFFIX: &str = ".swap";
-/// The three files of a segment, by Kafka's suffixes; the log file last, as
-/// the cleaner's swap renames it last.
-pub const SEGMENT_FILE_KINDS: [&str; 3] = ["index", "timeindex", "log"];
+/// The files of a segment, by Kafka's suffixes; the log file last, as the
+/// cleaner's swap renames it last. The transaction index exists only for a
+/// segment with an aborted transaction ([`OPTIONAL_FILE_KINDS`]).
+pub const SEGMENT_FILE_KINDS: [&str; 4] = ["index", "timeindex", TXN_INDEX_FILE_SUFFIX, "log"];
+/// The segment files that may be absent.
+pub const OPTIONAL_FILE_KINDS: [&str; 1] = [TXN_INDEX_FILE_SUFFIX];
 
 /// `<20-digit base offset>.<suffix>` in `dir`, as Kafka names segment files.
 pub fn segment_file_path(dir: &Path, base_offset: i64, suffix: &str) -> PathBuf {

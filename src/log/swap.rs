@@ -5,7 +5,8 @@
 //! **The swap protocol** (Kafka's `replaceSegments`), for one group of old
 //! segments replaced by one cleaned segment whose base offset is the first
 //! old segment's (`X`). The cleaned files `X.{index,timeindex,log}.cleaned`
-//! were written and fdatasync'ed before the swap starts.
+//! were written and fdatasync'ed before the swap starts, with
+//! `X.txnindex.cleaned` when the group has aborted transactions.
 //! 1. Rename the cleaned files to `.swap`, the log file last, and fsync the
 //!    directory. `X.log.swap` existing is the commit point: recovery then
 //!    finishes the swap; before it, recovery deletes the `.cleaned` files and
@@ -39,8 +40,8 @@ use std::path::{Path, PathBuf};
 use crate::error::{LogError, LogResult};
 use crate::log::batch;
 use crate::log::segment::{
-    parse_segment_file_name, segment_file_path, CLEANED_FILE_SUFFIX, SEGMENT_FILE_KINDS,
-    SWAP_FILE_SUFFIX,
+    parse_segment_file_name, segment_file_path, CLEANED_FILE_SUFFIX, OPTIONAL_FILE_KINDS,
+    SEGMENT_FILE_KINDS, SWAP_FILE_SUFFIX,
 };
 
 /// A step of the cleaner's segment swap at which a test can stop, leaving
@@ -62,6 +63,7 @@ pub enum SwapFailpoint {
 pub async fn commit_cleaned(dir: &Path, base: i64) -> LogResult<()> {
     for kind in SEGMENT_FILE_KINDS {
         rename(
+            kind,
             &suffixed(dir, base, kind, CLEANED_FILE_SUFFIX),
             &suffixed(dir, base, kind, SWAP_FILE_SUFFIX),
         )
@@ -75,6 +77,7 @@ pub async fn commit_cleaned(dir: &Path, base: i64) -> LogResult<()> {
 pub async fn rename_swap_to_final(dir: &Path, base: i64) -> LogResult<()> {
     for kind in SEGMENT_FILE_KINDS {
         rename(
+            kind,
             &suffixed(dir, base, kind, SWAP_FILE_SUFFIX),
             &segment_file_path(dir, base, kind),
         )
@@ -107,10 +110,19 @@ fn suffixed(dir: &Path, base: i64, kind: &str, suffix: &str) -> PathBuf {
     PathBuf::from(p)
 }
 
-async fn rename(from: &Path, to: &Path) -> LogResult<()> {
-    glommio::io::rename(from, to)
-        .await
-        .map_err(|e| LogError::io("rename segment file", from, -1, std::io::Error::from(e)))
+/// Renames one file of a segment; a missing optional one (a segment
+/// without a transaction index) is fine.
+async fn rename(kind: &str, from: &Path, to: &Path) -> LogResult<()> {
+    match glommio::io::rename(from, to).await {
+        Ok(()) => Ok(()),
+        Err(e) => {
+            let e = std::io::Error::from(e);
+            if e.kind() == std::io::ErrorKind::NotFound && OPTIONAL_FILE_KINDS.contains(&kind) {
+                return Ok(());
+            }
+            Err(LogError::io("rename segment file", from, -1, e))
+        }
+    }
 }
 
 /// fsync of a directory, so that renames and deletions in it are durable,
@@ -151,8 +163,9 @@ pub fn complete_interrupted_swaps(dir: &Path) -> LogResult<usize> {
         } else if let Some(stem) = name.strip_suffix(SWAP_FILE_SUFFIX) {
             if let Some(base) = parse_segment_file_name(stem, "log") {
                 log_swaps.push(base);
-            } else if let Some(base) = ["index", "timeindex"]
+            } else if let Some(base) = SEGMENT_FILE_KINDS
                 .iter()
+                .filter(|k| **k != "log")
                 .find_map(|k| parse_segment_file_name(stem, k))
             {
                 index_swaps.push((base, entry.path()));

@@ -43,6 +43,7 @@ impl PartitionLog {
                     file: s.file().clone(),
                     path: s.log_path().to_path_buf(),
                     log_truncations: self.truncations,
+                    aborted_txns: s.txn_index().entries().to_vec(),
                 }
             })
             .collect();
@@ -53,6 +54,7 @@ impl PartitionLog {
             offsets: CleanerOffsets {
                 log_start_offset: self.log_start_offset,
                 high_watermark: self.high_watermark,
+                last_stable_offset: self.last_stable_offset(),
                 log_end_offset: self.log_end_offset(),
                 active_base_offset: active,
                 cleaner_checkpoint: self.cleaner_checkpoint,
@@ -63,6 +65,11 @@ impl PartitionLog {
                 .producers
                 .entries()
                 .filter_map(|e| e.last_batch().map(|b| (e.producer_id, b.last_offset)))
+                .collect(),
+            aborted_txns: self
+                .segments
+                .values()
+                .flat_map(|s| s.txn_index().entries().iter().copied())
                 .collect(),
         }
     }
