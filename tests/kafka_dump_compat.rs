@@ -795,3 +795,158 @@ fn kafka_dump_log_segments_reads_compacted_segments() {
         "--verify-index-only found problems\n{verify}"
     );
 }
+
+/// Transactions: data batches of committed and aborted transactions, their
+/// COMMIT and ABORT control batches, and the `.txnindex` files of the
+/// aborts, over several segments. Kafka reads the markers (deep iteration
+/// prints each one's type and coordinator epoch) and the aborted-transaction
+/// entries exactly as pinlog's dump prints them.
+#[test]
+fn kafka_dump_log_segments_reads_transaction_markers_and_indexes() {
+    use pinlog::log::batch::BatchFields;
+    use pinlog::log::control_batch::MarkerSpec;
+    use pinlog::transaction::marker::{MarkerKind, TxnMarker};
+
+    let Some((java, libs)) = kafka_tooling() else {
+        return;
+    };
+    let root = tempfile::tempdir().expect("tempdir");
+    let data_dir = root.path().to_path_buf();
+    let dir = data_dir.join(TopicPartition::new("txn", 0).dir_name());
+    let (aborts, commits) = run(move || async move {
+        let config = LogConfig {
+            segment_bytes: 8 * 1024,
+            ..config()
+        };
+        let params = OpenParams {
+            recovery_point: 0,
+            log_start_offset: 0,
+            clean_shutdown: false,
+            now_ms: BASE_TIMESTAMP_MS,
+        };
+        let mut log = PartitionLog::open(
+            &data_dir,
+            TopicPartition::new("txn", 0),
+            config,
+            params,
+            None,
+        )
+        .await
+        .expect("open");
+        let (mut aborts, mut commits) = (0, 0);
+        let mut sequences = [0i32; 3];
+        for round in 0..40usize {
+            // Three producers; each round two write, and one ends.
+            for producer in [round % 3, (round + 1) % 3] {
+                let plain = encode(&batch_contents(round, 3), BASE_TIMESTAMP_MS);
+                let h = pinlog::log::batch::parse_header(&plain).expect("header");
+                let mut f = BatchFields::of(&h);
+                f.producer_id = 1000 + producer as i64;
+                f.producer_epoch = 0;
+                f.base_sequence = sequences[producer];
+                f.attributes |= 0x10;
+                sequences[producer] += 3;
+                let b = pinlog::log::batch::encode_batch(&f, 3, &plain[61..]);
+                log.append_as_leader(BytesMut::from(&b[..]), 2, None, BASE_TIMESTAMP_MS)
+                    .await
+                    .expect("transactional append");
+            }
+            let kind = if round % 2 == 0 {
+                aborts += 1;
+                MarkerKind::Abort
+            } else {
+                commits += 1;
+                MarkerKind::Commit
+            };
+            let spec = MarkerSpec {
+                producer_id: 1000 + (round % 3) as i64,
+                producer_epoch: 0,
+                marker: TxnMarker {
+                    kind,
+                    coordinator_epoch: 7,
+                },
+                timestamp_ms: BASE_TIMESTAMP_MS + round as i64,
+            };
+            let r = log
+                .append_markers_as_leader(&[spec], 1, 2, BASE_TIMESTAMP_MS)
+                .await;
+            r.into_iter().next().unwrap().expect("marker");
+        }
+        let leo = log.log_end_offset();
+        log.set_high_watermark(leo);
+        log.close().await.expect("close");
+        (aborts, commits)
+    });
+    let report = verify_partition_dir(&dir);
+    assert!(report.problems.is_empty(), "{report}");
+    let files = segment_files(&dir);
+    let logs: Vec<&PathBuf> = files["log"].iter().collect();
+    let txn_indexes: Vec<&PathBuf> = files["txnindex"].iter().collect();
+    assert!(logs.len() >= 3, "{logs:?}");
+    assert!(txn_indexes.len() >= 2, "{txn_indexes:?}");
+
+    // pinlog's dump of every file.
+    let mut pinlog_batches = Vec::new();
+    let mut pinlog_markers = Vec::new();
+    let mut pinlog_entries = Vec::new();
+    for path in logs.iter().chain(&txn_indexes) {
+        let mut out = Vec::new();
+        let summary = dump_file(path, &mut out).expect("pinlog dump");
+        assert!(summary.is_clean(), "{}: {summary:?}", path.display());
+        for line in String::from_utf8(out).expect("utf-8").lines() {
+            if line.starts_with("baseOffset:") {
+                pinlog_batches.push(line.to_string());
+            } else if line.starts_with("| offset:") {
+                pinlog_markers.push(line.to_string());
+            } else if line.starts_with("version:") {
+                pinlog_entries.push(line.to_string());
+            }
+        }
+    }
+    assert_eq!(pinlog_markers.len(), aborts + commits);
+    assert!(pinlog_markers
+        .iter()
+        .all(|l| l.contains("coordinatorEpoch: 7")));
+    assert_eq!(
+        pinlog_markers
+            .iter()
+            .filter(|l| l.contains("endTxnMarker: ABORT"))
+            .count(),
+        aborts
+    );
+    assert_eq!(
+        pinlog_entries.len(),
+        aborts,
+        "every abort ended a transaction with data"
+    );
+
+    // Kafka's plain dump: the same batch lines and aborted-transaction lines.
+    let all: Vec<&PathBuf> = logs.iter().chain(&txn_indexes).copied().collect();
+    let plain = dump_log_segments(&java, &libs, &["--files".to_string(), joined(&all)]);
+    check_no_reports(&plain);
+    assert_eq!(batch_lines(&plain.stdout), pinlog_batches, "{plain}");
+    let kafka_entries: Vec<&str> = plain
+        .stdout
+        .lines()
+        .filter(|l| l.starts_with("version:"))
+        .collect();
+    assert_eq!(kafka_entries, pinlog_entries, "{plain}");
+
+    // Kafka's deep iteration: each marker's record, as pinlog prints it.
+    let deep = dump_log_segments(
+        &java,
+        &libs,
+        &[
+            "--deep-iteration".to_string(),
+            "--files".to_string(),
+            joined(&logs),
+        ],
+    );
+    check_no_reports(&deep);
+    let kafka_markers: Vec<&str> = deep
+        .stdout
+        .lines()
+        .filter(|l| l.starts_with("| offset:") && l.contains("endTxnMarker"))
+        .collect();
+    assert_eq!(kafka_markers, pinlog_markers, "{deep}");
+}

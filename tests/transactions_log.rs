@@ -427,3 +427,62 @@ fn a_follower_builds_the_same_index_and_lso_from_the_leaders_batches() {
         follower.close().await.unwrap();
     });
 }
+
+#[test]
+fn log_verify_checks_each_txnindex_entry_against_its_abort_marker() {
+    use pinlog::log::transaction_index::encode_entry;
+    use pinlog::tools::verify::{verify_partition_dir, Action};
+
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().to_path_buf();
+    let name = "verify";
+    let pdir = partition_dir(&root, name);
+    let root_for_log = root.clone();
+    run(move || async move {
+        let mut log = open(&root_for_log, name, true).await;
+        send(&mut log, 1, 0, 0, 2, true).await.unwrap();
+        end_txn(&mut log, marker(1, 0, MarkerKind::Abort, 0), TV1)
+            .await
+            .unwrap();
+        send(&mut log, 2, 0, 0, 2, true).await.unwrap();
+        end_txn(&mut log, marker(2, 0, MarkerKind::Commit, 0), TV1)
+            .await
+            .unwrap();
+        log.set_high_watermark(log.log_end_offset());
+        log.close().await.unwrap();
+    });
+    let report = verify_partition_dir(&pdir);
+    assert!(report.is_ok(), "{report}");
+
+    let index = pdir.join("00000000000000000000.txnindex");
+    let good = std::fs::read(&index).unwrap();
+    let entries = decode_entries(&good).unwrap();
+    assert_eq!(entries.len(), 1);
+    // An entry naming the commit marker of producer 2 as an abort.
+    let wrong = AbortedTxn {
+        producer_id: 2,
+        first_offset: 3,
+        last_offset: 5,
+        last_stable_offset: 6,
+    };
+    let mut bytes = good.clone();
+    bytes.extend_from_slice(&encode_entry(&wrong));
+    std::fs::write(&index, &bytes).unwrap();
+    let report = verify_partition_dir(&pdir);
+    let errors: Vec<String> = report.errors().map(|p| p.description.clone()).collect();
+    assert!(
+        errors
+            .iter()
+            .any(|e| e.contains("no ABORT marker at offset 5")),
+        "{report}"
+    );
+    // A torn entry: pinlog's open rebuilds the index.
+    std::fs::write(&index, &good[..good.len() - 3]).unwrap();
+    let report = verify_partition_dir(&pdir);
+    assert!(
+        report
+            .errors()
+            .any(|p| p.action == Action::RepairedOnOpen && p.description.contains("whole number")),
+        "{report}"
+    );
+}

@@ -8,6 +8,7 @@
 //! | `<20-digit base offset>.log`           | record batch (Kafka's shallow iteration)       |
 //! | `<base>.index`                         | entry: `offset: O position: P`                 |
 //! | `<base>.timeindex`                     | entry: `timestamp: T offset: O`                |
+//! | `<base>.txnindex`                      | aborted transaction: `version: 0 producerId: P firstOffset: F lastOffset: L lastStableOffset: S` |
 //! | `leader-epoch-checkpoint`              | entry: `epoch: E start offset: O`              |
 //! | `recovery-point-offset-checkpoint` etc.| entry: `topic: T partition: P offset: O`       |
 //!
@@ -27,6 +28,9 @@
 //!   zero entries it skipped. Kafka stops at any later entry whose relative
 //!   offset is 0; here such an entry with a non-zero position is printed,
 //!   because it is corruption an operator should see.
+//! - Under every control batch it prints the transaction marker's record
+//!   (`| offset: O ... endTxnMarker: COMMIT coordinatorEpoch: E`), which
+//!   Kafka prints only with `--deep-iteration`.
 //! - Index dumps print entries only (and, like Kafka, `<path> is empty.` for
 //!   an offset index without entries). Cross-checking them against the log
 //!   is the verifier's job ([`crate::tools::verify`]).
@@ -47,7 +51,9 @@ use crate::constants::{
 use crate::error::{BatchError, LogError};
 use crate::log::batch::{self, BatchHeader, CountRule};
 use crate::log::checkpoint;
+use crate::log::control_batch;
 use crate::log::segment::parse_segment_file_name;
+use crate::log::transaction_index::{decode_entries, TXN_INDEX_ENTRY_BYTES, TXN_INDEX_FILE_SUFFIX};
 
 /// Kafka's per-data-directory checkpoint of each partition's high watermark.
 /// pinlog does not write it, but it has the same format as the others.
@@ -72,6 +78,8 @@ pub enum FileKind {
     OffsetIndex { base_offset: i64 },
     /// A segment's time index.
     TimeIndex { base_offset: i64 },
+    /// A segment's aborted-transaction index.
+    TxnIndex { base_offset: i64 },
     /// A partition's `leader-epoch-checkpoint`.
     LeaderEpochCheckpoint,
     /// A data directory's `topic partition offset` checkpoint.
@@ -91,6 +99,9 @@ impl FileKind {
         if let Some(base_offset) = parse_segment_file_name(name, "timeindex") {
             return Some(FileKind::TimeIndex { base_offset });
         }
+        if let Some(base_offset) = parse_segment_file_name(name, TXN_INDEX_FILE_SUFFIX) {
+            return Some(FileKind::TxnIndex { base_offset });
+        }
         match name {
             LEADER_EPOCH_CHECKPOINT_FILE => Some(FileKind::LeaderEpochCheckpoint),
             RECOVERY_POINT_CHECKPOINT_FILE
@@ -108,7 +119,7 @@ impl FileKind {
 pub enum DumpError {
     #[error(
         "cannot dump {path}: the name is neither a segment file (<20-digit base offset>.log, \
-         .index or .timeindex) nor a checkpoint ({LEADER_EPOCH_CHECKPOINT_FILE}, \
+         .index, .timeindex or .txnindex) nor a checkpoint ({LEADER_EPOCH_CHECKPOINT_FILE}, \
          {RECOVERY_POINT_CHECKPOINT_FILE}, {LOG_START_OFFSET_CHECKPOINT_FILE}, \
          {REPLICATION_OFFSET_CHECKPOINT_FILE}, {CLEANER_OFFSET_CHECKPOINT_FILE})"
     )]
@@ -224,6 +235,23 @@ pub fn dump_file(path: &Path, out: &mut impl Write) -> Result<DumpSummary, DumpE
             },
             &mut out,
         ),
+        FileKind::TxnIndex { .. } => dump_index(
+            path,
+            kind,
+            TXN_INDEX_ENTRY_BYTES,
+            |entry| {
+                // Kafka's DumpLogSegments line for an AbortedTxn.
+                let version = i16::from_be_bytes([entry[0], entry[1]]);
+                match decode_entries(entry) {
+                    Ok(e) => format!(
+                        "version: {version} producerId: {} firstOffset: {} lastOffset: {} lastStableOffset: {}",
+                        e[0].producer_id, e[0].first_offset, e[0].last_offset, e[0].last_stable_offset
+                    ),
+                    Err(reason) => format!("invalid entry: {reason}"),
+                }
+            },
+            &mut out,
+        ),
         FileKind::LeaderEpochCheckpoint => {
             let text = read_small_file(path)?;
             let entries =
@@ -300,6 +328,14 @@ fn dump_log(
                     out.line(format_args!(
                         "invalid batch at position {position}: {error}"
                     ))?;
+                } else if header.is_control() {
+                    out.line(format_args!(
+                        "{}",
+                        MarkerLine {
+                            header: &header,
+                            batch: reader.batch_bytes(),
+                        }
+                    ))?;
                 }
             }
             LogItem::Unreadable(tail) => {
@@ -309,6 +345,56 @@ fn dump_log(
         }
     }
     Ok(summary)
+}
+
+/// A transaction marker's record, as Kafka's `--deep-iteration` prints it
+/// (`| offset: ... endTxnMarker: COMMIT coordinatorEpoch: 0`): pinlog's
+/// dump prints it under every control batch, also without deep iteration.
+struct MarkerLine<'a> {
+    header: &'a BatchHeader,
+    batch: &'a [u8],
+}
+
+impl fmt::Display for MarkerLine<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let h = self.header;
+        let timestamp_type = if h.is_log_append_time() {
+            "LogAppendTime"
+        } else {
+            "CreateTime"
+        };
+        let record = batch::records(self.batch)
+            .ok()
+            .and_then(|mut records| records.next())
+            .and_then(Result::ok);
+        let Some(r) = record else {
+            return write!(
+                f,
+                "| offset: {} control record does not decode",
+                h.base_offset
+            );
+        };
+        let len = |field: Option<&[u8]>| field.map_or(-1, |b| b.len() as i64);
+        write!(
+            f,
+            "| offset: {} {timestamp_type}: {} keySize: {} valueSize: {} sequence: {} headerKeys: []",
+            h.base_offset.saturating_add(r.offset_delta),
+            h.base_timestamp.saturating_add(r.timestamp_delta),
+            len(r.key),
+            len(r.value),
+            h.base_sequence,
+        )?;
+        match control_batch::marker_of(self.batch, h) {
+            Ok(Some(m)) => write!(
+                f,
+                " endTxnMarker: {} coordinatorEpoch: {}",
+                m.kind.name(),
+                m.coordinator_epoch
+            ),
+            Ok(None) => write!(f, " (not a transaction marker)"),
+            Err(reason) => write!(f, " invalid marker: {reason}"),
+        }
+    }
 }
 
 /// Kafka's shallow-iteration line for a v2 batch (`DumpLogSegments`'

@@ -70,6 +70,7 @@ pub const PROBLEMS_PER_FILE_MAX: usize = 64;
 
 mod indexes;
 mod report;
+mod txn_index;
 
 pub use self::report::{Action, Location, Problem, Severity, VerifyReport};
 
@@ -88,6 +89,7 @@ pub fn verify_partition_dir(dir: &Path) -> VerifyReport {
         },
         problems_per_file: HashMap::new(),
         highest_batch_epoch: None,
+        abort_markers: BTreeMap::new(),
     };
     verifier.verify(dir);
     verifier.report
@@ -99,6 +101,7 @@ struct DirFiles {
     logs: BTreeMap<i64, PathBuf>,
     offset_indexes: BTreeMap<i64, PathBuf>,
     time_indexes: BTreeMap<i64, PathBuf>,
+    txn_indexes: BTreeMap<i64, PathBuf>,
 }
 
 /// The first batch with the highest partition leader epoch seen so far.
@@ -113,6 +116,9 @@ struct Verifier {
     report: VerifyReport,
     problems_per_file: HashMap<PathBuf, usize>,
     highest_batch_epoch: Option<EpochSighting>,
+    /// The ABORT markers of the segment being checked: offset to producer
+    /// id, for the checks of its `.txnindex`.
+    abort_markers: BTreeMap<i64, i64>,
 }
 
 /// An offset-index entry that passed the entry-by-entry checks.
@@ -291,7 +297,11 @@ impl Verifier {
                     );
                 }
             }
+            self.abort_markers.clear();
             let next_offset = self.verify_segment(&ctx);
+            if let Some(path) = files.txn_indexes.get(&base_offset) {
+                self.verify_txn_index(path, base_offset, next_offset);
+            }
             previous = Some((next_offset, log.clone()));
         }
         self.report.log_end_offset = previous.as_ref().map(|(next_offset, _)| *next_offset);
@@ -299,6 +309,7 @@ impl Verifier {
         for (kind, map) in [
             ("offset index", &files.offset_indexes),
             ("time index", &files.time_indexes),
+            ("transaction index", &files.txn_indexes),
         ] {
             for (base_offset, path) in map {
                 if !files.logs.contains_key(base_offset) {
@@ -399,11 +410,14 @@ impl Verifier {
                 Some(FileKind::TimeIndex { base_offset }) => {
                     files.time_indexes.insert(base_offset, path);
                 }
+                Some(FileKind::TxnIndex { base_offset }) => {
+                    files.txn_indexes.insert(base_offset, path);
+                }
                 Some(FileKind::LeaderEpochCheckpoint | FileKind::OffsetCheckpoint) => {}
                 None => {
                     let name = entry.file_name();
                     let name = name.to_string_lossy();
-                    if [".log", ".index", ".timeindex"]
+                    if [".log", ".index", ".timeindex", ".txnindex"]
                         .iter()
                         .any(|suffix| name.ends_with(suffix))
                     {
@@ -549,6 +563,7 @@ impl Verifier {
                 );
             }
             self.check_records(ctx, position, &header, last_offset, reader.batch_bytes());
+            self.note_abort_marker(&header, reader.batch_bytes());
             if max_timestamp.is_none_or(|(ts, _)| header.max_timestamp > ts) {
                 max_timestamp = Some((header.max_timestamp, last_offset));
             }

@@ -127,10 +127,9 @@ impl fmt::Display for Action {
             ),
             Action::DeleteIndexes => write!(
                 f,
-                "stop the broker and delete this segment's .index and .timeindex: the open-time \
-                 sanity check does not catch this. pinlog recreates missing indexes empty \
-                 (correct, but reads of the segment then scan it from its start); Kafka \
-                 rebuilds them from the log"
+                "stop the broker and delete this segment's .index, .timeindex and .txnindex: the \
+                 open-time sanity check does not catch this. With an index missing, pinlog (as \
+                 Kafka) recovers the segment on open and rebuilds all three from the log"
             ),
             Action::MissingIndex => write!(
                 f,
