@@ -6,10 +6,16 @@
 //!   read up to, and the entries of the aborted-transaction index.
 //! - [`marker`]: the COMMIT and ABORT markers' record key and value in
 //!   Kafka's format (`EndTransactionMarker`).
+//! - [`metadata`]: a transactional id's state at its coordinator, and the
+//!   legal transitions between states.
+//! - [`coordinator`]: the coordinator's decisions on InitProducerId,
+//!   AddPartitionsToTxn, EndTxn and timeouts.
 //!
 //! The log (`src/log/producer_state.rs`) feeds [`partition::PartitionTxns`]
 //! as it applies batches, and writes the aborted entries it returns to the
 //! segment's `.txnindex` file.
 
+pub mod coordinator;
 pub mod marker;
+pub mod metadata;
 pub mod partition;

@@ -1,0 +1,499 @@
+//! The transaction coordinator's decisions, as pure functions of an id's
+//! state (Kafka's `TransactionCoordinator` checks and
+//! `TransactionMetadata.prepare*` transitions), for transaction version 1.
+//!
+//! Each request is decided against the id's [`TxnEntry`]: either it is
+//! answered at once (an error, or a retry of something already done), or
+//! the decision is a new [`TxnMetadata`] that the shell writes to
+//! `__transaction_state`, marks as the id's pending state while it
+//! replicates, and then applies. Time, fresh producer ids and limits are
+//! parameters; nothing here does I/O.
+
+use std::collections::BTreeSet;
+
+use crate::protocol::error_code;
+use crate::topic_partition::TopicPartition;
+use crate::transaction::metadata::{TxnMetadata, TxnState, NO_PRODUCER_EPOCH};
+
+/// An id at its coordinator: its state, and the transition being written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TxnEntry {
+    pub metadata: TxnMetadata,
+    /// The state a write in flight moves to; requests wait it out with
+    /// CONCURRENT_TRANSACTIONS.
+    pub pending: Option<TxnState>,
+}
+
+impl TxnEntry {
+    pub fn new(metadata: TxnMetadata) -> Self {
+        TxnEntry {
+            metadata,
+            pending: None,
+        }
+    }
+}
+
+/// What a request leads to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decision {
+    /// Nothing to write: answer with this code (NONE: already done).
+    Answer(i16),
+    /// Write this state, then answer.
+    Write(TxnMetadata),
+    /// Write this `PrepareAbort` (with a bumped epoch that fences the
+    /// producer), write the markers, complete the abort; the request itself
+    /// is answered CONCURRENT_TRANSACTIONS so that the client retries.
+    FenceAndAbort(TxnMetadata),
+    /// The id needs a new producer id (it is new, or its epochs are spent):
+    /// allocate one and decide again with it.
+    NeedProducerId,
+}
+
+/// InitProducerId for a transactional id (Kafka's `handleInitProducerId`).
+/// `expected`: the (producer id, epoch) a v3+ client already holds
+/// (KIP-360), if any. `fresh_producer_id`: a newly allocated id, when the
+/// previous decision asked for one.
+pub fn init_producer_id(
+    entry: Option<&TxnEntry>,
+    transactional_id: &str,
+    txn_timeout_ms: i32,
+    max_txn_timeout_ms: i32,
+    expected: Option<(i64, i16)>,
+    fresh_producer_id: Option<i64>,
+    now_ms: i64,
+) -> Decision {
+    if transactional_id.is_empty() {
+        return Decision::Answer(error_code::INVALID_REQUEST);
+    }
+    if txn_timeout_ms <= 0 || txn_timeout_ms > max_txn_timeout_ms {
+        return Decision::Answer(error_code::INVALID_TRANSACTION_TIMEOUT);
+    }
+    let Some(entry) = entry else {
+        let Some(producer_id) = fresh_producer_id else {
+            return Decision::NeedProducerId;
+        };
+        let new = TxnMetadata::new(transactional_id.to_string(), producer_id, txn_timeout_ms, now_ms);
+        return bump_epoch(&new, txn_timeout_ms, expected.map(|(_, e)| e), now_ms);
+    };
+    if entry.pending.is_some() {
+        return Decision::Answer(error_code::CONCURRENT_TRANSACTIONS);
+    }
+    let m = &entry.metadata;
+    if let Some((producer_id, epoch)) = expected {
+        // KIP-360: fence unless the id was just created, the producer holds
+        // the current id, or it holds the previous id at a spent epoch (a
+        // retry of the rotation that it never heard back from).
+        let valid = m.producer_epoch == NO_PRODUCER_EPOCH
+            || producer_id == m.producer_id
+            || (producer_id == m.previous_producer_id && TxnMetadata::is_epoch_exhausted(epoch));
+        if !valid {
+            return Decision::Answer(error_code::PRODUCER_FENCED);
+        }
+    }
+    match m.state {
+        TxnState::PrepareCommit | TxnState::PrepareAbort => {
+            Decision::Answer(error_code::CONCURRENT_TRANSACTIONS)
+        }
+        TxnState::Empty | TxnState::CompleteCommit | TxnState::CompleteAbort => {
+            let spent = TxnMetadata::is_epoch_exhausted(m.producer_epoch);
+            if spent && expected.is_none_or(|(_, e)| e == m.producer_epoch) {
+                let Some(producer_id) = fresh_producer_id else {
+                    return Decision::NeedProducerId;
+                };
+                let mut next = m.clone();
+                next.previous_producer_id = m.producer_id;
+                next.producer_id = producer_id;
+                next.producer_epoch = 0;
+                next.last_producer_epoch = if expected.is_some() {
+                    m.producer_epoch
+                } else {
+                    NO_PRODUCER_EPOCH
+                };
+                return Decision::Write(to_empty(next, txn_timeout_ms, now_ms));
+            }
+            bump_epoch(m, txn_timeout_ms, expected.map(|(_, e)| e), now_ms)
+        }
+        TxnState::Ongoing => fence_and_abort(m, now_ms),
+        TxnState::Dead | TxnState::PrepareEpochFence => {
+            Decision::Answer(error_code::CONCURRENT_TRANSACTIONS)
+        }
+    }
+}
+
+/// Kafka's `prepareIncrementProducerEpoch`.
+fn bump_epoch(m: &TxnMetadata, txn_timeout_ms: i32, expected_epoch: Option<i16>, now_ms: i64) -> Decision {
+    let bumped = m.producer_epoch + 1;
+    let (epoch, last_epoch) = match expected_epoch {
+        // A new producer, or one that lost its state: bump.
+        None => (bumped, NO_PRODUCER_EPOCH),
+        // It continues after an error, and nobody else initialised since.
+        Some(e) if m.producer_epoch == NO_PRODUCER_EPOCH || e == m.producer_epoch => {
+            (bumped, m.producer_epoch)
+        }
+        // A retry of a bump that succeeded: the same answer again.
+        Some(e) if e == m.last_producer_epoch => (m.producer_epoch, m.last_producer_epoch),
+        Some(_) => return Decision::Answer(error_code::PRODUCER_FENCED),
+    };
+    let mut next = m.clone();
+    next.producer_epoch = epoch;
+    next.last_producer_epoch = last_epoch;
+    Decision::Write(to_empty(next, txn_timeout_ms, now_ms))
+}
+
+fn to_empty(mut next: TxnMetadata, txn_timeout_ms: i32, now_ms: i64) -> TxnMetadata {
+    next.state = TxnState::Empty;
+    next.txn_timeout_ms = txn_timeout_ms;
+    next.partitions.clear();
+    next.txn_start_timestamp_ms = -1;
+    next.txn_last_update_timestamp_ms = now_ms;
+    next
+}
+
+/// Aborts the open transaction under a bumped epoch, which fences the
+/// producer that opened it: its markers carry the new epoch, so the
+/// partitions refuse the old one (Kafka's `prepareFenceProducerEpoch`
+/// followed by the abort). At the last epoch there is nothing to bump to;
+/// the abort then keeps the epoch.
+pub fn fence_and_abort(m: &TxnMetadata, now_ms: i64) -> Decision {
+    let mut next = m.clone();
+    if m.producer_epoch < i16::MAX {
+        next.producer_epoch = m.producer_epoch + 1;
+    }
+    next.last_producer_epoch = NO_PRODUCER_EPOCH;
+    next.state = TxnState::PrepareAbort;
+    next.txn_last_update_timestamp_ms = now_ms;
+    Decision::FenceAndAbort(next)
+}
+
+/// Checks a client's producer id and epoch against the id's (the common
+/// head of AddPartitionsToTxn, AddOffsetsToTxn and EndTxn).
+fn check_producer(entry: Option<&TxnEntry>, producer_id: i64, epoch: i16) -> Result<&TxnEntry, i16> {
+    let Some(entry) = entry else {
+        return Err(error_code::INVALID_PRODUCER_ID_MAPPING);
+    };
+    if entry.metadata.producer_id != producer_id {
+        return Err(error_code::INVALID_PRODUCER_ID_MAPPING);
+    }
+    if entry.metadata.producer_epoch != epoch {
+        return Err(error_code::PRODUCER_FENCED);
+    }
+    if entry.pending.is_some() {
+        return Err(error_code::CONCURRENT_TRANSACTIONS);
+    }
+    Ok(entry)
+}
+
+/// AddPartitionsToTxn (and AddOffsetsToTxn, which adds the group's
+/// `__consumer_offsets` partition): Kafka's `handleAddPartitionsToTransaction`.
+pub fn add_partitions(
+    entry: Option<&TxnEntry>,
+    producer_id: i64,
+    epoch: i16,
+    partitions: &BTreeSet<TopicPartition>,
+    now_ms: i64,
+) -> Decision {
+    let entry = match check_producer(entry, producer_id, epoch) {
+        Ok(e) => e,
+        Err(code) => return Decision::Answer(code),
+    };
+    let m = &entry.metadata;
+    match m.state {
+        TxnState::PrepareCommit | TxnState::PrepareAbort => {
+            Decision::Answer(error_code::CONCURRENT_TRANSACTIONS)
+        }
+        TxnState::Ongoing if partitions.is_subset(&m.partitions) => {
+            Decision::Answer(error_code::NONE)
+        }
+        TxnState::Ongoing | TxnState::Empty | TxnState::CompleteCommit | TxnState::CompleteAbort => {
+            let mut next = m.clone();
+            if m.state != TxnState::Ongoing {
+                next.txn_start_timestamp_ms = now_ms;
+            }
+            next.state = TxnState::Ongoing;
+            next.partitions.extend(partitions.iter().cloned());
+            next.txn_last_update_timestamp_ms = now_ms;
+            Decision::Write(next)
+        }
+        TxnState::Dead | TxnState::PrepareEpochFence => {
+            Decision::Answer(error_code::CONCURRENT_TRANSACTIONS)
+        }
+    }
+}
+
+/// Whether a partition is in the id's open transaction (KIP-890's
+/// verification, for a partition leader that received the producer's first
+/// transactional batch).
+pub fn verify_partition(entry: Option<&TxnEntry>, producer_id: i64, epoch: i16, tp: &TopicPartition) -> i16 {
+    match check_producer(entry, producer_id, epoch) {
+        Err(code) => code,
+        Ok(e) if e.metadata.state == TxnState::Ongoing && e.metadata.partitions.contains(tp) => {
+            error_code::NONE
+        }
+        Ok(_) => error_code::INVALID_TXN_STATE,
+    }
+}
+
+/// EndTxn from a client (Kafka's `handleEndTransaction` under transaction
+/// version 1): `Write` is the `PrepareCommit` or `PrepareAbort` to write,
+/// after which the markers go out.
+pub fn end_txn(entry: Option<&TxnEntry>, producer_id: i64, epoch: i16, commit: bool, now_ms: i64) -> Decision {
+    let entry = match check_producer(entry, producer_id, epoch) {
+        Ok(e) => e,
+        Err(code) => return Decision::Answer(code),
+    };
+    let m = &entry.metadata;
+    let invalid = Decision::Answer(error_code::INVALID_TXN_STATE);
+    match (m.state, commit) {
+        (TxnState::Ongoing, _) => {
+            let mut next = m.clone();
+            next.state = if commit {
+                TxnState::PrepareCommit
+            } else {
+                TxnState::PrepareAbort
+            };
+            next.txn_last_update_timestamp_ms = now_ms;
+            Decision::Write(next)
+        }
+        // A retry of an EndTxn that completed.
+        (TxnState::CompleteCommit, true) | (TxnState::CompleteAbort, false) => {
+            Decision::Answer(error_code::NONE)
+        }
+        // A retry while the markers are still being written.
+        (TxnState::PrepareCommit, true) | (TxnState::PrepareAbort, false) => {
+            Decision::Answer(error_code::CONCURRENT_TRANSACTIONS)
+        }
+        (TxnState::CompleteCommit | TxnState::PrepareCommit, false)
+        | (TxnState::CompleteAbort | TxnState::PrepareAbort, true)
+        | (TxnState::Empty, _) => invalid,
+        (TxnState::Dead | TxnState::PrepareEpochFence, _) => {
+            Decision::Answer(error_code::CONCURRENT_TRANSACTIONS)
+        }
+    }
+}
+
+/// Every partition acknowledged its marker: the transaction is complete
+/// (Kafka's `prepareComplete`).
+pub fn complete(m: &TxnMetadata, now_ms: i64) -> TxnMetadata {
+    assert!(m.state.is_prepare(), "completing {} from {:?}", m.transactional_id, m.state);
+    let mut next = m.clone();
+    next.state = if m.state == TxnState::PrepareCommit {
+        TxnState::CompleteCommit
+    } else {
+        TxnState::CompleteAbort
+    };
+    next.partitions.clear();
+    next.txn_last_update_timestamp_ms = now_ms;
+    next
+}
+
+/// Checks that `next` is a legal successor of `current` (asserted by the
+/// shell before every write).
+pub fn check_transition(current: &TxnMetadata, next: &TxnMetadata) -> Result<(), String> {
+    let same = current.state == next.state
+        && matches!(current.state, TxnState::Empty | TxnState::Ongoing);
+    if !same && !next.state.valid_previous().contains(&current.state) {
+        return Err(format!(
+            "{}: {:?} cannot follow {:?}",
+            current.transactional_id, next.state, current.state
+        ));
+    }
+    let rotated = next.producer_id != current.producer_id;
+    if !rotated && next.producer_epoch < current.producer_epoch {
+        return Err(format!(
+            "{}: epoch {} would go back from {}",
+            current.transactional_id, next.producer_epoch, current.producer_epoch
+        ));
+    }
+    if rotated && next.previous_producer_id != current.producer_id {
+        return Err(format!(
+            "{}: producer id {} replaced without recording {} as the previous one",
+            current.transactional_id, next.producer_id, current.producer_id
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MAX: i32 = 900_000;
+
+    fn tps(names: &[(&str, i32)]) -> BTreeSet<TopicPartition> {
+        names
+            .iter()
+            .map(|(t, p)| TopicPartition::new(t.to_string(), *p))
+            .collect()
+    }
+
+    /// Applies a written decision as the shell does after replication.
+    fn applied(d: Decision) -> TxnEntry {
+        match d {
+            Decision::Write(m) | Decision::FenceAndAbort(m) => TxnEntry::new(m),
+            other => panic!("expected a write, got {other:?}"),
+        }
+    }
+
+    fn initialised(id: &str) -> TxnEntry {
+        assert_eq!(
+            init_producer_id(None, id, 60_000, MAX, None, None, 0),
+            Decision::NeedProducerId
+        );
+        applied(init_producer_id(None, id, 60_000, MAX, None, Some(7), 0))
+    }
+
+    #[test]
+    fn a_transaction_runs_from_init_to_complete_commit() {
+        let e = initialised("t");
+        assert_eq!((e.metadata.producer_id, e.metadata.producer_epoch), (7, 0));
+        assert_eq!(e.metadata.state, TxnState::Empty);
+        let added = applied(add_partitions(Some(&e), 7, 0, &tps(&[("a", 0), ("b", 1)]), 10));
+        assert_eq!(added.metadata.state, TxnState::Ongoing);
+        assert_eq!(added.metadata.txn_start_timestamp_ms, 10);
+        // Adding what is there already writes nothing.
+        assert_eq!(
+            add_partitions(Some(&added), 7, 0, &tps(&[("a", 0)]), 11),
+            Decision::Answer(error_code::NONE)
+        );
+        let more = applied(add_partitions(Some(&added), 7, 0, &tps(&[("c", 0)]), 12));
+        assert_eq!(more.metadata.partitions.len(), 3);
+        assert_eq!(more.metadata.txn_start_timestamp_ms, 10, "the start stays");
+        let prepared = applied(end_txn(Some(&more), 7, 0, true, 20));
+        assert_eq!(prepared.metadata.state, TxnState::PrepareCommit);
+        assert_eq!(
+            end_txn(Some(&prepared), 7, 0, true, 21),
+            Decision::Answer(error_code::CONCURRENT_TRANSACTIONS),
+            "a retry while markers are written"
+        );
+        assert_eq!(
+            end_txn(Some(&prepared), 7, 0, false, 21),
+            Decision::Answer(error_code::INVALID_TXN_STATE)
+        );
+        let done = TxnEntry::new(complete(&prepared.metadata, 30));
+        assert_eq!(done.metadata.state, TxnState::CompleteCommit);
+        assert!(done.metadata.partitions.is_empty());
+        assert_eq!(end_txn(Some(&done), 7, 0, true, 31), Decision::Answer(error_code::NONE));
+        for pair in [(&e, &added), (&added, &more), (&more, &prepared), (&prepared, &done)] {
+            check_transition(&pair.0.metadata, &pair.1.metadata).unwrap();
+        }
+    }
+
+    #[test]
+    fn stale_producers_and_pending_writes_are_refused() {
+        let e = initialised("t");
+        let one = tps(&[("a", 0)]);
+        assert_eq!(
+            add_partitions(Some(&e), 8, 0, &one, 1),
+            Decision::Answer(error_code::INVALID_PRODUCER_ID_MAPPING)
+        );
+        assert_eq!(
+            add_partitions(Some(&e), 7, 1, &one, 1),
+            Decision::Answer(error_code::PRODUCER_FENCED)
+        );
+        assert_eq!(
+            add_partitions(None, 7, 0, &one, 1),
+            Decision::Answer(error_code::INVALID_PRODUCER_ID_MAPPING)
+        );
+        let mut pending = e.clone();
+        pending.pending = Some(TxnState::Ongoing);
+        assert_eq!(
+            add_partitions(Some(&pending), 7, 0, &one, 1),
+            Decision::Answer(error_code::CONCURRENT_TRANSACTIONS)
+        );
+        assert_eq!(
+            end_txn(Some(&e), 7, 0, true, 1),
+            Decision::Answer(error_code::INVALID_TXN_STATE),
+            "nothing to end"
+        );
+        assert_eq!(
+            init_producer_id(Some(&e), "t", MAX + 1, MAX, None, None, 1),
+            Decision::Answer(error_code::INVALID_TRANSACTION_TIMEOUT)
+        );
+    }
+
+    #[test]
+    fn a_new_instance_fences_an_open_transaction_by_aborting_it_under_a_new_epoch() {
+        let e = initialised("t");
+        let open = applied(add_partitions(Some(&e), 7, 0, &tps(&[("a", 0)]), 1));
+        let fenced = init_producer_id(Some(&open), "t", 60_000, MAX, None, None, 5);
+        let Decision::FenceAndAbort(abort) = fenced else {
+            panic!("{fenced:?}")
+        };
+        assert_eq!((abort.state, abort.producer_epoch), (TxnState::PrepareAbort, 1));
+        assert_eq!(abort.partitions, open.metadata.partitions, "markers go to every partition");
+        check_transition(&open.metadata, &abort).unwrap();
+        // The old instance is fenced from here on.
+        let aborting = TxnEntry::new(abort);
+        assert_eq!(
+            end_txn(Some(&aborting), 7, 0, true, 6),
+            Decision::Answer(error_code::PRODUCER_FENCED)
+        );
+        assert_eq!(
+            init_producer_id(Some(&aborting), "t", 60_000, MAX, None, None, 6),
+            Decision::Answer(error_code::CONCURRENT_TRANSACTIONS),
+            "the new instance retries until the abort completes"
+        );
+        let aborted = TxnEntry::new(complete(&aborting.metadata, 7));
+        let fresh = applied(init_producer_id(Some(&aborted), "t", 60_000, MAX, None, None, 8));
+        assert_eq!((fresh.metadata.producer_id, fresh.metadata.producer_epoch), (7, 2));
+    }
+
+    #[test]
+    fn kip_360_retries_get_the_same_epoch_and_strangers_are_fenced() {
+        let e = initialised("t"); // epoch 0
+        let bumped = applied(init_producer_id(Some(&e), "t", 60_000, MAX, Some((7, 0)), None, 1));
+        assert_eq!(
+            (bumped.metadata.producer_epoch, bumped.metadata.last_producer_epoch),
+            (1, 0)
+        );
+        // The same request again (its answer was lost): the same epoch.
+        let again = applied(init_producer_id(Some(&bumped), "t", 60_000, MAX, Some((7, 0)), None, 2));
+        assert_eq!(again.metadata.producer_epoch, 1);
+        assert_eq!(
+            init_producer_id(Some(&bumped), "t", 60_000, MAX, Some((99, 0)), None, 2),
+            Decision::Answer(error_code::PRODUCER_FENCED)
+        );
+        assert_eq!(
+            init_producer_id(Some(&bumped), "t", 60_000, MAX, Some((7, 5)), None, 2),
+            Decision::Answer(error_code::PRODUCER_FENCED)
+        );
+    }
+
+    #[test]
+    fn a_spent_epoch_moves_to_a_new_producer_id() {
+        let mut e = initialised("t");
+        e.metadata.producer_epoch = i16::MAX - 1;
+        assert_eq!(
+            init_producer_id(Some(&e), "t", 60_000, MAX, None, None, 1),
+            Decision::NeedProducerId
+        );
+        let rotated = applied(init_producer_id(Some(&e), "t", 60_000, MAX, None, Some(8), 1));
+        assert_eq!(
+            (
+                rotated.metadata.producer_id,
+                rotated.metadata.producer_epoch,
+                rotated.metadata.previous_producer_id
+            ),
+            (8, 0, 7)
+        );
+        check_transition(&e.metadata, &rotated.metadata).unwrap();
+    }
+
+    #[test]
+    fn state_ids_and_names_round_trip() {
+        for s in TxnState::ALL {
+            assert_eq!(TxnState::from_id(s.id()), Some(s));
+            assert_eq!(TxnState::from_name(s.name()), Some(s));
+        }
+        assert_eq!(TxnState::from_id(8), None);
+    }
+
+    #[test]
+    fn timeouts_count_from_the_transactions_start() {
+        let e = initialised("t");
+        let open = applied(add_partitions(Some(&e), 7, 0, &tps(&[("a", 0)]), 1_000));
+        assert!(!open.metadata.has_timed_out(61_000));
+        assert!(open.metadata.has_timed_out(61_001));
+        assert!(!e.metadata.has_timed_out(i64::MAX), "nothing open");
+    }
+}
