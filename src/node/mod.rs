@@ -8,6 +8,8 @@
 //! - [`append_waiters::AppendWaiters`]: long polls woken by appends;
 //! - [`replicas::Replicas`]: each local partition's replication state, and
 //!   the helpers that move a log's HW from it;
+//! - [`internal_log`]: a coordinator's replicated write to a partition of
+//!   an internal topic;
 //! - [`stop::StopHandle`]: the per-broker stop request;
 //! - [`ids`]: random ids (UUIDs, cluster ids, member ids);
 //! - [`partition_load::PartitionLoad`]: the bytes each partition took in
@@ -20,6 +22,7 @@
 
 pub mod append_waiters;
 pub mod ids;
+pub mod internal_log;
 pub mod partition_load;
 pub mod replicas;
 pub mod state;

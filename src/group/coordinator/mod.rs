@@ -21,7 +21,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::rc::Rc;
 use std::time::Duration;
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 
 use crate::broker_config::group::GroupConfig;
 use crate::error::LogError;
@@ -32,7 +32,6 @@ use crate::group::offsets_log::{read_latest_values, LatestValues};
 use crate::group::offsets_topic::partition_for;
 pub use crate::group::offsets_topic::OFFSETS_TOPIC;
 use crate::group::schema::{GroupValue, OffsetValue, RecordKey};
-use crate::log::batch;
 use crate::node::state::BrokerState;
 use crate::node::stop::StopHandle;
 use crate::protocol::error_code;
@@ -364,58 +363,15 @@ impl GroupCoordinator {
         partition: i32,
         records: &[(Bytes, Option<Bytes>)],
     ) -> Result<(), i16> {
+        use crate::node::internal_log::{append_replicated, InternalWriteError};
         let tp = Self::tp(partition);
-        let Some(led) = crate::node::replicas::led_partition(shard, &tp) else {
-            return Err(error_code::NOT_COORDINATOR);
-        };
-        let log = led.log;
-        let epoch = led.state.borrow().leader_epoch();
-        let now = now_ms();
-        let specs: Vec<batch::KeyedRecordSpec<'_>> = records
-            .iter()
-            .map(|(k, v)| (0, Some(&k[..]), v.as_deref()))
-            .collect();
-        let bytes = batch::build_keyed_batch(0, epoch, now, &specs);
-        let result = {
-            let mut log = log
-                .write()
-                .await
-                .map_err(|_| error_code::COORDINATOR_NOT_AVAILABLE)?;
-            let r = log
-                .append_as_leader(BytesMut::from(&bytes[..]), epoch, None, now)
-                .await;
-            if r.is_ok() {
-                crate::node::replicas::after_append(shard, &tp, &mut log);
-            }
-            r
-        };
-        match result {
-            // Answered once replicated: a group write the ISR does not hold
-            // could vanish with a failover (Kafka's acks=all for group
-            // state).
-            Ok(info) => {
-                use crate::node::replicas::{wait_for_high_watermark, HighWatermarkWait};
-                let wait = wait_for_high_watermark(
-                    shard,
-                    &tp,
-                    epoch,
-                    info.last_offset + 1,
-                    // A leader is always in its ISR: the wait never ends
-                    // early; an ISR below the topic's minimum shows as a
-                    // timeout, as in Kafka.
-                    1,
-                    std::time::Duration::from_millis(GROUP_WRITE_TIMEOUT_MS),
-                )
-                .await;
-                match wait {
-                    HighWatermarkWait::Reached => Ok(()),
-                    HighWatermarkWait::TimedOut | HighWatermarkWait::BelowMinIsr(_) => {
-                        Err(error_code::REQUEST_TIMED_OUT)
-                    }
-                    HighWatermarkWait::LostLeadership => Err(error_code::NOT_COORDINATOR),
-                }
-            }
-            Err(e) => {
+        let timeout = std::time::Duration::from_millis(GROUP_WRITE_TIMEOUT_MS);
+        match append_replicated(shard, &tp, records, timeout).await {
+            Ok(_) => Ok(()),
+            Err(InternalWriteError::NotLeader) => Err(error_code::NOT_COORDINATOR),
+            Err(InternalWriteError::Timeout) => Err(error_code::REQUEST_TIMED_OUT),
+            Err(InternalWriteError::Unavailable) => Err(error_code::COORDINATOR_NOT_AVAILABLE),
+            Err(InternalWriteError::Log(e)) => {
                 tracing::error!(partition = %tp, "writing group state failed: {e}");
                 Err(match e {
                     LogError::InvalidBatch { .. } => error_code::INVALID_COMMIT_OFFSET_SIZE,
