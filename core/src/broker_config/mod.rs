@@ -16,8 +16,10 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
 pub mod group;
+pub mod transaction;
 
 use self::group::{GroupConfig, GROUP_KEYS};
+use self::transaction::{TransactionConfig, TRANSACTION_KEYS};
 use crate::config::{CleanerConfig, CleanupPolicy, LogConfig};
 use crate::constants::*;
 
@@ -90,6 +92,8 @@ pub struct BrokerConfig {
     pub log: LogConfig,
     /// The group coordinator's settings (`group.*`, `offsets.*`).
     pub group: GroupConfig,
+    /// The transaction coordinator's settings (`transaction.*`).
+    pub transaction: TransactionConfig,
     /// The log cleaner (`log.cleaner.*`).
     pub cleaner: CleanerConfig,
     /// `process.roles`, `controller.quorum.*`, `controller.listen`.
@@ -389,6 +393,7 @@ impl Default for BrokerConfig {
             fetch_session_cache_slots: FETCH_SESSION_CACHE_SLOTS_DEFAULT,
             log: LogConfig::default(),
             group: GroupConfig::default(),
+            transaction: TransactionConfig::default(),
             cleaner: CleanerConfig::default(),
             cluster: ClusterConfig::default(),
             replication: ReplicationConfig::default(),
@@ -789,6 +794,7 @@ impl BrokerConfig {
                 }
                 "log.preallocate" => self.log.preallocate = boolean(key, v)?,
                 k if GROUP_KEYS.contains(&k) => self.group.set(k, int(key, v)?)?,
+                k if TRANSACTION_KEYS.contains(&k) => self.transaction.set(k, int(key, v)?)?,
                 "log.cleanup.policy" => {
                     let s = string(key, v)?;
                     self.log.cleanup_policy = CleanupPolicy::parse(&s).ok_or_else(|| {
@@ -829,10 +835,11 @@ impl BrokerConfig {
                 "log.cleaner.io.buffer.size" => self.cleaner.io_buffer_size = non_negative(key, v)?,
                 other => {
                     return Err(format!(
-                        "unknown setting {other:?} in {}; known settings: {}, {}",
+                        "unknown setting {other:?} in {}; known settings: {}, {}, {}",
                         path.display(),
                         KNOWN_KEYS.join(", "),
-                        GROUP_KEYS.join(", ")
+                        GROUP_KEYS.join(", "),
+                        TRANSACTION_KEYS.join(", ")
                     ))
                 }
             }
