@@ -72,7 +72,12 @@ pub fn init_producer_id(
         let Some(producer_id) = fresh_producer_id else {
             return Decision::NeedProducerId;
         };
-        let new = TxnMetadata::new(transactional_id.to_string(), producer_id, txn_timeout_ms, now_ms);
+        let new = TxnMetadata::new(
+            transactional_id.to_string(),
+            producer_id,
+            txn_timeout_ms,
+            now_ms,
+        );
         return bump_epoch(&new, txn_timeout_ms, expected.map(|(_, e)| e), now_ms);
     };
     if entry.pending.is_some() {
@@ -121,7 +126,12 @@ pub fn init_producer_id(
 }
 
 /// Kafka's `prepareIncrementProducerEpoch`.
-fn bump_epoch(m: &TxnMetadata, txn_timeout_ms: i32, expected_epoch: Option<i16>, now_ms: i64) -> Decision {
+fn bump_epoch(
+    m: &TxnMetadata,
+    txn_timeout_ms: i32,
+    expected_epoch: Option<i16>,
+    now_ms: i64,
+) -> Decision {
     let bumped = m.producer_epoch + 1;
     let (epoch, last_epoch) = match expected_epoch {
         // A new producer, or one that lost its state: bump.
@@ -167,7 +177,11 @@ pub fn fence_and_abort(m: &TxnMetadata, now_ms: i64) -> Decision {
 
 /// Checks a client's producer id and epoch against the id's (the common
 /// head of AddPartitionsToTxn, AddOffsetsToTxn and EndTxn).
-fn check_producer(entry: Option<&TxnEntry>, producer_id: i64, epoch: i16) -> Result<&TxnEntry, i16> {
+fn check_producer(
+    entry: Option<&TxnEntry>,
+    producer_id: i64,
+    epoch: i16,
+) -> Result<&TxnEntry, i16> {
     let Some(entry) = entry else {
         return Err(error_code::INVALID_PRODUCER_ID_MAPPING);
     };
@@ -204,7 +218,10 @@ pub fn add_partitions(
         TxnState::Ongoing if partitions.is_subset(&m.partitions) => {
             Decision::Answer(error_code::NONE)
         }
-        TxnState::Ongoing | TxnState::Empty | TxnState::CompleteCommit | TxnState::CompleteAbort => {
+        TxnState::Ongoing
+        | TxnState::Empty
+        | TxnState::CompleteCommit
+        | TxnState::CompleteAbort => {
             let mut next = m.clone();
             if m.state != TxnState::Ongoing {
                 next.txn_start_timestamp_ms = now_ms;
@@ -223,7 +240,12 @@ pub fn add_partitions(
 /// Whether a partition is in the id's open transaction (KIP-890's
 /// verification, for a partition leader that received the producer's first
 /// transactional batch).
-pub fn verify_partition(entry: Option<&TxnEntry>, producer_id: i64, epoch: i16, tp: &TopicPartition) -> i16 {
+pub fn verify_partition(
+    entry: Option<&TxnEntry>,
+    producer_id: i64,
+    epoch: i16,
+    tp: &TopicPartition,
+) -> i16 {
     match check_producer(entry, producer_id, epoch) {
         Err(code) => code,
         Ok(e) if e.metadata.state == TxnState::Ongoing && e.metadata.partitions.contains(tp) => {
@@ -236,7 +258,13 @@ pub fn verify_partition(entry: Option<&TxnEntry>, producer_id: i64, epoch: i16, 
 /// EndTxn from a client (Kafka's `handleEndTransaction` under transaction
 /// version 1): `Write` is the `PrepareCommit` or `PrepareAbort` to write,
 /// after which the markers go out.
-pub fn end_txn(entry: Option<&TxnEntry>, producer_id: i64, epoch: i16, commit: bool, now_ms: i64) -> Decision {
+pub fn end_txn(
+    entry: Option<&TxnEntry>,
+    producer_id: i64,
+    epoch: i16,
+    commit: bool,
+    now_ms: i64,
+) -> Decision {
     let entry = match check_producer(entry, producer_id, epoch) {
         Ok(e) => e,
         Err(code) => return Decision::Answer(code),
@@ -274,7 +302,12 @@ pub fn end_txn(entry: Option<&TxnEntry>, producer_id: i64, epoch: i16, commit: b
 /// Every partition acknowledged its marker: the transaction is complete
 /// (Kafka's `prepareComplete`).
 pub fn complete(m: &TxnMetadata, now_ms: i64) -> TxnMetadata {
-    assert!(m.state.is_prepare(), "completing {} from {:?}", m.transactional_id, m.state);
+    assert!(
+        m.state.is_prepare(),
+        "completing {} from {:?}",
+        m.transactional_id,
+        m.state
+    );
     let mut next = m.clone();
     next.state = if m.state == TxnState::PrepareCommit {
         TxnState::CompleteCommit
@@ -289,8 +322,8 @@ pub fn complete(m: &TxnMetadata, now_ms: i64) -> TxnMetadata {
 /// Checks that `next` is a legal successor of `current` (asserted by the
 /// shell before every write).
 pub fn check_transition(current: &TxnMetadata, next: &TxnMetadata) -> Result<(), String> {
-    let same = current.state == next.state
-        && matches!(current.state, TxnState::Empty | TxnState::Ongoing);
+    let same =
+        current.state == next.state && matches!(current.state, TxnState::Empty | TxnState::Ongoing);
     if !same && !next.state.valid_previous().contains(&current.state) {
         return Err(format!(
             "{}: {:?} cannot follow {:?}",
@@ -347,7 +380,13 @@ mod tests {
         let e = initialised("t");
         assert_eq!((e.metadata.producer_id, e.metadata.producer_epoch), (7, 0));
         assert_eq!(e.metadata.state, TxnState::Empty);
-        let added = applied(add_partitions(Some(&e), 7, 0, &tps(&[("a", 0), ("b", 1)]), 10));
+        let added = applied(add_partitions(
+            Some(&e),
+            7,
+            0,
+            &tps(&[("a", 0), ("b", 1)]),
+            10,
+        ));
         assert_eq!(added.metadata.state, TxnState::Ongoing);
         assert_eq!(added.metadata.txn_start_timestamp_ms, 10);
         // Adding what is there already writes nothing.
@@ -372,8 +411,16 @@ mod tests {
         let done = TxnEntry::new(complete(&prepared.metadata, 30));
         assert_eq!(done.metadata.state, TxnState::CompleteCommit);
         assert!(done.metadata.partitions.is_empty());
-        assert_eq!(end_txn(Some(&done), 7, 0, true, 31), Decision::Answer(error_code::NONE));
-        for pair in [(&e, &added), (&added, &more), (&more, &prepared), (&prepared, &done)] {
+        assert_eq!(
+            end_txn(Some(&done), 7, 0, true, 31),
+            Decision::Answer(error_code::NONE)
+        );
+        for pair in [
+            (&e, &added),
+            (&added, &more),
+            (&more, &prepared),
+            (&prepared, &done),
+        ] {
             check_transition(&pair.0.metadata, &pair.1.metadata).unwrap();
         }
     }
@@ -419,8 +466,14 @@ mod tests {
         let Decision::FenceAndAbort(abort) = fenced else {
             panic!("{fenced:?}")
         };
-        assert_eq!((abort.state, abort.producer_epoch), (TxnState::PrepareAbort, 1));
-        assert_eq!(abort.partitions, open.metadata.partitions, "markers go to every partition");
+        assert_eq!(
+            (abort.state, abort.producer_epoch),
+            (TxnState::PrepareAbort, 1)
+        );
+        assert_eq!(
+            abort.partitions, open.metadata.partitions,
+            "markers go to every partition"
+        );
         check_transition(&open.metadata, &abort).unwrap();
         // The old instance is fenced from here on.
         let aborting = TxnEntry::new(abort);
@@ -434,20 +487,50 @@ mod tests {
             "the new instance retries until the abort completes"
         );
         let aborted = TxnEntry::new(complete(&aborting.metadata, 7));
-        let fresh = applied(init_producer_id(Some(&aborted), "t", 60_000, MAX, None, None, 8));
-        assert_eq!((fresh.metadata.producer_id, fresh.metadata.producer_epoch), (7, 2));
+        let fresh = applied(init_producer_id(
+            Some(&aborted),
+            "t",
+            60_000,
+            MAX,
+            None,
+            None,
+            8,
+        ));
+        assert_eq!(
+            (fresh.metadata.producer_id, fresh.metadata.producer_epoch),
+            (7, 2)
+        );
     }
 
     #[test]
     fn kip_360_retries_get_the_same_epoch_and_strangers_are_fenced() {
         let e = initialised("t"); // epoch 0
-        let bumped = applied(init_producer_id(Some(&e), "t", 60_000, MAX, Some((7, 0)), None, 1));
+        let bumped = applied(init_producer_id(
+            Some(&e),
+            "t",
+            60_000,
+            MAX,
+            Some((7, 0)),
+            None,
+            1,
+        ));
         assert_eq!(
-            (bumped.metadata.producer_epoch, bumped.metadata.last_producer_epoch),
+            (
+                bumped.metadata.producer_epoch,
+                bumped.metadata.last_producer_epoch
+            ),
             (1, 0)
         );
         // The same request again (its answer was lost): the same epoch.
-        let again = applied(init_producer_id(Some(&bumped), "t", 60_000, MAX, Some((7, 0)), None, 2));
+        let again = applied(init_producer_id(
+            Some(&bumped),
+            "t",
+            60_000,
+            MAX,
+            Some((7, 0)),
+            None,
+            2,
+        ));
         assert_eq!(again.metadata.producer_epoch, 1);
         assert_eq!(
             init_producer_id(Some(&bumped), "t", 60_000, MAX, Some((99, 0)), None, 2),
@@ -467,7 +550,15 @@ mod tests {
             init_producer_id(Some(&e), "t", 60_000, MAX, None, None, 1),
             Decision::NeedProducerId
         );
-        let rotated = applied(init_producer_id(Some(&e), "t", 60_000, MAX, None, Some(8), 1));
+        let rotated = applied(init_producer_id(
+            Some(&e),
+            "t",
+            60_000,
+            MAX,
+            None,
+            Some(8),
+            1,
+        ));
         assert_eq!(
             (
                 rotated.metadata.producer_id,

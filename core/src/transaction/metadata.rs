@@ -150,7 +150,12 @@ pub struct TxnMetadata {
 
 impl TxnMetadata {
     /// A new id: no epoch yet, so InitProducerId's bump makes it 0.
-    pub fn new(transactional_id: String, producer_id: i64, txn_timeout_ms: i32, now_ms: i64) -> Self {
+    pub fn new(
+        transactional_id: String,
+        producer_id: i64,
+        txn_timeout_ms: i32,
+        now_ms: i64,
+    ) -> Self {
         TxnMetadata {
             transactional_id,
             producer_id,

@@ -10,12 +10,15 @@
 //!   legal transitions between states.
 //! - [`coordinator`]: the coordinator's decisions on InitProducerId,
 //!   AddPartitionsToTxn, EndTxn and timeouts.
+//! - [`log_record`]: `__transaction_state`'s record schemas, and which
+//!   partition an id lives on.
 //!
 //! The log (`src/log/producer_state.rs`) feeds [`partition::PartitionTxns`]
 //! as it applies batches, and writes the aborted entries it returns to the
 //! segment's `.txnindex` file.
 
 pub mod coordinator;
+pub mod log_record;
 pub mod marker;
 pub mod metadata;
 pub mod partition;
