@@ -8,7 +8,7 @@ use crate::metadata::dynamic_broker_config;
 use crate::metadata::image::MetadataImage;
 use crate::metadata::records::{MetadataRecord, RESOURCE_BROKER, RESOURCE_TOPIC};
 use crate::metadata::topic_config;
-use crate::metadata::OFFSETS_TOPIC;
+use crate::metadata::{is_internal_topic, OFFSETS_TOPIC};
 use crate::protocol::error_code;
 use crate::replica::throttle;
 
@@ -412,6 +412,13 @@ pub fn plan_delete_topics(image: &MetadataImage, names: Vec<String>) -> Plan<Del
                 Err((
                     error_code::INVALID_REQUEST,
                     format!("{name} is internal and cannot be deleted; delete consumer groups with DeleteGroups instead"),
+                )),
+            )),
+            Some(_) if is_internal_topic(&name) => results.push((
+                name.clone(),
+                Err((
+                    error_code::INVALID_REQUEST,
+                    format!("{name} is internal and cannot be deleted"),
                 )),
             )),
             Some(t) => {

@@ -12,5 +12,14 @@ pub mod topic_config;
 /// to know it (the controller refuses to delete it).
 pub const OFFSETS_TOPIC: &str = "__consumer_offsets";
 
+/// Kafka's internal topic for the transaction coordinator's state.
+pub const TRANSACTION_STATE_TOPIC: &str = "__transaction_state";
+
+/// Whether `topic` is one of Kafka's internal topics, which only the
+/// coordinators write and nobody deletes.
+pub fn is_internal_topic(topic: &str) -> bool {
+    topic == OFFSETS_TOPIC || topic == TRANSACTION_STATE_TOPIC
+}
+
 /// KRaft's name for the metadata log's topic.
 pub const METADATA_TOPIC: &str = "__cluster_metadata";

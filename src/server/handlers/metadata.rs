@@ -112,7 +112,7 @@ pub async fn handle(
                 }
             })
             .collect();
-        let is_internal = name == crate::group::offsets_topic::OFFSETS_TOPIC;
+        let is_internal = crate::metadata::is_internal_topic(&name);
         topics.push(MetadataResponseTopic {
             error_code: error_code::NONE,
             name: Some(name),

@@ -16,7 +16,6 @@ use bytes::Bytes;
 
 use crate::broker_config::TimestampType;
 use crate::error::LogError;
-use crate::group::offsets_topic::OFFSETS_TOPIC;
 use crate::metadata::dynamic_broker_config;
 use crate::metadata::topic_config;
 use crate::node::replicas::{self, wait_for_high_watermark, HighWatermarkWait};
@@ -85,13 +84,15 @@ pub async fn handle(
             let tp = TopicPartition::new(t.name.clone(), p.index);
             let early = if !valid_acks {
                 Some(Appended::error(error_code::INVALID_REQUIRED_ACKS, None))
-            } else if t.name == OFFSETS_TOPIC {
+            } else if crate::metadata::is_internal_topic(&t.name) {
                 // Kafka refuses client writes to its internal topics: the
-                // group coordinator alone writes group state.
+                // coordinators alone write their state.
                 Some(Appended::error(
                     error_code::INVALID_TOPIC_EXCEPTION,
                     Some(format!(
-                        "{OFFSETS_TOPIC} is internal; commit offsets with OffsetCommit"
+                        "{} is internal; only its coordinator writes it (commit offsets with \
+                         OffsetCommit, transactions through the transaction APIs)",
+                        t.name
                     )),
                 ))
             } else if image.partition(&t.name, p.index).is_some() {

@@ -39,7 +39,6 @@ use std::time::Instant;
 
 use crate::error::LogError;
 use crate::log::data_dir::PartitionOffsets;
-use crate::metadata::OFFSETS_TOPIC;
 use crate::node::partition_load::PartitionLoad;
 use crate::node::replicas;
 use crate::protocol::error_code;
@@ -133,7 +132,8 @@ pub async fn move_partition(
             })
         }
     };
-    if tp.topic == OFFSETS_TOPIC || tp.topic == crate::metadata::METADATA_TOPIC {
+    if crate::metadata::is_internal_topic(&tp.topic) || tp.topic == crate::metadata::METADATA_TOPIC
+    {
         return Err(MoveError::Internal);
     }
     crate::shard::checkpoints::with_checkpoints_held(shard, move |shard| async move {
