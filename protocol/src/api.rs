@@ -1,8 +1,9 @@
 //! The APIs pinlog serves, the versions it implements, and where each API's
 //! flexible versions (compact encodings, tagged fields) begin.
 //!
-//! ApiVersions advertises exactly this table, so a client never picks a
-//! version we cannot decode.
+//! ApiVersions advertises exactly `SUPPORTED_APIS`, so a client never picks
+//! a version we cannot decode. `CODEC_ONLY_APIS` lists the APIs whose codecs
+//! exist before the broker serves them.
 
 /// Kafka API keys pinlog knows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -27,6 +28,11 @@ pub enum ApiKey {
     DeleteRecords = 21,
     InitProducerId = 22,
     OffsetForLeaderEpoch = 23,
+    AddPartitionsToTxn = 24,
+    AddOffsetsToTxn = 25,
+    EndTxn = 26,
+    WriteTxnMarkers = 27,
+    TxnOffsetCommit = 28,
     DescribeConfigs = 32,
     AlterConfigs = 33,
     DescribeLogDirs = 35,
@@ -39,7 +45,10 @@ pub enum ApiKey {
     OffsetDelete = 47,
     DescribeQuorum = 55,
     DescribeCluster = 60,
+    DescribeProducers = 61,
     UnregisterBroker = 64,
+    DescribeTransactions = 65,
+    ListTransactions = 66,
     ListConfigResources = 74,
     /// pinlog's own: shard placement (`protocol/src/messages/partition_shards.rs`).
     PartitionShards = 32_000,
@@ -165,7 +174,7 @@ pub const SUPPORTED_APIS: &[ApiSupport] = &[
     ApiSupport {
         key: ApiKey::InitProducerId,
         min_version: 0,
-        max_version: 4,
+        max_version: 5,
         first_flexible_version: 2,
     },
     ApiSupport {
@@ -266,7 +275,66 @@ pub const SUPPORTED_APIS: &[ApiSupport] = &[
     },
 ];
 
+/// APIs whose codecs pinlog has (`protocol/src/messages/`) but whose broker
+/// side does not exist yet, sorted by key, with the versions the codecs
+/// implement. They are not in `SUPPORTED_APIS`: ApiVersions does not
+/// advertise them, `ApiKey::from_i16` does not know them, and the broker
+/// refuses them as it refuses any unknown key. A row moves to
+/// `SUPPORTED_APIS` when the broker serves the API.
+pub const CODEC_ONLY_APIS: &[ApiSupport] = &[
+    ApiSupport {
+        key: ApiKey::AddPartitionsToTxn,
+        min_version: 0,
+        max_version: 5,
+        first_flexible_version: 3,
+    },
+    ApiSupport {
+        key: ApiKey::AddOffsetsToTxn,
+        min_version: 0,
+        max_version: 4,
+        first_flexible_version: 3,
+    },
+    ApiSupport {
+        key: ApiKey::EndTxn,
+        min_version: 0,
+        max_version: 5,
+        first_flexible_version: 3,
+    },
+    ApiSupport {
+        key: ApiKey::WriteTxnMarkers,
+        min_version: 1,
+        max_version: 2,
+        first_flexible_version: 1,
+    },
+    ApiSupport {
+        key: ApiKey::TxnOffsetCommit,
+        min_version: 0,
+        max_version: 5,
+        first_flexible_version: 3,
+    },
+    ApiSupport {
+        key: ApiKey::DescribeProducers,
+        min_version: 0,
+        max_version: 0,
+        first_flexible_version: 0,
+    },
+    ApiSupport {
+        key: ApiKey::DescribeTransactions,
+        min_version: 0,
+        max_version: 0,
+        first_flexible_version: 0,
+    },
+    ApiSupport {
+        key: ApiKey::ListTransactions,
+        min_version: 0,
+        max_version: 2,
+        first_flexible_version: 0,
+    },
+];
+
 impl ApiKey {
+    /// The API with this key if pinlog serves it: keys of
+    /// `CODEC_ONLY_APIS` are unknown here, as to the broker.
     pub fn from_i16(key: i16) -> Option<ApiKey> {
         SUPPORTED_APIS
             .iter()
@@ -274,11 +342,23 @@ impl ApiKey {
             .find(|k| *k as i16 == key)
     }
 
+    /// This API's row of `SUPPORTED_APIS`. Panics for an API of
+    /// `CODEC_ONLY_APIS`, which the broker does not serve.
     pub fn support(self) -> &'static ApiSupport {
         SUPPORTED_APIS
             .iter()
             .find(|a| a.key == self)
-            .expect("every ApiKey has a row in SUPPORTED_APIS")
+            .expect("every ApiKey outside CODEC_ONLY_APIS has a row in SUPPORTED_APIS")
+    }
+
+    /// The versions pinlog's codec implements and where they turn flexible:
+    /// the row of `SUPPORTED_APIS`, or else of `CODEC_ONLY_APIS`.
+    pub fn codec_support(self) -> &'static ApiSupport {
+        SUPPORTED_APIS
+            .iter()
+            .chain(CODEC_ONLY_APIS)
+            .find(|a| a.key == self)
+            .expect("every ApiKey has a row in SUPPORTED_APIS or CODEC_ONLY_APIS")
     }
 
     /// An API of pinlog's own, which Kafka does not have: ApiVersions
@@ -287,14 +367,19 @@ impl ApiKey {
         self == ApiKey::PartitionShards
     }
 
+    /// Whether the broker serves `version` of this API: never for an API of
+    /// `CODEC_ONLY_APIS`.
     pub fn supports(self, version: i16) -> bool {
-        let s = self.support();
-        (s.min_version..=s.max_version).contains(&version)
+        SUPPORTED_APIS
+            .iter()
+            .find(|a| a.key == self)
+            .is_some_and(|s| (s.min_version..=s.max_version).contains(&version))
     }
 
-    /// Whether `version` of this API uses compact encodings and tagged fields.
+    /// Whether `version` of this API uses compact encodings and tagged
+    /// fields (so also for an API of `CODEC_ONLY_APIS`).
     pub fn is_flexible(self, version: i16) -> bool {
-        version >= self.support().first_flexible_version
+        version >= self.codec_support().first_flexible_version
     }
 
     /// Request header version for `version` of this API: 2 when flexible,
@@ -354,6 +439,14 @@ impl ApiKey {
             ApiKey::DescribeLogDirs => "DescribeLogDirs",
             ApiKey::DeleteGroups => "DeleteGroups",
             ApiKey::OffsetDelete => "OffsetDelete",
+            ApiKey::AddPartitionsToTxn => "AddPartitionsToTxn",
+            ApiKey::AddOffsetsToTxn => "AddOffsetsToTxn",
+            ApiKey::EndTxn => "EndTxn",
+            ApiKey::WriteTxnMarkers => "WriteTxnMarkers",
+            ApiKey::TxnOffsetCommit => "TxnOffsetCommit",
+            ApiKey::DescribeProducers => "DescribeProducers",
+            ApiKey::DescribeTransactions => "DescribeTransactions",
+            ApiKey::ListTransactions => "ListTransactions",
         }
     }
 }
@@ -378,5 +471,32 @@ mod tests {
         assert_eq!(ApiKey::ApiVersions.response_header_version(3), 0);
         assert_eq!(ApiKey::Fetch.response_header_version(12), 1);
         assert_eq!(ApiKey::Fetch.request_header_version(11), 1);
+    }
+
+    #[test]
+    fn codec_only_apis_are_neither_known_nor_served() {
+        assert!(
+            CODEC_ONLY_APIS
+                .windows(2)
+                .all(|w| (w[0].key as i16) < (w[1].key as i16)),
+            "CODEC_ONLY_APIS is sorted by key, without duplicates"
+        );
+        for a in CODEC_ONLY_APIS {
+            assert!(a.min_version <= a.max_version, "{:?}", a.key);
+            assert!(
+                SUPPORTED_APIS.iter().all(|s| s.key != a.key),
+                "{:?} is in both tables",
+                a.key
+            );
+            assert_eq!(ApiKey::from_i16(a.key as i16), None, "{:?}", a.key);
+            for v in a.min_version..=a.max_version {
+                assert!(!a.key.supports(v), "{:?} v{v}", a.key);
+            }
+            assert_eq!(a.key.codec_support().max_version, a.max_version);
+        }
+        assert!(ApiKey::EndTxn.is_flexible(3) && !ApiKey::EndTxn.is_flexible(2));
+        assert_eq!(ApiKey::EndTxn.request_header_version(3), 2);
+        assert_eq!(ApiKey::ListTransactions.response_header_version(0), 1);
+        assert_eq!(ApiKey::InitProducerId.codec_support().max_version, 5);
     }
 }

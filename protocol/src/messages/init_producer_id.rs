@@ -1,9 +1,10 @@
-//! InitProducerId (key 22), versions 0-4; flexible from version 2.
+//! InitProducerId (key 22), versions 0-5; flexible from version 2.
 //!
 //! Idempotent producers send it without a transactional id to obtain a
 //! producer id and epoch. From v3 a producer may also send the id and epoch
 //! it already holds (both -1 otherwise) so that the broker can bump the
-//! epoch instead of handing out a new id.
+//! epoch instead of handing out a new id. v4 and v5 are v3 on the wire: v4
+//! may answer PRODUCER_FENCED and v5 TRANSACTION_ABORTABLE (KIP-890).
 
 use bytes::{BufMut, BytesMut};
 
@@ -115,7 +116,7 @@ mod tests {
     use super::*;
     use crate::messages::test_support::*;
 
-    const VERSIONS: std::ops::RangeInclusive<i16> = 0..=4;
+    const VERSIONS: std::ops::RangeInclusive<i16> = 0..=5;
 
     /// A request with a non-default value in every field `version` carries.
     fn request(version: i16) -> InitProducerIdRequest {

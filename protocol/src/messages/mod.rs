@@ -3,6 +3,8 @@
 //! Brokers decode requests and encode responses; the load generator and the
 //! tests do the reverse, with the same code.
 
+pub mod add_offsets_to_txn;
+pub mod add_partitions_to_txn;
 pub mod alter_configs;
 pub mod alter_partition;
 pub mod alter_partition_reassignments;
@@ -17,8 +19,11 @@ pub mod describe_cluster;
 pub mod describe_configs;
 pub mod describe_groups;
 pub mod describe_log_dirs;
+pub mod describe_producers;
 pub mod describe_quorum;
+pub mod describe_transactions;
 pub mod elect_leaders;
+pub mod end_txn;
 pub mod fetch;
 pub mod find_coordinator;
 pub mod heartbeat;
@@ -30,6 +35,7 @@ pub mod list_config_resources;
 pub mod list_groups;
 pub mod list_offsets;
 pub mod list_partition_reassignments;
+pub mod list_transactions;
 pub mod metadata;
 pub mod offset_commit;
 pub mod offset_delete;
@@ -38,7 +44,9 @@ pub mod offset_for_leader_epoch;
 pub mod partition_shards;
 pub mod produce;
 pub mod sync_group;
+pub mod txn_offset_commit;
 pub mod unregister_broker;
+pub mod write_txn_markers;
 
 #[cfg(test)]
 mod test_support;

@@ -103,6 +103,22 @@ messages!(
     offset_delete::OffsetDeleteResponse,
     offset_fetch::OffsetFetchRequest,
     offset_fetch::OffsetFetchResponse,
+    add_partitions_to_txn::AddPartitionsToTxnRequest,
+    add_partitions_to_txn::AddPartitionsToTxnResponse,
+    add_offsets_to_txn::AddOffsetsToTxnRequest,
+    add_offsets_to_txn::AddOffsetsToTxnResponse,
+    end_txn::EndTxnRequest,
+    end_txn::EndTxnResponse,
+    write_txn_markers::WriteTxnMarkersRequest,
+    write_txn_markers::WriteTxnMarkersResponse,
+    txn_offset_commit::TxnOffsetCommitRequest,
+    txn_offset_commit::TxnOffsetCommitResponse,
+    describe_producers::DescribeProducersRequest,
+    describe_producers::DescribeProducersResponse,
+    describe_transactions::DescribeTransactionsRequest,
+    describe_transactions::DescribeTransactionsResponse,
+    list_transactions::ListTransactionsRequest,
+    list_transactions::ListTransactionsResponse,
 );
 
 /// `m` encoded at `version`.

@@ -221,6 +221,19 @@ pub async fn handle_frame(shard: &Rc<Shard>, frame: Bytes, peer_host: &str) -> O
             offset_delete::OffsetDeleteRequest,
             handlers::offset_delete::handle
         ),
+        // Codecs only (`CODEC_ONLY_APIS`): `ApiKey::from_i16` does not know
+        // them, so their frames were refused above as unknown keys. Not
+        // served until they move to `SUPPORTED_APIS`.
+        ApiKey::AddPartitionsToTxn
+        | ApiKey::AddOffsetsToTxn
+        | ApiKey::EndTxn
+        | ApiKey::WriteTxnMarkers
+        | ApiKey::TxnOffsetCommit
+        | ApiKey::DescribeProducers
+        | ApiKey::DescribeTransactions
+        | ApiKey::ListTransactions => Outcome::Close(format!(
+            "unknown API key {api_key} (correlation id {correlation_id})"
+        )),
     }
 }
 
