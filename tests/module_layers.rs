@@ -35,13 +35,16 @@ const SHELL_LAYERS: &[&[&str]] = &[
 
 /// The rooms of `src/server/`, by layer, bottom first: a room imports only
 /// rooms below it. The controller room forwards and decides admin requests;
-/// replication proposes ISR changes through it; the image applier starts
-/// fetchers; shard moves adopt a partition through the applier; handlers
+/// replication proposes ISR changes through it; the transaction
+/// coordinator allocates producer ids through the controller and sends
+/// markers over replication's peer connections; the image applier starts
+/// fetchers and coordinators; shard moves adopt a partition through the applier; handlers
 /// call all of these; the network edge dispatches to handlers; metrics read
 /// everything at scrape time; the lifecycle starts and stops it all.
 const SERVER_ROOMS: &[&str] = &[
     "controller",
     "replication",
+    "txn_coordinator",
     "image_applier",
     "shard_placement",
     "handlers",

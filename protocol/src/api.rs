@@ -184,6 +184,38 @@ pub const SUPPORTED_APIS: &[ApiSupport] = &[
         first_flexible_version: 4,
     },
     ApiSupport {
+        key: ApiKey::AddPartitionsToTxn,
+        min_version: 0,
+        max_version: 5,
+        first_flexible_version: 3,
+    },
+    ApiSupport {
+        key: ApiKey::AddOffsetsToTxn,
+        min_version: 0,
+        max_version: 4,
+        first_flexible_version: 3,
+    },
+    ApiSupport {
+        key: ApiKey::EndTxn,
+        min_version: 0,
+        max_version: 5,
+        first_flexible_version: 3,
+    },
+    ApiSupport {
+        key: ApiKey::WriteTxnMarkers,
+        min_version: 1,
+        // v2 (each marker's transaction version) is decoded too, but
+        // brokers advertise up to the version they send.
+        max_version: 1,
+        first_flexible_version: 1,
+    },
+    ApiSupport {
+        key: ApiKey::TxnOffsetCommit,
+        min_version: 0,
+        max_version: 5,
+        first_flexible_version: 3,
+    },
+    ApiSupport {
         key: ApiKey::DescribeConfigs,
         min_version: 1,
         max_version: 4,
@@ -282,36 +314,6 @@ pub const SUPPORTED_APIS: &[ApiSupport] = &[
 /// refuses them as it refuses any unknown key. A row moves to
 /// `SUPPORTED_APIS` when the broker serves the API.
 pub const CODEC_ONLY_APIS: &[ApiSupport] = &[
-    ApiSupport {
-        key: ApiKey::AddPartitionsToTxn,
-        min_version: 0,
-        max_version: 5,
-        first_flexible_version: 3,
-    },
-    ApiSupport {
-        key: ApiKey::AddOffsetsToTxn,
-        min_version: 0,
-        max_version: 4,
-        first_flexible_version: 3,
-    },
-    ApiSupport {
-        key: ApiKey::EndTxn,
-        min_version: 0,
-        max_version: 5,
-        first_flexible_version: 3,
-    },
-    ApiSupport {
-        key: ApiKey::WriteTxnMarkers,
-        min_version: 1,
-        max_version: 2,
-        first_flexible_version: 1,
-    },
-    ApiSupport {
-        key: ApiKey::TxnOffsetCommit,
-        min_version: 0,
-        max_version: 5,
-        first_flexible_version: 3,
-    },
     ApiSupport {
         key: ApiKey::DescribeProducers,
         min_version: 0,

@@ -1,5 +1,8 @@
 //! Reading a `__consumer_offsets` partition back when its coordinator
-//! starts: the last value of every key, as compaction would keep it.
+//! starts: the last value of every key, as compaction would keep it. A
+//! transaction's offsets count from its COMMIT marker on (an ABORT drops
+//! them); those whose transaction is still open at the log end come back
+//! as pending.
 
 use std::collections::BTreeMap;
 
@@ -19,6 +22,8 @@ pub struct LatestValues {
     pub latest: BTreeMap<RecordKey, Option<Bytes>>,
     pub order: Vec<RecordKey>,
     pub records: usize,
+    /// Records of transactions still open at the log end, by producer id.
+    pub pending: BTreeMap<i64, Vec<(RecordKey, Option<Bytes>)>>,
 }
 
 /// Reads `tp` from its log start to its log end (see
@@ -28,9 +33,21 @@ pub async fn read_latest_values(
     tp: &TopicPartition,
 ) -> Result<LatestValues, LogError> {
     let mut out = LatestValues::default();
+    let mut open: BTreeMap<i64, Vec<(RecordKey, Option<Bytes>)>> = BTreeMap::new();
     out.records = scan_to_end(log, tp, |scanned| {
-        let Scanned::Record { key, value, .. } = scanned else {
-            return;
+        let (header, key, value) = match scanned {
+            Scanned::Marker { header, marker } => {
+                let decided = open.remove(&header.producer_id).unwrap_or_default();
+                if !marker.kind.is_abort() {
+                    for (key, value) in decided {
+                        if out.latest.insert(key.clone(), value).is_none() {
+                            out.order.push(key);
+                        }
+                    }
+                }
+                return;
+            }
+            Scanned::Record { header, key, value } => (header, key, value),
         };
         let Some(key) = key else { return };
         let key = match RecordKey::decode(Bytes::copy_from_slice(key)) {
@@ -42,10 +59,17 @@ pub async fn read_latest_values(
             }
         };
         let value = value.map(Bytes::copy_from_slice);
+        if header.is_transactional() && header.producer_id >= 0 {
+            open.entry(header.producer_id)
+                .or_default()
+                .push((key, value));
+            return;
+        }
         if out.latest.insert(key.clone(), value).is_none() {
             out.order.push(key);
         }
     })
     .await?;
+    out.pending = open;
     Ok(out)
 }

@@ -481,6 +481,30 @@ impl ProducerStateManager {
         })
     }
 
+    /// Checks a coordinator's append of records that belong to producers'
+    /// transactions (KIP-447's transactional offsets): only the epoch, which
+    /// may not be older than the producer's (Kafka's `AppendOrigin.COORDINATOR`).
+    pub fn check_coordinator_append(
+        &self,
+        tp: &TopicPartition,
+        headers: &[BatchHeader],
+    ) -> LogResult<()> {
+        for h in headers.iter().filter(|h| h.producer_id >= 0) {
+            if let Some(entry) = self.producers.get(&h.producer_id) {
+                if h.producer_epoch < entry.producer_epoch {
+                    return Err(LogError::InvalidProducerEpoch {
+                        partition: tp.to_string(),
+                        producer_id: h.producer_id,
+                        producer_epoch: h.producer_epoch,
+                        current_epoch: entry.producer_epoch,
+                        offset: h.base_offset,
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Checks a marker the leader is about to append for a producer (Kafka's
     /// `appendEndTxnMarker` checks): its epoch may not be older than the
     /// producer's (under transaction version 2, where every EndTxn bumps

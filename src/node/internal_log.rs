@@ -9,10 +9,11 @@ use std::time::Duration;
 use bytes::{Bytes, BytesMut};
 use glommio::sync::RwLock;
 
+use crate::constants::RECORD_BATCH_HEADER_SIZE;
 use crate::error::LogError;
 use crate::log::batch::{self, BatchHeader, BatchIter, CountRule};
 use crate::log::control_batch;
-use crate::log::partition_log::{AppendInfo, PartitionLog};
+use crate::log::partition_log::{AppendInfo, AppendOrigin, LeaderAppend, PartitionLog};
 use crate::node::replicas::{self, wait_for_high_watermark, HighWatermarkWait};
 use crate::shard::shard::{now_ms, Shard};
 use crate::topic_partition::TopicPartition;
@@ -32,15 +33,25 @@ pub enum InternalWriteError {
     Log(LogError),
 }
 
+/// The producer whose transaction a coordinator's records belong to
+/// (KIP-447's transactional offset commits).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TxnProducer {
+    pub producer_id: i64,
+    pub producer_epoch: i16,
+}
+
 /// Appends `records` (key, value or tombstone) in one batch to `tp`, which
 /// this shard must lead, and waits until the high watermark passes it or
 /// `timeout` passes. Answered only once replicated: a write the ISR does
 /// not hold could vanish with a failover (Kafka's acks=all for coordinator
-/// state).
+/// state). With `producer`, the batch is that producer's transactional
+/// batch: its records count only once the transaction commits.
 pub async fn append_replicated(
     shard: &Shard,
     tp: &TopicPartition,
     records: &[(Bytes, Option<Bytes>)],
+    producer: Option<TxnProducer>,
     timeout: Duration,
 ) -> Result<AppendInfo, InternalWriteError> {
     let Some(led) = replicas::led_partition(shard, tp) else {
@@ -52,7 +63,22 @@ pub async fn append_replicated(
         .iter()
         .map(|(k, v)| (0, Some(&k[..]), v.as_deref()))
         .collect();
-    let bytes = batch::build_keyed_batch(0, epoch, now, &specs);
+    let mut bytes = batch::build_keyed_batch(0, epoch, now, &specs);
+    if let Some(p) = producer {
+        let h = batch::parse_header(&bytes).expect("a batch just built");
+        let mut fields = batch::BatchFields::of(&h);
+        fields.producer_id = p.producer_id;
+        fields.producer_epoch = p.producer_epoch;
+        // Kafka's coordinator writes sequence 0; nothing checks it.
+        fields.base_sequence = 0;
+        fields.attributes |= TRANSACTIONAL_FLAG;
+        bytes = batch::encode_batch(&fields, h.record_count, &bytes[RECORD_BATCH_HEADER_SIZE..]);
+    }
+    let append = LeaderAppend {
+        batches: BytesMut::from(&bytes[..]),
+        log_append_time_ms: None,
+        origin: AppendOrigin::Coordinator,
+    };
     let info = {
         let mut log = led
             .log
@@ -60,8 +86,10 @@ pub async fn append_replicated(
             .await
             .map_err(|_| InternalWriteError::Unavailable)?;
         let r = log
-            .append_as_leader(BytesMut::from(&bytes[..]), epoch, None, now)
-            .await;
+            .append_many_as_leader(vec![append], epoch, now)
+            .await
+            .pop()
+            .expect("one result per append");
         if r.is_ok() {
             replicas::after_append(shard, tp, &mut log);
         }
@@ -86,6 +114,9 @@ pub async fn append_replicated(
         HighWatermarkWait::LostLeadership => Err(InternalWriteError::NotLeader),
     }
 }
+
+/// Kafka's transactional attribute bit.
+const TRANSACTIONAL_FLAG: i16 = 0x10;
 
 /// Bytes read per step while a coordinator loads a partition.
 pub const LOAD_READ_BYTES: usize = 1024 * 1024;

@@ -10,6 +10,7 @@
 //!   the helpers that move a log's HW from it;
 //! - [`internal_log`]: a coordinator's replicated write to a partition of
 //!   an internal topic;
+//! - [`error_codes`]: Kafka's code for each log error;
 //! - [`stop::StopHandle`]: the per-broker stop request;
 //! - [`ids`]: random ids (UUIDs, cluster ids, member ids);
 //! - [`partition_load::PartitionLoad`]: the bytes each partition took in
@@ -21,6 +22,7 @@
 //! `node`, never the other way round.
 
 pub mod append_waiters;
+pub mod error_codes;
 pub mod ids;
 pub mod internal_log;
 pub mod partition_load;

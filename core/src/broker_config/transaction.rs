@@ -103,7 +103,11 @@ impl TransactionConfig {
             "transaction.remove.expired.transaction.cleanup.interval.ms" => {
                 self.remove_expired_interval_ms = at_least(1, int)? as u64
             }
-            other => return Err(format!("{other:?} is not a transaction coordinator setting")),
+            other => {
+                return Err(format!(
+                    "{other:?} is not a transaction coordinator setting"
+                ))
+            }
         }
         Ok(())
     }

@@ -286,12 +286,14 @@ pub fn end_txn(
         (TxnState::CompleteCommit, true) | (TxnState::CompleteAbort, false) => {
             Decision::Answer(error_code::NONE)
         }
-        // A retry while the markers are still being written.
-        (TxnState::PrepareCommit, true) | (TxnState::PrepareAbort, false) => {
+        // While the markers are still being written, Kafka keeps the
+        // completion pending: any EndTxn waits (a retry, and an opposite
+        // outcome too, which the completed state then refuses).
+        (TxnState::PrepareCommit | TxnState::PrepareAbort, _) => {
             Decision::Answer(error_code::CONCURRENT_TRANSACTIONS)
         }
-        (TxnState::CompleteCommit | TxnState::PrepareCommit, false)
-        | (TxnState::CompleteAbort | TxnState::PrepareAbort, true)
+        (TxnState::CompleteCommit, false)
+        | (TxnState::CompleteAbort, true)
         | (TxnState::Empty, _) => invalid,
         (TxnState::Dead | TxnState::PrepareEpochFence, _) => {
             Decision::Answer(error_code::CONCURRENT_TRANSACTIONS)
@@ -406,7 +408,8 @@ mod tests {
         );
         assert_eq!(
             end_txn(Some(&prepared), 7, 0, false, 21),
-            Decision::Answer(error_code::INVALID_TXN_STATE)
+            Decision::Answer(error_code::CONCURRENT_TRANSACTIONS),
+            "the opposite outcome waits for the completion too"
         );
         let done = TxnEntry::new(complete(&prepared.metadata, 30));
         assert_eq!(done.metadata.state, TxnState::CompleteCommit);
@@ -414,6 +417,10 @@ mod tests {
         assert_eq!(
             end_txn(Some(&done), 7, 0, true, 31),
             Decision::Answer(error_code::NONE)
+        );
+        assert_eq!(
+            end_txn(Some(&done), 7, 0, false, 31),
+            Decision::Answer(error_code::INVALID_TXN_STATE)
         );
         for pair in [
             (&e, &added),

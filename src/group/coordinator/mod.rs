@@ -136,12 +136,17 @@ mod timers;
 
 pub use self::timers::start;
 
+mod txn_offsets;
+
 pub struct GroupCoordinator {
     config: GroupConfig,
     groups: RefCell<HashMap<String, Group>>,
     /// Which partition each group is on (for loading and sweeps).
     group_partition: RefCell<HashMap<String, i32>>,
     partitions: RefCell<HashMap<i32, Rc<OffsetsPartition>>>,
+    /// Offsets committed inside open transactions, by (partition, producer
+    /// id), until their marker (`txn_offsets.rs`).
+    pending_txn: RefCell<HashMap<(i32, i64), Vec<txn_offsets::PendingOffset>>>,
 }
 
 impl GroupCoordinator {
@@ -151,6 +156,7 @@ impl GroupCoordinator {
             groups: RefCell::new(HashMap::new()),
             group_partition: RefCell::new(HashMap::new()),
             partitions: RefCell::new(HashMap::new()),
+            pending_txn: RefCell::new(HashMap::new()),
         }
     }
 
@@ -215,6 +221,9 @@ impl GroupCoordinator {
         if self.partitions.borrow_mut().remove(&partition).is_none() {
             return;
         }
+        self.pending_txn
+            .borrow_mut()
+            .retain(|(p, _), _| *p != partition);
         let gone: Vec<String> = self
             .group_partition
             .borrow()
@@ -285,7 +294,38 @@ impl GroupCoordinator {
             mut latest,
             order,
             records,
+            pending,
         } = read_latest_values(&log, &tp).await?;
+        {
+            let mut pending_txn = self.pending_txn.borrow_mut();
+            pending_txn.retain(|(p, _), _| *p != partition);
+            for (producer_id, offsets) in pending {
+                let decoded = offsets
+                    .into_iter()
+                    .filter_map(|(key, value)| match (key, value) {
+                        (
+                            RecordKey::Offset {
+                                group,
+                                topic,
+                                partition: p,
+                            },
+                            Some(v),
+                        ) => OffsetValue::decode(v)
+                            .ok()
+                            .map(|value| txn_offsets::PendingOffset {
+                                group,
+                                topic,
+                                partition: p,
+                                value,
+                            }),
+                        _ => None,
+                    });
+                pending_txn
+                    .entry((partition, producer_id))
+                    .or_default()
+                    .extend(decoded);
+            }
+        }
         // The last value per key wins, exactly what compaction keeps.
         let now = now_ms();
         let mut groups = self.groups.borrow_mut();
@@ -366,7 +406,7 @@ impl GroupCoordinator {
         use crate::node::internal_log::{append_replicated, InternalWriteError};
         let tp = Self::tp(partition);
         let timeout = std::time::Duration::from_millis(GROUP_WRITE_TIMEOUT_MS);
-        match append_replicated(shard, &tp, records, timeout).await {
+        match append_replicated(shard, &tp, records, None, timeout).await {
             Ok(_) => Ok(()),
             Err(InternalWriteError::NotLeader) => Err(error_code::NOT_COORDINATOR),
             Err(InternalWriteError::Timeout) => Err(error_code::REQUEST_TIMED_OUT),
@@ -721,6 +761,7 @@ impl GroupCoordinator {
         partition: i32,
         group_id: String,
         topics: Option<Vec<(String, Vec<i32>)>>,
+        require_stable: bool,
     ) -> Result<Vec<(String, Vec<FetchedOffset>)>, i16> {
         self.ready(&shard, partition)?;
         let groups = self.groups.borrow();
@@ -728,6 +769,15 @@ impl GroupCoordinator {
         let fetched = |topic: &str, p: i32| match group
             .and_then(|g| g.offsets.get(&(topic.to_string(), p)))
         {
+            // KIP-447: a transaction's offset may still change; a consumer
+            // that asks for stable offsets waits until it is decided.
+            _ if require_stable && self.has_pending_offset(&group_id, topic, p) => FetchedOffset {
+                partition: p,
+                offset: -1,
+                leader_epoch: -1,
+                metadata: String::new(),
+                error_code: error_code::UNSTABLE_OFFSET_COMMIT,
+            },
             Some(v) => FetchedOffset {
                 partition: p,
                 offset: v.offset,

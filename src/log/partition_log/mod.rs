@@ -140,13 +140,18 @@ pub struct LeaderAppend {
 }
 
 /// Who a leader append comes from, as Kafka's `AppendOrigin`: producers
-/// may not write control batches, and the coordinator writes nothing else.
+/// may not write control batches, and markers are all a marker append
+/// holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AppendOrigin {
     Client,
+    /// A coordinator's own records, which may belong to a producer's
+    /// transaction (KIP-447's offsets): the producer's epoch is checked,
+    /// its sequence is not (the coordinator numbers nothing).
+    Coordinator,
     /// Transaction markers (WriteTxnMarkers), each checked against the
     /// producer's epoch and the coordinator epoch it last saw.
-    Coordinator {
+    TxnMarkers {
         /// The transaction version the markers were written under: from 2
         /// on, every marker carries a newer producer epoch (KIP-890).
         transaction_version: i16,
@@ -773,13 +778,13 @@ impl PartitionLog {
             log_append_time_ms,
             origin,
         } = append;
-        let from_coordinator = matches!(origin, AppendOrigin::Coordinator { .. });
+        let markers_only = matches!(origin, AppendOrigin::TxnMarkers { .. });
         let mut headers = Vec::new();
         let mut position = 0usize;
         while position < batches.len() {
             let h = batch::validate(&batches[position..], CountRule::Exact)
                 .map_err(|e| self.invalid(position as u64, e))?;
-            if h.is_control() != from_coordinator {
+            if h.is_control() != markers_only {
                 // Kafka's LogValidator: control batches (transaction markers)
                 // come from the broker, never from a Produce. One with a
                 // forged producer id would bump that producer's epoch and

@@ -62,7 +62,7 @@ impl PartitionLog {
             .map(|m| LeaderAppend {
                 batches: BytesMut::from(&control_batch::build_marker_batch(m)[..]),
                 log_append_time_ms: None,
-                origin: AppendOrigin::Coordinator {
+                origin: AppendOrigin::TxnMarkers {
                     transaction_version,
                 },
             })
@@ -113,7 +113,12 @@ impl PartitionLog {
             AppendOrigin::Client => self
                 .producers
                 .check_leader_append(&self.tp, &staged.headers),
-            AppendOrigin::Coordinator {
+            AppendOrigin::Coordinator => {
+                self.producers
+                    .check_coordinator_append(&self.tp, &staged.headers)?;
+                Ok(LeaderAppendCheck::Append)
+            }
+            AppendOrigin::TxnMarkers {
                 transaction_version,
             } => {
                 for h in &staged.headers {

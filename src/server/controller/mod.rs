@@ -56,6 +56,7 @@ use crate::quorum::{Quorum, QuorumError, QuorumStatus};
 use crate::shard::shard::Shard;
 
 mod broker_sessions;
+pub mod internal_topics;
 
 pub use self::broker_sessions::{
     alter_partition_call, broker_heartbeat_call, broker_registration, fence_expired_brokers,

@@ -4,19 +4,19 @@
 //! client never sees. A partition without a live leader answers
 //! COORDINATOR_NOT_AVAILABLE, which clients retry.
 //!
-//! As in Kafka, the first lookup of a group coordinator creates
-//! `__consumer_offsets`. Transaction coordinators do not exist in pinlog:
-//! those lookups get COORDINATOR_NOT_AVAILABLE with a message that says so.
+//! A transactional id's coordinator is likewise the leader of its
+//! `__transaction_state` partition. As in Kafka, the first lookup of a
+//! coordinator creates its topic.
 
 use std::rc::Rc;
 
-use crate::group::offsets_topic::partition_for;
-use crate::metadata::OFFSETS_TOPIC;
+use crate::metadata::{OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC};
 use crate::node::state::BrokerState;
 use crate::protocol::error_code;
 use crate::protocol::header::RequestHeader;
 use crate::protocol::messages::find_coordinator::*;
 use crate::server::handlers::offsets_topic::ensure_offsets_topic;
+use crate::server::txn_coordinator::topic::ensure_transaction_state_topic;
 use crate::shard::shard::Shard;
 
 fn refused(key: String, code: i16, message: String) -> Coordinator {
@@ -52,10 +52,13 @@ pub async fn handle(
                 Some("the group coordinator is starting; retry".to_string()),
             ),
         },
-        KEY_TYPE_TRANSACTION => (
-            error_code::COORDINATOR_NOT_AVAILABLE,
-            Some("pinlog does not support transactions yet".to_string()),
-        ),
+        KEY_TYPE_TRANSACTION => match ensure_transaction_state_topic(shard).await {
+            Ok(()) => (error_code::NONE, None),
+            Err(code) => (
+                code,
+                Some("the transaction coordinator is starting; retry".to_string()),
+            ),
+        },
         other => (
             error_code::INVALID_REQUEST,
             Some(format!("unknown coordinator key type {other}")),
@@ -76,13 +79,22 @@ pub async fn handle(
             if !ok {
                 return refused(key, code, message.clone().unwrap_or_default());
             }
-            let partitions = image
-                .topic(OFFSETS_TOPIC)
-                .map_or(0, |t| t.partitions.len() as i32);
-            let partition = partition_for(&key, partitions);
-            let leader = image
-                .partition(OFFSETS_TOPIC, partition)
-                .map_or(-1, |p| p.leader);
+            if req.key_type == KEY_TYPE_TRANSACTION && key.is_empty() {
+                return refused(
+                    key,
+                    error_code::INVALID_REQUEST,
+                    "the transactional id is empty".into(),
+                );
+            }
+            let (topic, what) = if req.key_type == KEY_TYPE_TRANSACTION {
+                (TRANSACTION_STATE_TOPIC, "transactional id")
+            } else {
+                (OFFSETS_TOPIC, "group")
+            };
+            let partitions = image.topic(topic).map_or(0, |t| t.partitions.len() as i32);
+            // The same mapping for both (Kafka's `abs(hashCode) % partitions`).
+            let partition = crate::group::offsets_topic::partition_for(&key, partitions);
+            let leader = image.partition(topic, partition).map_or(-1, |p| p.leader);
             match image.brokers.get(&leader).filter(|b| !b.fenced) {
                 Some(b) => Coordinator {
                     key,
@@ -96,8 +108,8 @@ pub async fn handle(
                     key,
                     error_code::COORDINATOR_NOT_AVAILABLE,
                     format!(
-                        "{OFFSETS_TOPIC} partition {partition}, which holds this group, has no \
-                         live leader; retry"
+                        "{topic} partition {partition}, which holds this {what}, has no live \
+                         leader; retry"
                     ),
                 ),
             }

@@ -1,5 +1,7 @@
-//! InitProducerId for idempotent producers. Transactions are not supported
-//! yet: a transactional id gets a clear error.
+//! InitProducerId: an idempotent producer gets a fresh producer id; a
+//! transactional one (a `transactional.id`) gets its id's producer id and
+//! a bumped epoch from the id's transaction coordinator, which fences any
+//! older instance and aborts its open transaction first.
 
 use std::rc::Rc;
 
@@ -7,11 +9,19 @@ use crate::protocol::error_code;
 use crate::protocol::header::RequestHeader;
 use crate::protocol::messages::init_producer_id::*;
 use crate::server::controller;
+use crate::server::txn_coordinator::on_coordinator;
 use crate::shard::shard::Shard;
+
+/// First version that may carry the producer id and epoch the client holds
+/// (KIP-360).
+const EXISTING_PRODUCER_FROM: i16 = 3;
+/// Clients before this version know INVALID_PRODUCER_EPOCH, not
+/// PRODUCER_FENCED (KIP-588).
+const PRODUCER_FENCED_FROM: i16 = 4;
 
 pub async fn handle(
     shard: &Rc<Shard>,
-    _header: &RequestHeader,
+    header: &RequestHeader,
     req: InitProducerIdRequest,
 ) -> InitProducerIdResponse {
     let mut resp = InitProducerIdResponse {
@@ -20,8 +30,28 @@ pub async fn handle(
         producer_id: -1,
         producer_epoch: -1,
     };
-    if req.transactional_id.is_some() {
-        resp.error_code = error_code::TRANSACTIONAL_ID_NOT_FOUND;
+    if let Some(id) = req.transactional_id.clone() {
+        let expected = (header.api_version >= EXISTING_PRODUCER_FROM && req.producer_id >= 0)
+            .then_some((req.producer_id, req.producer_epoch));
+        let timeout = req.transaction_timeout_ms;
+        let key = id.clone();
+        let answer = on_coordinator(shard, &key, move |c, s, partition| {
+            c.init_producer_id(s, partition, id, timeout, expected)
+        })
+        .await;
+        match answer {
+            Ok(a) => {
+                resp.error_code = a.error_code;
+                resp.producer_id = a.producer_id;
+                resp.producer_epoch = a.producer_epoch;
+            }
+            Err(code) => resp.error_code = code,
+        }
+        if resp.error_code == error_code::PRODUCER_FENCED
+            && header.api_version < PRODUCER_FENCED_FROM
+        {
+            resp.error_code = error_code::INVALID_PRODUCER_EPOCH;
+        }
         return resp;
     }
     // A producer that asks again with its id (KIP-360) gets a new id; the

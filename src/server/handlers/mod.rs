@@ -2,6 +2,8 @@
 //! returns the response; partition work runs on the owning shard through
 //! `Shard::submit_to`.
 
+pub mod add_offsets_to_txn;
+pub mod add_partitions_to_txn;
 pub mod alter_configs;
 pub mod alter_partition_reassignments;
 pub mod api_versions;
@@ -16,6 +18,7 @@ pub mod describe_groups;
 pub mod describe_log_dirs;
 pub mod describe_quorum;
 pub mod elect_leaders;
+pub mod end_txn;
 pub mod fetch;
 pub mod find_coordinator;
 pub mod heartbeat;
@@ -35,7 +38,9 @@ pub mod offset_for_leader_epoch;
 pub mod partition_shards;
 pub mod produce;
 pub mod sync_group;
+pub mod txn_offset_commit;
 pub mod unregister_broker;
+pub mod write_txn_markers;
 
 // What some APIs keep beside their handler: produce's group commit per
 // partition, fetch's incremental sessions (KIP-227), and FindCoordinator's
@@ -44,7 +49,6 @@ pub mod append_queue;
 pub mod fetch_sessions;
 pub mod offsets_topic;
 
-use crate::error::{BatchError, LogError};
 use crate::metadata::image::MetadataImage;
 use crate::protocol::error_code;
 
@@ -59,26 +63,9 @@ pub fn duplicate_resource() -> (i16, String) {
     )
 }
 
-/// Kafka's error code for a storage-layer error.
-pub fn error_code_for(e: &LogError) -> i16 {
-    match e {
-        LogError::InvalidBatch { source, .. } => match source {
-            BatchError::TooLarge { .. } => error_code::MESSAGE_TOO_LARGE,
-            BatchError::UnsupportedMagic { .. } => error_code::UNSUPPORTED_FOR_MESSAGE_FORMAT,
-            BatchError::CrcMismatch { .. } => error_code::CORRUPT_MESSAGE,
-            _ => error_code::INVALID_RECORD,
-        },
-        LogError::OffsetOutOfRange { .. } => error_code::OFFSET_OUT_OF_RANGE,
-        LogError::NonMonotonicAppend { .. } => error_code::INVALID_RECORD,
-        LogError::OutOfOrderSequence { .. } => error_code::OUT_OF_ORDER_SEQUENCE_NUMBER,
-        LogError::InvalidProducerEpoch { .. } => error_code::INVALID_PRODUCER_EPOCH,
-        LogError::InvalidTxnState { .. } => error_code::INVALID_TXN_STATE,
-        LogError::TransactionCoordinatorFenced { .. } => error_code::TRANSACTION_COORDINATOR_FENCED,
-        LogError::MixedDuplicateAppend { .. } => error_code::INVALID_RECORD,
-        LogError::Io { .. } | LogError::Offline { .. } => error_code::KAFKA_STORAGE_ERROR,
-        _ => error_code::UNKNOWN_SERVER_ERROR,
-    }
-}
+/// Kafka's error code for a storage-layer error (named in `node/`, below
+/// the coordinators that map log errors too).
+pub use crate::node::error_codes::error_code_for;
 
 /// Checks a request's current leader epoch against the partition's:
 /// older is fenced, newer is not yet known here, -1 skips the check.

@@ -20,6 +20,7 @@ async fn fetch_one(
     shard: &Rc<Shard>,
     group_id: &str,
     topics: Topics,
+    require_stable: bool,
 ) -> (i16, Vec<OffsetFetchResponseTopic>) {
     let requested = topics.clone();
     let gid = group_id.to_string();
@@ -27,7 +28,7 @@ async fn fetch_one(
         Err(error_code::INVALID_GROUP_ID)
     } else {
         on_coordinator(shard, group_id, move |c: Rc<GroupCoordinator>, s, p| {
-            c.fetch_offsets(s, p, gid, topics)
+            c.fetch_offsets(s, p, gid, topics, require_stable)
         })
         .await
         .and_then(|r| r)
@@ -94,7 +95,8 @@ pub async fn handle(
     if header.api_version >= GROUPS_FROM {
         let mut groups = Vec::with_capacity(req.groups.len());
         for g in req.groups {
-            let (code, topics) = fetch_one(shard, &g.group_id, requested(g.topics)).await;
+            let (code, topics) =
+                fetch_one(shard, &g.group_id, requested(g.topics), req.require_stable).await;
             groups.push(OffsetFetchResponseGroup {
                 group_id: g.group_id,
                 topics,
@@ -106,7 +108,13 @@ pub async fn handle(
             ..OffsetFetchResponse::default()
         };
     }
-    let (code, topics) = fetch_one(shard, &req.group_id, requested(req.topics)).await;
+    let (code, topics) = fetch_one(
+        shard,
+        &req.group_id,
+        requested(req.topics),
+        req.require_stable,
+    )
+    .await;
     OffsetFetchResponse {
         throttle_time_ms: 0,
         topics,

@@ -14,12 +14,13 @@ use crate::controller::partitions::effective_min_isr;
 use crate::error::LogResult;
 use crate::group::coordinator::GroupCoordinator;
 use crate::metadata::image::MetadataImage;
-use crate::metadata::OFFSETS_TOPIC;
 use crate::metadata::{dynamic_broker_config, topic_config};
+use crate::metadata::{OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC};
 use crate::node::replicas::{self, Replicas};
 use crate::node::state::BrokerState;
 use crate::replica::{Assignment, Transition};
 use crate::server::replication::replica_fetcher::ReplicaFetchers;
+use crate::server::txn_coordinator::TxnCoordinator;
 use crate::shard::shard::{map_concurrently, now_ms, Shard};
 use crate::topic_partition::TopicPartition;
 
@@ -199,6 +200,9 @@ pub async fn apply_image(shard: &Rc<Shard>, image: Arc<MetadataImage>) -> LogRes
             if tp.topic == OFFSETS_TOPIC {
                 GroupCoordinator::of(shard).on_lost_leadership(tp.partition);
             }
+            if tp.topic == TRANSACTION_STATE_TOPIC {
+                TxnCoordinator::of(shard).on_lost_leadership(tp.partition);
+            }
             replicas::forget(shard, &tp);
             crate::node::partition_load::PartitionLoad::of(shard).forget(&tp);
             shard.delete_local_partition(&tp).await?;
@@ -325,6 +329,9 @@ async fn apply_assignment(
             if tp.topic == OFFSETS_TOPIC {
                 GroupCoordinator::of(shard).on_became_leader(shard, tp.partition);
             }
+            if tp.topic == TRANSACTION_STATE_TOPIC {
+                TxnCoordinator::of(shard).on_became_leader(shard, tp.partition, leader_epoch);
+            }
         }
         Transition::BecameFollower { leader } => {
             drop(log);
@@ -336,6 +343,9 @@ async fn apply_assignment(
             );
             if tp.topic == OFFSETS_TOPIC {
                 GroupCoordinator::of(shard).on_lost_leadership(tp.partition);
+            }
+            if tp.topic == TRANSACTION_STATE_TOPIC {
+                TxnCoordinator::of(shard).on_lost_leadership(tp.partition);
             }
             if let Some(leader) = leader {
                 ReplicaFetchers::of(shard).follow(shard, tp.clone(), leader);

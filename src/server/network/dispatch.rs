@@ -221,19 +221,31 @@ pub async fn handle_frame(shard: &Rc<Shard>, frame: Bytes, peer_host: &str) -> O
             offset_delete::OffsetDeleteRequest,
             handlers::offset_delete::handle
         ),
+        ApiKey::AddPartitionsToTxn => serve!(
+            add_partitions_to_txn::AddPartitionsToTxnRequest,
+            handlers::add_partitions_to_txn::handle
+        ),
+        ApiKey::AddOffsetsToTxn => serve!(
+            add_offsets_to_txn::AddOffsetsToTxnRequest,
+            handlers::add_offsets_to_txn::handle
+        ),
+        ApiKey::EndTxn => serve!(end_txn::EndTxnRequest, handlers::end_txn::handle),
+        ApiKey::WriteTxnMarkers => serve!(
+            write_txn_markers::WriteTxnMarkersRequest,
+            handlers::write_txn_markers::handle
+        ),
+        ApiKey::TxnOffsetCommit => serve!(
+            txn_offset_commit::TxnOffsetCommitRequest,
+            handlers::txn_offset_commit::handle
+        ),
         // Codecs only (`CODEC_ONLY_APIS`): `ApiKey::from_i16` does not know
         // them, so their frames were refused above as unknown keys. Not
         // served until they move to `SUPPORTED_APIS`.
-        ApiKey::AddPartitionsToTxn
-        | ApiKey::AddOffsetsToTxn
-        | ApiKey::EndTxn
-        | ApiKey::WriteTxnMarkers
-        | ApiKey::TxnOffsetCommit
-        | ApiKey::DescribeProducers
-        | ApiKey::DescribeTransactions
-        | ApiKey::ListTransactions => Outcome::Close(format!(
-            "unknown API key {api_key} (correlation id {correlation_id})"
-        )),
+        ApiKey::DescribeProducers | ApiKey::DescribeTransactions | ApiKey::ListTransactions => {
+            Outcome::Close(format!(
+                "unknown API key {api_key} (correlation id {correlation_id})"
+            ))
+        }
     }
 }
 

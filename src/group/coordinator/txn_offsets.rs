@@ -1,0 +1,200 @@
+//! Transactional offset commits (KIP-98's TxnOffsetCommit, KIP-447's
+//! member checks): offsets a producer commits inside its transaction are
+//! written to the group's partition as the producer's transactional batch,
+//! and stay *pending* until the transaction's marker reaches that
+//! partition. A COMMIT makes them the group's committed offsets; an ABORT
+//! drops them. Until then OffsetFetch with `require_stable` answers
+//! UNSTABLE_OFFSET_COMMIT for their partitions, so that a consumer taking
+//! over does not start from offsets that may still change.
+//!
+//! The same happens on load: the records of a transactional batch wait for
+//! their producer's marker in the log (`offsets_log.rs`), and those still
+//! waiting at the log end become pending again.
+//!
+//! A pending offset becomes committed when its marker arrives, even if a
+//! plain commit of the same partition came in between (Kafka keeps the
+//! later of the two by log offset): a group that mixes both commit paths
+//! for one partition gets the transaction's.
+
+use super::*;
+use crate::node::internal_log::{append_replicated, InternalWriteError, TxnProducer};
+
+/// One offset a transaction committed, not yet decided.
+#[derive(Debug, Clone)]
+pub(super) struct PendingOffset {
+    pub group: String,
+    pub topic: String,
+    pub partition: i32,
+    pub value: OffsetValue,
+}
+
+impl GroupCoordinator {
+    /// TxnOffsetCommit: checks the member (when the request names one, as
+    /// KIP-447 clients do), writes the offsets as the producer's
+    /// transactional batch, and keeps them pending.
+    #[allow(clippy::too_many_arguments)]
+    pub async fn txn_commit(
+        self: Rc<Self>,
+        shard: Rc<Shard>,
+        partition: i32,
+        group_id: String,
+        producer: (i64, i16),
+        generation: i32,
+        member_id: String,
+        instance_id: Option<String>,
+        topics: Vec<(String, Vec<CommitPartition>)>,
+    ) -> Vec<(String, Vec<(i32, i16)>)> {
+        let all = |code: i16| {
+            topics
+                .iter()
+                .map(|(t, ps)| (t.clone(), ps.iter().map(|p| (p.partition, code)).collect()))
+                .collect::<Vec<_>>()
+        };
+        if let Err(code) = self.ready(&shard, partition) {
+            return all(code);
+        }
+        let now = now_ms();
+        let check = {
+            let mut groups = self.groups.borrow_mut();
+            let g = groups
+                .entry(group_id.clone())
+                .or_insert_with(|| Group::new(group_id.clone(), now));
+            self.group_partition
+                .borrow_mut()
+                .insert(group_id.clone(), partition);
+            // Kafka's validateOffsetCommit for transactions: a request
+            // without a member (an old client) is not checked.
+            if g.is(GroupState::Dead) {
+                Err(error_code::COORDINATOR_NOT_AVAILABLE)
+            } else if generation >= 0 || !member_id.is_empty() || instance_id.is_some() {
+                g.validate_member(&member_id, instance_id.as_deref(), generation)
+            } else {
+                Ok(())
+            }
+        };
+        if let Err(code) = check {
+            return all(code);
+        }
+        let image = BrokerState::of(&shard).image();
+        let mut results: Vec<(String, Vec<(i32, i16)>)> = Vec::with_capacity(topics.len());
+        let mut records = Vec::new();
+        let mut pending = Vec::new();
+        for (topic, parts) in &topics {
+            let mut out = Vec::with_capacity(parts.len());
+            for p in parts {
+                let metadata = p.metadata.clone().unwrap_or_default();
+                let code = if image.partition(topic, p.partition).is_none() {
+                    error_code::UNKNOWN_TOPIC_OR_PARTITION
+                } else if metadata.len() > self.config.offset_metadata_max_bytes {
+                    error_code::OFFSET_METADATA_TOO_LARGE
+                } else {
+                    let key = RecordKey::Offset {
+                        group: group_id.clone(),
+                        topic: topic.clone(),
+                        partition: p.partition,
+                    };
+                    let value = OffsetValue {
+                        offset: p.offset,
+                        leader_epoch: p.leader_epoch,
+                        metadata,
+                        commit_timestamp: now,
+                        expire_timestamp: -1,
+                    };
+                    records.push((key.encode(), Some(value.encode())));
+                    pending.push(PendingOffset {
+                        group: group_id.clone(),
+                        topic: topic.clone(),
+                        partition: p.partition,
+                        value,
+                    });
+                    error_code::NONE
+                };
+                out.push((p.partition, code));
+            }
+            results.push((topic.clone(), out));
+        }
+        if records.is_empty() {
+            return results;
+        }
+        let tp = Self::tp(partition);
+        let txn = TxnProducer {
+            producer_id: producer.0,
+            producer_epoch: producer.1,
+        };
+        let timeout = Duration::from_millis(GROUP_WRITE_TIMEOUT_MS);
+        let written = match append_replicated(&shard, &tp, &records, Some(txn), timeout).await {
+            Ok(_) => {
+                self.pending_txn
+                    .borrow_mut()
+                    .entry((partition, producer.0))
+                    .or_default()
+                    .extend(pending);
+                Ok(())
+            }
+            Err(InternalWriteError::NotLeader) => Err(error_code::NOT_COORDINATOR),
+            Err(InternalWriteError::Timeout) => Err(error_code::REQUEST_TIMED_OUT),
+            Err(InternalWriteError::Unavailable) => Err(error_code::COORDINATOR_NOT_AVAILABLE),
+            Err(InternalWriteError::Log(e)) => {
+                tracing::info!(partition = %tp, "transactional offset commit refused: {e}");
+                Err(match e {
+                    LogError::InvalidProducerEpoch { .. } => error_code::PRODUCER_FENCED,
+                    LogError::InvalidBatch { .. } => error_code::INVALID_COMMIT_OFFSET_SIZE,
+                    _ => error_code::COORDINATOR_NOT_AVAILABLE,
+                })
+            }
+        };
+        if let Err(code) = written {
+            for (_, parts) in &mut results {
+                for (_, c) in parts.iter_mut() {
+                    if *c == error_code::NONE {
+                        *c = code;
+                    }
+                }
+            }
+        }
+        results
+    }
+
+    /// A marker for `producer_id` reached `__consumer_offsets` partition
+    /// `partition` (and is replicated): its pending offsets there become
+    /// committed, or go.
+    pub fn on_txn_marker(&self, partition: i32, producer_id: i64, commit: bool) {
+        let Some(pending) = self
+            .pending_txn
+            .borrow_mut()
+            .remove(&(partition, producer_id))
+        else {
+            return;
+        };
+        if !commit {
+            return;
+        }
+        let mut groups = self.groups.borrow_mut();
+        let now = now_ms();
+        for p in pending {
+            let g = groups
+                .entry(p.group.clone())
+                .or_insert_with(|| Group::new(p.group.clone(), now));
+            g.offsets.insert((p.topic, p.partition), p.value);
+            self.group_partition.borrow_mut().insert(p.group, partition);
+        }
+    }
+
+    /// Whether a transaction's offset for the partition is still undecided
+    /// (OffsetFetch's `require_stable`).
+    pub fn has_pending_offset(&self, group_id: &str, topic: &str, partition: i32) -> bool {
+        self.pending_txn.borrow().values().any(|offsets| {
+            offsets
+                .iter()
+                .any(|p| p.group == group_id && p.topic == topic && p.partition == partition)
+        })
+    }
+
+    /// Whether any of the group's offsets is undecided.
+    pub fn has_pending_offsets(&self, group_id: &str) -> bool {
+        self.pending_txn
+            .borrow()
+            .values()
+            .any(|offsets| offsets.iter().any(|p| p.group == group_id))
+    }
+}

@@ -1,0 +1,672 @@
+//! The transaction coordinator of one shard: the transactional ids whose
+//! `__transaction_state` partition this shard leads.
+//!
+//! An id lives on one partition (Kafka's `abs(hash) % partitions`), so on
+//! one shard; requests about it run there (`on_coordinator`). Its state
+//! is in memory, and every change is first written to its partition and
+//! replicated (`node/internal_log.rs`), then applied: while the write is in
+//! flight the id's *pending* state makes every other request for it wait
+//! with CONCURRENT_TRANSACTIONS. The decisions are pure
+//! (`core/src/transaction/coordinator.rs`); this shell writes them, sends
+//! the markers (`markers.rs`) and runs the timeouts (`timers.rs`).
+//!
+//! **Coordinator epoch.** The leader epoch of the id's partition: every
+//! marker carries it, and a partition refuses markers from an older
+//! coordinator than the last it saw, so a deposed coordinator cannot end a
+//! transaction its successor decided otherwise.
+//!
+//! **Failover.** A new leader of a partition replays it (`load`) and sends
+//! the markers again for every transaction it finds in PrepareCommit or
+//! PrepareAbort, then completes them: a commit decided before the failover
+//! is carried out by the next coordinator.
+
+use std::cell::{Cell, RefCell};
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::rc::Rc;
+use std::time::Duration;
+
+use bytes::Bytes;
+
+use crate::broker_config::transaction::TransactionConfig;
+use crate::error::LogError;
+use crate::metadata::TRANSACTION_STATE_TOPIC;
+use crate::node::internal_log::{append_replicated, scan_to_end, InternalWriteError, Scanned};
+use crate::node::state::BrokerState;
+use crate::protocol::error_code;
+use crate::server::controller;
+use crate::shard::partition_table::ShardId;
+use crate::shard::shard::{now_ms, Shard};
+use crate::topic_partition::TopicPartition;
+use crate::transaction::coordinator::{self as decide, Decision, TxnEntry};
+use crate::transaction::log_record;
+use crate::transaction::metadata::TxnMetadata;
+
+pub mod markers;
+pub mod timers;
+pub mod topic;
+
+pub use self::timers::start;
+
+/// How long a write to `__transaction_state` waits to be replicated: Kafka's
+/// `transaction.state.log.write` timeout is the request's, this is its
+/// default (`request.timeout.ms`).
+const STATE_WRITE_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Where an id's coordinator runs, if `__transaction_state` exists.
+pub fn locate(shard: &Shard, transactional_id: &str) -> Option<(i32, ShardId)> {
+    let image = BrokerState::of(shard).image();
+    let topic = image.topic(TRANSACTION_STATE_TOPIC)?;
+    let partition = log_record::partition_for(transactional_id, topic.partitions.len() as i32);
+    let tp = TopicPartition::new(TRANSACTION_STATE_TOPIC.to_string(), partition);
+    Some((partition, shard.owner(&tp)))
+}
+
+/// Runs `f` on the coordinator of `transactional_id`. Without
+/// `__transaction_state` (FindCoordinator creates it) the answer is
+/// NOT_COORDINATOR: the client looks for its coordinator again.
+pub async fn on_coordinator<R, F, Fut>(
+    shard: &Rc<Shard>,
+    transactional_id: &str,
+    f: F,
+) -> Result<R, i16>
+where
+    R: Send + 'static,
+    F: FnOnce(Rc<TxnCoordinator>, Rc<Shard>, i32) -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = R> + 'static,
+{
+    let Some((partition, owner)) = locate(shard, transactional_id) else {
+        return Err(error_code::NOT_COORDINATOR);
+    };
+    shard
+        .submit_to(owner, move |s| async move {
+            let c = TxnCoordinator::of(&s);
+            f(c, s, partition).await
+        })
+        .await
+        .map_err(|_| error_code::COORDINATOR_NOT_AVAILABLE)
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum LoadState {
+    Loading,
+    Loaded,
+}
+
+/// One `__transaction_state` partition this shard leads.
+struct StatePartition {
+    state: Cell<LoadState>,
+    /// The partition's leader epoch when this broker became its leader.
+    coordinator_epoch: i32,
+}
+
+/// The answer to InitProducerId.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct InitAnswer {
+    pub error_code: i16,
+    pub producer_id: i64,
+    pub producer_epoch: i16,
+}
+
+impl InitAnswer {
+    fn error(code: i16) -> Self {
+        InitAnswer {
+            error_code: code,
+            producer_id: -1,
+            producer_epoch: -1,
+        }
+    }
+}
+
+/// An id as DescribeTransactions and ListTransactions report it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DescribedTxn {
+    pub metadata: TxnMetadata,
+}
+
+pub struct TxnCoordinator {
+    config: TransactionConfig,
+    entries: RefCell<HashMap<String, TxnEntry>>,
+    /// Which partition each loaded id is on.
+    id_partition: RefCell<HashMap<String, i32>>,
+    partitions: RefCell<HashMap<i32, Rc<StatePartition>>>,
+    /// Ids whose first write is in flight: not listed or described yet.
+    creating: RefCell<HashSet<String>>,
+    /// When timed-out transactions were last looked for.
+    last_abort_check: Cell<std::time::Instant>,
+}
+
+impl TxnCoordinator {
+    fn new(config: TransactionConfig) -> Self {
+        TxnCoordinator {
+            config,
+            entries: RefCell::new(HashMap::new()),
+            id_partition: RefCell::new(HashMap::new()),
+            partitions: RefCell::new(HashMap::new()),
+            creating: RefCell::new(HashSet::new()),
+            last_abort_check: Cell::new(std::time::Instant::now()),
+        }
+    }
+
+    /// This shard's coordinator.
+    pub fn of(shard: &Shard) -> Rc<TxnCoordinator> {
+        match shard.extension::<TxnCoordinator>() {
+            Some(c) => c,
+            None => {
+                let c = Rc::new(TxnCoordinator::new(
+                    BrokerState::of(shard).config.transaction.clone(),
+                ));
+                shard.set_extension(c.clone());
+                c
+            }
+        }
+    }
+
+    fn tp(partition: i32) -> TopicPartition {
+        TopicPartition::new(TRANSACTION_STATE_TOPIC.to_string(), partition)
+    }
+
+    /// The coordinator epoch of a loaded partition, or the error to answer.
+    fn ready(&self, shard: &Shard, partition: i32) -> Result<i32, i16> {
+        if crate::node::state::led_log(shard, &Self::tp(partition)).is_none() {
+            return Err(error_code::NOT_COORDINATOR);
+        }
+        match self.partitions.borrow().get(&partition) {
+            Some(p) if p.state.get() == LoadState::Loaded => Ok(p.coordinator_epoch),
+            Some(_) => Err(error_code::COORDINATOR_LOAD_IN_PROGRESS),
+            // Not loaded on this broker yet: the image applier starts the
+            // load when the leadership arrives.
+            None => Err(error_code::NOT_COORDINATOR),
+        }
+    }
+
+    /// Whether this coordinator still leads `partition` at `epoch`: work
+    /// started under an older leadership stops.
+    fn still_leading(&self, partition: i32, epoch: i32) -> bool {
+        self.partitions
+            .borrow()
+            .get(&partition)
+            .is_some_and(|p| p.coordinator_epoch == epoch)
+    }
+
+    /// This broker became the leader of `partition` at `leader_epoch`: load
+    /// its ids, then finish the transactions it finds decided.
+    pub fn on_became_leader(self: &Rc<Self>, shard: &Rc<Shard>, partition: i32, leader_epoch: i32) {
+        if self
+            .partitions
+            .borrow()
+            .get(&partition)
+            .is_some_and(|p| p.coordinator_epoch == leader_epoch)
+        {
+            return;
+        }
+        self.unload(partition);
+        self.partitions.borrow_mut().insert(
+            partition,
+            Rc::new(StatePartition {
+                state: Cell::new(LoadState::Loading),
+                coordinator_epoch: leader_epoch,
+            }),
+        );
+        let (me, shard) = (self.clone(), shard.clone());
+        glommio::spawn_local(async move {
+            let started = std::time::Instant::now();
+            match me.load(&shard, partition, leader_epoch).await {
+                Ok((records, ids)) => {
+                    if !me.still_leading(partition, leader_epoch) {
+                        return;
+                    }
+                    if let Some(p) = me.partitions.borrow().get(&partition) {
+                        p.state.set(LoadState::Loaded);
+                    }
+                    tracing::info!(
+                        partition,
+                        records,
+                        ids,
+                        coordinator_epoch = leader_epoch,
+                        ms = started.elapsed().as_millis() as u64,
+                        "loaded transaction state from {TRANSACTION_STATE_TOPIC}"
+                    );
+                    me.resume_decided(&shard, partition, leader_epoch);
+                }
+                Err(e) => {
+                    me.partitions.borrow_mut().remove(&partition);
+                    tracing::error!(
+                        partition,
+                        "loading {TRANSACTION_STATE_TOPIC} failed: {e}; the next leadership change retries"
+                    );
+                }
+            }
+        })
+        .detach();
+    }
+
+    /// This broker no longer leads `partition`: its ids are forgotten
+    /// (their requests get NOT_COORDINATOR), and marker work for them stops.
+    pub fn on_lost_leadership(&self, partition: i32) {
+        self.unload(partition);
+    }
+
+    fn unload(&self, partition: i32) {
+        if self.partitions.borrow_mut().remove(&partition).is_none() {
+            return;
+        }
+        let gone: Vec<String> = self
+            .id_partition
+            .borrow()
+            .iter()
+            .filter(|(_, &p)| p == partition)
+            .map(|(id, _)| id.clone())
+            .collect();
+        let mut entries = self.entries.borrow_mut();
+        let mut where_ = self.id_partition.borrow_mut();
+        for id in &gone {
+            entries.remove(id);
+            where_.remove(id);
+        }
+        tracing::info!(
+            partition,
+            ids = gone.len(),
+            "unloaded the transactional ids of {TRANSACTION_STATE_TOPIC} partition {partition}"
+        );
+    }
+
+    /// Replays a partition: the last value of each id wins (a tombstone
+    /// removes it). Returns (records, ids) loaded.
+    async fn load(
+        &self,
+        shard: &Rc<Shard>,
+        partition: i32,
+        epoch: i32,
+    ) -> Result<(usize, usize), LogError> {
+        let tp = Self::tp(partition);
+        let Some(log) = shard.local_log(&tp) else {
+            return Err(LogError::Offline {
+                partition: tp.to_string(),
+                reason: "the partition is not open on this shard".into(),
+            });
+        };
+        let mut latest: HashMap<String, Option<TxnMetadata>> = HashMap::new();
+        let records = scan_to_end(&log, &tp, |scanned| {
+            let Scanned::Record { key, value, .. } = scanned else {
+                return;
+            };
+            let Some(key) = key else { return };
+            let id = match log_record::decode_key(Bytes::copy_from_slice(key)) {
+                Ok(id) => id,
+                Err(e) => {
+                    tracing::warn!(partition, "skipping an undecodable transaction log key: {e}");
+                    return;
+                }
+            };
+            let value = match value {
+                None => None,
+                Some(v) => match log_record::decode_value(&id, Bytes::copy_from_slice(v)) {
+                    Ok(m) => Some(m),
+                    Err(e) => {
+                        tracing::warn!(partition, transactional_id = %id, "skipping an undecodable transaction log value: {e}");
+                        return;
+                    }
+                },
+            };
+            latest.insert(id, value);
+        })
+        .await?;
+        if !self.still_leading(partition, epoch) {
+            return Ok((records, 0));
+        }
+        let mut entries = self.entries.borrow_mut();
+        let mut where_ = self.id_partition.borrow_mut();
+        let mut ids = 0;
+        for (id, m) in latest {
+            if let Some(m) = m {
+                entries.insert(id.clone(), TxnEntry::new(m));
+                where_.insert(id, partition);
+                ids += 1;
+            }
+        }
+        Ok((records, ids))
+    }
+
+    /// Carries out every transaction of `partition` whose outcome is
+    /// decided (PrepareCommit, PrepareAbort): after a failover, what the
+    /// previous coordinator decided.
+    fn resume_decided(self: &Rc<Self>, shard: &Rc<Shard>, partition: i32, epoch: i32) {
+        let decided: Vec<String> = self
+            .entries
+            .borrow()
+            .iter()
+            .filter(|(id, e)| {
+                e.metadata.state.is_prepare()
+                    && self.id_partition.borrow().get(*id) == Some(&partition)
+            })
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in decided {
+            tracing::info!(transactional_id = %id, partition, "resuming a decided transaction's markers");
+            self.spawn_complete(shard, partition, epoch, id);
+        }
+    }
+
+    fn entry(&self, id: &str) -> Option<TxnEntry> {
+        self.entries.borrow().get(id).cloned()
+    }
+
+    /// Writes `next` as `id`'s state and applies it once replicated. The
+    /// id's pending state covers the write. `Err` is the code to answer.
+    async fn write_transition(
+        &self,
+        shard: &Rc<Shard>,
+        partition: i32,
+        next: TxnMetadata,
+    ) -> Result<(), i16> {
+        let id = next.transactional_id.clone();
+        {
+            let mut entries = self.entries.borrow_mut();
+            match entries.get_mut(&id) {
+                Some(e) => {
+                    if let Err(why) = decide::check_transition(&e.metadata, &next) {
+                        tracing::error!(transactional_id = %id, "refusing an illegal transition: {why}");
+                        return Err(error_code::UNKNOWN_SERVER_ERROR);
+                    }
+                    if e.pending.is_some() {
+                        return Err(error_code::CONCURRENT_TRANSACTIONS);
+                    }
+                    e.pending = Some(next.state);
+                }
+                None => {
+                    // A new id: it exists (pending) from here, so that a
+                    // concurrent InitProducerId waits for this one.
+                    let mut placeholder = TxnEntry::new(next.clone());
+                    placeholder.pending = Some(next.state);
+                    entries.insert(id.clone(), placeholder);
+                    self.id_partition.borrow_mut().insert(id.clone(), partition);
+                    self.creating.borrow_mut().insert(id.clone());
+                }
+            }
+        }
+        let record = (
+            log_record::encode_key(&id),
+            Some(log_record::encode_value(&next)),
+        );
+        let written = append_replicated(
+            shard,
+            &Self::tp(partition),
+            &[record],
+            None,
+            STATE_WRITE_TIMEOUT,
+        )
+        .await;
+        let created = self.creating.borrow_mut().remove(&id);
+        let mut entries = self.entries.borrow_mut();
+        let Some(e) = entries.get_mut(&id) else {
+            // Unloaded meanwhile (the leadership moved).
+            return Err(error_code::NOT_COORDINATOR);
+        };
+        e.pending = None;
+        match written {
+            Ok(_) => {
+                e.metadata = next;
+                Ok(())
+            }
+            Err(err) => {
+                let code = match err {
+                    InternalWriteError::NotLeader => error_code::NOT_COORDINATOR,
+                    InternalWriteError::Timeout => error_code::COORDINATOR_NOT_AVAILABLE,
+                    InternalWriteError::Unavailable => error_code::COORDINATOR_NOT_AVAILABLE,
+                    InternalWriteError::Log(e) => {
+                        tracing::error!(transactional_id = %id, "writing transaction state failed: {e}");
+                        error_code::COORDINATOR_NOT_AVAILABLE
+                    }
+                };
+                // A new id whose first write failed does not exist.
+                if created {
+                    entries.remove(&id);
+                    self.id_partition.borrow_mut().remove(&id);
+                }
+                Err(code)
+            }
+        }
+    }
+
+    /// Sends the markers of `id`'s decided transaction and completes it,
+    /// in the background.
+    fn spawn_complete(self: &Rc<Self>, shard: &Rc<Shard>, partition: i32, epoch: i32, id: String) {
+        let (me, shard) = (self.clone(), shard.clone());
+        glommio::spawn_local(async move {
+            me.complete(&shard, partition, epoch, &id).await;
+        })
+        .detach();
+    }
+
+    /// Markers, then CompleteCommit or CompleteAbort. Retries until done,
+    /// or until this coordinator no longer leads the partition.
+    async fn complete(&self, shard: &Rc<Shard>, partition: i32, epoch: i32, id: &str) {
+        let Some(entry) = self.entry(id) else { return };
+        let m = entry.metadata;
+        if !m.state.is_prepare() {
+            return;
+        }
+        let still = || self.still_leading(partition, epoch);
+        if !markers::write_markers(shard, &m, epoch, &still).await {
+            return;
+        }
+        let mut backoff = markers::RETRY_BACKOFF;
+        loop {
+            if !still() {
+                return;
+            }
+            let current = self.entry(id);
+            let Some(current) = current.filter(|c| c.metadata == m) else {
+                return;
+            };
+            if current.pending.is_some() {
+                glommio::timer::sleep(backoff).await;
+                continue;
+            }
+            match self
+                .write_transition(shard, partition, decide::complete(&m, now_ms()))
+                .await
+            {
+                Ok(()) => {
+                    tracing::debug!(transactional_id = %id, state = ?m.state, "transaction complete");
+                    return;
+                }
+                Err(code) if code == error_code::NOT_COORDINATOR => return,
+                Err(code) => {
+                    tracing::warn!(transactional_id = %id, code, "writing the transaction's completion failed; retrying");
+                    glommio::timer::sleep(backoff).await;
+                    backoff = (backoff * 2).min(markers::RETRY_BACKOFF_MAX);
+                }
+            }
+        }
+    }
+
+    // ---------------------------------------------------------------------
+    // The requests
+    // ---------------------------------------------------------------------
+
+    /// InitProducerId with a transactional id.
+    pub async fn init_producer_id(
+        self: Rc<Self>,
+        shard: Rc<Shard>,
+        partition: i32,
+        transactional_id: String,
+        txn_timeout_ms: i32,
+        expected: Option<(i64, i16)>,
+    ) -> InitAnswer {
+        let epoch = match self.ready(&shard, partition) {
+            Ok(e) => e,
+            Err(code) => return InitAnswer::error(code),
+        };
+        let mut fresh = None;
+        loop {
+            let entry = self.entry(&transactional_id);
+            let decision = decide::init_producer_id(
+                entry.as_ref(),
+                &transactional_id,
+                txn_timeout_ms,
+                self.config.max_timeout_ms,
+                expected,
+                fresh,
+                now_ms(),
+            );
+            match decision {
+                Decision::Answer(code) => return InitAnswer::error(code),
+                Decision::NeedProducerId => match controller::allocate_producer_id(&shard).await {
+                    Ok(id) => fresh = Some(id),
+                    Err(e) => {
+                        tracing::warn!("allocating a producer id failed: {e}");
+                        return InitAnswer::error(e.code);
+                    }
+                },
+                Decision::Write(next) => {
+                    let answer = InitAnswer {
+                        error_code: error_code::NONE,
+                        producer_id: next.producer_id,
+                        producer_epoch: next.producer_epoch,
+                    };
+                    return match self.write_transition(&shard, partition, next).await {
+                        Ok(()) => answer,
+                        Err(code) => InitAnswer::error(code),
+                    };
+                }
+                Decision::FenceAndAbort(next) => {
+                    tracing::info!(
+                        transactional_id = %transactional_id,
+                        producer_id = next.producer_id,
+                        epoch = next.producer_epoch,
+                        "a new producer instance fences the open transaction: aborting it"
+                    );
+                    return match self.write_transition(&shard, partition, next).await {
+                        Ok(()) => {
+                            self.spawn_complete(&shard, partition, epoch, transactional_id);
+                            // The client retries until the abort completes.
+                            InitAnswer::error(error_code::CONCURRENT_TRANSACTIONS)
+                        }
+                        Err(code) => InitAnswer::error(code),
+                    };
+                }
+            }
+        }
+    }
+
+    /// AddPartitionsToTxn (client versions): one code for all partitions.
+    pub async fn add_partitions(
+        self: Rc<Self>,
+        shard: Rc<Shard>,
+        partition: i32,
+        transactional_id: String,
+        producer_id: i64,
+        producer_epoch: i16,
+        partitions: BTreeSet<TopicPartition>,
+    ) -> i16 {
+        if let Err(code) = self.ready(&shard, partition) {
+            return code;
+        }
+        let entry = self.entry(&transactional_id);
+        match decide::add_partitions(
+            entry.as_ref(),
+            producer_id,
+            producer_epoch,
+            &partitions,
+            now_ms(),
+        ) {
+            Decision::Answer(code) => code,
+            Decision::Write(next) => match self.write_transition(&shard, partition, next).await {
+                Ok(()) => error_code::NONE,
+                Err(code) => code,
+            },
+            other => {
+                tracing::error!("AddPartitionsToTxn decided {other:?}");
+                error_code::UNKNOWN_SERVER_ERROR
+            }
+        }
+    }
+
+    /// AddPartitionsToTxn with `verify_only` (KIP-890 part 1): whether the
+    /// partitions are all in the id's open transaction; adds nothing.
+    pub fn verify_partitions(
+        &self,
+        shard: &Shard,
+        partition: i32,
+        transactional_id: &str,
+        producer_id: i64,
+        producer_epoch: i16,
+        partitions: &BTreeSet<TopicPartition>,
+    ) -> i16 {
+        if let Err(code) = self.ready(shard, partition) {
+            return code;
+        }
+        let entry = self.entry(transactional_id);
+        partitions
+            .iter()
+            .map(|tp| decide::verify_partition(entry.as_ref(), producer_id, producer_epoch, tp))
+            .find(|code| *code != error_code::NONE)
+            .unwrap_or(error_code::NONE)
+    }
+
+    /// EndTxn: the outcome is written (PrepareCommit or PrepareAbort) before
+    /// the answer; the markers and the completion follow in the background.
+    pub async fn end_txn(
+        self: Rc<Self>,
+        shard: Rc<Shard>,
+        partition: i32,
+        transactional_id: String,
+        producer_id: i64,
+        producer_epoch: i16,
+        commit: bool,
+    ) -> i16 {
+        let epoch = match self.ready(&shard, partition) {
+            Ok(e) => e,
+            Err(code) => return code,
+        };
+        let entry = self.entry(&transactional_id);
+        match decide::end_txn(
+            entry.as_ref(),
+            producer_id,
+            producer_epoch,
+            commit,
+            now_ms(),
+        ) {
+            Decision::Answer(code) => code,
+            Decision::Write(next) => match self.write_transition(&shard, partition, next).await {
+                Ok(()) => {
+                    self.spawn_complete(&shard, partition, epoch, transactional_id);
+                    error_code::NONE
+                }
+                Err(code) => code,
+            },
+            other => {
+                tracing::error!("EndTxn decided {other:?}");
+                error_code::UNKNOWN_SERVER_ERROR
+            }
+        }
+    }
+
+    /// The ids of this shard's loaded partitions, for ListTransactions.
+    pub fn list(&self) -> Vec<TxnMetadata> {
+        let creating = self.creating.borrow();
+        self.entries
+            .borrow()
+            .iter()
+            .filter(|(id, _)| !creating.contains(*id))
+            .map(|(_, e)| e.metadata.clone())
+            .collect()
+    }
+
+    /// One id's state, for DescribeTransactions.
+    pub fn describe(
+        &self,
+        shard: &Shard,
+        partition: i32,
+        transactional_id: &str,
+    ) -> Result<TxnMetadata, i16> {
+        self.ready(shard, partition)?;
+        if self.creating.borrow().contains(transactional_id) {
+            return Err(error_code::TRANSACTIONAL_ID_NOT_FOUND);
+        }
+        self.entry(transactional_id)
+            .map(|e| e.metadata)
+            .ok_or(error_code::TRANSACTIONAL_ID_NOT_FOUND)
+    }
+}
