@@ -1,7 +1,7 @@
 // Transactions through Apache Kafka's Java client (kafka-clients 4.4),
 // against pinlog: tests/transactions.rs runs it.
 //
-//   java TxnCheck <bootstrap> <prefix>
+//   java TxnCheck <bootstrap> <prefix> [replication factor, default 1]
 //
 // With topics <prefix>-in and <prefix>-out (2 partitions each) it checks:
 // 1. commit and abort: a read_committed consumer sees exactly the committed
@@ -102,9 +102,10 @@ public class TxnCheck {
     public static void main(String[] args) throws Exception {
         String bootstrap = args[0];
         String prefix = args[1];
+        short rf = args.length > 2 ? Short.parseShort(args[2]) : 1;
         String in = prefix + "-in", out = prefix + "-out";
         try (Admin admin = Admin.create(Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap))) {
-            admin.createTopics(List.of(new NewTopic(in, 2, (short) 1), new NewTopic(out, 2, (short) 1))).all().get();
+            admin.createTopics(List.of(new NewTopic(in, 2, rf), new NewTopic(out, 2, rf))).all().get();
         }
 
         // 1. Commit and abort.
