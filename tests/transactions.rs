@@ -4,7 +4,10 @@
 //! with its offsets in the transaction, and is fenced by a second instance
 //! of its transactional id (`tests/clients/java/TxnCheck.java`). On the
 //! cluster every topic has three replicas, and the program runs again
-//! after a node is killed, so the coordinators of some ids move.
+//! after a node is killed, so the coordinators of some ids move. The Python
+//! clients (confluent-kafka, on a current librdkafka, and kafka-python 3)
+//! commit and abort, and read back through read_committed and
+//! read_uncommitted consumers (`tests/clients/txn_check.py`).
 //!
 //! Missing tools make the test FAIL with the package to install, because CI
 //! installs them all; `PINLOG_SKIP_CLIENT_TESTS=1` skips it.
@@ -118,4 +121,168 @@ fn java_client_transactions_on_a_three_node_cluster_and_after_a_kill() {
     }
     cluster.node(1).stop();
     cluster.node(3).stop();
+}
+
+/// confluent-kafka and kafka-python: commit, abort, commit; the
+/// read_committed consumer sees only the committed records.
+#[test]
+fn python_clients_commit_and_abort() {
+    if skipped() {
+        return;
+    }
+    let mut broker = Broker::start(BrokerOpts::new());
+    for (client, prefix) in [("confluent", "ptx-ck"), ("kafka-python", "ptx-kp")] {
+        let out = run_command(
+            Command::new("python3")
+                .arg(Path::new(CLIENTS_DIR).join("txn_check.py"))
+                .args([client, &broker.bootstrap(), prefix]),
+            None,
+            CLIENT_TIMEOUT,
+        );
+        if !out.success() || !out.stdout.contains(&format!("ok {client}")) {
+            broker.fail(&format!("{client} transactions failed:\n{out}"));
+        }
+    }
+    broker.stop();
+}
+
+/// Kafka's `kafka-transactions.sh` (TransactionsCommand) lists and
+/// describes the coordinator's ids and a partition's producers, finds a
+/// hanging transaction (one its coordinator does not know: here a raw
+/// transactional batch from an unknown producer), and aborts it, after
+/// which the partition's LSO moves on.
+#[test]
+fn kafka_transactions_tool_lists_describes_finds_hanging_and_aborts() {
+    use bytes::{Bytes, BytesMut};
+    use pinlog::log::batch::{self, BatchFields};
+    use pinlog::protocol::api::ApiKey;
+    use pinlog::protocol::messages::produce::*;
+    use support::kafka_conn::Conn;
+
+    if skipped() {
+        return;
+    }
+    let mut broker = Broker::start(BrokerOpts::new());
+    let bootstrap = broker.bootstrap();
+    let out = run_command(
+        Command::new("python3")
+            .arg(Path::new(CLIENTS_DIR).join("txn_check.py"))
+            .args(["confluent", &bootstrap, "tool"]),
+        None,
+        CLIENT_TIMEOUT,
+    );
+    if !out.success() {
+        broker.fail(&format!("txn_check.py failed:\n{out}"));
+    }
+    let (topic, id) = ("tool-out", "tool-out-py-txn");
+
+    // A hanging transaction: producer 987654 writes a transactional batch
+    // its coordinator never heard of.
+    const HANGING: i64 = 987_654;
+    let plain = batch::build_batch(&batch::BatchSpec {
+        base_offset: 0,
+        leader_epoch: -1,
+        base_timestamp: 1_700_000_000_000,
+        records: &[(0, Some(b"h"), b"hanging")],
+    });
+    let h = batch::parse_header(&plain).expect("header");
+    let mut f = BatchFields::of(&h);
+    f.producer_id = HANGING;
+    f.producer_epoch = 0;
+    f.base_sequence = 0;
+    f.attributes |= 0x10;
+    let raw = batch::encode_batch(&f, 1, &plain[61..]);
+    let addr = bootstrap.parse().expect("a socket address");
+    let mut conn = Conn::open(addr, "hanging-producer", Duration::from_secs(30)).expect("connect");
+    let req = ProduceRequest {
+        transactional_id: None,
+        acks: -1,
+        timeout_ms: 30_000,
+        topics: vec![TopicProduceData {
+            name: topic.into(),
+            partitions: vec![PartitionProduceData {
+                index: 0,
+                records: Some(Bytes::from(raw)),
+            }],
+        }],
+    };
+    let mut r = conn.call(ApiKey::Produce, 8, |w: &mut BytesMut| req.encode(w, 8));
+    let resp = ProduceResponse::decode(&mut r, 8).expect("produce response");
+    let p = &resp.responses[0].partition_responses[0];
+    assert_eq!(p.error_code, 0, "the hanging batch was refused");
+    let start = p.base_offset.to_string();
+
+    let jars = format!("{}/*", kafka_libs().display());
+    let tool = |args: &[&str]| {
+        let out = run_command(
+            Command::new("java")
+                .args([
+                    "-XX:TieredStopAtLevel=1",
+                    "-cp",
+                    &jars,
+                    "org.apache.kafka.tools.TransactionsCommand",
+                ])
+                .args(["--bootstrap-server", &bootstrap])
+                .args(args),
+            None,
+            CLIENT_TIMEOUT,
+        );
+        if !out.success() || out.stderr.contains("Exception") {
+            broker.fail(&format!("kafka-transactions.sh {args:?} failed:\n{out}"));
+        }
+        out.stdout
+    };
+    let listed = tool(&["list"]);
+    assert!(
+        listed
+            .lines()
+            .any(|l| l.starts_with(id) && l.contains("CompleteCommit")),
+        "list:\n{listed}"
+    );
+    let described = tool(&["describe", "--transactional-id", id]);
+    assert!(
+        described.contains("CompleteCommit"),
+        "describe:\n{described}"
+    );
+    let producers = tool(&["describe-producers", "--topic", topic, "--partition", "0"]);
+    assert!(
+        producers.contains(&HANGING.to_string()),
+        "describe-producers:\n{producers}"
+    );
+    let hanging = tool(&[
+        "find-hanging",
+        "--topic",
+        topic,
+        "--partition",
+        "0",
+        "--max-transaction-timeout",
+        "0",
+    ]);
+    assert!(
+        hanging.contains(&HANGING.to_string()),
+        "find-hanging:\n{hanging}"
+    );
+    tool(&[
+        "abort",
+        "--topic",
+        topic,
+        "--partition",
+        "0",
+        "--start-offset",
+        &start,
+    ]);
+    let after = tool(&[
+        "find-hanging",
+        "--topic",
+        topic,
+        "--partition",
+        "0",
+        "--max-transaction-timeout",
+        "0",
+    ]);
+    assert!(
+        !after.contains(&HANGING.to_string()),
+        "still hanging after abort:\n{after}"
+    );
+    broker.stop();
 }

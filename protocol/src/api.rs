@@ -288,9 +288,27 @@ pub const SUPPORTED_APIS: &[ApiSupport] = &[
         first_flexible_version: 0,
     },
     ApiSupport {
+        key: ApiKey::DescribeProducers,
+        min_version: 0,
+        max_version: 0,
+        first_flexible_version: 0,
+    },
+    ApiSupport {
         key: ApiKey::UnregisterBroker,
         min_version: 0,
         max_version: 0,
+        first_flexible_version: 0,
+    },
+    ApiSupport {
+        key: ApiKey::DescribeTransactions,
+        min_version: 0,
+        max_version: 0,
+        first_flexible_version: 0,
+    },
+    ApiSupport {
+        key: ApiKey::ListTransactions,
+        min_version: 0,
+        max_version: 2,
         first_flexible_version: 0,
     },
     ApiSupport {
@@ -313,26 +331,7 @@ pub const SUPPORTED_APIS: &[ApiSupport] = &[
 /// advertise them, `ApiKey::from_i16` does not know them, and the broker
 /// refuses them as it refuses any unknown key. A row moves to
 /// `SUPPORTED_APIS` when the broker serves the API.
-pub const CODEC_ONLY_APIS: &[ApiSupport] = &[
-    ApiSupport {
-        key: ApiKey::DescribeProducers,
-        min_version: 0,
-        max_version: 0,
-        first_flexible_version: 0,
-    },
-    ApiSupport {
-        key: ApiKey::DescribeTransactions,
-        min_version: 0,
-        max_version: 0,
-        first_flexible_version: 0,
-    },
-    ApiSupport {
-        key: ApiKey::ListTransactions,
-        min_version: 0,
-        max_version: 2,
-        first_flexible_version: 0,
-    },
-];
+pub const CODEC_ONLY_APIS: &[ApiSupport] = &[];
 
 impl ApiKey {
     /// The API with this key if pinlog serves it: keys of

@@ -238,14 +238,18 @@ pub async fn handle_frame(shard: &Rc<Shard>, frame: Bytes, peer_host: &str) -> O
             txn_offset_commit::TxnOffsetCommitRequest,
             handlers::txn_offset_commit::handle
         ),
-        // Codecs only (`CODEC_ONLY_APIS`): `ApiKey::from_i16` does not know
-        // them, so their frames were refused above as unknown keys. Not
-        // served until they move to `SUPPORTED_APIS`.
-        ApiKey::DescribeProducers | ApiKey::DescribeTransactions | ApiKey::ListTransactions => {
-            Outcome::Close(format!(
-                "unknown API key {api_key} (correlation id {correlation_id})"
-            ))
-        }
+        ApiKey::DescribeProducers => serve!(
+            describe_producers::DescribeProducersRequest,
+            handlers::describe_producers::handle
+        ),
+        ApiKey::DescribeTransactions => serve!(
+            describe_transactions::DescribeTransactionsRequest,
+            handlers::describe_transactions::handle
+        ),
+        ApiKey::ListTransactions => serve!(
+            list_transactions::ListTransactionsRequest,
+            handlers::list_transactions::handle
+        ),
     }
 }
 

@@ -1,0 +1,71 @@
+//! DescribeProducers: the producers a partition leader knows, with their
+//! epoch, last sequence, coordinator epoch and the start of their open
+//! transaction (`kafka-transactions.sh describe-producers`, and
+//! `find-hanging`, which looks for open transactions their coordinator
+//! does not know).
+
+use std::rc::Rc;
+
+use crate::node::replicas;
+use crate::protocol::error_code;
+use crate::protocol::header::RequestHeader;
+use crate::protocol::messages::describe_producers::*;
+use crate::shard::shard::Shard;
+use crate::topic_partition::TopicPartition;
+
+pub async fn handle(
+    shard: &Rc<Shard>,
+    _header: &RequestHeader,
+    req: DescribeProducersRequest,
+) -> DescribeProducersResponse {
+    let mut resp = DescribeProducersResponse::default();
+    for t in req.topics {
+        let mut partitions = Vec::with_capacity(t.partition_indexes.len());
+        for p in t.partition_indexes {
+            let tp = TopicPartition::new(t.name.clone(), p);
+            let owner = shard.owner(&tp);
+            let described = shard
+                .submit_to(owner, move |s| async move { describe(&s, &tp).await })
+                .await
+                .unwrap_or_else(|_| PartitionResponse {
+                    partition_index: p,
+                    error_code: error_code::NOT_LEADER_OR_FOLLOWER,
+                    ..PartitionResponse::default()
+                });
+            partitions.push(described);
+        }
+        resp.topics.push(TopicResponse {
+            name: t.name,
+            partitions,
+        });
+    }
+    resp
+}
+
+async fn describe(shard: &Rc<Shard>, tp: &TopicPartition) -> PartitionResponse {
+    let mut out = PartitionResponse {
+        partition_index: tp.partition,
+        ..PartitionResponse::default()
+    };
+    let Some(led) = replicas::led_partition(shard, tp) else {
+        out.error_code = error_code::NOT_LEADER_OR_FOLLOWER;
+        return out;
+    };
+    let Ok(log) = led.log.read().await else {
+        out.error_code = error_code::KAFKA_STORAGE_ERROR;
+        return out;
+    };
+    out.active_producers = log
+        .producer_state()
+        .entries()
+        .map(|e| ProducerState {
+            producer_id: e.producer_id,
+            producer_epoch: i32::from(e.producer_epoch),
+            last_sequence: e.last_seq(),
+            last_timestamp: e.last_timestamp,
+            coordinator_epoch: e.coordinator_epoch,
+            current_txn_start_offset: e.current_txn_first_offset,
+        })
+        .collect();
+    out
+}
