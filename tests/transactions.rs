@@ -285,4 +285,51 @@ fn kafka_transactions_tool_lists_describes_finds_hanging_and_aborts() {
         "still hanging after abort:\n{after}"
     );
     broker.stop();
+
+    // Kafka's DumpLogSegments decodes the coordinator's records.
+    let logs: Vec<String> = std::fs::read_dir(broker.data_dir())
+        .expect("data dir")
+        .filter_map(|e| e.ok())
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with("__transaction_state-")
+        })
+        .flat_map(|e| std::fs::read_dir(e.path()).expect("partition dir"))
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .filter(|p| {
+            p.extension().is_some_and(|x| x == "log") && p.metadata().is_ok_and(|m| m.len() > 0)
+        })
+        .map(|p| p.display().to_string())
+        .collect();
+    assert!(
+        !logs.is_empty(),
+        "no __transaction_state segment holds a record"
+    );
+    let dump = run_command(
+        Command::new("java")
+            .args([
+                "-XX:TieredStopAtLevel=1",
+                "-cp",
+                &jars,
+                "org.apache.kafka.tools.DumpLogSegments",
+            ])
+            .args(["--transaction-log-decoder", "--files", &logs.join(",")]),
+        None,
+        CLIENT_TIMEOUT,
+    );
+    assert!(
+        dump.success() && !dump.stderr.contains("Exception") && !dump.stdout.contains("Exception"),
+        "DumpLogSegments --transaction-log-decoder:\n{dump}"
+    );
+    assert!(
+        dump.stdout
+            .contains(&format!("{{\"transactionalId\":\"{id}\"}}"))
+            && dump
+                .stdout
+                .contains("\"transactionStatus\":\"CompleteCommit\""),
+        "DumpLogSegments did not decode {id}'s records:\n{}",
+        dump.stdout
+    );
 }
