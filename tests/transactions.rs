@@ -333,3 +333,56 @@ fn kafka_transactions_tool_lists_describes_finds_hanging_and_aborts() {
         dump.stdout
     );
 }
+
+/// An id without a transaction that sees no request for
+/// `transactional.id.expiration.ms` is removed (a tombstone in
+/// `__transaction_state`); `kafka-transactions.sh list` stops showing it.
+#[test]
+fn idle_transactional_ids_expire() {
+    if skipped() {
+        return;
+    }
+    let mut broker = Broker::start(
+        BrokerOpts::new()
+            .setting("transactional.id.expiration.ms", 2000)
+            .setting(
+                "transaction.remove.expired.transaction.cleanup.interval.ms",
+                500,
+            ),
+    );
+    let bootstrap = broker.bootstrap();
+    let out = run_command(
+        Command::new("python3")
+            .arg(Path::new(CLIENTS_DIR).join("txn_check.py"))
+            .args(["confluent", &bootstrap, "expiry"]),
+        None,
+        CLIENT_TIMEOUT,
+    );
+    if !out.success() {
+        broker.fail(&format!("txn_check.py failed:\n{out}"));
+    }
+    let jars = format!("{}/*", kafka_libs().display());
+    let list = || {
+        run_command(
+            Command::new("java")
+                .args([
+                    "-XX:TieredStopAtLevel=1",
+                    "-cp",
+                    &jars,
+                    "org.apache.kafka.tools.TransactionsCommand",
+                ])
+                .args(["--bootstrap-server", &bootstrap, "list"]),
+            None,
+            CLIENT_TIMEOUT,
+        )
+        .stdout
+    };
+    let gone = support::wait_for(Duration::from_secs(30), || {
+        let listed = list();
+        listed.contains("TransactionalId") && !listed.contains("expiry-out-py-txn")
+    });
+    if !gone {
+        broker.fail("the idle transactional id was not expired");
+    }
+    broker.stop();
+}
