@@ -486,3 +486,36 @@ fn log_verify_checks_each_txnindex_entry_against_its_abort_marker() {
         "{report}"
     );
 }
+
+/// An abort whose marker landed in a later segment than the read's upper
+/// bound is still listed: its data lies in the read (Kafka searches every
+/// later segment until an entry's LSO reaches the bound).
+#[test]
+fn an_abort_marked_in_a_later_segment_is_listed_for_an_earlier_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().to_path_buf();
+    run(move || async move {
+        let mut log = open(&root, "later", true).await;
+        send(&mut log, 1, 0, 0, 2, true).await.unwrap(); // A: 0..=1
+        let b_first = send(&mut log, 2, 0, 0, 2, true).await.unwrap().first_offset; // B: 2..=3
+        let leo = log.log_end_offset();
+        log.roll(leo, NOW_MS).await.unwrap();
+        let abort = end_txn(&mut log, marker(1, 0, MarkerKind::Abort, 0), TV1)
+            .await
+            .unwrap();
+        assert!(
+            abort.first_offset >= leo,
+            "the marker is in the new segment"
+        );
+        log.set_high_watermark(log.log_end_offset());
+        let lso = log.last_stable_offset();
+        assert_eq!(lso, b_first, "B's open transaction holds the LSO");
+        let listed = log.aborted_txns(0, lso);
+        assert_eq!(
+            listed.iter().map(|t| t.producer_id).collect::<Vec<_>>(),
+            vec![1],
+            "A's abort must be listed for a read of [0, {lso})"
+        );
+        log.close().await.unwrap();
+    });
+}

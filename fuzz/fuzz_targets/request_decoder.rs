@@ -114,6 +114,26 @@ messages!(
     delete_records::DeleteRecordsResponse,
     describe_log_dirs::DescribeLogDirsRequest,
     describe_log_dirs::DescribeLogDirsResponse,
+    list_config_resources::ListConfigResourcesRequest,
+    list_config_resources::ListConfigResourcesResponse,
+    partition_shards::PartitionShardsRequest,
+    partition_shards::PartitionShardsResponse,
+    add_partitions_to_txn::AddPartitionsToTxnRequest,
+    add_partitions_to_txn::AddPartitionsToTxnResponse,
+    add_offsets_to_txn::AddOffsetsToTxnRequest,
+    add_offsets_to_txn::AddOffsetsToTxnResponse,
+    end_txn::EndTxnRequest,
+    end_txn::EndTxnResponse,
+    write_txn_markers::WriteTxnMarkersRequest,
+    write_txn_markers::WriteTxnMarkersResponse,
+    txn_offset_commit::TxnOffsetCommitRequest,
+    txn_offset_commit::TxnOffsetCommitResponse,
+    describe_producers::DescribeProducersRequest,
+    describe_producers::DescribeProducersResponse,
+    describe_transactions::DescribeTransactionsRequest,
+    describe_transactions::DescribeTransactionsResponse,
+    list_transactions::ListTransactionsRequest,
+    list_transactions::ListTransactionsResponse,
 );
 
 /// Decodes `M` from `reader`; when that succeeds, checks that re-encoding
@@ -256,6 +276,16 @@ fn check_api(key: ApiKey, version: i16, request: Reader, also_response: bool) {
             describe_log_dirs::DescribeLogDirsRequest,
             describe_log_dirs::DescribeLogDirsResponse
         ),
+        ApiKey::ListConfigResources => pair!(list_config_resources::ListConfigResourcesRequest, list_config_resources::ListConfigResourcesResponse),
+        ApiKey::PartitionShards => pair!(partition_shards::PartitionShardsRequest, partition_shards::PartitionShardsResponse),
+        ApiKey::AddPartitionsToTxn => pair!(add_partitions_to_txn::AddPartitionsToTxnRequest, add_partitions_to_txn::AddPartitionsToTxnResponse),
+        ApiKey::AddOffsetsToTxn => pair!(add_offsets_to_txn::AddOffsetsToTxnRequest, add_offsets_to_txn::AddOffsetsToTxnResponse),
+        ApiKey::EndTxn => pair!(end_txn::EndTxnRequest, end_txn::EndTxnResponse),
+        ApiKey::WriteTxnMarkers => pair!(write_txn_markers::WriteTxnMarkersRequest, write_txn_markers::WriteTxnMarkersResponse),
+        ApiKey::TxnOffsetCommit => pair!(txn_offset_commit::TxnOffsetCommitRequest, txn_offset_commit::TxnOffsetCommitResponse),
+        ApiKey::DescribeProducers => pair!(describe_producers::DescribeProducersRequest, describe_producers::DescribeProducersResponse),
+        ApiKey::DescribeTransactions => pair!(describe_transactions::DescribeTransactionsRequest, describe_transactions::DescribeTransactionsResponse),
+        ApiKey::ListTransactions => pair!(list_transactions::ListTransactionsRequest, list_transactions::ListTransactionsResponse),
     }
 }
 

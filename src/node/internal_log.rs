@@ -57,13 +57,13 @@ pub async fn append_replicated(
     let Some(led) = replicas::led_partition(shard, tp) else {
         return Err(InternalWriteError::NotLeader);
     };
-    let epoch = led.state.borrow().leader_epoch();
     let now = now_ms();
     let specs: Vec<batch::KeyedRecordSpec<'_>> = records
         .iter()
         .map(|(k, v)| (0, Some(&k[..]), v.as_deref()))
         .collect();
-    let mut bytes = batch::build_keyed_batch(0, epoch, now, &specs);
+    // The leader epoch is the log's append sets; the batch's is rewritten.
+    let mut bytes = batch::build_keyed_batch(0, -1, now, &specs);
     if let Some(p) = producer {
         let h = batch::parse_header(&bytes).expect("a batch just built");
         let mut fields = batch::BatchFields::of(&h);
@@ -79,12 +79,24 @@ pub async fn append_replicated(
         log_append_time_ms: None,
         origin: AppendOrigin::Coordinator,
     };
-    let info = {
+    let (epoch, info) = {
         let mut log = led
             .log
             .write()
             .await
             .map_err(|_| InternalWriteError::Unavailable)?;
+        if !replicas::still_local(shard, tp, &led.log) {
+            return Err(InternalWriteError::NotLeader);
+        }
+        // Leadership may have moved while the lock was taken: the epoch
+        // that counts is the one current at the write.
+        let epoch = {
+            let state = led.state.borrow();
+            if !state.is_leader() {
+                return Err(InternalWriteError::NotLeader);
+            }
+            state.leader_epoch()
+        };
         let r = log
             .append_many_as_leader(vec![append], epoch, now)
             .await
@@ -93,7 +105,7 @@ pub async fn append_replicated(
         if r.is_ok() {
             replicas::after_append(shard, tp, &mut log);
         }
-        r.map_err(InternalWriteError::Log)?
+        (epoch, r.map_err(InternalWriteError::Log)?)
     };
     let wait = wait_for_high_watermark(
         shard,

@@ -132,7 +132,11 @@ fn bump_epoch(
     expected_epoch: Option<i16>,
     now_ms: i64,
 ) -> Decision {
-    let bumped = m.producer_epoch + 1;
+    // InitProducerId never bumps a spent epoch (it moves to a new id
+    // first), but a fence may have left the last one.
+    let Some(bumped) = m.producer_epoch.checked_add(1) else {
+        return Decision::Answer(error_code::CONCURRENT_TRANSACTIONS);
+    };
     let (epoch, last_epoch) = match expected_epoch {
         // A new producer, or one that lost its state: bump.
         None => (bumped, NO_PRODUCER_EPOCH),

@@ -122,19 +122,37 @@ impl GroupCoordinator {
             producer_epoch: producer.1,
         };
         let timeout = Duration::from_millis(GROUP_WRITE_TIMEOUT_MS);
-        let written = match append_replicated(&shard, &tp, &records, Some(txn), timeout).await {
-            Ok(_) => {
-                self.pending_txn
-                    .borrow_mut()
-                    .entry((partition, producer.0))
-                    .or_default()
-                    .extend(pending);
-                Ok(())
+        // Pending before the write: the transaction's marker may reach the
+        // partition (and be applied) as soon as the batch is in the log,
+        // even before this write's replication wait ends.
+        let count = pending.len();
+        self.pending_txn
+            .borrow_mut()
+            .entry((partition, producer.0))
+            .or_default()
+            .extend(pending);
+        let forget = || {
+            if let Some(p) = self
+                .pending_txn
+                .borrow_mut()
+                .get_mut(&(partition, producer.0))
+            {
+                let keep = p.len().saturating_sub(count);
+                p.truncate(keep);
             }
+        };
+        let written = match append_replicated(&shard, &tp, &records, Some(txn), timeout).await {
+            Ok(_) => Ok(()),
             Err(InternalWriteError::NotLeader) => Err(error_code::NOT_COORDINATOR),
+            // The batch is in the log and may still commit: its offsets
+            // stay pending for the marker, as they would after a reload.
             Err(InternalWriteError::Timeout) => Err(error_code::REQUEST_TIMED_OUT),
-            Err(InternalWriteError::Unavailable) => Err(error_code::COORDINATOR_NOT_AVAILABLE),
+            Err(InternalWriteError::Unavailable) => {
+                forget();
+                Err(error_code::COORDINATOR_NOT_AVAILABLE)
+            }
             Err(InternalWriteError::Log(e)) => {
+                forget();
                 tracing::info!(partition = %tp, "transactional offset commit refused: {e}");
                 Err(match e {
                     LogError::InvalidProducerEpoch { .. } => error_code::PRODUCER_FENCED,
@@ -188,13 +206,5 @@ impl GroupCoordinator {
                 .iter()
                 .any(|p| p.group == group_id && p.topic == topic && p.partition == partition)
         })
-    }
-
-    /// Whether any of the group's offsets is undecided.
-    pub fn has_pending_offsets(&self, group_id: &str) -> bool {
-        self.pending_txn
-            .borrow()
-            .values()
-            .any(|offsets| offsets.iter().any(|p| p.group == group_id))
     }
 }

@@ -20,7 +20,9 @@ impl PartitionLog {
     /// The aborted transactions a read of `[fetch_offset, upper_bound)`
     /// overlaps, oldest marker first (Kafka's `collectAbortedTransactions`):
     /// searched from the segment holding `fetch_offset` on, until an
-    /// entry's LSO shows that no later one can overlap the read.
+    /// entry's LSO shows that no later one can overlap the read. A segment
+    /// past the bound is searched too: a transaction with data in the read
+    /// may have its ABORT marker, and so its entry, in any later segment.
     pub fn aborted_txns(&self, fetch_offset: i64, upper_bound: i64) -> Vec<AbortedTxn> {
         let from = self
             .segments
@@ -29,9 +31,6 @@ impl PartitionLog {
             .map_or(i64::MIN, |(b, _)| *b);
         let mut found = Vec::new();
         for segment in self.segments.range(from..).map(|(_, s)| s) {
-            if segment.base_offset() >= upper_bound {
-                break;
-            }
             let (entries, complete) = crate::log::transaction_index::collect(
                 segment.txn_index().entries(),
                 fetch_offset,

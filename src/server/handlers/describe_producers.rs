@@ -48,7 +48,15 @@ async fn describe(shard: &Rc<Shard>, tp: &TopicPartition) -> PartitionResponse {
         ..PartitionResponse::default()
     };
     let Some(led) = replicas::led_partition(shard, tp) else {
-        out.error_code = error_code::NOT_LEADER_OR_FOLLOWER;
+        let known = crate::node::state::BrokerState::of(shard)
+            .image()
+            .partition(&tp.topic, tp.partition)
+            .is_some();
+        out.error_code = if known {
+            error_code::NOT_LEADER_OR_FOLLOWER
+        } else {
+            error_code::UNKNOWN_TOPIC_OR_PARTITION
+        };
         return out;
     };
     let Ok(log) = led.log.read().await else {

@@ -31,6 +31,13 @@ pub async fn handle(
         producer_epoch: -1,
     };
     if let Some(id) = req.transactional_id.clone() {
+        // Kafka's check: an id and an epoch come together, or neither.
+        if header.api_version >= EXISTING_PRODUCER_FROM
+            && ((req.producer_id >= 0) != (req.producer_epoch >= 0))
+        {
+            resp.error_code = error_code::INVALID_REQUEST;
+            return resp;
+        }
         let expected = (header.api_version >= EXISTING_PRODUCER_FROM && req.producer_id >= 0)
             .then_some((req.producer_id, req.producer_epoch));
         let timeout = req.transaction_timeout_ms;

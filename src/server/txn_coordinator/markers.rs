@@ -200,14 +200,27 @@ pub async fn write_marker_on_owner(
     };
     let overrides = dynamic_broker_config::effective_overrides(&image, &topic.configs);
     let min_insync = topic_config::min_insync_replicas(&overrides);
-    let epoch = led.state.borrow().leader_epoch();
-    let result = {
+    let (epoch, result) = {
         let Ok(mut log) = led.log.write().await else {
             return error_code::KAFKA_STORAGE_ERROR;
         };
         if !replicas::still_local(shard, tp, &led.log) {
             return error_code::NOT_LEADER_OR_FOLLOWER;
         }
+        // Leadership and the ISR may have changed while the lock was
+        // taken: the epoch that counts is the one current at the write, and
+        // with too few in-sync replicas the marker is refused before it is
+        // written, as Kafka's acks=all (the HW could not pass it anyway).
+        let epoch = {
+            let state = led.state.borrow();
+            if !state.is_leader() {
+                return error_code::NOT_LEADER_OR_FOLLOWER;
+            }
+            if state.below_min_insync(min_insync).is_some() {
+                return error_code::NOT_ENOUGH_REPLICAS;
+            }
+            state.leader_epoch()
+        };
         let mut r = log
             .append_markers_as_leader(&[write.spec()], write.transaction_version, epoch, now_ms())
             .await;
@@ -215,7 +228,7 @@ pub async fn write_marker_on_owner(
         if r.is_ok() {
             replicas::after_append(shard, tp, &mut log);
         }
-        r
+        (epoch, r)
     };
     let info = match result {
         Ok(info) => info,

@@ -39,13 +39,16 @@ use crate::shard::shard::{now_ms, Shard};
 use crate::topic_partition::TopicPartition;
 use crate::transaction::coordinator::{self as decide, Decision, TxnEntry};
 use crate::transaction::log_record;
-use crate::transaction::metadata::TxnMetadata;
+use crate::transaction::metadata::{TxnMetadata, TxnState};
 
 pub mod markers;
 pub mod timers;
 pub mod topic;
 
 pub use self::timers::start;
+
+/// How long a failed load of a partition waits before it is tried again.
+const LOAD_RETRY_BACKOFF: Duration = Duration::from_secs(1);
 
 /// How long a write to `__transaction_state` waits to be replicated: Kafka's
 /// `transaction.state.log.write` timeout is the request's, this is its
@@ -131,6 +134,8 @@ pub struct TxnCoordinator {
     partitions: RefCell<HashMap<i32, Rc<StatePartition>>>,
     /// Ids whose first write is in flight: not listed or described yet.
     creating: RefCell<HashSet<String>>,
+    /// Ids whose decided transaction has a task writing its markers.
+    completing: RefCell<HashSet<String>>,
     /// When timed-out transactions were last looked for.
     last_abort_check: Cell<std::time::Instant>,
 }
@@ -143,6 +148,7 @@ impl TxnCoordinator {
             id_partition: RefCell::new(HashMap::new()),
             partitions: RefCell::new(HashMap::new()),
             creating: RefCell::new(HashSet::new()),
+            completing: RefCell::new(HashSet::new()),
             last_abort_check: Cell::new(std::time::Instant::now()),
         }
     }
@@ -228,12 +234,24 @@ impl TxnCoordinator {
                     );
                     me.resume_decided(&shard, partition, leader_epoch);
                 }
-                Err(e) => {
+                                Err(e) => {
+                    if !me.still_leading(partition, leader_epoch) {
+                        return;
+                    }
                     me.partitions.borrow_mut().remove(&partition);
                     tracing::error!(
                         partition,
-                        "loading {TRANSACTION_STATE_TOPIC} failed: {e}; the next leadership change retries"
+                        "loading {TRANSACTION_STATE_TOPIC} failed: {e}; retrying in {LOAD_RETRY_BACKOFF:?}"
                     );
+                    // Its ids answer NOT_COORDINATOR meanwhile; the
+                    // transactions it decided must still be finished.
+                    glommio::timer::sleep(LOAD_RETRY_BACKOFF).await;
+                    let tp = Self::tp(partition);
+                    let epoch = crate::node::replicas::led_partition(&shard, &tp)
+                        .map(|led| led.state.borrow().leader_epoch());
+                    if let Some(epoch) = epoch {
+                        me.on_became_leader(&shard, partition, epoch);
+                    }
                 }
             }
         })
@@ -318,7 +336,11 @@ impl TxnCoordinator {
         let mut where_ = self.id_partition.borrow_mut();
         let mut ids = 0;
         for (id, m) in latest {
-            if let Some(m) = m {
+            // Kafka writes Dead only as it removes an id, and never writes
+            // PrepareEpochFence: neither is a state to serve.
+            if let Some(m) =
+                m.filter(|m| !matches!(m.state, TxnState::Dead | TxnState::PrepareEpochFence))
+            {
                 entries.insert(id.clone(), TxnEntry::new(m));
                 where_.insert(id, partition);
                 ids += 1;
@@ -352,14 +374,19 @@ impl TxnCoordinator {
     }
 
     /// Writes `next` as `id`'s state and applies it once replicated. The
-    /// id's pending state covers the write. `Err` is the code to answer.
+    /// id's pending state covers the write. Returns the coordinator epoch
+    /// it was written under; `Err` is the code to answer. A write that
+    /// completes after the partition was unloaded (or reloaded at another
+    /// epoch) touches nothing: the state it would change is gone.
     async fn write_transition(
         &self,
         shard: &Rc<Shard>,
         partition: i32,
         next: TxnMetadata,
-    ) -> Result<(), i16> {
+    ) -> Result<i32, i16> {
         let id = next.transactional_id.clone();
+        let epoch = self.ready(shard, partition)?;
+        let mut created_here = false;
         {
             let mut entries = self.entries.borrow_mut();
             match entries.get_mut(&id) {
@@ -381,6 +408,7 @@ impl TxnCoordinator {
                     entries.insert(id.clone(), placeholder);
                     self.id_partition.borrow_mut().insert(id.clone(), partition);
                     self.creating.borrow_mut().insert(id.clone());
+                    created_here = true;
                 }
             }
         }
@@ -396,7 +424,13 @@ impl TxnCoordinator {
             STATE_WRITE_TIMEOUT,
         )
         .await;
-        let created = self.creating.borrow_mut().remove(&id);
+        if created_here {
+            self.creating.borrow_mut().remove(&id);
+        }
+        if !self.still_leading(partition, epoch) {
+            return Err(error_code::NOT_COORDINATOR);
+        }
+        let created = created_here;
         let mut entries = self.entries.borrow_mut();
         let Some(e) = entries.get_mut(&id) else {
             // Unloaded meanwhile (the leadership moved).
@@ -406,7 +440,7 @@ impl TxnCoordinator {
         match written {
             Ok(_) => {
                 e.metadata = next;
-                Ok(())
+                Ok(epoch)
             }
             Err(err) => {
                 let code = match err {
@@ -429,13 +463,42 @@ impl TxnCoordinator {
     }
 
     /// Sends the markers of `id`'s decided transaction and completes it,
-    /// in the background.
+    /// in the background; at most one task per id.
     fn spawn_complete(self: &Rc<Self>, shard: &Rc<Shard>, partition: i32, epoch: i32, id: String) {
+        if !self.completing.borrow_mut().insert(id.clone()) {
+            return;
+        }
         let (me, shard) = (self.clone(), shard.clone());
         glommio::spawn_local(async move {
             me.complete(&shard, partition, epoch, &id).await;
+            me.completing.borrow_mut().remove(&id);
         })
         .detach();
+    }
+
+    /// Restarts the completion of decided transactions that have no task
+    /// (one gave up on a write error): checked with the timeouts.
+    fn resume_stalled(self: &Rc<Self>, shard: &Rc<Shard>) {
+        let stalled: Vec<(String, i32)> = {
+            let entries = self.entries.borrow();
+            let where_ = self.id_partition.borrow();
+            let completing = self.completing.borrow();
+            entries
+                .iter()
+                .filter(|(id, e)| {
+                    e.pending.is_none()
+                        && e.metadata.state.is_prepare()
+                        && !completing.contains(*id)
+                })
+                .filter_map(|(id, _)| where_.get(id).map(|p| (id.clone(), *p)))
+                .collect()
+        };
+        for (id, partition) in stalled {
+            if let Ok(epoch) = self.ready(shard, partition) {
+                tracing::info!(transactional_id = %id, "resuming a decided transaction's markers");
+                self.spawn_complete(shard, partition, epoch, id);
+            }
+        }
     }
 
     /// Markers, then CompleteCommit or CompleteAbort. Retries until done,
@@ -467,7 +530,7 @@ impl TxnCoordinator {
                 .write_transition(shard, partition, decide::complete(&m, now_ms()))
                 .await
             {
-                Ok(()) => {
+                Ok(_) => {
                     tracing::debug!(transactional_id = %id, state = ?m.state, "transaction complete");
                     return;
                 }
@@ -494,10 +557,9 @@ impl TxnCoordinator {
         txn_timeout_ms: i32,
         expected: Option<(i64, i16)>,
     ) -> InitAnswer {
-        let epoch = match self.ready(&shard, partition) {
-            Ok(e) => e,
-            Err(code) => return InitAnswer::error(code),
-        };
+        if let Err(code) = self.ready(&shard, partition) {
+            return InitAnswer::error(code);
+        }
         let mut fresh = None;
         loop {
             let entry = self.entry(&transactional_id);
@@ -526,7 +588,7 @@ impl TxnCoordinator {
                         producer_epoch: next.producer_epoch,
                     };
                     return match self.write_transition(&shard, partition, next).await {
-                        Ok(()) => answer,
+                        Ok(_) => answer,
                         Err(code) => InitAnswer::error(code),
                     };
                 }
@@ -538,7 +600,7 @@ impl TxnCoordinator {
                         "a new producer instance fences the open transaction: aborting it"
                     );
                     return match self.write_transition(&shard, partition, next).await {
-                        Ok(()) => {
+                        Ok(epoch) => {
                             self.spawn_complete(&shard, partition, epoch, transactional_id);
                             // The client retries until the abort completes.
                             InitAnswer::error(error_code::CONCURRENT_TRANSACTIONS)
@@ -573,7 +635,7 @@ impl TxnCoordinator {
         ) {
             Decision::Answer(code) => code,
             Decision::Write(next) => match self.write_transition(&shard, partition, next).await {
-                Ok(()) => error_code::NONE,
+                Ok(_) => error_code::NONE,
                 Err(code) => code,
             },
             other => {
@@ -616,10 +678,9 @@ impl TxnCoordinator {
         producer_epoch: i16,
         commit: bool,
     ) -> i16 {
-        let epoch = match self.ready(&shard, partition) {
-            Ok(e) => e,
-            Err(code) => return code,
-        };
+        if let Err(code) = self.ready(&shard, partition) {
+            return code;
+        }
         let entry = self.entry(&transactional_id);
         match decide::end_txn(
             entry.as_ref(),
@@ -630,7 +691,7 @@ impl TxnCoordinator {
         ) {
             Decision::Answer(code) => code,
             Decision::Write(next) => match self.write_transition(&shard, partition, next).await {
-                Ok(()) => {
+                Ok(epoch) => {
                     self.spawn_complete(&shard, partition, epoch, transactional_id);
                     error_code::NONE
                 }

@@ -33,9 +33,9 @@ impl TxnCoordinator {
                 .collect()
         };
         for (id, partition) in expired {
-            if self.ready(shard, partition).is_err() {
+            let Ok(epoch) = self.ready(shard, partition) else {
                 continue;
-            }
+            };
             let snapshot = {
                 let mut entries = self.entries.borrow_mut();
                 let Some(e) = entries.get_mut(&id).filter(|e| e.pending.is_none()) else {
@@ -53,6 +53,10 @@ impl TxnCoordinator {
                 STATE_WRITE_TIMEOUT,
             )
             .await;
+            if !self.still_leading(partition, epoch) {
+                // Unloaded meanwhile: the state this changed is gone.
+                continue;
+            }
             let mut entries = self.entries.borrow_mut();
             match written {
                 Ok(_) => {
@@ -89,9 +93,9 @@ impl TxnCoordinator {
                 .collect()
         };
         for (id, partition) in expired {
-            let Ok(epoch) = self.ready(shard, partition) else {
+            if self.ready(shard, partition).is_err() {
                 continue;
-            };
+            }
             let Some(entry) = self.entry(&id) else {
                 continue;
             };
@@ -109,7 +113,7 @@ impl TxnCoordinator {
                 "aborting a transaction that outlived its timeout"
             );
             match self.write_transition(shard, partition, next).await {
-                Ok(()) => self.spawn_complete(shard, partition, epoch, id),
+                Ok(epoch) => self.spawn_complete(shard, partition, epoch, id),
                 Err(code) => {
                     tracing::warn!(transactional_id = %id, code, "aborting a timed-out transaction failed; retrying at the next check")
                 }
@@ -134,6 +138,7 @@ pub fn start(shard: &Rc<Shard>, stop: StopHandle) {
             if c.last_abort_check.get().elapsed() >= interval {
                 c.last_abort_check.set(std::time::Instant::now());
                 c.abort_timed_out(&s).await;
+                c.resume_stalled(&s);
             }
             if last_expiry_check.elapsed() >= expiry_interval {
                 last_expiry_check = std::time::Instant::now();
