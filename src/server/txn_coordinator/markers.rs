@@ -112,26 +112,46 @@ pub async fn write_markers(
         }
         // A deleted topic's partitions need no marker (Kafka drops them).
         remaining.retain(|tp| image.partition(&tp.topic, tp.partition).is_some());
+        // Every leader at once, and on each every partition at once: a
+        // transaction's markers cost one replication round trip, not one
+        // per partition.
+        let mut tasks = Vec::with_capacity(by_leader.len());
         for (leader, tps) in by_leader {
-            let results = if leader == local {
-                write_local(shard, &write, &tps).await
-            } else {
-                let Some(addr) = image
-                    .brokers
-                    .get(&leader)
-                    .filter(|b| !b.fenced)
-                    .map(|b| format!("{}:{}", b.host, b.port))
-                else {
-                    continue;
-                };
-                let peer = peers.entry(addr.clone()).or_insert_with(|| {
-                    KafkaPeer::new(
-                        addr,
-                        format!("pinlog-txn-markers-{local}-shard-{}", shard.id()),
-                    )
-                });
-                write_remote(peer, &write, &tps).await
+            let (shard, write) = (shard.clone(), write.clone());
+            if leader == local {
+                tasks.push(glommio::spawn_local(async move {
+                    (write_local(&shard, &write, &tps).await, None)
+                }));
+                continue;
+            }
+            let Some(addr) = image
+                .brokers
+                .get(&leader)
+                .filter(|b| !b.fenced)
+                .map(|b| format!("{}:{}", b.host, b.port))
+            else {
+                continue;
             };
+            let mut peer = peers.remove(&addr).unwrap_or_else(|| {
+                KafkaPeer::new(
+                    addr.clone(),
+                    format!("pinlog-txn-markers-{local}-shard-{}", shard.id()),
+                )
+            });
+            tasks.push(glommio::spawn_local(async move {
+                let results = write_remote(&mut peer, &write, &tps).await;
+                (results, Some((addr, peer)))
+            }));
+        }
+        // Every task runs to its end: a marker write is never abandoned
+        // half way, even when another partition already showed the work
+        // obsolete.
+        let mut obsolete = false;
+        for task in tasks {
+            let (results, peer) = task.await;
+            if let Some((addr, peer)) = peer {
+                peers.insert(addr, peer);
+            }
             for (tp, code) in results {
                 match code {
                     error_code::NONE => {
@@ -145,13 +165,16 @@ pub async fn write_markers(
                             code,
                             "a partition refused the transaction's marker: a newer coordinator or producer epoch took over; stopping"
                         );
-                        return false;
+                        obsolete = true;
                     }
                     code => {
                         tracing::debug!(partition = %tp, code, "marker not written yet; retrying")
                     }
                 }
             }
+        }
+        if obsolete {
+            return false;
         }
         if !remaining.is_empty() {
             glommio::timer::sleep(backoff).await;
@@ -168,17 +191,29 @@ pub async fn write_local(
     write: &MarkerWrite,
     tps: &[TopicPartition],
 ) -> Vec<(TopicPartition, i16)> {
-    let mut out = Vec::with_capacity(tps.len());
-    for tp in tps {
-        let owner = shard.owner(tp);
-        let (write, tp2) = (write.clone(), tp.clone());
-        let code = shard
-            .submit_to(owner, move |s| async move {
-                write_marker_on_owner(&s, &tp2, &write).await
+    // Each on its owner at once; every answer comes back through the
+    // cross-shard relay, so the tasks' handles may be awaited (ARCHITECTURE.md,
+    // sharp edges).
+    let tasks: Vec<_> = tps
+        .iter()
+        .map(|tp| {
+            let (shard, write, tp) = (shard.clone(), write.clone(), tp.clone());
+            glommio::spawn_local(async move {
+                let owner = shard.owner(&tp);
+                let on_owner = tp.clone();
+                let code = shard
+                    .submit_to(owner, move |s| async move {
+                        write_marker_on_owner(&s, &on_owner, &write).await
+                    })
+                    .await
+                    .unwrap_or(error_code::NOT_LEADER_OR_FOLLOWER);
+                (tp, code)
             })
-            .await
-            .unwrap_or(error_code::NOT_LEADER_OR_FOLLOWER);
-        out.push((tp.clone(), code));
+        })
+        .collect();
+    let mut out = Vec::with_capacity(tasks.len());
+    for task in tasks {
+        out.push(task.await);
     }
     out
 }
