@@ -457,6 +457,58 @@ impl GroupCoordinator {
         .await
     }
 
+    /// The records of a commit's offsets, with Kafka's per-partition checks
+    /// (an unknown partition, metadata over `offset.metadata.max.bytes`):
+    /// each partition's code by topic, the records to write, and the
+    /// offsets they hold. Plain and transactional commits share it.
+    #[allow(clippy::type_complexity)]
+    fn offset_commit_records(
+        &self,
+        shard: &Shard,
+        group_id: &str,
+        topics: &[(String, Vec<CommitPartition>)],
+        now: i64,
+    ) -> (
+        Vec<(String, Vec<(i32, i16)>)>,
+        Vec<(Bytes, Option<Bytes>)>,
+        Vec<((String, i32), OffsetValue)>,
+    ) {
+        let image = BrokerState::of(shard).image();
+        let mut results = Vec::with_capacity(topics.len());
+        let mut records = Vec::new();
+        let mut offsets = Vec::new();
+        for (topic, parts) in topics {
+            let mut out = Vec::with_capacity(parts.len());
+            for p in parts {
+                let metadata = p.metadata.clone().unwrap_or_default();
+                let code = if image.partition(topic, p.partition).is_none() {
+                    error_code::UNKNOWN_TOPIC_OR_PARTITION
+                } else if metadata.len() > self.config.offset_metadata_max_bytes {
+                    error_code::OFFSET_METADATA_TOO_LARGE
+                } else {
+                    let key = RecordKey::Offset {
+                        group: group_id.to_string(),
+                        topic: topic.clone(),
+                        partition: p.partition,
+                    };
+                    let value = OffsetValue {
+                        offset: p.offset,
+                        leader_epoch: p.leader_epoch,
+                        metadata,
+                        commit_timestamp: now,
+                        expire_timestamp: -1,
+                    };
+                    records.push((key.encode(), Some(value.encode())));
+                    offsets.push(((topic.clone(), p.partition), value));
+                    error_code::NONE
+                };
+                out.push((p.partition, code));
+            }
+            results.push((topic.clone(), out));
+        }
+        (results, records, offsets)
+    }
+
     fn check_session_timeout(&self, ms: i32) -> Result<(), i16> {
         if ms < self.config.min_session_timeout_ms || ms > self.config.max_session_timeout_ms {
             return Err(error_code::INVALID_SESSION_TIMEOUT);
@@ -701,39 +753,8 @@ impl GroupCoordinator {
         if let Some(code) = group_error {
             return all(code);
         }
-        let image = BrokerState::of(&shard).image();
-        let mut results: Vec<(String, Vec<(i32, i16)>)> = Vec::with_capacity(topics.len());
-        let mut records = Vec::new();
-        let mut updates = Vec::new();
-        for (topic, parts) in &topics {
-            let mut out = Vec::with_capacity(parts.len());
-            for p in parts {
-                let metadata = p.metadata.clone().unwrap_or_default();
-                let code = if image.partition(topic, p.partition).is_none() {
-                    error_code::UNKNOWN_TOPIC_OR_PARTITION
-                } else if metadata.len() > self.config.offset_metadata_max_bytes {
-                    error_code::OFFSET_METADATA_TOO_LARGE
-                } else {
-                    let key = RecordKey::Offset {
-                        group: group_id.clone(),
-                        topic: topic.clone(),
-                        partition: p.partition,
-                    };
-                    let value = OffsetValue {
-                        offset: p.offset,
-                        leader_epoch: p.leader_epoch,
-                        metadata,
-                        commit_timestamp: now,
-                        expire_timestamp: -1,
-                    };
-                    records.push((key.encode(), Some(value.encode())));
-                    updates.push(((topic.clone(), p.partition), value));
-                    error_code::NONE
-                };
-                out.push((p.partition, code));
-            }
-            results.push((topic.clone(), out));
-        }
+        let (mut results, records, updates) =
+            self.offset_commit_records(&shard, &group_id, &topics, now);
         let gid = group_id.clone();
         let written = self
             .write(&shard, partition, records, move |groups| {

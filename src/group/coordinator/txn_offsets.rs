@@ -75,44 +75,17 @@ impl GroupCoordinator {
         if let Err(code) = check {
             return all(code);
         }
-        let image = BrokerState::of(&shard).image();
-        let mut results: Vec<(String, Vec<(i32, i16)>)> = Vec::with_capacity(topics.len());
-        let mut records = Vec::new();
-        let mut pending = Vec::new();
-        for (topic, parts) in &topics {
-            let mut out = Vec::with_capacity(parts.len());
-            for p in parts {
-                let metadata = p.metadata.clone().unwrap_or_default();
-                let code = if image.partition(topic, p.partition).is_none() {
-                    error_code::UNKNOWN_TOPIC_OR_PARTITION
-                } else if metadata.len() > self.config.offset_metadata_max_bytes {
-                    error_code::OFFSET_METADATA_TOO_LARGE
-                } else {
-                    let key = RecordKey::Offset {
-                        group: group_id.clone(),
-                        topic: topic.clone(),
-                        partition: p.partition,
-                    };
-                    let value = OffsetValue {
-                        offset: p.offset,
-                        leader_epoch: p.leader_epoch,
-                        metadata,
-                        commit_timestamp: now,
-                        expire_timestamp: -1,
-                    };
-                    records.push((key.encode(), Some(value.encode())));
-                    pending.push(PendingOffset {
-                        group: group_id.clone(),
-                        topic: topic.clone(),
-                        partition: p.partition,
-                        value,
-                    });
-                    error_code::NONE
-                };
-                out.push((p.partition, code));
-            }
-            results.push((topic.clone(), out));
-        }
+        let (mut results, records, offsets) =
+            self.offset_commit_records(&shard, &group_id, &topics, now);
+        let pending: Vec<PendingOffset> = offsets
+            .into_iter()
+            .map(|((topic, partition), value)| PendingOffset {
+                group: group_id.clone(),
+                topic,
+                partition,
+                value,
+            })
+            .collect();
         if records.is_empty() {
             return results;
         }
