@@ -678,7 +678,7 @@ impl ProducerStateManager {
             }
             let first = e.current_txn_first_offset;
             if first >= 0 {
-                if self.txns.ongoing().any(|(offset, _)| offset == first) {
+                if self.txns.is_open_at(first) {
                     // Two producers' transactions cannot start at one
                     // offset: the snapshot is damaged. Replay from the
                     // log finds the truth if the snapshot is dropped; the

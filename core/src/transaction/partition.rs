@@ -131,6 +131,11 @@ impl PartitionTxns {
             .map(|(first, producer)| (*first, *producer))
     }
 
+    /// Whether an open transaction starts at `first_offset`.
+    pub fn is_open_at(&self, first_offset: i64) -> bool {
+        self.ongoing.contains_key(&first_offset)
+    }
+
     pub fn ongoing_count(&self) -> usize {
         self.ongoing.len()
     }

@@ -115,6 +115,10 @@ pub async fn write_markers(
         // Every leader at once, and on each every partition at once: a
         // transaction's markers cost one replication round trip, not one
         // per partition.
+        // The tasks wait only on this shard: local leaders answer through
+        // `Shard::submit_to`'s relay, remote ones over this shard's socket,
+        // so their handles may be kept and awaited (ARCHITECTURE.md, sharp
+        // edges).
         let mut tasks = Vec::with_capacity(by_leader.len());
         for (leader, tps) in by_leader {
             let (shard, write) = (shard.clone(), write.clone());

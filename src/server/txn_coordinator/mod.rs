@@ -430,7 +430,6 @@ impl TxnCoordinator {
         if !self.still_leading(partition, epoch) {
             return Err(error_code::NOT_COORDINATOR);
         }
-        let created = created_here;
         let mut entries = self.entries.borrow_mut();
         let Some(e) = entries.get_mut(&id) else {
             // Unloaded meanwhile (the leadership moved).
@@ -453,7 +452,7 @@ impl TxnCoordinator {
                     }
                 };
                 // A new id whose first write failed does not exist.
-                if created {
+                if created_here {
                     entries.remove(&id);
                     self.id_partition.borrow_mut().remove(&id);
                 }
