@@ -14,7 +14,7 @@ mod support;
 
 use std::fs::File;
 use std::io::{ErrorKind, Read, Write};
-use std::net::{Shutdown, SocketAddr, TcpListener};
+use std::net::{Shutdown, SocketAddr};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -38,6 +38,7 @@ use pinlog::protocol::messages::list_offsets::{
 use pinlog::protocol::messages::produce::{
     PartitionProduceData, ProduceRequest, ProduceResponse, TopicProduceData,
 };
+use support::free_port;
 use support::kafka_conn::{read_frame, Conn};
 use tempfile::TempDir;
 
@@ -194,13 +195,6 @@ impl Drop for Broker {
             }
         }
     }
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("bind an ephemeral port")
-        .port()
 }
 
 // ---------------------------------------------------------------------------

@@ -26,6 +26,7 @@
 pub mod kafka_conn;
 pub mod netns;
 
+use std::collections::BTreeSet;
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -977,13 +978,34 @@ pub fn wait_for(timeout: Duration, mut cond: impl FnMut() -> bool) -> bool {
 }
 
 /// A loopback port that was free a moment ago (bind to port 0, read it,
-/// release it).
+/// release it), and that no earlier call in this test process returned.
+///
+/// The second condition matters because pinlog listens with SO_REUSEPORT:
+/// the kernel lets two of its processes bind the same port and then deals
+/// connections out between them. Tests in one binary run in parallel, and
+/// a port released here can be handed out again before the broker it was
+/// meant for binds it; two clusters would then share a port, and a client
+/// of one would now and then reach the other (seen in CI: a node "closed
+/// the connection" on ApiVersions).
 pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("bind 127.0.0.1:0")
-        .port()
+    static HANDED_OUT: std::sync::Mutex<BTreeSet<u16>> = std::sync::Mutex::new(BTreeSet::new());
+    // Bounded: the ephemeral range has tens of thousands of ports and a
+    // test process hands out at most a few hundred.
+    for _ in 0..FREE_PORT_ATTEMPTS {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("bind 127.0.0.1:0")
+            .port();
+        let mut handed_out = HANDED_OUT.lock().unwrap_or_else(|e| e.into_inner());
+        if handed_out.insert(port) {
+            return port;
+        }
+    }
+    panic!("no loopback port that this test process has not used after {FREE_PORT_ATTEMPTS} tries");
 }
+
+/// How many ports [`free_port`] draws before it gives up.
+const FREE_PORT_ATTEMPTS: usize = 1000;
 
 /// One ApiVersions round trip with pinlog's own codec; `Ok` when the
 /// broker answers with error code 0 and a non-empty API list.
