@@ -119,6 +119,8 @@ pub enum LogError {
         producer_id: i64,
         offset: i64,
     },
+    #[error("producer {producer_id}'s transactional batch to {partition} was not verified with its transaction coordinator, or its transaction ended since: the record is not part of an ongoing transaction; nothing was written")]
+    UnverifiedTxnBatch { partition: String, producer_id: i64 },
     #[error("transaction marker for producer {producer_id} on {partition} comes from coordinator epoch {coordinator_epoch}, older than epoch {current_coordinator_epoch} already seen: a newer transaction coordinator took over, nothing was written")]
     TransactionCoordinatorFenced {
         partition: String,

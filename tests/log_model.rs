@@ -453,6 +453,7 @@ async fn apply(
                     batches: BytesMut::from(&bytes[..]),
                     log_append_time_ms: None,
                     origin: AppendOrigin::Client,
+                    verification: Default::default(),
                 });
                 // What the log must store: the producer's bytes with the
                 // offset and epoch patched in, nothing else changed.

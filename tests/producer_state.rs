@@ -525,6 +525,7 @@ fn request(producer_id: i64, epoch: i16, seq: i32, n: usize) -> LeaderAppend {
         batches: idempotent_batch(producer_id, epoch, seq, n),
         log_append_time_ms: None,
         origin: AppendOrigin::Client,
+        verification: Default::default(),
     }
 }
 

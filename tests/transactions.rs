@@ -177,7 +177,9 @@ fn kafka_transactions_tool_lists_describes_finds_hanging_and_aborts() {
     let (topic, id) = ("tool-out", "tool-out-py-txn");
 
     // A hanging transaction: producer 987654 writes a transactional batch
-    // its coordinator never heard of.
+    // its coordinator never heard of. KIP-890's verification refuses it
+    // (INVALID_PRODUCER_ID_MAPPING: the coordinator knows no such id); with `transaction.partition.verification.enable`
+    // off, as on a cluster before KIP-890, it goes in and hangs.
     const HANGING: i64 = 987_654;
     let plain = batch::build_batch(&batch::BatchSpec {
         base_offset: 0,
@@ -192,24 +194,35 @@ fn kafka_transactions_tool_lists_describes_finds_hanging_and_aborts() {
     f.base_sequence = 0;
     f.attributes |= 0x10;
     let raw = batch::encode_batch(&f, 1, &plain[61..]);
-    let addr = bootstrap.parse().expect("a socket address");
-    let mut conn = Conn::open(addr, "hanging-producer", Duration::from_secs(30)).expect("connect");
-    let req = ProduceRequest {
-        transactional_id: None,
-        acks: -1,
-        timeout_ms: 30_000,
-        topics: vec![TopicProduceData {
-            name: topic.into(),
-            partitions: vec![PartitionProduceData {
-                index: 0,
-                records: Some(Bytes::from(raw)),
+    let plant = |bootstrap: &str| {
+        let addr = bootstrap.parse().expect("a socket address");
+        let mut conn =
+            Conn::open(addr, "hanging-producer", Duration::from_secs(30)).expect("connect");
+        let req = ProduceRequest {
+            transactional_id: Some("never-initialised".into()),
+            acks: -1,
+            timeout_ms: 30_000,
+            topics: vec![TopicProduceData {
+                name: topic.into(),
+                partitions: vec![PartitionProduceData {
+                    index: 0,
+                    records: Some(Bytes::from(raw.clone())),
+                }],
             }],
-        }],
+        };
+        let mut r = conn.call(ApiKey::Produce, 8, |w: &mut BytesMut| req.encode(w, 8));
+        let resp = ProduceResponse::decode(&mut r, 8).expect("produce response");
+        resp.responses[0].partition_responses[0].clone()
     };
-    let mut r = conn.call(ApiKey::Produce, 8, |w: &mut BytesMut| req.encode(w, 8));
-    let resp = ProduceResponse::decode(&mut r, 8).expect("produce response");
-    let p = &resp.responses[0].partition_responses[0];
-    assert_eq!(p.error_code, 0, "the hanging batch was refused");
+    let refused = plant(&bootstrap);
+    assert_eq!(
+        refused.error_code, 49,
+        "KIP-890 verification lets an unknown producer's transactional batch in: {refused:?}"
+    );
+    broker.set_setting("transaction.partition.verification.enable", false);
+    broker.restart();
+    let p = plant(&bootstrap);
+    assert_eq!(p.error_code, 0, "the hanging batch was refused: {p:?}");
     let start = p.base_offset.to_string();
 
     let jars = format!("{}/*", kafka_libs().display());

@@ -72,7 +72,7 @@ pub const SUPPORTED_APIS: &[ApiSupport] = &[
     ApiSupport {
         key: ApiKey::Produce,
         min_version: 3,
-        max_version: 9,
+        max_version: 12,
         first_flexible_version: 9,
     },
     ApiSupport {
@@ -204,9 +204,8 @@ pub const SUPPORTED_APIS: &[ApiSupport] = &[
     ApiSupport {
         key: ApiKey::WriteTxnMarkers,
         min_version: 1,
-        // v2 (each marker's transaction version) is decoded too, but
-        // brokers advertise up to the version they send.
-        max_version: 1,
+        // v2 carries each marker's transaction version (KIP-890).
+        max_version: 2,
         first_flexible_version: 1,
     },
     ApiSupport {

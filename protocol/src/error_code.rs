@@ -45,6 +45,9 @@ pub const PRODUCER_FENCED: i16 = 90;
 pub const INVALID_RECORD: i16 = 87;
 pub const UNSUPPORTED_COMPRESSION_TYPE: i16 = 76;
 pub const TRANSACTIONAL_ID_NOT_FOUND: i16 = 105;
+/// KIP-890: the transaction must be aborted (e.g. a partition the
+/// coordinator does not know is in it); a v11+ producer aborts and goes on.
+pub const TRANSACTION_ABORTABLE: i16 = 120;
 
 // Consumer groups.
 pub const OFFSET_METADATA_TOO_LARGE: i16 = 12;

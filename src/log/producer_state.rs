@@ -223,6 +223,57 @@ impl ProducerStateEntry {
     }
 }
 
+/// A partition leader's proof that it verified a producer's transaction
+/// with the coordinator (KIP-890 part 1): handed out when verification
+/// starts, and valid for the append only if nothing ended the producer's
+/// transaction here in between (a marker drops it). Kafka's
+/// `VerificationGuard`; unique per process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct VerificationGuard(u64);
+
+impl VerificationGuard {
+    fn next() -> Self {
+        use std::sync::atomic::{AtomicU64, Ordering};
+        static NEXT: AtomicU64 = AtomicU64::new(1);
+        VerificationGuard(NEXT.fetch_add(1, Ordering::Relaxed))
+    }
+}
+
+/// How a client append's transactional batches were verified.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum TxnVerification {
+    /// Not asked (`transaction.partition.verification.enable=false` for a
+    /// version 1 producer, or an append of no transactional batch).
+    #[default]
+    Off,
+    /// A transactional batch that does not continue an open transaction of
+    /// its producer here needs this guard to be the producer's current one;
+    /// `None` when the producer's transaction was open at the check.
+    On(Option<VerificationGuard>),
+}
+
+/// What a leader must do before a producer's transactional batch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum VerificationNeed {
+    /// The producer's transaction is open here under this epoch.
+    Ongoing,
+    /// Ask the coordinator, then append with this guard.
+    Verify(VerificationGuard),
+}
+
+/// A verification in progress for one producer (Kafka's
+/// `VerificationStateEntry`). Leader memory only: a new leader verifies
+/// again.
+#[derive(Debug, Clone, Copy)]
+struct VerificationState {
+    guard: VerificationGuard,
+    epoch: i16,
+    /// Transaction version 2: its markers carry the epoch the next
+    /// transaction starts with, so a marker of that epoch keeps the guard.
+    supports_epoch_bump: bool,
+    created_ms: i64,
+}
+
 /// The outcome of checking a leader append.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LeaderAppendCheck {
@@ -337,6 +388,8 @@ pub struct ProducerStateManager {
     last_expiry_check_ms: Option<i64>,
     /// Open and unreplicated transactions: what the LSO derives from.
     txns: PartitionTxns,
+    /// Verifications in progress, by producer id; not persisted.
+    verifications: BTreeMap<i64, VerificationState>,
 }
 
 impl ProducerStateManager {
@@ -348,6 +401,7 @@ impl ProducerStateManager {
             expiration_ms,
             last_expiry_check_ms: None,
             txns: PartitionTxns::new(),
+            verifications: BTreeMap::new(),
         }
     }
 
@@ -383,6 +437,57 @@ impl ProducerStateManager {
         self.expiration_ms = expiration_ms;
     }
 
+    /// Whether a producer's transactional batch at `epoch` needs the
+    /// coordinator's verification first (Kafka's
+    /// `maybeStartTransactionVerification`): not when its transaction is
+    /// open here under that epoch; otherwise a guard to append with (the
+    /// one in progress, if any). `Err` carries the producer's newer epoch:
+    /// the batch is fenced already.
+    pub fn begin_verification(
+        &mut self,
+        producer_id: i64,
+        epoch: i16,
+        supports_epoch_bump: bool,
+        now_ms: i64,
+    ) -> Result<VerificationNeed, i16> {
+        if let Some(entry) = self.producers.get(&producer_id) {
+            if epoch < entry.producer_epoch {
+                return Err(entry.producer_epoch);
+            }
+            if entry.current_txn_first_offset >= 0 && entry.producer_epoch == epoch {
+                return Ok(VerificationNeed::Ongoing);
+            }
+        }
+        let state = self
+            .verifications
+            .entry(producer_id)
+            .or_insert_with(|| VerificationState {
+                guard: VerificationGuard::next(),
+                epoch,
+                supports_epoch_bump,
+                created_ms: now_ms,
+            });
+        if epoch > state.epoch {
+            state.epoch = epoch;
+        }
+        state.supports_epoch_bump |= supports_epoch_bump;
+        state.created_ms = now_ms;
+        Ok(VerificationNeed::Verify(state.guard))
+    }
+
+    /// Whether `verification` lets a transactional batch start a
+    /// transaction of `producer_id` here.
+    fn verified(&self, producer_id: i64, verification: TxnVerification) -> bool {
+        match verification {
+            TxnVerification::Off => true,
+            TxnVerification::On(guard) => guard.is_some_and(|g| {
+                self.verifications
+                    .get(&producer_id)
+                    .is_some_and(|s| s.guard == g)
+            }),
+        }
+    }
+
     /// Checks the offset-assigned batches of a leader append against the
     /// state without changing it (Kafka's `analyzeAndValidateProducerState`
     /// for client appends). The append is all or nothing: any refused batch
@@ -392,6 +497,7 @@ impl ProducerStateManager {
         &self,
         tp: &TopicPartition,
         headers: &[BatchHeader],
+        verification: TxnVerification,
     ) -> LogResult<LeaderAppendCheck> {
         // Bounded by the batches of this append, at most one per batch.
         let mut pending: BTreeMap<i64, PendingProducer> = BTreeMap::new();
@@ -426,6 +532,20 @@ impl ProducerStateManager {
             let producer = pending
                 .entry(h.producer_id)
                 .or_insert_with(|| PendingProducer::new(committed));
+            // KIP-890: a batch that would open a transaction here needs a
+            // verification that nothing ended since (a late batch of an
+            // ended transaction would otherwise open one that never ends).
+            if h.is_transactional()
+                && !h.is_control()
+                && !(producer.txn_open && producer.epoch == h.producer_epoch)
+                && h.producer_epoch >= producer.epoch
+                && !self.verified(h.producer_id, verification)
+            {
+                return Err(LogError::UnverifiedTxnBatch {
+                    partition: tp.to_string(),
+                    producer_id: h.producer_id,
+                });
+            }
             producer.check(h).map_err(|e| match e {
                 PendingError::Epoch { current_epoch } => LogError::InvalidProducerEpoch {
                     partition: tp.to_string(),
@@ -523,7 +643,11 @@ impl ProducerStateManager {
             return Ok(());
         };
         let stale = if transaction_version >= 2 {
-            producer_epoch <= entry.producer_epoch
+            // The same epoch again is a retried marker when nothing is open
+            // (KAFKA-19999), and the last epoch cannot be exceeded.
+            let open = entry.current_txn_first_offset >= 0;
+            producer_epoch < entry.producer_epoch
+                || (producer_epoch == entry.producer_epoch && open && producer_epoch != i16::MAX)
         } else {
             producer_epoch < entry.producer_epoch
         };
@@ -563,6 +687,17 @@ impl ProducerStateManager {
     fn apply_one(&mut self, h: &BatchHeader, marker: Option<&TxnMarker>) -> Option<AbortedTxn> {
         if h.producer_id < 0 {
             return None;
+        }
+        if h.is_transactional() {
+            // The transaction is open here now, or it ended: either way the
+            // verification is used up, except that a version 2 marker of
+            // the epoch the next transaction verified under keeps it.
+            let keep = self.verifications.get(&h.producer_id).is_some_and(|s| {
+                h.is_control() && s.supports_epoch_bump && s.epoch == h.producer_epoch
+            });
+            if !keep {
+                self.verifications.remove(&h.producer_id);
+            }
         }
         let entry = self
             .producers
@@ -623,6 +758,7 @@ impl ProducerStateManager {
     pub fn clear(&mut self) {
         self.producers.clear();
         self.txns.clear();
+        self.verifications.clear();
     }
 
     fn is_expired(&self, entry: &ProducerStateEntry, now_ms: i64) -> bool {
@@ -644,6 +780,9 @@ impl ProducerStateManager {
         for id in expired {
             self.producers.remove(&id);
         }
+        let expiration_ms = self.expiration_ms;
+        self.verifications
+            .retain(|_, s| now_ms.saturating_sub(s.created_ms) < expiration_ms);
         self.last_expiry_check_ms = Some(now_ms);
         before - self.producers.len()
     }
@@ -1125,11 +1264,11 @@ mod tests {
     fn in_sequence_batches_are_accepted_and_gaps_refused() {
         let s = state_with(&[header(PID, 0, 0, 5, 0)]);
         assert_eq!(
-            s.check_leader_append(&tp(), &[header(PID, 0, 5, 2, 5)])
+            s.check_leader_append(&tp(), &[header(PID, 0, 5, 2, 5)], TxnVerification::Off)
                 .unwrap(),
             LeaderAppendCheck::Append
         );
-        match s.check_leader_append(&tp(), &[header(PID, 0, 7, 1, 5)]) {
+        match s.check_leader_append(&tp(), &[header(PID, 0, 7, 1, 5)], TxnVerification::Off) {
             Err(LogError::OutOfOrderSequence {
                 first_sequence: 7,
                 expected_sequence: 5,
@@ -1140,12 +1279,13 @@ mod tests {
         // Within one append each batch continues the previous one.
         let two = [header(PID, 0, 5, 2, 5), header(PID, 0, 7, 1, 7)];
         assert_eq!(
-            s.check_leader_append(&tp(), &two).unwrap(),
+            s.check_leader_append(&tp(), &two, TxnVerification::Off)
+                .unwrap(),
             LeaderAppendCheck::Append
         );
         let gap = [header(PID, 0, 5, 2, 5), header(PID, 0, 8, 1, 7)];
         assert!(matches!(
-            s.check_leader_append(&tp(), &gap),
+            s.check_leader_append(&tp(), &gap, TxnVerification::Off),
             Err(LogError::OutOfOrderSequence {
                 expected_sequence: 7,
                 ..
@@ -1157,7 +1297,7 @@ mod tests {
     fn epochs_fence_and_new_epochs_restart_at_zero() {
         let s = state_with(&[header(PID, 3, 0, 5, 0)]);
         assert!(matches!(
-            s.check_leader_append(&tp(), &[header(PID, 2, 5, 1, 5)]),
+            s.check_leader_append(&tp(), &[header(PID, 2, 5, 1, 5)], TxnVerification::Off),
             Err(LogError::InvalidProducerEpoch {
                 producer_epoch: 2,
                 current_epoch: 3,
@@ -1165,12 +1305,12 @@ mod tests {
             })
         ));
         assert_eq!(
-            s.check_leader_append(&tp(), &[header(PID, 4, 0, 1, 5)])
+            s.check_leader_append(&tp(), &[header(PID, 4, 0, 1, 5)], TxnVerification::Off)
                 .unwrap(),
             LeaderAppendCheck::Append
         );
         assert!(matches!(
-            s.check_leader_append(&tp(), &[header(PID, 4, 3, 1, 5)]),
+            s.check_leader_append(&tp(), &[header(PID, 4, 3, 1, 5)], TxnVerification::Off),
             Err(LogError::OutOfOrderSequence {
                 expected_sequence: 0,
                 ..
@@ -1179,7 +1319,7 @@ mod tests {
         // After a bump inside the append, the old epoch is fenced.
         let bumped = [header(PID, 4, 0, 1, 5), header(PID, 3, 5, 1, 6)];
         assert!(matches!(
-            s.check_leader_append(&tp(), &bumped),
+            s.check_leader_append(&tp(), &bumped, TxnVerification::Off),
             Err(LogError::InvalidProducerEpoch {
                 current_epoch: 4,
                 ..
@@ -1191,12 +1331,12 @@ mod tests {
     fn unknown_producers_may_start_at_any_sequence() {
         let s = state_with(&[]);
         assert_eq!(
-            s.check_leader_append(&tp(), &[header(PID, 0, 42, 1, 0)])
+            s.check_leader_append(&tp(), &[header(PID, 0, 42, 1, 0)], TxnVerification::Off)
                 .unwrap(),
             LeaderAppendCheck::Append
         );
         assert!(matches!(
-            s.check_leader_append(&tp(), &[header(PID, 0, -1, 1, 0)]),
+            s.check_leader_append(&tp(), &[header(PID, 0, -1, 1, 0)], TxnVerification::Off),
             Err(LogError::InvalidBatch {
                 source: BatchError::InvalidSequence { .. },
                 ..
@@ -1204,7 +1344,7 @@ mod tests {
         ));
         // Batches without a producer id are never checked.
         assert_eq!(
-            s.check_leader_append(&tp(), &[header(-1, -1, -1, 1, 0)])
+            s.check_leader_append(&tp(), &[header(-1, -1, -1, 1, 0)], TxnVerification::Off)
                 .unwrap(),
             LeaderAppendCheck::Append
         );
@@ -1220,13 +1360,17 @@ mod tests {
         assert_eq!(entry.batches().count(), NUM_BATCHES_TO_RETAIN);
         // The two oldest fell out; retrying them is a sequence error.
         assert!(matches!(
-            s.check_leader_append(&tp(), &[header(PID, 0, 0, 2, 200)]),
+            s.check_leader_append(&tp(), &[header(PID, 0, 0, 2, 200)], TxnVerification::Off),
             Err(LogError::OutOfOrderSequence { .. })
         ));
         for i in 2..7 {
             assert_eq!(
-                s.check_leader_append(&tp(), &[header(PID, 0, i * 2, 2, 200)])
-                    .unwrap(),
+                s.check_leader_append(
+                    &tp(),
+                    &[header(PID, 0, i * 2, 2, 200)],
+                    TxnVerification::Off
+                )
+                .unwrap(),
                 LeaderAppendCheck::Duplicate {
                     first_offset: 100 + i as i64 * 2,
                     last_offset: 101 + i as i64 * 2,
@@ -1236,12 +1380,12 @@ mod tests {
         }
         // Same sequences in another epoch are not duplicates.
         assert!(s
-            .check_leader_append(&tp(), &[header(PID, 1, 12, 2, 200)])
+            .check_leader_append(&tp(), &[header(PID, 1, 12, 2, 200)], TxnVerification::Off)
             .is_err());
         // A retried batch next to a new one is refused whole.
         let mixed = [header(PID, 0, 12, 2, 200), header(PID, 0, 14, 1, 202)];
         assert!(matches!(
-            s.check_leader_append(&tp(), &mixed),
+            s.check_leader_append(&tp(), &mixed, TxnVerification::Off),
             Err(LogError::MixedDuplicateAppend { duplicates: 1, .. })
         ));
     }
@@ -1321,5 +1465,95 @@ mod tests {
         let snapshot = decode_snapshot(&s.encode_snapshot()).unwrap();
         s.load_entries(snapshot, 10_000);
         assert!(s.is_empty());
+    }
+
+    fn txn(h: BatchHeader) -> BatchHeader {
+        BatchHeader {
+            attributes: 0x10,
+            ..h
+        }
+    }
+
+    /// A COMMIT marker of `pid` at `epoch`, at `offset`.
+    fn commit(s: &mut ProducerStateManager, pid: i64, epoch: i16, offset: i64) {
+        let marker = BatchHeader {
+            attributes: 0x30,
+            ..header(pid, epoch, -1, 1, offset)
+        };
+        let markers = MarkersByOffset::from([(
+            offset,
+            TxnMarker {
+                kind: crate::transaction::marker::MarkerKind::Commit,
+                coordinator_epoch: 0,
+            },
+        )]);
+        s.apply(&[marker], &markers);
+    }
+
+    /// KIP-890 part 1: a transactional batch that would open a transaction
+    /// needs the guard of a verification that no marker overtook.
+    #[test]
+    fn a_transaction_opens_only_with_a_current_verification_guard() {
+        let mut s = ProducerStateManager::new(DEFAULT_PRODUCER_ID_EXPIRATION_MS);
+        let first = [txn(header(PID, 0, 0, 1, 0))];
+        let VerificationNeed::Verify(guard) = s.begin_verification(PID, 0, false, 0).unwrap()
+        else {
+            panic!("a new producer needs verification")
+        };
+        let refused = |s: &ProducerStateManager, v: TxnVerification| {
+            matches!(
+                s.check_leader_append(&tp(), &first, v),
+                Err(LogError::UnverifiedTxnBatch { .. })
+            )
+        };
+        assert!(refused(&s, TxnVerification::On(None)));
+        assert!(refused(
+            &s,
+            TxnVerification::On(Some(VerificationGuard::next()))
+        ));
+        assert!(!refused(&s, TxnVerification::On(Some(guard))));
+        assert!(!refused(&s, TxnVerification::Off), "verification off");
+        s.apply(&first, &MarkersByOffset::new());
+        assert_eq!(
+            s.begin_verification(PID, 0, false, 1),
+            Ok(VerificationNeed::Ongoing),
+            "the open transaction needs no verification"
+        );
+        let second = [txn(header(PID, 0, 1, 1, 1))];
+        s.check_leader_append(&tp(), &second, TxnVerification::On(None))
+            .expect("a batch of the open transaction");
+        assert_eq!(s.begin_verification(PID, -1, false, 1), Err(0), "fenced");
+
+        // The ABA case: verified, then the transaction's marker lands first.
+        commit(&mut s, PID, 0, 2);
+        let VerificationNeed::Verify(late) = s.begin_verification(PID, 0, false, 3).unwrap() else {
+            panic!("the transaction ended: verify again")
+        };
+        commit(&mut s, PID, 0, 3);
+        let third = [txn(header(PID, 0, 2, 1, 4))];
+        assert!(
+            matches!(
+                s.check_leader_append(&tp(), &third, TxnVerification::On(Some(late))),
+                Err(LogError::UnverifiedTxnBatch { .. })
+            ),
+            "a marker after the verification voids its guard"
+        );
+    }
+
+    /// Version 2: the previous transaction's marker carries the epoch the
+    /// next one verified under, and keeps its guard.
+    #[test]
+    fn a_version_2_marker_of_the_verified_epoch_keeps_the_guard() {
+        let mut s = state_with(&[txn(header(PID, 0, 0, 1, 0))]);
+        let VerificationNeed::Verify(guard) = s.begin_verification(PID, 1, true, 0).unwrap() else {
+            panic!("a new epoch needs verification")
+        };
+        commit(&mut s, PID, 1, 1);
+        s.check_leader_append(
+            &tp(),
+            &[txn(header(PID, 1, 0, 1, 2))],
+            TxnVerification::On(Some(guard)),
+        )
+        .expect("the guard survived the marker of its epoch");
     }
 }

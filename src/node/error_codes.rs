@@ -17,7 +17,9 @@ pub fn error_code_for(e: &LogError) -> i16 {
         LogError::NonMonotonicAppend { .. } => error_code::INVALID_RECORD,
         LogError::OutOfOrderSequence { .. } => error_code::OUT_OF_ORDER_SEQUENCE_NUMBER,
         LogError::InvalidProducerEpoch { .. } => error_code::INVALID_PRODUCER_EPOCH,
-        LogError::InvalidTxnState { .. } => error_code::INVALID_TXN_STATE,
+        LogError::InvalidTxnState { .. } | LogError::UnverifiedTxnBatch { .. } => {
+            error_code::INVALID_TXN_STATE
+        }
         LogError::TransactionCoordinatorFenced { .. } => error_code::TRANSACTION_COORDINATOR_FENCED,
         LogError::MixedDuplicateAppend { .. } => error_code::INVALID_RECORD,
         LogError::Io { .. } | LogError::Offline { .. } => error_code::KAFKA_STORAGE_ERROR,

@@ -14,6 +14,7 @@ use crate::error::LogError;
 use crate::log::batch::{self, BatchHeader, BatchIter, CountRule};
 use crate::log::control_batch;
 use crate::log::partition_log::{AppendInfo, AppendOrigin, LeaderAppend, PartitionLog};
+use crate::log::producer_state::TxnVerification;
 use crate::node::replicas::{self, wait_for_high_watermark, HighWatermarkWait};
 use crate::shard::shard::{now_ms, Shard};
 use crate::topic_partition::TopicPartition;
@@ -78,6 +79,7 @@ pub async fn append_replicated(
         batches: BytesMut::from(&bytes[..]),
         log_append_time_ms: None,
         origin: AppendOrigin::Coordinator,
+        verification: TxnVerification::Off,
     };
     let (epoch, info) = {
         let mut log = led

@@ -580,6 +580,14 @@ impl Broker {
         }
     }
 
+    /// Changes a setting for the next [`Broker::restart`]; the settings
+    /// file is rewritten now (the running broker read it at its start).
+    #[allow(dead_code)]
+    pub fn set_setting(&mut self, key: &str, value: impl Into<toml::Value>) {
+        self.opts.settings.insert(key.to_string(), value.into());
+        self.write_config();
+    }
+
     /// Drops an environment variable set with [`BrokerOpts::env`], for the
     /// next [`Broker::restart`].
     #[allow(dead_code)]

@@ -447,6 +447,7 @@ pub const KNOWN_KEYS: &[&str] = &[
     "num.partitions",
     "default.replication.factor",
     "auto.create.topics.enable",
+    transaction::PARTITION_VERIFICATION_KEY,
     "socket.request.max.bytes",
     "fetch.max.bytes",
     "message.max.bytes",
@@ -793,6 +794,9 @@ impl BrokerConfig {
                     self.retention_check_interval_ms = ms;
                 }
                 "log.preallocate" => self.log.preallocate = boolean(key, v)?,
+                transaction::PARTITION_VERIFICATION_KEY => {
+                    self.transaction.partition_verification_enable = boolean(key, v)?
+                }
                 k if GROUP_KEYS.contains(&k) => self.group.set(k, int(key, v)?)?,
                 k if TRANSACTION_KEYS.contains(&k) => self.transaction.set(k, int(key, v)?)?,
                 "log.cleanup.policy" => {

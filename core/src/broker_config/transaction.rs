@@ -21,6 +21,12 @@ pub const DEFAULT_TRANSACTIONAL_ID_EXPIRATION_MS: i64 = 7 * 24 * 60 * 60 * 1000;
 /// default: 1 hour.
 pub const DEFAULT_TRANSACTION_REMOVE_EXPIRED_INTERVAL_MS: u64 = 60 * 60 * 1000;
 
+/// `transaction.partition.verification.enable` (Kafka's default: true): a
+/// leader verifies a transaction-version-1 producer's first batch of a
+/// transaction with the coordinator (KIP-890 part 1). Version 2 producers
+/// are always verified: that is how their partitions join the transaction.
+pub const PARTITION_VERIFICATION_KEY: &str = "transaction.partition.verification.enable";
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TransactionConfig {
     /// `transaction.state.log.num.partitions`: fixed when
@@ -43,6 +49,8 @@ pub struct TransactionConfig {
     pub id_expiration_ms: i64,
     /// `transaction.remove.expired.transaction.cleanup.interval.ms`.
     pub remove_expired_interval_ms: u64,
+    /// [`PARTITION_VERIFICATION_KEY`].
+    pub partition_verification_enable: bool,
 }
 
 impl Default for TransactionConfig {
@@ -56,6 +64,7 @@ impl Default for TransactionConfig {
             abort_interval_ms: DEFAULT_TRANSACTION_ABORT_INTERVAL_MS,
             id_expiration_ms: DEFAULT_TRANSACTIONAL_ID_EXPIRATION_MS,
             remove_expired_interval_ms: DEFAULT_TRANSACTION_REMOVE_EXPIRED_INTERVAL_MS,
+            partition_verification_enable: true,
         }
     }
 }

@@ -3,6 +3,7 @@
 //! log that persists them is the quorum's (`quorum/metadata_log.rs`).
 
 pub mod dynamic_broker_config;
+pub mod features;
 pub mod image;
 pub mod records;
 pub mod topic_config;

@@ -1,6 +1,8 @@
 //! The transaction coordinator's decisions, as pure functions of an id's
 //! state (Kafka's `TransactionCoordinator` checks and
-//! `TransactionMetadata.prepare*` transitions), for transaction version 1.
+//! `TransactionMetadata.prepare*` transitions), for transaction versions 1
+//! and 2 (KIP-890 part 2: the epoch is bumped at every EndTxn, so a late
+//! EndTxn or produce of one transaction cannot touch the next).
 //!
 //! Each request is decided against the id's [`TxnEntry`]: either it is
 //! answered at once (an error, or a retry of something already done), or
@@ -13,7 +15,9 @@ use std::collections::BTreeSet;
 
 use crate::protocol::error_code;
 use crate::topic_partition::TopicPartition;
-use crate::transaction::metadata::{TxnMetadata, TxnState, NO_PRODUCER_EPOCH};
+use crate::transaction::metadata::{
+    TxnMetadata, TxnState, NO_PRODUCER_EPOCH, NO_PRODUCER_ID, TRANSACTION_VERSION_2,
+};
 
 /// An id at its coordinator: its state, and the transition being written.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -52,7 +56,9 @@ pub enum Decision {
 /// InitProducerId for a transactional id (Kafka's `handleInitProducerId`).
 /// `expected`: the (producer id, epoch) a v3+ client already holds
 /// (KIP-360), if any. `fresh_producer_id`: a newly allocated id, when the
-/// previous decision asked for one.
+/// previous decision asked for one. `transaction_version`: the cluster's,
+/// under which a fencing abort is written.
+#[allow(clippy::too_many_arguments)]
 pub fn init_producer_id(
     entry: Option<&TxnEntry>,
     transactional_id: &str,
@@ -60,6 +66,7 @@ pub fn init_producer_id(
     max_txn_timeout_ms: i32,
     expected: Option<(i64, i16)>,
     fresh_producer_id: Option<i64>,
+    transaction_version: i16,
     now_ms: i64,
 ) -> Decision {
     if transactional_id.is_empty() {
@@ -118,7 +125,7 @@ pub fn init_producer_id(
             }
             bump_epoch(m, txn_timeout_ms, expected.map(|(_, e)| e), now_ms)
         }
-        TxnState::Ongoing => fence_and_abort(m, now_ms),
+        TxnState::Ongoing => fence_and_abort(m, transaction_version, now_ms),
         TxnState::Dead | TxnState::PrepareEpochFence => {
             Decision::Answer(error_code::CONCURRENT_TRANSACTIONS)
         }
@@ -168,8 +175,11 @@ fn to_empty(mut next: TxnMetadata, txn_timeout_ms: i32, now_ms: i64) -> TxnMetad
 /// partitions refuse the old one (Kafka's `prepareFenceProducerEpoch`
 /// followed by the abort). At the last epoch there is nothing to bump to;
 /// the abort then keeps the epoch.
-pub fn fence_and_abort(m: &TxnMetadata, now_ms: i64) -> Decision {
+/// `transaction_version` is the cluster's finalized `transaction.version`:
+/// the abort's markers are written under it, as Kafka's are.
+pub fn fence_and_abort(m: &TxnMetadata, transaction_version: i16, now_ms: i64) -> Decision {
     let mut next = m.clone();
+    next.client_transaction_version = transaction_version;
     if m.producer_epoch < i16::MAX {
         next.producer_epoch = m.producer_epoch + 1;
     }
@@ -203,11 +213,16 @@ fn check_producer(
 
 /// AddPartitionsToTxn (and AddOffsetsToTxn, which adds the group's
 /// `__consumer_offsets` partition): Kafka's `handleAddPartitionsToTransaction`.
+/// `client_transaction_version` is 2 when a partition leader adds the
+/// partition for a producer on transaction version 2 (KIP-890 part 2's
+/// implicit add), else 0; the transaction remembers it, and its markers
+/// carry it.
 pub fn add_partitions(
     entry: Option<&TxnEntry>,
     producer_id: i64,
     epoch: i16,
     partitions: &BTreeSet<TopicPartition>,
+    client_transaction_version: i16,
     now_ms: i64,
 ) -> Decision {
     let entry = match check_producer(entry, producer_id, epoch) {
@@ -233,6 +248,7 @@ pub fn add_partitions(
             next.state = TxnState::Ongoing;
             next.partitions.extend(partitions.iter().cloned());
             next.txn_last_update_timestamp_ms = now_ms;
+            next.client_transaction_version = client_transaction_version;
             Decision::Write(next)
         }
         TxnState::Dead | TxnState::PrepareEpochFence => {
@@ -241,34 +257,54 @@ pub fn add_partitions(
     }
 }
 
-/// Whether a partition is in the id's open transaction (KIP-890's
+/// Whether a partition is in the id's open transaction (KIP-890 part 1's
 /// verification, for a partition leader that received the producer's first
-/// transactional batch).
+/// transactional batch; Kafka's `handleVerifyPartitionsInTransaction`). A
+/// pending write does not matter here: nothing is written.
 pub fn verify_partition(
     entry: Option<&TxnEntry>,
     producer_id: i64,
     epoch: i16,
     tp: &TopicPartition,
 ) -> i16 {
-    match check_producer(entry, producer_id, epoch) {
-        Err(code) => code,
-        Ok(e) if e.metadata.state == TxnState::Ongoing && e.metadata.partitions.contains(tp) => {
-            error_code::NONE
-        }
-        Ok(_) => error_code::INVALID_TXN_STATE,
+    let Some(m) = entry.map(|e| &e.metadata) else {
+        return error_code::INVALID_PRODUCER_ID_MAPPING;
+    };
+    if m.producer_id != producer_id {
+        return error_code::INVALID_PRODUCER_ID_MAPPING;
+    }
+    if m.producer_epoch != epoch {
+        return error_code::PRODUCER_FENCED;
+    }
+    if m.state.is_prepare() {
+        return error_code::CONCURRENT_TRANSACTIONS;
+    }
+    if m.state == TxnState::Ongoing && m.partitions.contains(tp) {
+        error_code::NONE
+    } else {
+        // The producer writes to a partition it never added: a bug or a
+        // late batch of an ended transaction. It must abort.
+        error_code::TRANSACTION_ABORTABLE
     }
 }
 
-/// EndTxn from a client (Kafka's `handleEndTransaction` under transaction
-/// version 1): `Write` is the `PrepareCommit` or `PrepareAbort` to write,
-/// after which the markers go out.
+/// EndTxn from a client (Kafka's `handleEndTransaction`): `Write` is the
+/// `PrepareCommit` or `PrepareAbort` to write, after which the markers go
+/// out. `transaction_version` is the request's (2 from EndTxn v5).
+/// `fresh_producer_id`: a newly allocated id, when the previous decision
+/// asked for one (version 2 moves to a new id when the epoch runs out).
 pub fn end_txn(
     entry: Option<&TxnEntry>,
     producer_id: i64,
     epoch: i16,
     commit: bool,
+    transaction_version: i16,
+    fresh_producer_id: Option<i64>,
     now_ms: i64,
 ) -> Decision {
+    if transaction_version >= TRANSACTION_VERSION_2 {
+        return end_txn_v2(entry, producer_id, epoch, commit, fresh_producer_id, now_ms);
+    }
     let entry = match check_producer(entry, producer_id, epoch) {
         Ok(e) => e,
         Err(code) => return Decision::Answer(code),
@@ -284,6 +320,7 @@ pub fn end_txn(
                 TxnState::PrepareAbort
             };
             next.txn_last_update_timestamp_ms = now_ms;
+            next.client_transaction_version = transaction_version;
             Decision::Write(next)
         }
         // A retry of an EndTxn that completed.
@@ -305,6 +342,111 @@ pub fn end_txn(
     }
 }
 
+/// EndTxn under transaction version 2 (Kafka's `endTransaction` with a
+/// client version that supports the epoch bump). The Prepare write bumps
+/// the epoch, and the markers carry the bumped one, so a partition refuses
+/// anything the producer sent before it under the old epoch: a delayed
+/// EndTxn or produce of this transaction cannot end or join the next one
+/// (KAFKA-17754). The client learns the new epoch from the answer; a retry
+/// of an EndTxn whose answer was lost comes with the epoch before the bump.
+fn end_txn_v2(
+    entry: Option<&TxnEntry>,
+    producer_id: i64,
+    epoch: i16,
+    commit: bool,
+    fresh_producer_id: Option<i64>,
+    now_ms: i64,
+) -> Decision {
+    let Some(entry) = entry else {
+        return Decision::Answer(error_code::INVALID_PRODUCER_ID_MAPPING);
+    };
+    if entry.pending.is_some() {
+        return Decision::Answer(error_code::CONCURRENT_TRANSACTIONS);
+    }
+    let m = &entry.metadata;
+    // The retry of an EndTxn that moved the id to a new producer id.
+    let retry_on_overflow =
+        m.previous_producer_id == producer_id && epoch == i16::MAX - 1 && m.producer_epoch == 0;
+    let retry_on_bump = i32::from(m.producer_epoch) == i32::from(epoch) + 1;
+    if producer_id != m.producer_id && !retry_on_overflow {
+        return Decision::Answer(error_code::INVALID_PRODUCER_ID_MAPPING);
+    }
+    let valid_epoch = match m.state {
+        TxnState::Ongoing | TxnState::Empty => epoch == m.producer_epoch,
+        TxnState::PrepareCommit | TxnState::PrepareAbort => retry_on_bump,
+        TxnState::CompleteCommit | TxnState::CompleteAbort => {
+            retry_on_bump || retry_on_overflow || epoch == m.producer_epoch
+        }
+        TxnState::Dead | TxnState::PrepareEpochFence => false,
+    };
+    if !valid_epoch {
+        return Decision::Answer(error_code::PRODUCER_FENCED);
+    }
+    let retry = retry_on_bump || retry_on_overflow;
+    let invalid = Decision::Answer(error_code::INVALID_TXN_STATE);
+    let prepare = |commit: bool| prepare_end_v2(m, commit, fresh_producer_id, now_ms);
+    match (m.state, commit) {
+        (TxnState::Ongoing, _) => prepare(commit),
+        // Nothing was produced: an abort still bumps the epoch.
+        (TxnState::Empty, false) => prepare(false),
+        (TxnState::Empty, true) => invalid,
+        (TxnState::CompleteAbort, false) if retry => Decision::Answer(error_code::NONE),
+        (TxnState::CompleteCommit, true) if retry => Decision::Answer(error_code::NONE),
+        (TxnState::CompleteAbort | TxnState::CompleteCommit, false) if !retry => prepare(false),
+        (TxnState::CompleteAbort | TxnState::CompleteCommit, _) => invalid,
+        (TxnState::PrepareAbort, false) | (TxnState::PrepareCommit, true) => {
+            Decision::Answer(error_code::CONCURRENT_TRANSACTIONS)
+        }
+        (TxnState::PrepareAbort, true) | (TxnState::PrepareCommit, false) => invalid,
+        (TxnState::Dead | TxnState::PrepareEpochFence, _) => {
+            Decision::Answer(error_code::CONCURRENT_TRANSACTIONS)
+        }
+    }
+}
+
+/// The Prepare* of a version 2 EndTxn: the epoch goes up by one; a spent
+/// epoch also names the producer id the completion moves to.
+fn prepare_end_v2(
+    m: &TxnMetadata,
+    commit: bool,
+    fresh_producer_id: Option<i64>,
+    now_ms: i64,
+) -> Decision {
+    let mut next = m.clone();
+    if TxnMetadata::is_epoch_exhausted(m.producer_epoch) && m.next_producer_id < 0 {
+        let Some(fresh) = fresh_producer_id else {
+            return Decision::NeedProducerId;
+        };
+        next.next_producer_id = fresh;
+    }
+    // At the very last epoch (a fencing abort took it) an abort keeps it.
+    if m.producer_epoch < i16::MAX {
+        next.producer_epoch = m.producer_epoch + 1;
+    }
+    next.last_producer_epoch = m.producer_epoch;
+    next.state = if commit {
+        TxnState::PrepareCommit
+    } else {
+        TxnState::PrepareAbort
+    };
+    if m.partitions.is_empty() {
+        next.txn_start_timestamp_ms = now_ms;
+    }
+    next.txn_last_update_timestamp_ms = now_ms;
+    next.client_transaction_version = TRANSACTION_VERSION_2;
+    Decision::Write(next)
+}
+
+/// The producer id and epoch an EndTxn v5 answers with: those the client
+/// uses next (a new id at epoch 0 when the epoch ran out).
+pub fn end_txn_answer_ids(m: &TxnMetadata) -> (i64, i16) {
+    if m.next_producer_id >= 0 {
+        (m.next_producer_id, 0)
+    } else {
+        (m.producer_id, m.producer_epoch)
+    }
+}
+
 /// Every partition acknowledged its marker: the transaction is complete
 /// (Kafka's `prepareComplete`).
 pub fn complete(m: &TxnMetadata, now_ms: i64) -> TxnMetadata {
@@ -322,6 +464,13 @@ pub fn complete(m: &TxnMetadata, now_ms: i64) -> TxnMetadata {
     };
     next.partitions.clear();
     next.txn_last_update_timestamp_ms = now_ms;
+    if m.next_producer_id >= 0 {
+        // Version 2 ran out of epochs: the next transaction uses the new id.
+        next.previous_producer_id = m.producer_id;
+        next.producer_id = m.next_producer_id;
+        next.producer_epoch = 0;
+        next.next_producer_id = NO_PRODUCER_ID;
+    }
     next
 }
 
@@ -375,10 +524,10 @@ mod tests {
 
     fn initialised(id: &str) -> TxnEntry {
         assert_eq!(
-            init_producer_id(None, id, 60_000, MAX, None, None, 0),
+            init_producer_id(None, id, 60_000, MAX, None, None, 1, 0),
             Decision::NeedProducerId
         );
-        applied(init_producer_id(None, id, 60_000, MAX, None, Some(7), 0))
+        applied(init_producer_id(None, id, 60_000, MAX, None, Some(7), 1, 0))
     }
 
     #[test]
@@ -391,27 +540,28 @@ mod tests {
             7,
             0,
             &tps(&[("a", 0), ("b", 1)]),
+            0,
             10,
         ));
         assert_eq!(added.metadata.state, TxnState::Ongoing);
         assert_eq!(added.metadata.txn_start_timestamp_ms, 10);
         // Adding what is there already writes nothing.
         assert_eq!(
-            add_partitions(Some(&added), 7, 0, &tps(&[("a", 0)]), 11),
+            add_partitions(Some(&added), 7, 0, &tps(&[("a", 0)]), 0, 11),
             Decision::Answer(error_code::NONE)
         );
-        let more = applied(add_partitions(Some(&added), 7, 0, &tps(&[("c", 0)]), 12));
+        let more = applied(add_partitions(Some(&added), 7, 0, &tps(&[("c", 0)]), 0, 12));
         assert_eq!(more.metadata.partitions.len(), 3);
         assert_eq!(more.metadata.txn_start_timestamp_ms, 10, "the start stays");
-        let prepared = applied(end_txn(Some(&more), 7, 0, true, 20));
+        let prepared = applied(end_txn(Some(&more), 7, 0, true, 0, None, 20));
         assert_eq!(prepared.metadata.state, TxnState::PrepareCommit);
         assert_eq!(
-            end_txn(Some(&prepared), 7, 0, true, 21),
+            end_txn(Some(&prepared), 7, 0, true, 0, None, 21),
             Decision::Answer(error_code::CONCURRENT_TRANSACTIONS),
             "a retry while markers are written"
         );
         assert_eq!(
-            end_txn(Some(&prepared), 7, 0, false, 21),
+            end_txn(Some(&prepared), 7, 0, false, 0, None, 21),
             Decision::Answer(error_code::CONCURRENT_TRANSACTIONS),
             "the opposite outcome waits for the completion too"
         );
@@ -419,11 +569,11 @@ mod tests {
         assert_eq!(done.metadata.state, TxnState::CompleteCommit);
         assert!(done.metadata.partitions.is_empty());
         assert_eq!(
-            end_txn(Some(&done), 7, 0, true, 31),
+            end_txn(Some(&done), 7, 0, true, 0, None, 31),
             Decision::Answer(error_code::NONE)
         );
         assert_eq!(
-            end_txn(Some(&done), 7, 0, false, 31),
+            end_txn(Some(&done), 7, 0, false, 0, None, 31),
             Decision::Answer(error_code::INVALID_TXN_STATE)
         );
         for pair in [
@@ -441,30 +591,30 @@ mod tests {
         let e = initialised("t");
         let one = tps(&[("a", 0)]);
         assert_eq!(
-            add_partitions(Some(&e), 8, 0, &one, 1),
+            add_partitions(Some(&e), 8, 0, &one, 0, 1),
             Decision::Answer(error_code::INVALID_PRODUCER_ID_MAPPING)
         );
         assert_eq!(
-            add_partitions(Some(&e), 7, 1, &one, 1),
+            add_partitions(Some(&e), 7, 1, &one, 0, 1),
             Decision::Answer(error_code::PRODUCER_FENCED)
         );
         assert_eq!(
-            add_partitions(None, 7, 0, &one, 1),
+            add_partitions(None, 7, 0, &one, 0, 1),
             Decision::Answer(error_code::INVALID_PRODUCER_ID_MAPPING)
         );
         let mut pending = e.clone();
         pending.pending = Some(TxnState::Ongoing);
         assert_eq!(
-            add_partitions(Some(&pending), 7, 0, &one, 1),
+            add_partitions(Some(&pending), 7, 0, &one, 0, 1),
             Decision::Answer(error_code::CONCURRENT_TRANSACTIONS)
         );
         assert_eq!(
-            end_txn(Some(&e), 7, 0, true, 1),
+            end_txn(Some(&e), 7, 0, true, 0, None, 1),
             Decision::Answer(error_code::INVALID_TXN_STATE),
             "nothing to end"
         );
         assert_eq!(
-            init_producer_id(Some(&e), "t", MAX + 1, MAX, None, None, 1),
+            init_producer_id(Some(&e), "t", MAX + 1, MAX, None, None, 1, 1),
             Decision::Answer(error_code::INVALID_TRANSACTION_TIMEOUT)
         );
     }
@@ -472,8 +622,8 @@ mod tests {
     #[test]
     fn a_new_instance_fences_an_open_transaction_by_aborting_it_under_a_new_epoch() {
         let e = initialised("t");
-        let open = applied(add_partitions(Some(&e), 7, 0, &tps(&[("a", 0)]), 1));
-        let fenced = init_producer_id(Some(&open), "t", 60_000, MAX, None, None, 5);
+        let open = applied(add_partitions(Some(&e), 7, 0, &tps(&[("a", 0)]), 0, 1));
+        let fenced = init_producer_id(Some(&open), "t", 60_000, MAX, None, None, 1, 5);
         let Decision::FenceAndAbort(abort) = fenced else {
             panic!("{fenced:?}")
         };
@@ -489,11 +639,11 @@ mod tests {
         // The old instance is fenced from here on.
         let aborting = TxnEntry::new(abort);
         assert_eq!(
-            end_txn(Some(&aborting), 7, 0, true, 6),
+            end_txn(Some(&aborting), 7, 0, true, 0, None, 6),
             Decision::Answer(error_code::PRODUCER_FENCED)
         );
         assert_eq!(
-            init_producer_id(Some(&aborting), "t", 60_000, MAX, None, None, 6),
+            init_producer_id(Some(&aborting), "t", 60_000, MAX, None, None, 1, 6),
             Decision::Answer(error_code::CONCURRENT_TRANSACTIONS),
             "the new instance retries until the abort completes"
         );
@@ -505,6 +655,7 @@ mod tests {
             MAX,
             None,
             None,
+            1,
             8,
         ));
         assert_eq!(
@@ -524,6 +675,7 @@ mod tests {
             Some((7, 0)),
             None,
             1,
+            1,
         ));
         assert_eq!(
             (
@@ -540,15 +692,16 @@ mod tests {
             MAX,
             Some((7, 0)),
             None,
+            1,
             2,
         ));
         assert_eq!(again.metadata.producer_epoch, 1);
         assert_eq!(
-            init_producer_id(Some(&bumped), "t", 60_000, MAX, Some((99, 0)), None, 2),
+            init_producer_id(Some(&bumped), "t", 60_000, MAX, Some((99, 0)), None, 1, 2),
             Decision::Answer(error_code::PRODUCER_FENCED)
         );
         assert_eq!(
-            init_producer_id(Some(&bumped), "t", 60_000, MAX, Some((7, 5)), None, 2),
+            init_producer_id(Some(&bumped), "t", 60_000, MAX, Some((7, 5)), None, 1, 2),
             Decision::Answer(error_code::PRODUCER_FENCED)
         );
     }
@@ -558,7 +711,7 @@ mod tests {
         let mut e = initialised("t");
         e.metadata.producer_epoch = i16::MAX - 1;
         assert_eq!(
-            init_producer_id(Some(&e), "t", 60_000, MAX, None, None, 1),
+            init_producer_id(Some(&e), "t", 60_000, MAX, None, None, 1, 1),
             Decision::NeedProducerId
         );
         let rotated = applied(init_producer_id(
@@ -568,6 +721,7 @@ mod tests {
             MAX,
             None,
             Some(8),
+            1,
             1,
         ));
         assert_eq!(
@@ -593,9 +747,135 @@ mod tests {
     #[test]
     fn timeouts_count_from_the_transactions_start() {
         let e = initialised("t");
-        let open = applied(add_partitions(Some(&e), 7, 0, &tps(&[("a", 0)]), 1_000));
+        let open = applied(add_partitions(Some(&e), 7, 0, &tps(&[("a", 0)]), 0, 1_000));
         assert!(!open.metadata.has_timed_out(61_000));
         assert!(open.metadata.has_timed_out(61_001));
         assert!(!e.metadata.has_timed_out(i64::MAX), "nothing open");
+    }
+
+    /// Transaction version 2: every EndTxn bumps the epoch, so a delayed
+    /// EndTxn of a finished transaction cannot end the next (KAFKA-17754).
+    #[test]
+    fn version_2_bumps_the_epoch_at_every_end_and_fences_a_delayed_end_txn() {
+        let e = initialised("t");
+        let open = applied(add_partitions(Some(&e), 7, 0, &tps(&[("a", 0)]), 2, 1));
+        assert_eq!(open.metadata.client_transaction_version, 2);
+        let prepared = applied(end_txn(Some(&open), 7, 0, true, 2, None, 2));
+        assert_eq!(
+            (prepared.metadata.state, prepared.metadata.producer_epoch),
+            (TxnState::PrepareCommit, 1)
+        );
+        assert_eq!(end_txn_answer_ids(&prepared.metadata), (7, 1));
+        check_transition(&open.metadata, &prepared.metadata).unwrap();
+        assert_eq!(
+            end_txn(Some(&prepared), 7, 0, true, 2, None, 3),
+            Decision::Answer(error_code::CONCURRENT_TRANSACTIONS),
+            "a retry (old epoch) while the markers are written"
+        );
+        let done = TxnEntry::new(complete(&prepared.metadata, 4));
+        assert_eq!(
+            end_txn(Some(&done), 7, 0, true, 2, None, 5),
+            Decision::Answer(error_code::NONE),
+            "a retry after the completion"
+        );
+        assert_eq!(
+            end_txn(Some(&done), 7, 0, false, 2, None, 5),
+            Decision::Answer(error_code::INVALID_TXN_STATE),
+            "an abort retried with the old epoch cannot undo the commit"
+        );
+        // The next transaction, under the new epoch.
+        let next = applied(add_partitions(Some(&done), 7, 1, &tps(&[("b", 0)]), 2, 6));
+        assert_eq!(next.metadata.state, TxnState::Ongoing);
+        assert_eq!(
+            end_txn(Some(&next), 7, 0, false, 2, None, 7),
+            Decision::Answer(error_code::PRODUCER_FENCED),
+            "the delayed EndTxn of the first transaction"
+        );
+        assert_eq!(
+            add_partitions(Some(&next), 7, 0, &tps(&[("c", 0)]), 2, 7),
+            Decision::Answer(error_code::PRODUCER_FENCED),
+            "a delayed produce of the first transaction"
+        );
+        // An abort with nothing open still bumps the epoch.
+        let idle = TxnEntry::new(complete(
+            &applied(end_txn(Some(&next), 7, 1, false, 2, None, 8)).metadata,
+            9,
+        ));
+        let empty_abort = applied(end_txn(Some(&idle), 7, 2, false, 2, None, 10));
+        assert_eq!(
+            (
+                empty_abort.metadata.state,
+                empty_abort.metadata.producer_epoch
+            ),
+            (TxnState::PrepareAbort, 3)
+        );
+        check_transition(&idle.metadata, &empty_abort.metadata).unwrap();
+    }
+
+    #[test]
+    fn version_2_moves_to_a_new_producer_id_when_the_epoch_runs_out() {
+        let mut e = initialised("t");
+        e.metadata.producer_epoch = i16::MAX - 1;
+        let open = applied(add_partitions(
+            Some(&e),
+            7,
+            i16::MAX - 1,
+            &tps(&[("a", 0)]),
+            2,
+            1,
+        ));
+        assert_eq!(
+            end_txn(Some(&open), 7, i16::MAX - 1, true, 2, None, 2),
+            Decision::NeedProducerId
+        );
+        let prepared = applied(end_txn(Some(&open), 7, i16::MAX - 1, true, 2, Some(9), 2));
+        assert_eq!(
+            prepared.metadata.producer_epoch,
+            i16::MAX,
+            "markers carry it"
+        );
+        assert_eq!(end_txn_answer_ids(&prepared.metadata), (9, 0));
+        let done = complete(&prepared.metadata, 3);
+        assert_eq!(
+            (
+                done.producer_id,
+                done.producer_epoch,
+                done.previous_producer_id
+            ),
+            (9, 0, 7)
+        );
+        check_transition(&prepared.metadata, &done).unwrap();
+        let done = TxnEntry::new(done);
+        assert_eq!(
+            end_txn(Some(&done), 7, i16::MAX - 1, true, 2, None, 4),
+            Decision::Answer(error_code::NONE),
+            "a retry under the old id is recognised"
+        );
+    }
+
+    #[test]
+    fn verification_answers_per_partition() {
+        let e = initialised("t");
+        let open = applied(add_partitions(Some(&e), 7, 0, &tps(&[("a", 0)]), 0, 1));
+        let a = TopicPartition::new("a".to_string(), 0);
+        let b = TopicPartition::new("b".to_string(), 0);
+        assert_eq!(verify_partition(Some(&open), 7, 0, &a), error_code::NONE);
+        assert_eq!(
+            verify_partition(Some(&open), 7, 0, &b),
+            error_code::TRANSACTION_ABORTABLE
+        );
+        assert_eq!(
+            verify_partition(Some(&open), 7, 1, &a),
+            error_code::PRODUCER_FENCED
+        );
+        assert_eq!(
+            verify_partition(Some(&open), 8, 0, &a),
+            error_code::INVALID_PRODUCER_ID_MAPPING
+        );
+        let prepared = applied(end_txn(Some(&open), 7, 0, true, 0, None, 2));
+        assert_eq!(
+            verify_partition(Some(&prepared), 7, 0, &a),
+            error_code::CONCURRENT_TRANSACTIONS
+        );
     }
 }

@@ -14,20 +14,23 @@
 //! ```
 //!
 //! A null value is a tombstone: the id expired. pinlog writes value
-//! version 0, as Kafka does for clients on transaction version 1, and
-//! reads both.
+//! version 1 when a tagged field has something to say (a transaction on
+//! transaction version 2, a rotated or rotating producer id), so that a
+//! new coordinator after a failover writes the markers the same way and
+//! completes a rotation; otherwise version 0. Kafka picks the version from
+//! the cluster's `transaction.version` instead; its decoder reads both.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use bytes::{BufMut, Bytes, BytesMut};
 
-use crate::protocol::codec::{parse_tag, DecodeError, DecodeResult, Reader, Writer};
+use crate::protocol::codec::{parse_tag, put_tag, DecodeError, DecodeResult, Reader, Writer};
 use crate::topic_partition::TopicPartition;
 use crate::transaction::metadata::{TxnMetadata, TxnState, NO_PRODUCER_EPOCH, NO_PRODUCER_ID};
 
 /// The only key version Kafka defines.
 const KEY_VERSION: i16 = 0;
-/// The value version pinlog writes.
+/// The value version pinlog writes when no tagged field is needed.
 const VALUE_VERSION: i16 = 0;
 /// The first flexible value version (compact strings, tagged fields).
 const FLEXIBLE_VALUE_VERSION: i16 = 1;
@@ -67,29 +70,68 @@ pub fn decode_key(bytes: Bytes) -> DecodeResult<String> {
 
 /// The record value of an id's state.
 pub fn encode_value(m: &TxnMetadata) -> Bytes {
+    let tags = tagged_fields(m);
+    let flexible = !tags.is_empty();
     let mut w = BytesMut::new();
-    w.put_i16(VALUE_VERSION);
+    w.put_i16(if flexible {
+        FLEXIBLE_VALUE_VERSION
+    } else {
+        VALUE_VERSION
+    });
     w.put_i64(m.producer_id);
     w.put_i16(m.producer_epoch);
     w.put_i32(m.txn_timeout_ms);
     w.put_i8(m.state.id());
     if m.state == TxnState::Empty {
         // Kafka writes no partitions for an id without a transaction.
-        w.put_array_len(None, false);
+        w.put_array_len(None, flexible);
     } else {
         let mut by_topic: BTreeMap<&str, Vec<i32>> = BTreeMap::new();
         for tp in &m.partitions {
             by_topic.entry(&tp.topic).or_default().push(tp.partition);
         }
-        w.put_array_len(Some(by_topic.len()), false);
+        w.put_array_len(Some(by_topic.len()), flexible);
         for (topic, partitions) in by_topic {
-            w.put_string(topic, false);
-            w.put_i32_array(Some(&partitions), false);
+            w.put_string(topic, flexible);
+            w.put_i32_array(Some(&partitions), flexible);
+            if flexible {
+                w.put_empty_tagged_fields();
+            }
         }
     }
     w.put_i64(m.txn_last_update_timestamp_ms);
     w.put_i64(m.txn_start_timestamp_ms);
+    if flexible {
+        w.put_uvarint(tags.len() as u64);
+        for (tag, value) in tags {
+            put_tag(&mut w, tag, &value);
+        }
+    }
     w.freeze()
+}
+
+/// The value's tagged fields that differ from their defaults, by tag.
+fn tagged_fields(m: &TxnMetadata) -> Vec<(u32, Vec<u8>)> {
+    let mut tags = Vec::new();
+    if m.previous_producer_id != NO_PRODUCER_ID {
+        tags.push((
+            PREVIOUS_PRODUCER_ID_TAG,
+            m.previous_producer_id.to_be_bytes().to_vec(),
+        ));
+    }
+    if m.next_producer_id != NO_PRODUCER_ID {
+        tags.push((
+            NEXT_PRODUCER_ID_TAG,
+            m.next_producer_id.to_be_bytes().to_vec(),
+        ));
+    }
+    if m.client_transaction_version != 0 {
+        tags.push((
+            CLIENT_TRANSACTION_VERSION_TAG,
+            m.client_transaction_version.to_be_bytes().to_vec(),
+        ));
+    }
+    tags
 }
 
 /// An id's state from its record value (both versions).
@@ -199,6 +241,19 @@ mod tests {
             &empty[2 + 8 + 2 + 4 + 1..2 + 8 + 2 + 4 + 1 + 4],
             &(-1i32).to_be_bytes()
         );
+    }
+
+    #[test]
+    fn a_value_with_tagged_fields_is_written_flexible_and_round_trips() {
+        for state in TxnState::ALL {
+            let mut m = sample(state);
+            m.client_transaction_version = 2;
+            m.previous_producer_id = 3999;
+            m.next_producer_id = 4001;
+            let bytes = encode_value(&m);
+            assert_eq!(&bytes[..2], &[0, 1], "value version 1");
+            assert_eq!(decode_value("payments-1", bytes).unwrap(), m, "{state:?}");
+        }
     }
 
     #[test]

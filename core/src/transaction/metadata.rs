@@ -28,6 +28,9 @@ use crate::topic_partition::TopicPartition;
 pub const NO_PRODUCER_ID: i64 = -1;
 /// Kafka's `RecordBatch.NO_PRODUCER_EPOCH`.
 pub const NO_PRODUCER_EPOCH: i16 = -1;
+/// KIP-890 part 2's transaction version: the epoch is bumped at every
+/// EndTxn, and markers must carry a newer epoch than the data.
+pub const TRANSACTION_VERSION_2: i16 = 2;
 
 /// Kafka's `TransactionState`, with its ids in the transaction log.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -100,7 +103,14 @@ impl TxnState {
             Empty => &[Empty, CompleteCommit, CompleteAbort],
             Ongoing => &[Ongoing, Empty, CompleteCommit, CompleteAbort],
             PrepareCommit => &[Ongoing],
-            PrepareAbort => &[Ongoing, PrepareEpochFence],
+            // Version 2 may abort with nothing open, to bump the epoch.
+            PrepareAbort => &[
+                Ongoing,
+                PrepareEpochFence,
+                Empty,
+                CompleteCommit,
+                CompleteAbort,
+            ],
             CompleteCommit => &[PrepareCommit],
             CompleteAbort => &[PrepareAbort],
             Dead => &[Empty, CompleteAbort, CompleteCommit],

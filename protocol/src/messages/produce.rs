@@ -1,10 +1,13 @@
-//! Produce (key 0), versions 3-9; v9 is the first flexible version.
+//! Produce (key 0), versions 3-12; v9 is the first flexible version.
 //!
 //! v3 is the floor because it is the first version that carries
 //! RecordBatch v2 (and the transactional id); pinlog stores nothing older.
-//! Versions 10 and 11 add tagged fields (`CurrentLeader`, `NodeEndpoints`)
-//! that pinlog does not advertise, so they are not modelled; a client that
-//! sends them anyway has them skipped like any unknown tag.
+//! Version 10 adds the response's tagged fields `CurrentLeader` and
+//! `NodeEndpoints` (KIP-951), which pinlog never sets, so they are not
+//! modelled (a response without them is what Kafka sends when the leader
+//! did not move) and are skipped like any unknown tag when read. Version
+//! 11 (TRANSACTION_ABORTABLE) and 12 (transaction version 2, KIP-890) only
+//! change what the versions mean, not their bytes.
 //!
 //! A request with `acks == 0` gets no response at all: that is decided by
 //! the connection, not here, but it is why the response type is never built

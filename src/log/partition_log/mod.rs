@@ -32,7 +32,8 @@ use crate::log::cleaner::{CleanableSegment, CleanerOffsets, CleanerView, Segment
 
 use crate::log::epoch_cache::{EpochEntry, LeaderEpochCache};
 use crate::log::producer_state::{
-    LeaderAppendCheck, MarkersByOffset, ProducerStateManager, DEFAULT_PRODUCER_ID_EXPIRATION_MS,
+    LeaderAppendCheck, MarkersByOffset, ProducerStateManager, TxnVerification,
+    DEFAULT_PRODUCER_ID_EXPIRATION_MS,
 };
 use crate::log::segment::{parse_segment_file_name, segment_file_path, Segment};
 use crate::log::swap;
@@ -137,6 +138,8 @@ pub struct LeaderAppend {
     pub log_append_time_ms: Option<i64>,
     /// Who appends: a producer, or a transaction coordinator's markers.
     pub origin: AppendOrigin,
+    /// A client append's KIP-890 verification of transactional batches.
+    pub verification: TxnVerification,
 }
 
 /// Who a leader append comes from, as Kafka's `AppendOrigin`: producers
@@ -643,6 +646,7 @@ impl PartitionLog {
             batches,
             log_append_time_ms,
             origin: AppendOrigin::Client,
+            verification: TxnVerification::Off,
         };
         let mut results = self
             .append_many_as_leader(vec![append], leader_epoch, now_ms)
@@ -675,7 +679,7 @@ impl PartitionLog {
         for append in appends {
             let slot = results.len();
             results.push(None);
-            let origin = append.origin;
+            let (origin, verification) = (append.origin, append.verification);
             let mut staged = match self.stage_leader_batches(append, next_offset, leader_epoch) {
                 Ok(staged) => staged,
                 Err(e) => {
@@ -687,7 +691,7 @@ impl PartitionLog {
             // the append, and a retry is answered with the original offsets
             // without writing anything (Kafka's analyzeAndValidateProducerState).
             // The state includes the earlier appends of this group.
-            match self.check_producer_state(&staged, origin) {
+            match self.check_producer_state(&staged, origin, verification) {
                 Err(e) => {
                     results[slot] = Some(Err(e));
                     continue;
@@ -777,6 +781,7 @@ impl PartitionLog {
             mut batches,
             log_append_time_ms,
             origin,
+            verification: _,
         } = append;
         let markers_only = matches!(origin, AppendOrigin::TxnMarkers { .. });
         let mut headers = Vec::new();

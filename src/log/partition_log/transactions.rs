@@ -4,6 +4,7 @@
 
 use super::*;
 use crate::log::control_batch::{self, MarkerSpec};
+use crate::log::producer_state::VerificationNeed;
 
 impl PartitionLog {
     /// Where read_committed consumers stop (Kafka's `lastStableOffset`):
@@ -64,6 +65,7 @@ impl PartitionLog {
                 origin: AppendOrigin::TxnMarkers {
                     transaction_version,
                 },
+                verification: TxnVerification::Off,
             })
             .collect();
         self.append_many_as_leader(appends, leader_epoch, now_ms)
@@ -100,6 +102,20 @@ impl PartitionLog {
         Ok(markers)
     }
 
+    /// KIP-890: whether a producer's transactional batch needs the
+    /// coordinator's verification before it is appended here, and the
+    /// guard to append it with. `Err` is the producer's newer epoch.
+    pub fn begin_txn_verification(
+        &mut self,
+        producer_id: i64,
+        epoch: i16,
+        supports_epoch_bump: bool,
+        now_ms: i64,
+    ) -> Result<VerificationNeed, i16> {
+        self.producers
+            .begin_verification(producer_id, epoch, supports_epoch_bump, now_ms)
+    }
+
     /// Checks a staged leader append against the producer state: a
     /// producer's batches for their epoch and sequence, a coordinator's
     /// markers for their producer and coordinator epochs.
@@ -107,11 +123,13 @@ impl PartitionLog {
         &self,
         staged: &StagedAppend,
         origin: AppendOrigin,
+        verification: TxnVerification,
     ) -> LogResult<LeaderAppendCheck> {
         match origin {
-            AppendOrigin::Client => self
-                .producers
-                .check_leader_append(&self.tp, &staged.headers),
+            AppendOrigin::Client => {
+                self.producers
+                    .check_leader_append(&self.tp, &staged.headers, verification)
+            }
             AppendOrigin::Coordinator => {
                 self.producers
                     .check_coordinator_append(&self.tp, &staged.headers)?;

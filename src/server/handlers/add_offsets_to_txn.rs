@@ -67,7 +67,7 @@ async fn add(shard: &Rc<Shard>, req: AddOffsetsToTxnRequest) -> i16 {
         shard,
         &req.transactional_id,
         move |c, s, partition| async move {
-            c.add_partitions(s, partition, id, producer_id, epoch, set)
+            c.add_partitions(s, partition, id, producer_id, epoch, set, 0)
                 .await
         },
     )

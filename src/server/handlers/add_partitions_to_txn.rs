@@ -3,7 +3,7 @@
 //! v4 a partition leader may batch several transactions and only verify
 //! that their partitions are in them (KIP-890 part 1).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
 
 use crate::node::state::BrokerState;
@@ -13,6 +13,7 @@ use crate::protocol::messages::add_partitions_to_txn::*;
 use crate::server::txn_coordinator::{on_coordinator, TxnCoordinator};
 use crate::shard::shard::Shard;
 use crate::topic_partition::TopicPartition;
+use crate::transaction::metadata::TRANSACTION_VERSION_2;
 
 /// First version that batches transactions.
 const BATCHED_FROM: i16 = 4;
@@ -34,7 +35,7 @@ pub async fn handle(
             verify_only: false,
             topics: req.v3_and_below_topics,
         };
-        let mut results = add_one(shard, txn).await;
+        let mut results = add_one(shard, txn, 0).await;
         if version < PRODUCER_FENCED_FROM {
             for t in &mut results {
                 for p in &mut t.results_by_partition {
@@ -54,7 +55,9 @@ pub async fn handle(
         let id = txn.transactional_id.clone();
         by_transaction.push(AddPartitionsToTxnResult {
             transactional_id: id,
-            topic_results: add_one(shard, txn).await,
+            // From a partition leader: a producer on transaction
+            // version 2 (KIP-890 part 2) when it adds.
+            topic_results: add_one(shard, txn, TRANSACTION_VERSION_2).await,
         });
     }
     AddPartitionsToTxnResponse {
@@ -64,11 +67,13 @@ pub async fn handle(
 }
 
 /// One transaction's partitions: unknown partitions fail alone (and the
-/// rest are not attempted, as in Kafka); otherwise the coordinator's one
-/// answer goes to every partition.
+/// rest are not attempted, as in Kafka); otherwise an add answers every
+/// partition with the coordinator's one code, and a verification answers
+/// each partition on its own.
 async fn add_one(
     shard: &Rc<Shard>,
     txn: AddPartitionsToTxnTransaction,
+    client_transaction_version: i16,
 ) -> Vec<AddPartitionsToTxnTopicResult> {
     let image = BrokerState::of(shard).image();
     let unknown = |t: &str, p: i32| image.partition(t, p).is_none();
@@ -116,19 +121,40 @@ async fn add_one(
         txn.producer_epoch,
         txn.verify_only,
     );
-    let code = on_coordinator(
+    // `Ok`: a code per partition (a verification); `Err`: one code for
+    // all of them (an add, or a failure before any partition was looked at).
+    let codes = on_coordinator(
         shard,
         &txn.transactional_id,
         move |c: Rc<TxnCoordinator>, s, partition| async move {
             if verify_only {
                 c.verify_partitions(&s, partition, &id, producer_id, epoch, &partitions)
+                    .map(|codes| codes.into_iter().collect::<BTreeMap<_, _>>())
             } else {
-                c.add_partitions(s, partition, id, producer_id, epoch, partitions)
-                    .await
+                let code = c
+                    .add_partitions(
+                        s,
+                        partition,
+                        id,
+                        producer_id,
+                        epoch,
+                        partitions,
+                        client_transaction_version,
+                    )
+                    .await;
+                Err(code)
             }
         },
     )
     .await
-    .unwrap_or_else(|code| code);
-    answer(&|_, _| code)
+    .unwrap_or_else(Err);
+    match codes {
+        Ok(codes) => answer(&|t, p| {
+            codes
+                .get(&TopicPartition::new(t.to_string(), p))
+                .copied()
+                .unwrap_or(error_code::UNKNOWN_SERVER_ERROR)
+        }),
+        Err(code) => answer(&|_, _| code),
+    }
 }

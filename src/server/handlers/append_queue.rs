@@ -24,6 +24,7 @@ use futures_channel::oneshot;
 use crate::constants::GROUP_COMMIT_MAX_BYTES;
 use crate::error::LogError;
 use crate::log::partition_log::{AppendInfo, AppendOrigin, LeaderAppend};
+use crate::log::producer_state::TxnVerification;
 use crate::node::replicas;
 use crate::shard::shard::{now_ms, Shard};
 use crate::topic_partition::TopicPartition;
@@ -38,6 +39,8 @@ pub struct QueuedAppend {
     /// lock together with the leadership, as Kafka's
     /// `appendRecordsToLeader` does under its ISR lock.
     pub acks_all_min_insync: Option<usize>,
+    /// KIP-890: how the transactional batches were verified.
+    pub verification: TxnVerification,
 }
 
 /// A written (or deduplicated) append.
@@ -215,6 +218,7 @@ async fn write_group(shard: &Rc<Shard>, tp: &TopicPartition, group: Vec<Waiting>
             batches: BytesMut::from(&w.append.records[..]),
             log_append_time_ms,
             origin: AppendOrigin::Client,
+            verification: w.append.verification,
         });
         answers.push((w.answer, log_append_time_ms));
     }

@@ -25,6 +25,7 @@ use crate::protocol::header::RequestHeader;
 use crate::protocol::messages::produce::*;
 use crate::server::handlers::append_queue::{self, AppendFailure, QueuedAppend};
 use crate::server::handlers::error_code_for;
+use crate::server::handlers::produce_verification::{verify_on_owner, TxnBatch};
 use crate::shard::shard::Shard;
 use crate::topic_partition::TopicPartition;
 
@@ -37,13 +38,19 @@ struct PartitionWork {
     log_append_time: bool,
     /// The topic's `min.insync.replicas`, for acks=all.
     min_insync: usize,
+    /// Its batch is transactional: the producer that sent it (KIP-890).
+    txn: Option<TxnBatch>,
 }
 
 /// What every partition of one request shares.
-#[derive(Clone, Copy)]
+#[derive(Clone)]
 struct Acks {
     all: bool,
     timeout: std::time::Duration,
+    /// The request's version and transactional id, for KIP-890's
+    /// verification of transactional batches.
+    version: i16,
+    transactional_id: Option<String>,
 }
 
 /// What the owner reports for one partition.
@@ -69,7 +76,7 @@ impl Appended {
 
 pub async fn handle(
     shard: &Rc<Shard>,
-    _header: &RequestHeader,
+    header: &RequestHeader,
     req: ProduceRequest,
 ) -> ProduceResponse {
     let broker = BrokerState::of(shard);
@@ -120,9 +127,10 @@ pub async fn handle(
                             .push(PartitionWork {
                                 slot,
                                 tp,
-                                records,
                                 log_append_time: append_time,
                                 min_insync: topic_config::min_insync_replicas(&overrides),
+                                txn: transactional_batch(&records),
+                                records,
                             });
                         None
                     }
@@ -143,10 +151,12 @@ pub async fn handle(
     let acks = Acks {
         all: req.acks == -1,
         timeout: std::time::Duration::from_millis(req.timeout_ms.max(0) as u64),
+        version: header.api_version,
+        transactional_id: req.transactional_id.clone(),
     };
     let mut tasks = Vec::new();
     for (owner, work) in by_owner {
-        let shard = shard.clone();
+        let (shard, acks) = (shard.clone(), acks.clone());
         tasks.push(glommio::spawn_local(async move {
             let result = shard
                 .submit_to(owner, move |shard| async move {
@@ -198,18 +208,39 @@ async fn append_on_owner(
     acks: Acks,
 ) -> Vec<(usize, Appended)> {
     let mut out = Vec::with_capacity(work.len());
+    let txn_batches: Vec<(TopicPartition, Option<TxnBatch>)> =
+        work.iter().map(|w| (w.tp.clone(), w.txn)).collect();
+    let verified = verify_on_owner(
+        shard,
+        acks.transactional_id.as_deref(),
+        acks.version,
+        &txn_batches,
+    )
+    .await;
     // Every partition is queued before any is awaited, so the request's
     // partitions are written concurrently: (answer index, partition,
     // min.insync.replicas, outcome).
     let mut submitted = Vec::with_capacity(work.len());
-    for PartitionWork {
-        slot,
-        tp,
-        records,
-        log_append_time,
-        min_insync,
-    } in work
+    for (
+        PartitionWork {
+            slot,
+            tp,
+            records,
+            log_append_time,
+            min_insync,
+            txn: _,
+        },
+        verified,
+    ) in work.into_iter().zip(verified)
     {
+        let verification = match verified {
+            Ok(v) => v,
+            Err((code, message)) => {
+                tracing::debug!(partition = %tp, code, "transactional produce refused: {message}");
+                out.push((slot, Appended::error(code, Some(message))));
+                continue;
+            }
+        };
         // Leadership and the ISR are looked up once, by the writer, under
         // the log's lock.
         let outcome = append_queue::submit(
@@ -219,6 +250,7 @@ async fn append_on_owner(
                 records,
                 log_append_time,
                 acks_all_min_insync: acks.all.then_some(min_insync),
+                verification,
             },
         );
         submitted.push((out.len(), tp, min_insync, outcome));
@@ -328,6 +360,16 @@ async fn append_on_owner(
         }
     }
     out
+}
+
+/// The producer of `records`' batch if it is transactional (and not a
+/// control batch, which the owner refuses from a producer anyway).
+fn transactional_batch(records: &[u8]) -> Option<TxnBatch> {
+    let h = crate::log::batch::parse_header_only(records).ok()?;
+    (h.is_transactional() && !h.is_control() && h.producer_id >= 0).then_some(TxnBatch {
+        producer_id: h.producer_id,
+        producer_epoch: h.producer_epoch,
+    })
 }
 
 /// Whether `records` is exactly one batch as its length field says. Full

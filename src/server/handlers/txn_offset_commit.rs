@@ -5,19 +5,32 @@
 //! group member, which the coordinator checks (KIP-447), so a zombie
 //! instance of a rebalanced member is refused.
 
+use std::collections::BTreeSet;
 use std::rc::Rc;
 
-use crate::group::coordinator::{on_coordinator, CommitPartition, GroupCoordinator};
+use crate::group::coordinator::{locate, on_coordinator, CommitPartition, GroupCoordinator};
+use crate::metadata::OFFSETS_TOPIC;
+use crate::node::state::BrokerState;
 use crate::protocol::error_code;
 use crate::protocol::header::RequestHeader;
 use crate::protocol::messages::txn_offset_commit::*;
+use crate::server::txn_coordinator::verification::{add_or_verify, VerificationRequest};
 use crate::shard::shard::Shard;
+use crate::topic_partition::TopicPartition;
 
 /// First version whose partitions carry the committed leader epoch.
 const LEADER_EPOCH_FROM: i16 = 2;
 /// Clients before this version know INVALID_PRODUCER_EPOCH, not
 /// PRODUCER_FENCED (KIP-588).
 const PRODUCER_FENCED_FROM: i16 = 2;
+/// v5 is transaction version 2 (KIP-890 part 2; v4's schema): the producer
+/// sent no AddOffsetsToTxn, and the group's offsets partition joins the
+/// transaction here.
+const TRANSACTION_VERSION_2_FROM: i16 = 5;
+/// v4 is the first version whose clients know TRANSACTION_ABORTABLE.
+const TRANSACTION_ABORTABLE_FROM: i16 = 4;
+/// Clients before v2 do not retry COORDINATOR_LOAD_IN_PROGRESS.
+const LOAD_IN_PROGRESS_FROM: i16 = 2;
 
 pub async fn handle(
     shard: &Rc<Shard>,
@@ -52,8 +65,20 @@ pub async fn handle(
             .map(|(t, ps)| (t.clone(), ps.iter().map(|p| (p.partition, code)).collect()))
             .collect::<Vec<_>>()
     };
-    let results = if req.group_id.is_empty() {
-        every(error_code::INVALID_GROUP_ID, &topics)
+    let verified = if req.group_id.is_empty() {
+        Err(error_code::INVALID_GROUP_ID)
+    } else {
+        verify_offsets_partition(
+            shard,
+            header.api_version,
+            &req.group_id,
+            &req.transactional_id,
+            (req.producer_id, req.producer_epoch),
+        )
+        .await
+    };
+    let results = if let Err(code) = verified {
+        every(code, &topics)
     } else {
         let fallback = topics.clone();
         let (group_id, producer, generation, member_id, instance_id) = (
@@ -103,4 +128,61 @@ pub async fn handle(
             })
             .collect(),
     }
+}
+
+/// KIP-890 for offsets: the group's `__consumer_offsets` partition must be
+/// in the transaction before its offsets are written: added here for a
+/// version 2 producer (v5), verified for a version 1 producer (which sent
+/// AddOffsetsToTxn) when `transaction.partition.verification.enable` is on.
+/// `Err` is the code for every partition.
+async fn verify_offsets_partition(
+    shard: &Rc<Shard>,
+    version: i16,
+    group_id: &str,
+    transactional_id: &str,
+    (producer_id, producer_epoch): (i64, i16),
+) -> Result<(), i16> {
+    let add = version >= TRANSACTION_VERSION_2_FROM;
+    let enabled = add
+        || BrokerState::of(shard)
+            .config
+            .transaction
+            .partition_verification_enable;
+    if !enabled {
+        return Ok(());
+    }
+    let Some((partition, _)) = locate(shard, group_id) else {
+        return Err(error_code::COORDINATOR_NOT_AVAILABLE);
+    };
+    let tp = TopicPartition::new(OFFSETS_TOPIC.to_string(), partition);
+    let request = VerificationRequest {
+        transactional_id: transactional_id.to_string(),
+        producer_id,
+        producer_epoch,
+        partitions: BTreeSet::from([tp.clone()]),
+        verify_only: !add,
+    };
+    let code = add_or_verify(shard, &request)
+        .await
+        .get(&tp)
+        .copied()
+        .unwrap_or(error_code::UNKNOWN_SERVER_ERROR);
+    // Kafka's conversions for this path: the leader's, then the group
+    // coordinator's view of a write that could not happen.
+    let code = match code {
+        error_code::NONE => return Ok(()),
+        error_code::PRODUCER_FENCED => error_code::INVALID_PRODUCER_EPOCH,
+        error_code::TRANSACTION_ABORTABLE if version < TRANSACTION_ABORTABLE_FROM => {
+            error_code::INVALID_TXN_STATE
+        }
+        error_code::UNKNOWN_TOPIC_OR_PARTITION
+        | error_code::NOT_ENOUGH_REPLICAS
+        | error_code::REQUEST_TIMED_OUT => error_code::COORDINATOR_NOT_AVAILABLE,
+        error_code::NOT_LEADER_OR_FOLLOWER => error_code::NOT_COORDINATOR,
+        error_code::COORDINATOR_LOAD_IN_PROGRESS if version < LOAD_IN_PROGRESS_FROM => {
+            error_code::COORDINATOR_NOT_AVAILABLE
+        }
+        other => other,
+    };
+    Err(code)
 }

@@ -39,11 +39,12 @@ pub const RETRY_BACKOFF_MAX: Duration = Duration::from_secs(5);
 /// How long one marker waits for replication before it counts as failed
 /// (and is retried): Kafka's `request.timeout.ms` default.
 const MARKER_WRITE_TIMEOUT: Duration = Duration::from_secs(30);
-/// The WriteTxnMarkers version the coordinator sends.
-const WRITE_TXN_MARKERS_VERSION: i16 = 1;
+/// The WriteTxnMarkers version the coordinator sends: v2 carries the
+/// transaction version, under which a leader checks the marker's epoch.
+const WRITE_TXN_MARKERS_VERSION: i16 = 2;
 /// A WriteTxnMarkers response is small: one code per partition.
 const MAX_RESPONSE_BYTES: usize = 16 * 1024 * 1024;
-/// The transaction version of markers written for clients on version 1.
+/// The transaction version a WriteTxnMarkers v1 request means.
 pub const TRANSACTION_VERSION_1: i16 = 1;
 
 /// One marker to write on the partitions of one leader.
@@ -90,7 +91,9 @@ pub async fn write_markers(
         producer_epoch: m.producer_epoch,
         commit: m.state == TxnState::PrepareCommit,
         coordinator_epoch,
-        transaction_version: TRANSACTION_VERSION_1,
+        // Version 2's markers carry the epoch the EndTxn bumped, and the
+        // leaders hold them to it (strictly newer than the data's).
+        transaction_version: m.client_transaction_version.max(TRANSACTION_VERSION_1),
     };
     let broker = BrokerState::of(shard);
     let local = broker.node_id();

@@ -34,6 +34,7 @@ use crate::node::internal_log::{append_replicated, scan_to_end, InternalWriteErr
 use crate::node::state::BrokerState;
 use crate::protocol::error_code;
 use crate::server::controller;
+use crate::server::replication::kafka_peer::KafkaPeer;
 use crate::shard::partition_table::ShardId;
 use crate::shard::shard::{now_ms, Shard};
 use crate::topic_partition::TopicPartition;
@@ -44,6 +45,7 @@ use crate::transaction::metadata::{TxnMetadata, TxnState};
 pub mod markers;
 pub mod timers;
 pub mod topic;
+pub mod verification;
 
 pub use self::timers::start;
 
@@ -54,6 +56,15 @@ const LOAD_RETRY_BACKOFF: Duration = Duration::from_secs(1);
 /// `transaction.state.log.write` timeout is the request's, this is its
 /// default (`request.timeout.ms`).
 const STATE_WRITE_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The cluster's finalized `transaction.version` (KIP-890): what a fencing
+/// or timeout abort is written under. A client's own requests say their
+/// version themselves (EndTxn v5, AddPartitionsToTxn v4+ from leaders).
+pub fn cluster_transaction_version(shard: &Shard) -> i16 {
+    BrokerState::of(shard)
+        .image()
+        .feature_level(crate::metadata::features::TRANSACTION_VERSION)
+}
 
 /// Where an id's coordinator runs, if `__transaction_state` exists.
 pub fn locate(shard: &Shard, transactional_id: &str) -> Option<(i32, ShardId)> {
@@ -102,6 +113,33 @@ struct StatePartition {
     coordinator_epoch: i32,
 }
 
+/// The answer to EndTxn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EndAnswer {
+    pub error_code: i16,
+    /// The producer id and epoch for the next transaction (EndTxn v5).
+    pub producer_id: i64,
+    pub producer_epoch: i16,
+}
+
+impl EndAnswer {
+    fn ok(producer_id: i64, producer_epoch: i16) -> Self {
+        EndAnswer {
+            error_code: error_code::NONE,
+            producer_id,
+            producer_epoch,
+        }
+    }
+
+    fn error(code: i16) -> Self {
+        EndAnswer {
+            error_code: code,
+            producer_id: -1,
+            producer_epoch: -1,
+        }
+    }
+}
+
 /// The answer to InitProducerId.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct InitAnswer {
@@ -138,7 +176,15 @@ pub struct TxnCoordinator {
     completing: RefCell<HashSet<String>>,
     /// When timed-out transactions were last looked for.
     last_abort_check: Cell<std::time::Instant>,
+    /// Idle connections to other brokers' coordinators, by address, for
+    /// this shard's partition leaders' verifications (`verification.rs`).
+    idle_peers: RefCell<HashMap<String, Vec<KafkaPeer>>>,
 }
+
+/// Idle connections kept per coordinator broker and shard: enough for the
+/// verifications a shard runs at once in the common case; more connect
+/// anew and are dropped after use.
+const IDLE_PEERS_MAX: usize = 4;
 
 impl TxnCoordinator {
     fn new(config: TransactionConfig) -> Self {
@@ -150,6 +196,7 @@ impl TxnCoordinator {
             creating: RefCell::new(HashSet::new()),
             completing: RefCell::new(HashSet::new()),
             last_abort_check: Cell::new(std::time::Instant::now()),
+            idle_peers: RefCell::new(HashMap::new()),
         }
     }
 
@@ -164,6 +211,24 @@ impl TxnCoordinator {
                 shard.set_extension(c.clone());
                 c
             }
+        }
+    }
+
+    /// An idle connection to `addr`, or a new one from `connect`.
+    pub fn take_peer(&self, addr: &str, connect: impl FnOnce() -> KafkaPeer) -> KafkaPeer {
+        self.idle_peers
+            .borrow_mut()
+            .get_mut(addr)
+            .and_then(Vec::pop)
+            .unwrap_or_else(connect)
+    }
+
+    /// Keeps a connection whose last exchange succeeded for the next one.
+    pub fn return_peer(&self, peer: KafkaPeer) {
+        let mut idle = self.idle_peers.borrow_mut();
+        let pool = idle.entry(peer.addr().to_string()).or_default();
+        if pool.len() < IDLE_PEERS_MAX {
+            pool.push(peer);
         }
     }
 
@@ -569,6 +634,7 @@ impl TxnCoordinator {
                 self.config.max_timeout_ms,
                 expected,
                 fresh,
+                cluster_transaction_version(&shard),
                 now_ms(),
             );
             match decision {
@@ -611,7 +677,10 @@ impl TxnCoordinator {
         }
     }
 
-    /// AddPartitionsToTxn (client versions): one code for all partitions.
+    /// AddPartitionsToTxn: one code for all partitions. From a client
+    /// (v0-3, AddOffsetsToTxn) `client_transaction_version` is 0; from a
+    /// partition leader adding a partition for a version 2 producer, 2.
+    #[allow(clippy::too_many_arguments)]
     pub async fn add_partitions(
         self: Rc<Self>,
         shard: Rc<Shard>,
@@ -620,6 +689,7 @@ impl TxnCoordinator {
         producer_id: i64,
         producer_epoch: i16,
         partitions: BTreeSet<TopicPartition>,
+        client_transaction_version: i16,
     ) -> i16 {
         if let Err(code) = self.ready(&shard, partition) {
             return code;
@@ -630,6 +700,7 @@ impl TxnCoordinator {
             producer_id,
             producer_epoch,
             &partitions,
+            client_transaction_version,
             now_ms(),
         ) {
             Decision::Answer(code) => code,
@@ -644,8 +715,9 @@ impl TxnCoordinator {
         }
     }
 
-    /// AddPartitionsToTxn with `verify_only` (KIP-890 part 1): whether the
-    /// partitions are all in the id's open transaction; adds nothing.
+    /// AddPartitionsToTxn with `verify_only` (KIP-890 part 1): whether each
+    /// partition is in the id's open transaction; adds nothing. `Err` is the
+    /// one code for all of them.
     pub fn verify_partitions(
         &self,
         shard: &Shard,
@@ -654,20 +726,24 @@ impl TxnCoordinator {
         producer_id: i64,
         producer_epoch: i16,
         partitions: &BTreeSet<TopicPartition>,
-    ) -> i16 {
-        if let Err(code) = self.ready(shard, partition) {
-            return code;
-        }
+    ) -> Result<Vec<(TopicPartition, i16)>, i16> {
+        self.ready(shard, partition)?;
         let entry = self.entry(transactional_id);
-        partitions
+        Ok(partitions
             .iter()
-            .map(|tp| decide::verify_partition(entry.as_ref(), producer_id, producer_epoch, tp))
-            .find(|code| *code != error_code::NONE)
-            .unwrap_or(error_code::NONE)
+            .map(|tp| {
+                let code =
+                    decide::verify_partition(entry.as_ref(), producer_id, producer_epoch, tp);
+                (tp.clone(), code)
+            })
+            .collect())
     }
 
     /// EndTxn: the outcome is written (PrepareCommit or PrepareAbort) before
     /// the answer; the markers and the completion follow in the background.
+    /// Answers with the producer id and epoch the client uses next (under
+    /// transaction version 2 the Prepare bumped the epoch).
+    #[allow(clippy::too_many_arguments)]
     pub async fn end_txn(
         self: Rc<Self>,
         shard: Rc<Shard>,
@@ -676,30 +752,54 @@ impl TxnCoordinator {
         producer_id: i64,
         producer_epoch: i16,
         commit: bool,
-    ) -> i16 {
+        transaction_version: i16,
+    ) -> EndAnswer {
         if let Err(code) = self.ready(&shard, partition) {
-            return code;
+            return EndAnswer::error(code);
         }
-        let entry = self.entry(&transactional_id);
-        match decide::end_txn(
-            entry.as_ref(),
-            producer_id,
-            producer_epoch,
-            commit,
-            now_ms(),
-        ) {
-            Decision::Answer(code) => code,
-            Decision::Write(next) => match self.write_transition(&shard, partition, next).await {
-                Ok(epoch) => {
-                    self.spawn_complete(&shard, partition, epoch, transactional_id);
-                    error_code::NONE
+        let mut fresh = None;
+        loop {
+            let entry = self.entry(&transactional_id);
+            let decision = decide::end_txn(
+                entry.as_ref(),
+                producer_id,
+                producer_epoch,
+                commit,
+                transaction_version,
+                fresh,
+                now_ms(),
+            );
+            return match decision {
+                Decision::Answer(code) => match entry.filter(|_| code == error_code::NONE) {
+                    // A retry of an EndTxn that completed: the ids it gave.
+                    Some(e) => EndAnswer::ok(e.metadata.producer_id, e.metadata.producer_epoch),
+                    None => EndAnswer::error(code),
+                },
+                Decision::NeedProducerId => match controller::allocate_producer_id(&shard).await {
+                    Ok(id) => {
+                        fresh = Some(id);
+                        continue;
+                    }
+                    Err(e) => {
+                        tracing::warn!("allocating a producer id failed: {e}");
+                        EndAnswer::error(e.code)
+                    }
+                },
+                Decision::Write(next) => {
+                    let (next_id, next_epoch) = decide::end_txn_answer_ids(&next);
+                    match self.write_transition(&shard, partition, next).await {
+                        Ok(epoch) => {
+                            self.spawn_complete(&shard, partition, epoch, transactional_id);
+                            EndAnswer::ok(next_id, next_epoch)
+                        }
+                        Err(code) => EndAnswer::error(code),
+                    }
                 }
-                Err(code) => code,
-            },
-            other => {
-                tracing::error!("EndTxn decided {other:?}");
-                error_code::UNKNOWN_SERVER_ERROR
-            }
+                Decision::FenceAndAbort(_) => {
+                    tracing::error!("EndTxn decided {decision:?}");
+                    EndAnswer::error(error_code::UNKNOWN_SERVER_ERROR)
+                }
+            };
         }
     }
 

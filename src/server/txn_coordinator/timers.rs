@@ -102,7 +102,8 @@ impl TxnCoordinator {
             if entry.pending.is_some() || !entry.metadata.has_timed_out(now) {
                 continue;
             }
-            let Decision::FenceAndAbort(next) = decide::fence_and_abort(&entry.metadata, now)
+            let Decision::FenceAndAbort(next) =
+                decide::fence_and_abort(&entry.metadata, cluster_transaction_version(shard), now)
             else {
                 continue;
             };

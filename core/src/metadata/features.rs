@@ -1,0 +1,2 @@
+//! TEMPORARY stand-in until the features branch merges.
+pub const TRANSACTION_VERSION: &str = "transaction.version";
