@@ -226,7 +226,8 @@ mod tests {
             ),
         ];
         for (u, expected) in cases {
-            let (code, message) = plan_update_features(&at_1, &[u.clone()]).unwrap_err();
+            let (code, message) =
+                plan_update_features(&at_1, std::slice::from_ref(&u)).unwrap_err();
             assert_eq!(code, error_code::INVALID_UPDATE_VERSION, "{u:?}");
             assert!(message.starts_with(ALL_FEATURES_FAILED), "{message}");
             assert!(
