@@ -40,7 +40,8 @@ pub struct FeatureUpdate {
 
 /// The records that make `updates` the cluster's levels, or the refusal
 /// (error code and message) of the whole request. An update to the level
-/// a feature already has writes nothing.
+/// a feature already has is written too, as Kafka writes it: the answer
+/// then always comes under a newer finalized-features epoch.
 pub fn plan_update_features(
     image: &MetadataImage,
     updates: &[FeatureUpdate],
@@ -69,7 +70,6 @@ pub fn plan_update_features(
     }
     Ok(updates
         .iter()
-        .filter(|u| image.feature_level(&u.feature) != u.level)
         .map(|u| MetadataRecord::FeatureLevel {
             name: u.feature.clone(),
             level: u.level,
@@ -187,15 +187,13 @@ mod tests {
             plan_update_features(&at_0, &[tv(2, UPGRADE_TYPE_UPGRADE)]),
             Ok(vec![record(2)])
         );
-        // The level it has already: accepted, nothing to write.
-        assert_eq!(
-            plan_update_features(&at_2, &[tv(2, UPGRADE_TYPE_UPGRADE)]),
-            Ok(vec![])
-        );
-        assert_eq!(
-            plan_update_features(&at_2, &[tv(2, UPGRADE_TYPE_SAFE_DOWNGRADE)]),
-            Ok(vec![])
-        );
+        // The level it has already: accepted either way, and written.
+        for either in [UPGRADE_TYPE_UPGRADE, UPGRADE_TYPE_SAFE_DOWNGRADE] {
+            assert_eq!(
+                plan_update_features(&at_2, &[tv(2, either)]),
+                Ok(vec![record(2)])
+            );
+        }
         assert_eq!(plan_update_features(&at_2, &[]), Ok(vec![]));
     }
 
