@@ -6,9 +6,9 @@
 //! level 0, which is also how a level is removed.
 //!
 //! This file is the one place that says which features pinlog implements
-//! and at which levels. pinlog advertises only what it implements:
-//! `transaction.version` (KIP-890), which Kafka 4's producers read to
-//! decide whether to use transaction version 2. Kafka's other features
+//! and at which levels: `transaction.version` (KIP-890), which Kafka 4's
+//! producers read to decide whether to use transaction version 2, is the
+//! only one pinlog advertises. Kafka's other features
 //! (`metadata.version`, `kraft.version`, `group.version`, ...) describe
 //! Kafka's own record formats and protocols, which pinlog does not share,
 //! and no client or tool pinlog is tested with needs them: Kafka's Admin
@@ -22,14 +22,24 @@ use crate::metadata::records::MetadataRecord;
 /// InitProducerId), 2 is KIP-890 part 2 (an epoch bump on every EndTxn,
 /// partitions added by the produce itself).
 pub const TRANSACTION_VERSION: &str = "transaction.version";
-/// The `transaction.version` levels pinlog implements.
+/// The `transaction.version` levels pinlog accepts and advertises. Level
+/// 2 is accepted ahead of KIP-890 part 2, so that the work on it can raise
+/// a cluster to it: until that is built, a cluster at 2 fails the
+/// transactions of Kafka 4's Java producers (see the new-cluster level).
 pub const TRANSACTION_VERSION_LEVEL_MIN: i16 = 0;
 pub const TRANSACTION_VERSION_LEVEL_MAX: i16 = 2;
-/// The level a brand-new cluster starts at, as Kafka 4's `kafka-storage
-/// format` finalizes it. A cluster whose metadata log predates feature
-/// levels stays at 0, as an upgraded Kafka cluster does, until an operator
-/// raises it.
-pub const TRANSACTION_VERSION_LEVEL_NEW_CLUSTER: i16 = 2;
+/// The level a brand-new cluster starts at. Kafka 4's `kafka-storage
+/// format` finalizes 2, but pinlog's transaction coordinator and produce
+/// path implement the classic protocol only (KIP-890 part 2 is not built),
+/// and Kafka 4's Java producer switches to transaction version 2 as soon
+/// as a broker reports level 2 (it then relies on the broker to add its
+/// partitions and bump its epoch): with kafka-clients 4.4 its first
+/// transaction fails at once (InvalidTxnStateException). So a new cluster
+/// starts at 1, which every client reads as the classic protocol; raise
+/// this to 2 with KIP-890 part 2. A
+/// cluster whose metadata log predates feature levels stays at 0, as an
+/// upgraded Kafka cluster does, until an operator raises it.
+pub const TRANSACTION_VERSION_LEVEL_NEW_CLUSTER: i16 = 1;
 
 const _: () = assert!(
     TRANSACTION_VERSION_LEVEL_MIN >= 0
@@ -94,12 +104,12 @@ mod tests {
     }
 
     #[test]
-    fn a_new_cluster_starts_at_transaction_version_2() {
+    fn a_new_cluster_finalizes_its_transaction_version() {
         assert_eq!(
             new_cluster_records(),
             vec![MetadataRecord::FeatureLevel {
                 name: TRANSACTION_VERSION.into(),
-                level: 2,
+                level: TRANSACTION_VERSION_LEVEL_NEW_CLUSTER,
             }]
         );
     }
