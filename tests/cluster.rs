@@ -3,8 +3,9 @@
 //!
 //! One cluster serves the phases of one test, in order, so that the
 //! suite starts three nodes once: topics created through each node reach
-//! every node's image; Kafka's own tools describe the quorum, the topics
-//! and the cluster id; a SIGSTOPped broker is fenced and unfenced again;
+//! every node's image; Kafka's own tools describe the quorum, the topics,
+//! the cluster id and the finalized features (changed through a
+//! follower); a SIGSTOPped broker is fenced and unfenced again;
 //! kill -9 of the active controller elects another, which takes the next
 //! CreateTopics within a stated bound and lost nothing committed; the
 //! killed node rejoins and catches up; Kafka's leader-election and
@@ -19,12 +20,13 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use pinlog::broker_config::ReplicationConfig;
+use pinlog::metadata::features::{TRANSACTION_VERSION, TRANSACTION_VERSION_LEVEL_NEW_CLUSTER};
 use pinlog::server::replication::fetcher_test_hooks::FETCHER_HOOKS_ENV;
 use serde_json::Value;
 use support::{
-    kafka_libs, run_command, wait_for, which, Broker, BrokerOpts, Cluster, CmdOutput, PINLOG_BIN,
-    TEST_ELECTION_TIMEOUT_MS, TEST_FETCH_TIMEOUT_MS, TEST_HEARTBEAT_INTERVAL_MS,
-    TEST_SESSION_TIMEOUT_MS,
+    described_feature, kafka_features, kafka_libs, run_command, wait_for, which, Broker,
+    BrokerOpts, Cluster, CmdOutput, PINLOG_BIN, TEST_ELECTION_TIMEOUT_MS, TEST_FETCH_TIMEOUT_MS,
+    TEST_HEARTBEAT_INTERVAL_MS, TEST_SESSION_TIMEOUT_MS,
 };
 
 /// How long any single CLI call may take.
@@ -157,8 +159,8 @@ fn kafka_tool(cluster: &Cluster, libs: &std::path::Path, class: &str, args: &[&s
     out.stdout
 }
 
-/// Kafka's MetadataQuorumCommand, TopicCommand and ClusterTool against the
-/// three nodes.
+/// Kafka's MetadataQuorumCommand, TopicCommand, ClusterTool and
+/// FeatureCommand against the three nodes.
 fn kafka_tools_describe_the_cluster(cluster: &Cluster) {
     assert!(
         which("java").is_some(),
@@ -261,6 +263,38 @@ fn kafka_tools_describe_the_cluster(cluster: &Cluster) {
     assert!(
         cluster_id.contains(id) && id.len() == 22,
         "ClusterTool says {cluster_id:?}, the cluster is {id:?}"
+    );
+
+    // The cluster finalized its features with its id, on three nodes as
+    // on one. A change through a node that is not the active controller is
+    // forwarded to it, and that node shows the change when it answers.
+    let follower = (1..=3).find(|id| *id != leader).expect("three voters");
+    let via = &cluster.nodes[follower as usize - 1];
+    let transaction_version = |node: &Broker| {
+        let out = kafka_features(&node.bootstrap(), &["describe"]);
+        described_feature(&out.stdout, TRANSACTION_VERSION)
+            .unwrap_or_else(|| cluster.fail(&format!("no {TRANSACTION_VERSION} in:\n{out}")))
+    };
+    let before = transaction_version(via);
+    assert_eq!(
+        before.finalized_level, TRANSACTION_VERSION_LEVEL_NEW_CLUSTER,
+        "node {follower}: {before:?}"
+    );
+    let out = kafka_features(
+        &via.bootstrap(),
+        &[
+            "downgrade",
+            "--feature",
+            &format!("{TRANSACTION_VERSION}=1"),
+        ],
+    );
+    if !out.success() {
+        cluster.fail(&format!("downgrade through node {follower}:\n{out}"));
+    }
+    let after = transaction_version(via);
+    assert!(
+        after.finalized_level == 1 && after.epoch > before.epoch,
+        "node {follower} after the downgrade: {after:?}, before: {before:?}"
     );
 }
 

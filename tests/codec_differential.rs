@@ -52,7 +52,7 @@ use pinlog::protocol::messages::{
     create_partitions, create_topics, delete_topics, describe_cluster, describe_configs,
     describe_quorum, elect_leaders, fetch, incremental_alter_configs, init_producer_id,
     list_config_resources, list_offsets, list_partition_reassignments, metadata,
-    offset_for_leader_epoch, produce, unregister_broker,
+    offset_for_leader_epoch, produce, unregister_broker, update_features,
 };
 use pinlog::protocol::messages::{
     delete_groups, delete_records, describe_groups, describe_log_dirs, find_coordinator, heartbeat,
@@ -911,6 +911,45 @@ fn unregister_broker_response(g: &mut Gen, _v: i16) -> kp::UnregisterBrokerRespo
         .with_throttle_time_ms(g.i32())
         .with_error_code(g.i16())
         .with_error_message(g.opt(Gen::str))
+}
+
+fn update_features_request(g: &mut Gen, v: i16) -> kp::UpdateFeaturesRequest {
+    use kp::update_features_request::FeatureUpdateKey;
+    let r = new!(g, kp::UpdateFeaturesRequest)
+        .with_timeout_ms(g.i32())
+        .with_feature_updates(g.vec(|g| {
+            let u = new!(g, FeatureUpdateKey)
+                .with_feature(g.str())
+                .with_max_version_level(g.i16());
+            if v >= 1 {
+                u.with_upgrade_type(g.i8())
+            } else {
+                u.with_allow_downgrade(g.bool())
+            }
+        }));
+    if v >= 1 {
+        r.with_validate_only(g.bool())
+    } else {
+        r
+    }
+}
+
+fn update_features_response(g: &mut Gen, v: i16) -> kp::UpdateFeaturesResponse {
+    use kp::update_features_response::UpdatableFeatureResult;
+    let r = new!(g, kp::UpdateFeaturesResponse)
+        .with_throttle_time_ms(g.i32())
+        .with_error_code(g.i16())
+        .with_error_message(g.opt(Gen::str));
+    if v <= 1 {
+        r.with_results(g.vec(|g| {
+            new!(g, UpdatableFeatureResult)
+                .with_feature(g.str())
+                .with_error_code(g.i16())
+                .with_error_message(g.opt(Gen::str))
+        }))
+    } else {
+        r
+    }
 }
 
 fn list_config_resources_request(g: &mut Gen, v: i16) -> kp::ListConfigResourcesRequest {
@@ -2048,6 +2087,8 @@ pinlog_messages!(
     list_partition_reassignments::ListPartitionReassignmentsResponse,
     unregister_broker::UnregisterBrokerRequest,
     unregister_broker::UnregisterBrokerResponse,
+    update_features::UpdateFeaturesRequest,
+    update_features::UpdateFeaturesResponse,
     list_config_resources::ListConfigResourcesRequest,
     list_config_resources::ListConfigResourcesResponse,
     incremental_alter_configs::IncrementalAlterConfigsRequest,
@@ -2381,6 +2422,12 @@ api_table! {
             unregister_broker_request;
         response: kp::UnregisterBrokerResponse, unregister_broker::UnregisterBrokerResponse,
             unregister_broker_response;
+    }
+    UpdateFeatures => {
+        request: kp::UpdateFeaturesRequest, update_features::UpdateFeaturesRequest,
+            update_features_request;
+        response: kp::UpdateFeaturesResponse, update_features::UpdateFeaturesResponse,
+            update_features_response;
     }
     ElectLeaders => {
         request: kp::ElectLeadersRequest, elect_leaders::ElectLeadersRequest,

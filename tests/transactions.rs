@@ -64,6 +64,20 @@ fn txn_check(cp: &str, bootstrap: &str, prefix: &str, replication_factor: u16) -
     )
 }
 
+/// TxnCheck passed every check, on transaction version `version`.
+fn passed_on(out: &CmdOutput, version: i16) -> Result<(), String> {
+    passed(out)?;
+    if !out
+        .stdout
+        .contains(&format!("transaction version {version}"))
+    {
+        return Err(format!(
+            "the producer did not use transaction version {version}:\n{out}"
+        ));
+    }
+    Ok(())
+}
+
 fn passed(out: &CmdOutput) -> Result<(), String> {
     if !out.success() {
         return Err(format!("TxnCheck failed:\n{out}"));
@@ -84,8 +98,31 @@ fn java_client_transactions_commit_abort_offsets_and_fencing() {
     let classes = tempfile::tempdir().expect("temporary directory for classes");
     let cp = compile(classes.path());
     let mut broker = Broker::start(BrokerOpts::new());
-    if let Err(e) = passed(&txn_check(&cp, &broker.bootstrap(), "jtx", 1)) {
+    let bootstrap = broker.bootstrap();
+    // A new cluster finalizes transaction.version 2 (KIP-890 part 2).
+    if let Err(e) = passed_on(&txn_check(&cp, &bootstrap, "jtx", 1), 2) {
         broker.fail(&e);
+    }
+    // Downgraded with Kafka's own tool, the producers go back to version 1.
+    let jars = format!("{}/*", kafka_libs().display());
+    let out = run_command(
+        Command::new("java")
+            .args([
+                "-XX:TieredStopAtLevel=1",
+                "-cp",
+                &jars,
+                "org.apache.kafka.tools.FeatureCommand",
+            ])
+            .args(["--bootstrap-server", &bootstrap])
+            .args(["downgrade", "--feature", "transaction.version=1"]),
+        None,
+        CLIENT_TIMEOUT,
+    );
+    if !out.success() {
+        broker.fail(&format!("kafka-features.sh downgrade failed:\n{out}"));
+    }
+    if let Err(e) = passed_on(&txn_check(&cp, &bootstrap, "jtx1", 1), 1) {
+        broker.fail(&format!("on transaction version 1: {e}"));
     }
     broker.stop();
 }
@@ -105,7 +142,7 @@ fn java_client_transactions_on_a_three_node_cluster_and_after_a_kill() {
         .setting("transaction.state.log.num.partitions", 6)
         .setting("offsets.topic.num.partitions", 6);
     let mut cluster = Cluster::start(3, opts);
-    if let Err(e) = passed(&txn_check(&cp, &cluster.bootstrap(), "ctx", 3)) {
+    if let Err(e) = passed_on(&txn_check(&cp, &cluster.bootstrap(), "ctx", 3), 2) {
         cluster.fail(&e);
     }
     cluster.node(2).kill9();

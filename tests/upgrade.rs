@@ -1,6 +1,7 @@
 //! A data directory written by the release before the cluster work starts
 //! on this one with all its topics, records, settings, groups and
-//! committed offsets, and keeps them across a restart.
+//! committed offsets, and keeps them across a restart; like an upgraded
+//! Kafka cluster, it finalizes no feature level.
 //!
 //! The fixture, `tests/fixtures/data-dir-0.1.tar.gz`, was written by that
 //! release (`main` at f64b463) with `tests/fixtures/make-upgrade-fixture.sh`:
@@ -15,7 +16,11 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
+use pinlog::metadata::features::TRANSACTION_VERSION;
+use pinlog::protocol::api::ApiKey;
+use pinlog::protocol::messages::api_versions::{ApiVersionsRequest, ApiVersionsResponse};
 use serde_json::Value;
+use support::kafka_conn::Conn;
 use support::{run_command, Broker, BrokerOpts};
 
 const PINLOG_BIN: &str = env!("CARGO_BIN_EXE_pinlog");
@@ -41,6 +46,19 @@ fn cli(broker: &Broker, args: &[&str]) -> Value {
     }
     serde_json::from_str(&out.stdout)
         .unwrap_or_else(|e| broker.fail(&format!("pinlog {args:?} printed no JSON ({e}):\n{out}")))
+}
+
+/// The broker's ApiVersions v4 answer.
+fn api_versions(broker: &Broker) -> ApiVersionsResponse {
+    const VERSION: i16 = 4;
+    let addr = broker.bootstrap().parse().expect("a socket address");
+    let mut conn = Conn::open(addr, "upgrade-test", CLI_TIMEOUT)
+        .unwrap_or_else(|e| broker.fail(&format!("connect: {e}")));
+    let mut r = conn.call(ApiKey::ApiVersions, VERSION, |w| {
+        ApiVersionsRequest::default().encode(w, VERSION)
+    });
+    ApiVersionsResponse::decode(&mut r, VERSION)
+        .unwrap_or_else(|e| broker.fail(&format!("ApiVersions v{VERSION}: {e}")))
 }
 
 fn topic<'a>(described: &'a Value, name: &str) -> &'a Value {
@@ -100,6 +118,21 @@ fn a_data_directory_of_the_previous_release_starts_with_everything() {
             committed,
             vec![(0, 40), (1, 40), (2, 40)],
             "{round}: {group}"
+        );
+        // An upgraded cluster finalizes no feature (its first registration
+        // agreed the cluster id on a log that already held topics), as an
+        // upgraded Kafka cluster stays at level 0; it still supports them.
+        let features = api_versions(&broker);
+        assert!(
+            features.finalized_features.is_empty(),
+            "{round}: {features:?}"
+        );
+        assert!(
+            features
+                .supported_features
+                .iter()
+                .any(|f| f.name == TRANSACTION_VERSION),
+            "{round}: {features:?}"
         );
         broker.restart();
     }

@@ -64,6 +64,8 @@ messages!(
     list_partition_reassignments::ListPartitionReassignmentsResponse,
     unregister_broker::UnregisterBrokerRequest,
     unregister_broker::UnregisterBrokerResponse,
+    update_features::UpdateFeaturesRequest,
+    update_features::UpdateFeaturesResponse,
     create_topics::CreateTopicsRequest,
     create_topics::CreateTopicsResponse,
     delete_topics::DeleteTopicsRequest,
@@ -223,6 +225,10 @@ fn check_api(key: ApiKey, version: i16, request: Reader, also_response: bool) {
         ApiKey::UnregisterBroker => pair!(
             unregister_broker::UnregisterBrokerRequest,
             unregister_broker::UnregisterBrokerResponse
+        ),
+        ApiKey::UpdateFeatures => pair!(
+            update_features::UpdateFeaturesRequest,
+            update_features::UpdateFeaturesResponse
         ),
         ApiKey::ElectLeaders => pair!(
             elect_leaders::ElectLeadersRequest,

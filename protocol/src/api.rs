@@ -44,6 +44,7 @@ pub enum ApiKey {
     ListPartitionReassignments = 46,
     OffsetDelete = 47,
     DescribeQuorum = 55,
+    UpdateFeatures = 57,
     DescribeCluster = 60,
     DescribeProducers = 61,
     UnregisterBroker = 64,
@@ -281,6 +282,12 @@ pub const SUPPORTED_APIS: &[ApiSupport] = &[
         first_flexible_version: 0,
     },
     ApiSupport {
+        key: ApiKey::UpdateFeatures,
+        min_version: 0,
+        max_version: 2,
+        first_flexible_version: 0,
+    },
+    ApiSupport {
         key: ApiKey::DescribeCluster,
         min_version: 0,
         max_version: 2,
@@ -428,6 +435,7 @@ impl ApiKey {
             ApiKey::AlterPartitionReassignments => "AlterPartitionReassignments",
             ApiKey::ListPartitionReassignments => "ListPartitionReassignments",
             ApiKey::DescribeQuorum => "DescribeQuorum",
+            ApiKey::UpdateFeatures => "UpdateFeatures",
             ApiKey::DescribeCluster => "DescribeCluster",
             ApiKey::UnregisterBroker => "UnregisterBroker",
             ApiKey::ListConfigResources => "ListConfigResources",

@@ -1207,6 +1207,52 @@ pub fn kafka_unregister_broker(bootstrap: &str, id: i32) -> CmdOutput {
     )
 }
 
+/// `kafka-features.sh ARGS --bootstrap-server BOOTSTRAP` (Kafka's
+/// FeatureCommand), with the Kafka jars CI fetches.
+pub fn kafka_features(bootstrap: &str, args: &[&str]) -> CmdOutput {
+    let jars = format!("{}/*", kafka_libs().display());
+    run_command(
+        Command::new("java")
+            .args(["-XX:TieredStopAtLevel=1", "-cp", &jars])
+            .arg("org.apache.kafka.tools.FeatureCommand")
+            .args(["--bootstrap-server", bootstrap])
+            .args(args),
+        None,
+        Duration::from_secs(120),
+    )
+}
+
+/// One row of `kafka-features.sh describe`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DescribedFeature {
+    pub supported_min: i16,
+    pub supported_max: i16,
+    pub finalized_level: i16,
+    pub epoch: i64,
+}
+
+/// The row of `feature` in the output of `kafka-features.sh describe`
+/// (`Feature: NAME  SupportedMinVersion: 0  SupportedMaxVersion: 2
+/// FinalizedVersionLevel: 2  Epoch: 7`), if it lists the feature.
+pub fn described_feature(describe_stdout: &str, feature: &str) -> Option<DescribedFeature> {
+    describe_stdout.lines().find_map(|line| {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let value = |key: &str| -> Option<&str> {
+            let at = words.iter().position(|w| *w == key)?;
+            words.get(at + 1).copied()
+        };
+        if value("Feature:")? != feature {
+            return None;
+        }
+        Some(DescribedFeature {
+            supported_min: value("SupportedMinVersion:")?.parse().ok()?,
+            supported_max: value("SupportedMaxVersion:")?.parse().ok()?,
+            finalized_level: value("FinalizedVersionLevel:")?.parse().ok()?,
+            epoch: value("Epoch:")?.parse().ok()?,
+        })
+    })
+}
+
 /// Runs `pinlog serve` with `args` on a new data directory and a free
 /// port, expecting it to refuse to start: it must exit (not time out) with
 /// a failure, and its message must contain every one of `mentions`.

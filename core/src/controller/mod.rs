@@ -8,7 +8,8 @@
 //! the metadata quorum; the image applier (`server/image_applier/`) brings
 //! each committed image onto the shards. `placement.rs` places new replicas on brokers (rack-aware
 //! striping) and `brokers.rs` decides registrations, heartbeats and
-//! session expiry, for the cluster controller to come.
+//! session expiry, for the cluster controller to come; `features.rs`
+//! decides UpdateFeatures.
 //!
 //! **Architecture Invariant:** this module knows nothing of shards, glommio
 //! or the network, so tests drive it directly, and the Raft controller of
@@ -16,6 +17,7 @@
 
 pub mod brokers;
 pub mod elections;
+pub mod features;
 pub mod partitions;
 pub mod placement;
 pub mod reassignment;

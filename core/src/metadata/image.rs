@@ -174,6 +174,9 @@ pub struct MetadataImage {
     pub brokers: BTreeMap<i32, BrokerImage>,
     /// Agreed by the quorum once the first broker registered.
     pub cluster_id: Option<String>,
+    /// Finalized feature levels by name (`metadata/features.rs`); a feature
+    /// that is absent is at level 0, so none is stored at 0.
+    pub features: BTreeMap<String, i16>,
 }
 
 impl MetadataImage {
@@ -184,17 +187,17 @@ impl MetadataImage {
         }
     }
 
-    /// TEMPORARY stand-in until the features branch merges.
-    pub fn feature_level(&self, _name: &str) -> i16 {
-        2
-    }
-
     pub fn topic(&self, name: &str) -> Option<&TopicImage> {
         self.topics.get(name)
     }
 
     pub fn partition(&self, topic: &str, partition: i32) -> Option<&PartitionImage> {
         self.topics.get(topic)?.partitions.get(&partition)
+    }
+
+    /// The finalized level of feature `name`: 0 when the cluster has none.
+    pub fn feature_level(&self, name: &str) -> i16 {
+        self.features.get(name).copied().unwrap_or(0)
     }
 
     /// Whether broker `id` is registered and unfenced: it serves clients.
@@ -372,6 +375,21 @@ impl MetadataImage {
             MetadataRecord::ClusterId { cluster_id } => {
                 self.cluster_id = Some(cluster_id.clone());
             }
+            MetadataRecord::FeatureLevel { name, level } => {
+                if *level > 0 {
+                    self.features.insert(name.clone(), *level);
+                } else {
+                    if *level < 0 {
+                        tracing::warn!(
+                            offset,
+                            feature = %name,
+                            level,
+                            "metadata: a negative feature level; the feature is removed"
+                        );
+                    }
+                    self.features.remove(name);
+                }
+            }
             MetadataRecord::PartitionChange {
                 topic_id,
                 partition,
@@ -434,6 +452,12 @@ impl MetadataImage {
         if let Some(cluster_id) = &self.cluster_id {
             out.push(MetadataRecord::ClusterId {
                 cluster_id: cluster_id.clone(),
+            });
+        }
+        for (name, &level) in &self.features {
+            out.push(MetadataRecord::FeatureLevel {
+                name: name.clone(),
+                level,
             });
         }
         for b in self.brokers.values() {
@@ -621,6 +645,14 @@ mod tests {
             MetadataRecord::ClusterId {
                 cluster_id: "c".into(),
             },
+            MetadataRecord::FeatureLevel {
+                name: "transaction.version".into(),
+                level: 2,
+            },
+            MetadataRecord::FeatureLevel {
+                name: "some.feature".into(),
+                level: 3,
+            },
             MetadataRecord::RegisterBroker {
                 broker_id: 1,
                 incarnation_id: [9; 16],
@@ -644,5 +676,34 @@ mod tests {
         let rebuilt = MetadataImage::from_records(image.offset, &image.to_records());
         assert_eq!(rebuilt, image);
         assert_eq!(rebuilt.to_records(), image.to_records());
+        assert_eq!(rebuilt.feature_level("transaction.version"), 2);
+        assert_eq!(rebuilt.feature_level("some.feature"), 3);
+    }
+
+    #[test]
+    fn a_feature_level_is_set_changed_and_removed_by_level_0() {
+        let tv = "transaction.version";
+        let set = |level| MetadataRecord::FeatureLevel {
+            name: tv.into(),
+            level,
+        };
+        let mut image = MetadataImage::empty();
+        assert_eq!(image.feature_level(tv), 0, "absent is level 0");
+        image.apply(4, &set(2));
+        assert_eq!((image.feature_level(tv), image.offset), (2, 4));
+        image.apply(5, &set(1));
+        assert_eq!(image.feature_level(tv), 1);
+        image.apply(6, &set(0));
+        assert_eq!(image.feature_level(tv), 0);
+        assert!(image.features.is_empty(), "level 0 is stored as absence");
+        // A removed feature leaves nothing in a snapshot either.
+        assert!(!image
+            .to_records()
+            .iter()
+            .any(|r| matches!(r, MetadataRecord::FeatureLevel { .. })));
+        image.apply(7, &set(2));
+        let snapshot = MetadataImage::from_records(image.offset, &image.to_records());
+        assert_eq!(snapshot.feature_level(tv), 2);
+        assert_eq!(snapshot.offset, 7);
     }
 }

@@ -1,5 +1,6 @@
 //! Cluster metadata: records (after KRaft's), the image they build, the
-//! settings of topics and of the broker that change at runtime. The local
+//! settings of topics and of the broker that change at runtime, and the
+//! feature levels pinlog implements. The local
 //! log that persists them is the quorum's (`quorum/metadata_log.rs`).
 
 pub mod dynamic_broker_config;

@@ -111,6 +111,15 @@ pub enum MetadataRecord {
         adding_replicas: Option<Vec<i32>>,
         removing_replicas: Option<Vec<i32>>,
     },
+    /// A feature's finalized level (KRaft's FeatureLevelRecord), which
+    /// clients read from ApiVersions; level 0 removes the feature (see
+    /// `metadata/features.rs`). The release before it cannot read this
+    /// type: an existing cluster gets one only when an operator changes a
+    /// level, which is done once every node runs this release.
+    FeatureLevel {
+        name: String,
+        level: i16,
+    },
 }
 
 const TOPIC: i8 = 1;
@@ -123,6 +132,7 @@ const BROKER_REGISTRATION_CHANGE: i8 = 7;
 const CLUSTER_ID: i8 = 8;
 const PARTITION_CHANGE: i8 = 9;
 const UNREGISTER_BROKER: i8 = 10;
+const FEATURE_LEVEL: i8 = 11;
 
 /// An optional flag as one byte: -1 none, 0 false, 1 true.
 fn optional_flag(v: Option<bool>) -> i8 {
@@ -310,6 +320,12 @@ impl MetadataRecord {
                     put_ids(&mut w, removing_replicas.as_ref());
                 }
             }
+            MetadataRecord::FeatureLevel { name, level } => {
+                w.put_i8(FEATURE_LEVEL);
+                w.put_i8(VERSION);
+                w.put_string(name, true);
+                w.put_i16(*level);
+            }
         }
         w.freeze()
     }
@@ -395,6 +411,10 @@ impl MetadataRecord {
             },
             CLUSTER_ID => MetadataRecord::ClusterId {
                 cluster_id: r.string("cluster_id", true)?,
+            },
+            FEATURE_LEVEL => MetadataRecord::FeatureLevel {
+                name: r.string("name", true)?,
+                level: r.i16("level")?,
             },
             PARTITION_CHANGE => {
                 let topic_id = r.uuid("topic_id")?;
@@ -482,6 +502,14 @@ mod tests {
                 broker_id: 3,
                 broker_epoch: 42,
             },
+            MetadataRecord::FeatureLevel {
+                name: "transaction.version".into(),
+                level: 2,
+            },
+            MetadataRecord::FeatureLevel {
+                name: "transaction.version".into(),
+                level: 0,
+            },
             MetadataRecord::PartitionChange {
                 topic_id: id,
                 partition: 1,
@@ -548,5 +576,25 @@ mod tests {
         }
         assert!(MetadataRecord::decode(Bytes::from_static(&[9, 0])).is_err());
         assert!(MetadataRecord::decode(Bytes::from_static(&[1])).is_err());
+    }
+
+    /// The layout on disk: once written, a record must read back the same
+    /// in every later release.
+    #[test]
+    fn a_feature_level_record_keeps_its_layout() {
+        let record = MetadataRecord::FeatureLevel {
+            name: "tv".into(),
+            level: 2,
+        };
+        let bytes = record.encode();
+        // Type 11, version 0, a compact string (length + 1), an INT16.
+        assert_eq!(&bytes[..], &[11, 0, 3, b't', b'v', 0, 2]);
+        assert_eq!(MetadataRecord::decode(bytes.clone()).unwrap(), record);
+        for n in 0..bytes.len() {
+            assert!(
+                MetadataRecord::decode(bytes.slice(..n)).is_err(),
+                "prefix {n}"
+            );
+        }
     }
 }

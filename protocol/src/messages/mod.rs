@@ -46,6 +46,7 @@ pub mod produce;
 pub mod sync_group;
 pub mod txn_offset_commit;
 pub mod unregister_broker;
+pub mod update_features;
 pub mod write_txn_markers;
 
 #[cfg(test)]

@@ -119,6 +119,8 @@ messages!(
     describe_transactions::DescribeTransactionsResponse,
     list_transactions::ListTransactionsRequest,
     list_transactions::ListTransactionsResponse,
+    update_features::UpdateFeaturesRequest,
+    update_features::UpdateFeaturesResponse,
 );
 
 /// `m` encoded at `version`.

@@ -14,6 +14,7 @@ use crate::controller::brokers::{
     RegistrationRequest,
 };
 use crate::controller::partitions::{fencing, with_leadership_changes, with_unclean_shutdown};
+use crate::metadata::features::new_cluster_records;
 use crate::metadata::image::MetadataImage;
 use crate::metadata::records::MetadataRecord;
 use crate::node::state::BrokerState;
@@ -122,6 +123,14 @@ pub(super) async fn register_broker(
             records.push(MetadataRecord::ClusterId {
                 cluster_id: id.clone(),
             });
+            // A brand-new cluster finalizes its features with its id, as
+            // Kafka's `kafka-storage format` does; a metadata log that
+            // predates the cluster id (the release before the quorum: it
+            // may hold topics) stays at level 0, as an upgraded Kafka
+            // cluster does.
+            if image.topics.is_empty() {
+                records.extend(new_cluster_records());
+            }
             id
         }
     };

@@ -27,6 +27,7 @@ use crate::controller::brokers::{plan_unregister_broker, registrations, BrokerSe
 use crate::controller::elections::{
     plan_elect_leaders, plan_preferred_rebalance, ElectionOutcome, ElectionType,
 };
+use crate::controller::features::{plan_update_features, FeatureUpdate};
 use crate::controller::partitions::{broker_views, plan_alter_partition, IsrProposal};
 use crate::controller::placement::UsableBroker;
 use crate::controller::reassignment::{
@@ -175,12 +176,17 @@ enum AdminRequest {
     },
     /// AlterConfigs / IncrementalAlterConfigs on one broker's resource:
     /// its replication throttle rates are its own (the other names are
-    /// cluster-wide, as `AlterBrokerConfigs`). Last, so that the variants
-    /// before it keep their wire index.
+    /// cluster-wide, as `AlterBrokerConfigs`). Added after the others, so
+    /// that the variants before it keep their wire index.
     AlterOneBrokerConfigs {
         broker: i32,
         changes: Vec<(String, Option<String>)>,
         incremental: bool,
+        validate_only: bool,
+    },
+    /// UpdateFeatures (API 57). Added last, for the same reason.
+    UpdateFeatures {
+        updates: Vec<FeatureUpdate>,
         validate_only: bool,
     },
 }
@@ -610,6 +616,25 @@ async fn decide_locked(
             validate_only,
         } => {
             let planned = plan_alter_broker_configs(&image, Some(broker), changes, incremental);
+            altered(planned, validate_only, commit, offset).await
+        }
+        AdminRequest::UpdateFeatures {
+            updates,
+            validate_only,
+        } => {
+            let planned = plan_update_features(&image, &updates);
+            if let (Ok(records), false) = (&planned, validate_only) {
+                for r in records {
+                    if let MetadataRecord::FeatureLevel { name, level } = r {
+                        tracing::info!(
+                            feature = %name,
+                            level,
+                            from = image.feature_level(name),
+                            "feature {name} finalized at level {level}"
+                        );
+                    }
+                }
+            }
             altered(planned, validate_only, commit, offset).await
         }
         AdminRequest::AllocateProducerId => {
@@ -1060,6 +1085,29 @@ pub async fn alter_broker_configs(
         },
     };
     match call(shard, request).await? {
+        AdminAnswer::Altered(r) => Ok(r),
+        _ => Err(wrong_answer()),
+    }
+}
+
+/// Changes finalized feature levels (UpdateFeatures) through the active
+/// controller, all or none; callable from any shard. The answer comes
+/// once this node's shards serve the new levels, so an ApiVersions on the
+/// same broker right after reports them.
+pub async fn update_features(
+    shard: &Rc<Shard>,
+    updates: Vec<FeatureUpdate>,
+    validate_only: bool,
+) -> ControllerResult<Result<(), TopicError>> {
+    match call(
+        shard,
+        AdminRequest::UpdateFeatures {
+            updates,
+            validate_only,
+        },
+    )
+    .await?
+    {
         AdminAnswer::Altered(r) => Ok(r),
         _ => Err(wrong_answer()),
     }

@@ -44,6 +44,7 @@ pub mod produce_verification;
 pub mod sync_group;
 pub mod txn_offset_commit;
 pub mod unregister_broker;
+pub mod update_features;
 pub mod write_txn_markers;
 
 // What some APIs keep beside their handler: produce's group commit per

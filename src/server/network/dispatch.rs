@@ -127,6 +127,10 @@ pub async fn handle_frame(shard: &Rc<Shard>, frame: Bytes, peer_host: &str) -> O
             unregister_broker::UnregisterBrokerRequest,
             handlers::unregister_broker::handle
         ),
+        ApiKey::UpdateFeatures => serve!(
+            update_features::UpdateFeaturesRequest,
+            handlers::update_features::handle
+        ),
         ApiKey::ElectLeaders => serve!(
             elect_leaders::ElectLeadersRequest,
             handlers::elect_leaders::handle

@@ -99,6 +99,16 @@ public class TxnCheck {
         fail(what + ": the fenced producer was not refused");
     }
 
+    /** The transaction version the producer uses (KIP-890): 2 once the
+     *  brokers finalize transaction.version 2, else 1. */
+    static int transactionVersion(KafkaProducer<?, ?> p) throws Exception {
+        java.lang.reflect.Field f = KafkaProducer.class.getDeclaredField("transactionManager");
+        f.setAccessible(true);
+        Object tm = f.get(p);
+        boolean v2 = (boolean) tm.getClass().getMethod("isTransactionV2Enabled").invoke(tm);
+        return v2 ? 2 : 1;
+    }
+
     public static void main(String[] args) throws Exception {
         String bootstrap = args[0];
         String prefix = args[1];
@@ -111,6 +121,7 @@ public class TxnCheck {
         // 1. Commit and abort.
         try (KafkaProducer<String, String> p = producer(bootstrap, prefix + "-basic")) {
             p.initTransactions();
+            System.out.println("transaction version " + transactionVersion(p));
             p.beginTransaction();
             for (int i = 0; i < 10; i++) p.send(new ProducerRecord<>(out, "k" + i, "committed-1-" + i));
             p.commitTransaction();
