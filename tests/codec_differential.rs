@@ -2712,9 +2712,10 @@ fn unknown_tagged_fields_are_skipped_in_every_struct() {
     let mut cases = 0;
     for support in kafka_apis() {
         let api = support.key;
-        for version in
-            differential_versions(support, support.first_flexible_version.max(support.min_version))
-        {
+        for version in differential_versions(
+            support,
+            support.first_flexible_version.max(support.min_version),
+        ) {
             for side in [Side::Request, Side::Response] {
                 cases += 1;
                 // A known deviation is about modelled fields, not tags: check

@@ -59,6 +59,10 @@ use support::{
 
 const FAULTS_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/faults");
 const TOPIC: &str = "faults";
+/// The transactional processor's output topic (`TxnProcessor.java`).
+const TXN_TOPIC: &str = "faults-txn";
+/// The transactional processor's consumer group and transactional id.
+const TXN_GROUP: &str = "faults-txn-group";
 const PARTITIONS: usize = 6;
 const GROUP: &str = "faults-group";
 /// The seed of the first half of every run, so that CI always covers one
@@ -307,6 +311,54 @@ fn checker_finds_lost_duplicated_and_vanished_records() {
     let summary = checker_summary(&checker(dir.path()));
     assert_eq!(summary["duplicated"], 0);
     assert_eq!(summary["resent_after_epoch_bump"], 1);
+
+    // The transactional processor: t-1 committed inputs 0@0 and 1@0, t-2
+    // was aborted but is read (an aborted read), t-3 committed two records
+    // of which one is read (torn) and carries 0@0 again (processed twice);
+    // the group committed offset 3 of partition 0, and 2@0 is nowhere.
+    write(
+        "txn-1.jsonl",
+        &[
+            r#"{"txn":"t-1","sent":2}"#,
+            r#"{"txn":"t-1","outcome":"committed"}"#,
+            r#"{"txn":"t-2","sent":1}"#,
+            r#"{"txn":"t-2","outcome":"aborted"}"#,
+            r#"{"txn":"t-3","sent":2}"#,
+            r#"{"txn":"t-3","outcome":"unknown","err":"commit: TimeoutException"}"#,
+        ],
+    );
+    write(
+        "txn-final.jsonl",
+        &[
+            r#"{"lso":{"0":5,"1":0},"hw":{"0":6,"1":0}}"#,
+            r#"{"p":0,"o":0,"v":"t-1|0:0|a-0"}"#,
+            r#"{"p":0,"o":1,"v":"t-1|0:1|a-1"}"#,
+            r#"{"p":0,"o":3,"v":"t-2|0:5|a-5"}"#,
+            r#"{"p":0,"o":5,"v":"t-3|0:0|a-0"}"#,
+            r#"{"txn_committed":{"0":3}}"#,
+        ],
+    );
+    let out = checker(dir.path());
+    let summary = checker_summary(&out);
+    assert_eq!(summary["aborted_read"], 1, "{out}");
+    assert_eq!(summary["torn"], 1, "{out}");
+    assert_eq!(summary["processed_twice"], 1, "{out}");
+    assert_eq!(summary["unprocessed"], 1, "{out}");
+    assert_eq!(summary["lso_stuck"], 1, "{out}");
+    assert_eq!(summary["txn_committed"], 1, "{out}");
+    assert!(out.stdout.contains("ABORTED_READ: t-2|0:5|a-5"), "{out}");
+    // Without its faults the transactional history passes.
+    write(
+        "txn-final.jsonl",
+        &[
+            r#"{"lso":{"0":5,"1":0},"hw":{"0":5,"1":0}}"#,
+            r#"{"p":0,"o":0,"v":"t-1|0:0|a-0"}"#,
+            r#"{"p":0,"o":1,"v":"t-1|0:1|a-1"}"#,
+            r#"{"p":0,"o":3,"v":"t-3|0:2|a-2"}"#,
+            r#"{"p":0,"o":4,"v":"t-3|0:3|a-3"}"#,
+            r#"{"txn_committed":{"0":3}}"#,
+        ],
+    );
 
     // The same run without the faults passes.
     write(
@@ -805,7 +857,9 @@ fn run_under_nemesis(
          faults {}; faults injected {:?}; acknowledged {}, failed (indeterminate) {}, lost {}, \
          duplicated {}, resent after a client's epoch bump {}, moved {}, vanished {}, offsets \
          backwards {}, fatal producer errors {}, divergent replicas {}; records read live {}, \
-         partitions with checked commits {}",
+         partitions with checked commits {}; transactions committed {}, aborted {}, unknown {}, \
+         inputs processed {}, aborted reads {}, torn {}, processed twice {}, unprocessed {}, \
+         LSO stuck {}",
         if run.testbed.is_some() { "on" } else { "OFF" },
         run.tally.faults,
         summary["acknowledged"],
@@ -819,7 +873,16 @@ fn run_under_nemesis(
         summary["fatal"],
         divergent.len(),
         summary["live_reads"],
-        summary["commits_checked"]
+        summary["commits_checked"],
+        summary["txn_committed"],
+        summary["txn_aborted"],
+        summary["txn_unknown"],
+        summary["txn_inputs_processed"],
+        summary["aborted_read"],
+        summary["torn"],
+        summary["processed_twice"],
+        summary["unprocessed"],
+        summary["lso_stuck"]
     );
     eprintln!("{record}");
     std::fs::write(run.history.join("RESULT"), &record).expect("write the result");
@@ -842,6 +905,11 @@ fn run_under_nemesis(
     assert!(
         summary["commits_checked"].as_u64().unwrap_or(0) > 0,
         "no group commit was checked: {record}"
+    );
+    assert!(
+        summary["txn_committed"].as_u64().unwrap_or(0) > 0
+            && summary["txn_aborted"].as_u64().unwrap_or(0) > 0,
+        "the transactional processor committed or aborted nothing: {record}"
     );
     let _ = std::fs::remove_dir_all(&run.history);
 }
@@ -877,21 +945,23 @@ impl FaultRun {
     fn create_topic(&self) {
         let bootstrap = self.cluster.nodes[0].bootstrap();
         let partitions = PARTITIONS.to_string();
-        let out = pinlog(&[
-            "topic",
-            "create",
-            TOPIC,
-            "--partitions",
-            &partitions,
-            "--replication-factor",
-            "3",
-            "--config",
-            "min.insync.replicas=2",
-            "--bootstrap-server",
-            &bootstrap,
-        ]);
-        if !out.success() {
-            self.fail(&format!("creating {TOPIC} failed:\n{out}"));
+        for topic in [TOPIC, TXN_TOPIC] {
+            let out = pinlog(&[
+                "topic",
+                "create",
+                topic,
+                "--partitions",
+                &partitions,
+                "--replication-factor",
+                "3",
+                "--config",
+                "min.insync.replicas=2",
+                "--bootstrap-server",
+                &bootstrap,
+            ]);
+            if !out.success() {
+                self.fail(&format!("creating {topic} failed:\n{out}"));
+            }
         }
     }
 
@@ -963,6 +1033,25 @@ impl FaultRun {
                     "java",
                     &rate,
                     &h("produce-java.jsonl"),
+                    &stop,
+                ]),
+        );
+        // Transactional read-process-write of everything the producers
+        // write (transaction version 2: Kafka 4.4's Java client on a new
+        // cluster), with random aborts and the offsets in the transaction.
+        spawn(
+            "txn-1",
+            Command::new("java")
+                .args(["-XX:TieredStopAtLevel=1", "-Xmx256m", "-cp", &classpath])
+                .arg("TxnProcessor")
+                .args([
+                    bootstrap.as_str(),
+                    TOPIC,
+                    TXN_TOPIC,
+                    TXN_GROUP,
+                    TXN_GROUP,
+                    &FIXED_SEED.to_string(),
+                    &h("txn-1.jsonl"),
                     &stop,
                 ]),
         );
@@ -1503,6 +1592,22 @@ impl FaultRun {
         if !out.success() {
             self.fail(&format!("the final read failed:\n{out}"));
         }
+        let out = run_command(
+            &mut python(&[
+                "txn-final",
+                &self.bootstrap(),
+                TOPIC,
+                TXN_TOPIC,
+                &PARTITIONS.to_string(),
+                TXN_GROUP,
+                &self.history.join("txn-final.jsonl").display().to_string(),
+            ]),
+            None,
+            CLIENT_EXIT_TIMEOUT * 2,
+        );
+        if !out.success() {
+            self.fail(&format!("the transactional final read failed:\n{out}"));
+        }
     }
 }
 
@@ -1545,7 +1650,8 @@ fn compile_java(dir: &Path) -> String {
         Command::new("javac")
             .args(["-cp", &jars, "-d"])
             .arg(&classes)
-            .arg(Path::new(FAULTS_DIR).join("FaultProducer.java")),
+            .arg(Path::new(FAULTS_DIR).join("FaultProducer.java"))
+            .arg(Path::new(FAULTS_DIR).join("TxnProcessor.java")),
         None,
         CLIENT_EXIT_TIMEOUT,
     )

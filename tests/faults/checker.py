@@ -16,7 +16,13 @@ tests/faults/FaultProducer.java write:
                    offset 0 to the high watermark, then {"end", "read_to"}
                    and {"final_committed"};
   batches.jsonl    (optional) every batch of the final log, from the data
-                   directory: {"p", "base", "last", "pid", "epoch", "seq"}.
+                   directory: {"p", "base", "last", "pid", "epoch", "seq"};
+  txn-*.jsonl      (optional) the transactional processor's transactions:
+                   {"txn", "sent"}, then {"txn", "outcome"};
+  txn-final.jsonl  (with them) the processor's output read with
+                   read_committed after healing, {"p", "o", "v"} with v
+                   "TXN|P:O|ID", the {"lso", "hw"} it waited for, and the
+                   processor group's final {"txn_committed"} offsets.
 
 It checks:
   lost        an acknowledged record is not at its acknowledged offset in
@@ -44,7 +50,19 @@ It checks:
               acknowledged commits, in what the coordinator answered over
               time, or finally (below the last acknowledged commit);
   fatal       a producer got a fatal error (an idempotence violation the
-              broker reported).
+              broker reported);
+and, for the transactional processor:
+  aborted_read    a read_committed read returned a record of a transaction
+                  the processor aborted;
+  torn            a transaction's records were read in part: not as many as
+                  it sent (whatever its outcome, it is all or nothing);
+  processed_twice an input record is in the committed output more than once
+                  (exactly-once broken);
+  unprocessed     an input record below the group's final committed offset
+                  is not in the committed output;
+  lso_stuck       after healing and the processor's stop, a partition's last
+                  stable offset did not reach its high watermark within the
+                  transaction timeout and the abort interval.
 
 It prints one line per violation (at most LIMIT per kind), then a summary
 JSON line, and exits 1 if anything was violated, 0 otherwise.
@@ -58,7 +76,8 @@ from collections import defaultdict
 
 LIMIT = 20
 KINDS = ["lost", "moved", "duplicated", "phantom", "gaps", "reordered",
-         "vanished", "backwards", "fatal"]
+         "vanished", "backwards", "fatal", "aborted_read", "torn",
+         "processed_twice", "unprocessed", "lso_stuck"]
 
 
 def load_batches(directory):
@@ -241,7 +260,10 @@ def check(directory):
             report.violation("backwards", "partition %d: commit %d was acknowledged, the "
                              "final committed offset is %s" % (p, o, final_committed.get(p)))
 
+    txn_summary = check_transactions(directory, report)
+
     summary = dict(report.counts)
+    summary.update(txn_summary)
     summary.update({
         "resent_after_epoch_bump": resent,
         "acknowledged": acknowledged,
@@ -254,6 +276,63 @@ def check(directory):
     })
     print(json.dumps(summary, sort_keys=True))
     return report.ok()
+
+
+def check_transactions(directory, report):
+    """The transactional processor's checks; its counts for the summary."""
+    final_path = os.path.join(directory, "txn-final.jsonl")
+    histories = files(directory, "txn-*.jsonl")
+    histories = [h for h in histories if os.path.basename(h) != "txn-final.jsonl"]
+    if not histories:
+        return {}
+    if not os.path.exists(final_path):
+        sys.exit("checker: %s has transactions but no txn-final.jsonl" % directory)
+    sent, outcome = {}, {}
+    for path in histories:
+        for e in lines(path):
+            if "sent" in e:
+                sent[e["txn"]] = e["sent"]
+            if "outcome" in e:
+                outcome[e["txn"]] = e["outcome"]
+    read = defaultdict(int)          # txn -> records read
+    inputs = defaultdict(list)       # (p, o) of an input -> txns that carry it
+    txn_committed = {}
+    for e in lines(final_path):
+        if "lso" in e:
+            for p, lso in e["lso"].items():
+                if lso != e["hw"].get(p):
+                    report.violation("lso_stuck", "output partition %s: LSO %d, high "
+                                     "watermark %d" % (p, lso, e["hw"].get(p)))
+        elif "txn_committed" in e:
+            txn_committed = {int(p): o for p, o in e["txn_committed"].items()}
+        elif "v" in e:
+            txn, source, _ = e["v"].split("|", 2)
+            p, o = source.split(":")
+            read[txn] += 1
+            inputs[(int(p), int(o))].append(txn)
+            if outcome.get(txn) == "aborted":
+                report.violation("aborted_read", "%s of aborted transaction %s was read "
+                                 "at %d@%d" % (e["v"], txn, e["p"], e["o"]))
+    for txn, n in sorted(read.items()):
+        if n != sent.get(txn):
+            report.violation("torn", "transaction %s sent %s records, %d were read"
+                             % (txn, sent.get(txn), n))
+    for (p, o), txns in sorted(inputs.items()):
+        if len(txns) > 1:
+            report.violation("processed_twice", "input %d@%d is in transactions %s"
+                             % (o, p, txns))
+    for p, upto in sorted(txn_committed.items()):
+        for o in range(upto):
+            if (p, o) not in inputs:
+                report.violation("unprocessed", "input %d@%d is below the committed offset "
+                                 "%d but in no committed transaction" % (o, p, upto))
+    count = lambda what: sum(1 for v in outcome.values() if v == what)
+    return {
+        "txn_committed": count("committed"),
+        "txn_aborted": count("aborted"),
+        "txn_unknown": count("unknown"),
+        "txn_inputs_processed": len(inputs),
+    }
 
 
 if __name__ == "__main__":

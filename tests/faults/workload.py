@@ -30,6 +30,15 @@ first; nothing waits forever. tests/faults/checker.py reads the histories.
       high watermark, {"p", "o", "id"} lines, then
       {"end": {"P": HW, ...}, "read_to": {"P": NEXT, ...}}, then the
       group's committed offsets once more, {"final_committed": {...}}.
+  workload.py txn-final BOOTSTRAP IN OUT_TOPIC PARTITIONS GROUP OUT
+      After healing, for tests/faults/TxnProcessor.java's output: first
+      waits (at most LSO_WAIT_SECONDS) until every partition's last stable
+      offset reaches its high watermark (every transaction ended, those of
+      dead producers aborted by their timeout) and writes
+      {"lso": {"P": LSO}, "hw": {"P": HW}}; then every record a
+      read_committed consumer reads from offset 0, {"p", "o", "v"} lines;
+      then the processor group's committed offsets of IN,
+      {"txn_committed": {"P": OFFSET}}.
 """
 
 import json
@@ -43,6 +52,12 @@ from confluent_kafka import (OFFSET_BEGINNING, Consumer, KafkaError,
 # Bound on any single mode, whatever STOP says.
 MAX_SECONDS = 3 * 3600
 FINAL_READ_SECONDS = 180
+# transaction.timeout.ms of the processor plus the abort interval the run
+# sets, with room to spare.
+LSO_WAIT_SECONDS = 60
+# A read_committed read is over once nothing came for this long after the
+# LSO was reached (control batches leave no record to see the end by).
+IDLE_END_SECONDS = 5
 COMMIT_EVERY = 50
 
 
@@ -248,6 +263,43 @@ def final(bootstrap, topic, partitions, group_id, out):
     progress("final read: %d records" % sum(positions.values()))
 
 
+def txn_final(bootstrap, in_topic, out_topic, partitions, group_id, out):
+    history = History(out)
+    parts = range(int(partitions))
+    uncommitted = reader_consumer(bootstrap, {"isolation.level": "read_uncommitted"})
+    committed = reader_consumer(bootstrap, {"isolation.level": "read_committed"})
+    deadline = time.time() + LSO_WAIT_SECONDS
+    while True:
+        hw = {p: uncommitted.get_watermark_offsets(TopicPartition(out_topic, p), timeout=30)[1]
+              for p in parts}
+        # A read_committed client's ListOffsets LATEST is the LSO.
+        lso = {p: committed.get_watermark_offsets(TopicPartition(out_topic, p), timeout=30)[1]
+               for p in parts}
+        if lso == hw or time.time() > deadline:
+            break
+        time.sleep(1)
+    uncommitted.close()
+    history.write({"lso": {str(p): o for p, o in lso.items()},
+                   "hw": {str(p): o for p, o in hw.items()}})
+    committed.assign([TopicPartition(out_topic, p, OFFSET_BEGINNING) for p in parts])
+    read_deadline = time.time() + FINAL_READ_SECONDS
+    last_record = time.time()
+    count = 0
+    while time.time() < read_deadline and time.time() - last_record < IDLE_END_SECONDS:
+        m = committed.poll(0.5)
+        if m is None or m.error():
+            continue
+        last_record = time.time()
+        history.write({"p": m.partition(), "o": m.offset(), "v": m.value().decode()})
+        count += 1
+    committed.close()
+    w = Consumer({"bootstrap.servers": bootstrap, "group.id": group_id,
+                  "enable.auto.commit": False})
+    history.write({"txn_committed": committed_offsets(w, in_topic, partitions)})
+    w.close()
+    progress("transactional final read: %d records" % count)
+
+
 def main(argv):
     mode, args = argv[1], argv[2:]
     if mode == "produce":
@@ -260,6 +312,8 @@ def main(argv):
         watch(*args)
     elif mode == "final":
         final(*args)
+    elif mode == "txn-final":
+        txn_final(*args)
     else:
         sys.exit("unknown mode %r; see the module docstring" % mode)
 
