@@ -64,6 +64,20 @@ fn txn_check(cp: &str, bootstrap: &str, prefix: &str, replication_factor: u16) -
     )
 }
 
+/// One of Kafka's own CLI tools (`main_class`, as its `kafka-*.sh` runs it)
+/// against `bootstrap`.
+fn kafka_tool(main_class: &str, bootstrap: &str, args: &[&str]) -> CmdOutput {
+    let jars = format!("{}/*", kafka_libs().display());
+    run_command(
+        Command::new("java")
+            .args(["-XX:TieredStopAtLevel=1", "-cp", &jars, main_class])
+            .args(["--bootstrap-server", bootstrap])
+            .args(args),
+        None,
+        CLIENT_TIMEOUT,
+    )
+}
+
 /// TxnCheck passed every check, on transaction version `version`.
 fn passed_on(out: &CmdOutput, version: i16) -> Result<(), String> {
     passed(out)?;
@@ -104,19 +118,10 @@ fn java_client_transactions_commit_abort_offsets_and_fencing() {
         broker.fail(&e);
     }
     // Downgraded with Kafka's own tool, the producers go back to version 1.
-    let jars = format!("{}/*", kafka_libs().display());
-    let out = run_command(
-        Command::new("java")
-            .args([
-                "-XX:TieredStopAtLevel=1",
-                "-cp",
-                &jars,
-                "org.apache.kafka.tools.FeatureCommand",
-            ])
-            .args(["--bootstrap-server", &bootstrap])
-            .args(["downgrade", "--feature", "transaction.version=1"]),
-        None,
-        CLIENT_TIMEOUT,
+    let out = kafka_tool(
+        "org.apache.kafka.tools.FeatureCommand",
+        &bootstrap,
+        &["downgrade", "--feature", "transaction.version=1"],
     );
     if !out.success() {
         broker.fail(&format!("kafka-features.sh downgrade failed:\n{out}"));
@@ -262,20 +267,11 @@ fn kafka_transactions_tool_lists_describes_finds_hanging_and_aborts() {
     assert_eq!(p.error_code, 0, "the hanging batch was refused: {p:?}");
     let start = p.base_offset.to_string();
 
-    let jars = format!("{}/*", kafka_libs().display());
     let tool = |args: &[&str]| {
-        let out = run_command(
-            Command::new("java")
-                .args([
-                    "-XX:TieredStopAtLevel=1",
-                    "-cp",
-                    &jars,
-                    "org.apache.kafka.tools.TransactionsCommand",
-                ])
-                .args(["--bootstrap-server", &bootstrap])
-                .args(args),
-            None,
-            CLIENT_TIMEOUT,
+        let out = kafka_tool(
+            "org.apache.kafka.tools.TransactionsCommand",
+            &bootstrap,
+            args,
         );
         if !out.success() || out.stderr.contains("Exception") {
             broker.fail(&format!("kafka-transactions.sh {args:?} failed:\n{out}"));
@@ -357,6 +353,7 @@ fn kafka_transactions_tool_lists_describes_finds_hanging_and_aborts() {
         !logs.is_empty(),
         "no __transaction_state segment holds a record"
     );
+    let jars = format!("{}/*", kafka_libs().display());
     let dump = run_command(
         Command::new("java")
             .args([
