@@ -166,23 +166,42 @@ fn java_client_transactions_on_a_three_node_cluster_and_after_a_kill() {
 }
 
 /// confluent-kafka and kafka-python: commit, abort, commit; the
-/// read_committed consumer sees only the committed records.
+/// read_committed consumer sees only the committed records. On both
+/// finalized transaction versions, each client with whatever request
+/// versions it negotiates.
 #[test]
 fn python_clients_commit_and_abort() {
     if skipped() {
         return;
     }
     let mut broker = Broker::start(BrokerOpts::new());
-    for (client, prefix) in [("confluent", "ptx-ck"), ("kafka-python", "ptx-kp")] {
-        let out = run_command(
-            Command::new("python3")
-                .arg(Path::new(CLIENTS_DIR).join("txn_check.py"))
-                .args([client, &broker.bootstrap(), prefix]),
-            None,
-            CLIENT_TIMEOUT,
-        );
-        if !out.success() || !out.stdout.contains(&format!("ok {client}")) {
-            broker.fail(&format!("{client} transactions failed:\n{out}"));
+    let bootstrap = broker.bootstrap();
+    // On the new cluster's transaction version 2, then on version 1.
+    for finalized in [2, 1] {
+        if finalized == 1 {
+            let out = kafka_tool(
+                "org.apache.kafka.tools.FeatureCommand",
+                &bootstrap,
+                &["downgrade", "--feature", "transaction.version=1"],
+            );
+            if !out.success() {
+                broker.fail(&format!("kafka-features.sh downgrade failed:\n{out}"));
+            }
+        }
+        for (client, prefix) in [("confluent", "ptx-ck"), ("kafka-python", "ptx-kp")] {
+            let prefix = format!("{prefix}-tv{finalized}");
+            let out = run_command(
+                Command::new("python3")
+                    .arg(Path::new(CLIENTS_DIR).join("txn_check.py"))
+                    .args([client, &bootstrap, &prefix]),
+                None,
+                CLIENT_TIMEOUT,
+            );
+            if !out.success() || !out.stdout.contains(&format!("ok {client}")) {
+                broker.fail(&format!(
+                    "{client} transactions failed on transaction version {finalized}:\n{out}"
+                ));
+            }
         }
     }
     broker.stop();

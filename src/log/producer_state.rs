@@ -602,15 +602,21 @@ impl ProducerStateManager {
     }
 
     /// Checks a coordinator's append of records that belong to producers'
-    /// transactions (KIP-447's transactional offsets): only the epoch, which
-    /// may not be older than the producer's (Kafka's `AppendOrigin.COORDINATOR`).
+    /// transactions (KIP-447's transactional offsets; Kafka's
+    /// `AppendOrigin.COORDINATOR`): the epoch may not be older than the
+    /// producer's, and a batch that would open a transaction here needs the
+    /// guard of a verification that no marker overtook (KIP-890), as a
+    /// client's batch does: a late TxnOffsetCommit of an ended transaction
+    /// would otherwise leave offsets pending for a marker that never comes.
     pub fn check_coordinator_append(
         &self,
         tp: &TopicPartition,
         headers: &[BatchHeader],
+        verification: TxnVerification,
     ) -> LogResult<()> {
         for h in headers.iter().filter(|h| h.producer_id >= 0) {
-            if let Some(entry) = self.producers.get(&h.producer_id) {
+            let entry = self.producers.get(&h.producer_id);
+            if let Some(entry) = entry {
                 if h.producer_epoch < entry.producer_epoch {
                     return Err(LogError::InvalidProducerEpoch {
                         partition: tp.to_string(),
@@ -620,6 +626,15 @@ impl ProducerStateManager {
                         offset: h.base_offset,
                     });
                 }
+            }
+            let open = entry.is_some_and(|e| {
+                e.current_txn_first_offset >= 0 && e.producer_epoch == h.producer_epoch
+            });
+            if h.is_transactional() && !open && !self.verified(h.producer_id, verification) {
+                return Err(LogError::UnverifiedTxnBatch {
+                    partition: tp.to_string(),
+                    producer_id: h.producer_id,
+                });
             }
         }
         Ok(())
@@ -1538,6 +1553,45 @@ mod tests {
             ),
             "a marker after the verification voids its guard"
         );
+    }
+
+    /// KIP-890 for transactional offsets: the group coordinator's append of
+    /// a producer's offsets needs a guard too, so a TxnOffsetCommit that a
+    /// marker overtook cannot leave offsets waiting for a marker that never
+    /// comes.
+    #[test]
+    fn a_coordinators_transactional_append_needs_a_current_guard() {
+        let mut s = ProducerStateManager::new(DEFAULT_PRODUCER_ID_EXPIRATION_MS);
+        let offsets = [txn(header(PID, 0, 0, 1, 0))];
+        let VerificationNeed::Verify(guard) = s.begin_verification(PID, 0, false, 0).unwrap()
+        else {
+            panic!("a new producer needs verification")
+        };
+        let refused = |s: &ProducerStateManager, v: TxnVerification| {
+            matches!(
+                s.check_coordinator_append(&tp(), &offsets, v),
+                Err(LogError::UnverifiedTxnBatch { .. })
+            )
+        };
+        assert!(refused(&s, TxnVerification::On(None)));
+        assert!(!refused(&s, TxnVerification::On(Some(guard))));
+        assert!(!refused(&s, TxnVerification::Off), "verification off");
+        // The transaction ended (its marker) after the verification.
+        commit(&mut s, PID, 0, 1);
+        assert!(refused(&s, TxnVerification::On(Some(guard))));
+        // A batch of an open transaction needs nothing more.
+        s.apply(&[txn(header(PID, 0, 0, 1, 2))], &MarkersByOffset::new());
+        let more = [txn(header(PID, 0, 1, 1, 3))];
+        s.check_coordinator_append(&tp(), &more, TxnVerification::On(None))
+            .expect("offsets of the open transaction");
+        assert!(matches!(
+            s.check_coordinator_append(
+                &tp(),
+                &[txn(header(PID, -1, 0, 1, 3))],
+                TxnVerification::Off
+            ),
+            Err(LogError::InvalidProducerEpoch { .. })
+        ));
     }
 
     /// Version 2: the previous transaction's marker carries the epoch the

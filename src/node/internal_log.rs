@@ -40,6 +40,9 @@ pub enum InternalWriteError {
 pub struct TxnProducer {
     pub producer_id: i64,
     pub producer_epoch: i16,
+    /// The guard of the partition's verification with the transaction
+    /// coordinator, when the batch may open a transaction there.
+    pub verification: TxnVerification,
 }
 
 /// Appends `records` (key, value or tombstone) in one batch to `tp`, which
@@ -47,7 +50,8 @@ pub struct TxnProducer {
 /// `timeout` passes. Answered only once replicated: a write the ISR does
 /// not hold could vanish with a failover (Kafka's acks=all for coordinator
 /// state). With `producer`, the batch is that producer's transactional
-/// batch: its records count only once the transaction commits.
+/// batch: its records count only once the transaction commits, and it is
+/// appended with `producer.verification` (KIP-890).
 pub async fn append_replicated(
     shard: &Shard,
     tp: &TopicPartition,
@@ -79,7 +83,7 @@ pub async fn append_replicated(
         batches: BytesMut::from(&bytes[..]),
         log_append_time_ms: None,
         origin: AppendOrigin::Coordinator,
-        verification: TxnVerification::Off,
+        verification: producer.map_or(TxnVerification::Off, |p| p.verification),
     };
     let (epoch, info) = {
         let mut log = led

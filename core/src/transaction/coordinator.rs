@@ -211,6 +211,22 @@ fn check_producer(
     Ok(entry)
 }
 
+/// Whether a request comes from the producer identity a version 2
+/// Prepare* handed out (its EndTxn answer: the bumped epoch, or a new
+/// producer id at epoch 0), while that Prepare's markers are still being
+/// written. It is the next transaction of a live producer, not a zombie:
+/// it waits with CONCURRENT_TRANSACTIONS until the completion, instead of
+/// being refused for an identity the coordinator has not moved to yet.
+/// Kafka answers PRODUCER_FENCED to such an EndTxn and
+/// INVALID_PRODUCER_ID_MAPPING to such an add after a producer id
+/// rotation, both fatal to the client; waiting is safe, since nothing is
+/// decided until the completion is written.
+fn is_next_identity_during_markers(m: &TxnMetadata, producer_id: i64, epoch: i16) -> bool {
+    m.state.is_prepare()
+        && m.client_transaction_version >= TRANSACTION_VERSION_2
+        && end_txn_answer_ids(m) == (producer_id, epoch)
+}
+
 /// AddPartitionsToTxn (and AddOffsetsToTxn, which adds the group's
 /// `__consumer_offsets` partition): Kafka's `handleAddPartitionsToTransaction`.
 /// `client_transaction_version` is 2 when a partition leader adds the
@@ -225,6 +241,9 @@ pub fn add_partitions(
     client_transaction_version: i16,
     now_ms: i64,
 ) -> Decision {
+    if entry.is_some_and(|e| is_next_identity_during_markers(&e.metadata, producer_id, epoch)) {
+        return Decision::Answer(error_code::CONCURRENT_TRANSACTIONS);
+    }
     let entry = match check_producer(entry, producer_id, epoch) {
         Ok(e) => e,
         Err(code) => return Decision::Answer(code),
@@ -270,6 +289,9 @@ pub fn verify_partition(
     let Some(m) = entry.map(|e| &e.metadata) else {
         return error_code::INVALID_PRODUCER_ID_MAPPING;
     };
+    if is_next_identity_during_markers(m, producer_id, epoch) {
+        return error_code::CONCURRENT_TRANSACTIONS;
+    }
     if m.producer_id != producer_id {
         return error_code::INVALID_PRODUCER_ID_MAPPING;
     }
@@ -364,6 +386,9 @@ fn end_txn_v2(
         return Decision::Answer(error_code::CONCURRENT_TRANSACTIONS);
     }
     let m = &entry.metadata;
+    if is_next_identity_during_markers(m, producer_id, epoch) {
+        return Decision::Answer(error_code::CONCURRENT_TRANSACTIONS);
+    }
     // The retry of an EndTxn that moved the id to a new producer id.
     let retry_on_overflow =
         m.previous_producer_id == producer_id && epoch == i16::MAX - 1 && m.producer_epoch == 0;
@@ -767,6 +792,33 @@ mod tests {
         );
         assert_eq!(end_txn_answer_ids(&prepared.metadata), (7, 1));
         check_transition(&open.metadata, &prepared.metadata).unwrap();
+        // The client begins its next transaction before the markers are
+        // written: under the epoch it was answered with, it waits.
+        for commit in [true, false] {
+            assert_eq!(
+                end_txn(Some(&prepared), 7, 1, commit, 2, None, 3),
+                Decision::Answer(error_code::CONCURRENT_TRANSACTIONS),
+                "the next transaction's EndTxn (commit={commit})"
+            );
+        }
+        assert_eq!(
+            add_partitions(Some(&prepared), 7, 1, &tps(&[("b", 0)]), 2, 3),
+            Decision::Answer(error_code::CONCURRENT_TRANSACTIONS)
+        );
+        assert_eq!(
+            verify_partition(
+                Some(&prepared),
+                7,
+                1,
+                &TopicPartition::new("b".to_string(), 0)
+            ),
+            error_code::CONCURRENT_TRANSACTIONS
+        );
+        assert_eq!(
+            end_txn(Some(&prepared), 7, 2, true, 2, None, 3),
+            Decision::Answer(error_code::PRODUCER_FENCED),
+            "an epoch nobody was given"
+        );
         assert_eq!(
             end_txn(Some(&prepared), 7, 0, true, 2, None, 3),
             Decision::Answer(error_code::CONCURRENT_TRANSACTIONS),
@@ -835,6 +887,20 @@ mod tests {
             "markers carry it"
         );
         assert_eq!(end_txn_answer_ids(&prepared.metadata), (9, 0));
+        // The new producer id's first transaction waits for the markers of
+        // the last one under the old id.
+        assert_eq!(
+            add_partitions(Some(&prepared), 9, 0, &tps(&[("b", 0)]), 2, 3),
+            Decision::Answer(error_code::CONCURRENT_TRANSACTIONS)
+        );
+        assert_eq!(
+            end_txn(Some(&prepared), 9, 0, false, 2, None, 3),
+            Decision::Answer(error_code::CONCURRENT_TRANSACTIONS)
+        );
+        assert_eq!(
+            add_partitions(Some(&prepared), 9, 1, &tps(&[("b", 0)]), 2, 3),
+            Decision::Answer(error_code::INVALID_PRODUCER_ID_MAPPING)
+        );
         let done = complete(&prepared.metadata, 3);
         assert_eq!(
             (

@@ -17,6 +17,7 @@
 //! for one partition gets the transaction's.
 
 use super::*;
+use crate::log::producer_state::TxnVerification;
 use crate::node::internal_log::{append_replicated, InternalWriteError, TxnProducer};
 
 /// One offset a transaction committed, not yet decided.
@@ -43,6 +44,7 @@ impl GroupCoordinator {
         member_id: String,
         instance_id: Option<String>,
         topics: Vec<(String, Vec<CommitPartition>)>,
+        verification: TxnVerification,
     ) -> Vec<(String, Vec<(i32, i16)>)> {
         let all = |code: i16| {
             topics
@@ -93,6 +95,7 @@ impl GroupCoordinator {
         let txn = TxnProducer {
             producer_id: producer.0,
             producer_epoch: producer.1,
+            verification,
         };
         let timeout = Duration::from_millis(GROUP_WRITE_TIMEOUT_MS);
         // Pending before the write: the transaction's marker may reach the
@@ -129,6 +132,8 @@ impl GroupCoordinator {
                 tracing::info!(partition = %tp, "transactional offset commit refused: {e}");
                 Err(match e {
                     LogError::InvalidProducerEpoch { .. } => error_code::PRODUCER_FENCED,
+                    // A marker ended the transaction after the verification.
+                    LogError::UnverifiedTxnBatch { .. } => error_code::INVALID_TXN_STATE,
                     LogError::InvalidBatch { .. } => error_code::INVALID_COMMIT_OFFSET_SIZE,
                     _ => error_code::COORDINATOR_NOT_AVAILABLE,
                 })

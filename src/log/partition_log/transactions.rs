@@ -132,7 +132,7 @@ impl PartitionLog {
             }
             AppendOrigin::Coordinator => {
                 self.producers
-                    .check_coordinator_append(&self.tp, &staged.headers)?;
+                    .check_coordinator_append(&self.tp, &staged.headers, verification)?;
                 Ok(LeaderAppendCheck::Append)
             }
             AppendOrigin::TxnMarkers {

@@ -8,14 +8,16 @@
 use std::collections::BTreeSet;
 use std::rc::Rc;
 
-use crate::group::coordinator::{locate, on_coordinator, CommitPartition, GroupCoordinator};
+use crate::group::coordinator::{on_coordinator, CommitPartition, GroupCoordinator};
+use crate::log::producer_state::{TxnVerification, VerificationNeed};
 use crate::metadata::OFFSETS_TOPIC;
+use crate::node::replicas;
 use crate::node::state::BrokerState;
 use crate::protocol::error_code;
 use crate::protocol::header::RequestHeader;
 use crate::protocol::messages::txn_offset_commit::*;
 use crate::server::txn_coordinator::verification::{add_or_verify, VerificationRequest};
-use crate::shard::shard::Shard;
+use crate::shard::shard::{now_ms, Shard};
 use crate::topic_partition::TopicPartition;
 
 /// First version whose partitions carry the committed leader epoch.
@@ -59,49 +61,45 @@ pub async fn handle(
             (t.name, parts)
         })
         .collect();
-    let every = |code: i16, topics: &[(String, Vec<CommitPartition>)]| {
-        topics
-            .iter()
-            .map(|(t, ps)| (t.clone(), ps.iter().map(|p| (p.partition, code)).collect()))
-            .collect::<Vec<_>>()
-    };
-    let verified = if req.group_id.is_empty() {
-        Err(error_code::INVALID_GROUP_ID)
-    } else {
-        verify_offsets_partition(
-            shard,
-            header.api_version,
-            &req.group_id,
-            &req.transactional_id,
-            (req.producer_id, req.producer_epoch),
-        )
-        .await
-    };
-    let results = if let Err(code) = verified {
-        every(code, &topics)
+    let results = if req.group_id.is_empty() {
+        every(error_code::INVALID_GROUP_ID, &topics)
     } else {
         let fallback = topics.clone();
-        let (group_id, producer, generation, member_id, instance_id) = (
+        let version = header.api_version;
+        let (group_id, transactional_id, producer, generation, member_id, instance_id) = (
             req.group_id.clone(),
+            req.transactional_id,
             (req.producer_id, req.producer_epoch),
             req.generation_id,
             req.member_id,
             req.group_instance_id,
         );
+        // On the coordinator's shard, which leads the group's offsets
+        // partition: the verification guard is taken from that partition's
+        // producer state, and the append must hold it.
         on_coordinator(
             shard,
             &req.group_id,
-            move |c: Rc<GroupCoordinator>, s, p| {
-                c.txn_commit(
-                    s,
-                    p,
-                    group_id,
-                    producer,
-                    generation,
-                    member_id,
-                    instance_id,
-                    topics,
-                )
+            move |c: Rc<GroupCoordinator>, s, p| async move {
+                let verified =
+                    verify_offsets_partition(&s, version, p, &transactional_id, producer).await;
+                match verified {
+                    Ok(verification) => {
+                        c.txn_commit(
+                            s,
+                            p,
+                            group_id,
+                            producer,
+                            generation,
+                            member_id,
+                            instance_id,
+                            topics,
+                            verification,
+                        )
+                        .await
+                    }
+                    Err(code) => every(code, &topics),
+                }
             },
         )
         .await
@@ -130,18 +128,27 @@ pub async fn handle(
     }
 }
 
+/// `code` for every partition of `topics`.
+fn every(code: i16, topics: &[(String, Vec<CommitPartition>)]) -> Vec<(String, Vec<(i32, i16)>)> {
+    topics
+        .iter()
+        .map(|(t, ps)| (t.clone(), ps.iter().map(|p| (p.partition, code)).collect()))
+        .collect()
+}
+
 /// KIP-890 for offsets: the group's `__consumer_offsets` partition must be
 /// in the transaction before its offsets are written: added here for a
 /// version 2 producer (v5), verified for a version 1 producer (which sent
 /// AddOffsetsToTxn) when `transaction.partition.verification.enable` is on.
-/// `Err` is the code for every partition.
+/// Runs on the coordinator's shard. `Ok` is what the offsets' append goes
+/// ahead with; `Err` is the code for every partition.
 async fn verify_offsets_partition(
     shard: &Rc<Shard>,
     version: i16,
-    group_id: &str,
+    partition: i32,
     transactional_id: &str,
     (producer_id, producer_epoch): (i64, i16),
-) -> Result<(), i16> {
+) -> Result<TxnVerification, i16> {
     let add = version >= TRANSACTION_VERSION_2_FROM;
     let enabled = add
         || BrokerState::of(shard)
@@ -149,12 +156,22 @@ async fn verify_offsets_partition(
             .transaction
             .partition_verification_enable;
     if !enabled {
-        return Ok(());
+        return Ok(TxnVerification::Off);
     }
-    let Some((partition, _)) = locate(shard, group_id) else {
-        return Err(error_code::COORDINATOR_NOT_AVAILABLE);
-    };
     let tp = TopicPartition::new(OFFSETS_TOPIC.to_string(), partition);
+    let Some(led) = replicas::led_partition(shard, &tp) else {
+        return Err(error_code::NOT_COORDINATOR);
+    };
+    let need = match led.log.write().await {
+        Ok(mut log) => log.begin_txn_verification(producer_id, producer_epoch, add, now_ms()),
+        Err(_) => return Err(error_code::NOT_COORDINATOR),
+    };
+    let guard = match need {
+        Err(_newer_epoch) => return Err(error_code::INVALID_PRODUCER_EPOCH),
+        // The transaction is open on the partition already: in it.
+        Ok(VerificationNeed::Ongoing) => return Ok(TxnVerification::On(None)),
+        Ok(VerificationNeed::Verify(guard)) => guard,
+    };
     let request = VerificationRequest {
         transactional_id: transactional_id.to_string(),
         producer_id,
@@ -170,7 +187,7 @@ async fn verify_offsets_partition(
     // Kafka's conversions for this path: the leader's, then the group
     // coordinator's view of a write that could not happen.
     let code = match code {
-        error_code::NONE => return Ok(()),
+        error_code::NONE => return Ok(TxnVerification::On(Some(guard))),
         error_code::PRODUCER_FENCED => error_code::INVALID_PRODUCER_EPOCH,
         error_code::TRANSACTION_ABORTABLE if version < TRANSACTION_ABORTABLE_FROM => {
             error_code::INVALID_TXN_STATE

@@ -39,9 +39,14 @@ pub const RETRY_BACKOFF_MAX: Duration = Duration::from_secs(5);
 /// How long one marker waits for replication before it counts as failed
 /// (and is retried): Kafka's `request.timeout.ms` default.
 const MARKER_WRITE_TIMEOUT: Duration = Duration::from_secs(30);
-/// The WriteTxnMarkers version the coordinator sends: v2 carries the
-/// transaction version, under which a leader checks the marker's epoch.
-const WRITE_TXN_MARKERS_VERSION: i16 = 2;
+/// The WriteTxnMarkers version for a transaction version 2 marker: v2
+/// carries the transaction version, under which a leader checks the
+/// marker's epoch. Markers of version 1 go as v1, which every broker
+/// serves, so that a cluster that has not finalized version 2 (one in a
+/// rolling upgrade from a broker without it) keeps writing markers.
+const WRITE_TXN_MARKERS_TRANSACTION_VERSION_2: i16 = 2;
+/// The WriteTxnMarkers version for a transaction version 1 marker.
+const WRITE_TXN_MARKERS_TRANSACTION_VERSION_1: i16 = 1;
 /// A WriteTxnMarkers response is small: one code per partition.
 const MAX_RESPONSE_BYTES: usize = 16 * 1024 * 1024;
 /// The transaction version a WriteTxnMarkers v1 request means.
@@ -314,6 +319,11 @@ async fn write_remote(
     for tp in tps {
         topics.entry(&tp.topic).or_default().push(tp.partition);
     }
+    let version = if write.transaction_version > TRANSACTION_VERSION_1 {
+        WRITE_TXN_MARKERS_TRANSACTION_VERSION_2
+    } else {
+        WRITE_TXN_MARKERS_TRANSACTION_VERSION_1
+    };
     let request = WriteTxnMarkersRequest {
         markers: vec![WritableTxnMarker {
             producer_id: write.producer_id,
@@ -333,9 +343,9 @@ async fn write_remote(
     let answer = peer
         .call(
             ApiKey::WriteTxnMarkers,
-            WRITE_TXN_MARKERS_VERSION,
-            |w| request.encode(w, WRITE_TXN_MARKERS_VERSION),
-            |r| WriteTxnMarkersResponse::decode(r, WRITE_TXN_MARKERS_VERSION),
+            version,
+            |w| request.encode(w, version),
+            |r| WriteTxnMarkersResponse::decode(r, version),
             MARKER_WRITE_TIMEOUT + Duration::from_secs(5),
             MAX_RESPONSE_BYTES,
         )
