@@ -7,7 +7,9 @@
 //! after a node is killed, so the coordinators of some ids move. The Python
 //! clients (confluent-kafka, on a current librdkafka, and kafka-python 3)
 //! commit and abort, and read back through read_committed and
-//! read_uncommitted consumers (`tests/clients/txn_check.py`).
+//! read_uncommitted consumers (`tests/clients/txn_check.py`). Kafka Streams
+//! (4.4) runs an `exactly_once_v2` application through an abrupt halt, on
+//! one broker and on the cluster (`tests/clients/java/StreamsEosCheck.java`).
 //!
 //! Missing tools make the test FAIL with the package to install, because CI
 //! installs them all; `PINLOG_SKIP_CLIENT_TESTS=1` skips it.
@@ -32,7 +34,8 @@ fn skipped() -> bool {
     skip
 }
 
-/// Compiles TxnCheck.java into `classes`; returns the classpath.
+/// Compiles TxnCheck.java and StreamsEosCheck.java into `classes`;
+/// returns the classpath.
 fn compile(classes: &Path) -> String {
     assert!(
         which("java").is_some() && which("javac").is_some(),
@@ -43,7 +46,8 @@ fn compile(classes: &Path) -> String {
         Command::new("javac")
             .args(["-cp", &jars, "-d"])
             .arg(classes)
-            .arg(Path::new(CLIENTS_DIR).join("java/TxnCheck.java")),
+            .arg(Path::new(CLIENTS_DIR).join("java/TxnCheck.java"))
+            .arg(Path::new(CLIENTS_DIR).join("java/StreamsEosCheck.java")),
         None,
         CLIENT_TIMEOUT,
     )
@@ -62,6 +66,76 @@ fn txn_check(cp: &str, bootstrap: &str, prefix: &str, replication_factor: u16) -
         None,
         CLIENT_TIMEOUT,
     )
+}
+
+/// Input records of the Kafka Streams check, and after how many processed
+/// ones its first instance halts.
+const STREAMS_RECORDS: &str = "3000";
+const STREAMS_HALT_AFTER: &str = "1000";
+
+/// Kafka Streams with `exactly_once_v2` (`StreamsEosCheck.java`): an
+/// application halts abruptly in the middle of a transaction, a new
+/// instance with its application id and state directory takes over, and
+/// the committed output holds every input exactly once, with each key's
+/// running count (an in-memory store restored from its transactional
+/// changelog) counting up without a gap or a repeat.
+fn streams_exactly_once(
+    cp: &str,
+    bootstrap: &str,
+    prefix: &str,
+    replication_factor: u16,
+) -> Result<(), String> {
+    let state = tempfile::tempdir().expect("a state directory for Kafka Streams");
+    let state_dir = state.path().to_str().expect("a UTF-8 temporary path");
+    let java = |args: &[&str]| {
+        run_command(
+            Command::new("java")
+                .args(["-XX:TieredStopAtLevel=1", "-cp", cp, "StreamsEosCheck"])
+                .args(args),
+            None,
+            CLIENT_TIMEOUT,
+        )
+    };
+    let rf = replication_factor.to_string();
+    let steps: [(&str, Vec<&str>, &str); 4] = [
+        (
+            "prepare",
+            vec!["prepare", bootstrap, prefix, STREAMS_RECORDS, &rf],
+            "ok prepare",
+        ),
+        (
+            "the run that halts",
+            vec![
+                "run",
+                bootstrap,
+                prefix,
+                STREAMS_RECORDS,
+                state_dir,
+                STREAMS_HALT_AFTER,
+            ],
+            "halting after",
+        ),
+        (
+            "the run that takes over",
+            vec!["run", bootstrap, prefix, STREAMS_RECORDS, state_dir, "0"],
+            "ok run",
+        ),
+        (
+            "verify",
+            vec!["verify", bootstrap, prefix, STREAMS_RECORDS],
+            "ok verify",
+        ),
+    ];
+    for (name, args, expect) in steps {
+        let out = java(&args);
+        if !out.stdout.contains(expect) {
+            return Err(format!("Kafka Streams exactly-once, {name}:\n{out}"));
+        }
+        if name == "verify" {
+            eprintln!("{}", out.stdout.trim());
+        }
+    }
+    Ok(())
 }
 
 /// One of Kafka's own CLI tools (`main_class`, as its `kafka-*.sh` runs it)
@@ -132,6 +206,20 @@ fn java_client_transactions_commit_abort_offsets_and_fencing() {
     broker.stop();
 }
 
+#[test]
+fn kafka_streams_exactly_once_v2_survives_a_crash() {
+    if skipped() {
+        return;
+    }
+    let classes = tempfile::tempdir().expect("temporary directory for classes");
+    let cp = compile(classes.path());
+    let mut broker = Broker::start(BrokerOpts::new());
+    if let Err(e) = streams_exactly_once(&cp, &broker.bootstrap(), "streams", 1) {
+        broker.fail(&e);
+    }
+    broker.stop();
+}
+
 /// The same on three nodes with three replicas of everything (the
 /// coordinators' topics too, min ISR 2), then again with a node killed.
 #[test]
@@ -148,6 +236,9 @@ fn java_client_transactions_on_a_three_node_cluster_and_after_a_kill() {
         .setting("offsets.topic.num.partitions", 6);
     let mut cluster = Cluster::start(3, opts);
     if let Err(e) = passed_on(&txn_check(&cp, &cluster.bootstrap(), "ctx", 3), 2) {
+        cluster.fail(&e);
+    }
+    if let Err(e) = streams_exactly_once(&cp, &cluster.bootstrap(), "cstreams", 3) {
         cluster.fail(&e);
     }
     cluster.node(2).kill9();

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Fetch Apache Kafka 4.4.0 (broker + tools + clients) with all runtime
+# Fetch Apache Kafka 4.4.0 (broker + tools + clients + streams) with all runtime
 # dependencies from Maven Central into a flat directory of jars, usable as
 #   java -cp "$DIR/*" org.apache.kafka.tools.DumpLogSegments ...
 #
@@ -28,7 +28,7 @@ LOG4J_VERSION=2.25.5
 DEP_PLUGIN=org.apache.maven.plugins:maven-dependency-plugin:3.6.1
 MARKER_NAME=.pinlog-fetch-complete
 # Anything that changes what ends up in DIR must change this string.
-SPEC="pinlog-kafka-libs v1 kafka_${SCALA_BINARY}:${KAFKA_VERSION} kafka-tools:${KAFKA_VERSION} kafka-clients:${KAFKA_VERSION} log4j-slf4j-impl:${LOG4J_VERSION}"
+SPEC="pinlog-kafka-libs v2 kafka_${SCALA_BINARY}:${KAFKA_VERSION} kafka-tools:${KAFKA_VERSION} kafka-clients:${KAFKA_VERSION} kafka-streams:${KAFKA_VERSION} log4j-slf4j-impl:${LOG4J_VERSION}"
 
 DIR="${1:-${PINLOG_KAFKA_LIBS:-$HOME/.cache/pinlog/kafka-${KAFKA_VERSION}/libs}}"
 MVN="${MVN:-mvn}"
@@ -96,6 +96,11 @@ cat > "$WORK/pom.xml" <<EOF
       <version>${KAFKA_VERSION}</version>
     </dependency>
     <dependency>
+      <groupId>org.apache.kafka</groupId>
+      <artifactId>kafka-streams</artifactId>
+      <version>${KAFKA_VERSION}</version>
+    </dependency>
+    <dependency>
       <groupId>org.apache.logging.log4j</groupId>
       <artifactId>log4j-slf4j-impl</artifactId>
       <version>${LOG4J_VERSION}</version>
@@ -117,6 +122,7 @@ fi
 
 for want in "kafka_${SCALA_BINARY}-${KAFKA_VERSION}.jar" "kafka-tools-${KAFKA_VERSION}.jar" \
             "kafka-clients-${KAFKA_VERSION}.jar" "kafka-server-${KAFKA_VERSION}.jar" \
+            "kafka-streams-${KAFKA_VERSION}.jar" \
             "log4j-slf4j-impl-${LOG4J_VERSION}.jar"; do
   [ -s "$STAGE/$want" ] || { cat "$WORK/mvn.log" >&2; die "expected $want missing after fetch"; }
 done
