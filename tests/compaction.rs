@@ -728,6 +728,90 @@ fn transactions_are_cleaned_by_kafkas_rules() {
     });
 }
 
+/// Kafka's rule for markers: one stays while any batch of its transaction
+/// does; then a clean stamps it with a delete horizon, and a clean after
+/// the horizon drops it, with its `.txnindex` entry. A producer's last
+/// batch (here its last marker) stays.
+#[test]
+fn markers_go_once_their_data_is_gone_and_delete_retention_passed() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().to_path_buf();
+    run(move || async move {
+        let mut log = open(&path, false, T0).await;
+        append(&mut log, &[kv(1, Some("plain".into()))], T0).await;
+        // Producer 7 aborts key-01; producer 8 commits key-02, which a
+        // plain record then replaces.
+        log.append_as_leader(txn_batch(7, 0, &[("key-01", "aborted")]), 0, None, T0)
+            .await
+            .unwrap();
+        end_txn(&mut log, 7, MarkerKind::Abort).await;
+        log.append_as_leader(txn_batch(8, 0, &[("key-02", "replaced")]), 0, None, T0)
+            .await
+            .unwrap();
+        end_txn(&mut log, 8, MarkerKind::Commit).await;
+        append(&mut log, &[kv(2, Some("newer".into()))], T0).await;
+        // Each producer's next transaction commits and stays: its marker is
+        // the producer's last batch.
+        log.append_as_leader(txn_batch(7, 1, &[("key-03", "kept")]), 0, None, T0)
+            .await
+            .unwrap();
+        end_txn(&mut log, 7, MarkerKind::Commit).await;
+        log.append_as_leader(txn_batch(8, 1, &[("key-04", "kept")]), 0, None, T0)
+            .await
+            .unwrap();
+        end_txn(&mut log, 8, MarkerKind::Commit).await;
+        for round in 0..30 {
+            append(&mut log, &[kv(10 + round % 3, Some("x".repeat(80)))], T0).await;
+        }
+        let leo = log.log_end_offset();
+        log.set_high_watermark(leo);
+        log.roll(leo, T0).await.unwrap();
+        assert_eq!(log.aborted_txns(0, leo).len(), 1);
+
+        // 1: the aborted record and the replaced one go; their batches were
+        // still there, so their markers stay.
+        let (mut log, outcome) = clean(log, T0, None).await;
+        assert_eq!(stats(outcome).markers_removed, 0);
+        assert_eq!(data_and_markers(&log.read_all().await.unwrap()).1, 4);
+        // 2: nothing of those transactions is left: the markers get a
+        // delete horizon, and stay until it.
+        let (mut log, outcome) = clean(log, T0, None).await;
+        assert_eq!(stats(outcome).markers_removed, 0);
+        assert_eq!(data_and_markers(&log.read_all().await.unwrap()).1, 4);
+        assert_eq!(log.aborted_txns(0, leo).len(), 1, "the entry stays too");
+        let (log, outcome) = clean(log, T0 + DELETE_RETENTION_MS - 1, None).await;
+        assert_eq!(stats(outcome).markers_removed, 0, "before the horizon");
+        // 3: after the horizon they go, with the abort's index entry.
+        let (mut log, outcome) = clean(log, T0 + DELETE_RETENTION_MS, None).await;
+        assert_eq!(stats(outcome).markers_removed, 2);
+        let (data, markers) = data_and_markers(&log.read_all().await.unwrap());
+        assert_eq!(markers, 2, "each producer's last marker stays");
+        let kept: Vec<(String, String)> = data
+            .iter()
+            .map(|r| (r.1.clone(), r.2.clone().unwrap_or_default()))
+            .filter(|(k, _)| k.as_str() < "key-10")
+            .collect();
+        assert_eq!(
+            kept,
+            vec![
+                ("key-01".to_string(), "plain".to_string()),
+                ("key-02".to_string(), "newer".to_string()),
+                ("key-03".to_string(), "kept".to_string()),
+                ("key-04".to_string(), "kept".to_string()),
+            ]
+        );
+        assert!(log.aborted_txns(0, leo).is_empty());
+        assert_eq!(log.last_stable_offset(), leo);
+        log.close().await.unwrap();
+        assert_verified(&path.join(tp().dir_name()));
+        // A full recovery agrees: no aborted transaction, nothing open.
+        let log = open(&path, false, T0 + DELETE_RETENTION_MS).await;
+        assert!(log.aborted_txns(0, leo).is_empty());
+        assert_eq!(log.last_stable_offset(), leo);
+        log.close().await.unwrap();
+    });
+}
+
 // ---------------------------------------------------------------------------
 // Property test against a model
 // ---------------------------------------------------------------------------

@@ -26,8 +26,12 @@
 //! delete-horizon flag), and cleans after that time drop it. Records
 //! without a key are dropped, as Kafka's cleaner does, and so are the
 //! records of aborted transactions (they never enter the key map, so they
-//! hide no committed record); transaction markers stay, and the cleaned
-//! segment carries the `.txnindex` entries of the segments it replaces.
+//! hide no committed record). A transaction marker stays while any batch
+//! of its transaction does; after that, the first clean stamps it with a
+//! delete horizon of `now + delete.retention.ms` and a clean after the
+//! horizon drops it, with its `.txnindex` entry (a producer's last batch
+//! stays, as for data). The cleaned segment carries the other `.txnindex`
+//! entries of the segments it replaces.
 //! Offsets never
 //! change: a batch keeps its base offset and last offset delta, only its
 //! records thin out, and empty batches vanish except, as in Kafka, the last
@@ -48,7 +52,7 @@
 //! lock, abandoning the clean if anything moved. Only the swap itself holds
 //! the lock. Work yields to the shard's other tasks after every batch.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::rc::Rc;
 use std::time::Instant;
@@ -63,7 +67,9 @@ use crate::log::batch::{self, BatchHeader, CountRule};
 use crate::log::compression;
 use crate::log::offset_map::OffsetMap;
 use crate::log::partition_log::PartitionLog;
-use crate::log::record_filter::{filter_batch, AbortedBatches, FilterContext, Filtered};
+use crate::log::record_filter::{
+    filter_batch, filter_marker, AbortedBatches, FilterContext, Filtered, TxnDataSeen,
+};
 use crate::log::segment::Segment;
 use crate::log::swap::{delete_cleaned_files, SwapFailpoint};
 use crate::topic_partition::TopicPartition;
@@ -193,6 +199,9 @@ pub struct CleanStats {
     pub keys_mapped: usize,
     /// Compressed batches kept whole because they could not be opened.
     pub batches_kept_whole: u64,
+    /// Transaction markers dropped: their data was gone, and so was their
+    /// delete horizon.
+    pub markers_removed: u64,
     pub duration_ms: u64,
 }
 
@@ -464,10 +473,23 @@ pub async fn clean_log(
         upper_bound_offset: plan.first_uncleanable_offset,
     };
     let mut horizon: Option<i64> = None;
+    // Across the groups: a transaction's data and its marker may lie in
+    // different ones.
+    let mut txn_data = TxnDataSeen::default();
     for range in groups {
         let group = &view.segments[range];
         let base = group[0].stats.base_offset;
-        let written = clean_group(&view, group, &ctx, options, now_ms, abort, &mut stats).await;
+        let written = clean_group(
+            &view,
+            group,
+            &ctx,
+            &mut txn_data,
+            options,
+            now_ms,
+            abort,
+            &mut stats,
+        )
+        .await;
         let group_horizon = match written {
             Ok(Some(h)) => h,
             Ok(None) => {
@@ -518,6 +540,7 @@ pub async fn clean_log(
         bytes_in = stats.bytes_in,
         bytes_out = stats.bytes_out,
         records_removed = stats.records_removed,
+        markers_removed = stats.markers_removed,
         keys = stats.keys_mapped,
         duration_ms = stats.duration_ms,
         "log cleaner: cleaned partition"
@@ -628,12 +651,16 @@ fn map_batch(map: &mut OffsetMap, bytes: &[u8], h: &BatchHeader, start: i64) -> 
 }
 
 /// Writes one group's cleaned segment (`.cleaned` files, flushed and
-/// closed). Returns the earliest delete horizon of the tombstones it kept,
-/// or `None` (outer) when aborted.
+/// closed). Returns the earliest delete horizon of the tombstones and
+/// markers it kept, or `None` (outer) when aborted. A dropped ABORT
+/// marker's `.txnindex` entry goes with it: a read_committed consumer would
+/// otherwise skip that producer's later data, waiting for the marker.
+#[allow(clippy::too_many_arguments)]
 async fn clean_group(
     view: &CleanerView,
     group: &[CleanableSegment],
     ctx: &FilterContext<'_>,
+    txn_data: &mut TxnDataSeen,
     options: &CleanerOptions,
     now_ms: i64,
     abort: &dyn Fn() -> bool,
@@ -644,6 +671,7 @@ async fn clean_group(
     let mut out = Vec::with_capacity(options.io_buffer_bytes);
     let mut headers = Vec::new();
     let mut horizon = None;
+    let mut dropped_markers: HashSet<(i64, i64)> = HashSet::new();
     for segment in group {
         stats.bytes_in += segment.stats.size_bytes;
         let mut reader = BatchReader {
@@ -662,7 +690,17 @@ async fn clean_group(
                     return Ok(None);
                 }
                 let bytes = &chunk[at..at + h.size_bytes()];
-                let r = filter_batch(bytes, &h, ctx);
+                let r = if h.is_control() {
+                    let data_gone = txn_data.on_marker(&h);
+                    filter_marker(bytes, &h, ctx, data_gone)
+                } else {
+                    txn_data.on_data(&h);
+                    filter_batch(bytes, &h, ctx)
+                };
+                if h.is_control() && r.filtered == Filtered::Dropped {
+                    dropped_markers.insert((h.producer_id, h.base_offset));
+                    stats.markers_removed += 1;
+                }
                 stats.records_in += r.records_in;
                 stats.records_removed += r.records_removed;
                 if r.kept_whole {
@@ -701,6 +739,7 @@ async fn clean_group(
     let aborted_txns = group
         .iter()
         .flat_map(|s| s.aborted_txns.iter().copied())
+        .filter(|t| !dropped_markers.contains(&(t.producer_id, t.last_offset)))
         .collect();
     cleaned.rewrite_txn_index(aborted_txns).await?;
     // Seals the indexes, cuts the DMA padding, fdatasyncs, closes.

@@ -53,6 +53,31 @@ impl AbortedBatches {
     }
 }
 
+/// Which producers' transactions a clean has seen data of since their last
+/// marker, walking the log in offset order (Kafka's
+/// `CleanedTransactionMetadata`): a marker whose transaction shows no batch
+/// any more has nothing left to commit or abort.
+#[derive(Debug, Default)]
+pub struct TxnDataSeen {
+    with_data: std::collections::HashSet<i64>,
+}
+
+impl TxnDataSeen {
+    /// A data batch: a transactional one is data of its producer's
+    /// transaction, kept or about to go in this clean (either way the next
+    /// clean decides its marker).
+    pub fn on_data(&mut self, h: &BatchHeader) {
+        if h.is_transactional() && !h.is_control() {
+            self.with_data.insert(h.producer_id);
+        }
+    }
+
+    /// A marker: whether its transaction's data is gone.
+    pub fn on_marker(&mut self, h: &BatchHeader) -> bool {
+        !self.with_data.remove(&h.producer_id)
+    }
+}
+
 /// What the record filter needs besides the batch.
 pub struct FilterContext<'a> {
     pub map: &'a OffsetMap,
@@ -101,10 +126,9 @@ pub fn filter_batch(bytes: &[u8], h: &BatchHeader, ctx: &FilterContext<'_>) -> F
         kept_whole,
     };
     if h.is_control() {
-        // Markers stay: a read_committed consumer of the cleaned log still
-        // needs them to end its transactions. (Kafka removes a marker once
-        // its transaction's data is gone and delete.retention.ms passed;
-        // not yet here, which costs a few bytes per transaction.)
+        // Markers are the caller's (`filter_marker`): whether one may go
+        // depends on the batches of its transaction, which this batch
+        // alone does not show.
         return unchanged(false);
     }
     let aborted = ctx.aborted.contains(h);
@@ -219,6 +243,79 @@ pub fn filter_batch(bytes: &[u8], h: &BatchHeader, ctx: &FilterContext<'_>) -> F
         Filtered::Rewritten(batch::encode_batch(&fields, kept.len() as i32, &records)),
         horizon,
     )
+}
+
+/// Applies the cleaner's rule to a transaction marker (Kafka's cleaner for
+/// control batches). `data_gone`: the clean saw no batch of the marker's
+/// transaction, so nothing in the log needs the marker to be committed or
+/// aborted any more. Such a marker first gets a delete horizon of
+/// `now + delete.retention.ms`, so that a consumer in the middle of
+/// reading the transaction still meets its end; a clean after the horizon
+/// drops it. A producer's last batch, and the batch that ends the cleaned
+/// range, stay.
+pub fn filter_marker(
+    bytes: &[u8],
+    h: &BatchHeader,
+    ctx: &FilterContext<'_>,
+    data_gone: bool,
+) -> FilterResult {
+    let records_in = h.record_count.max(0) as u64;
+    let result = |filtered, records_removed, horizon| FilterResult {
+        filtered,
+        records_in,
+        records_removed,
+        tombstone_horizon_ms: horizon,
+        kept_whole: false,
+    };
+    let producer_last = h.producer_id >= 0
+        && ctx.producer_last_offsets.get(&h.producer_id) == Some(&h.last_offset());
+    let round_last = h.next_offset() == ctx.upper_bound_offset;
+    // Past the range this clean decides, a marker may not even be
+    // replicated yet: followers must still fetch it.
+    let past_range = h.base_offset > ctx.map.latest_offset();
+    if !data_gone || producer_last || round_last || past_range {
+        return result(Filtered::Unchanged, 0, None);
+    }
+    match h.delete_horizon_ms() {
+        Some(horizon) if ctx.now_ms >= horizon => result(Filtered::Dropped, records_in, None),
+        Some(horizon) => result(Filtered::Unchanged, 0, Some(horizon)),
+        None => {
+            let horizon = ctx.now_ms.saturating_add(ctx.delete_retention_ms.max(0));
+            match with_base_timestamp(bytes, h, horizon) {
+                Some(stamped) => result(Filtered::Rewritten(stamped), 0, Some(horizon)),
+                // A marker that does not decode was refused on append;
+                // should one be here, it stays as it is.
+                None => result(Filtered::Unchanged, 0, None),
+            }
+        }
+    }
+}
+
+/// `h`'s batch with the delete-horizon flag and `horizon` as its base
+/// timestamp, each record's timestamp delta moved so that its timestamp
+/// stays. `None` if its records do not decode.
+fn with_base_timestamp(bytes: &[u8], h: &BatchHeader, horizon: i64) -> Option<Vec<u8>> {
+    let body_bytes = &bytes[RECORD_BATCH_HEADER_SIZE..h.size_bytes()];
+    let codec = Compression::from_id(h.compression())?;
+    let body = compression::decompress_records(h.compression(), body_bytes).ok()?;
+    let mut fields = BatchFields::of(h);
+    fields.set_delete_horizon(horizon);
+    let mut records = Vec::with_capacity(body.len());
+    for r in batch::records_of_body(&body, h.record_count) {
+        let r = r.ok()?;
+        let timestamp = h.base_timestamp.saturating_add(r.timestamp_delta);
+        let delta = timestamp.saturating_sub(fields.base_timestamp);
+        batch::encode_record(
+            &mut records,
+            r.offset_delta,
+            delta,
+            r.key,
+            r.value,
+            r.headers,
+        );
+    }
+    let records = compression::compress_records(codec, &records).ok()?;
+    Some(batch::encode_batch(&fields, h.record_count, &records))
 }
 
 #[cfg(test)]
