@@ -3,7 +3,8 @@
 # produce baseline. Writes tuning/results.md (see tuning/README.md).
 #
 # Usage: tuning/compare.sh [--quick] [--out FILE] [--skip-build] [--keep]
-#                          [--no-kafka-p4] [--replicated | --reassign | --balance]
+#                          [--no-kafka-p4]
+#                          [--replicated | --transactional | --reassign | --balance]
 #   --quick        about 4 minutes: one round per workload, short runs,
 #                  P3 over 1 GiB instead of 2 GiB, P4 on pinlog only
 #   --out FILE     where to write the report (default tuning/results.md)
@@ -24,6 +25,15 @@
 #                  nodes, replication factor 3, acks=all,
 #                  min.insync.replicas=2 (tuning/replicated.sh; report in
 #                  tuning/results-replicated.md unless --out)
+#   --transactional
+#                  instead of the above: the same two 3-node clusters,
+#                  transactions from 4 Java producers (tuning/TxnPerf.java):
+#                  committed throughput and commit latency with 100 and
+#                  1,000 records per transaction, read_committed against
+#                  read_uncommitted catch-up on the same data, cluster CPU
+#                  seconds per GB (tuning/transactional.sh; report in
+#                  tuning/results-transactional.md unless --out; --quick:
+#                  one round of short runs, about 6 minutes)
 #   --reassign     instead of the above: 3 pinlog nodes; the copy rate of
 #                  a reassignment with and without a replication throttle,
 #                  and a paced producer's p99 before and during the copy
@@ -49,7 +59,8 @@
 # and every ratio in the report comes from this one run.
 #
 # Environment: PINLOG_BIN (the pinlog binary to measure; default
-# target/release/pinlog, e.g. an older build to compare with), PINLOG_KAFKA_LIBS (Kafka 4.4 jars; fetched by
+# target/release/pinlog, e.g. an older build to compare with), LOADGEN_BIN
+# (the load generator; default target/release/pinlog-loadgen), PINLOG_KAFKA_LIBS (Kafka 4.4 jars; fetched by
 # tests/kafka/fetch-kafka.sh when missing), COMPARE_WORK_PARENT (where the
 # work directory goes; default target/ of the repository, which must not be
 # tmpfs), KAFKA_HEAP (default 2g).
@@ -63,6 +74,7 @@ KEEP=0
 KAFKA_P4=1
 ONLY=""
 REPLICATED=0
+TRANSACTIONAL=0
 REASSIGN=0
 BALANCE=0
 OUT_SET=0
@@ -78,6 +90,7 @@ while [ $# -gt 0 ]; do
     --only) ONLY="$2"; shift ;;
     --throttle-mbps) THROTTLE_MBPS="$2"; shift ;;
     --replicated) REPLICATED=1 ;;
+    --transactional) TRANSACTIONAL=1; REPLICATED=1 ;;
     --reassign) REASSIGN=1; REPLICATED=1 ;;
     --balance) BALANCE=1; REPLICATED=1 ;;
     -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d'; exit 0 ;;
@@ -87,12 +100,14 @@ while [ $# -gt 0 ]; do
 done
 
 if [ "$REPLICATED" = 1 ]; then
-  [ -z "$ONLY" ] || { echo "compare.sh: --replicated runs its own workloads; it does not take --only" >&2; exit 2; }
+  [ -z "$ONLY" ] || { echo "compare.sh: --replicated (and --transactional, --reassign, --balance) run their own workloads; they do not take --only" >&2; exit 2; }
   ONLY="replicated"
   if [ "$REASSIGN" = 1 ]; then
     [ "$OUT_SET" = 1 ] || OUT="$REPO/tuning/results-reassign.md"
   elif [ "$BALANCE" = 1 ]; then
     [ "$OUT_SET" = 1 ] || OUT="$REPO/tuning/results-balance.md"
+  elif [ "$TRANSACTIONAL" = 1 ]; then
+    [ "$OUT_SET" = 1 ] || OUT="$REPO/tuning/results-transactional.md"
   else
     [ "$OUT_SET" = 1 ] || OUT="$REPO/tuning/results-replicated.md"
   fi
@@ -134,9 +149,15 @@ LG_P2_LINGER=1         # ms, for the latency workload
 KAFKA_HEAP="${KAFKA_HEAP:-2g}"
 KAFKA_VERSION=4.4.0
 KAFKA_LIBS="${PINLOG_KAFKA_LIBS:-$HOME/.cache/pinlog/kafka-$KAFKA_VERSION/libs}"
+# Every Kafka broker's JVM (the flags of Kafka's start script). Here, before
+# the modes below branch off: the replicated modes' nodes take these too,
+# with their own heap size.
+KAFKA_JVM=(-Xmx"$KAFKA_HEAP" -Xms"$KAFKA_HEAP" -XX:+UseG1GC -XX:MaxGCPauseMillis=20
+           -XX:InitiatingHeapOccupancyPercent=35 -XX:+ExplicitGCInvokesConcurrent
+           -Djava.awt.headless=true)
 
 PINLOG_BIN="${PINLOG_BIN:-$REPO/target/release/pinlog}"
-LOADGEN_BIN="$REPO/target/release/pinlog-loadgen"
+LOADGEN_BIN="${LOADGEN_BIN:-$REPO/target/release/pinlog-loadgen}"
 RAWSINK_DIR="$REPO/tuning/raw-sink"
 RAWSINK_BIN="$RAWSINK_DIR/target/release/raw-sink"
 
@@ -347,8 +368,10 @@ if [ "$SKIP_BUILD" = 0 ]; then
       || { tail -30 "$LOGS/build-raw.log" >&2; die "raw-sink build failed"; }
   fi
 fi
-# The replicated mode has no raw baseline.
-NEEDED_BINS=("$PINLOG_BIN" "$LOADGEN_BIN")
+# The replicated modes have no raw baseline; the transactional mode's
+# client is Java (tuning/TxnPerf.java), not the load generator.
+NEEDED_BINS=("$PINLOG_BIN")
+[ "$TRANSACTIONAL" = 1 ] || NEEDED_BINS+=("$LOADGEN_BIN")
 [ "$REPLICATED" = 1 ] || NEEDED_BINS+=("$RAWSINK_BIN")
 for b in "${NEEDED_BINS[@]}"; do
   [ -x "$b" ] || die "missing $b (run without --skip-build)"
@@ -566,7 +589,8 @@ write_report() {
   ELAPSED=$(( $(date +%s) - T0 ))
   say "writing $OUT"
   TUNING_DIR="$REPO/tuning"
-  export TUNING_DIR RES OUT MODE ARGV_STR LOAD_START LOAD_END ELAPSED MACH_CPU MACH_CORES MACH_RAM \
+  BUSY_END=$(ps -eo pcpu,comm --sort=-pcpu --no-headers | awk '$1 > 10 && $2 != "ps" {printf "%s%s (%s%%)", sep, $2, $1; sep=", "}')
+  export TUNING_DIR RES OUT MODE ARGV_STR LOAD_START LOAD_END BUSY_START BUSY_END ELAPSED MACH_CPU MACH_CORES MACH_RAM \
     MACH_KERNEL MACH_DISK MACH_HYP MACH_JAVA MACH_RUST GIT_REV GIT_DIRTY RECORD PARTS LG_BATCH LG_LINGER \
     LG_CONNS LG_P2_LINGER P2_SECS P2_WARM "$@"
   python3 "$TUNING_DIR/$py" > "$OUT.tmp" || die "the report failed"
@@ -584,6 +608,12 @@ if [ "$REASSIGN" = 1 ]; then
   # The reassignment mode's cluster, workloads and report.
   # shellcheck source=tuning/reassign.sh
   source "$REPO/tuning/reassign.sh"
+  exit 0
+fi
+if [ "$TRANSACTIONAL" = 1 ]; then
+  # The transactional mode's clusters, workloads and report.
+  # shellcheck source=tuning/transactional.sh
+  source "$REPO/tuning/transactional.sh"
   exit 0
 fi
 if [ "$REPLICATED" = 1 ]; then
@@ -627,9 +657,6 @@ start_pinlog() {
 
 # The Kafka broker: KRaft, combined broker+controller, node 1, loopback.
 KAFKA_DIR="$WORK/kafka"
-KAFKA_JVM=(-Xmx"$KAFKA_HEAP" -Xms"$KAFKA_HEAP" -XX:+UseG1GC -XX:MaxGCPauseMillis=20
-           -XX:InitiatingHeapOccupancyPercent=35 -XX:+ExplicitGCInvokesConcurrent
-           -Djava.awt.headless=true)
 kafka_config() {  # kafka_config DIR PORT CTRL_PORT
   cat <<EOF
 process.roles=broker,controller

@@ -1,6 +1,7 @@
+# shellcheck shell=bash
 # A 3-node pinlog cluster for the tuning scripts: combined nodes (broker
 # and controller voter) on loopback, one shard each. Sourced by
-# tuning/replicated.sh and tuning/reassign.sh after compare.sh's plumbing
+# tuning/rep_clusters.sh and tuning/reassign.sh after compare.sh's plumbing
 # (free_port, die, wait_metadata, WORK, LOGS, PIDS, PINLOG_BIN, PARTS).
 # Sets PLR_PORT, PLR_CTRL, PLR_VOTERS, PLR_BOOT; start_pinlog_node I starts
 # node I and sets PLR_PID[I]; wait_cluster NAME PORT_ARRAY_NAME waits
@@ -15,6 +16,7 @@ PLR_VOTERS=""
 for i in "${REP_NODES[@]}"; do
   PLR_VOTERS+="${PLR_VOTERS:+,}$i@127.0.0.1:${PLR_CTRL[$i]}"
 done
+# shellcheck disable=SC2034  # for the scripts that source this one
 PLR_BOOT="127.0.0.1:${PLR_PORT[1]},127.0.0.1:${PLR_PORT[2]},127.0.0.1:${PLR_PORT[3]}"
 
 # start_pinlog_node I: one combined node (broker and controller voter).
@@ -25,7 +27,7 @@ PLR_BOOT="127.0.0.1:${PLR_PORT[1]},127.0.0.1:${PLR_PORT[2]},127.0.0.1:${PLR_PORT
 # R2 load, acks=all p50 13 ms against 9 ms with one shard per node. Spin
 # before park 0, as tuning/README.md advises for cores shared with other
 # processes.
-REP_CPUS=($(python3 -c 'import os; print(*sorted(os.sched_getaffinity(0)))'))
+read -r -a REP_CPUS <<< "$(python3 -c 'import os; print(*sorted(os.sched_getaffinity(0)))')"
 start_pinlog_node() {
   local i=$1 dir="$WORK/pinlog-rep-$1"
   mkdir -p "$dir"

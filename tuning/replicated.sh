@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # The replicated mode of tuning/compare.sh (`compare.sh --replicated`):
 # 3 pinlog nodes against 3 Kafka 4.4 nodes on this machine, a topic with
 # replication factor 3 and min.insync.replicas 2, produced with acks=all by
@@ -12,90 +13,10 @@
 # Rounds alternate between the clusters (pinlog, Kafka, pinlog, ...); both
 # clusters run the whole time, the idle one waiting.
 
-REP_RF=3
-REP_MIN_ISR=2
-# Three JVMs share the machine here: a smaller heap each than the
-# single-broker runs' (Kafka's own start script defaults to 1 GiB).
-REP_KAFKA_HEAP="${KAFKA_REP_HEAP:-1g}"
-
-# ---------------------------------------------------------------- clusters
-# The pinlog cluster (ports, voters, start_pinlog_node, wait_cluster).
-# shellcheck source=tuning/pinlog_cluster.sh
-source "$REPO/tuning/pinlog_cluster.sh"
-declare -A KFR_PORT KFR_CTRL KFR_PID
-for i in "${REP_NODES[@]}"; do
-  KFR_PORT[$i]=$(free_port); KFR_CTRL[$i]=$(free_port)
-done
-KFR_VOTERS=""
-for i in "${REP_NODES[@]}"; do
-  KFR_VOTERS+="${KFR_VOTERS:+,}$i@127.0.0.1:${KFR_CTRL[$i]}"
-done
-KFR_BOOT="127.0.0.1:${KFR_PORT[1]},127.0.0.1:${KFR_PORT[2]},127.0.0.1:${KFR_PORT[3]}"
-
-kafka_rep_config() {  # kafka_rep_config NODE DIR
-  local i=$1
-  cat <<EOF
-process.roles=broker,controller
-node.id=$i
-controller.quorum.voters=$KFR_VOTERS
-listeners=PLAINTEXT://127.0.0.1:${KFR_PORT[$i]},CONTROLLER://127.0.0.1:${KFR_CTRL[$i]}
-advertised.listeners=PLAINTEXT://127.0.0.1:${KFR_PORT[$i]}
-controller.listener.names=CONTROLLER
-inter.broker.listener.name=PLAINTEXT
-listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
-log.dirs=$2/data
-num.partitions=$PARTS
-default.replication.factor=$REP_RF
-min.insync.replicas=$REP_MIN_ISR
-offsets.topic.replication.factor=$REP_RF
-transaction.state.log.replication.factor=$REP_RF
-transaction.state.log.min.isr=$REP_MIN_ISR
-group.initial.rebalance.delay.ms=0
-# Deleted topics' files go after 1 s instead of 60 s (disk space between rounds).
-log.segment.delete.delay.ms=1000
-EOF
-}
-
-# start_kafka_node I CLUSTER_ID: formats its directory once, then starts it.
-start_kafka_node() {
-  local i=$1 cid=$2 dir="$WORK/kafka-rep-$1"
-  mkdir -p "$dir"
-  if [ ! -f "$dir/server.properties" ]; then
-    kafka_rep_config "$i" "$dir" > "$dir/server.properties"
-    java -cp "$KCP" kafka.tools.StorageTool format -t "$cid" -c "$dir/server.properties" \
-      >> "$LOGS/kafka-rep-$i.log" 2>&1 || die "kafka-storage format of node $i failed: $(tail -5 "$LOGS/kafka-rep-$i.log")"
-  fi
-  local jvm=("${KAFKA_JVM[@]/-Xmx$KAFKA_HEAP/-Xmx$REP_KAFKA_HEAP}")
-  jvm=("${jvm[@]/-Xms$KAFKA_HEAP/-Xms$REP_KAFKA_HEAP}")
-  java "${jvm[@]}" -cp "$KCP" kafka.Kafka "$dir/server.properties" >> "$LOGS/kafka-rep-$i.log" 2>&1 &
-  KFR_PID[$i]=$!; PIDS+=("${KFR_PID[$i]}")
-}
-
-say "replicated mode: starting 3 pinlog nodes and 3 Kafka $KAFKA_VERSION nodes (KRaft, -Xmx$REP_KAFKA_HEAP each)"
-for i in "${REP_NODES[@]}"; do start_pinlog_node "$i"; done
-KFR_CID=$(java -cp "$KCP" kafka.tools.StorageTool random-uuid 2>>"$LOGS/kafka-rep-1.log" | tail -1)
-for i in "${REP_NODES[@]}"; do start_kafka_node "$i" "$KFR_CID"; done
-wait_cluster pinlog PLR_PORT
-wait_cluster Kafka KFR_PORT
-PLR_PIDS=$(IFS=,; echo "${PLR_PID[*]}")
-KFR_PIDS=$(IFS=,; echo "${KFR_PID[*]}")
-say "both clusters up (pinlog pids $PLR_PIDS; Kafka pids $KFR_PIDS)"
-
-# create_replicated BOOTSTRAP TOPIC: RF 3, min.insync.replicas 2, then wait
-# until Metadata shows every partition, plus a second (as create_topic).
-create_replicated() {
-  admin create-replicated "$1" "$2" "$PARTS" "$REP_RF" "$REP_MIN_ISR" >/dev/null || return 1
-  wait_metadata "${1%%,*}" 60 "$2" "$PARTS" || return 1
-  sleep 1
-}
-
-# rep_target pinlog|kafka: sets boot (every node, for the Admin client),
-# addr (node 1: the load generator bootstraps from one address and then
-# talks to each partition's leader) and pid (every node's).
-rep_target() {
-  if [ "$1" = pinlog ]; then boot=$PLR_BOOT; pid=$PLR_PIDS; else boot=$KFR_BOOT; pid=$KFR_PIDS; fi
-  addr=${boot%%,*}
-}
+# The clusters (start_rep_clusters, create_replicated, rep_target).
+# shellcheck source=tuning/rep_clusters.sh
+source "$REPO/tuning/rep_clusters.sh"
+start_rep_clusters replicated
 
 # ---------------------------------------------------------------- R1
 say "R1: produce, acks=all, RF $REP_RF, min.insync.replicas $REP_MIN_ISR, ${RECORD} B records, $PARTS partitions, ${P1_SECS}s (+${P1_WARM}s warmup), $P1_ROUNDS round(s) A/B"

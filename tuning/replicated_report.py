@@ -11,7 +11,7 @@ RES = E["RES"]
 OUT = E["OUT"]
 sys.path.insert(0, E["TUNING_DIR"])
 from report_helpers import (  # noqa: E402
-    RUN_HDR, f1, lat, load, med, met, pair_ratios, ratio, rng, run_row, runs, text, xr, bcpu, mbps,
+    RUN_HDR, cpu_s_per_gb, f1, lat, load, med, met, pair_ratios, ratio, rng, run_row, runs, text, xr, bcpu, mbps,
     machine_lines, notes_lines,
 )
 
@@ -132,7 +132,7 @@ for prefix in ("r1.pinlog", "r2.pinlog"):
         w(text(first + ".cmd").replace(os.path.dirname(RES), "$WORK"))
 w("```")
 w("")
-w("The nodes: `tuning/replicated.sh` (`start_pinlog_node`, `kafka_rep_config`, `start_kafka_node`).")
+w("The nodes: `tuning/rep_clusters.sh` and `tuning/pinlog_cluster.sh` (`start_pinlog_node`, `kafka_rep_config`, `start_kafka_node`).")
 w("")
 
 lines.extend(notes_lines(OUT))
