@@ -2286,9 +2286,11 @@ fn kafka_apis() -> impl Iterator<Item = &'static pinlog::protocol::api::ApiSuppo
 /// no differential case can cover them; the codec's own tests do. Kept
 /// exact by `version_table_and_header_versions_agree_with_kafka_protocol`,
 /// so a kafka-protocol that learns one forces its entry out and its cases
-/// in. WriteTxnMarkers v2 (KIP-890: each marker's transaction version) was
-/// written from Kafka's `WriteTxnMarkersRequest.json`.
-const SERVED_BEYOND_KAFKA_PROTOCOL: &[(ApiKey, i16)] = &[(ApiKey::WriteTxnMarkers, 2)];
+/// in. WriteTxnMarkers v2 (KIP-890: each marker's transaction version) and
+/// TxnOffsetCommit v6 (topics by id) were written from Kafka's message
+/// JSON files.
+const SERVED_BEYOND_KAFKA_PROTOCOL: &[(ApiKey, i16)] =
+    &[(ApiKey::WriteTxnMarkers, 2), (ApiKey::TxnOffsetCommit, 6)];
 
 /// The versions of `support` that kafka-protocol implements too.
 fn differential_versions(

@@ -212,7 +212,8 @@ pub const SUPPORTED_APIS: &[ApiSupport] = &[
     ApiSupport {
         key: ApiKey::TxnOffsetCommit,
         min_version: 0,
-        max_version: 5,
+        // v6 names topics by id (KIP-1319).
+        max_version: 6,
         first_flexible_version: 3,
     },
     ApiSupport {

@@ -217,10 +217,10 @@ fn check_producer(
 /// written. It is the next transaction of a live producer, not a zombie:
 /// it waits with CONCURRENT_TRANSACTIONS until the completion, instead of
 /// being refused for an identity the coordinator has not moved to yet.
-/// Kafka answers PRODUCER_FENCED to such an EndTxn and
+/// Fencing them (PRODUCER_FENCED to such an EndTxn,
 /// INVALID_PRODUCER_ID_MAPPING to such an add after a producer id
-/// rotation, both fatal to the client; waiting is safe, since nothing is
-/// decided until the completion is written.
+/// rotation) would be fatal to a live client; waiting is safe, since
+/// nothing is decided until the completion is written.
 fn is_next_identity_during_markers(m: &TxnMetadata, producer_id: i64, epoch: i16) -> bool {
     m.state.is_prepare()
         && m.client_transaction_version >= TRANSACTION_VERSION_2

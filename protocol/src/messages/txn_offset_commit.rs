@@ -1,4 +1,4 @@
-//! TxnOffsetCommit (key 28), versions 0-5; flexible from version 3.
+//! TxnOffsetCommit (key 28), versions 0-6; flexible from version 3.
 //!
 //! A transactional producer commits a consumer group's offsets inside its
 //! transaction: the group coordinator holds them back until the
@@ -7,7 +7,8 @@
 //! member's generation, id and instance id so that the coordinator can fence
 //! zombie consumers (KIP-447). v1, v4 and v5 are the version before on the
 //! wire; v4 may answer TRANSACTION_ABORTABLE and v5 comes with the
-//! transactions of KIP-890 part 2.
+//! transactions of KIP-890 part 2. v6 names topics by id instead of by name,
+//! in the request and in the response (KIP-1319).
 
 use bytes::{BufMut, BytesMut};
 
@@ -19,6 +20,19 @@ const FLEXIBLE_FROM: i16 = 3;
 const LEADER_EPOCH_FROM: i16 = 2;
 /// First version that names the group member.
 const MEMBER_FROM: i16 = 3;
+/// First version whose topics are named by id, not by name.
+pub const TOPIC_ID_FROM: i16 = 6;
+
+/// The smallest topic entry of `version`: its name or id, an empty
+/// partition array, and tags.
+fn min_topic_entry_bytes(version: i16) -> usize {
+    let flexible = version >= FLEXIBLE_FROM;
+    if version >= TOPIC_ID_FROM {
+        16 + 1 + min_tags_bytes(flexible)
+    } else {
+        min_topic_bytes(flexible)
+    }
+}
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TxnOffsetCommitRequest {
@@ -52,7 +66,10 @@ impl Default for TxnOffsetCommitRequest {
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct TxnOffsetCommitRequestTopic {
+    /// v0-5: the topic's name (empty from v6).
     pub name: String,
+    /// v6+: the topic's id (zero before).
+    pub topic_id: [u8; 16],
     pub partitions: Vec<TxnOffsetCommitRequestPartition>,
 }
 
@@ -100,8 +117,12 @@ impl TxnOffsetCommitRequest {
             + if version >= LEADER_EPOCH_FROM { 4 } else { 0 }
             + min_string_bytes(flexible)
             + min_tags_bytes(flexible);
-        req.topics = r.array("topics", flexible, min_topic_bytes(flexible), |r| {
-            let name = r.string("name", flexible)?;
+        req.topics = r.array("topics", flexible, min_topic_entry_bytes(version), |r| {
+            let (name, topic_id) = if version >= TOPIC_ID_FROM {
+                (String::new(), r.uuid("topic_id")?)
+            } else {
+                (r.string("name", flexible)?, [0; 16])
+            };
             let partitions = r.array("partitions", flexible, min_partition, |r| {
                 let mut p = TxnOffsetCommitRequestPartition {
                     partition_index: r.i32("partition_index")?,
@@ -120,7 +141,11 @@ impl TxnOffsetCommitRequest {
             if flexible {
                 r.skip_tagged_fields()?;
             }
-            Ok(TxnOffsetCommitRequestTopic { name, partitions })
+            Ok(TxnOffsetCommitRequestTopic {
+                name,
+                topic_id,
+                partitions,
+            })
         })?;
         if flexible {
             r.skip_tagged_fields()?;
@@ -141,7 +166,11 @@ impl TxnOffsetCommitRequest {
         }
         w.put_array_len(Some(self.topics.len()), flexible);
         for t in &self.topics {
-            w.put_string(&t.name, flexible);
+            if version >= TOPIC_ID_FROM {
+                w.put_slice(&t.topic_id);
+            } else {
+                w.put_string(&t.name, flexible);
+            }
             w.put_array_len(Some(t.partitions.len()), flexible);
             for p in &t.partitions {
                 w.put_i32(p.partition_index);
@@ -172,7 +201,10 @@ pub struct TxnOffsetCommitResponse {
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct TxnOffsetCommitResponseTopic {
+    /// v0-5: the topic's name (empty from v6).
     pub name: String,
+    /// v6+: the topic's id (zero before).
+    pub topic_id: [u8; 16],
     pub partitions: Vec<TxnOffsetCommitResponsePartition>,
 }
 
@@ -188,8 +220,12 @@ impl TxnOffsetCommitResponse {
         let throttle_time_ms = r.i32("throttle_time_ms")?;
         // Partition, error and tags.
         let min_partition = 4 + 2 + min_tags_bytes(flexible);
-        let topics = r.array("topics", flexible, min_topic_bytes(flexible), |r| {
-            let name = r.string("name", flexible)?;
+        let topics = r.array("topics", flexible, min_topic_entry_bytes(version), |r| {
+            let (name, topic_id) = if version >= TOPIC_ID_FROM {
+                (String::new(), r.uuid("topic_id")?)
+            } else {
+                (r.string("name", flexible)?, [0; 16])
+            };
             let partitions = r.array("partitions", flexible, min_partition, |r| {
                 let p = TxnOffsetCommitResponsePartition {
                     partition_index: r.i32("partition_index")?,
@@ -203,7 +239,11 @@ impl TxnOffsetCommitResponse {
             if flexible {
                 r.skip_tagged_fields()?;
             }
-            Ok(TxnOffsetCommitResponseTopic { name, partitions })
+            Ok(TxnOffsetCommitResponseTopic {
+                name,
+                topic_id,
+                partitions,
+            })
         })?;
         if flexible {
             r.skip_tagged_fields()?;
@@ -219,7 +259,11 @@ impl TxnOffsetCommitResponse {
         w.put_i32(self.throttle_time_ms);
         w.put_array_len(Some(self.topics.len()), flexible);
         for t in &self.topics {
-            w.put_string(&t.name, flexible);
+            if version >= TOPIC_ID_FROM {
+                w.put_slice(&t.topic_id);
+            } else {
+                w.put_string(&t.name, flexible);
+            }
             w.put_array_len(Some(t.partitions.len()), flexible);
             for p in &t.partitions {
                 w.put_i32(p.partition_index);
@@ -243,7 +287,7 @@ mod tests {
     use super::*;
     use crate::messages::test_support::*;
 
-    const VERSIONS: std::ops::RangeInclusive<i16> = 0..=5;
+    const VERSIONS: std::ops::RangeInclusive<i16> = 0..=6;
 
     /// A request with a non-default value in every field `version` carries.
     fn request(version: i16) -> TxnOffsetCommitRequest {
@@ -262,7 +306,8 @@ mod tests {
             group_instance_id: member.then(|| "pod-🦀-1".into()),
             topics: vec![
                 TxnOffsetCommitRequestTopic {
-                    name: "orders".into(),
+                    name: by_name(version, "orders"),
+                    topic_id: by_id(version, 0x5a),
                     partitions: vec![
                         TxnOffsetCommitRequestPartition {
                             partition_index: 3,
@@ -278,18 +323,38 @@ mod tests {
                     ],
                 },
                 TxnOffsetCommitRequestTopic {
-                    name: "empty".into(),
+                    name: by_name(version, "empty"),
+                    topic_id: by_id(version, 0x11),
                     partitions: Vec::new(),
                 },
             ],
         }
     }
 
-    fn response() -> TxnOffsetCommitResponse {
+    /// A topic's name where `version` carries names, else empty.
+    fn by_name(version: i16, name: &str) -> String {
+        if version < TOPIC_ID_FROM {
+            name.into()
+        } else {
+            String::new()
+        }
+    }
+
+    /// A topic id where `version` carries ids, else zero.
+    fn by_id(version: i16, byte: u8) -> [u8; 16] {
+        if version >= TOPIC_ID_FROM {
+            [byte; 16]
+        } else {
+            [0; 16]
+        }
+    }
+
+    fn response(version: i16) -> TxnOffsetCommitResponse {
         TxnOffsetCommitResponse {
             throttle_time_ms: 21,
             topics: vec![TxnOffsetCommitResponseTopic {
-                name: "orders".into(),
+                name: by_name(version, "orders"),
+                topic_id: by_id(version, 0x5a),
                 partitions: vec![
                     TxnOffsetCommitResponsePartition {
                         partition_index: 3,
@@ -307,6 +372,7 @@ mod tests {
             let empty_metadata = TxnOffsetCommitRequest {
                 topics: vec![TxnOffsetCommitRequestTopic {
                     name: String::new(),
+                    topic_id: [0; 16],
                     partitions: vec![TxnOffsetCommitRequestPartition {
                         committed_metadata: Some(String::new()),
                         ..TxnOffsetCommitRequestPartition::default()
@@ -323,6 +389,20 @@ mod tests {
             }
             assert_round_trip(&TxnOffsetCommitResponse::default(), v);
         }
+    }
+
+    /// v6 carries ids only: a name set on the struct does not reach the
+    /// wire, and v5 carries no id.
+    #[test]
+    fn version_6_names_topics_by_id_only() {
+        let mut both = request(6);
+        both.topics[0].name = "orders".into();
+        let back = TxnOffsetCommitRequest::decode(&mut Reader::new(encode(&both, 6)), 6).unwrap();
+        assert_eq!(back, request(6));
+        let mut both = request(5);
+        both.topics[0].topic_id = [7; 16];
+        let back = TxnOffsetCommitRequest::decode(&mut Reader::new(encode(&both, 5)), 5).unwrap();
+        assert_eq!(back, request(5));
     }
 
     #[test]
@@ -358,6 +438,6 @@ mod tests {
         TxnOffsetCommitResponse,
         VERSIONS,
         request,
-        |_| response()
+        response
     );
 }

@@ -5,7 +5,7 @@
 //! group member, which the coordinator checks (KIP-447), so a zombie
 //! instance of a rebalanced member is refused.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::rc::Rc;
 
 use crate::group::coordinator::{on_coordinator, CommitPartition, GroupCoordinator};
@@ -40,27 +40,52 @@ pub async fn handle(
     req: TxnOffsetCommitRequest,
 ) -> TxnOffsetCommitResponse {
     let with_epoch = header.api_version >= LEADER_EPOCH_FROM;
-    let topics: Vec<(String, Vec<CommitPartition>)> = req
-        .topics
-        .into_iter()
-        .map(|t| {
-            let parts = t
-                .partitions
-                .into_iter()
-                .map(|p| CommitPartition {
-                    partition: p.partition_index,
-                    offset: p.committed_offset,
-                    leader_epoch: if with_epoch {
-                        p.committed_leader_epoch
-                    } else {
-                        -1
-                    },
-                    metadata: p.committed_metadata,
-                })
-                .collect();
-            (t.name, parts)
-        })
-        .collect();
+    let by_id = header.api_version >= TOPIC_ID_FROM;
+    let image = BrokerState::of(shard).image();
+    // v6 names topics by id: the name each id stands for now, and the ids
+    // to answer with. An unknown id is answered UNKNOWN_TOPIC_ID.
+    let mut ids_by_name: HashMap<String, [u8; 16]> = HashMap::new();
+    let mut unknown_ids: Vec<TxnOffsetCommitResponseTopic> = Vec::new();
+    let mut topics: Vec<(String, Vec<CommitPartition>)> = Vec::with_capacity(req.topics.len());
+    for t in req.topics {
+        let name = if by_id {
+            let Some(name) = image.topic_names_by_id.get(&t.topic_id) else {
+                unknown_ids.push(TxnOffsetCommitResponseTopic {
+                    name: String::new(),
+                    topic_id: t.topic_id,
+                    partitions: t
+                        .partitions
+                        .iter()
+                        .map(|p| TxnOffsetCommitResponsePartition {
+                            partition_index: p.partition_index,
+                            error_code: error_code::UNKNOWN_TOPIC_ID,
+                        })
+                        .collect(),
+                });
+                continue;
+            };
+            ids_by_name.insert(name.clone(), t.topic_id);
+            name.clone()
+        } else {
+            t.name
+        };
+        let parts = t
+            .partitions
+            .into_iter()
+            .map(|p| CommitPartition {
+                partition: p.partition_index,
+                offset: p.committed_offset,
+                leader_epoch: if with_epoch {
+                    p.committed_leader_epoch
+                } else {
+                    -1
+                },
+                metadata: p.committed_metadata,
+            })
+            .collect();
+        topics.push((name, parts));
+    }
+    drop(image);
     let results = if req.group_id.is_empty() {
         every(error_code::INVALID_GROUP_ID, &topics)
     } else {
@@ -111,7 +136,8 @@ pub async fn handle(
         topics: results
             .into_iter()
             .map(|(name, parts)| TxnOffsetCommitResponseTopic {
-                name,
+                topic_id: ids_by_name.get(&name).copied().unwrap_or_default(),
+                name: if by_id { String::new() } else { name },
                 partitions: parts
                     .into_iter()
                     .map(|(partition_index, code)| TxnOffsetCommitResponsePartition {
@@ -124,6 +150,7 @@ pub async fn handle(
                     })
                     .collect(),
             })
+            .chain(unknown_ids)
             .collect(),
     }
 }
