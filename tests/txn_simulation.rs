@@ -65,11 +65,10 @@
 //! version 2; a third start their ids near the last producer epoch, so
 //! that ids move to a new producer id. Replay one with
 //! `PINLOG_TXN_SIM_SEEDS=1 PINLOG_TXN_SIM_FIRST_SEED=<seed>`. The scenarios
-//! of the issue are fixed cases below, each under both versions. Two
-//! ignored cases reproduce an open bug the random seeds found (bug 10 of
-//! `tests/README.md`: the last epoch); the known bug (a), a fenced answer
-//! instead of CONCURRENT_TRANSACTIONS while markers are written, is
-//! counted, and the seeds that hit it are printed.
+//! of the issue are fixed cases below, each under both versions, and so
+//! are two the random seeds found (bug 10 of `tests/README.md`: the last
+//! epoch). A live producer fenced while its last transaction's markers are
+//! written (instead of waiting with CONCURRENT_TRANSACTIONS) fails a seed.
 
 mod common;
 mod txn_sim;
@@ -164,15 +163,9 @@ fn random_seeds() {
     let started = std::time::Instant::now();
     let mut total = Stats::default();
     let mut failures = Vec::new();
-    let mut known_bug_a_seeds = Vec::new();
     for seed in first..first + seeds {
         match random_run(seed).0 {
-            Ok(stats) => {
-                if stats.known_bug_a > 0 {
-                    known_bug_a_seeds.push(seed);
-                }
-                total += &stats;
-            }
+            Ok(stats) => total += &stats,
             Err(e) => failures.push(e),
         }
     }
@@ -181,12 +174,6 @@ fn random_seeds() {
         started.elapsed(),
         failures.len()
     );
-    if !known_bug_a_seeds.is_empty() {
-        eprintln!(
-            "txn simulation: known bug (a) (fenced instead of CONCURRENT_TRANSACTIONS while \
-             markers are written) answered in seeds {known_bug_a_seeds:?}"
-        );
-    }
     for failure in &failures {
         let headline = failure.lines().take(2).collect::<Vec<_>>().join(" ");
         eprintln!("txn simulation: {headline}");
@@ -495,8 +482,7 @@ fn the_checks_catch_an_aborted_read() {
     );
 }
 
-/// Prints the end of one seed's trace, also of a passing seed (the known
-/// bug (a) answers, say): `PINLOG_TXN_SIM_FIRST_SEED=<seed> cargo test
+/// Prints the end of one seed's trace, also of a passing seed: `PINLOG_TXN_SIM_FIRST_SEED=<seed> cargo test
 /// --release --test txn_simulation print_a_seeds_trace -- --ignored
 /// --nocapture`.
 #[test]
@@ -510,18 +496,15 @@ fn print_a_seeds_trace() {
     eprintln!("{:?}\n{}", r.map(|s| format!("{s:?}")), sim.trace_text());
 }
 
-/// Found by the simulation (seed 901871 of a 20,000-seed run), not fixed
-/// yet: a timeout abort fences a version 2 producer at epoch 32766 (the
-/// last before the move to a new producer id) by taking the reserved
-/// epoch 32767, the producer's retried EndTxn(abort) is answered with
-/// epoch 32767, and its next transaction runs at 32767 too. A late ABORT
-/// marker of the fenced transaction (the coordinator retried its round and
-/// completed) then reaches a partition where the next transaction is open,
-/// and `check_marker` accepts a same-epoch marker at 32767 even with a
-/// transaction open: it aborts the next transaction's batches there, and
-/// that transaction then commits torn. Ignored until the cores refuse it.
+/// Found by the simulation (seed 901871 of a 20,000-seed run; bug 10 of
+/// `tests/README.md`): a timeout abort fenced a version 2 producer at
+/// epoch 32766 by taking the reserved epoch 32767, the producer's retried
+/// EndTxn(abort) was answered with 32767, and its next transaction ran at
+/// 32767 too, where a late ABORT marker of the fenced transaction (same
+/// epoch) ended the next transaction's batches on a partition, and that
+/// transaction committed torn. Now a fence from a spent epoch moves the id
+/// to a new producer id, as a version 2 EndTxn does.
 #[test]
-#[ignore]
 fn a_late_abort_marker_at_the_last_epoch_does_not_end_the_next_transaction() {
     let mut fenced = Plan::abort(&[0]);
     // Longer than the transaction timeout: the coordinator aborts it.
@@ -540,16 +523,14 @@ fn a_late_abort_marker_at_the_last_epoch_does_not_end_the_next_transaction() {
     passes("the last epoch", sim);
 }
 
-/// Found by the simulation (seeds 908075 and 913567 of a 30,000-seed run),
-/// not fixed yet, the same corner as above: once a producer runs at epoch
-/// 32767, a timeout abort cannot bump its epoch, so it does not fence it.
-/// The producer's retried batch after the abort adds its partition again
-/// (a new transaction at the coordinator, same epoch, in sequence at the
-/// partition), its EndTxn(commit) commits that, and the client is told its
-/// transaction committed while its first batch was aborted. Ignored until
-/// the cores fence it (say, by moving to a new producer id).
+/// Found by the simulation (seeds 908075 and 913567 of a 30,000-seed run;
+/// bug 10), the same corner as above: a producer running at epoch 32767
+/// could not be fenced by a second timeout abort, so its retried batch
+/// opened a new transaction at the same epoch, its EndTxn(commit)
+/// committed that, and the client was told it committed while its first
+/// batch was aborted. With the move to a new producer id no producer runs
+/// at 32767.
 #[test]
-#[ignore]
 fn a_timeout_abort_at_the_last_epoch_fences_the_producer() {
     let mut fenced = Plan::abort(&[0]);
     fenced.linger_ms = 3_500;

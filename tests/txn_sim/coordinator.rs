@@ -349,7 +349,7 @@ impl Sim {
                     self.check_not_zombie(instance, "an AddPartitionsToTxn");
                 }
                 if client_tv >= TRANSACTION_VERSION_2 {
-                    self.note_known_bug_a(tid, pid, epoch, code, "an implicit add");
+                    self.check_next_identity_waits(tid, pid, epoch, code, "an implicit add");
                 }
                 Some(code)
             }
@@ -403,7 +403,7 @@ impl Sim {
                         None => (-1, -1),
                     };
                     if tv >= TRANSACTION_VERSION_2 {
-                        self.note_known_bug_a(tid, pid, epoch, code, "an EndTxn");
+                        self.check_next_identity_waits(tid, pid, epoch, code, "an EndTxn");
                     }
                     Msg::EndAnswer {
                         req,
@@ -450,12 +450,19 @@ impl Sim {
         panic!("EndTxn asked for a producer id twice");
     }
 
-    /// Bug (a), known and being fixed: under version 2, while an EndTxn's
-    /// markers are written, a request with the ids that EndTxn answered
-    /// gets PRODUCER_FENCED or INVALID_PRODUCER_ID_MAPPING instead of
-    /// CONCURRENT_TRANSACTIONS. Counted, so that the report can say which
-    /// seeds hit it; the client takes it as fatal, as any fence.
-    fn note_known_bug_a(&mut self, tid: &str, pid: i64, epoch: i16, code: i16, what: &str) {
+    /// Under version 2, while an EndTxn's markers are written, a request
+    /// with the ids that EndTxn answered comes from the live producer's
+    /// next transaction: it must wait (CONCURRENT_TRANSACTIONS), never be
+    /// fenced (PRODUCER_FENCED, or INVALID_PRODUCER_ID_MAPPING after a move
+    /// to a new producer id), which would be fatal to it.
+    fn check_next_identity_waits(
+        &mut self,
+        tid: &str,
+        pid: i64,
+        epoch: i16,
+        code: i16,
+        what: &str,
+    ) {
         if !matches!(
             code,
             error_code::PRODUCER_FENCED | error_code::INVALID_PRODUCER_ID_MAPPING
@@ -467,10 +474,9 @@ impl Sim {
         };
         if e.metadata.state.is_prepare() && decide::end_txn_answer_ids(&e.metadata) == (pid, epoch)
         {
-            self.truth.stats.known_bug_a += 1;
-            self.trace(format!(
-                "KNOWN BUG (a): {what} of {tid} with the current ids ({pid}, {epoch}) got {code} in {:?}",
-                e.metadata.state
+            let state = e.metadata.state;
+            self.violation(format!(
+                "{what} of {tid} with the ids its last EndTxn answered ({pid}, {epoch}) got {code} in {state:?}: the live producer was fenced"
             ));
         }
     }
@@ -765,9 +771,13 @@ impl Sim {
             .collect();
         for tid in expired {
             let m = self.coordinator.entries[&tid].metadata.clone();
-            let Decision::FenceAndAbort(next) =
-                decide::fence_and_abort(&m, self.config.cluster_tv, self.now)
-            else {
+            let mut decision = decide::fence_and_abort(&m, self.config.cluster_tv, None, self.now);
+            if decision == Decision::NeedProducerId {
+                let fresh = self.coordinator.allocate_producer_id();
+                decision =
+                    decide::fence_and_abort(&m, self.config.cluster_tv, Some(fresh), self.now);
+            }
+            let Decision::FenceAndAbort(next) = decision else {
                 continue;
             };
             self.trace(format!(

@@ -309,10 +309,6 @@ pub struct Stats {
     pub zombie_refusals: u64,
     pub producers_died: u64,
     pub producers_fatal: u64,
-    /// Answers of the known bug (a): PRODUCER_FENCED or
-    /// INVALID_PRODUCER_ID_MAPPING to a version 2 request with the ids the
-    /// last EndTxn gave, while that EndTxn's markers are written.
-    pub known_bug_a: u64,
     /// Ids that moved to a new producer id (their epochs ran out).
     pub producer_id_moves: u64,
 }
@@ -336,7 +332,6 @@ impl std::ops::AddAssign<&Stats> for Stats {
         self.zombie_refusals += o.zombie_refusals;
         self.producers_died += o.producers_died;
         self.producers_fatal += o.producers_fatal;
-        self.known_bug_a += o.known_bug_a;
         self.producer_id_moves += o.producer_id_moves;
     }
 }

@@ -125,7 +125,7 @@ pub fn init_producer_id(
             }
             bump_epoch(m, txn_timeout_ms, expected.map(|(_, e)| e), now_ms)
         }
-        TxnState::Ongoing => fence_and_abort(m, transaction_version, now_ms),
+        TxnState::Ongoing => fence_and_abort(m, transaction_version, fresh_producer_id, now_ms),
         TxnState::Dead | TxnState::PrepareEpochFence => {
             Decision::Answer(error_code::CONCURRENT_TRANSACTIONS)
         }
@@ -176,10 +176,30 @@ fn to_empty(mut next: TxnMetadata, txn_timeout_ms: i32, now_ms: i64) -> TxnMetad
 /// followed by the abort). At the last epoch there is nothing to bump to;
 /// the abort then keeps the epoch.
 /// `transaction_version` is the cluster's finalized `transaction.version`:
-/// the abort's markers are written under it, as Kafka's are.
-pub fn fence_and_abort(m: &TxnMetadata, transaction_version: i16, now_ms: i64) -> Decision {
+/// the abort's markers are written under it, as Kafka's are. Under version
+/// 2 a producer whose retried EndTxn(abort) is answered goes on with the
+/// fence's epoch, so a fence from a spent epoch also names the producer id
+/// the completion moves to (`fresh_producer_id`, asked for with
+/// `NeedProducerId`): no producer ever runs at the last epoch, where no
+/// later abort could fence it and a late marker of the fenced transaction
+/// would be taken for the next one's.
+pub fn fence_and_abort(
+    m: &TxnMetadata,
+    transaction_version: i16,
+    fresh_producer_id: Option<i64>,
+    now_ms: i64,
+) -> Decision {
     let mut next = m.clone();
     next.client_transaction_version = transaction_version;
+    if transaction_version >= TRANSACTION_VERSION_2
+        && TxnMetadata::is_epoch_exhausted(m.producer_epoch)
+        && m.next_producer_id < 0
+    {
+        let Some(fresh) = fresh_producer_id else {
+            return Decision::NeedProducerId;
+        };
+        next.next_producer_id = fresh;
+    }
     if m.producer_epoch < i16::MAX {
         next.producer_epoch = m.producer_epoch + 1;
     }
@@ -917,6 +937,56 @@ mod tests {
             Decision::Answer(error_code::NONE),
             "a retry under the old id is recognised"
         );
+    }
+
+    /// Version 2: a timeout (or new-instance) abort from a spent epoch
+    /// moves the id to a new producer id, so the producer whose retried
+    /// EndTxn(abort) is answered never runs at the last epoch.
+    #[test]
+    fn version_2_fence_from_a_spent_epoch_moves_to_a_new_producer_id() {
+        let mut e = initialised("t");
+        e.metadata.producer_epoch = i16::MAX - 1;
+        let open = applied(add_partitions(
+            Some(&e),
+            7,
+            i16::MAX - 1,
+            &tps(&[("a", 0)]),
+            2,
+            1,
+        ));
+        assert_eq!(
+            fence_and_abort(&open.metadata, 2, None, 2),
+            Decision::NeedProducerId
+        );
+        let Decision::FenceAndAbort(abort) = fence_and_abort(&open.metadata, 2, Some(9), 2) else {
+            panic!("a fencing abort")
+        };
+        assert_eq!(
+            (
+                abort.producer_id,
+                abort.producer_epoch,
+                abort.next_producer_id
+            ),
+            (7, i16::MAX, 9),
+            "the markers fence the old id at the last epoch"
+        );
+        check_transition(&open.metadata, &abort).unwrap();
+        let done = complete(&abort, 3);
+        assert_eq!((done.producer_id, done.producer_epoch), (9, 0));
+        check_transition(&abort, &done).unwrap();
+        let done = TxnEntry::new(done);
+        // The timed-out producer aborts (its retry of the abort): it is told
+        // the new id, not the last epoch.
+        assert_eq!(
+            end_txn(Some(&done), 7, i16::MAX - 1, false, 2, None, 4),
+            Decision::Answer(error_code::NONE)
+        );
+        assert_eq!(end_txn_answer_ids(&done.metadata), (9, 0));
+        // Version 1 keeps the id: its producers move on at InitProducerId.
+        assert!(matches!(
+            fence_and_abort(&open.metadata, 1, None, 2),
+            Decision::FenceAndAbort(m) if m.producer_id == 7 && m.next_producer_id < 0
+        ));
     }
 
     #[test]

@@ -102,9 +102,26 @@ impl TxnCoordinator {
             if entry.pending.is_some() || !entry.metadata.has_timed_out(now) {
                 continue;
             }
-            let Decision::FenceAndAbort(next) =
-                decide::fence_and_abort(&entry.metadata, cluster_transaction_version(shard), now)
-            else {
+            let version = cluster_transaction_version(shard);
+            let mut decision = decide::fence_and_abort(&entry.metadata, version, None, now);
+            if decision == Decision::NeedProducerId {
+                // A spent epoch: the abort moves the id to a new producer id.
+                match controller::allocate_producer_id(shard).await {
+                    Ok(fresh) => {
+                        decision =
+                            decide::fence_and_abort(&entry.metadata, version, Some(fresh), now)
+                    }
+                    Err(e) => {
+                        tracing::warn!(transactional_id = %id, "allocating a producer id for a timeout abort failed: {e}; retrying at the next check");
+                        continue;
+                    }
+                }
+                // The allocation waited: the id may have moved meanwhile.
+                if self.entry(&id).is_none_or(|e| e != entry) {
+                    continue;
+                }
+            }
+            let Decision::FenceAndAbort(next) = decision else {
                 continue;
             };
             tracing::info!(
