@@ -247,6 +247,15 @@ fn is_next_identity_during_markers(m: &TxnMetadata, producer_id: i64, epoch: i16
         && end_txn_answer_ids(m) == (producer_id, epoch)
 }
 
+/// Whether a request of `(producer_id, epoch)` is the next transaction of
+/// a version 2 producer whose previous transaction's markers are being
+/// written: it will be let in once they are, so the shell may hold it
+/// until the completion instead of answering CONCURRENT_TRANSACTIONS at
+/// once.
+pub fn waits_for_markers(entry: Option<&TxnEntry>, producer_id: i64, epoch: i16) -> bool {
+    entry.is_some_and(|e| is_next_identity_during_markers(&e.metadata, producer_id, epoch))
+}
+
 /// AddPartitionsToTxn (and AddOffsetsToTxn, which adds the group's
 /// `__consumer_offsets` partition): Kafka's `handleAddPartitionsToTransaction`.
 /// `client_transaction_version` is 2 when a partition leader adds the
@@ -839,6 +848,10 @@ mod tests {
             Decision::Answer(error_code::PRODUCER_FENCED),
             "an epoch nobody was given"
         );
+        // The shell may hold those until the completion; not the others.
+        assert!(waits_for_markers(Some(&prepared), 7, 1));
+        assert!(!waits_for_markers(Some(&prepared), 7, 0), "a retry");
+        assert!(!waits_for_markers(Some(&open), 7, 0), "nothing to wait for");
         assert_eq!(
             end_txn(Some(&prepared), 7, 0, true, 2, None, 3),
             Decision::Answer(error_code::CONCURRENT_TRANSACTIONS),

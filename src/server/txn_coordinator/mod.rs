@@ -26,6 +26,7 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use bytes::Bytes;
+use futures_channel::oneshot;
 
 use crate::broker_config::transaction::TransactionConfig;
 use crate::error::LogError;
@@ -174,12 +175,21 @@ pub struct TxnCoordinator {
     creating: RefCell<HashSet<String>>,
     /// Ids whose decided transaction has a task writing its markers.
     completing: RefCell<HashSet<String>>,
+    /// Adds of the next transaction held until that task ends, by id.
+    after_completion: RefCell<HashMap<String, Vec<oneshot::Sender<()>>>>,
     /// When timed-out transactions were last looked for.
     last_abort_check: Cell<std::time::Instant>,
     /// Idle connections to other brokers' coordinators, by address, for
     /// this shard's partition leaders' verifications (`verification.rs`).
     idle_peers: RefCell<HashMap<String, Vec<KafkaPeer>>>,
 }
+
+/// Longest an add of a version 2 producer's next transaction is held for
+/// the previous transaction's markers before it is answered
+/// CONCURRENT_TRANSACTIONS (and the leader falls back to retrying, as
+/// Kafka's does): markers normally take one replication round trip; far
+/// longer means a partition is unavailable.
+const ADD_WAITS_FOR_MARKERS_MAX: Duration = Duration::from_millis(1000);
 
 /// Idle connections kept per coordinator broker and shard: enough for the
 /// verifications a shard runs at once in the common case; more connect
@@ -195,6 +205,7 @@ impl TxnCoordinator {
             partitions: RefCell::new(HashMap::new()),
             creating: RefCell::new(HashSet::new()),
             completing: RefCell::new(HashSet::new()),
+            after_completion: RefCell::new(HashMap::new()),
             last_abort_check: Cell::new(std::time::Instant::now()),
             idle_peers: RefCell::new(HashMap::new()),
         }
@@ -536,8 +547,39 @@ impl TxnCoordinator {
         glommio::spawn_local(async move {
             me.complete(&shard, partition, epoch, &id).await;
             me.completing.borrow_mut().remove(&id);
+            // Done, or given up: the held adds decide again either way.
+            for waiter in me
+                .after_completion
+                .borrow_mut()
+                .remove(&id)
+                .unwrap_or_default()
+            {
+                let _ = waiter.send(());
+            }
         })
         .detach();
+    }
+
+    /// Waits until `id`'s markers task ends, or `limit` passes, if it has
+    /// one. `false` if there was nothing to wait for.
+    async fn wait_for_completion(&self, id: &str, limit: Duration) -> bool {
+        if !self.completing.borrow().contains(id) {
+            return false;
+        }
+        let (tx, rx) = oneshot::channel();
+        self.after_completion
+            .borrow_mut()
+            .entry(id.to_string())
+            .or_default()
+            .push(tx);
+        futures_lite::future::or(
+            async {
+                let _ = rx.await;
+            },
+            glommio::timer::sleep(limit),
+        )
+        .await;
+        true
     }
 
     /// Restarts the completion of decided transactions that have no task
@@ -694,7 +736,21 @@ impl TxnCoordinator {
         if let Err(code) = self.ready(&shard, partition) {
             return code;
         }
-        let entry = self.entry(&transactional_id);
+        let mut entry = self.entry(&transactional_id);
+        // The next transaction of a version 2 producer is let in once the
+        // previous one's markers are written: held until then (bounded)
+        // rather than answered CONCURRENT_TRANSACTIONS for the leader to
+        // poll, which costs its first produce up to a retry step.
+        if decide::waits_for_markers(entry.as_ref(), producer_id, producer_epoch)
+            && self
+                .wait_for_completion(&transactional_id, ADD_WAITS_FOR_MARKERS_MAX)
+                .await
+        {
+            if let Err(code) = self.ready(&shard, partition) {
+                return code;
+            }
+            entry = self.entry(&transactional_id);
+        }
         match decide::add_partitions(
             entry.as_ref(),
             producer_id,
