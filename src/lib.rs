@@ -19,6 +19,6 @@ pub mod tools;
 // split, so that every `crate::protocol::...` path still reads as it did.
 pub use pinlog_core::{
     broker_config, config, constants, controller, fetch_session_cache, metadata, replica,
-    topic_partition, transaction,
+    ssl_principal, topic_partition, transaction,
 };
 pub use pinlog_protocol as protocol;

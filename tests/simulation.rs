@@ -402,6 +402,7 @@ impl Sim {
                 rack: None,
                 fenced: false,
                 in_controlled_shutdown: false,
+                listeners: Vec::new(),
             });
         }
         records.push(MetadataRecord::Topic {
@@ -693,6 +694,7 @@ impl Sim {
                             rack: None,
                             fenced: true,
                             in_controlled_shutdown: false,
+                            listeners: Vec::new(),
                         }];
                         let records = if unclean {
                             self.note(format!("broker {from} registers after an unclean shutdown"));

@@ -17,6 +17,7 @@ pub mod group;
 pub mod metadata;
 pub mod replica;
 pub mod shard;
+pub mod ssl_principal;
 pub mod topic_partition;
 pub mod transaction;
 

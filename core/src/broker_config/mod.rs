@@ -16,9 +16,13 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
 pub mod group;
+pub mod listeners;
+pub mod security;
 pub mod transaction;
 
 use self::group::{GroupConfig, GROUP_KEYS};
+use self::listeners::{ListenerSettings, Listeners};
+use self::security::{SecuritySettings, TlsSettings};
 use self::transaction::{TransactionConfig, TRANSACTION_KEYS};
 use crate::config::{CleanerConfig, CleanupPolicy, LogConfig};
 use crate::constants::*;
@@ -47,9 +51,15 @@ pub enum TimestampType {
 #[derive(Debug, Clone)]
 pub struct BrokerConfig {
     pub data_dir: PathBuf,
+    /// Where the inter-broker listener binds (see `listeners`).
     pub listen: SocketAddr,
-    /// What Metadata tells clients to connect to.
+    /// The inter-broker listener's advertised `HOST:PORT`.
     pub advertise: String,
+    /// `listeners`, `advertised.listeners`, `listener.security.protocol.map`
+    /// and `inter.broker.listener.name`, settled.
+    pub listeners: Listeners,
+    /// `ssl.*`, globally and per listener.
+    pub security: SecuritySettings,
     pub shards: Option<usize>,
     /// `node.id`.
     pub node_id: i32,
@@ -376,6 +386,9 @@ impl Default for BrokerConfig {
             data_dir: PathBuf::from(DEFAULT_DATA_DIR),
             listen: DEFAULT_LISTEN.parse().expect("valid default"),
             advertise: DEFAULT_LISTEN.to_string(),
+            listeners: listeners::settle(&ListenerSettings::default())
+                .expect("the default listener settles"),
+            security: SecuritySettings::default(),
             shards: None,
             node_id: 1,
             num_partitions: 1,
@@ -430,6 +443,11 @@ pub const KNOWN_KEYS: &[&str] = &[
     "data-dir",
     "listen",
     "advertise",
+    "listeners",
+    "advertised.listeners",
+    "listener.security.protocol.map",
+    "inter.broker.listener.name",
+    "security.inter.broker.protocol",
     "shards",
     "node.id",
     "process.roles",
@@ -533,6 +551,16 @@ fn boolean(key: &str, v: &toml::Value) -> Result<bool, String> {
     v.as_bool()
         .ok_or_else(|| bad(key, format!("expected true or false, got {v}")))
 }
+/// A setting Kafka keeps as text: a string, or a number or boolean
+/// written bare.
+fn setting_text(key: &str, v: &toml::Value) -> Result<String, String> {
+    match v {
+        toml::Value::String(s) => Ok(s.clone()),
+        toml::Value::Integer(i) => Ok(i.to_string()),
+        toml::Value::Boolean(b) => Ok(b.to_string()),
+        other => Err(bad(key, format!("expected a string, got {other}"))),
+    }
+}
 fn string(key: &str, v: &toml::Value) -> Result<String, String> {
     v.as_str()
         .map(str::to_string)
@@ -551,20 +579,24 @@ impl BrokerConfig {
     /// Builds the configuration: defaults, then the file, then overrides.
     pub fn load(overrides: &Overrides) -> Result<BrokerConfig, String> {
         let mut c = BrokerConfig::default();
-        let mut advertise_set = false;
+        let mut listener_settings = ListenerSettings::default();
         if let Some(file) = &overrides.config_file {
-            advertise_set = c.apply_file(&file.path, &file.text)?;
+            c.apply_file(&file.path, &file.text, &mut listener_settings)?;
         }
         if let Some(d) = &overrides.data_dir {
             c.data_dir = d.clone();
         }
         if let Some(l) = &overrides.listen {
-            c.listen = addr("--listen", l)?;
+            addr("--listen", l)?;
+            listener_settings.listen = Some(l.clone());
         }
         if let Some(a) = &overrides.advertise {
-            c.advertise = a.clone();
-            advertise_set = true;
+            listener_settings.advertise = Some(a.clone());
         }
+        c.listeners = listeners::settle(&listener_settings)?;
+        let inter_broker = c.listeners.inter_broker();
+        c.listen = inter_broker.bind;
+        c.advertise = inter_broker.advertised();
         if let Some(s) = overrides.shards {
             c.shards = Some(s);
         }
@@ -581,9 +613,7 @@ impl BrokerConfig {
             c.cluster.controller_listen = Some(addr("--controller-listen", l)?);
         }
         c.settle_cluster()?;
-        if !advertise_set {
-            c.advertise = c.listen.to_string();
-        }
+        c.settle_security()?;
         c.validate()?;
         Ok(c)
     }
@@ -661,19 +691,38 @@ impl BrokerConfig {
     /// may be written quoted (`"num.partitions" = 12`) or bare
     /// (`num.partitions = 12`, which TOML reads as nested tables), or grouped
     /// under a table header (`[log]` then `segment.bytes = ...`).
-    fn apply_file(&mut self, path: &Path, text: &str) -> Result<bool, String> {
+    fn apply_file(
+        &mut self,
+        path: &Path,
+        text: &str,
+        listener_settings: &mut ListenerSettings,
+    ) -> Result<(), String> {
         let table: toml::Table = text
             .parse()
             .map_err(|e| format!("config file {} is not valid TOML: {e}", path.display()))?;
-        let mut advertise_set = false;
         for (key, v) in &flatten_dotted_keys(table) {
             match key.as_str() {
                 "data-dir" | "log.dirs" => self.data_dir = PathBuf::from(string(key, v)?),
-                "listen" => self.listen = addr(key, &string(key, v)?)?,
-                "advertise" => {
-                    self.advertise = string(key, v)?;
-                    advertise_set = true;
+                "listen" => {
+                    let l = string(key, v)?;
+                    addr(key, &l)?;
+                    listener_settings.listen = Some(l);
                 }
+                "advertise" => listener_settings.advertise = Some(string(key, v)?),
+                "listeners" => listener_settings.listeners = Some(string(key, v)?),
+                "advertised.listeners" => {
+                    listener_settings.advertised_listeners = Some(string(key, v)?)
+                }
+                "listener.security.protocol.map" => {
+                    listener_settings.protocol_map = Some(string(key, v)?)
+                }
+                "inter.broker.listener.name" => {
+                    listener_settings.inter_broker_listener_name = Some(string(key, v)?)
+                }
+                "security.inter.broker.protocol" => {
+                    listener_settings.inter_broker_protocol = Some(string(key, v)?)
+                }
+                k if security::is_security_key(k) => self.security.set(k, setting_text(key, v)?)?,
                 "shards" => self.shards = Some(non_negative(key, v)? as usize),
                 "node.id" => self.node_id = int(key, v)? as i32,
                 "process.roles" => {
@@ -839,16 +888,50 @@ impl BrokerConfig {
                 "log.cleaner.io.buffer.size" => self.cleaner.io_buffer_size = non_negative(key, v)?,
                 other => {
                     return Err(format!(
-                        "unknown setting {other:?} in {}; known settings: {}, {}, {}",
+                        "unknown setting {other:?} in {}; known settings: {}, {}, {}, {} \
+                         (each also as listener.name.<listener>.<setting>)",
                         path.display(),
                         KNOWN_KEYS.join(", "),
                         GROUP_KEYS.join(", "),
-                        TRANSACTION_KEYS.join(", ")
+                        TRANSACTION_KEYS.join(", "),
+                        security::SSL_KEYS.join(", ")
                     ))
                 }
             }
         }
-        Ok(advertise_set)
+        Ok(())
+    }
+
+    /// Checks every listener's security settings now, so that a broker
+    /// with a TLS listener it cannot serve refuses to start, naming the
+    /// setting, instead of failing its first client.
+    fn settle_security(&self) -> Result<(), String> {
+        let names: Vec<&str> = self.listeners.all.iter().map(|l| l.name.as_str()).collect();
+        if let Some(unknown) = self.security.unknown_listeners(&names).first() {
+            return Err(format!(
+                "settings for listener.name.{unknown}.*, but {} is not in listeners ({})",
+                unknown.to_ascii_uppercase(),
+                names.join(", ")
+            ));
+        }
+        for l in &self.listeners.all {
+            if l.protocol.uses_sasl() {
+                return Err(format!(
+                    "listener {} uses {}, and this pinlog build does not serve SASL yet; \
+                     use PLAINTEXT or SSL (with ssl.client.auth=required for client certificates)",
+                    l.name, l.protocol
+                ));
+            }
+            if l.protocol.uses_tls() {
+                TlsSettings::for_listener(&self.security, &l.name, true)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The TLS settings of a TLS listener (checked at load).
+    pub fn tls_settings(&self, listener: &str, server: bool) -> Result<TlsSettings, String> {
+        TlsSettings::for_listener(&self.security, listener, server)
     }
 }
 

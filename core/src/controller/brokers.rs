@@ -502,6 +502,7 @@ mod tests {
                     rack: None,
                     fenced: false,
                     in_controlled_shutdown: false,
+                    listeners: Vec::new(),
                 },
             );
         }

@@ -4,7 +4,9 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use crate::metadata::records::{MetadataRecord, Uuid, RESOURCE_BROKER, RESOURCE_TOPIC};
+use crate::metadata::records::{
+    BrokerEndpoint, MetadataRecord, Uuid, RESOURCE_BROKER, RESOURCE_TOPIC,
+};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PartitionImage {
@@ -152,11 +154,29 @@ pub struct BrokerImage {
     pub incarnation_id: Uuid,
     /// The offset of its registration record.
     pub epoch: i64,
+    /// The endpoint of its inter-broker listener.
     pub host: String,
     pub port: i32,
     pub rack: Option<String>,
     pub fenced: bool,
     pub in_controlled_shutdown: bool,
+    /// Every listener; empty for a registration from before named
+    /// listeners, whose one endpoint serves them all.
+    pub listeners: Vec<BrokerEndpoint>,
+}
+
+impl BrokerImage {
+    /// The broker's endpoint on `listener`: what a client that came in on
+    /// that listener is told. `None` when the broker has no such listener.
+    pub fn endpoint(&self, listener: &str) -> Option<(&str, i32)> {
+        if self.listeners.is_empty() {
+            return Some((&self.host, self.port));
+        }
+        self.listeners
+            .iter()
+            .find(|l| l.name == listener)
+            .map(|l| (l.host.as_str(), l.port))
+    }
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -312,6 +332,7 @@ impl MetadataImage {
                 rack,
                 fenced,
                 in_controlled_shutdown,
+                listeners,
             } => {
                 self.brokers.insert(
                     *broker_id,
@@ -328,6 +349,7 @@ impl MetadataImage {
                         rack: rack.clone(),
                         fenced: *fenced,
                         in_controlled_shutdown: *in_controlled_shutdown,
+                        listeners: listeners.clone(),
                     },
                 );
             }
@@ -470,6 +492,7 @@ impl MetadataImage {
                 rack: b.rack.clone(),
                 fenced: b.fenced,
                 in_controlled_shutdown: b.in_controlled_shutdown,
+                listeners: b.listeners.clone(),
             });
         }
         for topic in self.topics.values() {
@@ -662,6 +685,7 @@ mod tests {
                 rack: None,
                 fenced: true,
                 in_controlled_shutdown: false,
+                listeners: Vec::new(),
             },
             MetadataRecord::BrokerRegistrationChange {
                 broker_id: 1,

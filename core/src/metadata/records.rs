@@ -63,11 +63,17 @@ pub enum MetadataRecord {
         /// -1 in the log (the epoch is the record's offset); a snapshot
         /// stores the epoch, as its records all carry the snapshot's offset.
         broker_epoch: i64,
+        /// The endpoint of the broker's inter-broker listener.
         host: String,
         port: i32,
         rack: Option<String>,
         fenced: bool,
         in_controlled_shutdown: bool,
+        /// Every listener of the broker, so that a client is told the
+        /// endpoints of the listener it came in on. Empty in a record of a
+        /// release before named listeners: `host` and `port` then serve
+        /// every listener.
+        listeners: Vec<BrokerEndpoint>,
     },
     /// A broker's state changed (KRaft's BrokerRegistrationChangeRecord):
     /// fenced, unfenced, or in controlled shutdown.
@@ -153,6 +159,16 @@ fn read_optional_flag(r: &mut Reader, name: &'static str) -> DecodeResult<Option
         ))),
     }
 }
+/// One listener of a registered broker (KRaft's BrokerEndpoint).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BrokerEndpoint {
+    pub name: String,
+    pub host: String,
+    pub port: i32,
+    /// Kafka's security protocol id.
+    pub security_protocol: i16,
+}
+
 const VERSION: i8 = 0;
 /// `Partition` and `PartitionChange` with KIP-966's ELR fields and the
 /// reassignment fields appended. Written only when those fields say
@@ -244,9 +260,17 @@ impl MetadataRecord {
                 rack,
                 fenced,
                 in_controlled_shutdown,
+                listeners,
             } => {
+                // The listeners are appended as version 1 only when there
+                // are some, so that a one-listener cluster's log stays
+                // readable by the release before them (a rolling upgrade).
                 w.put_i8(REGISTER_BROKER);
-                w.put_i8(VERSION);
+                w.put_i8(if listeners.is_empty() {
+                    VERSION
+                } else {
+                    VERSION_1_FIELDS
+                });
                 w.put_i32(*broker_id);
                 w.put_slice(incarnation_id);
                 w.put_i64(*broker_epoch);
@@ -255,6 +279,15 @@ impl MetadataRecord {
                 w.put_nullable_string(rack.as_deref(), true);
                 w.put_i8(*fenced as i8);
                 w.put_i8(*in_controlled_shutdown as i8);
+                if !listeners.is_empty() {
+                    w.put_array_len(Some(listeners.len()), true);
+                    for l in listeners {
+                        w.put_string(&l.name, true);
+                        w.put_string(&l.host, true);
+                        w.put_i32(l.port);
+                        w.put_i16(l.security_protocol);
+                    }
+                }
             }
             MetadataRecord::UnregisterBroker {
                 broker_id,
@@ -335,7 +368,7 @@ impl MetadataRecord {
         let kind = r.i8("record type")?;
         let version = r.i8("record version")?;
         let newest = match kind {
-            PARTITION | PARTITION_CHANGE => VERSION_1_FIELDS,
+            PARTITION | PARTITION_CHANGE | REGISTER_BROKER => VERSION_1_FIELDS,
             _ => VERSION,
         };
         if !(VERSION..=newest).contains(&version) {
@@ -398,6 +431,19 @@ impl MetadataRecord {
                 rack: r.nullable_string("rack", true)?,
                 fenced: r.i8("fenced")? != 0,
                 in_controlled_shutdown: r.i8("in_controlled_shutdown")? != 0,
+                listeners: if with_v1_fields {
+                    // name, host, port, protocol.
+                    r.array("listeners", true, 1 + 1 + 4 + 2, |r| {
+                        Ok(BrokerEndpoint {
+                            name: r.string("name", true)?,
+                            host: r.string("host", true)?,
+                            port: r.i32("port")?,
+                            security_protocol: r.i16("security_protocol")?,
+                        })
+                    })?
+                } else {
+                    Vec::new()
+                },
             },
             BROKER_REGISTRATION_CHANGE => MetadataRecord::BrokerRegistrationChange {
                 broker_id: r.i32("broker_id")?,
@@ -488,6 +534,7 @@ mod tests {
                 rack: Some("r1".into()),
                 fenced: true,
                 in_controlled_shutdown: false,
+                listeners: Vec::new(),
             },
             MetadataRecord::BrokerRegistrationChange {
                 broker_id: 2,
@@ -543,6 +590,30 @@ mod tests {
             assert_eq!(MetadataRecord::decode(bytes).unwrap(), r);
         }
         let with_v1_fields = vec![
+            MetadataRecord::RegisterBroker {
+                broker_id: 3,
+                incarnation_id: id,
+                broker_epoch: 12,
+                host: "10.0.0.3".into(),
+                port: 9094,
+                rack: None,
+                fenced: false,
+                in_controlled_shutdown: true,
+                listeners: vec![
+                    BrokerEndpoint {
+                        name: "INTERNAL".into(),
+                        host: "10.0.0.3".into(),
+                        port: 9094,
+                        security_protocol: 3,
+                    },
+                    BrokerEndpoint {
+                        name: "SSL".into(),
+                        host: "kafka-3.example".into(),
+                        port: 9093,
+                        security_protocol: 1,
+                    },
+                ],
+            },
             MetadataRecord::Partition {
                 topic_id: id,
                 partition: 3,

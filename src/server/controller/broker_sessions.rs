@@ -16,7 +16,7 @@ use crate::controller::brokers::{
 use crate::controller::partitions::{fencing, with_leadership_changes, with_unclean_shutdown};
 use crate::metadata::features::new_cluster_records;
 use crate::metadata::image::MetadataImage;
-use crate::metadata::records::MetadataRecord;
+use crate::metadata::records::{BrokerEndpoint, MetadataRecord};
 use crate::node::state::BrokerState;
 use crate::node::stop::StopHandle;
 use crate::protocol::error_code;
@@ -189,6 +189,22 @@ pub(super) async fn register_broker(
                 rack: req.rack.clone(),
                 fenced: true,
                 in_controlled_shutdown: false,
+                // One PLAINTEXT listener is what `host` and `port` say
+                // already; leaving it out keeps the record in the format
+                // the release before named listeners reads.
+                listeners: if req.listeners.len() == 1 && req.listeners[0].name == "PLAINTEXT" {
+                    Vec::new()
+                } else {
+                    req.listeners
+                        .iter()
+                        .map(|l| BrokerEndpoint {
+                            name: l.name.clone(),
+                            host: l.host.clone(),
+                            port: i32::from(l.port),
+                            security_protocol: l.security_protocol,
+                        })
+                        .collect()
+                },
             });
             -1
         }

@@ -15,11 +15,12 @@ pub async fn handle(
     shard: &Rc<Shard>,
     _header: &RequestHeader,
     req: DescribeClusterRequest,
+    listener: &str,
 ) -> DescribeClusterResponse {
     let broker = BrokerState::of(shard);
     let image = broker.image();
     let mut brokers: Vec<DescribeClusterBroker> =
-        crate::server::handlers::metadata::live_brokers(&broker, &image)
+        crate::server::handlers::metadata::live_brokers(&broker, &image, listener)
             .into_iter()
             .map(|b| DescribeClusterBroker {
                 broker_id: b.id,
@@ -31,15 +32,16 @@ pub async fn handle(
             })
             .collect();
     if req.include_fenced_brokers {
-        brokers.extend(image.brokers.values().filter(|b| b.fenced).map(|b| {
-            DescribeClusterBroker {
+        brokers.extend(image.brokers.values().filter(|b| b.fenced).filter_map(|b| {
+            let (host, port) = b.endpoint(listener)?;
+            Some(DescribeClusterBroker {
                 broker_id: b.id,
-                host: b.host.clone(),
-                port: b.port,
+                host: host.to_string(),
+                port,
                 rack: b.rack.clone(),
                 is_fenced: true,
                 broker_epoch: Some(b.epoch),
-            }
+            })
         }));
         brokers.sort_by_key(|b| b.broker_id);
     }

@@ -37,6 +37,7 @@ pub async fn handle(
     shard: &Rc<Shard>,
     header: &RequestHeader,
     req: FindCoordinatorRequest,
+    listener: &str,
 ) -> FindCoordinatorResponse {
     let broker = BrokerState::of(shard);
     let keys = if header.api_version >= BATCHED_FROM {
@@ -95,12 +96,17 @@ pub async fn handle(
             // The same mapping for both (Kafka's `abs(hashCode) % partitions`).
             let partition = crate::group::offsets_topic::partition_for(&key, partitions);
             let leader = image.partition(topic, partition).map_or(-1, |p| p.leader);
-            match image.brokers.get(&leader).filter(|b| !b.fenced) {
-                Some(b) => Coordinator {
+            let endpoint = image
+                .brokers
+                .get(&leader)
+                .filter(|b| !b.fenced)
+                .and_then(|b| b.endpoint(listener));
+            match endpoint {
+                Some((host, port)) => Coordinator {
                     key,
                     node_id: leader,
-                    host: b.host.clone(),
-                    port: b.port,
+                    host: host.to_string(),
+                    port,
                     error_code: error_code::NONE,
                     error_message: None,
                 },

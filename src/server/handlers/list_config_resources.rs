@@ -10,7 +10,6 @@ use crate::node::state::BrokerState;
 use crate::protocol::error_code;
 use crate::protocol::header::RequestHeader;
 use crate::protocol::messages::list_config_resources::*;
-use crate::server::handlers::metadata::live_brokers;
 use crate::shard::shard::Shard;
 
 /// Kafka's ConfigResource type of a consumer group's dynamic configs.
@@ -60,11 +59,18 @@ pub async fn handle(
     // neither (no group configs, no client telemetry), so both lists are
     // empty, as on a Kafka cluster where none were set.
     if wanted.contains(&RESOURCE_BROKER) {
-        config_resources.extend(live_brokers(&broker, &image).into_iter().map(|b| {
-            ListedConfigResource {
-                resource_name: b.id.to_string(),
-                resource_type: RESOURCE_BROKER,
-            }
+        let mut ids: Vec<i32> = image
+            .brokers
+            .values()
+            .filter(|b| !b.fenced)
+            .map(|b| b.id)
+            .collect();
+        if ids.is_empty() {
+            ids.push(broker.node_id());
+        }
+        config_resources.extend(ids.into_iter().map(|id| ListedConfigResource {
+            resource_name: id.to_string(),
+            resource_type: RESOURCE_BROKER,
         }));
     }
     if wanted.contains(&RESOURCE_TOPIC) {

@@ -15,6 +15,7 @@ pub async fn handle(
     shard: &Rc<Shard>,
     _header: &RequestHeader,
     req: MetadataRequest,
+    listener: &str,
 ) -> MetadataResponse {
     let broker = BrokerState::of(shard);
     let mut image = broker.image();
@@ -124,7 +125,7 @@ pub async fn handle(
     }
     MetadataResponse {
         throttle_time_ms: 0,
-        brokers: live_brokers(&broker, &image)
+        brokers: live_brokers(&broker, &image, listener)
             .into_iter()
             .map(|b| MetadataResponseBroker {
                 node_id: b.id,
@@ -148,31 +149,37 @@ pub struct LiveBroker {
     pub rack: Option<String>,
 }
 
-/// The registered, unfenced brokers; this broker alone while its own
-/// registration is not in its image yet.
+/// The registered, unfenced brokers with their endpoint on `listener`
+/// (a broker without that listener is left out, as Kafka leaves it out);
+/// this broker alone while its own registration is not in its image yet.
 pub fn live_brokers(
     broker: &BrokerState,
     image: &crate::metadata::image::MetadataImage,
+    listener: &str,
 ) -> Vec<LiveBroker> {
     let mut out: Vec<LiveBroker> = image
         .brokers
         .values()
         .filter(|b| !b.fenced)
-        .map(|b| LiveBroker {
-            id: b.id,
-            host: b.host.clone(),
-            port: b.port,
-            rack: b.rack.clone(),
+        .filter_map(|b| {
+            let (host, port) = b.endpoint(listener)?;
+            Some(LiveBroker {
+                id: b.id,
+                host: host.to_string(),
+                port,
+                rack: b.rack.clone(),
+            })
         })
         .collect();
     if out.is_empty() {
-        let (host, port) = broker.config.advertised_host_port();
-        out.push(LiveBroker {
-            id: broker.node_id(),
-            host,
-            port,
-            rack: broker.config.cluster.rack.clone(),
-        });
+        if let Some(own) = broker.config.listeners.get(listener) {
+            out.push(LiveBroker {
+                id: broker.node_id(),
+                host: own.advertised_host.clone(),
+                port: i32::from(own.advertised_port),
+                rack: broker.config.cluster.rack.clone(),
+            });
+        }
     }
     out
 }

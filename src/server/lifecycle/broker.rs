@@ -26,10 +26,12 @@ use crate::server::controller::{self, Controller, CONTROLLER_SHARD};
 use crate::server::image_applier;
 use crate::server::lifecycle::{cluster_id, controlled_shutdown, registration, storage_failure};
 use crate::server::metrics::http as metrics_http;
-use crate::server::network::connection::serve_connection;
+use crate::server::network::connection::{serve_connection, ServedListener, TlsServing};
+use crate::server::network::tls;
 use crate::shard::checkpoints;
 use crate::shard::runtime::{run_shards, ShardConfig, Shutdown};
 use crate::shard::shard::Shard;
+use crate::ssl_principal::PrincipalMapper;
 
 /// How often idle shards look at the stop flag and run the flush timer.
 const TICK: Duration = Duration::from_millis(50);
@@ -186,13 +188,18 @@ pub fn run(config: BrokerConfig, stop: StopHandle) -> Result<(), String> {
     // first fails loudly when anything already listens there. A
     // controller-only node serves no clients and binds no Kafka port.
     if config.cluster.broker_role {
-        std::net::TcpListener::bind(config.listen).map_err(|e| {
-            format!(
-                "cannot listen on {}: {e}; is another broker running there? choose another with --listen",
-                config.listen
-            )
-        })?;
+        for l in &config.listeners.all {
+            std::net::TcpListener::bind(l.bind).map_err(|e| {
+                format!(
+                    "cannot listen on {} (listener {}): {e}; is another broker running there? \
+                     choose another address with --listen or listeners",
+                    l.bind, l.name
+                )
+            })?;
+        }
     }
+    let served_listeners = Arc::new(served_listeners(&config)?);
+    let inter_broker_security = tls::InterBrokerSecurity::from_config(&config)?;
     // Held until `run` returns; the kernel releases it if the process dies.
     let _data_dir_lock = DataDirLock::acquire(&config.data_dir)?;
     let cluster_id: Option<String> = cluster_id::load(&config.data_dir, config.node_id)?;
@@ -228,7 +235,20 @@ pub fn run(config: BrokerConfig, stop: StopHandle) -> Result<(), String> {
             _ => None,
         };
         let stop = stop.clone();
-        async move { shard_main(shard, config, cluster_id, started, metrics_listener, stop).await }
+        let listeners = served_listeners.clone();
+        shard.set_extension(Rc::new(inter_broker_security.clone()));
+        async move {
+            shard_main(
+                shard,
+                config,
+                cluster_id,
+                started,
+                metrics_listener,
+                listeners,
+                stop,
+            )
+            .await
+        }
     })
     .map_err(|e| e.to_string())?;
     let mut failed = None;
@@ -250,6 +270,7 @@ async fn shard_main(
     cluster_id: Option<String>,
     started: Instant,
     metrics_listener: Option<std::net::TcpListener>,
+    served_listeners: Arc<Vec<Arc<ServedListener>>>,
     stop: StopHandle,
 ) -> Result<(), String> {
     // Replica fetchers find the stop request here.
@@ -288,12 +309,17 @@ async fn shard_main(
             glommio::timer::sleep(Duration::from_millis(5)).await;
         }
     }
-    let listener = bind_shard_listener(config.listen).map_err(|e| {
-        format!(
-            "cannot listen on {}: {e}; is another broker running there? choose another with --listen",
-            config.listen
-        )
-    })?;
+    let mut bound = Vec::with_capacity(served_listeners.len());
+    for served in served_listeners.iter() {
+        let socket = bind_shard_listener(served.listener.bind).map_err(|e| {
+            format!(
+                "cannot listen on {} (listener {}): {e}; is another broker running there? \
+                 choose another address with --listen or listeners",
+                served.listener.bind, served.listener.name
+            )
+        })?;
+        bound.push((socket, served.clone()));
+    }
     if shard.id() == 0 {
         let partitions: usize = BrokerState::of(&shard)
             .image()
@@ -329,9 +355,15 @@ async fn shard_main(
                 "no clean-shutdown marker: recovered segments past the recovery point"
             }
         );
+        let listeners: Vec<String> = config
+            .listeners
+            .all
+            .iter()
+            .map(|l| format!("{}://{} (advertised {})", l.name, l.bind, l.advertised()))
+            .collect();
         tracing::info!(
-            listen = %config.listen,
-            advertise = %config.advertise,
+            listeners = %listeners.join(", "),
+            inter_broker_listener = %config.listeners.inter_broker,
             metrics_listen = %config.metrics_listen,
             shards = shard.shard_count(),
             partitions,
@@ -366,32 +398,22 @@ async fn shard_main(
     crate::server::txn_coordinator::start(&shard, stop.clone());
     let cleaner_task = spawn_cleaner(&shard, &config, stop.clone());
     let metrics_task = metrics_listener.map(|l| metrics_http::spawn(&shard, l, stop.clone()));
-    loop {
-        let accepted = futures_lite::future::or(async { Some(listener.accept().await) }, async {
-            while !stop.is_requested() {
-                glommio::timer::sleep(TICK).await;
-            }
-            None
+    let accept_loops: Vec<_> = bound
+        .into_iter()
+        .map(|(socket, served)| {
+            glommio::spawn_local(accept_connections(
+                shard.clone(),
+                socket,
+                served,
+                active.clone(),
+                stop.clone(),
+            ))
         })
-        .await;
-        match accepted {
-            None => break,
-            Some(Ok(stream)) => {
-                let (shard, active, stop) = (shard.clone(), active.clone(), stop.clone());
-                active.set(active.get() + 1);
-                glommio::spawn_local(async move {
-                    serve_connection(shard, stream, stop).await;
-                    active.set(active.get() - 1);
-                })
-                .detach();
-            }
-            Some(Err(e)) => {
-                tracing::warn!("accept failed: {e}");
-                glommio::timer::sleep(TICK).await;
-            }
-        }
+        .collect();
+    for accept_loop in accept_loops {
+        // Each ends, dropping its socket, once the stop is requested.
+        accept_loop.await;
     }
-    drop(listener);
     if shard.id() == CONTROLLER_SHARD {
         // Before the drain: the quorum gets its next leader while this
         // node's requests finish, not after.
@@ -627,6 +649,69 @@ async fn on_every_shard(shard: &Rc<Shard>, f: fn(&BrokerState)) -> Result<(), St
             .map_err(|e| e.to_string())?;
     }
     Ok(())
+}
+
+/// Accepts one listener's connections on this shard until the stop, each
+/// served by its own task; `active` counts them for the drain.
+async fn accept_connections(
+    shard: Rc<Shard>,
+    socket: TcpListener,
+    served: Arc<ServedListener>,
+    active: Rc<Cell<usize>>,
+    stop: StopHandle,
+) {
+    loop {
+        let accepted = futures_lite::future::or(async { Some(socket.accept().await) }, async {
+            while !stop.is_requested() {
+                glommio::timer::sleep(TICK).await;
+            }
+            None
+        })
+        .await;
+        match accepted {
+            None => break,
+            Some(Ok(stream)) => {
+                let (shard, active, stop) = (shard.clone(), active.clone(), stop.clone());
+                let served = served.clone();
+                active.set(active.get() + 1);
+                glommio::spawn_local(async move {
+                    serve_connection(shard, stream, stop, served).await;
+                    active.set(active.get() - 1);
+                })
+                .detach();
+            }
+            Some(Err(e)) => {
+                tracing::warn!(listener = %served.listener.name, "accept failed: {e}");
+                glommio::timer::sleep(TICK).await;
+            }
+        }
+    }
+}
+
+/// Every listener as the shards serve it, its TLS configuration built once
+/// here: a certificate that cannot be read stops the broker at startup,
+/// naming the file and the setting.
+fn served_listeners(config: &BrokerConfig) -> Result<Vec<Arc<ServedListener>>, String> {
+    let mut out = Vec::with_capacity(config.listeners.all.len());
+    for l in &config.listeners.all {
+        let tls = if l.protocol.uses_tls() {
+            let settings = config.tls_settings(&l.name, true)?;
+            let server =
+                tls::server_config(&settings).map_err(|e| format!("listener {}: {e}", l.name))?;
+            Some(TlsServing {
+                acceptor: futures_rustls::TlsAcceptor::from(server),
+                principal_mapper: PrincipalMapper::parse(&settings.principal_mapping_rules)
+                    .map_err(|e| format!("listener {}: {e}", l.name))?,
+            })
+        } else {
+            None
+        };
+        out.push(Arc::new(ServedListener {
+            listener: l.clone(),
+            tls,
+        }));
+    }
+    Ok(out)
 }
 
 /// Each shard's own listener on the Kafka port: SO_REUSEPORT gives every

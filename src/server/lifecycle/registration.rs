@@ -34,9 +34,6 @@ use crate::shard::shard::Shard;
 const REGISTRATION_VERSION: i16 = 3;
 /// BrokerHeartbeat version sent.
 const HEARTBEAT_VERSION: i16 = 1;
-/// Kafka's listener name and security protocol (PLAINTEXT = 0).
-const LISTENER_NAME: &str = "PLAINTEXT";
-const PLAINTEXT: i16 = 0;
 /// How soon a broker asks again while it waits for a controller, or to be
 /// unfenced at startup.
 const RETRY: Duration = Duration::from_millis(50);
@@ -130,17 +127,29 @@ async fn register(
     stop: &StopHandle,
 ) -> Result<(), JoinRefused> {
     let broker = BrokerState::of(shard);
-    let (host, port) = broker.config.advertised_host_port();
+    // Every listener, the inter-broker one first: the controller records
+    // the first as the endpoint other brokers connect to.
+    let listeners = &broker.config.listeners;
+    let mut ordered: Vec<_> = vec![listeners.inter_broker()];
+    ordered.extend(
+        listeners
+            .all
+            .iter()
+            .filter(|l| l.name != listeners.inter_broker),
+    );
     let request = BrokerRegistrationRequest {
         broker_id: broker.node_id(),
         cluster_id: lifecycle.cluster_id.clone().unwrap_or_default(),
         incarnation_id: lifecycle.incarnation_id,
-        listeners: vec![RegistrationListener {
-            name: LISTENER_NAME.into(),
-            host,
-            port: u16::try_from(port).unwrap_or(0),
-            security_protocol: PLAINTEXT,
-        }],
+        listeners: ordered
+            .into_iter()
+            .map(|l| RegistrationListener {
+                name: l.name.clone(),
+                host: l.advertised_host.clone(),
+                port: l.advertised_port,
+                security_protocol: l.protocol.id(),
+            })
+            .collect(),
         rack: broker.config.cluster.rack.clone(),
         // KIP-966: the epoch of the last registration, when this broker can
         // show that nothing it wrote since was lost (a clean shutdown, or a

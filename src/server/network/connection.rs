@@ -11,24 +11,46 @@
 //! [`IN_FLIGHT_REQUESTS_MAX`] requests waits for the oldest to be answered.
 
 use std::rc::Rc;
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
+use futures_lite::{AsyncRead, AsyncWrite};
 use glommio::channels::local_channel;
 use glommio::net::TcpStream;
 
+use crate::broker_config::listeners::Listener;
 use crate::node::state::BrokerState;
 use crate::node::stop::StopHandle;
 use crate::server::network::dispatch::{handle_frame, Outcome};
 use crate::server::network::frame_reader::{FrameError, FrameReader};
 use crate::server::network::request_probe::{self, RequestTimer, ShardProbe};
 use crate::server::network::response_writer::write_response;
+use crate::server::network::session::{Session, ANONYMOUS_PRINCIPAL};
+use crate::server::network::tls::certificate_principal;
 use crate::shard::shard::Shard;
+use crate::ssl_principal::PrincipalMapper;
 
 /// Requests read but not yet answered, per connection.
 pub const IN_FLIGHT_REQUESTS_MAX: usize = 64;
 /// How often an idle connection checks whether the broker is stopping.
 const STOP_CHECK_INTERVAL: Duration = Duration::from_millis(50);
+/// How long a client may take over its TLS handshake: a peer that opens a
+/// connection and says nothing must not hold it (and its memory) forever.
+pub const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A listener as the shards serve it: its settings, and for TLS the
+/// acceptor and the principal mapping rules. Built once at startup and
+/// shared by every shard.
+pub struct ServedListener {
+    pub listener: Listener,
+    pub tls: Option<TlsServing>,
+}
+
+pub struct TlsServing {
+    pub acceptor: futures_rustls::TlsAcceptor,
+    pub principal_mapper: PrincipalMapper,
+}
 
 /// Why a connection ends.
 #[derive(Debug)]
@@ -40,8 +62,14 @@ enum End {
 
 /// Serves one connection until the peer closes it or sends garbage.
 /// `stop` says when the broker shuts down: the connection then reads no
-/// new request, answers those in flight, and closes.
-pub async fn serve_connection(shard: Rc<Shard>, stream: TcpStream, stop: StopHandle) {
+/// new request, answers those in flight, and closes. On a TLS listener the
+/// handshake comes first, and a client certificate names the principal.
+pub async fn serve_connection(
+    shard: Rc<Shard>,
+    stream: TcpStream,
+    stop: StopHandle,
+    listener: Arc<ServedListener>,
+) {
     let peer_addr = stream.peer_addr().ok();
     let peer = peer_addr
         .map(|a| a.to_string())
@@ -53,6 +81,62 @@ pub async fn serve_connection(shard: Rc<Shard>, stream: TcpStream, stop: StopHan
     if let Err(e) = stream.set_nodelay(true) {
         tracing::debug!(%peer, "cannot set TCP_NODELAY: {e}");
     }
+    let mut session = Session {
+        listener: listener.listener.name.as_str().into(),
+        protocol: listener.listener.protocol,
+        peer_host,
+        principal: ANONYMOUS_PRINCIPAL.into(),
+    };
+    let Some(tls) = &listener.tls else {
+        return serve_stream(shard, stream, stop, session, peer).await;
+    };
+    let handshake =
+        futures_lite::future::or(async { Some(tls.acceptor.accept(stream).await) }, async {
+            glommio::timer::sleep(TLS_HANDSHAKE_TIMEOUT).await;
+            None
+        })
+        .await;
+    let stream = match handshake {
+        Some(Ok(s)) => s,
+        Some(Err(e)) => {
+            tracing::warn!(%peer, listener = %session.listener, "TLS handshake failed: {e}");
+            return;
+        }
+        None => {
+            tracing::warn!(
+                %peer,
+                listener = %session.listener,
+                "closing connection: no TLS handshake within {TLS_HANDSHAKE_TIMEOUT:?}"
+            );
+            return;
+        }
+    };
+    if let Some(certificate) = stream
+        .get_ref()
+        .1
+        .peer_certificates()
+        .and_then(|c| c.first())
+    {
+        match certificate_principal(certificate, &tls.principal_mapper) {
+            Ok(principal) => session.principal = principal.into(),
+            Err(e) => {
+                tracing::warn!(%peer, listener = %session.listener, "refusing the client certificate: {e}");
+                return;
+            }
+        }
+    }
+    tracing::debug!(%peer, principal = %session.principal, "TLS connection established");
+    serve_stream(shard, stream, stop, session, peer).await
+}
+
+/// Serves requests on a set-up stream, plain or TLS.
+async fn serve_stream<S: AsyncRead + AsyncWrite + Unpin + 'static>(
+    shard: Rc<Shard>,
+    stream: S,
+    stop: StopHandle,
+    session: Session,
+    peer: String,
+) {
     let max_frame = BrokerState::of(&shard).config.socket_request_max_bytes;
     let probe = ShardProbe::of(&shard);
     let (mut reader, mut writer) = futures_lite::io::split(stream);
@@ -66,7 +150,7 @@ pub async fn serve_connection(shard: Rc<Shard>, stream: TcpStream, stop: StopHan
     let writer_done = Rc::new(std::cell::Cell::new(false));
     let writer_done_flag = writer_done.clone();
     let writer_task = glommio::spawn_local(async move {
-        let end = serve_requests(&worker_shard, &rx, &mut writer, &writer_probe, &peer_host).await;
+        let end = serve_requests(&worker_shard, &rx, &mut writer, &writer_probe, &session).await;
         writer_done_flag.set(true);
         end
     });
@@ -108,15 +192,15 @@ pub async fn serve_connection(shard: Rc<Shard>, stream: TcpStream, stop: StopHan
 /// Handles each request in arrival order and writes its response, until
 /// the reader hangs up, a write fails, or a request must close the
 /// connection.
-async fn serve_requests<W: futures_lite::AsyncWrite + Unpin>(
+async fn serve_requests<W: AsyncWrite + Unpin>(
     shard: &Rc<Shard>,
     rx: &local_channel::LocalReceiver<(Bytes, RequestTimer)>,
     writer: &mut W,
     probe: &ShardProbe,
-    peer_host: &str,
+    session: &Session,
 ) -> End {
     while let Some((frame, timer)) = rx.recv().await {
-        let outcome = handle_frame(shard, frame, peer_host).await;
+        let outcome = handle_frame(shard, frame, session).await;
         probe.request_finished(timer, &outcome);
         match outcome {
             Outcome::Respond(chunks) => {

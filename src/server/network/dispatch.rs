@@ -18,6 +18,7 @@ use crate::protocol::codec::{DecodeError, Reader};
 use crate::protocol::header::{encode_response_header, RequestHeader};
 use crate::protocol::messages::*;
 use crate::server::handlers;
+use crate::server::network::session::Session;
 use crate::shard::shard::Shard;
 
 /// What the connection does with one request.
@@ -30,9 +31,8 @@ pub enum Outcome {
     Close(String),
 }
 
-/// Decodes and serves one frame from a client at `peer_host` (its IP
-/// address, which group membership reports).
-pub async fn handle_frame(shard: &Rc<Shard>, frame: Bytes, peer_host: &str) -> Outcome {
+/// Decodes and serves one frame of a connection's `session`.
+pub async fn handle_frame(shard: &Rc<Shard>, frame: Bytes, session: &Session) -> Outcome {
     let mut r = Reader::new(frame);
     let prefix = match RequestHeader::decode_prefix(&mut r) {
         Ok(p) => p,
@@ -75,12 +75,26 @@ pub async fn handle_frame(shard: &Rc<Shard>, frame: Bytes, peer_host: &str) -> O
             respond(correlation_id, resp_header, v, |w| resp.encode(w.buf(), v))
         }};
     }
+    // The APIs that name brokers answer with the endpoints of the listener
+    // the request came in on.
+    macro_rules! serve_on_listener {
+        ($req:ty, $handler:path) => {{
+            let req = match <$req>::decode(&mut r, v) {
+                Ok(req) => req,
+                Err(e) => return malformed(key, v, e),
+            };
+            let resp = $handler(shard, &header, req, &session.listener).await;
+            respond(correlation_id, resp_header, v, |w| resp.encode(w.buf(), v))
+        }};
+    }
     match key {
         ApiKey::ApiVersions => serve!(
             api_versions::ApiVersionsRequest,
             handlers::api_versions::handle
         ),
-        ApiKey::Metadata => serve!(metadata::MetadataRequest, handlers::metadata::handle),
+        ApiKey::Metadata => {
+            serve_on_listener!(metadata::MetadataRequest, handlers::metadata::handle)
+        }
         ApiKey::Produce => {
             let req = match produce::ProduceRequest::decode(&mut r, v) {
                 Ok(req) => req,
@@ -163,7 +177,7 @@ pub async fn handle_frame(shard: &Rc<Shard>, frame: Bytes, peer_host: &str) -> O
             describe_quorum::DescribeQuorumRequest,
             handlers::describe_quorum::handle
         ),
-        ApiKey::DescribeCluster => serve!(
+        ApiKey::DescribeCluster => serve_on_listener!(
             describe_cluster::DescribeClusterRequest,
             handlers::describe_cluster::handle
         ),
@@ -175,7 +189,7 @@ pub async fn handle_frame(shard: &Rc<Shard>, frame: Bytes, peer_host: &str) -> O
             describe_log_dirs::DescribeLogDirsRequest,
             handlers::describe_log_dirs::handle
         ),
-        ApiKey::FindCoordinator => serve!(
+        ApiKey::FindCoordinator => serve_on_listener!(
             find_coordinator::FindCoordinatorRequest,
             handlers::find_coordinator::handle
         ),
@@ -184,7 +198,7 @@ pub async fn handle_frame(shard: &Rc<Shard>, frame: Bytes, peer_host: &str) -> O
                 Ok(req) => req,
                 Err(e) => return malformed(key, v, e),
             };
-            let resp = handlers::join_group::handle(shard, &header, req, peer_host).await;
+            let resp = handlers::join_group::handle(shard, &header, req, &session.peer_host).await;
             respond(correlation_id, resp_header, v, |w| resp.encode(w.buf(), v))
         }
         ApiKey::SyncGroup => serve!(sync_group::SyncGroupRequest, handlers::sync_group::handle),

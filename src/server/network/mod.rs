@@ -1,10 +1,13 @@
 //! The network edge: the connections a shard accepts, the frames it reads
 //! from them, the dispatch of each frame to its API handler, and the
-//! writer that sends responses in request order. TLS and SASL will go here,
-//! between the socket and the frames.
+//! writer that sends responses in request order. TLS sits between the
+//! socket and the frames (`tls.rs`), and each connection carries its
+//! session: listener, peer and principal (`session.rs`).
 
 pub mod connection;
 pub mod dispatch;
 pub mod frame_reader;
 pub mod request_probe;
 pub mod response_writer;
+pub mod session;
+pub mod tls;

@@ -17,25 +17,66 @@ use crate::protocol::api::ApiKey;
 use crate::protocol::codec::{DecodeResult, Reader};
 use crate::protocol::header::{decode_response_header, RequestHeader};
 use crate::quorum::network::resolve;
+use crate::server::network::tls::InterBrokerSecurity;
 
 /// How long a connection attempt to a peer broker may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// A connection to a peer, plain or TLS.
+trait PeerStream: futures_lite::AsyncRead + futures_lite::AsyncWrite + Unpin {}
+impl<S: futures_lite::AsyncRead + futures_lite::AsyncWrite + Unpin> PeerStream for S {}
+
 pub struct KafkaPeer {
     addr: String,
     client_id: String,
-    stream: Option<TcpStream>,
+    security: InterBrokerSecurity,
+    stream: Option<Box<dyn PeerStream>>,
     next_correlation_id: i32,
 }
 
 impl KafkaPeer {
-    pub fn new(addr: String, client_id: String) -> Self {
+    /// A peer at `addr` (the other broker's inter-broker listener), reached
+    /// as `security` says.
+    pub fn new(addr: String, client_id: String, security: InterBrokerSecurity) -> Self {
         KafkaPeer {
             addr,
             client_id,
+            security,
             stream: None,
             next_correlation_id: 0,
         }
+    }
+
+    /// Connects, and over TLS shakes hands within the connect timeout.
+    async fn connect(&self) -> io::Result<Box<dyn PeerStream>> {
+        let addr = resolve(&self.addr)?;
+        let stream = TcpStream::connect_timeout(addr, CONNECT_TIMEOUT)
+            .await
+            .map_err(|e| io::Error::other(format!("cannot connect to {}: {e}", self.addr)))?;
+        stream.set_nodelay(true).ok();
+        let Some(connector) = &self.security.tls else {
+            return Ok(Box::new(stream));
+        };
+        let host = self
+            .addr
+            .rsplit_once(':')
+            .map_or(self.addr.as_str(), |(h, _)| h)
+            .trim_start_matches('[')
+            .trim_end_matches(']');
+        let name = rustls::pki_types::ServerName::try_from(host.to_string())
+            .map_err(|e| io::Error::other(format!("{}: not a TLS server name: {e}", self.addr)))?;
+        let tls = connector
+            .connect(name, stream)
+            .or(async {
+                glommio::timer::sleep(CONNECT_TIMEOUT).await;
+                Err(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    "no TLS handshake within the connect timeout",
+                ))
+            })
+            .await
+            .map_err(|e| io::Error::other(format!("TLS to {}: {e}", self.addr)))?;
+        Ok(Box::new(tls))
     }
 
     pub fn addr(&self) -> &str {
@@ -59,12 +100,7 @@ impl KafkaPeer {
         max_response_bytes: usize,
     ) -> io::Result<T> {
         if self.stream.is_none() {
-            let addr = resolve(&self.addr)?;
-            let stream = TcpStream::connect_timeout(addr, CONNECT_TIMEOUT)
-                .await
-                .map_err(|e| io::Error::other(format!("cannot connect to {}: {e}", self.addr)))?;
-            stream.set_nodelay(true).ok();
-            self.stream = Some(stream);
+            self.stream = Some(self.connect().await?);
         }
         self.next_correlation_id = self.next_correlation_id.wrapping_add(1);
         let correlation_id = self.next_correlation_id;

@@ -46,6 +46,7 @@ use crate::replica::{
     truncation_offset, FetchedAnswer, FollowerFetchSession, LocalLog, PartitionFetch, ReplicaState,
     Role, Truncation,
 };
+use crate::server::network::tls::InterBrokerSecurity;
 use crate::server::replication::fetcher_test_hooks::FetcherTestHooks;
 use crate::server::replication::kafka_peer::KafkaPeer;
 use crate::server::replication::quotas::{ReplicationQuotas, Side};
@@ -186,6 +187,7 @@ async fn run(shard: Rc<Shard>, leader: i32) {
             peer = Some(KafkaPeer::new(
                 addr,
                 format!("pinlog-replica-fetcher-{local_id}-shard-{}", shard.id()),
+                InterBrokerSecurity::of(&shard),
             ));
         }
         let peer = peer.as_mut().expect("set above");

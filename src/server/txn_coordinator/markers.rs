@@ -26,6 +26,7 @@ use crate::node::state::BrokerState;
 use crate::protocol::api::ApiKey;
 use crate::protocol::error_code;
 use crate::protocol::messages::write_txn_markers::*;
+use crate::server::network::tls::InterBrokerSecurity;
 use crate::server::replication::kafka_peer::KafkaPeer;
 use crate::shard::shard::{now_ms, Shard};
 use crate::topic_partition::TopicPartition;
@@ -148,6 +149,7 @@ pub async fn write_markers(
                 KafkaPeer::new(
                     addr.clone(),
                     format!("pinlog-txn-markers-{local}-shard-{}", shard.id()),
+                    InterBrokerSecurity::of(&shard),
                 )
             });
             tasks.push(glommio::spawn_local(async move {

@@ -26,6 +26,7 @@ use crate::protocol::messages::add_partitions_to_txn::{
     AddPartitionsToTxnRequest, AddPartitionsToTxnResponse, AddPartitionsToTxnTopic,
     AddPartitionsToTxnTransaction,
 };
+use crate::server::network::tls::InterBrokerSecurity;
 use crate::server::replication::kafka_peer::KafkaPeer;
 use crate::server::txn_coordinator::{on_coordinator, TxnCoordinator};
 use crate::shard::shard::Shard;
@@ -191,6 +192,7 @@ async fn ask_remote(
                 BrokerState::of(shard).node_id(),
                 shard.id()
             ),
+            InterBrokerSecurity::of(shard),
         )
     });
     let answer = peer
