@@ -43,6 +43,8 @@ pub mod offset_fetch;
 pub mod offset_for_leader_epoch;
 pub mod partition_shards;
 pub mod produce;
+pub mod sasl_authenticate;
+pub mod sasl_handshake;
 pub mod sync_group;
 pub mod txn_offset_commit;
 pub mod unregister_broker;

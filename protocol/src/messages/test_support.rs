@@ -121,6 +121,10 @@ messages!(
     list_transactions::ListTransactionsResponse,
     update_features::UpdateFeaturesRequest,
     update_features::UpdateFeaturesResponse,
+    sasl_handshake::SaslHandshakeRequest,
+    sasl_handshake::SaslHandshakeResponse,
+    sasl_authenticate::SaslAuthenticateRequest,
+    sasl_authenticate::SaslAuthenticateResponse,
 );
 
 /// `m` encoded at `version`.
