@@ -125,6 +125,12 @@ messages!(
     sasl_handshake::SaslHandshakeResponse,
     sasl_authenticate::SaslAuthenticateRequest,
     sasl_authenticate::SaslAuthenticateResponse,
+    describe_acls::DescribeAclsRequest,
+    describe_acls::DescribeAclsResponse,
+    create_acls::CreateAclsRequest,
+    create_acls::CreateAclsResponse,
+    delete_acls::DeleteAclsRequest,
+    delete_acls::DeleteAclsResponse,
 );
 
 /// `m` encoded at `version`.
