@@ -131,6 +131,10 @@ messages!(
     create_acls::CreateAclsResponse,
     delete_acls::DeleteAclsRequest,
     delete_acls::DeleteAclsResponse,
+    describe_client_quotas::DescribeClientQuotasRequest,
+    describe_client_quotas::DescribeClientQuotasResponse,
+    alter_client_quotas::AlterClientQuotasRequest,
+    alter_client_quotas::AlterClientQuotasResponse,
 );
 
 /// `m` encoded at `version`.
