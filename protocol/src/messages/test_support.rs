@@ -135,6 +135,10 @@ messages!(
     describe_client_quotas::DescribeClientQuotasResponse,
     alter_client_quotas::AlterClientQuotasRequest,
     alter_client_quotas::AlterClientQuotasResponse,
+    describe_user_scram_credentials::DescribeUserScramCredentialsRequest,
+    describe_user_scram_credentials::DescribeUserScramCredentialsResponse,
+    alter_user_scram_credentials::AlterUserScramCredentialsRequest,
+    alter_user_scram_credentials::AlterUserScramCredentialsResponse,
 );
 
 /// `m` encoded at `version`.
