@@ -139,6 +139,9 @@ messages!(
     describe_user_scram_credentials::DescribeUserScramCredentialsResponse,
     alter_user_scram_credentials::AlterUserScramCredentialsRequest,
     alter_user_scram_credentials::AlterUserScramCredentialsResponse,
+    envelope::EnvelopeRequest,
+    envelope::EnvelopeResponse,
+    default_principal_data::DefaultPrincipalData,
 );
 
 /// `m` encoded at `version`.
