@@ -8,28 +8,29 @@
 
 use bytes::{BufMut, BytesMut};
 
-use super::describe_client_quotas::{min_entity_bytes, EntityData};
+use super::describe_client_quotas::{min_entity_bytes, same_bits, EntityData};
 use crate::codec::{
     min_array_bytes, min_string_bytes, min_tags_bytes, DecodeResult, Reader, Writer,
 };
 
 const FLEXIBLE_FROM: i16 = 1;
 
-/// Quota values are FLOAT64, so the request is `PartialEq` but not `Eq`.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct AlterClientQuotasRequest {
     pub entries: Vec<EntryData>,
     /// Check the changes, apply none.
     pub validate_only: bool,
 }
 
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct EntryData {
     pub entity: Vec<EntityData>,
     pub ops: Vec<OpData>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq)]
+/// Equal when the values have the same bits, as for DescribeClientQuotas'
+/// values.
+#[derive(Debug, Clone, Default)]
 pub struct OpData {
     /// The quota's name, such as `consumer_byte_rate`.
     pub key: String,
@@ -38,6 +39,14 @@ pub struct OpData {
     /// Remove the quota instead of setting it.
     pub remove: bool,
 }
+
+impl PartialEq for OpData {
+    fn eq(&self, other: &Self) -> bool {
+        self.key == other.key && same_bits(self.value, other.value) && self.remove == other.remove
+    }
+}
+
+impl Eq for OpData {}
 
 impl AlterClientQuotasRequest {
     pub fn decode(r: &mut Reader, version: i16) -> DecodeResult<Self> {

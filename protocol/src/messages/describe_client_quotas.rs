@@ -81,8 +81,7 @@ impl DescribeClientQuotasRequest {
     }
 }
 
-/// Quota values are FLOAT64, so the response is `PartialEq` but not `Eq`.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct DescribeClientQuotasResponse {
     pub throttle_time_ms: i32,
     pub error_code: i16,
@@ -91,7 +90,7 @@ pub struct DescribeClientQuotasResponse {
     pub entries: Option<Vec<EntryData>>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct EntryData {
     pub entity: Vec<EntityData>,
     pub values: Vec<ValueData>,
@@ -132,11 +131,29 @@ impl EntityData {
     }
 }
 
-#[derive(Debug, Clone, Default, PartialEq)]
+/// Equal when the keys are and the values have the same bits, so that a
+/// value survives a round trip exactly, NaN and -0.0 included (see
+/// [`same_bits`]).
+#[derive(Debug, Clone, Default)]
 pub struct ValueData {
     /// The quota's name, such as `producer_byte_rate`.
     pub key: String,
     pub value: f64,
+}
+
+impl PartialEq for ValueData {
+    fn eq(&self, other: &Self) -> bool {
+        self.key == other.key && same_bits(self.value, other.value)
+    }
+}
+
+impl Eq for ValueData {}
+
+/// Whether two FLOAT64 fields hold the same wire bytes. A codec's equality
+/// is the wire's: with `==`, a NaN from a peer would not equal itself after
+/// a round trip, and 0.0 would equal -0.0, which encodes differently.
+pub(crate) fn same_bits(a: f64, b: f64) -> bool {
+    a.to_bits() == b.to_bits()
 }
 
 impl DescribeClientQuotasResponse {
@@ -307,6 +324,28 @@ mod tests {
         // throttle, error, null message, entries, empty entity, values, key.
         let at = 4 + 2 + 1 + 1 + 1 + 1 + 2;
         assert_eq!(&bytes[at..at + 8], value);
+    }
+
+    #[test]
+    fn values_round_trip_bit_for_bit() {
+        for value in [f64::NAN, -0.0, 0.0, f64::INFINITY, f64::MIN_POSITIVE / 2.0] {
+            let resp = DescribeClientQuotasResponse {
+                entries: Some(vec![EntryData {
+                    entity: Vec::new(),
+                    values: vec![ValueData {
+                        key: "k".into(),
+                        value,
+                    }],
+                }]),
+                ..DescribeClientQuotasResponse::default()
+            };
+            assert_round_trip(&resp, 1);
+        }
+        let zero = |value| ValueData {
+            key: "k".into(),
+            value,
+        };
+        assert_ne!(zero(0.0), zero(-0.0));
     }
 
     #[test]
