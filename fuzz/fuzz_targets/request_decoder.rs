@@ -136,6 +136,26 @@ messages!(
     describe_transactions::DescribeTransactionsResponse,
     list_transactions::ListTransactionsRequest,
     list_transactions::ListTransactionsResponse,
+    sasl_handshake::SaslHandshakeRequest,
+    sasl_handshake::SaslHandshakeResponse,
+    describe_acls::DescribeAclsRequest,
+    describe_acls::DescribeAclsResponse,
+    create_acls::CreateAclsRequest,
+    create_acls::CreateAclsResponse,
+    delete_acls::DeleteAclsRequest,
+    delete_acls::DeleteAclsResponse,
+    sasl_authenticate::SaslAuthenticateRequest,
+    sasl_authenticate::SaslAuthenticateResponse,
+    describe_client_quotas::DescribeClientQuotasRequest,
+    describe_client_quotas::DescribeClientQuotasResponse,
+    alter_client_quotas::AlterClientQuotasRequest,
+    alter_client_quotas::AlterClientQuotasResponse,
+    describe_user_scram_credentials::DescribeUserScramCredentialsRequest,
+    describe_user_scram_credentials::DescribeUserScramCredentialsResponse,
+    alter_user_scram_credentials::AlterUserScramCredentialsRequest,
+    alter_user_scram_credentials::AlterUserScramCredentialsResponse,
+    envelope::EnvelopeRequest,
+    envelope::EnvelopeResponse,
 );
 
 /// Decodes `M` from `reader`; when that succeeds, checks that re-encoding
@@ -292,6 +312,18 @@ fn check_api(key: ApiKey, version: i16, request: Reader, also_response: bool) {
         ApiKey::DescribeProducers => pair!(describe_producers::DescribeProducersRequest, describe_producers::DescribeProducersResponse),
         ApiKey::DescribeTransactions => pair!(describe_transactions::DescribeTransactionsRequest, describe_transactions::DescribeTransactionsResponse),
         ApiKey::ListTransactions => pair!(list_transactions::ListTransactionsRequest, list_transactions::ListTransactionsResponse),
+        // Codecs only (`CODEC_ONLY_APIS`): the input picks rows of
+        // `SUPPORTED_APIS`, so these are reached once the broker serves them.
+        ApiKey::SaslHandshake => pair!(sasl_handshake::SaslHandshakeRequest, sasl_handshake::SaslHandshakeResponse),
+        ApiKey::DescribeAcls => pair!(describe_acls::DescribeAclsRequest, describe_acls::DescribeAclsResponse),
+        ApiKey::CreateAcls => pair!(create_acls::CreateAclsRequest, create_acls::CreateAclsResponse),
+        ApiKey::DeleteAcls => pair!(delete_acls::DeleteAclsRequest, delete_acls::DeleteAclsResponse),
+        ApiKey::SaslAuthenticate => pair!(sasl_authenticate::SaslAuthenticateRequest, sasl_authenticate::SaslAuthenticateResponse),
+        ApiKey::DescribeClientQuotas => pair!(describe_client_quotas::DescribeClientQuotasRequest, describe_client_quotas::DescribeClientQuotasResponse),
+        ApiKey::AlterClientQuotas => pair!(alter_client_quotas::AlterClientQuotasRequest, alter_client_quotas::AlterClientQuotasResponse),
+        ApiKey::DescribeUserScramCredentials => pair!(describe_user_scram_credentials::DescribeUserScramCredentialsRequest, describe_user_scram_credentials::DescribeUserScramCredentialsResponse),
+        ApiKey::AlterUserScramCredentials => pair!(alter_user_scram_credentials::AlterUserScramCredentialsRequest, alter_user_scram_credentials::AlterUserScramCredentialsResponse),
+        ApiKey::Envelope => pair!(envelope::EnvelopeRequest, envelope::EnvelopeResponse),
     }
 }
 

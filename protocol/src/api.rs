@@ -22,6 +22,7 @@ pub enum ApiKey {
     SyncGroup = 14,
     DescribeGroups = 15,
     ListGroups = 16,
+    SaslHandshake = 17,
     ApiVersions = 18,
     CreateTopics = 19,
     DeleteTopics = 20,
@@ -33,9 +34,13 @@ pub enum ApiKey {
     EndTxn = 26,
     WriteTxnMarkers = 27,
     TxnOffsetCommit = 28,
+    DescribeAcls = 29,
+    CreateAcls = 30,
+    DeleteAcls = 31,
     DescribeConfigs = 32,
     AlterConfigs = 33,
     DescribeLogDirs = 35,
+    SaslAuthenticate = 36,
     CreatePartitions = 37,
     DeleteGroups = 42,
     ElectLeaders = 43,
@@ -43,8 +48,13 @@ pub enum ApiKey {
     AlterPartitionReassignments = 45,
     ListPartitionReassignments = 46,
     OffsetDelete = 47,
+    DescribeClientQuotas = 48,
+    AlterClientQuotas = 49,
+    DescribeUserScramCredentials = 50,
+    AlterUserScramCredentials = 51,
     DescribeQuorum = 55,
     UpdateFeatures = 57,
+    Envelope = 58,
     DescribeCluster = 60,
     DescribeProducers = 61,
     UnregisterBroker = 64,
@@ -338,7 +348,71 @@ pub const SUPPORTED_APIS: &[ApiSupport] = &[
 /// advertise them, `ApiKey::from_i16` does not know them, and the broker
 /// refuses them as it refuses any unknown key. A row moves to
 /// `SUPPORTED_APIS` when the broker serves the API.
-pub const CODEC_ONLY_APIS: &[ApiSupport] = &[];
+pub const CODEC_ONLY_APIS: &[ApiSupport] = &[
+    ApiSupport {
+        key: ApiKey::SaslHandshake,
+        min_version: 0,
+        max_version: 1,
+        first_flexible_version: NEVER_FLEXIBLE,
+    },
+    ApiSupport {
+        key: ApiKey::DescribeAcls,
+        // Kafka 4.0 removed v0 (KIP-896).
+        min_version: 1,
+        max_version: 3,
+        first_flexible_version: 2,
+    },
+    ApiSupport {
+        key: ApiKey::CreateAcls,
+        // Kafka 4.0 removed v0 (KIP-896).
+        min_version: 1,
+        max_version: 3,
+        first_flexible_version: 2,
+    },
+    ApiSupport {
+        key: ApiKey::DeleteAcls,
+        // Kafka 4.0 removed v0 (KIP-896).
+        min_version: 1,
+        max_version: 3,
+        first_flexible_version: 2,
+    },
+    ApiSupport {
+        key: ApiKey::SaslAuthenticate,
+        min_version: 0,
+        max_version: 2,
+        first_flexible_version: 2,
+    },
+    ApiSupport {
+        key: ApiKey::DescribeClientQuotas,
+        min_version: 0,
+        max_version: 1,
+        first_flexible_version: 1,
+    },
+    ApiSupport {
+        key: ApiKey::AlterClientQuotas,
+        min_version: 0,
+        max_version: 1,
+        first_flexible_version: 1,
+    },
+    ApiSupport {
+        key: ApiKey::DescribeUserScramCredentials,
+        min_version: 0,
+        max_version: 0,
+        first_flexible_version: 0,
+    },
+    ApiSupport {
+        key: ApiKey::AlterUserScramCredentials,
+        min_version: 0,
+        max_version: 0,
+        first_flexible_version: 0,
+    },
+    ApiSupport {
+        key: ApiKey::Envelope,
+        min_version: 0,
+        max_version: 0,
+        first_flexible_version: 0,
+    },
+];
 
 impl ApiKey {
     /// The API with this key if pinlog serves it: keys of
@@ -456,6 +530,16 @@ impl ApiKey {
             ApiKey::DescribeProducers => "DescribeProducers",
             ApiKey::DescribeTransactions => "DescribeTransactions",
             ApiKey::ListTransactions => "ListTransactions",
+            ApiKey::SaslHandshake => "SaslHandshake",
+            ApiKey::DescribeAcls => "DescribeAcls",
+            ApiKey::CreateAcls => "CreateAcls",
+            ApiKey::DeleteAcls => "DeleteAcls",
+            ApiKey::SaslAuthenticate => "SaslAuthenticate",
+            ApiKey::DescribeClientQuotas => "DescribeClientQuotas",
+            ApiKey::AlterClientQuotas => "AlterClientQuotas",
+            ApiKey::DescribeUserScramCredentials => "DescribeUserScramCredentials",
+            ApiKey::AlterUserScramCredentials => "AlterUserScramCredentials",
+            ApiKey::Envelope => "Envelope",
         }
     }
 }
@@ -507,5 +591,12 @@ mod tests {
         assert_eq!(ApiKey::EndTxn.request_header_version(3), 2);
         assert_eq!(ApiKey::ListTransactions.response_header_version(0), 1);
         assert_eq!(ApiKey::InitProducerId.codec_support().max_version, 5);
+        // SaslHandshake never turned flexible (KAFKA-9577); Envelope always
+        // was; the ACL APIs turn flexible at v2, one past their first.
+        assert_eq!(ApiKey::SaslHandshake.request_header_version(1), 1);
+        assert_eq!(ApiKey::SaslHandshake.response_header_version(1), 0);
+        assert_eq!(ApiKey::Envelope.response_header_version(0), 1);
+        assert!(!ApiKey::DescribeAcls.is_flexible(1) && ApiKey::DescribeAcls.is_flexible(2));
+        assert_eq!(ApiKey::DeleteAcls.codec_support().min_version, 1);
     }
 }
