@@ -1,0 +1,98 @@
+//! SASL (issue 31): the server side of Kafka's four mechanisms, as pure
+//! state machines and validators that the broker's connection code drives.
+//!
+//! - [`mechanism`]: the mechanism names and `sasl.enabled.mechanisms`.
+//! - [`scram`]: SCRAM-SHA-256 and SCRAM-SHA-512 (RFC 5802, RFC 7677):
+//!   the stored credential and the server's three-message exchange.
+//! - [`plain`]: PLAIN (RFC 4616) against a user table.
+//! - [`jaas`]: Kafka's `sasl.jaas.config` line, from which PLAIN's user
+//!   table and the broker's own credentials come.
+//! - [`oauthbearer`]: OAUTHBEARER (RFC 7628, KIP-255): the client's
+//!   initial response and the server's exchange, including the JSON error
+//!   and the client's `%x01` that closes it.
+//! - [`jwt`]: a JWT's compact form and claims, and Kafka's unsecured
+//!   (`alg: none`) validator.
+//! - [`jwks`]: signed JWTs checked against a JWKS document.
+//!
+//! # What is pure here, and what the shell supplies
+//!
+//! Nothing here reads a clock, draws randomness or does I/O: the server
+//! nonce, a new credential's salt and `now_ms` are parameters, and so is the
+//! JWKS document's text (the shell fetches and refreshes it). ring is used
+//! for HMAC, digests, PBKDF2 and signature checks only; its `SystemRandom`
+//! appears in tests alone.
+//!
+//! PBKDF2 ([`scram::ScramCredential::from_password`]) runs thousands of
+//! HMACs: the broker calls it when credentials change, never per
+//! connection. An exchange itself costs a few HMACs and, for a signed
+//! token, one signature check.
+//!
+//! # Errors and what the client sees
+//!
+//! Kafka's `SaslServerAuthenticator` sends a client the message of a
+//! `SaslAuthenticationException` as it is, and for any other failure
+//! (a `SaslException`) the fixed text of [`generic_failure_message`], so
+//! that a failed login does not tell a client why. Each error type here has
+//! `is_client_visible()`, true exactly where Kafka throws the former; the
+//! shell sends `to_string()` for those and the generic text otherwise.
+
+pub mod mechanism;
+
+pub use mechanism::Mechanism;
+
+/// The longest SASL message a parser here accepts: Kafka's default for
+/// `sasl.server.max.receive.size` (`BrokerSecurityConfigs`), the bound the
+/// broker puts on an unauthenticated client's frame. The parsers check it
+/// again so that each of them is bounded on its own.
+pub const SASL_MESSAGE_BYTES_MAX: usize = 524_288;
+
+/// The text Kafka sends a client whose authentication failed with a
+/// `SaslException`, which hides the reason (`SaslServerAuthenticator`).
+pub fn generic_failure_message(mechanism: Mechanism, reauthentication: bool) -> String {
+    let during = if reauthentication {
+        "re-authentication"
+    } else {
+        "authentication"
+    };
+    format!(
+        "Authentication failed during {during} due to invalid credentials with SASL mechanism {}",
+        mechanism.name()
+    )
+}
+
+/// Compares two secrets in time that depends on their lengths only, not on
+/// where they first differ, as Java's `MessageDigest.isEqual` does for
+/// Kafka. The lengths are not secret: SCRAM's keys have the digest's length
+/// and PLAIN's length difference is already visible in the frame size.
+pub(crate) fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    let difference = a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y));
+    // black_box keeps the optimiser from turning the fold into an early
+    // exit on the first differing byte.
+    std::hint::black_box(difference) == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn constant_time_eq_compares_contents_and_lengths() {
+        assert!(constant_time_eq(b"", b""));
+        assert!(constant_time_eq(b"secret", b"secret"));
+        assert!(!constant_time_eq(b"secret", b"secreT"));
+        assert!(!constant_time_eq(b"Secret", b"secret"));
+        assert!(!constant_time_eq(b"secret", b"secrets"));
+    }
+
+    #[test]
+    fn generic_message_is_kafkas() {
+        assert_eq!(
+            generic_failure_message(Mechanism::ScramSha256, false),
+            "Authentication failed during authentication due to invalid credentials with SASL mechanism SCRAM-SHA-256"
+        );
+        assert!(generic_failure_message(Mechanism::Plain, true).contains("re-authentication"));
+    }
+}
