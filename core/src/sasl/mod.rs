@@ -2,8 +2,11 @@
 //! state machines and validators that the broker's connection code drives.
 //!
 //! - [`mechanism`]: the mechanism names and `sasl.enabled.mechanisms`.
+//! - [`scram_credential`]: a SCRAM credential (salt, stored and server
+//!   keys, iterations) and its derivation from a password or, as
+//!   KIP-554's AlterUserScramCredentials sends it, a salted password.
 //! - [`scram`]: SCRAM-SHA-256 and SCRAM-SHA-512 (RFC 5802, RFC 7677):
-//!   the stored credential and the server's three-message exchange.
+//!   the server's side of the exchange.
 //! - [`plain`]: PLAIN (RFC 4616) against a user table.
 //! - [`jaas`]: Kafka's `sasl.jaas.config` line, from which PLAIN's user
 //!   table and the broker's own credentials come.
@@ -37,6 +40,8 @@
 //! shell sends `to_string()` for those and the generic text otherwise.
 
 pub mod mechanism;
+pub mod scram;
+pub mod scram_credential;
 
 pub use mechanism::Mechanism;
 
@@ -45,6 +50,12 @@ pub use mechanism::Mechanism;
 /// broker puts on an unauthenticated client's frame. The parsers check it
 /// again so that each of them is bounded on its own.
 pub const SASL_MESSAGE_BYTES_MAX: usize = 524_288;
+
+/// The most extensions (SCRAM's `,name=value`, OAUTHBEARER's
+/// `name=value%x01`) one message may carry. Kafka knows one SCRAM extension
+/// (`tokenauth`) and OAUTHBEARER's are the client's `sasl.oauthbearer`
+/// extensions, a handful in practice.
+pub const SASL_EXTENSIONS_MAX: usize = 32;
 
 /// The text Kafka sends a client whose authentication failed with a
 /// `SaslException`, which hides the reason (`SaslServerAuthenticator`).
