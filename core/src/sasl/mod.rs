@@ -39,7 +39,9 @@
 //! `is_client_visible()`, true exactly where Kafka throws the former; the
 //! shell sends `to_string()` for those and the generic text otherwise.
 
+pub mod jaas;
 pub mod mechanism;
+pub mod plain;
 pub mod scram;
 pub mod scram_credential;
 
@@ -71,16 +73,20 @@ pub fn generic_failure_message(mechanism: Mechanism, reauthentication: bool) -> 
     )
 }
 
-/// Compares two secrets in time that depends on their lengths only, not on
-/// where they first differ, as Java's `MessageDigest.isEqual` does for
-/// Kafka. The lengths are not secret: SCRAM's keys have the digest's length
-/// and PLAIN's length difference is already visible in the frame size.
-pub(crate) fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    if a.len() != b.len() {
-        return false;
+/// Compares a secret a client sent (`attempt`) with the one the broker
+/// holds (`expected`) in time that depends on the attempt's length alone,
+/// as Kafka's `Utils.isEqualConstantTime` does: every byte of the attempt
+/// is compared, cycling through the expected bytes, so neither where they
+/// first differ nor the expected secret's length shows in the timing.
+pub(crate) fn constant_time_eq(attempt: &[u8], expected: &[u8]) -> bool {
+    if expected.is_empty() {
+        return attempt.is_empty();
     }
-    let difference = a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y));
-    // black_box keeps the optimiser from turning the fold into an early
+    let mut difference = u8::from(attempt.len() != expected.len());
+    for (a, e) in attempt.iter().zip(expected.iter().cycle()) {
+        difference |= a ^ e;
+    }
+    // black_box keeps the optimiser from turning the loop into an early
     // exit on the first differing byte.
     std::hint::black_box(difference) == 0
 }
@@ -96,6 +102,11 @@ mod tests {
         assert!(!constant_time_eq(b"secret", b"secreT"));
         assert!(!constant_time_eq(b"Secret", b"secret"));
         assert!(!constant_time_eq(b"secret", b"secrets"));
+        assert!(!constant_time_eq(b"secrets", b"secret"));
+        // A repetition of the expected bytes is not equal to them.
+        assert!(!constant_time_eq(b"abab", b"ab"));
+        assert!(!constant_time_eq(b"", b"x"));
+        assert!(!constant_time_eq(b"x", b""));
     }
 
     #[test]
