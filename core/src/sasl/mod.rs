@@ -40,6 +40,8 @@
 //! shell sends `to_string()` for those and the generic text otherwise.
 
 pub mod jaas;
+pub mod jwks;
+pub mod jwt;
 pub mod mechanism;
 pub mod plain;
 pub mod scram;
