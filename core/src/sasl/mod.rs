@@ -16,6 +16,8 @@
 //! - [`jwt`]: a JWT's compact form and claims, and Kafka's unsecured
 //!   (`alg: none`) validator.
 //! - [`jwks`]: signed JWTs checked against a JWKS document.
+//! - [`session_lifetime_ms`]: KIP-368's bound on a session, from
+//!   `connections.max.reauth.ms` and the credential's expiry.
 //!
 //! # What is pure here, and what the shell supplies
 //!
@@ -43,6 +45,7 @@ pub mod jaas;
 pub mod jwks;
 pub mod jwt;
 pub mod mechanism;
+pub mod oauthbearer;
 pub mod plain;
 pub mod scram;
 pub mod scram_credential;
@@ -73,6 +76,28 @@ pub fn generic_failure_message(mechanism: Mechanism, reauthentication: bool) -> 
         "Authentication failed during {during} due to invalid credentials with SASL mechanism {}",
         mechanism.name()
     )
+}
+
+/// The session lifetime the broker puts in its SaslAuthenticate response
+/// and enforces (KIP-368), as Kafka's `SaslServerAuthenticator` computes
+/// it at the end of authentication: `connections.max.reauth.ms` (0 for
+/// none), the credential's expiry if it has one (an OAUTHBEARER token's
+/// `exp`, a delegation token's), or the smaller of the two, never
+/// negative. `None` when neither applies: the session does not expire.
+pub fn session_lifetime_ms(
+    authentication_end_ms: i64,
+    connections_max_reauth_ms: i64,
+    credential_expiry_ms: Option<i64>,
+) -> Option<i64> {
+    let max_reauth = (connections_max_reauth_ms > 0).then_some(connections_max_reauth_ms);
+    let until_expiry = credential_expiry_ms.map(|e| e.saturating_sub(authentication_end_ms));
+    let lifetime = match (max_reauth, until_expiry) {
+        (None, None) => return None,
+        (Some(m), None) => m,
+        (None, Some(e)) => e,
+        (Some(m), Some(e)) => m.min(e),
+    };
+    Some(lifetime.max(0))
 }
 
 /// Compares a secret a client sent (`attempt`) with the one the broker
@@ -109,6 +134,24 @@ mod tests {
         assert!(!constant_time_eq(b"abab", b"ab"));
         assert!(!constant_time_eq(b"", b"x"));
         assert!(!constant_time_eq(b"x", b""));
+    }
+
+    #[test]
+    fn session_lifetime_follows_kip_368() {
+        assert_eq!(session_lifetime_ms(1_000, 0, None), None);
+        assert_eq!(session_lifetime_ms(1_000, 60_000, None), Some(60_000));
+        assert_eq!(session_lifetime_ms(1_000, 0, Some(31_000)), Some(30_000));
+        assert_eq!(
+            session_lifetime_ms(1_000, 60_000, Some(31_000)),
+            Some(30_000)
+        );
+        assert_eq!(
+            session_lifetime_ms(1_000, 10_000, Some(31_000)),
+            Some(10_000)
+        );
+        // A token that expired during authentication: zero, not negative.
+        assert_eq!(session_lifetime_ms(1_000, 10_000, Some(500)), Some(0));
+        assert_eq!(session_lifetime_ms(i64::MAX, -1, Some(i64::MIN)), Some(0));
     }
 
     #[test]
