@@ -73,6 +73,11 @@ const PURE_CRATE_DEPENDENCIES: &[(&str, &[&str])] = &[
             "serde",
             "toml",
             "tracing",
+            // SASL's crypto (sasl/): pure functions of their inputs; the
+            // core never calls ring's SystemRandom.
+            "ring",
+            "base64",
+            "serde_json",
         ],
     ),
 ];

@@ -16,6 +16,7 @@ pub mod fetch_session_cache;
 pub mod group;
 pub mod metadata;
 pub mod replica;
+pub mod sasl;
 pub mod shard;
 pub mod ssl_principal;
 pub mod topic_partition;
