@@ -17,10 +17,12 @@
 //! gets a yes or no.
 
 pub mod binding;
+pub mod store;
 pub mod types;
 
 pub use binding::{
     AccessControlEntry, AccessControlEntryFilter, AclBinding, AclBindingFilter, AclError,
     ResourcePattern, ResourcePatternFilter,
 };
+pub use store::{AclId, AclImage};
 pub use types::{AclOperation, AclPermissionType, PatternType, ResourceType};
