@@ -16,10 +16,12 @@
 //! request: the broker names the principal and the client's host, and
 //! gets a yes or no.
 
+pub mod authorizer;
 pub mod binding;
 pub mod store;
 pub mod types;
 
+pub use authorizer::{Authorizer, AuthorizerConfig};
 pub use binding::{
     AccessControlEntry, AccessControlEntryFilter, AclBinding, AclBindingFilter, AclError,
     ResourcePattern, ResourcePatternFilter,
