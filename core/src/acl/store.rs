@@ -24,10 +24,9 @@ use crate::acl::binding::{
     AccessControlEntry, AclBinding, AclBindingFilter, ResourcePattern, WILDCARD,
 };
 use crate::acl::types::{PatternType, ResourceType};
-use crate::metadata::records::Uuid;
 
-/// An ACL's id: the Uuid of its `AccessControlEntry` record.
-pub type AclId = Uuid;
+/// An ACL's id: the Uuid of its `AccessControlEntry` metadata record.
+pub type AclId = [u8; 16];
 
 /// The entries on one resource pattern, by id.
 type Entries = BTreeMap<AclId, AccessControlEntry>;
