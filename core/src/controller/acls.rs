@@ -219,7 +219,7 @@ mod tests {
             &[MetadataRecord::access_control_entry([1; 16], &alice)],
         );
         let bob = read("orders", "User:bob");
-        let plan = plan_create_acls(&image.acls, &[bob.clone()], counter()).unwrap();
+        let plan = plan_create_acls(&image.acls, std::slice::from_ref(&bob), counter()).unwrap();
         assert_eq!(
             plan.records,
             vec![MetadataRecord::access_control_entry([2; 16], &bob)]
