@@ -470,6 +470,17 @@ mod tests {
     }
 
     #[test]
+    fn a_permission_other_than_allow_denies_as_in_kafka() {
+        // Only a damaged log or a newer release holds one; Kafka's
+        // `findResult` answers DENIED for anything but ALLOW.
+        let allow = alice(Topic, "t", LITERAL, Read, ALLOW);
+        let unknown = alice(Topic, "t", LITERAL, Read, AclPermissionType::Unknown);
+        assert!(!allowed(&[&allow, &unknown], Read, "t"));
+        // It implies nothing, as a DENY does not.
+        assert!(allowed(&[&allow, &unknown], Describe, "t"));
+    }
+
+    #[test]
     fn all_matches_every_operation_for_allow_and_deny() {
         let allow_all = alice(Topic, "t", LITERAL, All, ALLOW);
         for op in AclOperation::VALUES {
