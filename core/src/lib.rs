@@ -8,6 +8,7 @@
 //! crate) carries out what these return. This crate's Cargo.toml has no
 //! glommio, so the compiler keeps it that way (ARCHITECTURE.md, "Layers").
 
+pub mod acl;
 pub mod broker_config;
 pub mod config;
 pub mod constants;

@@ -9,12 +9,13 @@
 //! each committed image onto the shards. `placement.rs` places new replicas on brokers (rack-aware
 //! striping) and `brokers.rs` decides registrations, heartbeats and
 //! session expiry, for the cluster controller to come; `features.rs`
-//! decides UpdateFeatures.
+//! decides UpdateFeatures; `acls.rs` decides CreateAcls and DeleteAcls.
 //!
 //! **Architecture Invariant:** this module knows nothing of shards, glommio
 //! or the network, so tests drive it directly, and the Raft controller of
 //! the cluster issue reuses it unchanged behind its quorum.
 
+pub mod acls;
 pub mod brokers;
 pub mod elections;
 pub mod features;

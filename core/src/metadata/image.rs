@@ -1,9 +1,10 @@
-//! The metadata image: an immutable view of every topic, partition and
-//! config, built by applying metadata records in log order. Each shard holds
+//! The metadata image: an immutable view of every topic, partition,
+//! config and ACL, built by applying metadata records in log order. Each shard holds
 //! an `Arc` of the current image and swaps it when a new one arrives.
 
 use std::collections::{BTreeMap, HashMap};
 
+use crate::acl::AclImage;
 use crate::metadata::records::{
     BrokerEndpoint, MetadataRecord, Uuid, RESOURCE_BROKER, RESOURCE_TOPIC,
 };
@@ -197,6 +198,8 @@ pub struct MetadataImage {
     /// Finalized feature levels by name (`metadata/features.rs`); a feature
     /// that is absent is at level 0, so none is stored at 0.
     pub features: BTreeMap<String, i16>,
+    /// The cluster's ACLs (`acl/store.rs`), which the authorizer reads.
+    pub acls: AclImage,
 }
 
 impl MetadataImage {
@@ -412,6 +415,27 @@ impl MetadataImage {
                     self.features.remove(name);
                 }
             }
+            MetadataRecord::AccessControlEntry { .. } => {
+                let Some((id, binding)) = record.acl_binding() else {
+                    return;
+                };
+                if let Err(why) = binding.validate_new() {
+                    // Kafka keeps such an ACL too: it matches nothing it
+                    // should not, and DeleteAcls can still remove it.
+                    tracing::warn!(offset, acl = %binding, "metadata: an ACL CreateAcls would refuse: {}", why.message);
+                }
+                if let Some(replaced) = self.acls.add(id, binding) {
+                    tracing::warn!(offset, acl = %replaced, "metadata: an ACL record reused the id of this ACL, which it replaces");
+                }
+            }
+            MetadataRecord::RemoveAccessControlEntry { id } => {
+                if self.acls.remove(id).is_none() {
+                    tracing::warn!(
+                        offset,
+                        "metadata: removal of an ACL id that is not present; ignored"
+                    );
+                }
+            }
             MetadataRecord::PartitionChange {
                 topic_id,
                 partition,
@@ -542,6 +566,9 @@ impl MetadataImage {
                 });
             }
         }
+        for (id, binding) in self.acls.iter() {
+            out.push(MetadataRecord::access_control_entry(id, &binding));
+        }
         if self.next_producer_id > 0 {
             out.push(MetadataRecord::ProducerIds {
                 next_producer_id: self.next_producer_id,
@@ -584,6 +611,10 @@ impl MetadataImage {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::acl::{
+        AccessControlEntry, AclBinding, AclOperation, AclPermissionType, Authorizer,
+        AuthorizerConfig, PatternType, ResourcePattern, ResourceType,
+    };
 
     #[test]
     fn a_partition_that_breaks_kafkas_rules_is_found() {
@@ -693,6 +724,9 @@ mod tests {
                 fenced: Some(false),
                 in_controlled_shutdown: None,
             },
+            MetadataRecord::access_control_entry([1; 16], &read_orders("User:alice")),
+            MetadataRecord::access_control_entry([2; 16], &read_orders("User:bob")),
+            MetadataRecord::RemoveAccessControlEntry { id: [1; 16] },
         ];
         for (i, r) in records.iter().enumerate() {
             image.apply(i as i64, r);
@@ -702,6 +736,56 @@ mod tests {
         assert_eq!(rebuilt.to_records(), image.to_records());
         assert_eq!(rebuilt.feature_level("transaction.version"), 2);
         assert_eq!(rebuilt.feature_level("some.feature"), 3);
+        assert_eq!(
+            rebuilt.acls.iter().collect::<Vec<_>>(),
+            vec![([2; 16], read_orders("User:bob"))]
+        );
+    }
+
+    fn read_orders(principal: &str) -> AclBinding {
+        AclBinding {
+            pattern: ResourcePattern {
+                resource_type: ResourceType::Topic,
+                name: "orders".into(),
+                pattern_type: PatternType::Literal,
+            },
+            entry: AccessControlEntry {
+                principal: principal.into(),
+                host: "*".into(),
+                operation: AclOperation::Read,
+                permission: AclPermissionType::Allow,
+            },
+        }
+    }
+
+    #[test]
+    fn acl_records_add_and_remove_acls_and_change_the_digest() {
+        let mut image = MetadataImage::empty();
+        let empty_digest = image.digest();
+        let alice = read_orders("User:alice");
+        image.apply(1, &MetadataRecord::access_control_entry([1; 16], &alice));
+        assert_eq!(image.acls.get(&[1; 16]), Some(alice.clone()));
+        assert_ne!(image.digest(), empty_digest, "ACLs are part of the content");
+        let config = AuthorizerConfig::default();
+        let authorizer = Authorizer::new(&config, &image.acls);
+        assert!(authorizer.authorize(
+            "User:alice",
+            "h",
+            AclOperation::Read,
+            ResourceType::Topic,
+            "orders"
+        ));
+
+        // A removal of an unknown id changes nothing.
+        image.apply(2, &MetadataRecord::RemoveAccessControlEntry { id: [9; 16] });
+        assert_eq!(image.acls.len(), 1);
+        image.apply(3, &MetadataRecord::RemoveAccessControlEntry { id: [1; 16] });
+        assert!(image.acls.is_empty());
+        assert_eq!(image.digest(), empty_digest);
+        assert!(!image
+            .to_records()
+            .iter()
+            .any(|r| matches!(r, MetadataRecord::AccessControlEntry { .. })));
     }
 
     #[test]
