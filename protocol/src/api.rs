@@ -159,6 +159,12 @@ pub const SUPPORTED_APIS: &[ApiSupport] = &[
         first_flexible_version: 3,
     },
     ApiSupport {
+        key: ApiKey::SaslHandshake,
+        min_version: 0,
+        max_version: 1,
+        first_flexible_version: NEVER_FLEXIBLE,
+    },
+    ApiSupport {
         key: ApiKey::ApiVersions,
         min_version: 0,
         max_version: 4,
@@ -245,6 +251,12 @@ pub const SUPPORTED_APIS: &[ApiSupport] = &[
         first_flexible_version: 2,
     },
     ApiSupport {
+        key: ApiKey::SaslAuthenticate,
+        min_version: 0,
+        max_version: 2,
+        first_flexible_version: 2,
+    },
+    ApiSupport {
         key: ApiKey::CreatePartitions,
         min_version: 0,
         max_version: 3,
@@ -285,6 +297,18 @@ pub const SUPPORTED_APIS: &[ApiSupport] = &[
         min_version: 0,
         max_version: 0,
         first_flexible_version: NEVER_FLEXIBLE,
+    },
+    ApiSupport {
+        key: ApiKey::DescribeUserScramCredentials,
+        min_version: 0,
+        max_version: 0,
+        first_flexible_version: 0,
+    },
+    ApiSupport {
+        key: ApiKey::AlterUserScramCredentials,
+        min_version: 0,
+        max_version: 0,
+        first_flexible_version: 0,
     },
     ApiSupport {
         key: ApiKey::DescribeQuorum,
@@ -350,12 +374,6 @@ pub const SUPPORTED_APIS: &[ApiSupport] = &[
 /// `SUPPORTED_APIS` when the broker serves the API.
 pub const CODEC_ONLY_APIS: &[ApiSupport] = &[
     ApiSupport {
-        key: ApiKey::SaslHandshake,
-        min_version: 0,
-        max_version: 1,
-        first_flexible_version: NEVER_FLEXIBLE,
-    },
-    ApiSupport {
         key: ApiKey::DescribeAcls,
         // Kafka 4.0 removed v0 (KIP-896).
         min_version: 1,
@@ -377,12 +395,6 @@ pub const CODEC_ONLY_APIS: &[ApiSupport] = &[
         first_flexible_version: 2,
     },
     ApiSupport {
-        key: ApiKey::SaslAuthenticate,
-        min_version: 0,
-        max_version: 2,
-        first_flexible_version: 2,
-    },
-    ApiSupport {
         key: ApiKey::DescribeClientQuotas,
         min_version: 0,
         max_version: 1,
@@ -393,18 +405,6 @@ pub const CODEC_ONLY_APIS: &[ApiSupport] = &[
         min_version: 0,
         max_version: 1,
         first_flexible_version: 1,
-    },
-    ApiSupport {
-        key: ApiKey::DescribeUserScramCredentials,
-        min_version: 0,
-        max_version: 0,
-        first_flexible_version: 0,
-    },
-    ApiSupport {
-        key: ApiKey::AlterUserScramCredentials,
-        min_version: 0,
-        max_version: 0,
-        first_flexible_version: 0,
     },
     ApiSupport {
         key: ApiKey::Envelope,

@@ -93,3 +93,17 @@ pub const NO_REASSIGNMENT_IN_PROGRESS: i16 = 85;
 
 /// UnregisterBroker of a broker id with no registration.
 pub const BROKER_ID_NOT_REGISTERED: i16 = 102;
+
+// SASL and SCRAM credentials (issue 31).
+/// SaslHandshake: the mechanism is not enabled on the listener.
+pub const UNSUPPORTED_SASL_MECHANISM: i16 = 33;
+/// A SASL request out of order (a second handshake, an authenticate
+/// before the handshake).
+pub const ILLEGAL_SASL_STATE: i16 = 34;
+pub const SASL_AUTHENTICATION_FAILED: i16 = 58;
+/// DescribeUserScramCredentials of a user with no credential.
+pub const RESOURCE_NOT_FOUND: i16 = 91;
+/// A user named twice in one Describe/AlterUserScramCredentials request.
+pub const DUPLICATE_RESOURCE: i16 = 92;
+/// AlterUserScramCredentials: iterations out of range, an empty name.
+pub const UNACCEPTABLE_CREDENTIAL: i16 = 93;

@@ -17,6 +17,7 @@ use std::path::{Path, PathBuf};
 
 pub mod group;
 pub mod listeners;
+pub mod sasl_settings;
 pub mod security;
 pub mod transaction;
 
@@ -888,13 +889,14 @@ impl BrokerConfig {
                 "log.cleaner.io.buffer.size" => self.cleaner.io_buffer_size = non_negative(key, v)?,
                 other => {
                     return Err(format!(
-                        "unknown setting {other:?} in {}; known settings: {}, {}, {}, {} \
+                        "unknown setting {other:?} in {}; known settings: {}, {}, {}, {}, {} \
                          (each also as listener.name.<listener>.<setting>)",
                         path.display(),
                         KNOWN_KEYS.join(", "),
                         GROUP_KEYS.join(", "),
                         TRANSACTION_KEYS.join(", "),
-                        security::SSL_KEYS.join(", ")
+                        security::SSL_KEYS.join(", "),
+                        security::SASL_KEYS.join(", ")
                     ))
                 }
             }
@@ -916,15 +918,15 @@ impl BrokerConfig {
         }
         for l in &self.listeners.all {
             if l.protocol.uses_sasl() {
-                return Err(format!(
-                    "listener {} uses {}, and this pinlog build does not serve SASL yet; \
-                     use PLAINTEXT or SSL (with ssl.client.auth=required for client certificates)",
-                    l.name, l.protocol
-                ));
+                sasl_settings::SaslSettings::for_listener(&self.security, &l.name)?;
             }
             if l.protocol.uses_tls() {
                 TlsSettings::for_listener(&self.security, &l.name, true)?;
             }
+        }
+        let inter_broker = self.listeners.inter_broker();
+        if inter_broker.protocol.uses_sasl() {
+            sasl_settings::InterBrokerSasl::for_listener(&self.security, &inter_broker.name)?;
         }
         Ok(())
     }

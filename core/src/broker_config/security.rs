@@ -28,6 +28,37 @@ pub const SSL_KEYS: &[&str] = &[
     "ssl.endpoint.identification.algorithm",
 ];
 
+/// The SASL settings pinlog reads, by Kafka's names.
+pub const SASL_KEYS: &[&str] = &[
+    "sasl.enabled.mechanisms",
+    "sasl.mechanism.inter.broker.protocol",
+    "sasl.jaas.config",
+    "sasl.server.max.receive.size",
+    "connections.max.reauth.ms",
+    "connection.failed.authentication.delay.ms",
+    "sasl.oauthbearer.jwks.endpoint.url",
+    "sasl.oauthbearer.expected.audience",
+    "sasl.oauthbearer.expected.issuer",
+    "sasl.oauthbearer.sub.claim.name",
+    "sasl.oauthbearer.scope.claim.name",
+    "sasl.oauthbearer.clock.skew.seconds",
+];
+
+/// Settings Kafka takes per SASL mechanism, as `<mechanism>.<setting>`
+/// (`plain.sasl.jaas.config`, usually under a listener's prefix).
+pub const SASL_MECHANISM_KEYS: &[&str] =
+    &["sasl.jaas.config", "sasl.server.callback.handler.class"];
+
+/// Kafka's `sasl.server.max.receive.size` default: the largest frame an
+/// unauthenticated client may send.
+pub const DEFAULT_SASL_SERVER_MAX_RECEIVE_SIZE: usize = 524_288;
+/// Kafka's `connection.failed.authentication.delay.ms` default.
+pub const DEFAULT_CONNECTION_FAILED_AUTHENTICATION_DELAY_MS: u64 = 100;
+/// Kafka's `sasl.mechanism.inter.broker.protocol` default is GSSAPI, which
+/// pinlog does not serve; a SASL inter-broker listener names its
+/// mechanism, or gets this one.
+pub const DEFAULT_INTER_BROKER_SASL_MECHANISM: &str = "PLAIN";
+
 /// Kafka's `ssl.enabled.protocols` default.
 pub const DEFAULT_SSL_ENABLED_PROTOCOLS: &str = "TLSv1.2,TLSv1.3";
 /// Kafka's `ssl.principal.mapping.rules` default.
@@ -45,10 +76,25 @@ pub struct SecuritySettings {
     values: BTreeMap<String, String>,
 }
 
+/// Whether `setting` (without a listener prefix) is one this module keeps.
+fn known_setting(setting: &str) -> bool {
+    if SSL_KEYS.contains(&setting) || SASL_KEYS.contains(&setting) {
+        return true;
+    }
+    // `<mechanism>.sasl.jaas.config` and the like.
+    SASL_MECHANISM_KEYS.iter().any(|k| {
+        setting.strip_suffix(k).is_some_and(|prefix| {
+            prefix.strip_suffix('.').is_some_and(|m| {
+                crate::sasl::Mechanism::from_name(&m.to_ascii_uppercase()).is_some()
+            })
+        })
+    })
+}
+
 /// Whether `key` is a setting this module keeps: a known one, given
 /// globally or for a listener.
 pub fn is_security_key(key: &str) -> bool {
-    split_listener(key).is_some_and(|(_, setting)| SSL_KEYS.contains(&setting))
+    split_listener(key).is_some_and(|(_, setting)| known_setting(setting))
 }
 
 /// `listener.name.ssl.ssl.keystore.location` as (Some("ssl"),
@@ -67,7 +113,7 @@ impl SecuritySettings {
     /// Keeps one setting; `key` must pass `is_security_key`.
     pub fn set(&mut self, key: &str, value: String) -> Result<(), String> {
         match split_listener(key) {
-            Some((listener, setting)) if SSL_KEYS.contains(&setting) => {
+            Some((listener, setting)) if known_setting(setting) => {
                 if let Some(l) = listener {
                     if l.chars().any(|c| c.is_ascii_uppercase()) {
                         return Err(format!(

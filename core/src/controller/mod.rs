@@ -22,6 +22,7 @@ pub mod features;
 pub mod partitions;
 pub mod placement;
 pub mod reassignment;
+pub mod scram;
 pub mod topics;
 
 pub use topics::{

@@ -148,6 +148,16 @@ pub struct TopicImage {
     pub configs: BTreeMap<String, String>,
 }
 
+/// A user's SCRAM credential for one mechanism, as the metadata log keeps
+/// it: never the password.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredScramCredential {
+    pub salt: Vec<u8>,
+    pub stored_key: Vec<u8>,
+    pub server_key: Vec<u8>,
+    pub iterations: i32,
+}
+
 /// A registered broker.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BrokerImage {
@@ -200,6 +210,9 @@ pub struct MetadataImage {
     pub features: BTreeMap<String, i16>,
     /// The cluster's ACLs (`acl/store.rs`), which the authorizer reads.
     pub acls: AclImage,
+    /// SCRAM credentials by user and mechanism (Kafka's ScramMechanism
+    /// type: 1 SCRAM-SHA-256, 2 SCRAM-SHA-512), as KIP-554 keeps them.
+    pub scram_credentials: BTreeMap<(String, i8), StoredScramCredential>,
 }
 
 impl MetadataImage {
@@ -436,6 +449,27 @@ impl MetadataImage {
                     );
                 }
             }
+            MetadataRecord::UserScramCredential {
+                name,
+                mechanism,
+                salt,
+                stored_key,
+                server_key,
+                iterations,
+            } => {
+                self.scram_credentials.insert(
+                    (name.clone(), *mechanism),
+                    StoredScramCredential {
+                        salt: salt.clone(),
+                        stored_key: stored_key.clone(),
+                        server_key: server_key.clone(),
+                        iterations: *iterations,
+                    },
+                );
+            }
+            MetadataRecord::RemoveUserScramCredential { name, mechanism } => {
+                self.scram_credentials.remove(&(name.clone(), *mechanism));
+            }
             MetadataRecord::PartitionChange {
                 topic_id,
                 partition,
@@ -568,6 +602,16 @@ impl MetadataImage {
         }
         for (id, binding) in self.acls.iter() {
             out.push(MetadataRecord::access_control_entry(id, &binding));
+        }
+        for ((name, mechanism), c) in &self.scram_credentials {
+            out.push(MetadataRecord::UserScramCredential {
+                name: name.clone(),
+                mechanism: *mechanism,
+                salt: c.salt.clone(),
+                stored_key: c.stored_key.clone(),
+                server_key: c.server_key.clone(),
+                iterations: c.iterations,
+            });
         }
         if self.next_producer_id > 0 {
             out.push(MetadataRecord::ProducerIds {

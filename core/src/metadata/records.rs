@@ -152,6 +152,24 @@ pub enum MetadataRecord {
     RemoveAccessControlEntry {
         id: Uuid,
     },
+    /// A user's SCRAM credential for one mechanism was set (KRaft's
+    /// UserScramCredentialRecord, KIP-554): the salt, the stored and
+    /// server keys and the iterations, never the password.
+    UserScramCredential {
+        name: String,
+        /// Kafka's ScramMechanism type: 1 SCRAM-SHA-256, 2 SCRAM-SHA-512.
+        mechanism: i8,
+        salt: Vec<u8>,
+        stored_key: Vec<u8>,
+        server_key: Vec<u8>,
+        iterations: i32,
+    },
+    /// A user's SCRAM credential for one mechanism was deleted (KRaft's
+    /// RemoveUserScramCredentialRecord).
+    RemoveUserScramCredential {
+        name: String,
+        mechanism: i8,
+    },
 }
 
 const TOPIC: i8 = 1;
@@ -167,6 +185,8 @@ const UNREGISTER_BROKER: i8 = 10;
 const FEATURE_LEVEL: i8 = 11;
 const ACCESS_CONTROL_ENTRY: i8 = 12;
 const REMOVE_ACCESS_CONTROL_ENTRY: i8 = 13;
+const USER_SCRAM_CREDENTIAL: i8 = 14;
+const REMOVE_USER_SCRAM_CREDENTIAL: i8 = 15;
 
 /// An optional flag as one byte: -1 none, 0 false, 1 true.
 fn optional_flag(v: Option<bool>) -> i8 {
@@ -413,6 +433,29 @@ impl MetadataRecord {
                 w.put_i8(VERSION);
                 w.put_slice(id);
             }
+            MetadataRecord::UserScramCredential {
+                name,
+                mechanism,
+                salt,
+                stored_key,
+                server_key,
+                iterations,
+            } => {
+                w.put_i8(USER_SCRAM_CREDENTIAL);
+                w.put_i8(VERSION);
+                w.put_string(name, true);
+                w.put_i8(*mechanism);
+                w.put_nullable_bytes(Some(salt), true);
+                w.put_nullable_bytes(Some(stored_key), true);
+                w.put_nullable_bytes(Some(server_key), true);
+                w.put_i32(*iterations);
+            }
+            MetadataRecord::RemoveUserScramCredential { name, mechanism } => {
+                w.put_i8(REMOVE_USER_SCRAM_CREDENTIAL);
+                w.put_i8(VERSION);
+                w.put_string(name, true);
+                w.put_i8(*mechanism);
+            }
         }
         w.freeze()
     }
@@ -576,6 +619,18 @@ impl MetadataRecord {
             REMOVE_ACCESS_CONTROL_ENTRY => {
                 MetadataRecord::RemoveAccessControlEntry { id: r.uuid("id")? }
             }
+            USER_SCRAM_CREDENTIAL => MetadataRecord::UserScramCredential {
+                name: r.string("name", true)?,
+                mechanism: r.i8("mechanism")?,
+                salt: r.bytes("salt", true)?.to_vec(),
+                stored_key: r.bytes("stored_key", true)?.to_vec(),
+                server_key: r.bytes("server_key", true)?.to_vec(),
+                iterations: r.i32("iterations")?,
+            },
+            REMOVE_USER_SCRAM_CREDENTIAL => MetadataRecord::RemoveUserScramCredential {
+                name: r.string("name", true)?,
+                mechanism: r.i8("mechanism")?,
+            },
             PARTITION_CHANGE => {
                 let topic_id = r.uuid("topic_id")?;
                 let partition = r.i32("partition")?;
@@ -658,6 +713,18 @@ mod tests {
             },
             MetadataRecord::ClusterId {
                 cluster_id: "qau3HT1pWYTbaYLLJD0ulA".into(),
+            },
+            MetadataRecord::UserScramCredential {
+                name: "alice".into(),
+                mechanism: 2,
+                salt: vec![1, 2, 3],
+                stored_key: vec![4; 64],
+                server_key: vec![5; 64],
+                iterations: 8192,
+            },
+            MetadataRecord::RemoveUserScramCredential {
+                name: "alice".into(),
+                mechanism: 1,
             },
             MetadataRecord::UnregisterBroker {
                 broker_id: 3,

@@ -125,6 +125,7 @@ enum State {
         /// `client-first-message-bare "," server-first-message`.
         auth_message_prefix: String,
         combined_nonce: String,
+        client_nonce: String,
         credential: ScramCredential,
     },
     Complete,
@@ -243,6 +244,7 @@ impl ScramServer {
             gs2_header,
             auth_message_prefix: format!("{client_first_bare},{server_first}"),
             combined_nonce,
+            client_nonce: first.client_nonce.clone(),
             credential: credential.clone(),
         };
         Ok(server_first.into_bytes())
@@ -253,14 +255,21 @@ impl ScramServer {
     /// signature) that proves the server knew the credential too.
     pub fn client_final(&mut self, message: &[u8]) -> Result<Vec<u8>, ScramError> {
         // Any early return below leaves the exchange failed.
-        let (gs2_header, auth_message_prefix, combined_nonce, credential) =
+        let (gs2_header, auth_message_prefix, combined_nonce, client_nonce, credential) =
             match std::mem::replace(&mut self.state, State::Failed) {
                 State::AwaitClientFinal {
                     gs2_header,
                     auth_message_prefix,
                     combined_nonce,
+                    client_nonce,
                     credential,
-                } => (gs2_header, auth_message_prefix, combined_nonce, credential),
+                } => (
+                    gs2_header,
+                    auth_message_prefix,
+                    combined_nonce,
+                    client_nonce,
+                    credential,
+                ),
                 other => {
                     return Err(ScramError::UnexpectedMessage {
                         state: other.name(),
@@ -272,7 +281,7 @@ impl ScramServer {
         if channel_binding.as_deref() != Some(gs2_header.as_bytes()) {
             return Err(ScramError::ChannelBindingMismatch);
         }
-        if final_message.nonce != combined_nonce {
+        if !nonce_matches(final_message.nonce, &combined_nonce, &client_nonce) {
             return Err(ScramError::NonceMismatch);
         }
         let proof = STANDARD
@@ -412,6 +421,16 @@ struct ClientFinal<'a> {
 }
 
 /// `c=cbind,r=nonce[,ext]*,p=proof`: the proof is always last.
+/// Whether the client-final message's nonce is the one the server sent
+/// (RFC 5802: client nonce then server nonce), as Kafka 4 checks it. Also
+/// accepted: the client nonce once more in front of it, which librdkafka
+/// before 2.6.1 sends (its issue #4895; Debian's and Ubuntu's kcat ship
+/// such versions). The server's nonce, what defeats a replay, is checked
+/// whole either way.
+fn nonce_matches(sent: &str, combined: &str, client_nonce: &str) -> bool {
+    sent == combined || sent.strip_prefix(client_nonce) == Some(combined)
+}
+
 fn parse_client_final(message: &[u8]) -> Result<ClientFinal<'_>, ScramError> {
     let text = utf8(message)?;
     let invalid = ScramError::InvalidClientFinal;
@@ -532,6 +551,21 @@ impl fmt::Display for ScramError {
 }
 
 impl std::error::Error for ScramError {}
+
+#[cfg(test)]
+mod nonce_tests {
+    use super::nonce_matches;
+
+    #[test]
+    fn the_nonce_is_the_servers_whole_or_old_librdkafkas_doubled_one() {
+        assert!(nonce_matches("CCSS", "CCSS", "CC"));
+        assert!(nonce_matches("CCCCSS", "CCSS", "CC"));
+        assert!(!nonce_matches("CCSX", "CCSS", "CC"));
+        assert!(!nonce_matches("XXCCSS", "CCSS", "CC"));
+        assert!(!nonce_matches("CC", "CCSS", "CC"));
+        assert!(!nonce_matches("CCCCCCSS", "CCSS", "CC"));
+    }
+}
 
 #[cfg(test)]
 mod tests {

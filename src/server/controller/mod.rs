@@ -34,6 +34,7 @@ use crate::controller::reassignment::{
     list_reassignments, plan_alter_reassignments, OngoingReassignment, ReassignmentOutcome,
     ReassignmentRequest,
 };
+use crate::controller::scram::{plan_scram_changes, ScramChange, UserOutcome};
 use crate::controller::{
     plan_alter_broker_configs, plan_alter_topic_configs, plan_create_partitions,
     plan_create_topics, plan_delete_topics, Context,
@@ -189,6 +190,11 @@ enum AdminRequest {
         updates: Vec<FeatureUpdate>,
         validate_only: bool,
     },
+    /// AlterUserScramCredentials (API 51): each user's checked changes.
+    /// Added last, for the same reason.
+    AlterScramCredentials {
+        users: Vec<(String, Vec<ScramChange>)>,
+    },
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -202,6 +208,7 @@ enum AdminAnswer {
     Elected(BTreeMap<String, Vec<ElectionOutcome>>),
     Reassigned(Vec<ReassignmentOutcome>),
     Reassignments(Vec<OngoingReassignment>),
+    ScramAltered(Vec<UserOutcome>),
     /// A Kafka-encoded BrokerRegistration or BrokerHeartbeat response, and
     /// the reason when it carries an error (the schema has no message).
     Broker {
@@ -589,6 +596,21 @@ async fn decide_locked(
             *offset = commit(plan.records, false).await?;
             Ok(AdminAnswer::Reassigned(plan.outcomes))
         }
+        AdminRequest::AlterScramCredentials { users } => {
+            let (records, outcomes) = plan_scram_changes(&image, &users);
+            for (user, outcome) in &outcomes {
+                match outcome {
+                    Ok(()) => tracing::info!(user = %user, "SCRAM credentials altered"),
+                    Err((code, message)) => {
+                        tracing::info!(user = %user, code, "SCRAM credential change refused: {message}")
+                    }
+                }
+            }
+            if !records.is_empty() {
+                *offset = commit(records, false).await?;
+            }
+            Ok(AdminAnswer::ScramAltered(outcomes))
+        }
         AdminRequest::ListReassignments { partitions } => Ok(AdminAnswer::Reassignments(
             list_reassignments(&image, partitions.as_deref()),
         )),
@@ -897,6 +919,19 @@ pub async fn create_partitions(
     .await?
     {
         AdminAnswer::CreatePartitions(r) => Ok(r),
+        _ => Err(wrong_answer()),
+    }
+}
+
+/// Alters SCRAM credentials (AlterUserScramCredentials) through the active
+/// controller; callable from any shard. The answer comes once this broker
+/// authenticates with the new credentials.
+pub async fn alter_scram_credentials(
+    shard: &Rc<Shard>,
+    users: Vec<(String, Vec<ScramChange>)>,
+) -> ControllerResult<Vec<UserOutcome>> {
+    match call(shard, AdminRequest::AlterScramCredentials { users }).await? {
+        AdminAnswer::ScramAltered(r) => Ok(r),
         _ => Err(wrong_answer()),
     }
 }

@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 
 use glommio::net::TcpListener;
 
+use crate::broker_config::sasl_settings::SaslSettings;
 use crate::broker_config::BrokerConfig;
 use crate::log::cleaner::CleanerOptions;
 use crate::log::data_dir::DataDirLock;
@@ -27,6 +28,7 @@ use crate::server::image_applier;
 use crate::server::lifecycle::{cluster_id, controlled_shutdown, registration, storage_failure};
 use crate::server::metrics::http as metrics_http;
 use crate::server::network::connection::{serve_connection, ServedListener, TlsServing};
+use crate::server::network::sasl::SaslServing;
 use crate::server::network::tls;
 use crate::shard::checkpoints;
 use crate::shard::runtime::{run_shards, ShardConfig, Shutdown};
@@ -706,9 +708,18 @@ fn served_listeners(config: &BrokerConfig) -> Result<Vec<Arc<ServedListener>>, S
         } else {
             None
         };
+        let sasl = if l.protocol.uses_sasl() {
+            let settings = SaslSettings::for_listener(&config.security, &l.name)?;
+            Some(Arc::new(
+                SaslServing::new(settings).map_err(|e| format!("listener {}: {e}", l.name))?,
+            ))
+        } else {
+            None
+        };
         out.push(Arc::new(ServedListener {
             listener: l.clone(),
             tls,
+            sasl,
         }));
     }
     Ok(out)

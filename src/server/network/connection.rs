@@ -18,6 +18,7 @@ use bytes::Bytes;
 use futures_lite::{AsyncRead, AsyncWrite};
 use glommio::channels::local_channel;
 use glommio::net::TcpStream;
+use pinlog_protocol::chunks::Chunk;
 
 use crate::broker_config::listeners::Listener;
 use crate::node::state::BrokerState;
@@ -26,6 +27,7 @@ use crate::server::network::dispatch::{handle_frame, Outcome};
 use crate::server::network::frame_reader::{FrameError, FrameReader};
 use crate::server::network::request_probe::{self, RequestTimer, ShardProbe};
 use crate::server::network::response_writer::write_response;
+use crate::server::network::sasl::{Intercept, SaslAuthenticator, SaslServing};
 use crate::server::network::session::{Session, ANONYMOUS_PRINCIPAL};
 use crate::server::network::tls::certificate_principal;
 use crate::shard::shard::Shard;
@@ -45,6 +47,8 @@ pub const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 pub struct ServedListener {
     pub listener: Listener,
     pub tls: Option<TlsServing>,
+    /// SASL_PLAINTEXT and SASL_SSL listeners.
+    pub sasl: Option<Arc<SaslServing>>,
 }
 
 pub struct TlsServing {
@@ -87,8 +91,9 @@ pub async fn serve_connection(
         peer_host,
         principal: ANONYMOUS_PRINCIPAL.into(),
     };
+    let sasl = listener.sasl.clone().map(SaslAuthenticator::new);
     let Some(tls) = &listener.tls else {
-        return serve_stream(shard, stream, stop, session, peer).await;
+        return serve_stream(shard, stream, stop, session, sasl, peer).await;
     };
     let handshake =
         futures_lite::future::or(async { Some(tls.acceptor.accept(stream).await) }, async {
@@ -126,7 +131,7 @@ pub async fn serve_connection(
         }
     }
     tracing::debug!(%peer, principal = %session.principal, "TLS connection established");
-    serve_stream(shard, stream, stop, session, peer).await
+    serve_stream(shard, stream, stop, session, sasl, peer).await
 }
 
 /// Serves requests on a set-up stream, plain or TLS.
@@ -135,12 +140,19 @@ async fn serve_stream<S: AsyncRead + AsyncWrite + Unpin + 'static>(
     stream: S,
     stop: StopHandle,
     session: Session,
+    sasl: Option<SaslAuthenticator>,
     peer: String,
 ) {
     let max_frame = BrokerState::of(&shard).config.socket_request_max_bytes;
+    // Until a SASL client has authenticated, its frames are bounded by
+    // sasl.server.max.receive.size; the worker raises the bound after.
+    let frame_limit = Rc::new(std::cell::Cell::new(match &sasl {
+        Some(a) => a.max_receive_size(),
+        None => max_frame,
+    }));
     let probe = ShardProbe::of(&shard);
     let (mut reader, mut writer) = futures_lite::io::split(stream);
-    let mut frames = FrameReader::new(max_frame);
+    let mut frames = FrameReader::new(frame_limit.get());
     let (tx, rx) = local_channel::new_bounded::<(Bytes, RequestTimer)>(IN_FLIGHT_REQUESTS_MAX);
 
     let writer_probe = probe.clone();
@@ -149,13 +161,21 @@ async fn serve_stream<S: AsyncRead + AsyncWrite + Unpin + 'static>(
     // the reader stops waiting for frames and the connection closes.
     let writer_done = Rc::new(std::cell::Cell::new(false));
     let writer_done_flag = writer_done.clone();
+    let worker_limit = frame_limit.clone();
     let writer_task = glommio::spawn_local(async move {
-        let end = serve_requests(&worker_shard, &rx, &mut writer, &writer_probe, &session).await;
+        let mut worker = Worker {
+            session,
+            sasl,
+            frame_limit: worker_limit,
+            max_frame,
+        };
+        let end = serve_requests(&worker_shard, &rx, &mut writer, &writer_probe, &mut worker).await;
         writer_done_flag.set(true);
         end
     });
 
     let end = loop {
+        frames.set_max_frame(frame_limit.get());
         let next =
             futures_lite::future::or(async { Some(frames.next(&mut reader).await) }, async {
                 while !stop.is_requested() && !writer_done.get() {
@@ -189,6 +209,51 @@ async fn serve_stream<S: AsyncRead + AsyncWrite + Unpin + 'static>(
     }
 }
 
+/// The worker's side of a connection: its session, and on a SASL listener
+/// the authentication that sets the session's principal.
+struct Worker {
+    session: Session,
+    sasl: Option<SaslAuthenticator>,
+    frame_limit: Rc<std::cell::Cell<usize>>,
+    /// `socket.request.max.bytes`, the bound once authenticated.
+    max_frame: usize,
+}
+
+impl Worker {
+    /// What to do with a request: SASL's own requests and anything before
+    /// authentication are the authenticator's; the rest is dispatched.
+    async fn serve(&mut self, shard: &Rc<Shard>, frame: Bytes) -> Outcome {
+        let Some(sasl) = self.sasl.as_mut() else {
+            return handle_frame(shard, frame, &self.session).await;
+        };
+        let image = BrokerState::of(shard).image();
+        match sasl.intercept(&frame, &image) {
+            Intercept::Dispatch => handle_frame(shard, frame, &self.session).await,
+            Intercept::Respond(bytes) => {
+                if let Some(principal) = sasl.principal() {
+                    if *self.session.principal != *principal {
+                        self.session.principal = principal.into();
+                        tracing::debug!(principal, "SASL authentication succeeded");
+                    }
+                    self.frame_limit.set(self.max_frame);
+                }
+                Outcome::Respond(vec![Chunk::Bytes(bytes)])
+            }
+            Intercept::RespondThenClose(bytes, delay, why) => {
+                // Kafka answers a failed authentication late, so that a
+                // client guessing passwords gets few tries per second.
+                glommio::timer::sleep(delay).await;
+                if bytes.is_empty() {
+                    Outcome::Close(why)
+                } else {
+                    Outcome::RespondThenClose(vec![Chunk::Bytes(bytes)], why)
+                }
+            }
+            Intercept::Close(why) => Outcome::Close(why),
+        }
+    }
+}
+
 /// Handles each request in arrival order and writes its response, until
 /// the reader hangs up, a write fails, or a request must close the
 /// connection.
@@ -197,10 +262,10 @@ async fn serve_requests<W: AsyncWrite + Unpin>(
     rx: &local_channel::LocalReceiver<(Bytes, RequestTimer)>,
     writer: &mut W,
     probe: &ShardProbe,
-    session: &Session,
+    worker: &mut Worker,
 ) -> End {
     while let Some((frame, timer)) = rx.recv().await {
-        let outcome = handle_frame(shard, frame, session).await;
+        let outcome = worker.serve(shard, frame).await;
         probe.request_finished(timer, &outcome);
         match outcome {
             Outcome::Respond(chunks) => {
@@ -211,6 +276,12 @@ async fn serve_requests<W: AsyncWrite + Unpin>(
                 probe.response_sent(bytes);
             }
             Outcome::NoResponse => {}
+            Outcome::RespondThenClose(chunks, why) => {
+                if let Err(e) = write_response(writer, chunks).await {
+                    return End::Io(e);
+                }
+                return End::Protocol(why);
+            }
             Outcome::Close(why) => return End::Protocol(why),
         }
     }

@@ -27,6 +27,9 @@ pub enum Outcome {
     Respond(Vec<Chunk>),
     /// Produce with acks=0: nothing goes back.
     NoResponse,
+    /// Write these chunks, then close the connection, logging why (a
+    /// refused SASL authentication).
+    RespondThenClose(Vec<Chunk>, String),
     /// Close the connection, logging why.
     Close(String),
 }
@@ -268,18 +271,42 @@ pub async fn handle_frame(shard: &Rc<Shard>, frame: Bytes, session: &Session) ->
             list_transactions::ListTransactionsRequest,
             handlers::list_transactions::handle
         ),
+        // On a listener without SASL (the authenticator takes these on a
+        // SASL listener), Kafka's answers.
+        ApiKey::SaslHandshake => {
+            let resp = sasl_handshake::SaslHandshakeResponse {
+                error_code: crate::protocol::error_code::ILLEGAL_SASL_STATE,
+                mechanisms: Vec::new(),
+            };
+            respond(correlation_id, resp_header, v, |w| resp.encode(w.buf(), v))
+        }
+        ApiKey::SaslAuthenticate => {
+            let resp = sasl_authenticate::SaslAuthenticateResponse {
+                error_code: crate::protocol::error_code::ILLEGAL_SASL_STATE,
+                error_message: Some(format!(
+                    "SaslAuthenticate on listener {}, which does not use SASL",
+                    session.listener
+                )),
+                ..Default::default()
+            };
+            respond(correlation_id, resp_header, v, |w| resp.encode(w.buf(), v))
+        }
+        ApiKey::DescribeUserScramCredentials => serve!(
+            describe_user_scram_credentials::DescribeUserScramCredentialsRequest,
+            handlers::describe_user_scram_credentials::handle
+        ),
+        ApiKey::AlterUserScramCredentials => serve!(
+            alter_user_scram_credentials::AlterUserScramCredentialsRequest,
+            handlers::alter_user_scram_credentials::handle
+        ),
         // Codecs only (`CODEC_ONLY_APIS`): `ApiKey::from_i16` does not know
         // them, so their frames were refused above as unknown keys. Not
         // served until they move to `SUPPORTED_APIS`.
-        ApiKey::SaslHandshake
-        | ApiKey::DescribeAcls
+        ApiKey::DescribeAcls
         | ApiKey::CreateAcls
         | ApiKey::DeleteAcls
-        | ApiKey::SaslAuthenticate
         | ApiKey::DescribeClientQuotas
         | ApiKey::AlterClientQuotas
-        | ApiKey::DescribeUserScramCredentials
-        | ApiKey::AlterUserScramCredentials
         | ApiKey::Envelope => Outcome::Close(format!(
             "unknown API key {api_key} (correlation id {correlation_id})"
         )),

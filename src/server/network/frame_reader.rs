@@ -37,6 +37,13 @@ impl FrameReader {
         }
     }
 
+    /// Changes the largest frame accepted from the next one on: a SASL
+    /// connection accepts `sasl.server.max.receive.size` until it has
+    /// authenticated, then `socket.request.max.bytes`.
+    pub fn set_max_frame(&mut self, max_frame: usize) {
+        self.max_frame = max_frame;
+    }
+
     /// The size of the frame at the front of the buffer, once known.
     fn frame_size(&self) -> Result<Option<usize>, FrameError> {
         if self.buf.len() < SIZE_PREFIX {

@@ -9,5 +9,6 @@ pub mod dispatch;
 pub mod frame_reader;
 pub mod request_probe;
 pub mod response_writer;
+pub mod sasl;
 pub mod session;
 pub mod tls;

@@ -167,7 +167,7 @@ impl ShardProbe {
         let api = self.api(key);
         add(&api.requests, 1);
         match outcome {
-            Outcome::Close(_) => add(&api.errors, 1),
+            Outcome::Close(_) | Outcome::RespondThenClose(..) => add(&api.errors, 1),
             Outcome::Respond(_) | Outcome::NoResponse => {
                 let us = u64::try_from(timer.started.elapsed().as_micros()).unwrap_or(u64::MAX);
                 api.record_latency(us);
