@@ -48,6 +48,7 @@ pub mod mechanism;
 pub mod oauthbearer;
 pub mod plain;
 pub mod scram;
+pub mod scram_client;
 pub mod scram_credential;
 
 pub use mechanism::Mechanism;

@@ -103,6 +103,13 @@ pub async fn serve_connection(
         .await;
     let stream = match handshake {
         Some(Ok(s)) => s,
+        // A peer that closes before finishing the handshake is most often
+        // a port probe (a load balancer's health check, the controller's
+        // liveness probe); anything else is worth a warning.
+        Some(Err(e)) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
+            tracing::debug!(%peer, listener = %session.listener, "closed during the TLS handshake");
+            return;
+        }
         Some(Err(e)) => {
             tracing::warn!(%peer, listener = %session.listener, "TLS handshake failed: {e}");
             return;

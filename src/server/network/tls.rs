@@ -254,19 +254,32 @@ impl ServerCertVerifier for ChainOnlyVerifier {
 #[derive(Clone, Default)]
 pub struct InterBrokerSecurity {
     pub tls: Option<futures_rustls::TlsConnector>,
+    /// The mechanism and credentials of a SASL inter-broker listener.
+    pub sasl: Option<crate::broker_config::sasl_settings::InterBrokerSasl>,
 }
 
 impl InterBrokerSecurity {
     pub fn from_config(config: &crate::broker_config::BrokerConfig) -> Result<Self> {
         let listener = config.listeners.inter_broker();
+        let sasl = if listener.protocol.uses_sasl() {
+            Some(
+                crate::broker_config::sasl_settings::InterBrokerSasl::for_listener(
+                    &config.security,
+                    &listener.name,
+                )?,
+            )
+        } else {
+            None
+        };
         if !listener.protocol.uses_tls() {
-            return Ok(InterBrokerSecurity::default());
+            return Ok(InterBrokerSecurity { tls: None, sasl });
         }
         let settings = config.tls_settings(&listener.name, false)?;
         let client = client_config(&settings)
             .map_err(|e| format!("inter-broker listener {}: {e}", listener.name))?;
         Ok(InterBrokerSecurity {
             tls: Some(futures_rustls::TlsConnector::from(client)),
+            sasl,
         })
     }
 

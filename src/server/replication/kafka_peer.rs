@@ -13,14 +13,30 @@ use bytes::{BufMut, Bytes, BytesMut};
 use futures_lite::{AsyncReadExt, AsyncWriteExt, FutureExt};
 use glommio::net::TcpStream;
 
+use crate::broker_config::sasl_settings::InterBrokerSasl;
 use crate::protocol::api::ApiKey;
 use crate::protocol::codec::{DecodeResult, Reader};
+use crate::protocol::error_code;
 use crate::protocol::header::{decode_response_header, RequestHeader};
+use crate::protocol::messages::sasl_authenticate::{
+    SaslAuthenticateRequest, SaslAuthenticateResponse,
+};
+use crate::protocol::messages::sasl_handshake::{SaslHandshakeRequest, SaslHandshakeResponse};
 use crate::quorum::network::resolve;
 use crate::server::network::tls::InterBrokerSecurity;
+use pinlog_core::sasl::scram::printable_nonce;
+use pinlog_core::sasl::scram_client::ScramClient;
+use pinlog_core::sasl::scram_credential::ScramMechanism;
+use pinlog_core::sasl::SASL_MESSAGE_BYTES_MAX;
 
 /// How long a connection attempt to a peer broker may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+const SASL_HANDSHAKE_VERSION: i16 = 1;
+const SASL_AUTHENTICATE_VERSION: i16 = 2;
+/// SaslAuthenticate rounds of one login: SCRAM needs two.
+const SASL_ROUNDS_MAX: usize = 3;
+/// Random bytes behind a SCRAM client nonce.
+const SCRAM_NONCE_RANDOM_BYTES: usize = 24;
 
 /// A connection to a peer, plain or TLS.
 trait PeerStream: futures_lite::AsyncRead + futures_lite::AsyncWrite + Unpin {}
@@ -101,7 +117,105 @@ impl KafkaPeer {
     ) -> io::Result<T> {
         if self.stream.is_none() {
             self.stream = Some(self.connect().await?);
+            if let Some(sasl) = self.security.sasl.clone() {
+                if let Err(e) = self.login(&sasl, timeout).await {
+                    self.stream = None;
+                    return Err(e);
+                }
+            }
         }
+        self.exchange(key, version, body, decode, timeout, max_response_bytes)
+            .await
+    }
+
+    /// Logs in on a new connection to a SASL inter-broker listener:
+    /// SaslHandshake v1, then SaslAuthenticate until the mechanism is done.
+    async fn login(&mut self, sasl: &InterBrokerSasl, timeout: Duration) -> io::Result<()> {
+        let addr = self.addr.clone();
+        let refused = |what: String| {
+            io::Error::new(
+                io::ErrorKind::PermissionDenied,
+                format!("{addr}: SASL {} login refused: {what}", sasl.mechanism),
+            )
+        };
+        let mechanism = sasl.mechanism.name().to_string();
+        let handshake = self
+            .exchange(
+                ApiKey::SaslHandshake,
+                SASL_HANDSHAKE_VERSION,
+                |w| {
+                    SaslHandshakeRequest { mechanism }.encode(w, SASL_HANDSHAKE_VERSION);
+                },
+                |r| SaslHandshakeResponse::decode(r, SASL_HANDSHAKE_VERSION),
+                timeout,
+                SASL_MESSAGE_BYTES_MAX,
+            )
+            .await?;
+        if handshake.error_code != error_code::NONE {
+            return Err(refused(format!(
+                "error {} (the listener enables {})",
+                handshake.error_code,
+                handshake.mechanisms.join(", ")
+            )));
+        }
+        let credentials = &sasl.credentials;
+        let mut scram = ScramMechanism::from_mechanism(sasl.mechanism).map(|m| {
+            let random: [u8; SCRAM_NONCE_RANDOM_BYTES] = rand::random();
+            ScramClient::new(
+                m,
+                &credentials.username,
+                &credentials.password,
+                &printable_nonce(&random),
+            )
+        });
+        let mut message = match &scram {
+            Some(client) => client.client_first(),
+            None => format!("\0{}\0{}", credentials.username, credentials.password).into_bytes(),
+        };
+        // PLAIN takes one round, SCRAM two; the last answer carries the
+        // server's proof.
+        for round in 0..SASL_ROUNDS_MAX {
+            let auth_bytes = Bytes::from(std::mem::take(&mut message));
+            let answer = self
+                .exchange(
+                    ApiKey::SaslAuthenticate,
+                    SASL_AUTHENTICATE_VERSION,
+                    |w| SaslAuthenticateRequest { auth_bytes }.encode(w, SASL_AUTHENTICATE_VERSION),
+                    |r| SaslAuthenticateResponse::decode(r, SASL_AUTHENTICATE_VERSION),
+                    timeout,
+                    SASL_MESSAGE_BYTES_MAX,
+                )
+                .await?;
+            if answer.error_code != error_code::NONE {
+                return Err(refused(answer.error_message.unwrap_or_default()));
+            }
+            match (&mut scram, round) {
+                (None, _) => return Ok(()),
+                (Some(client), 0) => {
+                    message = client
+                        .client_final(&answer.auth_bytes)
+                        .map_err(|e| refused(e.to_string()))?;
+                }
+                (Some(client), _) => {
+                    return client
+                        .verify_server_final(&answer.auth_bytes)
+                        .map_err(|e| refused(e.to_string()));
+                }
+            }
+        }
+        Err(refused("the exchange did not end".into()))
+    }
+
+    /// One request and its response on the open connection.
+    async fn exchange<T>(
+        &mut self,
+        key: ApiKey,
+        version: i16,
+        body: impl FnOnce(&mut BytesMut),
+        decode: impl FnOnce(&mut Reader) -> DecodeResult<T>,
+        timeout: Duration,
+        max_response_bytes: usize,
+    ) -> io::Result<T> {
         self.next_correlation_id = self.next_correlation_id.wrapping_add(1);
         let correlation_id = self.next_correlation_id;
         let mut frame = BytesMut::with_capacity(256);
@@ -116,7 +230,10 @@ impl KafkaPeer {
         body(&mut frame);
         let size = (frame.len() - 4) as i32;
         frame[..4].copy_from_slice(&size.to_be_bytes());
-        let stream = self.stream.as_mut().expect("connected above");
+        let stream = self
+            .stream
+            .as_mut()
+            .ok_or_else(|| io::Error::other(format!("{}: not connected", self.addr)))?;
         let exchange = async {
             stream.write_all(&frame).await?;
             let mut size = [0u8; 4];
