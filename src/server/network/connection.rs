@@ -182,7 +182,10 @@ async fn serve_stream<S: AsyncRead + AsyncWrite + Unpin + 'static>(
     });
 
     let end = loop {
-        frames.set_max_frame(frame_limit.get());
+        frames.set_max_frame(
+            frame_limit.get(),
+            frame_limit_name(frame_limit.get(), max_frame),
+        );
         let next =
             futures_lite::future::or(async { Some(frames.next(&mut reader).await) }, async {
                 while !stop.is_requested() && !writer_done.get() {
@@ -216,6 +219,16 @@ async fn serve_stream<S: AsyncRead + AsyncWrite + Unpin + 'static>(
     }
 }
 
+/// The setting that bounds a connection's frames now, for the log line of
+/// a frame past it.
+fn frame_limit_name(limit: usize, max_frame: usize) -> &'static str {
+    if limit == max_frame {
+        "socket.request.max.bytes"
+    } else {
+        "sasl.server.max.receive.size, before authentication"
+    }
+}
+
 /// The worker's side of a connection: its session, and on a SASL listener
 /// the authentication that sets the session's principal.
 struct Worker {
@@ -234,13 +247,18 @@ impl Worker {
             return handle_frame(shard, frame, &self.session).await;
         };
         let image = BrokerState::of(shard).image();
+        let authentications = sasl.authentications();
         match sasl.intercept(&frame, &image) {
             Intercept::Dispatch => handle_frame(shard, frame, &self.session).await,
             Intercept::Respond(bytes) => {
                 if let Some(principal) = sasl.principal() {
-                    if *self.session.principal != *principal {
+                    if sasl.authentications() > authentications {
                         self.session.principal = principal.into();
-                        tracing::debug!(principal, "SASL authentication succeeded");
+                        if authentications == 0 {
+                            tracing::debug!(principal, "SASL authentication succeeded");
+                        } else {
+                            tracing::debug!(principal, "SASL re-authentication succeeded");
+                        }
                     }
                     self.frame_limit.set(self.max_frame);
                 }

@@ -27,6 +27,8 @@ pub enum FrameError {
 pub struct FrameReader {
     buf: BytesMut,
     max_frame: usize,
+    /// The setting `max_frame` comes from, for the error.
+    limit_name: &'static str,
 }
 
 impl FrameReader {
@@ -34,14 +36,16 @@ impl FrameReader {
         FrameReader {
             buf: BytesMut::new(),
             max_frame,
+            limit_name: "socket.request.max.bytes",
         }
     }
 
     /// Changes the largest frame accepted from the next one on: a SASL
     /// connection accepts `sasl.server.max.receive.size` until it has
     /// authenticated, then `socket.request.max.bytes`.
-    pub fn set_max_frame(&mut self, max_frame: usize) {
+    pub fn set_max_frame(&mut self, max_frame: usize, limit_name: &'static str) {
         self.max_frame = max_frame;
+        self.limit_name = limit_name;
     }
 
     /// The size of the frame at the front of the buffer, once known.
@@ -56,8 +60,8 @@ impl FrameReader {
         let size = size as usize;
         if size > self.max_frame {
             return Err(FrameError::Protocol(format!(
-                "frame of {size} bytes exceeds socket.request.max.bytes ({})",
-                self.max_frame
+                "frame of {size} bytes exceeds {} ({})",
+                self.limit_name, self.max_frame
             )));
         }
         Ok(Some(size))

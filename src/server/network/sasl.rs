@@ -120,6 +120,9 @@ pub struct SaslAuthenticator {
     /// When the session ends (ms since the epoch), if it does.
     session_end_ms: Option<i64>,
     reauthenticating: bool,
+    /// Completed authentications on this connection: more than one means
+    /// the client re-authenticated.
+    authentications: u32,
 }
 
 fn now_ms() -> i64 {
@@ -171,7 +174,13 @@ impl SaslAuthenticator {
             mechanism: None,
             session_end_ms: None,
             reauthenticating: false,
+            authentications: 0,
         }
+    }
+
+    /// How many times the client has authenticated on this connection.
+    pub fn authentications(&self) -> u32 {
+        self.authentications
     }
 
     /// `sasl.server.max.receive.size`: the largest frame before
@@ -450,6 +459,7 @@ impl SaslAuthenticator {
         self.principal = Some(format!("User:{name}"));
         self.mechanism = Some(mechanism);
         self.reauthenticating = false;
+        self.authentications += 1;
         self.state = State::Authenticated;
         lifetime
     }
