@@ -30,7 +30,9 @@ use pinlog::protocol::messages::metadata::{MetadataRequest, MetadataResponse};
 use pinlog::protocol::messages::sasl_authenticate::*;
 use pinlog::protocol::messages::sasl_handshake::*;
 use support::kafka_conn::{read_frame, Conn};
-use support::{free_port, kafka_libs, run_command, which, write_file, Broker, BrokerOpts};
+use support::{
+    free_port, kafka_libs, run_command, which, write_file, Broker, BrokerOpts, PINLOG_BIN,
+};
 
 const CLIENT_TIMEOUT: Duration = Duration::from_secs(120);
 const IO_TIMEOUT: Duration = Duration::from_secs(10);
@@ -616,6 +618,48 @@ fn what_must_be_refused_is_refused_and_the_broker_serves_on() {
     let answer = read_frame(&mut c.stream).expect("the raw token's answer");
     assert!(answer.is_empty(), "PLAIN answers an empty token");
     assert!(!metadata(&mut c).brokers.is_empty());
+
+    // pinlog's own commands over SASL_SSL, with Kafka's client properties.
+    let props = |password: &str| {
+        write_file(
+            s.dir.path(),
+            &format!("cli-{password}.properties"),
+            format!(
+                "security.protocol=SASL_SSL\nssl.truststore.location={}\nsasl.mechanism=PLAIN\n\
+                 sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required \\\n  \
+                 username=\"admin\" password=\"{password}\";\n",
+                s.ca().display()
+            )
+            .as_bytes(),
+        )
+    };
+    let cli = |args: &[&str], config: &Path| {
+        run_command(
+            Command::new(PINLOG_BIN)
+                .args(args)
+                .args(["--bootstrap-server", &s.sasl_ssl(), "--command-config"])
+                .arg(config),
+            None,
+            Duration::from_secs(60),
+        )
+    };
+    let good = props("admin-secret");
+    cli(
+        &["topic", "create", "cli-over-sasl-ssl", "--partitions", "2"],
+        &good,
+    )
+    .assert_success();
+    let listed = cli(&["topic", "list"], &good);
+    listed.assert_success();
+    assert!(listed.stdout.contains("cli-over-sasl-ssl"), "{listed}");
+    let refused = cli(&["topic", "list"], &props("wrong"));
+    assert!(!refused.success(), "{refused}");
+    assert!(
+        refused
+            .stderr
+            .contains("refused the SASL PLAIN login of admin"),
+        "{refused}"
+    );
 
     // The broker still serves, and said why it closed each connection.
     let log = s.broker.log();

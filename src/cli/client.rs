@@ -17,6 +17,7 @@ use std::time::Duration;
 use bytes::{BufMut, Bytes, BytesMut};
 
 use crate::cli::error::{CliError, CliResult};
+use crate::cli::security::{CliStream, ClientSasl, ClientSecurity};
 use crate::protocol::api::ApiKey;
 use crate::protocol::codec::{DecodeResult, Reader};
 use crate::protocol::error_code;
@@ -27,8 +28,11 @@ use crate::protocol::messages::api_versions::{
 use crate::protocol::messages::{
     create_partitions, create_topics, delete_topics, describe_configs, describe_groups,
     find_coordinator, incremental_alter_configs, list_groups, list_offsets, metadata,
-    offset_commit, offset_fetch, partition_shards,
+    offset_commit, offset_fetch, partition_shards, sasl_authenticate, sasl_handshake,
 };
+use pinlog_core::sasl::scram::printable_nonce;
+use pinlog_core::sasl::scram_client::ScramClient;
+use pinlog_core::sasl::scram_credential::ScramMechanism;
 
 /// Where the commands look for a broker unless told otherwise: the address
 /// `pinlog serve` listens on by default.
@@ -160,19 +164,50 @@ pub fn negotiate(key: ApiKey, broker: &[ApiVersionRange]) -> Option<i16> {
     (min <= max).then_some(max)
 }
 
+api_request!(
+    sasl_handshake::SaslHandshakeRequest,
+    sasl_handshake::SaslHandshakeResponse,
+    ApiKey::SaslHandshake
+);
+api_request!(
+    sasl_authenticate::SaslAuthenticateRequest,
+    sasl_authenticate::SaslAuthenticateResponse,
+    ApiKey::SaslAuthenticate
+);
+
+/// SaslAuthenticate rounds of one login: SCRAM needs two.
+const SASL_ROUNDS_MAX: usize = 3;
+/// Random bytes behind a SCRAM client nonce.
+const SCRAM_NONCE_RANDOM_BYTES: usize = 24;
+
 /// One connection to one broker, with the broker's API versions.
 pub struct Client {
     addr: String,
-    stream: TcpStream,
+    stream: CliStream,
     timeout: Duration,
     next_correlation_id: i32,
     broker_versions: Vec<ApiVersionRange>,
 }
 
 impl Client {
-    /// Connects to `addr` (HOST:PORT) and asks for its API versions.
+    /// Connects to `addr` (HOST:PORT) in the clear and asks for its API
+    /// versions.
     pub fn connect(addr: &str, timeout: Duration) -> CliResult<Client> {
-        let stream = connect_stream(addr, timeout)?;
+        Self::connect_secured(addr, timeout, &ClientSecurity::default())
+    }
+
+    /// Connects as `security` says (TLS, then SASL after ApiVersions).
+    pub fn connect_secured(
+        addr: &str,
+        timeout: Duration,
+        security: &ClientSecurity,
+    ) -> CliResult<Client> {
+        let socket = connect_stream(addr, timeout)?;
+        let host = addr.rsplit_once(':').map_or(addr, |(h, _)| h);
+        let stream = CliStream::new(socket, host, security).map_err(|e| CliError::Protocol {
+            addr: addr.to_string(),
+            detail: e,
+        })?;
         let mut client = Client {
             addr: addr.to_string(),
             stream,
@@ -181,7 +216,61 @@ impl Client {
             broker_versions: Vec::new(),
         };
         client.broker_versions = client.api_versions()?;
+        if let Some(sasl) = &security.sasl {
+            client.login(sasl)?;
+        }
         Ok(client)
+    }
+
+    /// SaslHandshake, then SaslAuthenticate until the mechanism is done.
+    fn login(&mut self, sasl: &ClientSasl) -> CliResult<()> {
+        let addr = self.addr.clone();
+        let refused = |what: String| {
+            CliError::Other(format!(
+                "{addr} refused the SASL {} login of {}: {what}; check the user and password in \
+                 --command-config's sasl.jaas.config",
+                sasl.mechanism, sasl.username
+            ))
+        };
+        let handshake = self.send(&sasl_handshake::SaslHandshakeRequest {
+            mechanism: sasl.mechanism.name().into(),
+        })?;
+        if handshake.error_code != error_code::NONE {
+            return Err(refused(format!(
+                "the listener enables {}",
+                handshake.mechanisms.join(", ")
+            )));
+        }
+        let mut scram = ScramMechanism::from_mechanism(sasl.mechanism).map(|m| {
+            let random: [u8; SCRAM_NONCE_RANDOM_BYTES] = rand::random();
+            ScramClient::new(m, &sasl.username, &sasl.password, &printable_nonce(&random))
+        });
+        let mut message = match &scram {
+            Some(c) => c.client_first(),
+            None => format!("\0{}\0{}", sasl.username, sasl.password).into_bytes(),
+        };
+        for round in 0..SASL_ROUNDS_MAX {
+            let answer = self.send(&sasl_authenticate::SaslAuthenticateRequest {
+                auth_bytes: Bytes::from(std::mem::take(&mut message)),
+            })?;
+            if answer.error_code != error_code::NONE {
+                return Err(refused(answer.error_message.unwrap_or_default()));
+            }
+            match (&mut scram, round) {
+                (None, _) => return Ok(()),
+                (Some(c), 0) => {
+                    message = c
+                        .client_final(&answer.auth_bytes)
+                        .map_err(|e| refused(e.to_string()))?
+                }
+                (Some(c), _) => {
+                    return c
+                        .verify_server_final(&answer.auth_bytes)
+                        .map_err(|e| refused(e.to_string()))
+                }
+            }
+        }
+        Err(refused("the exchange did not end".into()))
     }
 
     pub fn addr(&self) -> &str {
@@ -398,6 +487,7 @@ fn connect_stream(addr: &str, timeout: Duration) -> CliResult<TcpStream> {
 /// coordinator).
 pub struct Cluster {
     bootstrap: Client,
+    security: ClientSecurity,
     /// Node id to advertised HOST:PORT, from the last Metadata response.
     brokers: HashMap<i32, String>,
     nodes: HashMap<i32, Client>,
@@ -407,16 +497,26 @@ impl Cluster {
     /// Connects to the first of `bootstrap`'s comma-separated HOST:PORT
     /// entries that answers, as Kafka's `--bootstrap-server` takes a list.
     pub fn connect(bootstrap: &str, timeout: Duration) -> CliResult<Cluster> {
+        Self::connect_secured(bootstrap, timeout, ClientSecurity::default())
+    }
+
+    /// Like [`Cluster::connect`], every connection as `security` says.
+    pub fn connect_secured(
+        bootstrap: &str,
+        timeout: Duration,
+        security: ClientSecurity,
+    ) -> CliResult<Cluster> {
         let mut last_error = None;
         for addr in bootstrap
             .split(',')
             .map(str::trim)
             .filter(|a| !a.is_empty())
         {
-            match Client::connect(addr, timeout) {
+            match Client::connect_secured(addr, timeout, &security) {
                 Ok(client) => {
                     return Ok(Cluster {
                         bootstrap: client,
+                        security,
                         brokers: HashMap::new(),
                         nodes: HashMap::new(),
                     })
@@ -468,7 +568,7 @@ impl Cluster {
                     "broker {node_id} is not in the cluster's metadata; try again in a moment"
                 ))
             })?;
-            let client = Client::connect(&addr, self.bootstrap.timeout())?;
+            let client = Client::connect_secured(&addr, self.bootstrap.timeout(), &self.security)?;
             self.nodes.insert(node_id, client);
         }
         Ok(self.nodes.get_mut(&node_id).expect("inserted above"))

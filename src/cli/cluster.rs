@@ -56,7 +56,7 @@ pub struct ClusterView {
 }
 
 pub fn run(conn: &ConnectArgs, command: ClusterCommand, out: &mut dyn Write) -> CliResult<()> {
-    let mut cluster = Cluster::connect(&conn.bootstrap_server, conn.timeout)?;
+    let mut cluster = conn.cluster()?;
     match command {
         ClusterCommand::Describe => {
             let view = gather(&mut cluster)?;

@@ -20,6 +20,7 @@ pub mod cluster;
 pub mod error;
 pub mod group;
 pub mod partition;
+pub mod security;
 pub mod table;
 pub mod topic;
 
@@ -55,6 +56,22 @@ pub struct ConnectArgs {
     /// Print one JSON document for scripts instead of tables.
     #[arg(long, global = true)]
     pub json: bool,
+    /// Kafka client properties for a secured listener (security.protocol,
+    /// ssl.truststore.location, sasl.mechanism, sasl.jaas.config, ...), as
+    /// Kafka's tools take them.
+    #[arg(long, global = true, value_name = "FILE")]
+    pub command_config: Option<std::path::PathBuf>,
+}
+
+impl ConnectArgs {
+    /// Connects to the cluster as `--command-config` says.
+    pub fn cluster(&self) -> CliResult<client::Cluster> {
+        let security = match &self.command_config {
+            Some(path) => security::ClientSecurity::load(path)?,
+            None => security::ClientSecurity::default(),
+        };
+        client::Cluster::connect_secured(&self.bootstrap_server, self.timeout, security)
+    }
 }
 
 #[derive(Subcommand, Debug, Clone)]

@@ -23,7 +23,7 @@ pub fn run(conn: &ConnectArgs, command: PartitionCommand, out: &mut dyn Write) -
             broker,
         } => {
             let (topic, index) = parse_topic_partition(&partition)?;
-            let mut cluster = Cluster::connect(&conn.bootstrap_server, conn.timeout)?;
+            let mut cluster = conn.cluster()?;
             let moved = move_partition(&mut cluster, &topic, index, shard, broker)?;
             emit(out, &render_move(&moved, conn.json))
         }

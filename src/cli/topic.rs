@@ -57,7 +57,7 @@ pub fn run(conn: &ConnectArgs, command: TopicCommand, out: &mut dyn Write) -> Cl
         }
         .validate()?;
     }
-    let mut cluster = Cluster::connect(&conn.bootstrap_server, conn.timeout)?;
+    let mut cluster = conn.cluster()?;
     match command {
         TopicCommand::Create {
             name,

@@ -69,7 +69,7 @@ mod arguments;
 pub use self::arguments::{parse_datetime_ms, parse_topic_spec, TopicSpec};
 
 pub fn run(conn: &ConnectArgs, command: GroupCommand, out: &mut dyn Write) -> CliResult<()> {
-    let mut cluster = Cluster::connect(&conn.bootstrap_server, conn.timeout)?;
+    let mut cluster = conn.cluster()?;
     match command {
         GroupCommand::List => {
             let groups = with_retries(conn, || list_groups(&mut cluster))?;
