@@ -16,6 +16,7 @@ pub mod controller;
 pub mod fetch_session_cache;
 pub mod group;
 pub mod metadata;
+pub mod quota;
 pub mod replica;
 pub mod sasl;
 pub mod shard;

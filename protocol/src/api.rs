@@ -299,6 +299,18 @@ pub const SUPPORTED_APIS: &[ApiSupport] = &[
         first_flexible_version: NEVER_FLEXIBLE,
     },
     ApiSupport {
+        key: ApiKey::DescribeClientQuotas,
+        min_version: 0,
+        max_version: 1,
+        first_flexible_version: 1,
+    },
+    ApiSupport {
+        key: ApiKey::AlterClientQuotas,
+        min_version: 0,
+        max_version: 1,
+        first_flexible_version: 1,
+    },
+    ApiSupport {
         key: ApiKey::DescribeUserScramCredentials,
         min_version: 0,
         max_version: 0,
@@ -393,18 +405,6 @@ pub const CODEC_ONLY_APIS: &[ApiSupport] = &[
         min_version: 1,
         max_version: 3,
         first_flexible_version: 2,
-    },
-    ApiSupport {
-        key: ApiKey::DescribeClientQuotas,
-        min_version: 0,
-        max_version: 1,
-        first_flexible_version: 1,
-    },
-    ApiSupport {
-        key: ApiKey::AlterClientQuotas,
-        min_version: 0,
-        max_version: 1,
-        first_flexible_version: 1,
     },
     ApiSupport {
         key: ApiKey::Envelope,

@@ -21,6 +21,7 @@ pub mod elections;
 pub mod features;
 pub mod partitions;
 pub mod placement;
+pub mod quotas;
 pub mod reassignment;
 pub mod scram;
 pub mod topics;

@@ -213,6 +213,8 @@ pub struct MetadataImage {
     /// SCRAM credentials by user and mechanism (Kafka's ScramMechanism
     /// type: 1 SCRAM-SHA-256, 2 SCRAM-SHA-512), as KIP-554 keeps them.
     pub scram_credentials: BTreeMap<(String, i8), StoredScramCredential>,
+    /// Client quotas by entity and key.
+    pub client_quotas: crate::quota::QuotaConfigs,
 }
 
 impl MetadataImage {
@@ -470,6 +472,32 @@ impl MetadataImage {
             MetadataRecord::RemoveUserScramCredential { name, mechanism } => {
                 self.scram_credentials.remove(&(name.clone(), *mechanism));
             }
+            MetadataRecord::ClientQuota { entity, key, value } => {
+                let parts = entity.iter().map(|(t, n)| (t.as_str(), n.as_deref()));
+                let entity = match crate::quota::QuotaEntity::from_parts(parts) {
+                    Ok(e) => e,
+                    Err(why) => {
+                        tracing::warn!(offset, "metadata: a client quota record of no entity pinlog knows ({why}); ignored");
+                        return;
+                    }
+                };
+                match value {
+                    Some(v) => {
+                        self.client_quotas
+                            .entry(entity)
+                            .or_default()
+                            .insert(key.clone(), *v);
+                    }
+                    None => {
+                        if let Some(values) = self.client_quotas.get_mut(&entity) {
+                            values.remove(key);
+                            if values.is_empty() {
+                                self.client_quotas.remove(&entity);
+                            }
+                        }
+                    }
+                }
+            }
             MetadataRecord::PartitionChange {
                 topic_id,
                 partition,
@@ -602,6 +630,19 @@ impl MetadataImage {
         }
         for (id, binding) in self.acls.iter() {
             out.push(MetadataRecord::access_control_entry(id, &binding));
+        }
+        for (entity, values) in &self.client_quotas {
+            for (key, value) in values {
+                out.push(MetadataRecord::ClientQuota {
+                    entity: entity
+                        .parts()
+                        .into_iter()
+                        .map(|(t, n)| (t.to_string(), n))
+                        .collect(),
+                    key: key.clone(),
+                    value: Some(*value),
+                });
+            }
         }
         for ((name, mechanism), c) in &self.scram_credentials {
             out.push(MetadataRecord::UserScramCredential {

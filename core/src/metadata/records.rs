@@ -170,6 +170,14 @@ pub enum MetadataRecord {
         name: String,
         mechanism: i8,
     },
+    /// A client quota was set or removed (KRaft's ClientQuotaRecord): the
+    /// entity as (type, name) pairs, a null name for `<default>`.
+    ClientQuota {
+        entity: Vec<(String, Option<String>)>,
+        key: String,
+        /// `None` removes the value.
+        value: Option<crate::quota::QuotaValue>,
+    },
 }
 
 const TOPIC: i8 = 1;
@@ -187,6 +195,7 @@ const ACCESS_CONTROL_ENTRY: i8 = 12;
 const REMOVE_ACCESS_CONTROL_ENTRY: i8 = 13;
 const USER_SCRAM_CREDENTIAL: i8 = 14;
 const REMOVE_USER_SCRAM_CREDENTIAL: i8 = 15;
+const CLIENT_QUOTA: i8 = 16;
 
 /// An optional flag as one byte: -1 none, 0 false, 1 true.
 fn optional_flag(v: Option<bool>) -> i8 {
@@ -456,6 +465,18 @@ impl MetadataRecord {
                 w.put_string(name, true);
                 w.put_i8(*mechanism);
             }
+            MetadataRecord::ClientQuota { entity, key, value } => {
+                w.put_i8(CLIENT_QUOTA);
+                w.put_i8(VERSION);
+                w.put_array_len(Some(entity.len()), true);
+                for (entity_type, name) in entity {
+                    w.put_string(entity_type, true);
+                    w.put_nullable_string(name.as_deref(), true);
+                }
+                w.put_string(key, true);
+                w.put_bool(value.is_none());
+                w.put_f64(value.map_or(0.0, |v| v.0));
+            }
         }
         w.freeze()
     }
@@ -631,6 +652,23 @@ impl MetadataRecord {
                 name: r.string("name", true)?,
                 mechanism: r.i8("mechanism")?,
             },
+            CLIENT_QUOTA => {
+                // type, name.
+                let entity = r.array("entity", true, 1 + 1, |r| {
+                    Ok((
+                        r.string("entity_type", true)?,
+                        r.nullable_string("entity_name", true)?,
+                    ))
+                })?;
+                let key = r.string("key", true)?;
+                let remove = r.bool("remove")?;
+                let value = r.f64("value")?;
+                MetadataRecord::ClientQuota {
+                    entity,
+                    key,
+                    value: (!remove).then_some(crate::quota::QuotaValue(value)),
+                }
+            }
             PARTITION_CHANGE => {
                 let topic_id = r.uuid("topic_id")?;
                 let partition = r.i32("partition")?;
@@ -725,6 +763,19 @@ mod tests {
             MetadataRecord::RemoveUserScramCredential {
                 name: "alice".into(),
                 mechanism: 1,
+            },
+            MetadataRecord::ClientQuota {
+                entity: vec![
+                    ("user".into(), Some("alice".into())),
+                    ("client-id".into(), None),
+                ],
+                key: "producer_byte_rate".into(),
+                value: Some(crate::quota::QuotaValue(1048576.0)),
+            },
+            MetadataRecord::ClientQuota {
+                entity: vec![("user".into(), None)],
+                key: "consumer_byte_rate".into(),
+                value: None,
             },
             MetadataRecord::UnregisterBroker {
                 broker_id: 3,

@@ -30,6 +30,7 @@ use crate::controller::elections::{
 use crate::controller::features::{plan_update_features, FeatureUpdate};
 use crate::controller::partitions::{broker_views, plan_alter_partition, IsrProposal};
 use crate::controller::placement::UsableBroker;
+use crate::controller::quotas::{plan_alter_client_quotas, QuotaAlteration, QuotaOutcome};
 use crate::controller::reassignment::{
     list_reassignments, plan_alter_reassignments, OngoingReassignment, ReassignmentOutcome,
     ReassignmentRequest,
@@ -195,6 +196,11 @@ enum AdminRequest {
     AlterScramCredentials {
         users: Vec<(String, Vec<ScramChange>)>,
     },
+    /// AlterClientQuotas (API 49). Added last, for the same reason.
+    AlterClientQuotas {
+        alterations: Vec<QuotaAlteration>,
+        validate_only: bool,
+    },
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -209,6 +215,7 @@ enum AdminAnswer {
     Reassigned(Vec<ReassignmentOutcome>),
     Reassignments(Vec<OngoingReassignment>),
     ScramAltered(Vec<UserOutcome>),
+    QuotasAltered(Vec<QuotaOutcome>),
     /// A Kafka-encoded BrokerRegistration or BrokerHeartbeat response, and
     /// the reason when it carries an error (the schema has no message).
     Broker {
@@ -596,6 +603,21 @@ async fn decide_locked(
             *offset = commit(plan.records, false).await?;
             Ok(AdminAnswer::Reassigned(plan.outcomes))
         }
+        AdminRequest::AlterClientQuotas {
+            alterations,
+            validate_only,
+        } => {
+            let (records, outcomes) = plan_alter_client_quotas(&alterations);
+            if !records.is_empty() && !validate_only {
+                for r in &records {
+                    if let MetadataRecord::ClientQuota { entity, key, value } = r {
+                        tracing::info!(?entity, key = %key, value = ?value.map(|v| v.0), "client quota altered");
+                    }
+                }
+                *offset = commit(records, false).await?;
+            }
+            Ok(AdminAnswer::QuotasAltered(outcomes))
+        }
         AdminRequest::AlterScramCredentials { users } => {
             let (records, outcomes) = plan_scram_changes(&image, &users);
             for (user, outcome) in &outcomes {
@@ -919,6 +941,27 @@ pub async fn create_partitions(
     .await?
     {
         AdminAnswer::CreatePartitions(r) => Ok(r),
+        _ => Err(wrong_answer()),
+    }
+}
+
+/// Alters client quotas (AlterClientQuotas) through the active
+/// controller; callable from any shard.
+pub async fn alter_client_quotas(
+    shard: &Rc<Shard>,
+    alterations: Vec<QuotaAlteration>,
+    validate_only: bool,
+) -> ControllerResult<Vec<QuotaOutcome>> {
+    match call(
+        shard,
+        AdminRequest::AlterClientQuotas {
+            alterations,
+            validate_only,
+        },
+    )
+    .await?
+    {
+        AdminAnswer::QuotasAltered(r) => Ok(r),
         _ => Err(wrong_answer()),
     }
 }

@@ -30,6 +30,7 @@ use crate::server::metrics::http as metrics_http;
 use crate::server::network::connection::{serve_connection, ServedListener, TlsServing};
 use crate::server::network::sasl::SaslServing;
 use crate::server::network::tls;
+use crate::server::quota::{QuotaRegistry, ShardQuotas};
 use crate::shard::checkpoints;
 use crate::shard::runtime::{run_shards, ShardConfig, Shutdown};
 use crate::shard::shard::Shard;
@@ -202,6 +203,7 @@ pub fn run(config: BrokerConfig, stop: StopHandle) -> Result<(), String> {
     }
     let served_listeners = Arc::new(served_listeners(&config)?);
     let inter_broker_security = tls::InterBrokerSecurity::from_config(&config)?;
+    let quota_registry = Arc::new(QuotaRegistry::default());
     // Held until `run` returns; the kernel releases it if the process dies.
     let _data_dir_lock = DataDirLock::acquire(&config.data_dir)?;
     let cluster_id: Option<String> = cluster_id::load(&config.data_dir, config.node_id)?;
@@ -239,6 +241,7 @@ pub fn run(config: BrokerConfig, stop: StopHandle) -> Result<(), String> {
         let stop = stop.clone();
         let listeners = served_listeners.clone();
         shard.set_extension(Rc::new(inter_broker_security.clone()));
+        shard.set_extension(Rc::new(ShardQuotas::new(quota_registry.clone())));
         async move {
             shard_main(
                 shard,

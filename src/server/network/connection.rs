@@ -301,6 +301,19 @@ async fn serve_requests<W: AsyncWrite + Unpin>(
                 probe.response_sent(bytes);
             }
             Outcome::NoResponse => {}
+            Outcome::RespondThrottled(chunks, mute) => {
+                let bytes = request_probe::response_bytes(&chunks);
+                if !chunks.is_empty() {
+                    if let Err(e) = write_response(writer, chunks).await {
+                        return End::Io(e);
+                    }
+                    probe.response_sent(bytes);
+                }
+                // KIP-219: the answer goes out at once; the connection's
+                // next request waits until the client is back within its
+                // quota.
+                glommio::timer::sleep(mute).await;
+            }
             Outcome::RespondThenClose(chunks, why) => {
                 if let Err(e) = write_response(writer, chunks).await {
                     return End::Io(e);

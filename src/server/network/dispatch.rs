@@ -19,7 +19,9 @@ use crate::protocol::header::{encode_response_header, RequestHeader};
 use crate::protocol::messages::*;
 use crate::server::handlers;
 use crate::server::network::session::Session;
+use crate::server::quota::ShardQuotas;
 use crate::shard::shard::Shard;
+use pinlog_core::quota::{CONSUMER_BYTE_RATE, PRODUCER_BYTE_RATE};
 
 /// What the connection does with one request.
 pub enum Outcome {
@@ -32,6 +34,9 @@ pub enum Outcome {
     RespondThenClose(Vec<Chunk>, String),
     /// Close the connection, logging why.
     Close(String),
+    /// Write these chunks, then read no request of the connection for the
+    /// time given: a client over its quota (KIP-219's muted channel).
+    RespondThrottled(Vec<Chunk>, std::time::Duration),
 }
 
 /// Decodes and serves one frame of a connection's `session`.
@@ -99,26 +104,49 @@ pub async fn handle_frame(shard: &Rc<Shard>, frame: Bytes, session: &Session) ->
             serve_on_listener!(metadata::MetadataRequest, handlers::metadata::handle)
         }
         ApiKey::Produce => {
+            // A producer's quota meters the request's size, as Kafka's.
+            let bytes = r.remaining() as u64;
             let req = match produce::ProduceRequest::decode(&mut r, v) {
                 Ok(req) => req,
                 Err(e) => return malformed(key, v, e),
             };
             let acks = req.acks;
-            let resp = handlers::produce::handle(shard, &header, req).await;
+            let mut resp = handlers::produce::handle(shard, &header, req).await;
+            let throttle = quota_throttle(shard, session, &header, PRODUCER_BYTE_RATE, bytes);
             if acks == 0 {
-                return Outcome::NoResponse;
+                return match throttle.is_zero() {
+                    true => Outcome::NoResponse,
+                    false => Outcome::RespondThrottled(Vec::new(), throttle),
+                };
             }
-            respond(correlation_id, resp_header, v, |w| resp.encode(w.buf(), v))
+            resp.throttle_time_ms = throttle.as_millis().min(i32::MAX as u128) as i32;
+            throttled(
+                respond(correlation_id, resp_header, v, |w| resp.encode(w.buf(), v)),
+                throttle,
+            )
         }
         ApiKey::Fetch => {
             let req = match fetch::FetchRequest::decode(&mut r, v) {
                 Ok(req) => req,
                 Err(e) => return malformed(key, v, e),
             };
-            let resp = handlers::fetch::handle(shard, &header, req).await;
-            respond(correlation_id, resp_header, v, |w| {
-                resp.encode_chunked(w, v)
-            })
+            let from_follower = req.replica_id >= 0;
+            let mut resp = handlers::fetch::handle(shard, &header, req).await;
+            // Followers replicate under the replication throttle, not a
+            // client's quota.
+            let throttle = if from_follower {
+                std::time::Duration::ZERO
+            } else {
+                let bytes = fetched_bytes(&resp);
+                quota_throttle(shard, session, &header, CONSUMER_BYTE_RATE, bytes)
+            };
+            resp.throttle_time_ms = throttle.as_millis().min(i32::MAX as u128) as i32;
+            throttled(
+                respond(correlation_id, resp_header, v, |w| {
+                    resp.encode_chunked(w, v)
+                }),
+                throttle,
+            )
         }
         ApiKey::ListOffsets => serve!(
             list_offsets::ListOffsetsRequest,
@@ -291,6 +319,14 @@ pub async fn handle_frame(shard: &Rc<Shard>, frame: Bytes, session: &Session) ->
             };
             respond(correlation_id, resp_header, v, |w| resp.encode(w.buf(), v))
         }
+        ApiKey::DescribeClientQuotas => serve!(
+            describe_client_quotas::DescribeClientQuotasRequest,
+            handlers::describe_client_quotas::handle
+        ),
+        ApiKey::AlterClientQuotas => serve!(
+            alter_client_quotas::AlterClientQuotasRequest,
+            handlers::alter_client_quotas::handle
+        ),
         ApiKey::DescribeUserScramCredentials => serve!(
             describe_user_scram_credentials::DescribeUserScramCredentialsRequest,
             handlers::describe_user_scram_credentials::handle
@@ -302,14 +338,53 @@ pub async fn handle_frame(shard: &Rc<Shard>, frame: Bytes, session: &Session) ->
         // Codecs only (`CODEC_ONLY_APIS`): `ApiKey::from_i16` does not know
         // them, so their frames were refused above as unknown keys. Not
         // served until they move to `SUPPORTED_APIS`.
-        ApiKey::DescribeAcls
-        | ApiKey::CreateAcls
-        | ApiKey::DeleteAcls
-        | ApiKey::DescribeClientQuotas
-        | ApiKey::AlterClientQuotas
-        | ApiKey::Envelope => Outcome::Close(format!(
-            "unknown API key {api_key} (correlation id {correlation_id})"
-        )),
+        ApiKey::DescribeAcls | ApiKey::CreateAcls | ApiKey::DeleteAcls | ApiKey::Envelope => {
+            Outcome::Close(format!(
+                "unknown API key {api_key} (correlation id {correlation_id})"
+            ))
+        }
+    }
+}
+
+/// The throttle of a client's `key` quota after `bytes` more.
+fn quota_throttle(
+    shard: &Rc<Shard>,
+    session: &Session,
+    header: &crate::protocol::header::RequestHeader,
+    key: &'static str,
+    bytes: u64,
+) -> std::time::Duration {
+    let Some(quotas) = ShardQuotas::of(shard) else {
+        return std::time::Duration::ZERO;
+    };
+    let image = crate::node::state::BrokerState::of(shard).image();
+    quotas.record(
+        &image,
+        &session.principal,
+        header.client_id.as_deref().unwrap_or(""),
+        key,
+        bytes,
+    )
+}
+
+/// The record bytes a fetch response carries: what a consumer quota
+/// meters.
+fn fetched_bytes(resp: &fetch::FetchResponse) -> u64 {
+    resp.responses
+        .iter()
+        .flat_map(|t| &t.partitions)
+        .filter_map(|p| p.records.as_ref())
+        .map(|r| r.len() as u64)
+        .sum()
+}
+
+/// A response to send, and the time to mute the connection after it.
+fn throttled(outcome: Outcome, throttle: std::time::Duration) -> Outcome {
+    match outcome {
+        Outcome::Respond(chunks) if !throttle.is_zero() => {
+            Outcome::RespondThrottled(chunks, throttle)
+        }
+        other => other,
     }
 }
 

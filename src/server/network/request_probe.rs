@@ -168,7 +168,7 @@ impl ShardProbe {
         add(&api.requests, 1);
         match outcome {
             Outcome::Close(_) | Outcome::RespondThenClose(..) => add(&api.errors, 1),
-            Outcome::Respond(_) | Outcome::NoResponse => {
+            Outcome::Respond(_) | Outcome::RespondThrottled(..) | Outcome::NoResponse => {
                 let us = u64::try_from(timer.started.elapsed().as_micros()).unwrap_or(u64::MAX);
                 api.record_latency(us);
             }
