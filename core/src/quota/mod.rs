@@ -7,13 +7,13 @@
 //!   specific (this user and this client id) to the least (the default
 //!   client id). The level that matched is also what shares the quota:
 //!   every client that resolves to the same entity meters together.
-//! - [`SharedRate`]: a windowed rate that the shards of a broker record
-//!   into together, with atomic adds and no lock, so a user whose
-//!   connections land on several shards has one quota on the broker.
+//! - [`QuotaBucket`]: a token bucket that the shards of a broker charge
+//!   together, with one atomic compare-and-swap and no lock, so a user
+//!   whose connections land on several shards has one quota on the broker.
 //! - [`throttle_time_ms`]: Kafka's delay for a client over its quota.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI64, Ordering};
 
 pub mod entity;
 
@@ -57,6 +57,10 @@ impl PartialEq for QuotaValue {
 }
 
 impl Eq for QuotaValue {}
+
+/// How far ahead of its quota's pace a client may run: one second's worth
+/// (Kafka's `quota.window.size.seconds`) at once.
+pub const QUOTA_BURST_MS: i64 = 1_000;
 
 /// The quota values configured for every entity, as the image keeps them.
 pub type QuotaConfigs = BTreeMap<QuotaEntity, BTreeMap<String, QuotaValue>>;
@@ -111,77 +115,68 @@ pub fn throttle_time_ms(observed: f64, quota: f64, window_ms: i64) -> i64 {
     (ms.round() as i64).clamp(0, MAX_THROTTLE_TIME_MS)
 }
 
-/// A rate over [`QUOTA_WINDOW_NUM`] samples of [`QUOTA_WINDOW_SIZE_MS`],
-/// recorded into by several threads at once: each sample is a start time
-/// and an atomic sum. A sample found to be from an older window is reset
-/// by whoever gets there first (a compare-and-swap on its start); a byte
-/// count recorded by a racing thread in the instant of the reset may be
-/// lost, which is the whole of the sharing's inexactness.
-pub struct SharedRate {
-    starts: [AtomicI64; QUOTA_WINDOW_NUM],
-    sums: [AtomicU64; QUOTA_WINDOW_NUM],
+/// A client's quota meter, shared by every shard of the broker: the
+/// generic cell rate algorithm (a token bucket kept as one time). `paid_until`
+/// is when everything recorded would be paid for at the quota's rate; a
+/// client may run ahead of it by [`QUOTA_BURST_MS`] (a second's worth of
+/// its quota at once), and past that waits the difference.
+///
+/// Recording is one compare-and-swap loop on one atomic, so shards record
+/// into the same meter without a lock and without losing a byte. Unlike
+/// Kafka's eleven one-second samples, whose ten-second minimum span lets a
+/// throttled client send ten seconds' worth at once every eleven seconds,
+/// the bucket holds the client to its rate smoothly.
+pub struct QuotaBucket {
+    /// Microseconds since the epoch.
+    paid_until_us: AtomicI64,
 }
 
-impl Default for SharedRate {
+impl Default for QuotaBucket {
     fn default() -> Self {
-        SharedRate {
-            starts: std::array::from_fn(|_| AtomicI64::new(i64::MIN)),
-            sums: std::array::from_fn(|_| AtomicU64::new(0)),
+        QuotaBucket {
+            paid_until_us: AtomicI64::new(i64::MIN / 2),
         }
     }
 }
 
-impl SharedRate {
-    fn sample_of(now_ms: i64) -> (usize, i64) {
-        let window = now_ms.div_euclid(QUOTA_WINDOW_SIZE_MS);
-        (
-            window.rem_euclid(QUOTA_WINDOW_NUM as i64) as usize,
-            window * QUOTA_WINDOW_SIZE_MS,
+impl QuotaBucket {
+    /// Records `amount` (bytes) at `now_ms` against `quota` (bytes per
+    /// second) and returns how long the client must wait, in ms.
+    pub fn charge(&self, now_ms: i64, amount: u64, quota: f64) -> i64 {
+        let now_us = now_ms.saturating_mul(1000);
+        let cost_us = if quota > 0.0 {
+            ((amount as f64) * 1e6 / quota).min(i64::MAX as f64 / 4.0) as i64
+        } else {
+            0
+        };
+        let mut seen = self.paid_until_us.load(Ordering::Acquire);
+        loop {
+            let paid_until = seen
+                .max(now_us - QUOTA_BURST_MS * 1000)
+                .saturating_add(cost_us);
+            match self.paid_until_us.compare_exchange_weak(
+                seen,
+                paid_until,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => return Self::wait_ms(paid_until, now_us),
+                Err(current) => seen = current,
+            }
+        }
+    }
+
+    /// How long, from `now_ms`, until the client is within its quota
+    /// again; 0 when it is.
+    pub fn wait(&self, now_ms: i64) -> i64 {
+        Self::wait_ms(
+            self.paid_until_us.load(Ordering::Acquire),
+            now_ms.saturating_mul(1000),
         )
     }
 
-    /// Adds `amount` at `now_ms`.
-    pub fn record(&self, now_ms: i64, amount: u64) {
-        let (i, start) = Self::sample_of(now_ms);
-        let seen = self.starts[i].load(Ordering::Acquire);
-        if seen != start
-            && self.starts[i]
-                .compare_exchange(seen, start, Ordering::AcqRel, Ordering::Acquire)
-                .is_ok()
-        {
-            self.sums[i].store(0, Ordering::Release);
-        }
-        self.sums[i].fetch_add(amount, Ordering::AcqRel);
-    }
-
-    /// The rate per second at `now_ms`, and the span it is measured over:
-    /// the samples still inside the window, over the time from the oldest
-    /// of them to now (at least the window minus one sample, as Kafka's
-    /// `Rate` measures, so that a new client's first burst is not divided
-    /// by a few milliseconds).
-    pub fn rate(&self, now_ms: i64) -> (f64, i64) {
-        let (_, current_start) = Self::sample_of(now_ms);
-        let oldest_allowed = current_start - (QUOTA_WINDOW_NUM as i64 - 1) * QUOTA_WINDOW_SIZE_MS;
-        let mut total = 0u64;
-        let mut oldest = current_start;
-        for i in 0..QUOTA_WINDOW_NUM {
-            let start = self.starts[i].load(Ordering::Acquire);
-            if start >= oldest_allowed && start <= current_start {
-                total += self.sums[i].load(Ordering::Acquire);
-                oldest = oldest.min(start);
-            }
-        }
-        let span = (now_ms - oldest)
-            .max((QUOTA_WINDOW_NUM as i64 - 1) * QUOTA_WINDOW_SIZE_MS)
-            .max(1);
-        (total as f64 * 1000.0 / span as f64, span)
-    }
-
-    /// Records `amount` and returns the throttle against `quota`.
-    pub fn record_and_throttle(&self, now_ms: i64, amount: u64, quota: f64) -> i64 {
-        self.record(now_ms, amount);
-        let (rate, span) = self.rate(now_ms);
-        throttle_time_ms(rate, quota, span)
+    fn wait_ms(paid_until_us: i64, now_us: i64) -> i64 {
+        ((paid_until_us - now_us) / 1000).clamp(0, MAX_THROTTLE_TIME_MS)
     }
 }
 
@@ -246,27 +241,43 @@ mod tests {
     }
 
     #[test]
-    fn a_steady_rate_is_measured_over_the_window_and_old_samples_expire() {
-        let r = SharedRate::default();
-        // 1,000 bytes every 100 ms for 20 s: 10,000 bytes per second.
-        for t in 0..200 {
-            r.record(t * 100, 1_000);
-        }
-        let (rate, span) = r.rate(20_000);
-        assert!((rate - 10_000.0).abs() < 1_000.0, "{rate} over {span}");
-        // Long after, nothing is left.
-        assert_eq!(r.rate(60_000).0, 0.0);
+    fn a_client_runs_a_second_ahead_then_waits_what_it_owes() {
+        let b = QuotaBucket::default();
+        let quota = 1_000.0;
+        // A second's worth at once is free.
+        assert_eq!(b.charge(10_000, 1_000, quota), 0);
+        // Another second's worth owes a second.
+        assert_eq!(b.charge(10_000, 1_000, quota), 1_000);
+        assert_eq!(b.wait(10_000), 1_000);
+        assert_eq!(b.wait(10_500), 500);
+        assert_eq!(b.wait(11_000), 0);
+        // Idle time earns no more than the burst.
+        assert_eq!(b.charge(100_000, 1_500, quota), 500);
     }
 
     #[test]
-    fn threads_recording_together_share_one_rate() {
-        let r = std::sync::Arc::new(SharedRate::default());
+    fn a_steady_client_is_held_to_its_quota() {
+        let b = QuotaBucket::default();
+        let quota = 10_000.0;
+        // Send 4,000 bytes whenever allowed, for 60 s.
+        let (mut now, mut sent) = (0i64, 0u64);
+        while now < 60_000 {
+            sent += 4_000;
+            now += b.charge(now, 4_000, quota).max(1);
+        }
+        let rate = sent as f64 * 1000.0 / now as f64;
+        assert!((rate - quota).abs() < 0.05 * quota, "{rate}");
+    }
+
+    #[test]
+    fn threads_charging_together_lose_nothing() {
+        let b = std::sync::Arc::new(QuotaBucket::default());
         let threads: Vec<_> = (0..4)
             .map(|_| {
-                let r = r.clone();
+                let b = b.clone();
                 std::thread::spawn(move || {
-                    for i in 0..10_000 {
-                        r.record(5_000 + i % 1_000, 1);
+                    for _ in 0..10_000 {
+                        b.charge(0, 1, 1_000.0);
                     }
                 })
             })
@@ -274,8 +285,7 @@ mod tests {
         for t in threads {
             t.join().unwrap();
         }
-        // All in one sample: nothing lost to resets.
-        let (rate, span) = r.rate(5_999);
-        assert!((rate * span as f64 / 1000.0 - 40_000.0).abs() < 0.5);
+        // 40,000 bytes at 1,000 per second, a second of it free: 39 s.
+        assert_eq!(b.wait(0), MAX_THROTTLE_TIME_MS.min(39_000));
     }
 }

@@ -124,7 +124,16 @@ impl Reader {
     }
 }
 
-pub async fn handle(shard: &Rc<Shard>, header: &RequestHeader, req: FetchRequest) -> FetchResponse {
+/// Serves a fetch; `over_quota` (a consumer over its `consumer_byte_rate`)
+/// answers, once the session is resolved, with no partition at all, as
+/// Kafka's throttled fetch response does: the session's epoch moves on,
+/// and what the client was last told stays as it was.
+pub async fn handle(
+    shard: &Rc<Shard>,
+    header: &RequestHeader,
+    req: FetchRequest,
+    over_quota: bool,
+) -> FetchResponse {
     let sessions = FetchSessions::of(shard);
     let reader = Reader::of(&req);
     let is_follower = reader.is_follower();
@@ -185,6 +194,14 @@ pub async fn handle(shard: &Rc<Shard>, header: &RequestHeader, req: FetchRequest
         }
     };
 
+    if over_quota {
+        return FetchResponse {
+            throttle_time_ms: 0,
+            error_code: error_code::NONE,
+            session_id,
+            responses: Vec::new(),
+        };
+    }
     let max_wait = Duration::from_millis(req.max_wait_ms.clamp(0, FETCH_MAX_WAIT_MS_MAX) as u64);
     let deadline = std::time::Instant::now() + max_wait;
     // Kafka caps every fetch at its broker's `fetch.max.bytes`, whatever

@@ -130,15 +130,27 @@ pub async fn handle_frame(shard: &Rc<Shard>, frame: Bytes, session: &Session) ->
                 Ok(req) => req,
                 Err(e) => return malformed(key, v, e),
             };
-            let from_follower = req.replica_id >= 0;
-            let mut resp = handlers::fetch::handle(shard, &header, req).await;
             // Followers replicate under the replication throttle, not a
-            // client's quota.
-            let throttle = if from_follower {
+            // client's quota. A consumer already over its quota gets no
+            // records (Kafka's throttled fetch response), so it reads
+            // only while within it.
+            let from_follower = req.replica_id >= 0;
+            let pending = if from_follower {
                 std::time::Duration::ZERO
             } else {
-                let bytes = fetched_bytes(&resp);
-                quota_throttle(shard, session, &header, CONSUMER_BYTE_RATE, bytes)
+                pending_throttle(shard, session, &header, CONSUMER_BYTE_RATE)
+            };
+            let over_quota = !pending.is_zero();
+            let mut resp = handlers::fetch::handle(shard, &header, req, over_quota).await;
+            let throttle = match (from_follower || over_quota, ShardQuotas::of(shard)) {
+                (false, Some(quotas)) => quotas.record_fetched(
+                    &crate::node::state::BrokerState::of(shard).image(),
+                    &session.principal,
+                    header.client_id.as_deref().unwrap_or(""),
+                    CONSUMER_BYTE_RATE,
+                    fetched_bytes(&resp),
+                ),
+                _ => pending,
             };
             resp.throttle_time_ms = throttle.as_millis().min(i32::MAX as u128) as i32;
             throttled(
@@ -364,6 +376,25 @@ fn quota_throttle(
         header.client_id.as_deref().unwrap_or(""),
         key,
         bytes,
+    )
+}
+
+/// How long a client must still wait for its `key` quota.
+fn pending_throttle(
+    shard: &Rc<Shard>,
+    session: &Session,
+    header: &crate::protocol::header::RequestHeader,
+    key: &'static str,
+) -> std::time::Duration {
+    let Some(quotas) = ShardQuotas::of(shard) else {
+        return std::time::Duration::ZERO;
+    };
+    let image = crate::node::state::BrokerState::of(shard).image();
+    quotas.pending_throttle(
+        &image,
+        &session.principal,
+        header.client_id.as_deref().unwrap_or(""),
+        key,
     )
 }
 
