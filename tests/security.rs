@@ -14,8 +14,9 @@
 //!   MTLS; Metadata tells them the port of the listener they came in on; a
 //!   client without a certificate, or with one from another CA, is refused
 //!   on MTLS and the broker logs why; the mapped principals appear in the
-//!   broker's debug log; Kafka's `kafka-topics.sh` works over TLS with
-//!   `--command-config`.
+//!   broker's debug log; 18 MB of 12 KiB records read back exactly over
+//!   MTLS (fetch responses of many segment-file pieces through TLS);
+//!   Kafka's `kafka-topics.sh` works over TLS with `--command-config`.
 //! - [`hostile_input_on_a_tls_port`]: garbage, a plaintext Kafka request,
 //!   half a ClientHello, and 50 connections that say nothing; each is
 //!   closed (the silent ones by the 10 s handshake limit), logged, and a
@@ -26,11 +27,18 @@
 //!   listener is SSL with `ssl.client.auth=required`, each with its own
 //!   certificate: an RF 3 topic with min.insync.replicas 2, acks=all
 //!   through kcat over TLS, kill -9 of the leader, more records, and every
-//!   record read back exactly once; the killed node rejoins the ISR.
+//!   record read back exactly once; the killed node rejoins the ISR; then
+//!   Java transactions (`TxnCheck.java`, RF 3), whose markers and
+//!   verification go between the brokers over TLS.
+//! - [`inter_broker_tls_checks_the_certificate_names_the_broker`]: with
+//!   Kafka's default `ssl.endpoint.identification.algorithm=https`, brokers
+//!   whose certificates do not name the address they advertise cannot
+//!   replicate, and the followers log why. Needs no external client.
 //!
 //! Missing tools make the tests FAIL with the package to install;
 //! `PINLOG_SKIP_CLIENT_TESTS=1` skips the tests that need an external
-//! client (the first and the third), as in `tests/clients.rs`.
+//! client (the first and the third), as in `tests/clients.rs`. Run with
+//! `cargo test --release --test security -- --nocapture` (about 30 s).
 
 mod support;
 
@@ -61,6 +69,10 @@ const RECORDS: usize = 300;
 /// Partitions of every topic of the one-broker test (auto-created ones
 /// too): more than the broker's 2 shards.
 const PARTITIONS: usize = 3;
+/// Records and value size of the large-record round: 18 MB, so that
+/// every fetch response is many pieces of segment file.
+const LARGE_RECORDS: usize = 1500;
+const LARGE_VALUE_BYTES: usize = 12 * 1024;
 /// Keys cycle through `key-0` .. `key-6` (as the client programs write).
 const KEYS: usize = 7;
 /// Outer limit for one client step; the programs bound each step (60 s).
@@ -481,7 +493,9 @@ fn kcat_input(seqs: Range<usize>) -> Vec<u8> {
         .into_bytes()
 }
 
-fn kcat_produce(tls_args: &[String], topic: &str, seqs: Range<usize>) -> (Command, Vec<u8>) {
+/// kcat producing its standard input (`key|value` lines) to `topic` with
+/// acks=all.
+fn kcat_producer(tls_args: &[String], topic: &str) -> Command {
     let mut cmd = Command::new("kcat");
     cmd.args(tls_args).args([
         "-P",
@@ -494,7 +508,7 @@ fn kcat_produce(tls_args: &[String], topic: &str, seqs: Range<usize>) -> (Comman
         "-X",
         "message.timeout.ms=30000",
     ]);
-    (cmd, kcat_input(seqs))
+    cmd
 }
 
 fn kcat_consume(tls_args: &[String], topic: &str) -> Command {
@@ -615,8 +629,8 @@ fn client_round(
         // num.partitions).
         "kcat" => {
             let args = tls.kcat_args();
-            let (mut produce, input) = kcat_produce(&args, &topic, 0..RECORDS);
-            run_against(broker, &mut produce, Some(&input));
+            let input = kcat_input(0..RECORDS);
+            run_against(broker, &mut kcat_producer(&args, &topic), Some(&input));
             run_against(broker, &mut kcat_consume(&args, &topic), None)
         }
         "java" => {
@@ -826,6 +840,54 @@ fn clients_over_tls_and_mtls() {
             broker.fail(&format!("the broker never logged {principal}"));
         }
     }
+
+    // Large records: fetch responses of many segment-file pieces, each
+    // read from disk and written through the TLS stream.
+    let args = mtls(Some(&alice)).kcat_args();
+    let input: String = (0..LARGE_RECORDS)
+        .map(|i| {
+            format!(
+                "large-{i}|{}\n",
+                format!("{i:06}").repeat(LARGE_VALUE_BYTES / 6)
+            )
+        })
+        .collect();
+    run_against(
+        &broker,
+        &mut kcat_producer(&args, "large-mtls"),
+        Some(input.as_bytes()),
+    );
+    let mut consume = Command::new("kcat");
+    consume.args(&args).args([
+        "-C",
+        "-t",
+        "large-mtls",
+        "-o",
+        "beginning",
+        "-e",
+        "-q",
+        "-f",
+        "%k|%s\n",
+    ]);
+    let consumed = run_against(&broker, &mut consume, None);
+    let sorted = |text: &str| {
+        let mut lines: Vec<&str> = text.lines().collect();
+        lines.sort_unstable();
+        lines.join("\n")
+    };
+    if sorted(&consumed.stdout) != sorted(&input) {
+        broker.fail(&format!(
+            "{LARGE_RECORDS} records of {LARGE_VALUE_BYTES} bytes over MTLS did not read back \
+             exactly: {} lines, {} bytes consumed of {} bytes",
+            consumed.stdout.lines().count(),
+            consumed.stdout.len(),
+            input.len()
+        ));
+    }
+    eprintln!(
+        "{LARGE_RECORDS} records of {LARGE_VALUE_BYTES} bytes ({} MB) read back exactly over MTLS",
+        input.len() >> 20
+    );
 
     // Kafka's kafka-topics.sh over TLS: --command-config on SSL creates, and
     // on MTLS (with alice's PEM keystore) describes.
@@ -1127,8 +1189,11 @@ fn cluster_over_tls_between_brokers() {
         ));
     }
 
-    let (mut produce, input) = kcat_produce(&kcat_args(&ssl_ports), TOPIC, 0..HALF);
-    let out = run_command(&mut produce, Some(&input), CLIENT_TIMEOUT);
+    let out = run_command(
+        &mut kcat_producer(&kcat_args(&ssl_ports), TOPIC),
+        Some(&kcat_input(0..HALF)),
+        CLIENT_TIMEOUT,
+    );
     if !out.success() {
         cluster.fail(&format!("produce with acks=all over TLS:\n{out}"));
     }
@@ -1183,8 +1248,11 @@ fn cluster_over_tls_between_brokers() {
         new_leader(&cluster),
         killed.elapsed()
     );
-    let (mut produce, input) = kcat_produce(&kcat_args(&survivor_ports), TOPIC, HALF..2 * HALF);
-    let out = run_command(&mut produce, Some(&input), CLIENT_TIMEOUT);
+    let out = run_command(
+        &mut kcat_producer(&kcat_args(&survivor_ports), TOPIC),
+        Some(&kcat_input(HALF..2 * HALF)),
+        CLIENT_TIMEOUT,
+    );
     if !out.success() {
         cluster.fail(&format!(
             "produce with acks=all over TLS after node {leader} was killed:\n{out}"
