@@ -836,6 +836,26 @@ impl Cluster {
     /// network namespace and on the address `places[i]` names (see
     /// [`netns::Testbed::place`]), or on loopback where it is `None`.
     pub fn start_placed(places: &[Option<(String, String)>], opts: BrokerOpts) -> Cluster {
+        Self::start_nodes(places, opts, &|_, node| node)
+    }
+
+    /// Like [`Cluster::start`], where `each(id, options)` gives node `id`
+    /// (1-based) options of its own, such as a listener port or a
+    /// certificate: every node starts from `opts` and the cluster's own
+    /// settings.
+    pub fn start_each(
+        n: usize,
+        opts: BrokerOpts,
+        each: impl Fn(usize, BrokerOpts) -> BrokerOpts,
+    ) -> Cluster {
+        Self::start_nodes(&vec![None; n], opts, &each)
+    }
+
+    fn start_nodes(
+        places: &[Option<(String, String)>],
+        opts: BrokerOpts,
+        each: &dyn Fn(usize, BrokerOpts) -> BrokerOpts,
+    ) -> Cluster {
         let controllers: Vec<(String, u16)> = places
             .iter()
             .map(|place| {
@@ -854,7 +874,7 @@ impl Cluster {
             .zip(places)
             .enumerate()
             .map(|(i, ((host, port), place))| {
-                let mut node = Self::node_opts(&opts, i as i64 + 1, &voters, *port);
+                let mut node = each(i + 1, Self::node_opts(&opts, i as i64 + 1, &voters, *port));
                 if let Some((ns, host)) = place {
                     node = node.in_netns(ns, host);
                 }
@@ -1024,6 +1044,12 @@ pub fn api_versions_probe(addr: SocketAddr) -> Result<(), String> {
         .set_read_timeout(Some(timeout))
         .and_then(|()| stream.set_write_timeout(Some(timeout)))
         .map_err(|e| e.to_string())?;
+    api_versions_round_trip(&mut stream)
+}
+
+/// One ApiVersions round trip on a connected stream (plain, or TLS set up
+/// by the caller); `Ok` as for [`api_versions_probe`].
+pub fn api_versions_round_trip(stream: &mut (impl Read + Write)) -> Result<(), String> {
     let version = PROBE_API_VERSIONS_VERSION;
     let correlation_id = 7;
     let mut body = BytesMut::new();
@@ -1039,7 +1065,7 @@ pub fn api_versions_probe(addr: SocketAddr) -> Result<(), String> {
         client_software_version: "0".into(),
     }
     .encode(&mut body, version);
-    let response = round_trip(&mut stream, &body)?;
+    let response = round_trip(stream, &body)?;
     let mut r = Reader::new(response);
     // ApiVersions responses always use response header v0.
     let got = decode_response_header(&mut r, 0).map_err(|e| e.to_string())?;
@@ -1055,7 +1081,7 @@ pub fn api_versions_probe(addr: SocketAddr) -> Result<(), String> {
 
 /// Writes one size-prefixed request and reads one size-prefixed response
 /// (returned without its size).
-pub fn round_trip(stream: &mut TcpStream, request: &[u8]) -> Result<Bytes, String> {
+pub fn round_trip(stream: &mut (impl Read + Write), request: &[u8]) -> Result<Bytes, String> {
     let mut frame = BytesMut::with_capacity(4 + request.len());
     frame.put_i32(request.len() as i32);
     frame.put_slice(request);
