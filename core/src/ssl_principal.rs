@@ -128,9 +128,11 @@ impl PrincipalMapper {
                 Some(',') | Some('\n') => {
                     after.trim_start_matches(|c: char| c.is_whitespace() || c == ',')
                 }
-                Some(_) => return Err(format!(
+                Some(_) => {
+                    return Err(format!(
                     "invalid rule: unexpected {after:?} after a rule; separate rules with commas"
-                )),
+                ))
+                }
             };
         }
         if rules.is_empty() {

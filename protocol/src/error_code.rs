@@ -93,3 +93,13 @@ pub const NO_REASSIGNMENT_IN_PROGRESS: i16 = 85;
 
 /// UnregisterBroker of a broker id with no registration.
 pub const BROKER_ID_NOT_REGISTERED: i16 = 102;
+
+// Authorization (issue 31): a request the authorizer refused, by the kind
+// of resource it was refused on.
+pub const TOPIC_AUTHORIZATION_FAILED: i16 = 29;
+pub const GROUP_AUTHORIZATION_FAILED: i16 = 30;
+pub const CLUSTER_AUTHORIZATION_FAILED: i16 = 31;
+pub const TRANSACTIONAL_ID_AUTHORIZATION_FAILED: i16 = 53;
+/// The ACL APIs on a broker without an authorizer (Kafka's
+/// `SecurityDisabledException`).
+pub const SECURITY_DISABLED: i16 = 54;

@@ -11,6 +11,8 @@
 //! - `authorizer`: Kafka's `StandardAuthorizer` rules (super users, DENY
 //!   over ALLOW, implied DESCRIBE, prefixed and wildcard patterns,
 //!   `allow.everyone.if.no.acl.found`) and `authorizeByResourceType`.
+//! - `matrix`: which operation on which resource each Kafka API needs, and
+//!   the error a refusal answers.
 //!
 //! **Architecture Invariant:** nothing here knows a connection or a
 //! request: the broker names the principal and the client's host, and
@@ -18,6 +20,7 @@
 
 pub mod authorizer;
 pub mod binding;
+pub mod matrix;
 pub mod store;
 pub mod types;
 
