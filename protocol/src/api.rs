@@ -227,6 +227,27 @@ pub const SUPPORTED_APIS: &[ApiSupport] = &[
         first_flexible_version: 3,
     },
     ApiSupport {
+        key: ApiKey::DescribeAcls,
+        // Kafka 4.0 removed v0 (KIP-896).
+        min_version: 1,
+        max_version: 3,
+        first_flexible_version: 2,
+    },
+    ApiSupport {
+        key: ApiKey::CreateAcls,
+        // Kafka 4.0 removed v0 (KIP-896).
+        min_version: 1,
+        max_version: 3,
+        first_flexible_version: 2,
+    },
+    ApiSupport {
+        key: ApiKey::DeleteAcls,
+        // Kafka 4.0 removed v0 (KIP-896).
+        min_version: 1,
+        max_version: 3,
+        first_flexible_version: 2,
+    },
+    ApiSupport {
         key: ApiKey::DescribeConfigs,
         min_version: 1,
         max_version: 4,
@@ -354,27 +375,6 @@ pub const CODEC_ONLY_APIS: &[ApiSupport] = &[
         min_version: 0,
         max_version: 1,
         first_flexible_version: NEVER_FLEXIBLE,
-    },
-    ApiSupport {
-        key: ApiKey::DescribeAcls,
-        // Kafka 4.0 removed v0 (KIP-896).
-        min_version: 1,
-        max_version: 3,
-        first_flexible_version: 2,
-    },
-    ApiSupport {
-        key: ApiKey::CreateAcls,
-        // Kafka 4.0 removed v0 (KIP-896).
-        min_version: 1,
-        max_version: 3,
-        first_flexible_version: 2,
-    },
-    ApiSupport {
-        key: ApiKey::DeleteAcls,
-        // Kafka 4.0 removed v0 (KIP-896).
-        min_version: 1,
-        max_version: 3,
-        first_flexible_version: 2,
     },
     ApiSupport {
         key: ApiKey::SaslAuthenticate,

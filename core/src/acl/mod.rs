@@ -13,6 +13,7 @@
 //!   `allow.everyone.if.no.acl.found`) and `authorizeByResourceType`.
 //! - `matrix`: which operation on which resource each Kafka API needs, and
 //!   the error a refusal answers.
+//! - `wire`: the ACL APIs' messages as these types, and back.
 //!
 //! **Architecture Invariant:** nothing here knows a connection or a
 //! request: the broker names the principal and the client's host, and
@@ -23,6 +24,7 @@ pub mod binding;
 pub mod matrix;
 pub mod store;
 pub mod types;
+pub mod wire;
 
 pub use authorizer::{Authorizer, AuthorizerConfig};
 pub use binding::{

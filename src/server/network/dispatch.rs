@@ -12,12 +12,14 @@ use std::rc::Rc;
 
 use bytes::{BufMut, Bytes, BytesMut};
 
+use crate::node::state::BrokerState;
 use crate::protocol::api::ApiKey;
 use crate::protocol::chunks::{Chunk, ChunkWriter};
 use crate::protocol::codec::{DecodeError, Reader};
 use crate::protocol::header::{encode_response_header, RequestHeader};
 use crate::protocol::messages::*;
 use crate::server::handlers;
+use crate::server::handlers::access::Access;
 use crate::server::network::session::Session;
 use crate::shard::shard::Shard;
 
@@ -65,6 +67,10 @@ pub async fn handle_frame(shard: &Rc<Shard>, frame: Bytes, session: &Session) ->
         };
     let v = api_version;
     let resp_header = key.response_header_version(v);
+    // What the session's principal may do: the handlers ask it, by the
+    // rules of `acl::matrix`.
+    let broker = BrokerState::of(shard);
+    let access = Access::new(broker.config.authorizer.as_ref(), session);
     macro_rules! serve {
         ($req:ty, $handler:path) => {{
             let req = match <$req>::decode(&mut r, v) {
@@ -72,6 +78,14 @@ pub async fn handle_frame(shard: &Rc<Shard>, frame: Bytes, session: &Session) ->
                 Err(e) => return malformed(key, v, e),
             };
             let resp = $handler(shard, &header, req).await;
+            respond(correlation_id, resp_header, v, |w| resp.encode(w.buf(), v))
+        }};
+        ($req:ty, $handler:path, access) => {{
+            let req = match <$req>::decode(&mut r, v) {
+                Ok(req) => req,
+                Err(e) => return malformed(key, v, e),
+            };
+            let resp = $handler(shard, &header, req, &access).await;
             respond(correlation_id, resp_header, v, |w| resp.encode(w.buf(), v))
         }};
     }
@@ -84,6 +98,14 @@ pub async fn handle_frame(shard: &Rc<Shard>, frame: Bytes, session: &Session) ->
                 Err(e) => return malformed(key, v, e),
             };
             let resp = $handler(shard, &header, req, &session.listener).await;
+            respond(correlation_id, resp_header, v, |w| resp.encode(w.buf(), v))
+        }};
+        ($req:ty, $handler:path, access) => {{
+            let req = match <$req>::decode(&mut r, v) {
+                Ok(req) => req,
+                Err(e) => return malformed(key, v, e),
+            };
+            let resp = $handler(shard, &header, req, &session.listener, &access).await;
             respond(correlation_id, resp_header, v, |w| resp.encode(w.buf(), v))
         }};
     }
@@ -268,13 +290,25 @@ pub async fn handle_frame(shard: &Rc<Shard>, frame: Bytes, session: &Session) ->
             list_transactions::ListTransactionsRequest,
             handlers::list_transactions::handle
         ),
+        ApiKey::DescribeAcls => serve!(
+            describe_acls::DescribeAclsRequest,
+            handlers::describe_acls::handle,
+            access
+        ),
+        ApiKey::CreateAcls => serve!(
+            create_acls::CreateAclsRequest,
+            handlers::create_acls::handle,
+            access
+        ),
+        ApiKey::DeleteAcls => serve!(
+            delete_acls::DeleteAclsRequest,
+            handlers::delete_acls::handle,
+            access
+        ),
         // Codecs only (`CODEC_ONLY_APIS`): `ApiKey::from_i16` does not know
         // them, so their frames were refused above as unknown keys. Not
         // served until they move to `SUPPORTED_APIS`.
         ApiKey::SaslHandshake
-        | ApiKey::DescribeAcls
-        | ApiKey::CreateAcls
-        | ApiKey::DeleteAcls
         | ApiKey::SaslAuthenticate
         | ApiKey::DescribeClientQuotas
         | ApiKey::AlterClientQuotas
