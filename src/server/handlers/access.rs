@@ -7,6 +7,8 @@
 //! nothing for it. With one, each question is one lookup in the image's
 //! ACL index; handlers ask once per name (per topic, not per partition).
 
+use std::collections::HashSet;
+
 use crate::acl::binding::CLUSTER_NAME;
 use crate::acl::matrix::{self, Rule};
 use crate::acl::{AclOperation, Authorizer, AuthorizerConfig, ResourceType};
@@ -59,6 +61,27 @@ impl<'a> Access<'a> {
                 name,
             ),
         }
+    }
+
+    /// Those of `names` that `rule` does not allow, each asked once. Empty
+    /// without an authorizer, and then nothing is allocated.
+    pub fn denied<'n>(
+        &self,
+        image: &MetadataImage,
+        rule: Rule,
+        names: impl IntoIterator<Item = &'n str>,
+    ) -> HashSet<String> {
+        let mut denied = HashSet::new();
+        if self.authorizer.is_none() {
+            return denied;
+        }
+        let mut asked: HashSet<&str> = HashSet::new();
+        for name in names {
+            if asked.insert(name) && !self.allows(image, rule, name) {
+                denied.insert(name.to_string());
+            }
+        }
+        denied
     }
 
     /// Whether a CLUSTER `rule` allows the request.

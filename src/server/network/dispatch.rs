@@ -115,7 +115,11 @@ pub async fn handle_frame(shard: &Rc<Shard>, frame: Bytes, session: &Session) ->
             handlers::api_versions::handle
         ),
         ApiKey::Metadata => {
-            serve_on_listener!(metadata::MetadataRequest, handlers::metadata::handle)
+            serve_on_listener!(
+                metadata::MetadataRequest,
+                handlers::metadata::handle,
+                access
+            )
         }
         ApiKey::Produce => {
             let req = match produce::ProduceRequest::decode(&mut r, v) {
@@ -123,7 +127,7 @@ pub async fn handle_frame(shard: &Rc<Shard>, frame: Bytes, session: &Session) ->
                 Err(e) => return malformed(key, v, e),
             };
             let acks = req.acks;
-            let resp = handlers::produce::handle(shard, &header, req).await;
+            let resp = handlers::produce::handle(shard, &header, req, &access).await;
             if acks == 0 {
                 return Outcome::NoResponse;
             }
@@ -134,7 +138,7 @@ pub async fn handle_frame(shard: &Rc<Shard>, frame: Bytes, session: &Session) ->
                 Ok(req) => req,
                 Err(e) => return malformed(key, v, e),
             };
-            let resp = handlers::fetch::handle(shard, &header, req).await;
+            let resp = handlers::fetch::handle(shard, &header, req, &access).await;
             respond(correlation_id, resp_header, v, |w| {
                 resp.encode_chunked(w, v)
             })
@@ -161,23 +165,28 @@ pub async fn handle_frame(shard: &Rc<Shard>, frame: Bytes, session: &Session) ->
         ),
         ApiKey::UnregisterBroker => serve!(
             unregister_broker::UnregisterBrokerRequest,
-            handlers::unregister_broker::handle
+            handlers::unregister_broker::handle,
+            access
         ),
         ApiKey::UpdateFeatures => serve!(
             update_features::UpdateFeaturesRequest,
-            handlers::update_features::handle
+            handlers::update_features::handle,
+            access
         ),
         ApiKey::ElectLeaders => serve!(
             elect_leaders::ElectLeadersRequest,
-            handlers::elect_leaders::handle
+            handlers::elect_leaders::handle,
+            access
         ),
         ApiKey::AlterPartitionReassignments => serve!(
             alter_partition_reassignments::AlterPartitionReassignmentsRequest,
-            handlers::alter_partition_reassignments::handle
+            handlers::alter_partition_reassignments::handle,
+            access
         ),
         ApiKey::ListPartitionReassignments => serve!(
             list_partition_reassignments::ListPartitionReassignmentsRequest,
-            handlers::list_partition_reassignments::handle
+            handlers::list_partition_reassignments::handle,
+            access
         ),
         ApiKey::InitProducerId => serve!(
             init_producer_id::InitProducerIdRequest,
@@ -197,7 +206,8 @@ pub async fn handle_frame(shard: &Rc<Shard>, frame: Bytes, session: &Session) ->
         ),
         ApiKey::DescribeQuorum => serve!(
             describe_quorum::DescribeQuorumRequest,
-            handlers::describe_quorum::handle
+            handlers::describe_quorum::handle,
+            access
         ),
         ApiKey::DescribeCluster => serve_on_listener!(
             describe_cluster::DescribeClusterRequest,
@@ -209,7 +219,8 @@ pub async fn handle_frame(shard: &Rc<Shard>, frame: Bytes, session: &Session) ->
         ),
         ApiKey::DescribeLogDirs => serve!(
             describe_log_dirs::DescribeLogDirsRequest,
-            handlers::describe_log_dirs::handle
+            handlers::describe_log_dirs::handle,
+            access
         ),
         ApiKey::FindCoordinator => serve_on_listener!(
             find_coordinator::FindCoordinatorRequest,
@@ -247,7 +258,8 @@ pub async fn handle_frame(shard: &Rc<Shard>, frame: Bytes, session: &Session) ->
         ),
         ApiKey::ListConfigResources => serve!(
             list_config_resources::ListConfigResourcesRequest,
-            handlers::list_config_resources::handle
+            handlers::list_config_resources::handle,
+            access
         ),
         ApiKey::DeleteGroups => serve!(
             delete_groups::DeleteGroupsRequest,
