@@ -224,29 +224,43 @@ pub async fn handle_frame(shard: &Rc<Shard>, frame: Bytes, session: &Session) ->
         ),
         ApiKey::FindCoordinator => serve_on_listener!(
             find_coordinator::FindCoordinatorRequest,
-            handlers::find_coordinator::handle
+            handlers::find_coordinator::handle,
+            access
         ),
         ApiKey::JoinGroup => {
             let req = match join_group::JoinGroupRequest::decode(&mut r, v) {
                 Ok(req) => req,
                 Err(e) => return malformed(key, v, e),
             };
-            let resp = handlers::join_group::handle(shard, &header, req, &session.peer_host).await;
+            let resp =
+                handlers::join_group::handle(shard, &header, req, &session.peer_host, &access)
+                    .await;
             respond(correlation_id, resp_header, v, |w| resp.encode(w.buf(), v))
         }
-        ApiKey::SyncGroup => serve!(sync_group::SyncGroupRequest, handlers::sync_group::handle),
-        ApiKey::Heartbeat => serve!(heartbeat::HeartbeatRequest, handlers::heartbeat::handle),
+        ApiKey::SyncGroup => serve!(
+            sync_group::SyncGroupRequest,
+            handlers::sync_group::handle,
+            access
+        ),
+        ApiKey::Heartbeat => serve!(
+            heartbeat::HeartbeatRequest,
+            handlers::heartbeat::handle,
+            access
+        ),
         ApiKey::LeaveGroup => serve!(
             leave_group::LeaveGroupRequest,
-            handlers::leave_group::handle
+            handlers::leave_group::handle,
+            access
         ),
         ApiKey::OffsetCommit => serve!(
             offset_commit::OffsetCommitRequest,
-            handlers::offset_commit::handle
+            handlers::offset_commit::handle,
+            access
         ),
         ApiKey::OffsetFetch => serve!(
             offset_fetch::OffsetFetchRequest,
-            handlers::offset_fetch::handle
+            handlers::offset_fetch::handle,
+            access
         ),
         ApiKey::DescribeGroups => serve!(
             describe_groups::DescribeGroupsRequest,
