@@ -145,19 +145,23 @@ pub async fn handle_frame(shard: &Rc<Shard>, frame: Bytes, session: &Session) ->
         }
         ApiKey::ListOffsets => serve!(
             list_offsets::ListOffsetsRequest,
-            handlers::list_offsets::handle
+            handlers::list_offsets::handle,
+            access
         ),
         ApiKey::OffsetForLeaderEpoch => serve!(
             offset_for_leader_epoch::OffsetForLeaderEpochRequest,
-            handlers::offset_for_leader_epoch::handle
+            handlers::offset_for_leader_epoch::handle,
+            access
         ),
         ApiKey::CreateTopics => serve!(
             create_topics::CreateTopicsRequest,
-            handlers::create_topics::handle
+            handlers::create_topics::handle,
+            access
         ),
         ApiKey::DeleteTopics => serve!(
             delete_topics::DeleteTopicsRequest,
-            handlers::delete_topics::handle
+            handlers::delete_topics::handle,
+            access
         ),
         ApiKey::CreatePartitions => serve!(
             create_partitions::CreatePartitionsRequest,
@@ -190,7 +194,8 @@ pub async fn handle_frame(shard: &Rc<Shard>, frame: Bytes, session: &Session) ->
         ),
         ApiKey::InitProducerId => serve!(
             init_producer_id::InitProducerIdRequest,
-            handlers::init_producer_id::handle
+            handlers::init_producer_id::handle,
+            access
         ),
         ApiKey::DescribeConfigs => serve!(
             describe_configs::DescribeConfigsRequest,
@@ -264,11 +269,13 @@ pub async fn handle_frame(shard: &Rc<Shard>, frame: Bytes, session: &Session) ->
         ),
         ApiKey::DescribeGroups => serve!(
             describe_groups::DescribeGroupsRequest,
-            handlers::describe_groups::handle
+            handlers::describe_groups::handle,
+            access
         ),
         ApiKey::ListGroups => serve!(
             list_groups::ListGroupsRequest,
-            handlers::list_groups::handle
+            handlers::list_groups::handle,
+            access
         ),
         ApiKey::ListConfigResources => serve!(
             list_config_resources::ListConfigResourcesRequest,
@@ -277,11 +284,13 @@ pub async fn handle_frame(shard: &Rc<Shard>, frame: Bytes, session: &Session) ->
         ),
         ApiKey::DeleteGroups => serve!(
             delete_groups::DeleteGroupsRequest,
-            handlers::delete_groups::handle
+            handlers::delete_groups::handle,
+            access
         ),
         ApiKey::PartitionShards => serve!(
             partition_shards::PartitionShardsRequest,
-            handlers::partition_shards::handle
+            handlers::partition_shards::handle,
+            access
         ),
         ApiKey::OffsetDelete => serve!(
             offset_delete::OffsetDeleteRequest,
@@ -298,7 +307,8 @@ pub async fn handle_frame(shard: &Rc<Shard>, frame: Bytes, session: &Session) ->
         ApiKey::EndTxn => serve!(end_txn::EndTxnRequest, handlers::end_txn::handle),
         ApiKey::WriteTxnMarkers => serve!(
             write_txn_markers::WriteTxnMarkersRequest,
-            handlers::write_txn_markers::handle
+            handlers::write_txn_markers::handle,
+            access
         ),
         ApiKey::TxnOffsetCommit => serve!(
             txn_offset_commit::TxnOffsetCommitRequest,
