@@ -18,7 +18,7 @@ pub mod tools;
 // The crates below this one, under the names the modules used before the
 // split, so that every `crate::protocol::...` path still reads as it did.
 pub use pinlog_core::{
-    broker_config, config, constants, controller, fetch_session_cache, metadata, replica,
+    acl, broker_config, config, constants, controller, fetch_session_cache, metadata, replica,
     ssl_principal, topic_partition, transaction,
 };
 pub use pinlog_protocol as protocol;

@@ -30,7 +30,7 @@
 //!   record read back exactly once; the killed node rejoins the ISR; then
 //!   Java transactions (`TxnCheck.java`, RF 3), whose markers and
 //!   verification go between the brokers over TLS.
-//! - [`inter_broker_tls_checks_the_certificate_names_the_broker`]: with
+//! - `inter_broker_tls_checks_the_certificate_names_the_broker`: with
 //!   Kafka's default `ssl.endpoint.identification.algorithm=https`, brokers
 //!   whose certificates do not name the address they advertise cannot
 //!   replicate, and the followers log why. Needs no external client.

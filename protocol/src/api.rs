@@ -233,6 +233,27 @@ pub const SUPPORTED_APIS: &[ApiSupport] = &[
         first_flexible_version: 3,
     },
     ApiSupport {
+        key: ApiKey::DescribeAcls,
+        // Kafka 4.0 removed v0 (KIP-896).
+        min_version: 1,
+        max_version: 3,
+        first_flexible_version: 2,
+    },
+    ApiSupport {
+        key: ApiKey::CreateAcls,
+        // Kafka 4.0 removed v0 (KIP-896).
+        min_version: 1,
+        max_version: 3,
+        first_flexible_version: 2,
+    },
+    ApiSupport {
+        key: ApiKey::DeleteAcls,
+        // Kafka 4.0 removed v0 (KIP-896).
+        min_version: 1,
+        max_version: 3,
+        first_flexible_version: 2,
+    },
+    ApiSupport {
         key: ApiKey::DescribeConfigs,
         min_version: 1,
         max_version: 4,
@@ -384,35 +405,12 @@ pub const SUPPORTED_APIS: &[ApiSupport] = &[
 /// advertise them, `ApiKey::from_i16` does not know them, and the broker
 /// refuses them as it refuses any unknown key. A row moves to
 /// `SUPPORTED_APIS` when the broker serves the API.
-pub const CODEC_ONLY_APIS: &[ApiSupport] = &[
-    ApiSupport {
-        key: ApiKey::DescribeAcls,
-        // Kafka 4.0 removed v0 (KIP-896).
-        min_version: 1,
-        max_version: 3,
-        first_flexible_version: 2,
-    },
-    ApiSupport {
-        key: ApiKey::CreateAcls,
-        // Kafka 4.0 removed v0 (KIP-896).
-        min_version: 1,
-        max_version: 3,
-        first_flexible_version: 2,
-    },
-    ApiSupport {
-        key: ApiKey::DeleteAcls,
-        // Kafka 4.0 removed v0 (KIP-896).
-        min_version: 1,
-        max_version: 3,
-        first_flexible_version: 2,
-    },
-    ApiSupport {
-        key: ApiKey::Envelope,
-        min_version: 0,
-        max_version: 0,
-        first_flexible_version: 0,
-    },
-];
+pub const CODEC_ONLY_APIS: &[ApiSupport] = &[ApiSupport {
+    key: ApiKey::Envelope,
+    min_version: 0,
+    max_version: 0,
+    first_flexible_version: 0,
+}];
 
 impl ApiKey {
     /// The API with this key if pinlog serves it: keys of

@@ -107,3 +107,13 @@ pub const RESOURCE_NOT_FOUND: i16 = 91;
 pub const DUPLICATE_RESOURCE: i16 = 92;
 /// AlterUserScramCredentials: iterations out of range, an empty name.
 pub const UNACCEPTABLE_CREDENTIAL: i16 = 93;
+
+// Authorization (issue 31): a request the authorizer refused, by the kind
+// of resource it was refused on.
+pub const TOPIC_AUTHORIZATION_FAILED: i16 = 29;
+pub const GROUP_AUTHORIZATION_FAILED: i16 = 30;
+pub const CLUSTER_AUTHORIZATION_FAILED: i16 = 31;
+pub const TRANSACTIONAL_ID_AUTHORIZATION_FAILED: i16 = 53;
+/// The ACL APIs on a broker without an authorizer (Kafka's
+/// `SecurityDisabledException`).
+pub const SECURITY_DISABLED: i16 = 54;

@@ -96,7 +96,7 @@ impl AuthorizerConfig {
         })
     }
 
-    fn is_super_user(&self, principal: &str) -> bool {
+    pub fn is_super_user(&self, principal: &str) -> bool {
         self.super_users.iter().any(|u| u == principal)
     }
 }

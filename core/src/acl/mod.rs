@@ -11,6 +11,9 @@
 //! - `authorizer`: Kafka's `StandardAuthorizer` rules (super users, DENY
 //!   over ALLOW, implied DESCRIBE, prefixed and wildcard patterns,
 //!   `allow.everyone.if.no.acl.found`) and `authorizeByResourceType`.
+//! - `matrix`: which operation on which resource each Kafka API needs, and
+//!   the error a refusal answers.
+//! - `wire`: the ACL APIs' messages as these types, and back.
 //!
 //! **Architecture Invariant:** nothing here knows a connection or a
 //! request: the broker names the principal and the client's host, and
@@ -18,8 +21,10 @@
 
 pub mod authorizer;
 pub mod binding;
+pub mod matrix;
 pub mod store;
 pub mod types;
+pub mod wire;
 
 pub use authorizer::{Authorizer, AuthorizerConfig};
 pub use binding::{

@@ -15,12 +15,14 @@
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
+pub mod authorizer;
 pub mod group;
 pub mod listeners;
 pub mod sasl_settings;
 pub mod security;
 pub mod transaction;
 
+use self::authorizer::{AuthorizerSettings, AUTHORIZER_KEYS};
 use self::group::{GroupConfig, GROUP_KEYS};
 use self::listeners::{ListenerSettings, Listeners};
 use self::security::{SecuritySettings, TlsSettings};
@@ -112,6 +114,12 @@ pub struct BrokerConfig {
     pub replication: ReplicationConfig,
     /// The core balancer (`shard.balancer.*`).
     pub balancer: ShardBalancerConfig,
+    /// `authorizer.class.name`, `super.users`,
+    /// `allow.everyone.if.no.acl.found` as given.
+    pub authorizer_settings: AuthorizerSettings,
+    /// The authorizer they settle to; `None` (the default, no
+    /// `authorizer.class.name`) allows every request.
+    pub authorizer: Option<crate::acl::AuthorizerConfig>,
 }
 
 /// The core balancer's settings: pinlog's own (Kafka has no cores to
@@ -412,6 +420,8 @@ impl Default for BrokerConfig {
             cluster: ClusterConfig::default(),
             replication: ReplicationConfig::default(),
             balancer: ShardBalancerConfig::default(),
+            authorizer_settings: AuthorizerSettings::default(),
+            authorizer: None,
         }
     }
 }
@@ -615,6 +625,7 @@ impl BrokerConfig {
         }
         c.settle_cluster()?;
         c.settle_security()?;
+        c.authorizer = c.authorizer_settings.settle()?;
         c.validate()?;
         Ok(c)
     }
@@ -724,6 +735,9 @@ impl BrokerConfig {
                     listener_settings.inter_broker_protocol = Some(string(key, v)?)
                 }
                 k if security::is_security_key(k) => self.security.set(k, setting_text(key, v)?)?,
+                k if AUTHORIZER_KEYS.contains(&k) => {
+                    self.authorizer_settings.set(k, setting_text(key, v)?)
+                }
                 "shards" => self.shards = Some(non_negative(key, v)? as usize),
                 "node.id" => self.node_id = int(key, v)? as i32,
                 "process.roles" => {
@@ -889,10 +903,11 @@ impl BrokerConfig {
                 "log.cleaner.io.buffer.size" => self.cleaner.io_buffer_size = non_negative(key, v)?,
                 other => {
                     return Err(format!(
-                        "unknown setting {other:?} in {}; known settings: {}, {}, {}, {}, {} \
-                         (each also as listener.name.<listener>.<setting>)",
+                        "unknown setting {other:?} in {}; known settings: {}, {}, {}, {}, {}, {} \
+                         (the ssl.* and sasl.* ones also as listener.name.<listener>.<setting>)",
                         path.display(),
                         KNOWN_KEYS.join(", "),
+                        AUTHORIZER_KEYS.join(", "),
                         GROUP_KEYS.join(", "),
                         TRANSACTION_KEYS.join(", "),
                         security::SSL_KEYS.join(", "),
@@ -1056,5 +1071,23 @@ mod tests {
         })
         .unwrap_err();
         assert!(e.contains("expected an integer"), "{e}");
+    }
+
+    #[test]
+    fn the_authorizer_is_off_by_default_and_on_with_kafkas_class() {
+        let c = BrokerConfig::load(&Overrides::default()).unwrap();
+        assert_eq!(c.authorizer, None);
+        let c = BrokerConfig::load(&Overrides {
+            config_file: file(
+                "\"authorizer.class.name\" = \"org.apache.kafka.metadata.authorizer.StandardAuthorizer\"\n\
+                 \"super.users\" = \"User:admin;User:broker\"\n\
+                 \"allow.everyone.if.no.acl.found\" = false\n",
+            ),
+            ..Overrides::default()
+        })
+        .unwrap();
+        let authorizer = c.authorizer.expect("on");
+        assert_eq!(authorizer.super_users, vec!["User:admin", "User:broker"]);
+        assert!(!authorizer.allow_everyone_if_no_acl_found);
     }
 }

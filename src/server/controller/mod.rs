@@ -58,8 +58,11 @@ use crate::quorum::network::{ConnectionId, Forwarded};
 use crate::quorum::{Quorum, QuorumError, QuorumStatus};
 use crate::shard::shard::Shard;
 
+mod acls;
 mod broker_sessions;
 pub mod internal_topics;
+
+pub use self::acls::{create_acls, delete_acls};
 
 pub use self::broker_sessions::{
     alter_partition_call, broker_heartbeat_call, broker_registration, fence_expired_brokers,
@@ -186,7 +189,8 @@ enum AdminRequest {
         incremental: bool,
         validate_only: bool,
     },
-    /// UpdateFeatures (API 57). Added last, for the same reason.
+    /// UpdateFeatures (API 57). Added after the others, for the same
+    /// reason.
     UpdateFeatures {
         updates: Vec<FeatureUpdate>,
         validate_only: bool,
@@ -200,6 +204,17 @@ enum AdminRequest {
     AlterClientQuotas {
         alterations: Vec<QuotaAlteration>,
         validate_only: bool,
+    },
+    /// Kafka's CreateAcls (API 30), encoded at `version`. Added after the
+    /// others, for the same reason.
+    CreateAcls {
+        version: i16,
+        body: Vec<u8>,
+    },
+    /// Kafka's DeleteAcls (API 31), encoded at `version`.
+    DeleteAcls {
+        version: i16,
+        body: Vec<u8>,
     },
 }
 
@@ -216,8 +231,9 @@ enum AdminAnswer {
     Reassignments(Vec<OngoingReassignment>),
     ScramAltered(Vec<UserOutcome>),
     QuotasAltered(Vec<QuotaOutcome>),
-    /// A Kafka-encoded BrokerRegistration or BrokerHeartbeat response, and
-    /// the reason when it carries an error (the schema has no message).
+    /// A Kafka-encoded BrokerRegistration, BrokerHeartbeat, AlterPartition,
+    /// CreateAcls or DeleteAcls response, and the reason when it carries
+    /// an error the schema has no message for.
     Broker {
         body: Vec<u8>,
         message: Option<String>,
@@ -735,6 +751,22 @@ async fn decide_locked(
             resp.encode(&mut w, version);
             Ok(AdminAnswer::Broker {
                 body: w.to_vec(),
+                message: None,
+            })
+        }
+        AdminRequest::CreateAcls { version, body } => {
+            let decided = acls::decide_create(&image, version, body)?;
+            *offset = commit(decided.records, false).await?;
+            Ok(AdminAnswer::Broker {
+                body: decided.body,
+                message: None,
+            })
+        }
+        AdminRequest::DeleteAcls { version, body } => {
+            let decided = acls::decide_delete(&image, version, body)?;
+            *offset = commit(decided.records, false).await?;
+            Ok(AdminAnswer::Broker {
+                body: decided.body,
                 message: None,
             })
         }

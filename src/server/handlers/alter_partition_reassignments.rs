@@ -6,18 +6,34 @@
 
 use std::rc::Rc;
 
+use crate::acl::matrix;
 use crate::controller::reassignment::ReassignmentRequest;
+use crate::node::state::BrokerState;
 use crate::protocol::error_code;
 use crate::protocol::header::RequestHeader;
 use crate::protocol::messages::alter_partition_reassignments::*;
 use crate::server::controller;
+use crate::server::handlers::access::Access;
 use crate::shard::shard::Shard;
 
 pub async fn handle(
     shard: &Rc<Shard>,
     _header: &RequestHeader,
     req: AlterPartitionReassignmentsRequest,
+    access: &Access<'_>,
 ) -> AlterPartitionReassignmentsResponse {
+    if !access.allows_cluster(
+        &BrokerState::of(shard).image(),
+        matrix::ALTER_PARTITION_REASSIGNMENTS,
+    ) {
+        return AlterPartitionReassignmentsResponse {
+            throttle_time_ms: 0,
+            allow_replication_factor_change: req.allow_replication_factor_change,
+            error_code: error_code::CLUSTER_AUTHORIZATION_FAILED,
+            error_message: None,
+            responses: Vec::new(),
+        };
+    }
     let requests: Vec<ReassignmentRequest> = req
         .topics
         .iter()

@@ -2,12 +2,14 @@
 
 use std::rc::Rc;
 
+use crate::acl::matrix;
 use crate::metadata::dynamic_broker_config::{self, Source};
 use crate::node::state::BrokerState;
 use crate::protocol::error_code;
 use crate::protocol::header::RequestHeader;
 use crate::protocol::messages::create_topics::*;
 use crate::server::controller::{self, NewTopic};
+use crate::server::handlers::access::Access;
 use crate::shard::shard::Shard;
 
 /// Kafka's ConfigSource values.
@@ -29,11 +31,23 @@ pub async fn handle(
     shard: &Rc<Shard>,
     header: &RequestHeader,
     req: CreateTopicsRequest,
+    access: &Access<'_>,
 ) -> CreateTopicsResponse {
     let broker = BrokerState::of(shard);
+    let before = broker.image();
+    let denied = if access.allows_cluster(&before, matrix::CREATE_TOPICS_CLUSTER) {
+        Default::default()
+    } else {
+        access.denied(
+            &before,
+            matrix::CREATE_TOPICS_TOPIC,
+            req.topics.iter().map(|t| t.name.as_str()),
+        )
+    };
     let new: Vec<NewTopic> = req
         .topics
         .iter()
+        .filter(|t| !denied.contains(&t.name))
         .map(|t| NewTopic {
             name: t.name.clone(),
             num_partitions: t.num_partitions,
@@ -51,7 +65,18 @@ pub async fn handle(
         })
         .collect();
     let results = match controller::create_topics(shard, new, req.validate_only).await {
-        Ok(r) => r,
+        Ok(mut r) => {
+            r.extend(denied.iter().map(|name| {
+                (
+                    name.clone(),
+                    Err((
+                        error_code::TOPIC_AUTHORIZATION_FAILED,
+                        "Authorization failed.".to_string(),
+                    )),
+                )
+            }));
+            r
+        }
         Err(e) => {
             tracing::warn!("CreateTopics failed: {e}");
             req.topics

@@ -2,18 +2,21 @@
 
 use std::rc::Rc;
 
+use crate::acl::matrix;
 use crate::controller::topics::duplicated;
 use crate::node::state::BrokerState;
 use crate::protocol::error_code;
 use crate::protocol::header::RequestHeader;
 use crate::protocol::messages::delete_topics::*;
 use crate::server::controller;
+use crate::server::handlers::access::Access;
 use crate::shard::shard::Shard;
 
 pub async fn handle(
     shard: &Rc<Shard>,
     _header: &RequestHeader,
     req: DeleteTopicsRequest,
+    access: &Access<'_>,
 ) -> DeleteTopicsResponse {
     let image = BrokerState::of(shard).image();
     let mut responses = Vec::new();
@@ -51,6 +54,23 @@ pub async fn handle(
             },
         }
     }
+    let denied = access.denied(
+        &image,
+        matrix::DELETE_TOPICS_TOPIC,
+        names.iter().map(String::as_str),
+    );
+    names.retain(|n| {
+        let refused = denied.contains(n);
+        if refused {
+            responses.push(DeletableTopicResult {
+                name: Some(n.clone()),
+                topic_id: [0; 16],
+                error_code: error_code::TOPIC_AUTHORIZATION_FAILED,
+                error_message: Some("Authorization failed.".into()),
+            });
+        }
+        !refused
+    });
     match controller::delete_topics(shard, names.clone()).await {
         Ok(results) => {
             for (name, r) in results {

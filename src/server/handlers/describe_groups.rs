@@ -3,10 +3,13 @@
 
 use std::rc::Rc;
 
+use crate::acl::matrix;
 use crate::group::coordinator::{on_coordinator, GroupCoordinator};
+use crate::node::state::BrokerState;
 use crate::protocol::error_code;
 use crate::protocol::header::RequestHeader;
 use crate::protocol::messages::describe_groups::*;
+use crate::server::handlers::access::Access;
 use crate::shard::shard::Shard;
 
 /// Kafka's "authorized operations not requested" marker.
@@ -18,9 +21,20 @@ pub async fn handle(
     shard: &Rc<Shard>,
     header: &RequestHeader,
     req: DescribeGroupsRequest,
+    access: &Access<'_>,
 ) -> DescribeGroupsResponse {
+    let image = BrokerState::of(shard).image();
     let mut groups = Vec::with_capacity(req.groups.len());
     for group_id in req.groups {
+        if !access.allows(&image, matrix::DESCRIBE_GROUPS_GROUP, &group_id) {
+            groups.push(DescribedGroup {
+                error_code: error_code::GROUP_AUTHORIZATION_FAILED,
+                group_id,
+                authorized_operations: OPERATIONS_NOT_REQUESTED,
+                ..DescribedGroup::default()
+            });
+            continue;
+        }
         let gid = group_id.clone();
         let d = on_coordinator(shard, &group_id, move |c: Rc<GroupCoordinator>, s, p| {
             c.describe(s, p, gid)

@@ -22,9 +22,12 @@ use std::path::Path;
 use std::rc::Rc;
 use std::sync::Arc;
 
+use crate::acl::matrix;
+use crate::node::state::BrokerState;
 use crate::protocol::error_code;
 use crate::protocol::header::RequestHeader;
 use crate::protocol::messages::describe_log_dirs::*;
+use crate::server::handlers::access::Access;
 use crate::shard::shard::Shard;
 use crate::topic_partition::TopicPartition;
 
@@ -40,7 +43,14 @@ pub async fn handle(
     shard: &Rc<Shard>,
     _header: &RequestHeader,
     req: DescribeLogDirsRequest,
+    access: &Access<'_>,
 ) -> DescribeLogDirsResponse {
+    if !access.allows_cluster(&BrokerState::of(shard).image(), matrix::DESCRIBE_LOG_DIRS) {
+        return DescribeLogDirsResponse {
+            error_code: error_code::CLUSTER_AUTHORIZATION_FAILED,
+            ..Default::default()
+        };
+    }
     let wanted: Option<Arc<HashSet<TopicPartition>>> = req.topics.map(|topics| {
         Arc::new(
             topics

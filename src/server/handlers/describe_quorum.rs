@@ -6,12 +6,15 @@
 
 use std::rc::Rc;
 
+use crate::acl::matrix;
 use crate::metadata::METADATA_TOPIC;
+use crate::node::state::BrokerState;
 use crate::protocol::error_code;
 use crate::protocol::header::RequestHeader;
 use crate::protocol::messages::describe_quorum::*;
 use crate::quorum::VoterStatus;
 use crate::server::controller;
+use crate::server::handlers::access::Access;
 use crate::shard::shard::{now_ms, Shard};
 
 /// The listener name the voters' endpoints are reported under (Kafka's
@@ -22,7 +25,14 @@ pub async fn handle(
     shard: &Rc<Shard>,
     _header: &RequestHeader,
     req: DescribeQuorumRequest,
+    access: &Access<'_>,
 ) -> DescribeQuorumResponse {
+    if !access.allows_cluster(&BrokerState::of(shard).image(), matrix::DESCRIBE_QUORUM) {
+        return DescribeQuorumResponse {
+            error_code: error_code::CLUSTER_AUTHORIZATION_FAILED,
+            ..Default::default()
+        };
+    }
     let status = match controller::describe_quorum(shard).await {
         Ok(s) => s,
         Err(e) => {

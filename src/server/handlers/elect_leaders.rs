@@ -5,18 +5,28 @@
 
 use std::rc::Rc;
 
+use crate::acl::matrix;
 use crate::controller::elections::ElectionType;
+use crate::node::state::BrokerState;
 use crate::protocol::error_code;
 use crate::protocol::header::RequestHeader;
 use crate::protocol::messages::elect_leaders::*;
 use crate::server::controller;
+use crate::server::handlers::access::Access;
 use crate::shard::shard::Shard;
 
 pub async fn handle(
     shard: &Rc<Shard>,
     _header: &RequestHeader,
     req: ElectLeadersRequest,
+    access: &Access<'_>,
 ) -> ElectLeadersResponse {
+    if !access.allows_cluster(&BrokerState::of(shard).image(), matrix::ELECT_LEADERS) {
+        return ElectLeadersResponse {
+            error_code: error_code::CLUSTER_AUTHORIZATION_FAILED,
+            ..Default::default()
+        };
+    }
     let election = match req.election_type {
         ELECTION_TYPE_PREFERRED => ElectionType::Preferred,
         ELECTION_TYPE_UNCLEAN => ElectionType::Unclean,

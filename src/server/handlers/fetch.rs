@@ -2,13 +2,14 @@
 //! incremental fetch sessions. Record bytes travel as chunks: cached `Bytes`
 //! or segment file ranges that the connection reads with O_DIRECT and sends.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
 
+use crate::acl::matrix;
 use crate::fetch_session_cache::{ResolvedFetch, SentPartition, SessionPartition, SessionRequest};
 use crate::log::partition_log::{PartitionLog, ReadSlice};
 use crate::log::read_through;
@@ -22,6 +23,7 @@ use crate::protocol::error_code;
 use crate::protocol::header::RequestHeader;
 use crate::protocol::messages::fetch::*;
 use crate::replica::FetchRefused;
+use crate::server::handlers::access::Access;
 use crate::server::handlers::fetch_sessions::FetchSessions;
 use crate::server::handlers::{check_leader_epoch, error_code_for};
 use crate::server::replication::isr_changes;
@@ -132,6 +134,7 @@ pub async fn handle(
     shard: &Rc<Shard>,
     header: &RequestHeader,
     req: FetchRequest,
+    access: &Access<'_>,
     over_quota: bool,
 ) -> FetchResponse {
     let sessions = FetchSessions::of(shard);
@@ -202,6 +205,22 @@ pub async fn handle(
             responses: Vec::new(),
         };
     }
+    // Kafka's rules: a follower needs CLUSTER_ACTION, and is refused every
+    // partition without it; a consumer needs READ on each topic. Asked over
+    // the session's partitions, cached ones included.
+    let denied: HashSet<String> = if !access.is_enabled() {
+        HashSet::new()
+    } else {
+        let image = BrokerState::of(shard).image();
+        let topics = partitions.iter().map(|p| p.topic.as_str());
+        if !is_follower {
+            access.denied(&image, matrix::FETCH_TOPIC, topics)
+        } else if access.allows_cluster(&image, matrix::FETCH_FROM_FOLLOWER) {
+            HashSet::new()
+        } else {
+            topics.map(str::to_string).collect()
+        }
+    };
     let max_wait = Duration::from_millis(req.max_wait_ms.clamp(0, FETCH_MAX_WAIT_MS_MAX) as u64);
     let deadline = std::time::Instant::now() + max_wait;
     // Kafka caps every fetch at its broker's `fetch.max.bytes`, whatever
@@ -211,7 +230,7 @@ pub async fn handle(
     let fetch_max_bytes = BrokerState::of(shard).config.fetch_max_bytes;
     let response_max_bytes = (req.max_bytes.max(0) as usize).min(fetch_max_bytes);
     let min_bytes = (req.min_bytes.max(0) as usize).min(response_max_bytes);
-    let mut reads = read_all(shard, &partitions, response_max_bytes, reader).await;
+    let mut reads = read_all(shard, &partitions, response_max_bytes, reader, &denied).await;
     loop {
         let total: usize = reads.iter().map(|r| r.records.len()).sum();
         let any_error = reads.iter().any(|r| r.error_code != error_code::NONE);
@@ -234,7 +253,7 @@ pub async fn handle(
         } else {
             wait_for_appends(shard, &partitions, deadline - now, reader).await;
         }
-        reads = read_all(shard, &partitions, response_max_bytes, reader).await;
+        reads = read_all(shard, &partitions, response_max_bytes, reader, &denied).await;
     }
 
     // Answer in order; an incremental response carries only news.
@@ -293,12 +312,17 @@ async fn read_all(
     partitions: &[SessionPartition],
     response_max_bytes: usize,
     reader: Reader,
+    denied_topics: &HashSet<String>,
 ) -> Vec<PartitionRead> {
     let broker = BrokerState::of(shard);
     let image = broker.image();
     let mut slots: Vec<Option<PartitionRead>> = (0..partitions.len()).map(|_| None).collect();
     let mut by_owner: BTreeMap<usize, Vec<(usize, TopicPartition, i64, usize)>> = BTreeMap::new();
     for (i, p) in partitions.iter().enumerate() {
+        if !denied_topics.is_empty() && denied_topics.contains(&p.topic) {
+            slots[i] = Some(PartitionRead::error(error_code::TOPIC_AUTHORIZATION_FAILED));
+            continue;
+        }
         if let Err(code) = check_leader_epoch(&image, &p.topic, p.partition, p.current_leader_epoch)
         {
             slots[i] = Some(PartitionRead::error(code));

@@ -10,11 +10,13 @@
 
 use std::rc::Rc;
 
+use crate::acl::matrix;
 use crate::metadata::{OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC};
 use crate::node::state::BrokerState;
 use crate::protocol::error_code;
 use crate::protocol::header::RequestHeader;
 use crate::protocol::messages::find_coordinator::*;
+use crate::server::handlers::access::Access;
 use crate::server::handlers::offsets_topic::ensure_offsets_topic;
 use crate::server::txn_coordinator::topic::ensure_transaction_state_topic;
 use crate::shard::shard::Shard;
@@ -38,6 +40,7 @@ pub async fn handle(
     header: &RequestHeader,
     req: FindCoordinatorRequest,
     listener: &str,
+    access: &Access<'_>,
 ) -> FindCoordinatorResponse {
     let broker = BrokerState::of(shard);
     let keys = if header.api_version >= BATCHED_FROM {
@@ -70,6 +73,20 @@ pub async fn handle(
     let coordinators: Vec<Coordinator> = keys
         .into_iter()
         .map(|key| {
+            // Kafka asks before anything else: a refused key learns
+            // nothing of its coordinator.
+            let rule = match req.key_type {
+                KEY_TYPE_GROUP => Some(matrix::FIND_COORDINATOR_GROUP),
+                KEY_TYPE_TRANSACTION => Some(matrix::FIND_COORDINATOR_TRANSACTIONAL_ID),
+                _ => None,
+            };
+            if let Some(rule) = rule.filter(|r| !access.allows(&image, *r, &key)) {
+                return refused(
+                    key,
+                    rule.denied_error(),
+                    format!("not authorized to describe this {}", rule.resource_type),
+                );
+            }
             if req.key_type == KEY_TYPE_GROUP && ok && key.is_empty() {
                 return refused(
                     key,

@@ -5,10 +5,13 @@
 
 use std::rc::Rc;
 
+use crate::acl::matrix;
+use crate::node::state::BrokerState;
 use crate::protocol::error_code;
 use crate::protocol::header::RequestHeader;
 use crate::protocol::messages::init_producer_id::*;
 use crate::server::controller;
+use crate::server::handlers::access::Access;
 use crate::server::txn_coordinator::on_coordinator;
 use crate::shard::shard::Shard;
 
@@ -23,6 +26,7 @@ pub async fn handle(
     shard: &Rc<Shard>,
     header: &RequestHeader,
     req: InitProducerIdRequest,
+    access: &Access<'_>,
 ) -> InitProducerIdResponse {
     let mut resp = InitProducerIdResponse {
         throttle_time_ms: 0,
@@ -30,6 +34,20 @@ pub async fn handle(
         producer_id: -1,
         producer_epoch: -1,
     };
+    let image = BrokerState::of(shard).image();
+    match &req.transactional_id {
+        Some(id) if !access.allows(&image, matrix::INIT_PRODUCER_ID_TRANSACTIONAL_ID, id) => {
+            resp.error_code = error_code::TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
+            return resp;
+        }
+        None if !access.allows_cluster(&image, matrix::INIT_PRODUCER_ID_IDEMPOTENT)
+            && !access.allows_some(&image, matrix::INIT_PRODUCER_ID_ANY_TOPIC) =>
+        {
+            resp.error_code = error_code::CLUSTER_AUTHORIZATION_FAILED;
+            return resp;
+        }
+        _ => {}
+    }
     if let Some(id) = req.transactional_id.clone() {
         // Kafka's check: an id and an epoch come together, or neither.
         if header.api_version >= EXISTING_PRODUCER_FROM

@@ -3,11 +3,14 @@
 
 use std::rc::Rc;
 
+use crate::acl::matrix;
 use crate::group::coordinator::{on_coordinator, GroupCoordinator};
 use crate::group::group::{JoinOutcome, JoinParams};
+use crate::node::state::BrokerState;
 use crate::protocol::error_code;
 use crate::protocol::header::RequestHeader;
 use crate::protocol::messages::join_group::*;
+use crate::server::handlers::access::Access;
 use crate::shard::shard::Shard;
 
 /// From this version a member without an id gets one with
@@ -22,7 +25,18 @@ pub async fn handle(
     header: &RequestHeader,
     req: JoinGroupRequest,
     client_host: &str,
+    access: &Access<'_>,
 ) -> JoinGroupResponse {
+    if !access.allows(
+        &BrokerState::of(shard).image(),
+        matrix::JOIN_GROUP,
+        &req.group_id,
+    ) {
+        return response(JoinOutcome::error(
+            error_code::GROUP_AUTHORIZATION_FAILED,
+            &req.member_id,
+        ));
+    }
     if req.group_id.is_empty() {
         return response(JoinOutcome::error(
             error_code::INVALID_GROUP_ID,

@@ -3,10 +3,13 @@
 
 use std::rc::Rc;
 
+use crate::acl::matrix;
 use crate::group::coordinator::{on_coordinator, GroupCoordinator};
+use crate::node::state::BrokerState;
 use crate::protocol::error_code;
 use crate::protocol::header::RequestHeader;
 use crate::protocol::messages::leave_group::*;
+use crate::server::handlers::access::Access;
 use crate::shard::shard::Shard;
 
 /// First version that names members in a batch.
@@ -16,7 +19,18 @@ pub async fn handle(
     shard: &Rc<Shard>,
     header: &RequestHeader,
     req: LeaveGroupRequest,
+    access: &Access<'_>,
 ) -> LeaveGroupResponse {
+    if !access.allows(
+        &BrokerState::of(shard).image(),
+        matrix::LEAVE_GROUP,
+        &req.group_id,
+    ) {
+        return LeaveGroupResponse {
+            error_code: error_code::GROUP_AUTHORIZATION_FAILED,
+            ..Default::default()
+        };
+    }
     let batched = header.api_version >= BATCHED_FROM;
     let members: Vec<(String, Option<String>)> = if batched {
         req.members

@@ -4,12 +4,14 @@
 
 use std::rc::Rc;
 
+use crate::acl::matrix;
 use crate::metadata::records::{RESOURCE_BROKER, RESOURCE_TOPIC};
 use crate::metadata::METADATA_TOPIC;
 use crate::node::state::BrokerState;
 use crate::protocol::error_code;
 use crate::protocol::header::RequestHeader;
 use crate::protocol::messages::list_config_resources::*;
+use crate::server::handlers::access::Access;
 use crate::shard::shard::Shard;
 
 /// Kafka's ConfigResource type of a consumer group's dynamic configs.
@@ -29,7 +31,17 @@ pub async fn handle(
     shard: &Rc<Shard>,
     header: &RequestHeader,
     req: ListConfigResourcesRequest,
+    access: &Access<'_>,
 ) -> ListConfigResourcesResponse {
+    if !access.allows_cluster(
+        &BrokerState::of(shard).image(),
+        matrix::LIST_CONFIG_RESOURCES_CLUSTER,
+    ) {
+        return ListConfigResourcesResponse {
+            error_code: error_code::CLUSTER_AUTHORIZATION_FAILED,
+            ..Default::default()
+        };
+    }
     let supported: &[i8] = if header.api_version >= 1 {
         &V1_RESOURCE_TYPES
     } else {

@@ -3,10 +3,13 @@
 
 use std::rc::Rc;
 
+use crate::acl::matrix;
 use crate::group::coordinator::GroupCoordinator;
+use crate::node::state::BrokerState;
 use crate::protocol::error_code;
 use crate::protocol::header::RequestHeader;
 use crate::protocol::messages::list_groups::*;
+use crate::server::handlers::access::Access;
 use crate::shard::shard::Shard;
 
 /// The only group type pinlog runs (KIP-848's "consumer" type is not
@@ -17,6 +20,7 @@ pub async fn handle(
     shard: &Rc<Shard>,
     _header: &RequestHeader,
     req: ListGroupsRequest,
+    access: &Access<'_>,
 ) -> ListGroupsResponse {
     let mut groups = Vec::new();
     let mut code = error_code::NONE;
@@ -53,6 +57,10 @@ pub async fn handle(
             group_type: CLASSIC_GROUP_TYPE.to_string(),
         })
         .collect();
+    let image = BrokerState::of(shard).image();
+    if !access.allows_cluster(&image, matrix::LIST_GROUPS_CLUSTER) {
+        out.retain(|g| access.allows(&image, matrix::LIST_GROUPS_GROUP, &g.group_id));
+    }
     out.sort_by(|a, b| a.group_id.cmp(&b.group_id));
     ListGroupsResponse {
         throttle_time_ms: 0,

@@ -2,11 +2,13 @@
 
 use std::rc::Rc;
 
+use crate::acl::matrix;
 use crate::node::state::BrokerState;
 use crate::protocol::error_code;
 use crate::protocol::header::RequestHeader;
 use crate::protocol::messages::fetch::READ_COMMITTED;
 use crate::protocol::messages::list_offsets::*;
+use crate::server::handlers::access::Access;
 use crate::server::handlers::{check_leader_epoch, error_code_for};
 use crate::shard::shard::Shard;
 use crate::topic_partition::TopicPartition;
@@ -15,6 +17,7 @@ pub async fn handle(
     shard: &Rc<Shard>,
     header: &RequestHeader,
     req: ListOffsetsRequest,
+    access: &Access<'_>,
 ) -> ListOffsetsResponse {
     let image = BrokerState::of(shard).image();
     // KIP-98: a read_committed consumer's end of the log is the LSO.
@@ -22,6 +25,7 @@ pub async fn handle(
     let mut topics = Vec::with_capacity(req.topics.len());
     for t in req.topics {
         let mut partitions = Vec::with_capacity(t.partitions.len());
+        let allowed = access.allows(&image, matrix::LIST_OFFSETS_TOPIC, &t.name);
         for p in t.partitions {
             let mut resp = ListOffsetsPartitionResponse {
                 partition_index: p.partition_index,
@@ -30,6 +34,11 @@ pub async fn handle(
                 offset: -1,
                 leader_epoch: -1,
             };
+            if !allowed {
+                resp.error_code = error_code::TOPIC_AUTHORIZATION_FAILED;
+                partitions.push(resp);
+                continue;
+            }
             let epoch = match check_leader_epoch(
                 &image,
                 &t.name,

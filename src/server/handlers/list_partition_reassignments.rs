@@ -3,16 +3,30 @@
 
 use std::rc::Rc;
 
+use crate::acl::matrix;
+use crate::node::state::BrokerState;
+use crate::protocol::error_code;
 use crate::protocol::header::RequestHeader;
 use crate::protocol::messages::list_partition_reassignments::*;
 use crate::server::controller;
+use crate::server::handlers::access::Access;
 use crate::shard::shard::Shard;
 
 pub async fn handle(
     shard: &Rc<Shard>,
     _header: &RequestHeader,
     req: ListPartitionReassignmentsRequest,
+    access: &Access<'_>,
 ) -> ListPartitionReassignmentsResponse {
+    if !access.allows_cluster(
+        &BrokerState::of(shard).image(),
+        matrix::LIST_PARTITION_REASSIGNMENTS,
+    ) {
+        return ListPartitionReassignmentsResponse {
+            error_code: error_code::CLUSTER_AUTHORIZATION_FAILED,
+            ..Default::default()
+        };
+    }
     let asked = req.topics.map(|topics| {
         topics
             .into_iter()

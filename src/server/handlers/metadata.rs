@@ -1,14 +1,18 @@
 //! Metadata: served from the shard's metadata image; auto-creates topics
 //! when the request and `auto.create.topics.enable` allow it.
 
+use std::collections::HashSet;
 use std::rc::Rc;
 
+use crate::acl::binding::CLUSTER_NAME;
+use crate::acl::{matrix, ResourceType};
 use crate::metadata::METADATA_TOPIC;
 use crate::node::state::BrokerState;
 use crate::protocol::error_code;
 use crate::protocol::header::RequestHeader;
 use crate::protocol::messages::metadata::*;
 use crate::server::controller::{self, NewTopic};
+use crate::server::handlers::access::Access;
 use crate::shard::shard::Shard;
 
 pub async fn handle(
@@ -16,6 +20,7 @@ pub async fn handle(
     _header: &RequestHeader,
     req: MetadataRequest,
     listener: &str,
+    access: &Access<'_>,
 ) -> MetadataResponse {
     let broker = BrokerState::of(shard);
     let mut image = broker.image();
@@ -25,16 +30,37 @@ pub async fn handle(
         .as_ref()
         .map(|ts| ts.iter().filter_map(|t| t.name.clone()).collect());
     let mut creation_errors = Vec::new();
+    // Kafka's rules: a named topic without DESCRIBE is refused whether it
+    // exists or not (so that its existence does not leak); creating one
+    // needs CREATE on the cluster or on the topic.
+    let mut refused: HashSet<String> = match &requested {
+        Some(names) => access.denied(
+            &image,
+            matrix::METADATA_TOPIC,
+            names.iter().map(String::as_str),
+        ),
+        None => HashSet::new(),
+    };
     if let Some(names) = &requested {
-        let missing: Vec<String> = names
+        let mut missing: Vec<String> = names
             .iter()
-            .filter(|n| image.topic(n).is_none())
+            .filter(|n| image.topic(n).is_none() && !refused.contains(*n))
             .cloned()
             .collect();
-        if !missing.is_empty()
-            && req.allow_auto_topic_creation
-            && broker.config.auto_create_topics_enable
+        let auto_create = req.allow_auto_topic_creation && broker.config.auto_create_topics_enable;
+        if auto_create
+            && !missing.is_empty()
+            && !access.allows_cluster(&image, matrix::METADATA_AUTO_CREATE_CLUSTER)
         {
+            let may_not_create = access.denied(
+                &image,
+                matrix::METADATA_AUTO_CREATE_TOPIC,
+                missing.iter().map(String::as_str),
+            );
+            missing.retain(|n| !may_not_create.contains(n));
+            refused.extend(may_not_create);
+        }
+        if !missing.is_empty() && auto_create {
             let new: Vec<NewTopic> = missing
                 .iter()
                 .map(|n| NewTopic {
@@ -63,16 +89,27 @@ pub async fn handle(
     }
     let names: Vec<String> = match requested {
         Some(n) => n,
+        // Every topic: those this principal may not describe are left out.
         None => image
             .topics
             .keys()
             .filter(|n| n.as_str() != METADATA_TOPIC)
+            .filter(|n| access.allows(&image, matrix::METADATA_TOPIC, n))
             .cloned()
             .collect(),
     };
     let node = broker.node_id();
     let mut topics = Vec::with_capacity(names.len());
     for name in names {
+        if !refused.is_empty() && refused.contains(&name) {
+            topics.push(MetadataResponseTopic {
+                error_code: error_code::TOPIC_AUTHORIZATION_FAILED,
+                is_internal: crate::metadata::is_internal_topic(&name),
+                name: Some(name),
+                ..Default::default()
+            });
+            continue;
+        }
         let Some(t) = image.topic(&name) else {
             let code = creation_errors
                 .iter()
@@ -114,13 +151,18 @@ pub async fn handle(
             })
             .collect();
         let is_internal = crate::metadata::is_internal_topic(&name);
+        let topic_authorized_operations = if req.include_topic_authorized_operations {
+            access.authorized_operations(&image, ResourceType::Topic, &name)
+        } else {
+            AUTHORIZED_OPERATIONS_OMITTED
+        };
         topics.push(MetadataResponseTopic {
             error_code: error_code::NONE,
             name: Some(name),
             topic_id: t.id,
             is_internal,
             partitions,
-            topic_authorized_operations: i32::MIN,
+            topic_authorized_operations,
         });
     }
     MetadataResponse {
@@ -137,7 +179,11 @@ pub async fn handle(
         cluster_id: Some(broker.cluster_id().to_string()),
         controller_id: node,
         topics,
-        cluster_authorized_operations: i32::MIN,
+        cluster_authorized_operations: if req.include_cluster_authorized_operations {
+            access.authorized_operations(&image, ResourceType::Cluster, CLUSTER_NAME)
+        } else {
+            AUTHORIZED_OPERATIONS_OMITTED
+        },
     }
 }
 

@@ -3,10 +3,13 @@
 
 use std::rc::Rc;
 
+use crate::acl::matrix;
 use crate::group::coordinator::{on_coordinator, CommitPartition, GroupCoordinator};
+use crate::node::state::BrokerState;
 use crate::protocol::error_code;
 use crate::protocol::header::RequestHeader;
 use crate::protocol::messages::offset_commit::*;
+use crate::server::handlers::access::Access;
 use crate::shard::shard::Shard;
 
 /// First version whose partitions carry the committed leader epoch.
@@ -16,6 +19,7 @@ pub async fn handle(
     shard: &Rc<Shard>,
     header: &RequestHeader,
     req: OffsetCommitRequest,
+    access: &Access<'_>,
 ) -> OffsetCommitResponse {
     let with_epoch = header.api_version >= LEADER_EPOCH_FROM;
     let topics: Vec<(String, Vec<CommitPartition>)> = req
@@ -45,7 +49,26 @@ pub async fn handle(
             .map(|(t, ps)| (t.clone(), ps.iter().map(|p| (p.partition, code)).collect()))
             .collect::<Vec<_>>()
     };
-    let results = if req.group_id.is_empty() {
+    // Kafka's rules: READ on the group, else every partition is refused;
+    // READ on each topic, else its partitions are.
+    let image = BrokerState::of(shard).image();
+    let group_allowed = access.allows(&image, matrix::OFFSET_COMMIT_GROUP, &req.group_id);
+    let denied = if group_allowed {
+        access.denied(
+            &image,
+            matrix::OFFSET_COMMIT_TOPIC,
+            topics.iter().map(|(t, _)| t.as_str()),
+        )
+    } else {
+        Default::default()
+    };
+    let (topics, refused): (Vec<_>, Vec<_>) =
+        topics.into_iter().partition(|(t, _)| !denied.contains(t));
+    let mut results = if !group_allowed {
+        every(error_code::GROUP_AUTHORIZATION_FAILED, &topics)
+    } else if topics.is_empty() {
+        Vec::new()
+    } else if req.group_id.is_empty() {
         every(error_code::INVALID_GROUP_ID, &topics)
     } else {
         let fallback = topics.clone();
@@ -65,6 +88,7 @@ pub async fn handle(
         .await
         .unwrap_or_else(|code| every(code, &fallback))
     };
+    results.extend(every(error_code::TOPIC_AUTHORIZATION_FAILED, &refused));
     OffsetCommitResponse {
         throttle_time_ms: 0,
         topics: results

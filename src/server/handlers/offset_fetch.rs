@@ -3,10 +3,13 @@
 
 use std::rc::Rc;
 
+use crate::acl::matrix;
 use crate::group::coordinator::{on_coordinator, FetchedOffset, GroupCoordinator};
+use crate::node::state::BrokerState;
 use crate::protocol::error_code;
 use crate::protocol::header::RequestHeader;
 use crate::protocol::messages::offset_fetch::*;
+use crate::server::handlers::access::Access;
 use crate::shard::shard::Shard;
 
 /// First version that fetches for several groups at once.
@@ -21,10 +24,36 @@ async fn fetch_one(
     group_id: &str,
     topics: Topics,
     require_stable: bool,
+    access: &Access<'_>,
 ) -> (i16, Vec<OffsetFetchResponseTopic>) {
+    // Kafka's rules: DESCRIBE on the group, else the group is refused;
+    // DESCRIBE on each named topic, else its partitions are; asked for
+    // every topic, the group's topics without DESCRIBE are left out.
+    let image = BrokerState::of(shard).image();
+    let group_allowed = access.allows(&image, matrix::OFFSET_FETCH_GROUP, group_id);
+    let mut topics = topics;
+    let mut refused: Vec<(String, Vec<i32>)> = Vec::new();
+    if let (true, Some(named)) = (group_allowed, topics.as_mut()) {
+        let denied = access.denied(
+            &image,
+            matrix::OFFSET_FETCH_TOPIC,
+            named.iter().map(|(t, _)| t.as_str()),
+        );
+        if !denied.is_empty() {
+            let (kept, out): (Vec<_>, Vec<_>) = std::mem::take(named)
+                .into_iter()
+                .partition(|(t, _)| !denied.contains(t));
+            *named = kept;
+            refused = out;
+        }
+    }
     let requested = topics.clone();
     let gid = group_id.to_string();
-    let result = if group_id.is_empty() {
+    let result = if !group_allowed {
+        Err(error_code::GROUP_AUTHORIZATION_FAILED)
+    } else if requested.as_ref().is_some_and(|t| t.is_empty()) && !refused.is_empty() {
+        Ok(Vec::new())
+    } else if group_id.is_empty() {
         Err(error_code::INVALID_GROUP_ID)
     } else {
         on_coordinator(shard, group_id, move |c: Rc<GroupCoordinator>, s, p| {
@@ -33,8 +62,32 @@ async fn fetch_one(
         .await
         .and_then(|r| r)
     };
+    let refused_topics = |code: i16| {
+        refused
+            .iter()
+            .map(move |(name, ps)| OffsetFetchResponseTopic {
+                name: name.clone(),
+                partitions: ps
+                    .iter()
+                    .map(|p| OffsetFetchResponsePartition {
+                        partition_index: *p,
+                        committed_offset: -1,
+                        committed_leader_epoch: -1,
+                        metadata: Some(String::new()),
+                        error_code: code,
+                    })
+                    .collect(),
+            })
+    };
     match result {
-        Ok(found) => (error_code::NONE, to_topics(found)),
+        Ok(mut found) => {
+            if requested.is_none() {
+                found.retain(|(t, _)| access.allows(&image, matrix::OFFSET_FETCH_TOPIC, t));
+            }
+            let mut topics = to_topics(found);
+            topics.extend(refused_topics(error_code::TOPIC_AUTHORIZATION_FAILED));
+            (error_code::NONE, topics)
+        }
         Err(code) => {
             // Requested partitions carry the error too, as Kafka does, so
             // that v1 clients (no top-level error) see it.
@@ -91,12 +144,19 @@ pub async fn handle(
     shard: &Rc<Shard>,
     header: &RequestHeader,
     req: OffsetFetchRequest,
+    access: &Access<'_>,
 ) -> OffsetFetchResponse {
     if header.api_version >= GROUPS_FROM {
         let mut groups = Vec::with_capacity(req.groups.len());
         for g in req.groups {
-            let (code, topics) =
-                fetch_one(shard, &g.group_id, requested(g.topics), req.require_stable).await;
+            let (code, topics) = fetch_one(
+                shard,
+                &g.group_id,
+                requested(g.topics),
+                req.require_stable,
+                access,
+            )
+            .await;
             groups.push(OffsetFetchResponseGroup {
                 group_id: g.group_id,
                 topics,
@@ -113,6 +173,7 @@ pub async fn handle(
         &req.group_id,
         requested(req.topics),
         req.require_stable,
+        access,
     )
     .await;
     OffsetFetchResponse {

@@ -3,10 +3,12 @@
 
 use std::rc::Rc;
 
+use crate::acl::matrix;
 use crate::node::state::BrokerState;
 use crate::protocol::error_code;
 use crate::protocol::header::RequestHeader;
 use crate::protocol::messages::offset_for_leader_epoch::*;
+use crate::server::handlers::access::Access;
 use crate::server::handlers::{check_leader_epoch, error_code_for};
 use crate::shard::shard::Shard;
 use crate::topic_partition::TopicPartition;
@@ -15,11 +17,17 @@ pub async fn handle(
     shard: &Rc<Shard>,
     _header: &RequestHeader,
     req: OffsetForLeaderEpochRequest,
+    access: &Access<'_>,
 ) -> OffsetForLeaderEpochResponse {
     let image = BrokerState::of(shard).image();
+    // Kafka's rules: a follower's CLUSTER_ACTION covers every topic; a
+    // client needs DESCRIBE on each.
+    let as_cluster = access.allows_cluster(&image, matrix::OFFSET_FOR_LEADER_EPOCH_CLUSTER);
     let mut topics = Vec::with_capacity(req.topics.len());
     for t in req.topics {
         let mut partitions = Vec::with_capacity(t.partitions.len());
+        let allowed =
+            as_cluster || access.allows(&image, matrix::OFFSET_FOR_LEADER_EPOCH_TOPIC, &t.topic);
         for p in t.partitions {
             let mut out = EpochEndOffset {
                 error_code: error_code::NONE,
@@ -27,6 +35,11 @@ pub async fn handle(
                 leader_epoch: -1,
                 end_offset: -1,
             };
+            if !allowed {
+                out.error_code = error_code::TOPIC_AUTHORIZATION_FAILED;
+                partitions.push(out);
+                continue;
+            }
             if let Err(code) =
                 check_leader_epoch(&image, &t.topic, p.partition, p.current_leader_epoch)
             {

@@ -4,9 +4,12 @@
 
 use std::rc::Rc;
 
+use crate::acl::matrix;
+use crate::node::state::BrokerState;
 use crate::protocol::error_code;
 use crate::protocol::header::RequestHeader;
 use crate::protocol::messages::partition_shards::*;
+use crate::server::handlers::access::Access;
 use crate::server::shard_placement::moves::{self, MoveError};
 use crate::shard::shard::Shard;
 use crate::topic_partition::TopicPartition;
@@ -15,12 +18,26 @@ pub async fn handle(
     shard: &Rc<Shard>,
     _header: &RequestHeader,
     req: PartitionShardsRequest,
+    access: &Access<'_>,
 ) -> PartitionShardsResponse {
+    let allowed = access.allows_cluster(&BrokerState::of(shard).image(), matrix::PARTITION_SHARDS);
     let mut topics = Vec::with_capacity(req.topics.len());
     for t in req.topics {
         let mut partitions = Vec::with_capacity(t.partitions.len());
         for p in t.partitions {
             let tp = TopicPartition::new(t.name.clone(), p.partition_index);
+            if !allowed {
+                partitions.push(PartitionShardsPartitionResponse {
+                    partition_index: p.partition_index,
+                    error_code: error_code::CLUSTER_AUTHORIZATION_FAILED,
+                    error_message: Some(
+                        "locating or moving partitions needs ALTER on the cluster".into(),
+                    ),
+                    shard: -1,
+                    previous_shard: -1,
+                });
+                continue;
+            }
             let answer = if p.target_shard == NO_MOVE {
                 moves::shard_holding(shard, &tp)
                     .await

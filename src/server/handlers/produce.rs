@@ -9,11 +9,12 @@
 //! request's timeout, REQUEST_TIMED_OUT; if leadership moved,
 //! NOT_LEADER_OR_FOLLOWER. All of them are retriable.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::rc::Rc;
 
 use bytes::Bytes;
 
+use crate::acl::matrix;
 use crate::broker_config::TimestampType;
 use crate::error::LogError;
 use crate::metadata::dynamic_broker_config;
@@ -23,6 +24,7 @@ use crate::node::state::BrokerState;
 use crate::protocol::error_code;
 use crate::protocol::header::RequestHeader;
 use crate::protocol::messages::produce::*;
+use crate::server::handlers::access::Access;
 use crate::server::handlers::append_queue::{self, AppendFailure, QueuedAppend};
 use crate::server::handlers::error_code_for;
 use crate::server::handlers::produce_verification::{verify_on_owner, TxnBatch};
@@ -78,10 +80,33 @@ pub async fn handle(
     shard: &Rc<Shard>,
     header: &RequestHeader,
     req: ProduceRequest,
+    access: &Access<'_>,
 ) -> ProduceResponse {
     let broker = BrokerState::of(shard);
     let image = broker.image();
     let valid_acks = matches!(req.acks, -1..=1);
+    // Kafka's rules: transactional records need WRITE on their
+    // transactional id (else the whole request is refused), and each topic
+    // needs WRITE.
+    let (txn_refused, denied) = if access.is_enabled() {
+        let transactional = req.topics.iter().flat_map(|t| &t.partitions).any(|p| {
+            p.records
+                .as_ref()
+                .is_some_and(|r| transactional_batch(r).is_some())
+        });
+        let txn_refused = transactional
+            && !req
+                .transactional_id
+                .as_deref()
+                .is_some_and(|id| access.allows(&image, matrix::PRODUCE_TRANSACTIONAL_ID, id));
+        let topics = req.topics.iter().map(|t| t.name.as_str());
+        (
+            txn_refused,
+            access.denied(&image, matrix::PRODUCE_TOPIC, topics),
+        )
+    } else {
+        (false, HashSet::new())
+    };
     // Work per owning shard, keeping the request's order for the answer.
     let mut by_owner: BTreeMap<usize, Vec<PartitionWork>> = BTreeMap::new();
     let mut answers: Vec<(String, i32, Option<Appended>)> = Vec::new();
@@ -89,7 +114,17 @@ pub async fn handle(
         for p in t.partitions {
             let slot = answers.len();
             let tp = TopicPartition::new(t.name.clone(), p.index);
-            let early = if !valid_acks {
+            let early = if txn_refused {
+                Some(Appended::error(
+                    error_code::TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+                    None,
+                ))
+            } else if !denied.is_empty() && denied.contains(&t.name) {
+                Some(Appended::error(
+                    error_code::TOPIC_AUTHORIZATION_FAILED,
+                    None,
+                ))
+            } else if !valid_acks {
                 Some(Appended::error(error_code::INVALID_REQUIRED_ACKS, None))
             } else if crate::metadata::is_internal_topic(&t.name) {
                 // Kafka refuses client writes to its internal topics: the

@@ -2,18 +2,29 @@
 
 use std::rc::Rc;
 
+use crate::acl::matrix;
 use crate::group::coordinator::{on_coordinator, GroupCoordinator};
 use crate::group::group::SyncOutcome;
+use crate::node::state::BrokerState;
 use crate::protocol::error_code;
 use crate::protocol::header::RequestHeader;
 use crate::protocol::messages::sync_group::*;
+use crate::server::handlers::access::Access;
 use crate::shard::shard::Shard;
 
 pub async fn handle(
     shard: &Rc<Shard>,
     _header: &RequestHeader,
     req: SyncGroupRequest,
+    access: &Access<'_>,
 ) -> SyncGroupResponse {
+    if !access.allows(
+        &BrokerState::of(shard).image(),
+        matrix::SYNC_GROUP,
+        &req.group_id,
+    ) {
+        return response(SyncOutcome::error(error_code::GROUP_AUTHORIZATION_FAILED));
+    }
     if req.group_id.is_empty() {
         return response(SyncOutcome::error(error_code::INVALID_GROUP_ID));
     }

@@ -4,17 +4,27 @@
 
 use std::rc::Rc;
 
+use crate::acl::matrix;
+use crate::node::state::BrokerState;
 use crate::protocol::error_code;
 use crate::protocol::header::RequestHeader;
 use crate::protocol::messages::unregister_broker::*;
 use crate::server::controller;
+use crate::server::handlers::access::Access;
 use crate::shard::shard::Shard;
 
 pub async fn handle(
     shard: &Rc<Shard>,
     _header: &RequestHeader,
     req: UnregisterBrokerRequest,
+    access: &Access<'_>,
 ) -> UnregisterBrokerResponse {
+    if !access.allows_cluster(&BrokerState::of(shard).image(), matrix::UNREGISTER_BROKER) {
+        return UnregisterBrokerResponse {
+            error_code: error_code::CLUSTER_AUTHORIZATION_FAILED,
+            ..Default::default()
+        };
+    }
     let (error_code, error_message) =
         match controller::unregister_broker(shard, req.broker_id).await {
             Ok(Ok(())) => {

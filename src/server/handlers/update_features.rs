@@ -6,18 +6,28 @@
 
 use std::rc::Rc;
 
+use crate::acl::matrix;
 use crate::controller::features::FeatureUpdate;
+use crate::node::state::BrokerState;
 use crate::protocol::error_code;
 use crate::protocol::header::RequestHeader;
 use crate::protocol::messages::update_features::*;
 use crate::server::controller;
+use crate::server::handlers::access::Access;
 use crate::shard::shard::Shard;
 
 pub async fn handle(
     shard: &Rc<Shard>,
     header: &RequestHeader,
     req: UpdateFeaturesRequest,
+    access: &Access<'_>,
 ) -> UpdateFeaturesResponse {
+    if !access.allows_cluster(&BrokerState::of(shard).image(), matrix::UPDATE_FEATURES) {
+        return UpdateFeaturesResponse {
+            error_code: error_code::CLUSTER_AUTHORIZATION_FAILED,
+            ..Default::default()
+        };
+    }
     // A version 0 request decodes with `upgrade_type` UPGRADE whatever its
     // `allow_downgrade` says: Kafka's controller ignores that flag too.
     let updates: Vec<FeatureUpdate> = req

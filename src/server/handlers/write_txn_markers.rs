@@ -5,9 +5,12 @@
 
 use std::rc::Rc;
 
+use crate::acl::matrix;
+use crate::node::state::BrokerState;
 use crate::protocol::error_code;
 use crate::protocol::header::RequestHeader;
 use crate::protocol::messages::write_txn_markers::*;
+use crate::server::handlers::access::Access;
 use crate::server::txn_coordinator::markers::{write_local, MarkerWrite, TRANSACTION_VERSION_1};
 use crate::shard::shard::Shard;
 use crate::topic_partition::TopicPartition;
@@ -19,7 +22,36 @@ pub async fn handle(
     shard: &Rc<Shard>,
     header: &RequestHeader,
     req: WriteTxnMarkersRequest,
+    access: &Access<'_>,
 ) -> WriteTxnMarkersResponse {
+    // Only brokers write markers (Kafka: CLUSTER_ACTION); refused, every
+    // partition answers so.
+    if !access.allows_cluster(&BrokerState::of(shard).image(), matrix::WRITE_TXN_MARKERS) {
+        return WriteTxnMarkersResponse {
+            markers: req
+                .markers
+                .iter()
+                .map(|m| WritableTxnMarkerResult {
+                    producer_id: m.producer_id,
+                    topics: m
+                        .topics
+                        .iter()
+                        .map(|t| WritableTxnMarkerTopicResult {
+                            name: t.name.clone(),
+                            partitions: t
+                                .partition_indexes
+                                .iter()
+                                .map(|p| WritableTxnMarkerPartitionResult {
+                                    partition_index: *p,
+                                    error_code: error_code::CLUSTER_AUTHORIZATION_FAILED,
+                                })
+                                .collect(),
+                        })
+                        .collect(),
+                })
+                .collect(),
+        };
+    }
     let mut markers = Vec::with_capacity(req.markers.len());
     for m in req.markers {
         let write = MarkerWrite {

@@ -12,16 +12,40 @@ use std::rc::Rc;
 
 use bytes::{BufMut, Bytes, BytesMut};
 
+use crate::node::state::BrokerState;
 use crate::protocol::api::ApiKey;
 use crate::protocol::chunks::{Chunk, ChunkWriter};
 use crate::protocol::codec::{DecodeError, Reader};
 use crate::protocol::header::{encode_response_header, RequestHeader};
 use crate::protocol::messages::*;
 use crate::server::handlers;
+use crate::server::handlers::access::Access;
 use crate::server::network::session::Session;
 use crate::server::quota::ShardQuotas;
 use crate::shard::shard::Shard;
 use pinlog_core::quota::{CONSUMER_BYTE_RATE, PRODUCER_BYTE_RATE};
+
+/// The APIs that do not check ACLs per resource yet: under an authorizer
+/// only super users may call them, and everyone else's connection closes.
+const SUPER_USERS_ONLY: &[ApiKey] = &[
+    ApiKey::CreatePartitions,
+    ApiKey::DeleteRecords,
+    ApiKey::DescribeConfigs,
+    ApiKey::AlterConfigs,
+    ApiKey::IncrementalAlterConfigs,
+    ApiKey::OffsetDelete,
+    ApiKey::AddPartitionsToTxn,
+    ApiKey::AddOffsetsToTxn,
+    ApiKey::EndTxn,
+    ApiKey::TxnOffsetCommit,
+    ApiKey::DescribeProducers,
+    ApiKey::DescribeTransactions,
+    ApiKey::ListTransactions,
+    ApiKey::DescribeClientQuotas,
+    ApiKey::AlterClientQuotas,
+    ApiKey::DescribeUserScramCredentials,
+    ApiKey::AlterUserScramCredentials,
+];
 
 /// What the connection does with one request.
 pub enum Outcome {
@@ -73,6 +97,20 @@ pub async fn handle_frame(shard: &Rc<Shard>, frame: Bytes, session: &Session) ->
         };
     let v = api_version;
     let resp_header = key.response_header_version(v);
+    // What the session's principal may do: the handlers ask it, by the
+    // rules of `acl::matrix`.
+    let broker = BrokerState::of(shard);
+    let access = Access::new(broker.config.authorizer.as_ref(), session);
+    if SUPER_USERS_ONLY.contains(&key) && !access.is_super_user() {
+        // Fail closed: these APIs do not ask the authorizer per resource
+        // yet, so under an authorizer only super users may call them.
+        return Outcome::Close(format!(
+            "{} from {} refused: while an authorizer runs, pinlog serves it to super.users only \
+             (per-resource ACLs for it are not built yet)",
+            key.name(),
+            session.principal
+        ));
+    }
     macro_rules! serve {
         ($req:ty, $handler:path) => {{
             let req = match <$req>::decode(&mut r, v) {
@@ -80,6 +118,14 @@ pub async fn handle_frame(shard: &Rc<Shard>, frame: Bytes, session: &Session) ->
                 Err(e) => return malformed(key, v, e),
             };
             let resp = $handler(shard, &header, req).await;
+            respond(correlation_id, resp_header, v, |w| resp.encode(w.buf(), v))
+        }};
+        ($req:ty, $handler:path, access) => {{
+            let req = match <$req>::decode(&mut r, v) {
+                Ok(req) => req,
+                Err(e) => return malformed(key, v, e),
+            };
+            let resp = $handler(shard, &header, req, &access).await;
             respond(correlation_id, resp_header, v, |w| resp.encode(w.buf(), v))
         }};
     }
@@ -94,6 +140,14 @@ pub async fn handle_frame(shard: &Rc<Shard>, frame: Bytes, session: &Session) ->
             let resp = $handler(shard, &header, req, &session.listener).await;
             respond(correlation_id, resp_header, v, |w| resp.encode(w.buf(), v))
         }};
+        ($req:ty, $handler:path, access) => {{
+            let req = match <$req>::decode(&mut r, v) {
+                Ok(req) => req,
+                Err(e) => return malformed(key, v, e),
+            };
+            let resp = $handler(shard, &header, req, &session.listener, &access).await;
+            respond(correlation_id, resp_header, v, |w| resp.encode(w.buf(), v))
+        }};
     }
     match key {
         ApiKey::ApiVersions => serve!(
@@ -101,7 +155,11 @@ pub async fn handle_frame(shard: &Rc<Shard>, frame: Bytes, session: &Session) ->
             handlers::api_versions::handle
         ),
         ApiKey::Metadata => {
-            serve_on_listener!(metadata::MetadataRequest, handlers::metadata::handle)
+            serve_on_listener!(
+                metadata::MetadataRequest,
+                handlers::metadata::handle,
+                access
+            )
         }
         ApiKey::Produce => {
             // A producer's quota meters the request's size, as Kafka's.
@@ -111,7 +169,7 @@ pub async fn handle_frame(shard: &Rc<Shard>, frame: Bytes, session: &Session) ->
                 Err(e) => return malformed(key, v, e),
             };
             let acks = req.acks;
-            let mut resp = handlers::produce::handle(shard, &header, req).await;
+            let mut resp = handlers::produce::handle(shard, &header, req, &access).await;
             let throttle = quota_throttle(shard, session, &header, PRODUCER_BYTE_RATE, bytes);
             if acks == 0 {
                 return match throttle.is_zero() {
@@ -141,7 +199,7 @@ pub async fn handle_frame(shard: &Rc<Shard>, frame: Bytes, session: &Session) ->
                 pending_throttle(shard, session, &header, CONSUMER_BYTE_RATE)
             };
             let over_quota = !pending.is_zero();
-            let mut resp = handlers::fetch::handle(shard, &header, req, over_quota).await;
+            let mut resp = handlers::fetch::handle(shard, &header, req, &access, over_quota).await;
             let throttle = match (from_follower || over_quota, ShardQuotas::of(shard)) {
                 (false, Some(quotas)) => quotas.record_fetched(
                     &crate::node::state::BrokerState::of(shard).image(),
@@ -162,19 +220,23 @@ pub async fn handle_frame(shard: &Rc<Shard>, frame: Bytes, session: &Session) ->
         }
         ApiKey::ListOffsets => serve!(
             list_offsets::ListOffsetsRequest,
-            handlers::list_offsets::handle
+            handlers::list_offsets::handle,
+            access
         ),
         ApiKey::OffsetForLeaderEpoch => serve!(
             offset_for_leader_epoch::OffsetForLeaderEpochRequest,
-            handlers::offset_for_leader_epoch::handle
+            handlers::offset_for_leader_epoch::handle,
+            access
         ),
         ApiKey::CreateTopics => serve!(
             create_topics::CreateTopicsRequest,
-            handlers::create_topics::handle
+            handlers::create_topics::handle,
+            access
         ),
         ApiKey::DeleteTopics => serve!(
             delete_topics::DeleteTopicsRequest,
-            handlers::delete_topics::handle
+            handlers::delete_topics::handle,
+            access
         ),
         ApiKey::CreatePartitions => serve!(
             create_partitions::CreatePartitionsRequest,
@@ -182,27 +244,33 @@ pub async fn handle_frame(shard: &Rc<Shard>, frame: Bytes, session: &Session) ->
         ),
         ApiKey::UnregisterBroker => serve!(
             unregister_broker::UnregisterBrokerRequest,
-            handlers::unregister_broker::handle
+            handlers::unregister_broker::handle,
+            access
         ),
         ApiKey::UpdateFeatures => serve!(
             update_features::UpdateFeaturesRequest,
-            handlers::update_features::handle
+            handlers::update_features::handle,
+            access
         ),
         ApiKey::ElectLeaders => serve!(
             elect_leaders::ElectLeadersRequest,
-            handlers::elect_leaders::handle
+            handlers::elect_leaders::handle,
+            access
         ),
         ApiKey::AlterPartitionReassignments => serve!(
             alter_partition_reassignments::AlterPartitionReassignmentsRequest,
-            handlers::alter_partition_reassignments::handle
+            handlers::alter_partition_reassignments::handle,
+            access
         ),
         ApiKey::ListPartitionReassignments => serve!(
             list_partition_reassignments::ListPartitionReassignmentsRequest,
-            handlers::list_partition_reassignments::handle
+            handlers::list_partition_reassignments::handle,
+            access
         ),
         ApiKey::InitProducerId => serve!(
             init_producer_id::InitProducerIdRequest,
-            handlers::init_producer_id::handle
+            handlers::init_producer_id::handle,
+            access
         ),
         ApiKey::DescribeConfigs => serve!(
             describe_configs::DescribeConfigsRequest,
@@ -218,7 +286,8 @@ pub async fn handle_frame(shard: &Rc<Shard>, frame: Bytes, session: &Session) ->
         ),
         ApiKey::DescribeQuorum => serve!(
             describe_quorum::DescribeQuorumRequest,
-            handlers::describe_quorum::handle
+            handlers::describe_quorum::handle,
+            access
         ),
         ApiKey::DescribeCluster => serve_on_listener!(
             describe_cluster::DescribeClusterRequest,
@@ -230,53 +299,73 @@ pub async fn handle_frame(shard: &Rc<Shard>, frame: Bytes, session: &Session) ->
         ),
         ApiKey::DescribeLogDirs => serve!(
             describe_log_dirs::DescribeLogDirsRequest,
-            handlers::describe_log_dirs::handle
+            handlers::describe_log_dirs::handle,
+            access
         ),
         ApiKey::FindCoordinator => serve_on_listener!(
             find_coordinator::FindCoordinatorRequest,
-            handlers::find_coordinator::handle
+            handlers::find_coordinator::handle,
+            access
         ),
         ApiKey::JoinGroup => {
             let req = match join_group::JoinGroupRequest::decode(&mut r, v) {
                 Ok(req) => req,
                 Err(e) => return malformed(key, v, e),
             };
-            let resp = handlers::join_group::handle(shard, &header, req, &session.peer_host).await;
+            let resp =
+                handlers::join_group::handle(shard, &header, req, &session.peer_host, &access)
+                    .await;
             respond(correlation_id, resp_header, v, |w| resp.encode(w.buf(), v))
         }
-        ApiKey::SyncGroup => serve!(sync_group::SyncGroupRequest, handlers::sync_group::handle),
-        ApiKey::Heartbeat => serve!(heartbeat::HeartbeatRequest, handlers::heartbeat::handle),
+        ApiKey::SyncGroup => serve!(
+            sync_group::SyncGroupRequest,
+            handlers::sync_group::handle,
+            access
+        ),
+        ApiKey::Heartbeat => serve!(
+            heartbeat::HeartbeatRequest,
+            handlers::heartbeat::handle,
+            access
+        ),
         ApiKey::LeaveGroup => serve!(
             leave_group::LeaveGroupRequest,
-            handlers::leave_group::handle
+            handlers::leave_group::handle,
+            access
         ),
         ApiKey::OffsetCommit => serve!(
             offset_commit::OffsetCommitRequest,
-            handlers::offset_commit::handle
+            handlers::offset_commit::handle,
+            access
         ),
         ApiKey::OffsetFetch => serve!(
             offset_fetch::OffsetFetchRequest,
-            handlers::offset_fetch::handle
+            handlers::offset_fetch::handle,
+            access
         ),
         ApiKey::DescribeGroups => serve!(
             describe_groups::DescribeGroupsRequest,
-            handlers::describe_groups::handle
+            handlers::describe_groups::handle,
+            access
         ),
         ApiKey::ListGroups => serve!(
             list_groups::ListGroupsRequest,
-            handlers::list_groups::handle
+            handlers::list_groups::handle,
+            access
         ),
         ApiKey::ListConfigResources => serve!(
             list_config_resources::ListConfigResourcesRequest,
-            handlers::list_config_resources::handle
+            handlers::list_config_resources::handle,
+            access
         ),
         ApiKey::DeleteGroups => serve!(
             delete_groups::DeleteGroupsRequest,
-            handlers::delete_groups::handle
+            handlers::delete_groups::handle,
+            access
         ),
         ApiKey::PartitionShards => serve!(
             partition_shards::PartitionShardsRequest,
-            handlers::partition_shards::handle
+            handlers::partition_shards::handle,
+            access
         ),
         ApiKey::OffsetDelete => serve!(
             offset_delete::OffsetDeleteRequest,
@@ -293,7 +382,8 @@ pub async fn handle_frame(shard: &Rc<Shard>, frame: Bytes, session: &Session) ->
         ApiKey::EndTxn => serve!(end_txn::EndTxnRequest, handlers::end_txn::handle),
         ApiKey::WriteTxnMarkers => serve!(
             write_txn_markers::WriteTxnMarkersRequest,
-            handlers::write_txn_markers::handle
+            handlers::write_txn_markers::handle,
+            access
         ),
         ApiKey::TxnOffsetCommit => serve!(
             txn_offset_commit::TxnOffsetCommitRequest,
@@ -347,14 +437,27 @@ pub async fn handle_frame(shard: &Rc<Shard>, frame: Bytes, session: &Session) ->
             alter_user_scram_credentials::AlterUserScramCredentialsRequest,
             handlers::alter_user_scram_credentials::handle
         ),
+        ApiKey::DescribeAcls => serve!(
+            describe_acls::DescribeAclsRequest,
+            handlers::describe_acls::handle,
+            access
+        ),
+        ApiKey::CreateAcls => serve!(
+            create_acls::CreateAclsRequest,
+            handlers::create_acls::handle,
+            access
+        ),
+        ApiKey::DeleteAcls => serve!(
+            delete_acls::DeleteAclsRequest,
+            handlers::delete_acls::handle,
+            access
+        ),
         // Codecs only (`CODEC_ONLY_APIS`): `ApiKey::from_i16` does not know
         // them, so their frames were refused above as unknown keys. Not
         // served until they move to `SUPPORTED_APIS`.
-        ApiKey::DescribeAcls | ApiKey::CreateAcls | ApiKey::DeleteAcls | ApiKey::Envelope => {
-            Outcome::Close(format!(
-                "unknown API key {api_key} (correlation id {correlation_id})"
-            ))
-        }
+        ApiKey::Envelope => Outcome::Close(format!(
+            "unknown API key {api_key} (correlation id {correlation_id})"
+        )),
     }
 }
 
