@@ -11,6 +11,7 @@ pub mod log;
 pub mod memory;
 pub mod node;
 pub mod quorum;
+pub mod security;
 pub mod server;
 pub mod shard;
 pub mod tools;
@@ -18,7 +19,7 @@ pub mod tools;
 // The crates below this one, under the names the modules used before the
 // split, so that every `crate::protocol::...` path still reads as it did.
 pub use pinlog_core::{
-    acl, broker_config, config, constants, controller, fetch_session_cache, metadata, replica,
-    ssl_principal, topic_partition, transaction,
+    acl, broker_config, config, constants, controller, fetch_session_cache, metadata, quota,
+    replica, sasl, ssl_principal, topic_partition, transaction,
 };
 pub use pinlog_protocol as protocol;

@@ -24,7 +24,7 @@ const CRATES: &[&str] = &["protocol", "core", ".", "loadgen"];
 /// below the shell). Cycles are caught anyway; this also keeps a lower
 /// module from reaching up without closing one.
 const SHELL_LAYERS: &[&[&str]] = &[
-    &["error", "memory", "blocking_pool"],
+    &["error", "memory", "blocking_pool", "security"],
     &["log"],
     &["shard"],
     &["node"],
@@ -78,6 +78,8 @@ const PURE_CRATE_DEPENDENCIES: &[(&str, &[&str])] = &[
             "ring",
             "base64",
             "serde_json",
+            // ssl.principal.mapping.rules: matching only.
+            "regex",
         ],
     ),
 ];

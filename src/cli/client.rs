@@ -30,9 +30,9 @@ use crate::protocol::messages::{
     find_coordinator, incremental_alter_configs, list_groups, list_offsets, metadata,
     offset_commit, offset_fetch, partition_shards, sasl_authenticate, sasl_handshake,
 };
-use pinlog_core::sasl::scram::printable_nonce;
-use pinlog_core::sasl::scram_client::ScramClient;
-use pinlog_core::sasl::scram_credential::ScramMechanism;
+use crate::sasl::scram::printable_nonce;
+use crate::sasl::scram_client::ScramClient;
+use crate::sasl::scram_credential::ScramMechanism;
 
 /// Where the commands look for a broker unless told otherwise: the address
 /// `pinlog serve` listens on by default.

@@ -15,9 +15,9 @@ use std::sync::Arc;
 use crate::broker_config::listeners::SecurityProtocol;
 use crate::broker_config::security::{SecuritySettings, TlsSettings, SSL_KEYS};
 use crate::cli::error::{CliError, CliResult};
-use crate::server::network::tls::client_config;
-use pinlog_core::sasl::jaas::SaslLogins;
-use pinlog_core::sasl::Mechanism;
+use crate::sasl::jaas::SaslLogins;
+use crate::sasl::Mechanism;
+use crate::security::tls::client_config;
 
 /// The pseudo listener name the client's `ssl.*` settings are kept under.
 const CLIENT: &str = "CLIENT";

@@ -2,7 +2,7 @@
 //! "Code map"): the network edge, the API handlers, the broker's side of
 //! the controller (forwarding, broker sessions), the metadata image
 //! applier, the replication shell, the transaction coordinator, shard
-//! placement, the lifecycle, metrics and client quotas. The
+//! placement, the lifecycle and metrics. The
 //! decisions they carry out are in pinlog-core.
 
 pub mod controller;
@@ -11,7 +11,6 @@ pub mod image_applier;
 pub mod lifecycle;
 pub mod metrics;
 pub mod network;
-pub mod quota;
 pub mod replication;
 pub mod shard_placement;
 pub mod txn_coordinator;

@@ -119,6 +119,10 @@ pub const PARTITION_SHARDS: Rule = rule(Cluster, Alter);
 pub const CREATE_ACLS: Rule = rule(Cluster, Alter);
 pub const DELETE_ACLS: Rule = rule(Cluster, Alter);
 pub const DESCRIBE_ACLS: Rule = rule(Cluster, Describe);
+pub const DESCRIBE_CLIENT_QUOTAS: Rule = rule(Cluster, DescribeConfigs);
+pub const ALTER_CLIENT_QUOTAS: Rule = rule(Cluster, AlterConfigs);
+pub const DESCRIBE_USER_SCRAM_CREDENTIALS: Rule = rule(Cluster, Describe);
+pub const ALTER_USER_SCRAM_CREDENTIALS: Rule = rule(Cluster, Alter);
 
 // Transactions.
 pub const INIT_PRODUCER_ID_TRANSACTIONAL_ID: Rule = rule(TransactionalId, Write);
@@ -193,6 +197,10 @@ pub fn rules_of(api: ApiKey) -> &'static [Rule] {
         ApiKey::CreateAcls => &[CREATE_ACLS],
         ApiKey::DeleteAcls => &[DELETE_ACLS],
         ApiKey::DescribeAcls => &[DESCRIBE_ACLS],
+        ApiKey::DescribeClientQuotas => &[DESCRIBE_CLIENT_QUOTAS],
+        ApiKey::AlterClientQuotas => &[ALTER_CLIENT_QUOTAS],
+        ApiKey::DescribeUserScramCredentials => &[DESCRIBE_USER_SCRAM_CREDENTIALS],
+        ApiKey::AlterUserScramCredentials => &[ALTER_USER_SCRAM_CREDENTIALS],
         ApiKey::InitProducerId => &[
             INIT_PRODUCER_ID_TRANSACTIONAL_ID,
             INIT_PRODUCER_ID_IDEMPOTENT,
@@ -217,11 +225,7 @@ pub fn rules_of(api: ApiKey) -> &'static [Rule] {
         ApiKey::DescribeTransactions => &[DESCRIBE_TRANSACTIONS, DESCRIBE_TRANSACTIONS_TOPIC],
         ApiKey::ListTransactions => &[LIST_TRANSACTIONS],
         // Not served yet: refused before any rule would be asked.
-        ApiKey::DescribeClientQuotas
-        | ApiKey::AlterClientQuotas
-        | ApiKey::DescribeUserScramCredentials
-        | ApiKey::AlterUserScramCredentials
-        | ApiKey::Envelope => &[],
+        ApiKey::Envelope => &[],
     }
 }
 

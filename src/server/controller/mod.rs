@@ -30,12 +30,12 @@ use crate::controller::elections::{
 use crate::controller::features::{plan_update_features, FeatureUpdate};
 use crate::controller::partitions::{broker_views, plan_alter_partition, IsrProposal};
 use crate::controller::placement::UsableBroker;
-use crate::controller::quotas::{plan_alter_client_quotas, QuotaAlteration, QuotaOutcome};
+use crate::controller::quotas::{QuotaAlteration, QuotaOutcome};
 use crate::controller::reassignment::{
     list_reassignments, plan_alter_reassignments, OngoingReassignment, ReassignmentOutcome,
     ReassignmentRequest,
 };
-use crate::controller::scram::{plan_scram_changes, ScramChange, UserOutcome};
+use crate::controller::scram::{ScramChange, UserOutcome};
 use crate::controller::{
     plan_alter_broker_configs, plan_alter_topic_configs, plan_create_partitions,
     plan_create_topics, plan_delete_topics, Context,
@@ -60,9 +60,11 @@ use crate::shard::shard::Shard;
 
 mod acls;
 mod broker_sessions;
+mod credentials;
 pub mod internal_topics;
 
 pub use self::acls::{create_acls, delete_acls};
+pub use self::credentials::{alter_client_quotas, alter_scram_credentials};
 
 pub use self::broker_sessions::{
     alter_partition_call, broker_heartbeat_call, broker_registration, fence_expired_brokers,
@@ -623,31 +625,12 @@ async fn decide_locked(
             alterations,
             validate_only,
         } => {
-            let (records, outcomes) = plan_alter_client_quotas(&alterations);
-            if !records.is_empty() && !validate_only {
-                for r in &records {
-                    if let MetadataRecord::ClientQuota { entity, key, value } = r {
-                        tracing::info!(?entity, key = %key, value = ?value.map(|v| v.0), "client quota altered");
-                    }
-                }
-                *offset = commit(records, false).await?;
-            }
-            Ok(AdminAnswer::QuotasAltered(outcomes))
+            let (records, answer) = credentials::decide_client_quotas(&alterations);
+            credentials::committed(records, validate_only, answer, commit, offset).await
         }
         AdminRequest::AlterScramCredentials { users } => {
-            let (records, outcomes) = plan_scram_changes(&image, &users);
-            for (user, outcome) in &outcomes {
-                match outcome {
-                    Ok(()) => tracing::info!(user = %user, "SCRAM credentials altered"),
-                    Err((code, message)) => {
-                        tracing::info!(user = %user, code, "SCRAM credential change refused: {message}")
-                    }
-                }
-            }
-            if !records.is_empty() {
-                *offset = commit(records, false).await?;
-            }
-            Ok(AdminAnswer::ScramAltered(outcomes))
+            let (records, answer) = credentials::decide_scram_credentials(&image, &users);
+            credentials::committed(records, false, answer, commit, offset).await
         }
         AdminRequest::ListReassignments { partitions } => Ok(AdminAnswer::Reassignments(
             list_reassignments(&image, partitions.as_deref()),
@@ -973,40 +956,6 @@ pub async fn create_partitions(
     .await?
     {
         AdminAnswer::CreatePartitions(r) => Ok(r),
-        _ => Err(wrong_answer()),
-    }
-}
-
-/// Alters client quotas (AlterClientQuotas) through the active
-/// controller; callable from any shard.
-pub async fn alter_client_quotas(
-    shard: &Rc<Shard>,
-    alterations: Vec<QuotaAlteration>,
-    validate_only: bool,
-) -> ControllerResult<Vec<QuotaOutcome>> {
-    match call(
-        shard,
-        AdminRequest::AlterClientQuotas {
-            alterations,
-            validate_only,
-        },
-    )
-    .await?
-    {
-        AdminAnswer::QuotasAltered(r) => Ok(r),
-        _ => Err(wrong_answer()),
-    }
-}
-
-/// Alters SCRAM credentials (AlterUserScramCredentials) through the active
-/// controller; callable from any shard. The answer comes once this broker
-/// authenticates with the new credentials.
-pub async fn alter_scram_credentials(
-    shard: &Rc<Shard>,
-    users: Vec<(String, Vec<ScramChange>)>,
-) -> ControllerResult<Vec<UserOutcome>> {
-    match call(shard, AdminRequest::AlterScramCredentials { users }).await? {
-        AdminAnswer::ScramAltered(r) => Ok(r),
         _ => Err(wrong_answer()),
     }
 }

@@ -13,7 +13,7 @@ use crate::acl::binding::CLUSTER_NAME;
 use crate::acl::matrix::{self, Rule};
 use crate::acl::{AclOperation, Authorizer, AuthorizerConfig, ResourceType};
 use crate::metadata::image::MetadataImage;
-use crate::server::network::session::Session;
+use crate::security::session::Session;
 
 /// A request's access, borrowed for the time it is served.
 #[derive(Debug, Clone, Copy)]

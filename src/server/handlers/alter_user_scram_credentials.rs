@@ -13,11 +13,11 @@ use crate::controller::scram::ScramChange;
 use crate::protocol::error_code;
 use crate::protocol::header::RequestHeader;
 use crate::protocol::messages::alter_user_scram_credentials::*;
-use crate::server::controller;
-use crate::shard::shard::Shard;
-use pinlog_core::sasl::scram_credential::{
+use crate::sasl::scram_credential::{
     ScramCredential, ScramMechanism, MAX_ITERATIONS, MIN_ITERATIONS,
 };
+use crate::server::controller;
+use crate::shard::shard::Shard;
 
 /// Kafka's ScramMechanism type as a mechanism.
 fn mechanism(code: i8) -> Option<ScramMechanism> {

@@ -14,8 +14,8 @@ use crate::node::state::BrokerState;
 use crate::protocol::error_code;
 use crate::protocol::header::RequestHeader;
 use crate::protocol::messages::describe_client_quotas::*;
+use crate::quota::{EntityName, QuotaEntity, CLIENT_ID, USER};
 use crate::shard::shard::Shard;
-use pinlog_core::quota::{EntityName, QuotaEntity, CLIENT_ID, USER};
 
 fn part<'a>(entity: &'a QuotaEntity, entity_type: &str) -> Option<&'a EntityName> {
     match entity_type {

@@ -49,6 +49,7 @@ pub mod offset_for_leader_epoch;
 pub mod partition_shards;
 pub mod produce;
 pub mod produce_verification;
+pub mod quota;
 pub mod sync_group;
 pub mod txn_offset_commit;
 pub mod unregister_broker;

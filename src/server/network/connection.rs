@@ -14,22 +14,22 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::protocol::chunks::Chunk;
 use bytes::Bytes;
 use futures_lite::{AsyncRead, AsyncWrite};
 use glommio::channels::local_channel;
 use glommio::net::TcpStream;
-use pinlog_protocol::chunks::Chunk;
 
 use crate::broker_config::listeners::Listener;
 use crate::node::state::BrokerState;
 use crate::node::stop::StopHandle;
+use crate::security::session::{Session, ANONYMOUS_PRINCIPAL};
+use crate::security::tls::certificate_principal;
 use crate::server::network::dispatch::{handle_frame, Outcome};
 use crate::server::network::frame_reader::{FrameError, FrameReader};
 use crate::server::network::request_probe::{self, RequestTimer, ShardProbe};
 use crate::server::network::response_writer::write_response;
 use crate::server::network::sasl::{Intercept, SaslAuthenticator, SaslServing};
-use crate::server::network::session::{Session, ANONYMOUS_PRINCIPAL};
-use crate::server::network::tls::certificate_principal;
 use crate::shard::shard::Shard;
 use crate::ssl_principal::PrincipalMapper;
 

@@ -18,12 +18,12 @@ use crate::protocol::chunks::{Chunk, ChunkWriter};
 use crate::protocol::codec::{DecodeError, Reader};
 use crate::protocol::header::{encode_response_header, RequestHeader};
 use crate::protocol::messages::*;
+use crate::quota::{CONSUMER_BYTE_RATE, PRODUCER_BYTE_RATE};
+use crate::security::session::Session;
 use crate::server::handlers;
 use crate::server::handlers::access::Access;
-use crate::server::network::session::Session;
-use crate::server::quota::ShardQuotas;
+use crate::server::handlers::quota::ShardQuotas;
 use crate::shard::shard::Shard;
-use pinlog_core::quota::{CONSUMER_BYTE_RATE, PRODUCER_BYTE_RATE};
 
 /// The APIs that do not check ACLs per resource yet: under an authorizer
 /// only super users may call them, and everyone else's connection closes.

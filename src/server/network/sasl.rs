@@ -12,7 +12,7 @@
 //! expiry) must re-authenticate in band before it ends, or the connection
 //! closes at its next request.
 //!
-//! The mechanisms' decisions are pure (`pinlog_core::sasl`); this module
+//! The mechanisms' decisions are pure (`crate::sasl`); this module
 //! draws the SCRAM nonces, reads the clock and the credentials in the
 //! metadata image.
 
@@ -31,12 +31,12 @@ use crate::protocol::messages::sasl_authenticate::{
     SaslAuthenticateRequest, SaslAuthenticateResponse,
 };
 use crate::protocol::messages::sasl_handshake::{SaslHandshakeRequest, SaslHandshakeResponse};
-use pinlog_core::sasl::jwks::{validate_signed, Jwks};
-use pinlog_core::sasl::jwt::validate_unsecured;
-use pinlog_core::sasl::oauthbearer::{OAuthBearerServer, OAuthBearerStep};
-use pinlog_core::sasl::scram::{printable_nonce, ScramServer};
-use pinlog_core::sasl::scram_credential::{ScramCredential, ScramMechanism};
-use pinlog_core::sasl::{generic_failure_message, plain, session_lifetime_ms, Mechanism};
+use crate::sasl::jwks::{validate_signed, Jwks};
+use crate::sasl::jwt::validate_unsecured;
+use crate::sasl::oauthbearer::{OAuthBearerServer, OAuthBearerStep};
+use crate::sasl::scram::{printable_nonce, ScramServer};
+use crate::sasl::scram_credential::{ScramCredential, ScramMechanism};
+use crate::sasl::{generic_failure_message, plain, session_lifetime_ms, Mechanism};
 
 /// Random bytes behind a SCRAM server nonce.
 const SCRAM_NONCE_RANDOM_BYTES: usize = 24;

@@ -23,11 +23,11 @@ use crate::protocol::messages::sasl_authenticate::{
 };
 use crate::protocol::messages::sasl_handshake::{SaslHandshakeRequest, SaslHandshakeResponse};
 use crate::quorum::network::resolve;
-use crate::server::network::tls::InterBrokerSecurity;
-use pinlog_core::sasl::scram::printable_nonce;
-use pinlog_core::sasl::scram_client::ScramClient;
-use pinlog_core::sasl::scram_credential::ScramMechanism;
-use pinlog_core::sasl::SASL_MESSAGE_BYTES_MAX;
+use crate::sasl::scram::printable_nonce;
+use crate::sasl::scram_client::ScramClient;
+use crate::sasl::scram_credential::ScramMechanism;
+use crate::sasl::SASL_MESSAGE_BYTES_MAX;
+use crate::security::tls::InterBrokerSecurity;
 
 /// How long a connection attempt to a peer broker may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -41,6 +41,15 @@ const SCRAM_NONCE_RANDOM_BYTES: usize = 24;
 /// A connection to a peer, plain or TLS.
 trait PeerStream: futures_lite::AsyncRead + futures_lite::AsyncWrite + Unpin {}
 impl<S: futures_lite::AsyncRead + futures_lite::AsyncWrite + Unpin> PeerStream for S {}
+
+/// The shard's copy of how to reach other brokers; plain connections
+/// where none was installed (a test's shard).
+pub fn inter_broker_security(shard: &crate::shard::shard::Shard) -> InterBrokerSecurity {
+    shard
+        .extension::<InterBrokerSecurity>()
+        .map(|s| (*s).clone())
+        .unwrap_or_default()
+}
 
 pub struct KafkaPeer {
     addr: String,

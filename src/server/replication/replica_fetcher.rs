@@ -46,7 +46,6 @@ use crate::replica::{
     truncation_offset, FetchedAnswer, FollowerFetchSession, LocalLog, PartitionFetch, ReplicaState,
     Role, Truncation,
 };
-use crate::server::network::tls::InterBrokerSecurity;
 use crate::server::replication::fetcher_test_hooks::FetcherTestHooks;
 use crate::server::replication::kafka_peer::KafkaPeer;
 use crate::server::replication::quotas::{ReplicationQuotas, Side};
@@ -187,7 +186,7 @@ async fn run(shard: Rc<Shard>, leader: i32) {
             peer = Some(KafkaPeer::new(
                 addr,
                 format!("pinlog-replica-fetcher-{local_id}-shard-{}", shard.id()),
-                InterBrokerSecurity::of(&shard),
+                crate::server::replication::kafka_peer::inter_broker_security(&shard),
             ));
         }
         let peer = peer.as_mut().expect("set above");

@@ -26,7 +26,6 @@ use crate::node::state::BrokerState;
 use crate::protocol::api::ApiKey;
 use crate::protocol::error_code;
 use crate::protocol::messages::write_txn_markers::*;
-use crate::server::network::tls::InterBrokerSecurity;
 use crate::server::replication::kafka_peer::KafkaPeer;
 use crate::shard::shard::{now_ms, Shard};
 use crate::topic_partition::TopicPartition;
@@ -149,7 +148,7 @@ pub async fn write_markers(
                 KafkaPeer::new(
                     addr.clone(),
                     format!("pinlog-txn-markers-{local}-shard-{}", shard.id()),
-                    InterBrokerSecurity::of(&shard),
+                    crate::server::replication::kafka_peer::inter_broker_security(&shard),
                 )
             });
             tasks.push(glommio::spawn_local(async move {

@@ -26,7 +26,6 @@ use crate::protocol::messages::add_partitions_to_txn::{
     AddPartitionsToTxnRequest, AddPartitionsToTxnResponse, AddPartitionsToTxnTopic,
     AddPartitionsToTxnTransaction,
 };
-use crate::server::network::tls::InterBrokerSecurity;
 use crate::server::replication::kafka_peer::KafkaPeer;
 use crate::server::txn_coordinator::{on_coordinator, TxnCoordinator};
 use crate::shard::shard::Shard;
@@ -192,7 +191,7 @@ async fn ask_remote(
                 BrokerState::of(shard).node_id(),
                 shard.id()
             ),
-            InterBrokerSecurity::of(shard),
+            crate::server::replication::kafka_peer::inter_broker_security(shard),
         )
     });
     let answer = peer

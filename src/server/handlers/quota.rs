@@ -23,8 +23,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crate::metadata::image::MetadataImage;
+use crate::quota::{resolve, EntityName, QuotaBucket, QuotaEntity};
 use crate::shard::shard::Shard;
-use pinlog_core::quota::{resolve, EntityName, QuotaBucket, QuotaEntity};
 
 /// Meters the registry keeps before it drops idle ones (no bytes in the
 /// quota window), so that a stream of new client ids cannot grow it

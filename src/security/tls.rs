@@ -4,7 +4,8 @@
 //!
 //! Configurations are built once, when the broker starts, and shared by
 //! every shard (rustls' configurations are immutable and `Sync`); a
-//! handshake runs on the shard that accepted the connection.
+//! handshake runs on the shard that accepted the connection. The CLI's
+//! connections use the same client configuration.
 
 use std::sync::Arc;
 
@@ -281,15 +282,6 @@ impl InterBrokerSecurity {
             tls: Some(futures_rustls::TlsConnector::from(client)),
             sasl,
         })
-    }
-
-    /// The shard's copy; plain connections where none was installed (a
-    /// test's shard).
-    pub fn of(shard: &crate::shard::shard::Shard) -> InterBrokerSecurity {
-        shard
-            .extension::<InterBrokerSecurity>()
-            .map(|s| (*s).clone())
-            .unwrap_or_default()
     }
 }
 
