@@ -67,6 +67,8 @@ struct Clients(Vec<std::process::Child>);
 impl Clients {
     fn stop(&mut self) {
         for child in &mut self.0 {
+            // A client that already exited refuses the kill; either way it
+            // is reaped next, and there is nothing else to do.
             let _ = child.kill();
             let _ = child.wait();
         }

@@ -601,6 +601,8 @@ fn what_must_be_refused_is_refused_and_the_broker_serves_on() {
     assert_eq!(handshake(&mut c, 1, "PLAIN").error_code, error_code::NONE);
     let a = authenticate(&mut c, b"\0alice\0alice-secret");
     assert_eq!(a.error_code, error_code::NONE);
+    // A fixed wait is the point here: the session must outlive its
+    // 1.5 s lifetime before the next request.
     std::thread::sleep(Duration::from_millis(1_800));
     c.send(ApiKey::Metadata, 12, |w| {
         MetadataRequest::default().encode(w, 12)

@@ -30,9 +30,8 @@ use crate::protocol::messages::{
     find_coordinator, incremental_alter_configs, list_groups, list_offsets, metadata,
     offset_commit, offset_fetch, partition_shards, sasl_authenticate, sasl_handshake,
 };
+use crate::sasl::client_login::{ClientLogin, LOGIN_ROUNDS_MAX};
 use crate::sasl::scram::printable_nonce;
-use crate::sasl::scram_client::ScramClient;
-use crate::sasl::scram_credential::ScramMechanism;
 
 /// Where the commands look for a broker unless told otherwise: the address
 /// `pinlog serve` listens on by default.
@@ -175,8 +174,6 @@ api_request!(
     ApiKey::SaslAuthenticate
 );
 
-/// SaslAuthenticate rounds of one login: SCRAM needs two.
-const SASL_ROUNDS_MAX: usize = 3;
 /// Random bytes behind a SCRAM client nonce.
 const SCRAM_NONCE_RANDOM_BYTES: usize = 24;
 
@@ -241,33 +238,26 @@ impl Client {
                 handshake.mechanisms.join(", ")
             )));
         }
-        let mut scram = ScramMechanism::from_mechanism(sasl.mechanism).map(|m| {
-            let random: [u8; SCRAM_NONCE_RANDOM_BYTES] = rand::random();
-            ScramClient::new(m, &sasl.username, &sasl.password, &printable_nonce(&random))
-        });
-        let mut message = match &scram {
-            Some(c) => c.client_first(),
-            None => format!("\0{}\0{}", sasl.username, sasl.password).into_bytes(),
-        };
-        for round in 0..SASL_ROUNDS_MAX {
+        let random: [u8; SCRAM_NONCE_RANDOM_BYTES] = rand::random();
+        let mut login = ClientLogin::new(
+            sasl.mechanism,
+            &sasl.username,
+            &sasl.password,
+            &printable_nonce(&random),
+        )
+        .ok_or_else(|| refused("not a password mechanism".into()))?;
+        let mut message = login.first();
+        for _ in 0..LOGIN_ROUNDS_MAX {
             let answer = self.send(&sasl_authenticate::SaslAuthenticateRequest {
                 auth_bytes: Bytes::from(std::mem::take(&mut message)),
             })?;
             if answer.error_code != error_code::NONE {
                 return Err(refused(answer.error_message.unwrap_or_default()));
             }
-            match (&mut scram, round) {
-                (None, _) => return Ok(()),
-                (Some(c), 0) => {
-                    message = c
-                        .client_final(&answer.auth_bytes)
-                        .map_err(|e| refused(e.to_string()))?
-                }
-                (Some(c), _) => {
-                    return c
-                        .verify_server_final(&answer.auth_bytes)
-                        .map_err(|e| refused(e.to_string()))
-                }
+            match login.answer(&answer.auth_bytes) {
+                Ok(Some(next)) => message = next,
+                Ok(None) => return Ok(()),
+                Err(e) => return Err(refused(e.to_string())),
             }
         }
         Err(refused("the exchange did not end".into()))

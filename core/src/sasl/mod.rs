@@ -41,6 +41,7 @@
 //! `is_client_visible()`, true exactly where Kafka throws the former; the
 //! shell sends `to_string()` for those and the generic text otherwise.
 
+pub mod client_login;
 pub mod jaas;
 pub mod jwks;
 pub mod jwt;

@@ -23,9 +23,8 @@ use crate::protocol::messages::sasl_authenticate::{
 };
 use crate::protocol::messages::sasl_handshake::{SaslHandshakeRequest, SaslHandshakeResponse};
 use crate::quorum::network::resolve;
+use crate::sasl::client_login::{ClientLogin, LOGIN_ROUNDS_MAX};
 use crate::sasl::scram::printable_nonce;
-use crate::sasl::scram_client::ScramClient;
-use crate::sasl::scram_credential::ScramMechanism;
 use crate::sasl::SASL_MESSAGE_BYTES_MAX;
 use crate::security::tls::InterBrokerSecurity;
 
@@ -33,8 +32,6 @@ use crate::security::tls::InterBrokerSecurity;
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 const SASL_HANDSHAKE_VERSION: i16 = 1;
 const SASL_AUTHENTICATE_VERSION: i16 = 2;
-/// SaslAuthenticate rounds of one login: SCRAM needs two.
-const SASL_ROUNDS_MAX: usize = 3;
 /// Random bytes behind a SCRAM client nonce.
 const SCRAM_NONCE_RANDOM_BYTES: usize = 24;
 
@@ -168,22 +165,16 @@ impl KafkaPeer {
             )));
         }
         let credentials = &sasl.credentials;
-        let mut scram = ScramMechanism::from_mechanism(sasl.mechanism).map(|m| {
-            let random: [u8; SCRAM_NONCE_RANDOM_BYTES] = rand::random();
-            ScramClient::new(
-                m,
-                &credentials.username,
-                &credentials.password,
-                &printable_nonce(&random),
-            )
-        });
-        let mut message = match &scram {
-            Some(client) => client.client_first(),
-            None => format!("\0{}\0{}", credentials.username, credentials.password).into_bytes(),
-        };
-        // PLAIN takes one round, SCRAM two; the last answer carries the
-        // server's proof.
-        for round in 0..SASL_ROUNDS_MAX {
+        let random: [u8; SCRAM_NONCE_RANDOM_BYTES] = rand::random();
+        let mut login = ClientLogin::new(
+            sasl.mechanism,
+            &credentials.username,
+            &credentials.password,
+            &printable_nonce(&random),
+        )
+        .ok_or_else(|| refused("not a password mechanism".into()))?;
+        let mut message = login.first();
+        for _ in 0..LOGIN_ROUNDS_MAX {
             let auth_bytes = Bytes::from(std::mem::take(&mut message));
             let answer = self
                 .exchange(
@@ -198,18 +189,10 @@ impl KafkaPeer {
             if answer.error_code != error_code::NONE {
                 return Err(refused(answer.error_message.unwrap_or_default()));
             }
-            match (&mut scram, round) {
-                (None, _) => return Ok(()),
-                (Some(client), 0) => {
-                    message = client
-                        .client_final(&answer.auth_bytes)
-                        .map_err(|e| refused(e.to_string()))?;
-                }
-                (Some(client), _) => {
-                    return client
-                        .verify_server_final(&answer.auth_bytes)
-                        .map_err(|e| refused(e.to_string()));
-                }
+            match login.answer(&answer.auth_bytes) {
+                Ok(Some(next)) => message = next,
+                Ok(None) => return Ok(()),
+                Err(e) => return Err(refused(e.to_string())),
             }
         }
         Err(refused("the exchange did not end".into()))
