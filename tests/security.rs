@@ -23,13 +23,19 @@
 //!   well-behaved TLS client is served throughout. Also a client
 //!   certificate no mapping rule matches. Needs no external client: the
 //!   well-behaved client is rustls, in this file.
-//! - [`cluster_over_tls_between_brokers`]: three nodes whose inter-broker
-//!   listener is SSL with `ssl.client.auth=required`, each with its own
-//!   certificate: an RF 3 topic with min.insync.replicas 2, acks=all
-//!   through kcat over TLS, kill -9 of the leader, more records, and every
-//!   record read back exactly once; the killed node rejoins the ISR; then
-//!   Java transactions (`TxnCheck.java`, RF 3), whose markers and
-//!   verification go between the brokers over TLS.
+//! - [`cluster_over_sasl_ssl_with_an_mtls_controller_channel`], three
+//!   nodes, each with its own certificate, whose inter-broker listener is
+//!   SASL_SSL (PLAIN) and whose controller channel runs over mutual TLS;
+//!   clients use an SSL listener requiring client certificates. The nodes
+//!   admit each other on the controller channel, which refuses a peer in
+//!   the clear, one without a certificate and one from another CA. An RF 3
+//!   topic with min.insync.replicas 2, acks=all through kcat over TLS,
+//!   the followers logged in over SASL; kill -9 of the leader, more
+//!   records, and every record read back exactly once; the killed node
+//!   rejoins the ISR; Java transactions (`TxnCheck.java`, RF 3), whose
+//!   markers and verification go between the brokers over SASL_SSL; and a
+//!   partition moved with Kafka's `kafka-reassign-partitions` tool, its
+//!   records read back from its new replicas.
 //! - `inter_broker_tls_checks_the_certificate_names_the_broker`: with
 //!   Kafka's default `ssl.endpoint.identification.algorithm=https`, brokers
 //!   whose certificates do not name the address they advertise cannot
@@ -1107,13 +1113,77 @@ fn partitions_of(node: &Broker, topic: &str) -> Vec<(i64, i64, Vec<i64>, Vec<i64
         .unwrap_or_default()
 }
 
+/// The password the brokers log in to each other's SASL_SSL listener
+/// with (PLAIN, from the listener's JAAS config).
+const BROKER_PASSWORD: &str = "broker-secret";
+
+/// Probes `node`'s controller channel with peers it must refuse: plain
+/// bytes, TLS without a certificate, and TLS with a certificate from
+/// another CA. Each must be closed; the node must log each refusal.
+fn controller_channel_refuses_strangers(
+    cluster: &Cluster,
+    node: usize,
+    ca: &Path,
+    stranger: &Identity,
+) {
+    let port = cluster.nodes[node - 1]
+        .controller_port()
+        .unwrap_or_else(|| cluster.fail(&format!("node {node} has no controller port")));
+    let refusals = |cluster: &Cluster| {
+        cluster.nodes[node - 1]
+            .log()
+            .lines()
+            .filter(|l| l.contains("refusing a controller channel peer"))
+            .count()
+    };
+    let before = refusals(cluster);
+    let deadline = || Instant::now() + HANDSHAKE_CLOSE_BY;
+    // A Whois frame in the clear.
+    let mut plain =
+        TcpStream::connect(("127.0.0.1", port)).expect("connect to the controller port");
+    plain
+        .write_all(&[0, 0, 0, 1, 5])
+        .expect("write to the controller port");
+    let (_, closed) = read_until_closed(&mut plain, deadline());
+    assert!(closed, "the controller channel kept a plaintext peer open");
+    for (what, identity) in [
+        ("no certificate", None),
+        ("another CA's certificate", Some(stranger)),
+    ] {
+        let config = tls_config(ca, identity);
+        let tcp = TcpStream::connect(("127.0.0.1", port)).expect("connect to the controller port");
+        tcp.set_read_timeout(Some(HANDSHAKE_CLOSE_BY))
+            .expect("set a read timeout");
+        let name = ServerName::try_from("127.0.0.1").expect("an IP address");
+        let conn = rustls::ClientConnection::new(config, name).expect("a TLS client");
+        let mut tls = rustls::StreamOwned::new(conn, tcp);
+        // TLS 1.3 lets the client finish before the server has checked its
+        // certificate; the refusal shows when it reads.
+        let _ = tls.write_all(&[0, 0, 0, 1, 5]);
+        let mut buf = [0u8; 64];
+        match tls.read(&mut buf) {
+            Ok(0) | Err(_) => {}
+            Ok(n) => cluster.fail(&format!(
+                "the controller channel answered a peer with {what} ({n} bytes)"
+            )),
+        }
+    }
+    if !wait_for(Duration::from_secs(5), || refusals(cluster) >= before + 3) {
+        cluster.fail(&format!(
+            "node {node} logged {} refusals of controller channel peers, not 3",
+            refusals(cluster) - before
+        ));
+    }
+}
+
 #[test]
-fn cluster_over_tls_between_brokers() {
-    if skipped("cluster_over_tls_between_brokers") {
+fn cluster_over_sasl_ssl_with_an_mtls_controller_channel() {
+    if skipped("cluster_over_sasl_ssl_with_an_mtls_controller_channel") {
         return;
     }
     require_kcat();
     const TOPIC: &str = "tls-replicated";
+    const MOVED: &str = "tls-moved";
     const HALF: usize = 500;
     let pki = Pki::new("pinlog-test-ca");
     let nodes: Vec<Identity> = (1..=3)
@@ -1125,26 +1195,74 @@ fn cluster_over_tls_between_brokers() {
         })
         .collect();
     let alice = pki.issue("alice", "/O=pinlog/CN=alice");
+    let elsewhere = Pki::new("another-ca");
+    let stranger = elsewhere.issue("stranger", "/O=pinlog/CN=broker-9");
     let ssl_ports: Vec<u16> = (0..3).map(|_| free_port()).collect();
+    let internal_ports: Vec<u16> = (0..3).map(|_| free_port()).collect();
+    // Clients: mTLS on SSL. Brokers: SASL_SSL (PLAIN) on INTERNAL, and
+    // the controller channel over mutual TLS, each node with its own
+    // certificate (the global keystore serves every TLS listener).
     let opts = BrokerOpts::new()
         .setting(
             "listener.security.protocol.map",
-            "PLAINTEXT:PLAINTEXT,SSL:SSL",
+            "PLAINTEXT:PLAINTEXT,SSL:SSL,INTERNAL:SASL_SSL,CONTROLLER:SSL",
         )
-        .setting("inter.broker.listener.name", "SSL")
+        .setting("inter.broker.listener.name", "INTERNAL")
         .setting("ssl.truststore.location", path_str(&pki.ca()))
         .setting("ssl.client.auth", "required")
-        .env("RUST_LOG", NETWORK_DEBUG);
+        .setting("listener.name.internal.ssl.client.auth", "none")
+        .setting("listener.name.internal.sasl.enabled.mechanisms", "PLAIN")
+        .setting("sasl.mechanism.inter.broker.protocol", "PLAIN")
+        .setting(
+            "listener.name.internal.plain.sasl.jaas.config",
+            format!(
+                "org.apache.kafka.common.security.plain.PlainLoginModule required \
+                 username=\"broker\" password=\"{BROKER_PASSWORD}\" \
+                 user_broker=\"{BROKER_PASSWORD}\";"
+            ),
+        )
+        .env(
+            "RUST_LOG",
+            &format!("{NETWORK_DEBUG},pinlog::quorum::network=debug"),
+        );
     let mut cluster = Cluster::start_each(3, opts, |id, node| {
         node.setting(
             "listeners",
             format!(
-                "PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:{}",
-                ssl_ports[id - 1]
+                "PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:{},INTERNAL://127.0.0.1:{}",
+                ssl_ports[id - 1],
+                internal_ports[id - 1]
             ),
         )
         .setting("ssl.keystore.location", path_str(&nodes[id - 1].pem))
     });
+    // The quorum formed over mutual TLS: every node admitted a peer by its
+    // certificate (the leader's replication reaches every follower), and
+    // every node was admitted somewhere (brokers register through it).
+    let admitted = |cluster: &Cluster, id: usize| -> Vec<usize> {
+        let log = cluster.nodes[id - 1].log();
+        (1..=3)
+            .filter(|peer| {
+                log.lines().any(|l| {
+                    l.contains("controller channel peer admitted")
+                        && l.contains(&format!("principal=User:CN=broker-{peer},O=pinlog"))
+                })
+            })
+            .collect()
+    };
+    let all_admitted = wait_for(Duration::from_secs(10), || {
+        let each: Vec<Vec<usize>> = (1..=3).map(|id| admitted(&cluster, id)).collect();
+        each.iter().all(|peers| !peers.is_empty())
+            && (1..=3).all(|id| each.iter().any(|peers| peers.contains(&id)))
+    });
+    if !all_admitted {
+        cluster.fail(&format!(
+            "the nodes did not admit each other on the controller channel: {:?}",
+            (1..=3).map(|id| admitted(&cluster, id)).collect::<Vec<_>>()
+        ));
+    }
+    controller_channel_refuses_strangers(&cluster, 1, &pki.ca(), &stranger);
+    eprintln!("the controller channel admits the nodes' certificates and refuses strangers");
     let ca = pki.ca();
     let kcat_args = |ports: &[u16]| {
         let mut args = Tls {
@@ -1210,19 +1328,19 @@ fn cluster_over_tls_between_brokers() {
     }
     let leader = leader as usize;
     eprintln!("{HALF} records acknowledged by leader {leader} with ISR {isr:?}");
-    for follower in (1..=3).filter(|id| *id != leader) {
-        let principal = format!("principal=User:CN=broker-{follower},O=pinlog");
-        let fetched = wait_for(Duration::from_secs(5), || {
-            cluster.nodes[leader - 1]
-                .log()
-                .lines()
-                .any(|l| l.contains("TLS connection established") && l.contains(&principal))
-        });
-        if !fetched {
-            cluster.fail(&format!(
-                "node {leader} (the leader) logged no TLS connection with {principal}"
-            ));
-        }
+    // The followers fetch over SASL_SSL, logged in as the broker user.
+    let sasl_logins = wait_for(Duration::from_secs(5), || {
+        cluster.nodes[leader - 1]
+            .log()
+            .lines()
+            .filter(|l| l.contains("SASL authentication succeeded") && l.contains("User:broker"))
+            .count()
+            >= 2
+    });
+    if !sasl_logins {
+        cluster.fail(&format!(
+            "node {leader} (the leader) logged no SASL logins of both followers as User:broker"
+        ));
     }
 
     let killed = Instant::now();
@@ -1307,7 +1425,98 @@ fn cluster_over_tls_between_brokers() {
     if !out.success() || !passed {
         cluster.fail(&format!("TxnCheck on the TLS cluster:\n{out}"));
     }
-    eprintln!("TxnCheck passed on RF 3 topics with TLS between the brokers");
+    eprintln!("TxnCheck passed on RF 3 topics with SASL_SSL between the brokers");
+
+    // A reassignment with Kafka's tool: the request reaches the active
+    // controller over the mutual-TLS channel, and the new replicas copy
+    // the partition over SASL_SSL.
+    let out = pinlog(&[
+        "topic",
+        "create",
+        MOVED,
+        "--partitions",
+        "1",
+        "--replication-factor",
+        "1",
+        "--bootstrap-server",
+        &cluster.nodes[0].bootstrap(),
+    ]);
+    if !out.success() {
+        cluster.fail(&format!("create {MOVED}: {out}"));
+    }
+    let placed = |cluster: &Cluster| partitions_of(&cluster.nodes[0], MOVED).first().cloned();
+    if !wait_for(CONVERGE_TIMEOUT, || {
+        placed(&cluster).is_some_and(|(_, l, _, _)| l > 0)
+    }) {
+        cluster.fail(&format!("{MOVED} has no leader: {:?}", placed(&cluster)));
+    }
+    let (_, _, replicas, _) = placed(&cluster).expect("described above");
+    let target: Vec<i64> = (1..=3).filter(|id| !replicas.contains(id)).collect();
+    let out = run_command(
+        &mut kcat_producer(&kcat_args(&ssl_ports), MOVED),
+        Some(&kcat_input(0..HALF)),
+        CLIENT_TIMEOUT,
+    );
+    if !out.success() {
+        cluster.fail(&format!("produce to {MOVED}:\n{out}"));
+    }
+    let plan = serde_json::json!({
+        "version": 1,
+        "partitions": [{"topic": MOVED, "partition": 0, "replicas": target}],
+    });
+    let plan = support::write_file(
+        cluster.nodes[0].root(),
+        "move.json",
+        plan.to_string().as_bytes(),
+    );
+    let jars = format!("{}/*", kafka_libs().display());
+    let out = run_command(
+        Command::new("java")
+            .args(["-XX:TieredStopAtLevel=1", "-cp", &jars])
+            .arg("org.apache.kafka.tools.reassign.ReassignPartitionsCommand")
+            .args([
+                "--bootstrap-server",
+                &cluster.nodes[0].bootstrap(),
+                "--execute",
+            ])
+            .arg("--reassignment-json-file")
+            .arg(&plan),
+        None,
+        CLIENT_TIMEOUT,
+    );
+    if !(out.success() && out.stdout.contains("Successfully started")) {
+        cluster.fail(&format!("kafka-reassign-partitions --execute: {out}"));
+    }
+    let moved = wait_for(CONVERGE_TIMEOUT, || {
+        placed(&cluster).is_some_and(|(_, leader, mut now, mut isr)| {
+            now.sort();
+            isr.sort();
+            now == target && isr == target && target.contains(&leader)
+        })
+    });
+    if !moved {
+        cluster.fail(&format!(
+            "{MOVED} did not move from {replicas:?} to {target:?}: {:?}",
+            placed(&cluster)
+        ));
+    }
+    let target_ports: Vec<u16> = target
+        .iter()
+        .map(|id| ssl_ports[*id as usize - 1])
+        .collect();
+    let out = run_command(
+        &mut kcat_consume(&kcat_args(&target_ports), MOVED),
+        None,
+        CLIENT_TIMEOUT,
+    );
+    if let Err(e) = (out.success())
+        .then_some(())
+        .ok_or_else(|| format!("kcat failed:\n{out}"))
+        .and_then(|()| check_consumed(MOVED, &out.stdout, 0..HALF))
+    {
+        cluster.fail(&format!("after the reassignment: {e}"));
+    }
+    eprintln!("{MOVED} moved from {replicas:?} to {target:?} with its {HALF} records");
 }
 
 /// The inter-broker client checks the peer's certificate names the host it

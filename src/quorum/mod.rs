@@ -85,6 +85,8 @@ pub struct QuorumSettings {
     /// `controller.quorum.request.timeout.ms` (Kafka: 2000): how long an
     /// RPC to a peer, or a request forwarded to the leader, may take.
     pub request_timeout_ms: u64,
+    /// The controller channel's mutual TLS; `None` in the clear.
+    pub tls: Option<std::sync::Arc<crate::security::controller_channel::ControllerChannelTls>>,
 }
 
 /// Why a proposal or a forwarded request did not go through.
@@ -229,7 +231,9 @@ impl Quorum {
         let raft = Raft::new(
             node_id,
             config,
-            PeerClients,
+            PeerClients {
+                tls: settings.tls.clone(),
+            },
             log_store,
             state_machine.clone(),
         )
@@ -258,6 +262,7 @@ impl Quorum {
                 settings.node_id,
                 raft.clone(),
                 forward,
+                settings.tls.clone(),
                 network_stop.clone(),
             ))
             .detach();
@@ -269,6 +274,7 @@ impl Quorum {
                     address,
                     settings.voters.clone(),
                     settings.request_timeout_ms,
+                    settings.tls.clone(),
                     network_stop.clone(),
                 ))
                 .detach();
@@ -435,7 +441,12 @@ impl Quorum {
             .forward_connections
             .borrow_mut()
             .entry(leader)
-            .or_insert_with(|| Rc::new(glommio::sync::RwLock::new(PeerConnection::new(addr))))
+            .or_insert_with(|| {
+                Rc::new(glommio::sync::RwLock::new(PeerConnection::new(
+                    addr,
+                    self.settings.tls.clone(),
+                )))
+            })
             .clone();
         let mut connection = connection
             .write()
@@ -640,7 +651,7 @@ async fn refuse_duplicate_node_id(settings: &QuorumSettings) -> Result<(), Strin
     let Some(own) = settings.voters.get(&settings.node_id) else {
         return Ok(());
     };
-    let mut probe = PeerConnection::new(own.clone());
+    let mut probe = PeerConnection::new(own.clone(), settings.tls.clone());
     match probe.call(&PeerRequest::Whois, WHOIS_TIMEOUT).await {
         Ok(PeerResponse::Whois { node_id }) => Err(format!(
             "another node (node.id {node_id}) already answers at {own}, this node's entry in controller.quorum.voters; every node needs its own node.id: check node.id and controller.quorum.voters"

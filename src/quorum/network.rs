@@ -6,15 +6,20 @@
 //! postcard-encoded [`PeerRequest`] or [`PeerResponse`]. A connection
 //! carries one request at a time; a frame over [`PEER_FRAME_BYTES_MAX`], or
 //! one that does not decode, closes the connection with a log line.
+//!
+//! When the channel runs over mutual TLS (`ControllerChannelTls`), the
+//! frames go inside it, and a peer whose certificate is not admitted is
+//! refused with a log line before any frame is read.
 
 use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::rc::Rc;
+use std::sync::Arc;
 use std::time::Duration;
 
-use futures_lite::{AsyncReadExt, AsyncWriteExt, FutureExt};
+use futures_lite::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, FutureExt};
 use glommio::net::{TcpListener, TcpStream};
 use openraft::errors::{NetworkError, RPCError, ReplicationClosed, StreamingError, Unreachable};
 use openraft::impls::BasicNode;
@@ -30,6 +35,7 @@ use serde::{Deserialize, Serialize};
 use crate::node::stop::StopHandle;
 use crate::quorum::state_machine::SnapshotData;
 use crate::quorum::types::{MetadataRaft, Raft, SnapshotMeta, Vote};
+use crate::security::controller_channel::ControllerChannelTls;
 
 /// Largest frame read from a peer: a metadata snapshot of a few hundred
 /// thousand partitions fits.
@@ -43,6 +49,14 @@ const READ_CHUNK_BYTES: usize = 64 * 1024;
 const STOP_POLL: Duration = Duration::from_millis(100);
 /// How long a peer may leave a connection idle before it is closed.
 const IDLE_TIMEOUT: Duration = Duration::from_secs(300);
+/// How long an accepted peer may take over its TLS handshake, so that a
+/// connection that says nothing does not hold its task forever.
+const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A connection to or from a peer: a TCP stream, or TLS over one.
+trait PeerStream: AsyncRead + AsyncWrite + Unpin {}
+impl<T: AsyncRead + AsyncWrite + Unpin> PeerStream for T {}
+type BoxedStream = Box<dyn PeerStream>;
 
 /// Which accepted controller connection a forwarded request came on.
 pub type ConnectionId = u64;
@@ -109,7 +123,7 @@ fn invalid(why: impl std::fmt::Display) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidData, why.to_string())
 }
 
-async fn read_frame(stream: &mut TcpStream) -> io::Result<Vec<u8>> {
+async fn read_frame<S: AsyncRead + Unpin + ?Sized>(stream: &mut S) -> io::Result<Vec<u8>> {
     let mut len = [0u8; 4];
     stream.read_exact(&mut len).await?;
     let len = u32::from_be_bytes(len) as usize;
@@ -128,7 +142,10 @@ async fn read_frame(stream: &mut TcpStream) -> io::Result<Vec<u8>> {
     Ok(body)
 }
 
-async fn write_frame(stream: &mut TcpStream, body: &[u8]) -> io::Result<()> {
+async fn write_frame<S: AsyncWrite + Unpin + ?Sized>(
+    stream: &mut S,
+    body: &[u8],
+) -> io::Result<()> {
     let len = u32::try_from(body.len())
         .ok()
         .filter(|l| (*l as usize) <= PEER_FRAME_BYTES_MAX)
@@ -143,12 +160,14 @@ async fn write_frame(stream: &mut TcpStream, body: &[u8]) -> io::Result<()> {
     stream.flush().await
 }
 
-/// Accepts peers on the controller listener until `stop`.
+/// Accepts peers on the controller listener until `stop`, over mutual TLS
+/// when `tls` is given.
 pub async fn serve(
     listener: TcpListener,
     node_id: i32,
     raft: Raft,
     forward: ForwardHandler,
+    tls: Option<Arc<ControllerChannelTls>>,
     stop: StopHandle,
 ) {
     let mut next_connection: ConnectionId = 0;
@@ -166,10 +185,19 @@ pub async fn serve(
             None => {}
             Some(Ok(stream)) => {
                 let (raft, forward, stop) = (raft.clone(), forward.clone(), stop.clone());
+                let tls = tls.clone();
                 next_connection += 1;
                 let connection = next_connection;
                 glommio::spawn_local(async move {
                     let peer = stream.peer_addr().ok();
+                    stream.set_nodelay(true).ok();
+                    let stream = match accept_peer(stream, tls.as_deref()).await {
+                        Ok(stream) => stream,
+                        Err(why) => {
+                            tracing::warn!(?peer, "refusing a controller channel peer: {why}");
+                            return;
+                        }
+                    };
                     let served =
                         serve_peer(stream, connection, node_id, raft, forward.clone(), stop).await;
                     if let Err(e) = served {
@@ -189,15 +217,45 @@ pub async fn serve(
     }
 }
 
+/// An accepted connection, after the TLS handshake and the admission of
+/// the peer's certificate when the channel runs over TLS.
+async fn accept_peer(
+    stream: TcpStream,
+    tls: Option<&ControllerChannelTls>,
+) -> Result<BoxedStream, String> {
+    let Some(tls) = tls else {
+        return Ok(Box::new(stream));
+    };
+    let handshake = async { Some(tls.acceptor.accept(stream).await) }
+        .or(async {
+            glommio::timer::sleep(TLS_HANDSHAKE_TIMEOUT).await;
+            None
+        })
+        .await;
+    let stream = match handshake {
+        Some(Ok(s)) => s,
+        Some(Err(e)) => return Err(format!("TLS handshake failed: {e}")),
+        None => return Err(format!("no TLS handshake within {TLS_HANDSHAKE_TIMEOUT:?}")),
+    };
+    let certificate = stream
+        .get_ref()
+        .1
+        .peer_certificates()
+        .and_then(|c| c.first())
+        .map(|c| c.as_ref());
+    let principal = tls.admit(certificate)?;
+    tracing::debug!(%principal, channel = %tls.name, "controller channel peer admitted");
+    Ok(Box::new(stream))
+}
+
 async fn serve_peer(
-    mut stream: TcpStream,
+    mut stream: BoxedStream,
     connection: ConnectionId,
     node_id: i32,
     raft: Raft,
     forward: ForwardHandler,
     stop: StopHandle,
 ) -> io::Result<()> {
-    stream.set_nodelay(true).ok();
     loop {
         let frame = read_frame(&mut stream)
             .or(async {
@@ -262,7 +320,8 @@ async fn serve_peer(
 /// One connection to a peer, opened on first use and dropped on any error.
 pub struct PeerConnection {
     addr: String,
-    stream: Option<TcpStream>,
+    tls: Option<Arc<ControllerChannelTls>>,
+    stream: Option<BoxedStream>,
 }
 
 /// Why a call to a peer failed.
@@ -277,8 +336,59 @@ pub enum PeerError {
 }
 
 impl PeerConnection {
-    pub fn new(addr: String) -> Self {
-        PeerConnection { addr, stream: None }
+    /// A connection to the controller listener at `addr`, over the
+    /// channel's TLS when `tls` is given.
+    pub fn new(addr: String, tls: Option<Arc<ControllerChannelTls>>) -> Self {
+        PeerConnection {
+            addr,
+            tls,
+            stream: None,
+        }
+    }
+
+    /// Connects, and over TLS shakes hands within `timeout` and checks
+    /// that the peer is one the channel admits.
+    async fn connect(&self, timeout: Duration) -> Result<BoxedStream, PeerError> {
+        let unreachable = |source: io::Error| PeerError::Unreachable {
+            addr: self.addr.clone(),
+            source,
+        };
+        let addr: SocketAddr = resolve(&self.addr).map_err(unreachable)?;
+        let stream = TcpStream::connect_timeout(addr, CONNECT_TIMEOUT)
+            .await
+            .map_err(|e| unreachable(io::Error::other(e.to_string())))?;
+        stream.set_nodelay(true).ok();
+        let Some(tls) = &self.tls else {
+            return Ok(Box::new(stream));
+        };
+        let name = ControllerChannelTls::server_name(&self.addr)
+            .map_err(|why| unreachable(invalid(why)))?;
+        let handshake = async { tls.connector.connect(name, stream).await }
+            .or(async {
+                glommio::timer::sleep(timeout).await;
+                Err(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    format!("no TLS handshake within {timeout:?}"),
+                ))
+            })
+            .await;
+        let stream = handshake.map_err(|e| {
+            unreachable(io::Error::new(
+                e.kind(),
+                format!("TLS with the controller channel {} failed: {e}", tls.name),
+            ))
+        })?;
+        let certificate = stream
+            .get_ref()
+            .1
+            .peer_certificates()
+            .and_then(|c| c.first())
+            .map(|c| c.as_ref());
+        tls.admit(certificate).map_err(|why| {
+            tracing::warn!(addr = %self.addr, "refusing a controller channel peer: {why}");
+            unreachable(io::Error::new(io::ErrorKind::PermissionDenied, why))
+        })?;
+        Ok(Box::new(stream))
     }
 
     /// Sends `request` and waits up to `timeout` for the answer.
@@ -288,19 +398,7 @@ impl PeerConnection {
         timeout: Duration,
     ) -> Result<PeerResponse, PeerError> {
         if self.stream.is_none() {
-            let addr: SocketAddr =
-                resolve(&self.addr).map_err(|source| PeerError::Unreachable {
-                    addr: self.addr.clone(),
-                    source,
-                })?;
-            let stream = TcpStream::connect_timeout(addr, CONNECT_TIMEOUT)
-                .await
-                .map_err(|e| PeerError::Unreachable {
-                    addr: self.addr.clone(),
-                    source: io::Error::other(e.to_string()),
-                })?;
-            stream.set_nodelay(true).ok();
-            self.stream = Some(stream);
+            self.stream = Some(self.connect(timeout).await?);
         }
         let stream = self.stream.as_mut().expect("connected above");
         let bytes = postcard::to_stdvec(request).map_err(|e| PeerError::Network {
@@ -489,15 +587,17 @@ impl RaftNetworkV2<MetadataRaft> for PeerClient {
 }
 
 /// Makes a [`PeerClient`] per target, at the address its membership entry
-/// names.
-pub struct PeerClients;
+/// names, over the channel's TLS when it has one.
+pub struct PeerClients {
+    pub tls: Option<Arc<ControllerChannelTls>>,
+}
 
 impl RaftNetworkFactory<MetadataRaft> for PeerClients {
     type Network = PeerClient;
 
     async fn new_client(&mut self, _target: u64, node: &BasicNode) -> PeerClient {
         PeerClient {
-            connection: PeerConnection::new(node.addr.clone()),
+            connection: PeerConnection::new(node.addr.clone(), self.tls.clone()),
         }
     }
 }

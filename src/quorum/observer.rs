@@ -33,6 +33,7 @@ pub async fn join(
     address: String,
     voters: BTreeMap<i32, String>,
     request_timeout_ms: u64,
+    tls: Option<std::sync::Arc<crate::security::controller_channel::ControllerChannelTls>>,
     stop: StopHandle,
 ) {
     let started = Instant::now();
@@ -54,7 +55,7 @@ pub async fn join(
             if stop.is_requested() {
                 return;
             }
-            let mut connection = PeerConnection::new(voter.clone());
+            let mut connection = PeerConnection::new(voter.clone(), tls.clone());
             match connection.call(&request, timeout).await {
                 Ok(PeerResponse::ObserverAdded) => {
                     tracing::info!(

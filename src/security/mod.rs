@@ -6,5 +6,6 @@
 //! handlers read the session's principal. The pure decisions (settings,
 //! principal mapping, SASL mechanisms, ACLs, quotas) are in pinlog-core.
 
+pub mod controller_channel;
 pub mod session;
 pub mod tls;

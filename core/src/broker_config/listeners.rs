@@ -13,6 +13,10 @@ use std::net::SocketAddr;
 
 /// The listener `--listen` and the zero-config broker define.
 pub const DEFAULT_LISTENER_NAME: &str = "PLAINTEXT";
+/// Kafka's usual `controller.listener.names`: the name the controller
+/// channel's security protocol and `listener.name.controller.*` settings
+/// are found under.
+pub const DEFAULT_CONTROLLER_LISTENER_NAME: &str = "CONTROLLER";
 
 /// Kafka's `SecurityProtocol`, with its ids (BrokerRegistration carries
 /// them).
@@ -117,6 +121,20 @@ pub struct ListenerSettings {
     /// `advertise` (or `--advertise`): the PLAINTEXT listener's advertised
     /// address.
     pub advertise: Option<String>,
+    /// `controller.listener.names`.
+    pub controller_listener_names: Option<String>,
+}
+
+/// The controller channel (pinlog's own protocol on `controller.listen`):
+/// the name its settings are found under, and whether it runs in the clear
+/// or over mutual TLS.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ControllerListener {
+    /// Upper case; `listener.name.<lower case>.ssl.*` configure it.
+    pub name: String,
+    /// PLAINTEXT or SSL: the channel authenticates peers by certificate,
+    /// not by SASL.
+    pub protocol: SecurityProtocol,
 }
 
 /// The listeners, settled: every one bound and advertised, with its
@@ -126,6 +144,8 @@ pub struct Listeners {
     pub all: Vec<Listener>,
     /// `inter.broker.listener.name`.
     pub inter_broker: String,
+    /// `controller.listener.names`.
+    pub controller: ControllerListener,
 }
 
 impl Listeners {
@@ -376,7 +396,67 @@ pub fn settle(s: &ListenerSettings) -> Result<Listeners, String> {
             format!("two listeners bind {}; give each its own port", w[0]),
         ));
     }
-    Ok(Listeners { all, inter_broker })
+    let controller = settle_controller(s, &protocols, &all)?;
+    Ok(Listeners {
+        all,
+        inter_broker,
+        controller,
+    })
+}
+
+/// The controller channel's name and protocol. Kafka lists the controller
+/// listener in `listeners` too; pinlog's controllers have their own
+/// address (`controller.listen`) and protocol, so the name only selects
+/// the protocol from the map (PLAINTEXT when the map does not name it) and
+/// the `listener.name.<name>.ssl.*` settings.
+fn settle_controller(
+    s: &ListenerSettings,
+    protocols: &BTreeMap<String, SecurityProtocol>,
+    all: &[Listener],
+) -> Result<ControllerListener, String> {
+    let key = "controller.listener.names";
+    let name = match &s.controller_listener_names {
+        None => DEFAULT_CONTROLLER_LISTENER_NAME.to_string(),
+        Some(names) => {
+            let names: Vec<&str> = names
+                .split(',')
+                .map(str::trim)
+                .filter(|n| !n.is_empty())
+                .collect();
+            match names.as_slice() {
+                [one] => one.to_ascii_uppercase(),
+                [] => return Err(bad(key, "names no listener")),
+                _ => return Err(bad(
+                    key,
+                    "pinlog's controllers have one channel (controller.listen); name one listener",
+                )),
+            }
+        }
+    };
+    if all.iter().any(|l| l.name == name) {
+        return Err(bad(
+            key,
+            format!(
+                "{name} is also in listeners, which serve Kafka clients; pinlog's controllers \
+                 listen on controller.listen, so give the controller channel a name of its own \
+                 (the default is {DEFAULT_CONTROLLER_LISTENER_NAME})"
+            ),
+        ));
+    }
+    let protocol = protocols
+        .get(&name)
+        .copied()
+        .unwrap_or(SecurityProtocol::Plaintext);
+    if protocol.uses_sasl() {
+        return Err(bad(
+            "listener.security.protocol.map",
+            format!(
+                "the controller channel {name} is mapped to {protocol}; it authenticates peers \
+                 by certificate: map {name} to SSL (mutual TLS) or PLAINTEXT"
+            ),
+        ));
+    }
+    Ok(ControllerListener { name, protocol })
 }
 
 #[cfg(test)]
@@ -416,6 +496,36 @@ mod tests {
         })
         .unwrap_err();
         assert!(e.contains("no PLAINTEXT listener"), "{e}");
+    }
+
+    #[test]
+    fn the_controller_channel_takes_its_protocol_from_the_map() {
+        let l = settle(&ListenerSettings::default()).unwrap();
+        assert_eq!(l.controller.name, "CONTROLLER");
+        assert_eq!(l.controller.protocol, SecurityProtocol::Plaintext);
+        let l = settle(&ListenerSettings {
+            listeners: Some("SASL_SSL://127.0.0.1:9092".into()),
+            protocol_map: Some("SASL_SSL:SASL_SSL,QUORUM:SSL".into()),
+            controller_listener_names: Some("quorum".into()),
+            ..ListenerSettings::default()
+        })
+        .unwrap();
+        assert_eq!(l.controller.name, "QUORUM");
+        assert_eq!(l.controller.protocol, SecurityProtocol::Ssl);
+        let refused = |names: &str, map: &str| {
+            settle(&ListenerSettings {
+                protocol_map: Some(map.into()),
+                controller_listener_names: Some(names.into()),
+                ..ListenerSettings::default()
+            })
+            .unwrap_err()
+        };
+        let e = refused("CONTROLLER", "PLAINTEXT:PLAINTEXT,CONTROLLER:SASL_SSL");
+        assert!(e.contains("map CONTROLLER to SSL"), "{e}");
+        let e = refused("PLAINTEXT", "PLAINTEXT:PLAINTEXT");
+        assert!(e.contains("also in listeners"), "{e}");
+        let e = refused("A,B", "PLAINTEXT:PLAINTEXT");
+        assert!(e.contains("name one listener"), "{e}");
     }
 
     #[test]

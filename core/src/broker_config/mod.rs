@@ -464,6 +464,7 @@ pub const KNOWN_KEYS: &[&str] = &[
     "process.roles",
     "controller.quorum.voters",
     "controller.listen",
+    "controller.listener.names",
     "controller.quorum.election.timeout.ms",
     "controller.quorum.fetch.timeout.ms",
     "controller.quorum.request.timeout.ms",
@@ -734,6 +735,9 @@ impl BrokerConfig {
                 "security.inter.broker.protocol" => {
                     listener_settings.inter_broker_protocol = Some(string(key, v)?)
                 }
+                "controller.listener.names" => {
+                    listener_settings.controller_listener_names = Some(string(key, v)?)
+                }
                 k if security::is_security_key(k) => self.security.set(k, setting_text(key, v)?)?,
                 k if AUTHORIZER_KEYS.contains(&k) => {
                     self.authorizer_settings.set(k, setting_text(key, v)?)
@@ -923,7 +927,14 @@ impl BrokerConfig {
     /// with a TLS listener it cannot serve refuses to start, naming the
     /// setting, instead of failing its first client.
     fn settle_security(&self) -> Result<(), String> {
-        let names: Vec<&str> = self.listeners.all.iter().map(|l| l.name.as_str()).collect();
+        let controller = &self.listeners.controller;
+        let names: Vec<&str> = self
+            .listeners
+            .all
+            .iter()
+            .map(|l| l.name.as_str())
+            .chain([controller.name.as_str()])
+            .collect();
         if let Some(unknown) = self.security.unknown_listeners(&names).first() {
             return Err(format!(
                 "settings for listener.name.{unknown}.*, but {} is not in listeners ({})",
@@ -942,6 +953,17 @@ impl BrokerConfig {
         let inter_broker = self.listeners.inter_broker();
         if inter_broker.protocol.uses_sasl() {
             sasl_settings::InterBrokerSasl::for_listener(&self.security, &inter_broker.name)?;
+        }
+        if controller.protocol.uses_tls() {
+            let tls = TlsSettings::for_listener(&self.security, &controller.name, true)?;
+            if tls.truststore.is_none() {
+                return Err(format!(
+                    "the controller channel {} runs over mutual TLS, which needs the CA that \
+                     signs every node's certificate: set listener.name.{}.ssl.truststore.location",
+                    controller.name,
+                    controller.name.to_ascii_lowercase()
+                ));
+            }
         }
         Ok(())
     }
@@ -978,6 +1000,36 @@ mod tests {
         assert_eq!(c.cleaner.backoff_ms, 15_000);
         assert_eq!(c.log.cleanup_policy, CleanupPolicy::DELETE);
         assert_eq!(c.log.delete_retention_ms, 86_400_000);
+    }
+
+    #[test]
+    fn the_controller_channel_over_tls_needs_a_certificate_and_a_truststore() {
+        let load = |text: &str| {
+            BrokerConfig::load(&Overrides {
+                config_file: file(text),
+                ..Overrides::default()
+            })
+        };
+        let map = "\"listener.security.protocol.map\" = \"PLAINTEXT:PLAINTEXT,CONTROLLER:SSL\"\n";
+        let e = load(map).unwrap_err();
+        assert!(
+            e.contains("listener CONTROLLER uses TLS but has no certificate"),
+            "{e}"
+        );
+        let keystore = "\"listener.name.controller.ssl.keystore.location\" = \"node.pem\"\n";
+        let e = load(&format!("{map}{keystore}")).unwrap_err();
+        assert!(
+            e.contains("listener.name.controller.ssl.truststore.location"),
+            "{e}"
+        );
+        let truststore = "\"listener.name.controller.ssl.truststore.location\" = \"ca.pem\"\n";
+        let c = load(&format!("{map}{keystore}{truststore}")).unwrap();
+        assert_eq!(
+            c.listeners.controller.protocol,
+            listeners::SecurityProtocol::Ssl
+        );
+        let tls = c.tls_settings("CONTROLLER", true).unwrap();
+        assert!(tls.truststore.is_some());
     }
 
     #[test]

@@ -23,6 +23,7 @@ use crate::metadata::image::MetadataImage;
 use crate::node::state::BrokerState;
 use crate::node::stop::StopHandle;
 use crate::quorum::{Publish, Quorum, QuorumSettings};
+use crate::security::controller_channel::ControllerChannelTls;
 use crate::security::tls;
 use crate::server::controller::{self, Controller, CONTROLLER_SHARD};
 use crate::server::handlers::quota::{QuotaRegistry, ShardQuotas};
@@ -522,6 +523,7 @@ async fn start_controller(
         election_timeout_ms: cluster.election_timeout_ms,
         fetch_timeout_ms: cluster.fetch_timeout_ms,
         request_timeout_ms: cluster.request_timeout_ms,
+        tls: ControllerChannelTls::from_config(config)?,
     };
     let publisher = shard.clone();
     let publish: Publish = Rc::new(move |image| {
