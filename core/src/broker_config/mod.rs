@@ -32,6 +32,8 @@ use crate::constants::*;
 
 /// Kafka's `socket.request.max.bytes` default: 100 MiB.
 pub const DEFAULT_SOCKET_REQUEST_MAX_BYTES: usize = 100 * 1024 * 1024;
+/// Kafka's `connections.max.idle.ms` default: 10 minutes.
+pub const DEFAULT_CONNECTIONS_MAX_IDLE_MS: u64 = 600_000;
 /// Kafka's `fetch.max.bytes` default: 55 MiB.
 pub const DEFAULT_FETCH_MAX_BYTES: usize = 55 * 1024 * 1024;
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:9092";
@@ -74,6 +76,9 @@ pub struct BrokerConfig {
     pub auto_create_topics_enable: bool,
     /// `socket.request.max.bytes`.
     pub socket_request_max_bytes: usize,
+    /// `connections.max.idle.ms`: a client connection with no request in
+    /// flight and none arriving for this long is closed.
+    pub connections_max_idle_ms: u64,
     /// `fetch.max.bytes`: the most record bytes one fetch response carries,
     /// whatever the request asks, so that a fetch cannot make the broker
     /// read a whole segment into memory. As in Kafka (KIP-74), a first
@@ -404,6 +409,7 @@ impl Default for BrokerConfig {
             default_replication_factor: 1,
             auto_create_topics_enable: true,
             socket_request_max_bytes: DEFAULT_SOCKET_REQUEST_MAX_BYTES,
+            connections_max_idle_ms: DEFAULT_CONNECTIONS_MAX_IDLE_MS,
             fetch_max_bytes: DEFAULT_FETCH_MAX_BYTES,
             message_timestamp_type: TimestampType::CreateTime,
             metrics_listen: DEFAULT_METRICS_LISTEN.parse().expect("valid default"),
@@ -479,6 +485,7 @@ pub const KNOWN_KEYS: &[&str] = &[
     "auto.create.topics.enable",
     transaction::PARTITION_VERIFICATION_KEY,
     "socket.request.max.bytes",
+    "connections.max.idle.ms",
     "fetch.max.bytes",
     "message.max.bytes",
     "message.timestamp.type",
@@ -805,6 +812,7 @@ impl BrokerConfig {
                 "max.incremental.fetch.session.cache.slots" => {
                     self.fetch_session_cache_slots = non_negative(key, v)? as usize
                 }
+                "connections.max.idle.ms" => self.connections_max_idle_ms = positive(key, v)?,
                 "socket.request.max.bytes" => {
                     self.socket_request_max_bytes = non_negative(key, v)? as usize
                 }
@@ -994,6 +1002,7 @@ mod tests {
         assert_eq!(c.num_partitions, 1);
         assert!(c.auto_create_topics_enable);
         assert_eq!(c.socket_request_max_bytes, 100 * 1024 * 1024);
+        assert_eq!(c.connections_max_idle_ms, 600_000);
         assert_eq!(c.fetch_max_bytes, 57_671_680);
         assert_eq!(c.log.segment_bytes, 1 << 30);
         assert!(c.cleaner.enable);

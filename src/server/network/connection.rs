@@ -10,9 +10,10 @@
 //! between the loops is bounded, so a client that pipelines more than
 //! [`IN_FLIGHT_REQUESTS_MAX`] requests waits for the oldest to be answered.
 
+use std::cell::Cell;
 use std::rc::Rc;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::protocol::chunks::Chunk;
 use bytes::Bytes;
@@ -40,6 +41,74 @@ const STOP_CHECK_INTERVAL: Duration = Duration::from_millis(50);
 /// How long a client may take over its TLS handshake: a peer that opens a
 /// connection and says nothing must not hold it (and its memory) forever.
 pub const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a client of a SASL listener has, from connecting, to
+/// authenticate. Kafka's clients give up on setting up a connection after
+/// `socket.connection.setup.timeout.max.ms` (30 s by default), so a
+/// connection still unauthenticated by then serves nobody.
+pub const SASL_AUTHENTICATION_TIMEOUT: Duration = Duration::from_secs(30);
+/// Connections a shard holds that have not authenticated yet (a TLS
+/// listener's before the handshake, a SASL listener's before SASL
+/// succeeds). Past it, new connections to those listeners are closed at
+/// once, so that idle or slow unauthenticated peers cannot take every
+/// file descriptor and the memory behind them; authenticated clients and
+/// PLAINTEXT listeners do not count. A real client leaves this state
+/// within milliseconds, so even a reconnection storm stays far below.
+pub const UNAUTHENTICATED_CONNECTIONS_MAX_PER_SHARD: usize = 512;
+
+thread_local! {
+    /// This shard's unauthenticated connections (a shard is a thread).
+    static UNAUTHENTICATED: Cell<usize> = const { Cell::new(0) };
+    /// When this shard last logged a refusal at the limit, so that a flood
+    /// writes one line a second rather than one per connection.
+    static LAST_LIMIT_WARNING: Cell<Option<Instant>> = const { Cell::new(None) };
+}
+
+/// One of this shard's [`UNAUTHENTICATED_CONNECTIONS_MAX_PER_SHARD`]
+/// slots, given back when dropped: once the connection authenticates, or
+/// when it closes.
+struct UnauthenticatedSlot(());
+
+impl UnauthenticatedSlot {
+    fn take() -> Option<UnauthenticatedSlot> {
+        UNAUTHENTICATED.with(|n| {
+            if n.get() >= UNAUTHENTICATED_CONNECTIONS_MAX_PER_SHARD {
+                return None;
+            }
+            n.set(n.get() + 1);
+            Some(UnauthenticatedSlot(()))
+        })
+    }
+}
+
+impl Drop for UnauthenticatedSlot {
+    fn drop(&mut self) {
+        UNAUTHENTICATED.with(|n| n.set(n.get().saturating_sub(1)));
+    }
+}
+
+/// Logs a refusal at the limit, at most once a second per shard.
+fn warn_at_limit(peer: &str, listener: &str) {
+    let now = Instant::now();
+    let due = LAST_LIMIT_WARNING.with(|last| {
+        let due = last
+            .get()
+            .is_none_or(|t| now.duration_since(t) >= Duration::from_secs(1));
+        if due {
+            last.set(Some(now));
+        }
+        due
+    });
+    if due {
+        tracing::warn!(
+            %peer,
+            %listener,
+            "closing a new connection: this shard already holds \
+             {UNAUTHENTICATED_CONNECTIONS_MAX_PER_SHARD} connections that have not authenticated \
+             (a client flood, or peers that connect and say nothing); further refusals within a \
+             second are not logged"
+        );
+    }
+}
 
 /// A listener as the shards serve it: its settings, and for TLS the
 /// acceptor and the principal mapping rules. Built once at startup and
@@ -62,6 +131,18 @@ enum End {
     PeerClosed,
     Io(std::io::Error),
     Protocol(String),
+    /// `connections.max.idle.ms` passed without a request.
+    Idle,
+}
+
+/// Why the reader stopped waiting for the next frame.
+enum Interrupt {
+    /// The broker stops, or the writer has stopped.
+    Stop,
+    /// A SASL client did not authenticate within
+    /// [`SASL_AUTHENTICATION_TIMEOUT`].
+    NotAuthenticated,
+    Idle,
 }
 
 /// Serves one connection until the peer closes it or sends garbage.
@@ -92,8 +173,19 @@ pub async fn serve_connection(
         principal: ANONYMOUS_PRINCIPAL.into(),
     };
     let sasl = listener.sasl.clone().map(SaslAuthenticator::new);
+    let unauthenticated = if listener.tls.is_some() || sasl.is_some() {
+        match UnauthenticatedSlot::take() {
+            Some(slot) => Some(slot),
+            None => {
+                warn_at_limit(&peer, &session.listener);
+                return;
+            }
+        }
+    } else {
+        None
+    };
     let Some(tls) = &listener.tls else {
-        return serve_stream(shard, stream, stop, session, sasl, peer).await;
+        return serve_stream(shard, stream, stop, session, sasl, unauthenticated, peer).await;
     };
     let handshake =
         futures_lite::future::or(async { Some(tls.acceptor.accept(stream).await) }, async {
@@ -138,7 +230,13 @@ pub async fn serve_connection(
         }
     }
     tracing::debug!(%peer, principal = %session.principal, "TLS connection established");
-    serve_stream(shard, stream, stop, session, sasl, peer).await
+    // Without SASL, the handshake was the authentication.
+    let unauthenticated = if sasl.is_some() {
+        unauthenticated
+    } else {
+        None
+    };
+    serve_stream(shard, stream, stop, session, sasl, unauthenticated, peer).await
 }
 
 /// Serves requests on a set-up stream, plain or TLS.
@@ -148,9 +246,21 @@ async fn serve_stream<S: AsyncRead + AsyncWrite + Unpin + 'static>(
     stop: StopHandle,
     session: Session,
     sasl: Option<SaslAuthenticator>,
+    unauthenticated: Option<UnauthenticatedSlot>,
     peer: String,
 ) {
-    let max_frame = BrokerState::of(&shard).config.socket_request_max_bytes;
+    let config = &BrokerState::of(&shard).config;
+    let max_frame = config.socket_request_max_bytes;
+    let max_idle = Duration::from_millis(config.connections_max_idle_ms);
+    let authentication_deadline =
+        (sasl.is_some()).then(|| Instant::now() + SASL_AUTHENTICATION_TIMEOUT);
+    // What the idle limit watches: requests read but not answered, and
+    // when the last one arrived or was answered.
+    let activity = Rc::new(Activity {
+        in_flight: Cell::new(0),
+        last: Cell::new(Instant::now()),
+        authenticated: Cell::new(sasl.is_none()),
+    });
     // Until a SASL client has authenticated, its frames are bounded by
     // sasl.server.max.receive.size; the worker raises the bound after.
     let frame_limit = Rc::new(std::cell::Cell::new(match &sasl {
@@ -169,10 +279,13 @@ async fn serve_stream<S: AsyncRead + AsyncWrite + Unpin + 'static>(
     let writer_done = Rc::new(std::cell::Cell::new(false));
     let writer_done_flag = writer_done.clone();
     let worker_limit = frame_limit.clone();
+    let worker_activity = activity.clone();
     let writer_task = glommio::spawn_local(async move {
         let mut worker = Worker {
             session,
             sasl,
+            unauthenticated,
+            activity: worker_activity,
             frame_limit: worker_limit,
             max_frame,
         };
@@ -186,14 +299,36 @@ async fn serve_stream<S: AsyncRead + AsyncWrite + Unpin + 'static>(
             frame_limit.get(),
             frame_limit_name(frame_limit.get(), max_frame),
         );
-        let next =
-            futures_lite::future::or(async { Some(frames.next(&mut reader).await) }, async {
-                while !stop.is_requested() && !writer_done.get() {
-                    glommio::timer::sleep(STOP_CHECK_INTERVAL).await;
+        let next = futures_lite::future::or(async { Ok(frames.next(&mut reader).await) }, async {
+            loop {
+                if stop.is_requested() || writer_done.get() {
+                    return Err(Interrupt::Stop);
                 }
-                None
-            })
-            .await;
+                let now = Instant::now();
+                if authentication_deadline.is_some_and(|d| now >= d)
+                    && !activity.authenticated.get()
+                {
+                    return Err(Interrupt::NotAuthenticated);
+                }
+                if activity.in_flight.get() == 0
+                    && now.duration_since(activity.last.get()) >= max_idle
+                {
+                    return Err(Interrupt::Idle);
+                }
+                glommio::timer::sleep(STOP_CHECK_INTERVAL).await;
+            }
+        })
+        .await;
+        let next = match next {
+            Ok(next) => Some(next),
+            Err(Interrupt::Stop) => None,
+            Err(Interrupt::NotAuthenticated) => {
+                break End::Protocol(format!(
+                    "no SASL authentication within {SASL_AUTHENTICATION_TIMEOUT:?} of connecting"
+                ))
+            }
+            Err(Interrupt::Idle) => break End::Idle,
+        };
         let frame = match next {
             None => break End::PeerClosed,
             Some(Ok(Some(f))) => f,
@@ -201,6 +336,8 @@ async fn serve_stream<S: AsyncRead + AsyncWrite + Unpin + 'static>(
             Some(Err(FrameError::Protocol(why))) => break End::Protocol(why),
             Some(Err(FrameError::Io(e))) => break End::Io(e),
         };
+        activity.in_flight.set(activity.in_flight.get() + 1);
+        activity.last.set(Instant::now());
         // Timed from here, so that waiting behind earlier requests counts too.
         let timer = probe.request_started(&frame);
         if tx.send((frame, timer)).await.is_err() {
@@ -215,6 +352,10 @@ async fn serve_stream<S: AsyncRead + AsyncWrite + Unpin + 'static>(
             tracing::warn!(%peer, "closing connection: {why}");
         }
         (End::Io(e), _) | (_, End::Io(e)) => tracing::debug!(%peer, "connection error: {e}"),
+        (End::Idle, _) => tracing::debug!(
+            %peer,
+            "closing connection: no request for {max_idle:?} (connections.max.idle.ms)"
+        ),
         _ => tracing::debug!(%peer, "connection closed"),
     }
 }
@@ -229,11 +370,22 @@ fn frame_limit_name(limit: usize, max_frame: usize) -> &'static str {
     }
 }
 
+/// A connection's requests in flight and when it was last active, and
+/// whether it has authenticated: what the reader's limits watch.
+struct Activity {
+    in_flight: Cell<usize>,
+    last: Cell<Instant>,
+    authenticated: Cell<bool>,
+}
+
 /// The worker's side of a connection: its session, and on a SASL listener
 /// the authentication that sets the session's principal.
 struct Worker {
     session: Session,
     sasl: Option<SaslAuthenticator>,
+    /// Held until the first authentication succeeds.
+    unauthenticated: Option<UnauthenticatedSlot>,
+    activity: Rc<Activity>,
     frame_limit: Rc<std::cell::Cell<usize>>,
     /// `socket.request.max.bytes`, the bound once authenticated.
     max_frame: usize,
@@ -254,6 +406,8 @@ impl Worker {
                 if let Some(principal) = sasl.principal() {
                     if sasl.authentications() > authentications {
                         self.session.principal = principal.into();
+                        self.unauthenticated = None;
+                        self.activity.authenticated.set(true);
                         if authentications == 0 {
                             tracing::debug!(principal, "SASL authentication succeeded");
                         } else {
@@ -291,6 +445,11 @@ async fn serve_requests<W: AsyncWrite + Unpin>(
 ) -> End {
     while let Some((frame, timer)) = rx.recv().await {
         let outcome = worker.serve(shard, frame).await;
+        let activity = worker.activity.clone();
+        activity
+            .in_flight
+            .set(activity.in_flight.get().saturating_sub(1));
+        activity.last.set(Instant::now());
         probe.request_finished(timer, &outcome);
         match outcome {
             Outcome::Respond(chunks) => {
