@@ -59,18 +59,60 @@ fn key_and_chain(
             "inline keystore".to_string(),
         ),
     };
-    if key_password.is_some() {
-        return Err(format!(
-            "the {what} has an encrypted key (ssl.key.password is set), which pinlog cannot \
-             read yet; decrypt it with `openssl pkcs8 -topk8 -nocrypt -in key.pem -out plain.pem` \
-             and remove ssl.key.password"
-        ));
-    }
     let chain = certificates(&what, &chain_pem)?;
-    let key = PrivateKeyDer::from_pem_slice(&key_pem).map_err(|e| {
-        format!("the {what} holds no private key (a -----BEGIN PRIVATE KEY----- block): {e}")
-    })?;
+    let key = match (encrypted_key_block(&key_pem), key_password) {
+        (Some(block), Some(password)) => decrypt_key(&what, block, password)?,
+        (Some(_), None) => {
+            return Err(format!(
+                "the {what} holds an encrypted key (-----BEGIN ENCRYPTED PRIVATE KEY-----): \
+                 set ssl.key.password to its password"
+            ))
+        }
+        (None, password) => {
+            let key = PrivateKeyDer::from_pem_slice(&key_pem).map_err(|e| {
+                format!(
+                    "the {what} holds no private key (a -----BEGIN PRIVATE KEY----- block): {e}"
+                )
+            })?;
+            if password.is_some() {
+                tracing::warn!(
+                    "ssl.key.password is set, but the {what}'s key is not encrypted; the \
+                     password is not used"
+                );
+            }
+            key
+        }
+    };
     Ok((chain, key))
+}
+
+const ENCRYPTED_KEY_BEGIN: &str = "-----BEGIN ENCRYPTED PRIVATE KEY-----";
+const ENCRYPTED_KEY_END: &str = "-----END ENCRYPTED PRIVATE KEY-----";
+
+/// The encrypted PKCS#8 key's PEM block in `pem`, which may hold
+/// certificates too.
+fn encrypted_key_block(pem: &[u8]) -> Option<&[u8]> {
+    let text = std::str::from_utf8(pem).ok()?;
+    let start = text.find(ENCRYPTED_KEY_BEGIN)?;
+    let end = text[start..].find(ENCRYPTED_KEY_END)? + start + ENCRYPTED_KEY_END.len();
+    Some(&pem[start..end])
+}
+
+/// An encrypted PKCS#8 key (PBES2, as `openssl pkcs8 -topk8` writes it),
+/// decrypted with `ssl.key.password`.
+fn decrypt_key(what: &str, block: &[u8], password: &str) -> Result<PrivateKeyDer<'static>> {
+    use pkcs8::der::Decode;
+    let (_, der) = pkcs8::der::pem::decode_vec(block)
+        .map_err(|e| format!("the {what}'s encrypted key is not valid PEM: {e}"))?;
+    let info = pkcs8::EncryptedPrivateKeyInfo::from_der(&der)
+        .map_err(|e| format!("the {what}'s encrypted key is not PKCS#8: {e}"))?;
+    let plain = info.decrypt(password).map_err(|e| {
+        format!(
+            "cannot decrypt the {what}'s key with ssl.key.password ({e}); check the password, \
+             and that the key is PBES2 (`openssl pkcs8 -topk8 -v2 aes-256-cbc`)"
+        )
+    })?;
+    Ok(PrivateKeyDer::Pkcs8(plain.as_bytes().to_vec().into()))
 }
 
 fn roots(settings: &TlsSettings) -> Result<Option<RootCertStore>> {
@@ -382,6 +424,46 @@ mod tests {
         assert_eq!(escape_rfc2253("#1 "), "\\#1\\ ");
         assert_eq!(escape_rfc2253("a+b=c"), "a\\+b=c");
         assert_eq!(escape_rfc2253("plain"), "plain");
+    }
+
+    /// A certificate and its key encrypted with "fixture-password"
+    /// (tests/fixtures/tls/README.md).
+    const ENCRYPTED_KEYSTORE: &str = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/tls/encrypted-keystore.pem"
+    );
+
+    fn settings_with_password(password: Option<&str>) -> TlsSettings {
+        TlsSettings {
+            keystore: Some(KeyStore::File(ENCRYPTED_KEYSTORE.into())),
+            key_password: password.map(str::to_string),
+            truststore: None,
+            client_auth: ClientAuth::None,
+            enabled_protocols: vec![TlsVersion::Tls12, TlsVersion::Tls13],
+            cipher_suites: Vec::new(),
+            principal_mapping_rules: "DEFAULT".into(),
+            endpoint_identification: true,
+        }
+    }
+
+    #[test]
+    fn an_encrypted_key_is_read_with_ssl_key_password() {
+        // The decrypted key fits the certificate: the server builds.
+        server_config(&settings_with_password(Some("fixture-password"))).unwrap();
+        let e = server_config(&settings_with_password(None)).unwrap_err();
+        assert!(e.contains("set ssl.key.password"), "{e}");
+        let e = server_config(&settings_with_password(Some("wrong"))).unwrap_err();
+        assert!(e.contains("cannot decrypt"), "{e}");
+        // Inline, as ssl.keystore.key and ssl.keystore.certificate.chain.
+        let pem = std::fs::read_to_string(ENCRYPTED_KEYSTORE).unwrap();
+        let split = pem.find("-----BEGIN CERTIFICATE-----").unwrap();
+        let inline = KeyStore::Inline {
+            key: pem[..split].to_string(),
+            chain: pem[split..].to_string(),
+        };
+        let (chain, key) = key_and_chain(&inline, Some("fixture-password")).unwrap();
+        assert_eq!(chain.len(), 1);
+        assert!(matches!(key, PrivateKeyDer::Pkcs8(_)));
     }
 
     #[test]
