@@ -7,5 +7,6 @@
 //! principal mapping, SASL mechanisms, ACLs, quotas) are in pinlog-core.
 
 pub mod controller_channel;
+pub mod listener_tls;
 pub mod session;
 pub mod tls;

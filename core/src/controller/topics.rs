@@ -618,11 +618,15 @@ pub fn plan_alter_broker_configs(
 ) -> Result<Vec<MetadataRecord>, TopicError> {
     let changes = dynamic_broker_config::without_log_dir_throttle_removals(changes)
         .map_err(|m| (error_code::INVALID_CONFIG, m))?;
+    for (name, _) in &changes {
+        dynamic_broker_config::check_tls_setting(broker, name)
+            .map_err(|m| (error_code::INVALID_CONFIG, m))?;
+    }
     let (rates, changes): (Vec<_>, Vec<_>) = changes
         .into_iter()
-        .partition(|(name, _)| dynamic_broker_config::is_throttle_rate(name));
+        .partition(|(name, _)| dynamic_broker_config::is_per_broker(name));
     for (name, value) in &rates {
-        if let Some(v) = value {
+        if let (Some(v), true) = (value, dynamic_broker_config::is_throttle_rate(name)) {
             throttle::parse_rate(v)
                 .map_err(|m| (error_code::INVALID_CONFIG, format!("{name}: {m}")))?;
         }
@@ -663,7 +667,7 @@ pub fn plan_alter_broker_configs(
     records.extend(config_records(
         current_rates
             .keys()
-            .filter(|n| dynamic_broker_config::is_throttle_rate(n)),
+            .filter(|n| dynamic_broker_config::is_per_broker(n)),
         rates,
         incremental,
         RESOURCE_BROKER,

@@ -62,6 +62,76 @@ pub const DYNAMIC_LOG_SETTINGS: &[(&str, &str)] = &[
 /// ignored throttle would mislead), and removing it succeeds.
 pub const LOG_DIR_THROTTLE: &str = "replica.alter.log.dirs.io.max.bytes.per.second";
 
+/// A listener's TLS settings that change at runtime, per broker, as
+/// `listener.name.<listener>.<setting>`: rotating a certificate is an
+/// IncrementalAlterConfigs (`kafka-configs.sh --entity-type brokers
+/// --entity-name <id>`), and takes effect for new connections at once.
+pub const DYNAMIC_LISTENER_TLS_SETTINGS: &[&str] = &[
+    "ssl.keystore.location",
+    "ssl.keystore.certificate.chain",
+    "ssl.keystore.key",
+    "ssl.key.password",
+    "ssl.truststore.location",
+    "ssl.truststore.certificates",
+];
+
+/// Settings whose values DescribeConfigs never shows (Kafka's PASSWORD
+/// type): a private key and the password of one.
+const SENSITIVE_TLS_SETTINGS: &[&str] = &["ssl.keystore.key", "ssl.key.password"];
+
+/// The listener (lower case, as written) and the setting of a dynamic
+/// listener TLS setting.
+pub fn listener_tls_setting(name: &str) -> Option<(&str, &str)> {
+    let (listener, setting) = name.strip_prefix("listener.name.")?.split_once('.')?;
+    (!listener.is_empty() && DYNAMIC_LISTENER_TLS_SETTINGS.contains(&setting))
+        .then_some((listener, setting))
+}
+
+/// Whether `name` is a TLS setting, with a listener prefix or without.
+pub fn is_tls_setting(name: &str) -> bool {
+    listener_tls_setting(name).is_some() || DYNAMIC_LISTENER_TLS_SETTINGS.contains(&name)
+}
+
+/// Whether DescribeConfigs hides the value of `name`.
+pub fn is_sensitive(name: &str) -> bool {
+    listener_tls_setting(name).is_some_and(|(_, s)| SENSITIVE_TLS_SETTINGS.contains(&s))
+        || SENSITIVE_TLS_SETTINGS.contains(&name)
+}
+
+/// Settings kept per broker: the replication throttle rates (which have a
+/// cluster-wide default too) and the listeners' TLS settings.
+pub fn is_per_broker(name: &str) -> bool {
+    is_throttle_rate(name) || listener_tls_setting(name).is_some()
+}
+
+/// Refuses a TLS setting that cannot be stored as `broker`'s (`None`: the
+/// cluster-wide default), saying how to write it.
+pub fn check_tls_setting(broker: Option<i32>, name: &str) -> Result<(), String> {
+    if !is_tls_setting(name) {
+        return Ok(());
+    }
+    let Some((listener, _)) = listener_tls_setting(name) else {
+        return Err(format!(
+            "{name} changes at runtime only for one listener: write it as \
+             listener.name.<listener>.{name}, for example listener.name.ssl.{name}"
+        ));
+    };
+    if listener.chars().any(|c| c.is_ascii_uppercase()) {
+        return Err(format!(
+            "{name}: Kafka writes the listener name in lower case: listener.name.{}.",
+            listener.to_ascii_lowercase()
+        ));
+    }
+    match broker {
+        Some(_) => Ok(()),
+        None => Err(format!(
+            "{name} is a broker's own certificate setting: alter it for one broker \
+             (kafka-configs.sh --entity-type brokers --entity-name <node id>), not as the \
+             cluster-wide default"
+        )),
+    }
+}
+
 /// The replication throttle rates (`core/src/replica/throttle.rs`): dynamic
 /// broker settings of the cluster or of one broker.
 pub fn is_throttle_rate(name: &str) -> bool {
@@ -112,6 +182,12 @@ pub fn dynamic_names() -> String {
         .iter()
         .map(|(b, _)| *b)
         .chain([throttle::LEADER_RATE, throttle::FOLLOWER_RATE])
+        .map(str::to_string)
+        .chain(
+            DYNAMIC_LISTENER_TLS_SETTINGS
+                .iter()
+                .map(|s| format!("listener.name.<listener>.{s} (per broker)")),
+        )
         .collect::<Vec<_>>()
         .join(", ")
 }
@@ -162,6 +238,33 @@ pub fn describe_topic(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn listener_tls_settings_are_per_broker_and_prefixed() {
+        assert_eq!(
+            listener_tls_setting("listener.name.ssl.ssl.keystore.location"),
+            Some(("ssl", "ssl.keystore.location"))
+        );
+        assert_eq!(listener_tls_setting("ssl.keystore.location"), None);
+        assert_eq!(
+            listener_tls_setting("listener.name.ssl.ssl.cipher.suites"),
+            None
+        );
+        assert!(is_per_broker("listener.name.internal.ssl.key.password"));
+        assert!(is_sensitive("listener.name.internal.ssl.key.password"));
+        assert!(is_sensitive("listener.name.internal.ssl.keystore.key"));
+        assert!(!is_sensitive(
+            "listener.name.internal.ssl.keystore.location"
+        ));
+        assert!(check_tls_setting(Some(1), "listener.name.ssl.ssl.keystore.location").is_ok());
+        let e = check_tls_setting(None, "listener.name.ssl.ssl.keystore.location").unwrap_err();
+        assert!(e.contains("--entity-name"), "{e}");
+        let e = check_tls_setting(Some(1), "ssl.keystore.location").unwrap_err();
+        assert!(e.contains("listener.name.<listener>."), "{e}");
+        let e = check_tls_setting(Some(1), "listener.name.SSL.ssl.keystore.location").unwrap_err();
+        assert!(e.contains("lower case"), "{e}");
+        assert!(check_tls_setting(None, "log.retention.ms").is_ok());
+    }
 
     #[test]
     fn names_map_both_ways() {

@@ -9,8 +9,8 @@ use crate::protocol::error_code;
 use crate::protocol::header::RequestHeader;
 use crate::protocol::messages::alter_configs::*;
 use crate::server::controller;
-use crate::server::handlers::duplicate_resource;
 use crate::server::handlers::incremental_alter_configs::check_broker;
+use crate::server::handlers::{duplicate_resource, listener_certificates};
 use crate::shard::shard::Shard;
 
 pub async fn handle(
@@ -43,7 +43,7 @@ pub async fn handle(
             }
             RESOURCE_BROKER => match check_broker(shard, &r.resource_name) {
                 Ok(()) => {
-                    controller::alter_broker_configs(
+                    listener_certificates::alter_broker_configs(
                         shard,
                         r.resource_name.parse().ok(),
                         changes,

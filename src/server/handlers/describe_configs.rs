@@ -90,6 +90,24 @@ pub async fn handle(
                         ..Default::default()
                     });
                 }
+                // The listeners' rotated TLS settings: this broker's own;
+                // a key or a password is never shown (Kafka's PASSWORD).
+                let own_tls = node.and_then(|n| image.per_broker_configs.get(&n));
+                for (name, value) in own_tls.into_iter().flatten() {
+                    if dynamic_broker_config::listener_tls_setting(name).is_none() || !wanted(name)
+                    {
+                        continue;
+                    }
+                    let sensitive = dynamic_broker_config::is_sensitive(name);
+                    result.configs.push(DescribeConfigsResourceResult {
+                        name: name.clone(),
+                        value: (!sensitive).then(|| value.clone()),
+                        read_only: false,
+                        config_source: CONFIG_SOURCE_DYNAMIC_BROKER,
+                        is_sensitive: sensitive,
+                        ..Default::default()
+                    });
+                }
                 for e in topic_config::describe(&broker.config, &dynamic) {
                     if topic_config::is_topic_only(e.name) {
                         continue;

@@ -12,7 +12,7 @@ use crate::protocol::header::RequestHeader;
 use crate::protocol::messages::alter_configs::AlterConfigsResourceResponse;
 use crate::protocol::messages::incremental_alter_configs::*;
 use crate::server::controller;
-use crate::server::handlers::duplicate_resource;
+use crate::server::handlers::{duplicate_resource, listener_certificates};
 use crate::shard::shard::Shard;
 
 const OP_SET: i8 = 0;
@@ -62,7 +62,7 @@ pub async fn handle(
                             )
                             .await
                         } else {
-                            controller::alter_broker_configs(
+                            listener_certificates::alter_broker_configs(
                                 shard,
                                 r.resource_name.parse().ok(),
                                 changes,

@@ -41,6 +41,7 @@ pub mod list_groups;
 pub mod list_offsets;
 pub mod list_partition_reassignments;
 pub mod list_transactions;
+pub mod listener_certificates;
 pub mod metadata;
 pub mod offset_commit;
 pub mod offset_delete;

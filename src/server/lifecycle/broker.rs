@@ -24,18 +24,18 @@ use crate::node::state::BrokerState;
 use crate::node::stop::StopHandle;
 use crate::quorum::{Publish, Quorum, QuorumSettings};
 use crate::security::controller_channel::ControllerChannelTls;
+use crate::security::listener_tls::ListenerCertificates;
 use crate::security::tls;
 use crate::server::controller::{self, Controller, CONTROLLER_SHARD};
 use crate::server::handlers::quota::{QuotaRegistry, ShardQuotas};
 use crate::server::image_applier;
 use crate::server::lifecycle::{cluster_id, controlled_shutdown, registration, storage_failure};
 use crate::server::metrics::http as metrics_http;
-use crate::server::network::connection::{serve_connection, ServedListener, TlsServing};
+use crate::server::network::connection::{serve_connection, ServedListener};
 use crate::server::network::sasl::SaslServing;
 use crate::shard::checkpoints;
 use crate::shard::runtime::{run_shards, ShardConfig, Shutdown};
 use crate::shard::shard::Shard;
-use crate::ssl_principal::PrincipalMapper;
 
 /// How often idle shards look at the stop flag and run the flush timer.
 const TICK: Duration = Duration::from_millis(50);
@@ -202,7 +202,8 @@ pub fn run(config: BrokerConfig, stop: StopHandle) -> Result<(), String> {
             })?;
         }
     }
-    let served_listeners = Arc::new(served_listeners(&config)?);
+    let certificates = Arc::new(ListenerCertificates::build(&config)?);
+    let served_listeners = Arc::new(served_listeners(&config, &certificates)?);
     let inter_broker_security = tls::InterBrokerSecurity::from_config(&config)?;
     let quota_registry = Arc::new(QuotaRegistry::default());
     // Held until `run` returns; the kernel releases it if the process dies.
@@ -242,6 +243,7 @@ pub fn run(config: BrokerConfig, stop: StopHandle) -> Result<(), String> {
         let stop = stop.clone();
         let listeners = served_listeners.clone();
         shard.set_extension(Rc::new(inter_broker_security.clone()));
+        shard.set_extension(Rc::new(certificates.clone()));
         shard.set_extension(Rc::new(ShardQuotas::new(quota_registry.clone())));
         async move {
             shard_main(
@@ -643,6 +645,9 @@ async fn start_controller(
     // could find every partition of this broker without a leader (found by
     // a fresh-clone CI run: a consumer got NOT_LEADER_OR_FOLLOWER just
     // after a single broker's crash restart).
+    // Certificates rotated at runtime before this start: the listeners
+    // open with them.
+    crate::server::handlers::listener_certificates::apply(shard);
     on_every_shard(shard, |b| b.set_serving()).await?;
     Ok(())
 }
@@ -695,24 +700,15 @@ async fn accept_connections(
     }
 }
 
-/// Every listener as the shards serve it, its TLS configuration built once
-/// here: a certificate that cannot be read stops the broker at startup,
-/// naming the file and the setting.
-fn served_listeners(config: &BrokerConfig) -> Result<Vec<Arc<ServedListener>>, String> {
+/// Every listener as the shards serve it, with its TLS (built once in
+/// `certificates`, replaced there when a certificate rotates).
+fn served_listeners(
+    config: &BrokerConfig,
+    certificates: &ListenerCertificates,
+) -> Result<Vec<Arc<ServedListener>>, String> {
     let mut out = Vec::with_capacity(config.listeners.all.len());
     for l in &config.listeners.all {
-        let tls = if l.protocol.uses_tls() {
-            let settings = config.tls_settings(&l.name, true)?;
-            let server =
-                tls::server_config(&settings).map_err(|e| format!("listener {}: {e}", l.name))?;
-            Some(TlsServing {
-                acceptor: futures_rustls::TlsAcceptor::from(server),
-                principal_mapper: PrincipalMapper::parse(&settings.principal_mapping_rules)
-                    .map_err(|e| format!("listener {}: {e}", l.name))?,
-            })
-        } else {
-            None
-        };
+        let tls = certificates.listener(&l.name);
         let sasl = if l.protocol.uses_sasl() {
             let settings = SaslSettings::for_listener(&config.security, &l.name)?;
             Some(Arc::new(

@@ -24,6 +24,7 @@ use glommio::net::TcpStream;
 use crate::broker_config::listeners::Listener;
 use crate::node::state::BrokerState;
 use crate::node::stop::StopHandle;
+use crate::security::listener_tls::TlsServing;
 use crate::security::session::{Session, ANONYMOUS_PRINCIPAL};
 use crate::security::tls::certificate_principal;
 use crate::server::network::dispatch::{handle_frame, Outcome};
@@ -32,7 +33,6 @@ use crate::server::network::request_probe::{self, RequestTimer, ShardProbe};
 use crate::server::network::response_writer::write_response;
 use crate::server::network::sasl::{Intercept, SaslAuthenticator, SaslServing};
 use crate::shard::shard::Shard;
-use crate::ssl_principal::PrincipalMapper;
 
 /// Requests read but not yet answered, per connection.
 pub const IN_FLIGHT_REQUESTS_MAX: usize = 64;
@@ -115,14 +115,9 @@ fn warn_at_limit(peer: &str, listener: &str) {
 /// shared by every shard.
 pub struct ServedListener {
     pub listener: Listener,
-    pub tls: Option<TlsServing>,
+    pub tls: Option<Arc<TlsServing>>,
     /// SASL_PLAINTEXT and SASL_SSL listeners.
     pub sasl: Option<Arc<SaslServing>>,
-}
-
-pub struct TlsServing {
-    pub acceptor: futures_rustls::TlsAcceptor,
-    pub principal_mapper: PrincipalMapper,
 }
 
 /// Why a connection ends.
@@ -188,7 +183,7 @@ pub async fn serve_connection(
         return serve_stream(shard, stream, stop, session, sasl, unauthenticated, peer).await;
     };
     let handshake =
-        futures_lite::future::or(async { Some(tls.acceptor.accept(stream).await) }, async {
+        futures_lite::future::or(async { Some(tls.acceptor().accept(stream).await) }, async {
             glommio::timer::sleep(TLS_HANDSHAKE_TIMEOUT).await;
             None
         })
