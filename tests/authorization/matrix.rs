@@ -36,9 +36,10 @@ const CLUSTER_WIDE_BROKER: &str = "";
 /// must not (a marker, a move between cores), it names this one.
 const NO_SUCH_TOPIC: &str = "no-such-topic";
 /// A group member and a producer no coordinator knows: the requests that
-/// name them are refused for that once they are authorized.
+/// name them are refused for that once they are authorized. (Producer ids
+/// are allocated from 0, so a low one may be the matrix's own producer.)
 const UNKNOWN_MEMBER: &str = "no-such-member";
-const UNKNOWN_PRODUCER_ID: i64 = 0;
+const UNKNOWN_PRODUCER_ID: i64 = 1 << 40;
 const UNKNOWN_PRODUCER_EPOCH: i16 = 0;
 /// A principal and a user the cases' ACL and credential requests name,
 /// which nothing else uses.
