@@ -38,12 +38,18 @@ use pinlog::acl::AclOperation;
 use pinlog::log::batch::{build_batch, BatchSpec};
 use pinlog::protocol::api::ApiKey;
 use pinlog::protocol::error_code;
+use pinlog::protocol::messages::add_partitions_to_txn::{
+    AddPartitionsToTxnRequest, AddPartitionsToTxnResponse, AddPartitionsToTxnTopic,
+};
 use pinlog::protocol::messages::create_topics::{
     CreatableTopic, CreateTopicsRequest, CreateTopicsResponse,
 };
 use pinlog::protocol::messages::describe_acls::{DescribeAclsRequest, DescribeAclsResponse};
 use pinlog::protocol::messages::describe_cluster::{
     DescribeClusterRequest, DescribeClusterResponse,
+};
+use pinlog::protocol::messages::describe_transactions::{
+    DescribeTransactionsRequest, DescribeTransactionsResponse,
 };
 use pinlog::protocol::messages::elect_leaders::{ElectLeadersRequest, ElectLeadersResponse};
 use pinlog::protocol::messages::fetch::{FetchPartition, FetchRequest, FetchResponse, FetchTopic};
@@ -116,6 +122,11 @@ const LIST_GROUPS_VERSION: i16 = 4;
 const LIST_TRANSACTIONS_VERSION: i16 = 1;
 const CREATE_TOPICS_VERSION: i16 = 7;
 const INIT_PRODUCER_ID_VERSION: i16 = 4;
+/// A client's AddPartitionsToTxn (a broker's batch is v4+).
+const ADD_PARTITIONS_TO_TXN_VERSION: i16 = 3;
+const DESCRIBE_TRANSACTIONS_VERSION: i16 = 0;
+/// Long enough that the listed transaction stays open through the test.
+const TRANSACTION_TIMEOUT_MS: i32 = 120_000;
 const LIST_OFFSETS_VERSION: i16 = 7;
 /// ListOffsets' READ_COMMITTED isolation: the end offset is the LSO.
 const READ_COMMITTED: i8 = 1;
@@ -518,18 +529,71 @@ fn create_topic(admin: &mut Conn, topic: &str) {
     );
 }
 
-fn init_producer_id(conn: &mut Conn, transactional_id: &str) -> i16 {
+fn init_producer_id(conn: &mut Conn, transactional_id: &str) -> InitProducerIdResponse {
     let v = INIT_PRODUCER_ID_VERSION;
     let req = InitProducerIdRequest {
         transactional_id: Some(transactional_id.into()),
-        transaction_timeout_ms: 60_000,
+        transaction_timeout_ms: TRANSACTION_TIMEOUT_MS,
         producer_id: -1,
         producer_epoch: -1,
     };
     let mut r = conn.call(ApiKey::InitProducerId, v, |w| req.encode(w, v));
-    InitProducerIdResponse::decode(&mut r, v)
-        .expect("decode InitProducerId")
-        .error_code
+    InitProducerIdResponse::decode(&mut r, v).expect("decode InitProducerId")
+}
+
+/// Begins a transaction of `transactional_id` on partition 0 of `topic`,
+/// as the super user on `admin`: an InitProducerId, then a client's
+/// AddPartitionsToTxn.
+fn begin_transaction(admin: &mut Conn, transactional_id: &str, topic: &str) {
+    // The transaction coordinator may still be loading.
+    let mut last = None;
+    let ready = support::wait_for(COORDINATOR_WAIT, || {
+        let answer = init_producer_id(admin, transactional_id);
+        let ok = answer.error_code == error_code::NONE;
+        last = Some(answer);
+        ok
+    });
+    let producer = last.expect("asked at least once");
+    assert!(ready, "InitProducerId of {transactional_id}: {producer:?}");
+    let v = ADD_PARTITIONS_TO_TXN_VERSION;
+    let req = AddPartitionsToTxnRequest {
+        v3_and_below_transactional_id: transactional_id.into(),
+        v3_and_below_producer_id: producer.producer_id,
+        v3_and_below_producer_epoch: producer.producer_epoch,
+        v3_and_below_topics: vec![AddPartitionsToTxnTopic {
+            name: topic.into(),
+            partitions: vec![0],
+        }],
+        ..AddPartitionsToTxnRequest::default()
+    };
+    let mut r = admin.call(ApiKey::AddPartitionsToTxn, v, |w| req.encode(w, v));
+    let resp = AddPartitionsToTxnResponse::decode(&mut r, v).expect("decode AddPartitionsToTxn");
+    let code = resp.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code;
+    assert_eq!(
+        code,
+        error_code::NONE,
+        "AddPartitionsToTxn of {transactional_id}"
+    );
+}
+
+/// The topics DescribeTransactions lists in `transactional_id`'s
+/// transaction; its error if it has one.
+fn described_transaction_topics(
+    conn: &mut Conn,
+    transactional_id: &str,
+) -> Result<Vec<String>, i16> {
+    let v = DESCRIBE_TRANSACTIONS_VERSION;
+    let req = DescribeTransactionsRequest {
+        transactional_ids: vec![transactional_id.into()],
+    };
+    let mut r = conn.call(ApiKey::DescribeTransactions, v, |w| req.encode(w, v));
+    let resp =
+        DescribeTransactionsResponse::decode(&mut r, v).expect("decode DescribeTransactions");
+    let state = &resp.transaction_states[0];
+    match state.error_code {
+        error_code::NONE => Ok(state.topics.iter().map(|t| t.topic.clone()).collect()),
+        code => Err(code),
+    }
 }
 
 fn listed_groups(conn: &mut Conn) -> Vec<String> {
@@ -659,13 +723,8 @@ fn what_is_listed_is_what_may_be_described(s: &Setup) {
         ) == error_code::NONE),
         "the admin's offset commit"
     );
-    assert!(
-        support::wait_for(COORDINATOR_WAIT, || init_producer_id(
-            &mut admin,
-            listed.transactional_id
-        ) == error_code::NONE),
-        "the admin's InitProducerId"
-    );
+    // Its transaction is open on partition 0 of TOPIC.
+    begin_transaction(&mut admin, listed.transactional_id, TOPIC);
     let mut acls = Acls {
         admin: &mut admin,
         principal: ALICE_PRINCIPAL,
@@ -684,7 +743,21 @@ fn what_is_listed_is_what_may_be_described(s: &Setup) {
     );
     assert!(listed_groups(&mut alice).contains(&group));
     assert!(listed_transactions(&mut alice).contains(&txn));
+    // DescribeTransactions lists only the topics alice may describe.
+    assert_eq!(
+        described_transaction_topics(&mut alice, &txn),
+        Ok(Vec::new())
+    );
+    acls.grant(&listed, &[(On::Topic, AclOperation::Describe)]);
+    assert_eq!(
+        described_transaction_topics(&mut alice, &txn),
+        Ok(vec![TOPIC.to_string()])
+    );
     acls.clear();
+    assert_eq!(
+        described_transaction_topics(&mut alice, &txn),
+        Err(error_code::TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+    );
 
     // The cluster's operations: none shown without DESCRIBE on it (even
     // with CLUSTER_ACTION), else those allowed (ALTER implies DESCRIBE).

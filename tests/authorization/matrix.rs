@@ -14,9 +14,10 @@
 //!    refused exactly as an existing one (its existence does not leak),
 //!    and with them a topic-only request answers its "unknown" code.
 //!
-//! The APIs that filter instead of refusing (ListGroups, ListTransactions,
-//! Metadata for every topic, the authorized-operations bit sets) are
-//! checked in `authorization.rs` beside this table.
+//! What APIs leave out instead of refusing (ListGroups, ListTransactions,
+//! a transaction's topics in DescribeTransactions, Metadata for every
+//! topic, the authorized-operations bit sets) is checked in
+//! `authorization.rs` beside this table.
 
 use bytes::Bytes;
 use pinlog::acl::{AclOperation, AclPermissionType, PatternType, ResourceType};
