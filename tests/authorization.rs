@@ -48,6 +48,7 @@ use pinlog::protocol::messages::describe_acls::{DescribeAclsRequest, DescribeAcl
 use pinlog::protocol::messages::describe_cluster::{
     DescribeClusterRequest, DescribeClusterResponse,
 };
+use pinlog::protocol::messages::describe_groups::{DescribeGroupsRequest, DescribeGroupsResponse};
 use pinlog::protocol::messages::describe_transactions::{
     DescribeTransactionsRequest, DescribeTransactionsResponse,
 };
@@ -125,6 +126,7 @@ const INIT_PRODUCER_ID_VERSION: i16 = 4;
 /// A client's AddPartitionsToTxn (a broker's batch is v4+).
 const ADD_PARTITIONS_TO_TXN_VERSION: i16 = 3;
 const DESCRIBE_TRANSACTIONS_VERSION: i16 = 0;
+const DESCRIBE_GROUPS_VERSION: i16 = 5;
 /// Long enough that the listed transaction stays open through the test.
 const TRANSACTION_TIMEOUT_MS: i32 = 120_000;
 const LIST_OFFSETS_VERSION: i16 = 7;
@@ -617,6 +619,19 @@ fn listed_transactions(conn: &mut Conn) -> Vec<String> {
         .collect()
 }
 
+/// DescribeGroups' error and bit set of authorized operations for `group`.
+fn described_group_operations(conn: &mut Conn, group: &str) -> (i16, i32) {
+    let v = DESCRIBE_GROUPS_VERSION;
+    let req = DescribeGroupsRequest {
+        groups: vec![group.into()],
+        include_authorized_operations: true,
+    };
+    let mut r = conn.call(ApiKey::DescribeGroups, v, |w| req.encode(w, v));
+    let resp = DescribeGroupsResponse::decode(&mut r, v).expect("decode DescribeGroups");
+    let g = &resp.groups[0];
+    (g.error_code, g.authorized_operations)
+}
+
 /// DescribeCluster's bit set of the cluster's authorized operations.
 fn describe_cluster_operations(conn: &mut Conn) -> i32 {
     let v = DESCRIBE_CLUSTER_VERSION;
@@ -743,6 +758,10 @@ fn what_is_listed_is_what_may_be_described(s: &Setup) {
     );
     assert!(listed_groups(&mut alice).contains(&group));
     assert!(listed_transactions(&mut alice).contains(&txn));
+    assert_eq!(
+        described_group_operations(&mut alice, &group),
+        (error_code::NONE, bits(&[AclOperation::Describe]))
+    );
     // DescribeTransactions lists only the topics alice may describe.
     assert_eq!(
         described_transaction_topics(&mut alice, &txn),
