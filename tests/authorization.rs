@@ -26,6 +26,8 @@ mod support;
 
 #[path = "authorization/matrix.rs"]
 mod matrix;
+#[path = "authorization/requests.rs"]
+mod requests;
 
 use std::net::SocketAddr;
 use std::path::Path;
