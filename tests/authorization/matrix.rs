@@ -13,7 +13,7 @@
 //! 3. with the full ACL set the answer is no authorization error;
 //! 4. for a topic that does not exist, the same: without ACLs it is
 //!    refused exactly as an existing one (its existence does not leak),
-//!    and with them a topic-only request answers its "unknown" code.
+//!    and with them the request answers its "unknown" code.
 //!
 //! What APIs leave out instead of refusing (ListGroups, ListTransactions,
 //! a transaction's topics in DescribeTransactions, Metadata for every
@@ -89,9 +89,9 @@ pub struct Case {
     pub acls: &'static [(On, AclOperation)],
     /// Sends the request; the error code it answers for what it names.
     pub call: fn(&mut Conn, &Names) -> i16,
-    /// With the ACLs, the answer for a topic that does not exist, where
-    /// the request names a topic alone; `None` where it names other
-    /// resources too (only "not refused" is held then).
+    /// With the ACLs, the answer for a topic that does not exist; `None`
+    /// where it depends on more than the topic (a group's state), and only
+    /// "not refused" is held.
     pub missing_topic: Option<i16>,
 }
 
@@ -270,7 +270,7 @@ pub fn cases() -> Vec<Case> {
             what: "OffsetCommit",
             acls: &[(Group, Read), (Topic, Read)],
             call: |c, n| crate::offset_commit(c, n.group, n.topic),
-            missing_topic: None,
+            missing_topic: Some(UNKNOWN_TOPIC_OR_PARTITION),
         },
         Case {
             what: "OffsetFetch",
@@ -385,7 +385,7 @@ pub fn cases() -> Vec<Case> {
             what: "AddPartitionsToTxn (client, v3)",
             acls: &[(TransactionalId, Write), (Topic, Write)],
             call: add_partitions_to_txn,
-            missing_topic: None,
+            missing_topic: Some(UNKNOWN_TOPIC_OR_PARTITION),
         },
         Case {
             what: "AddPartitionsToTxn (broker batch, v5)",
@@ -403,7 +403,7 @@ pub fn cases() -> Vec<Case> {
             what: "TxnOffsetCommit",
             acls: &[(TransactionalId, Write), (Group, Read), (Topic, Read)],
             call: txn_offset_commit,
-            missing_topic: None,
+            missing_topic: Some(UNKNOWN_TOPIC_OR_PARTITION),
         },
         Case {
             what: "EndTxn",
