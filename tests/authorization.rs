@@ -10,8 +10,24 @@
 //! pinlog's raw test client connects there and shows what the ACLs for
 //! `User:ANONYMOUS` let through, API by API, with Kafka's error codes.
 //! The certificates are made here with `openssl` (EC P-256, X.509 v3).
+//!
+//! A third listener, `SASL_PLAINTEXT`, logs in PLAIN users from its JAAS
+//! line: `admin`, the super user, whose raw connection grants and removes
+//! ACLs in one request each, and `alice`, the subject of Kafka's
+//! authorization matrix (`authorization/matrix.rs`): every API the broker
+//! serves, refused without ACLs, refused with DESCRIBE alone where it needs
+//! more, served with its ACLs, for a topic that exists and one that does
+//! not. Kafka's Java client then runs a transactional producer as `alice`:
+//! with WRITE on its transactional id it commits, without it the broker
+//! refuses it with TRANSACTIONAL_ID_AUTHORIZATION_FAILED. One broker
+//! serves every part, one after the other.
 
 mod support;
+
+#[path = "authorization/matrix.rs"]
+mod matrix;
+#[path = "authorization/requests.rs"]
+mod requests;
 
 use std::net::SocketAddr;
 use std::path::Path;
@@ -19,14 +35,37 @@ use std::process::Command;
 use std::time::Duration;
 
 use bytes::Bytes;
+use matrix::{Acls, Names, On};
+use pinlog::acl::AclOperation;
 use pinlog::log::batch::{build_batch, BatchSpec};
 use pinlog::protocol::api::ApiKey;
 use pinlog::protocol::error_code;
+use pinlog::protocol::messages::add_partitions_to_txn::{
+    AddPartitionsToTxnRequest, AddPartitionsToTxnResponse, AddPartitionsToTxnTopic,
+};
+use pinlog::protocol::messages::create_topics::{
+    CreatableTopic, CreateTopicsRequest, CreateTopicsResponse,
+};
 use pinlog::protocol::messages::describe_acls::{DescribeAclsRequest, DescribeAclsResponse};
+use pinlog::protocol::messages::describe_cluster::{
+    DescribeClusterRequest, DescribeClusterResponse,
+};
+use pinlog::protocol::messages::describe_groups::{DescribeGroupsRequest, DescribeGroupsResponse};
+use pinlog::protocol::messages::describe_transactions::{
+    DescribeTransactionsRequest, DescribeTransactionsResponse,
+};
 use pinlog::protocol::messages::elect_leaders::{ElectLeadersRequest, ElectLeadersResponse};
 use pinlog::protocol::messages::fetch::{FetchPartition, FetchRequest, FetchResponse, FetchTopic};
 use pinlog::protocol::messages::find_coordinator::{
     FindCoordinatorRequest, FindCoordinatorResponse,
+};
+use pinlog::protocol::messages::init_producer_id::{InitProducerIdRequest, InitProducerIdResponse};
+use pinlog::protocol::messages::list_groups::{ListGroupsRequest, ListGroupsResponse};
+use pinlog::protocol::messages::list_offsets::{
+    ListOffsetsPartition, ListOffsetsRequest, ListOffsetsResponse, ListOffsetsTopic,
+};
+use pinlog::protocol::messages::list_transactions::{
+    ListTransactionsRequest, ListTransactionsResponse,
 };
 use pinlog::protocol::messages::metadata::{
     MetadataRequest, MetadataRequestTopic, MetadataResponse,
@@ -61,6 +100,40 @@ const TOPIC: &str = "orders";
 const OTHER_TOPIC: &str = "payments";
 const GROUP: &str = "billing";
 const ANONYMOUS: &str = "User:ANONYMOUS";
+
+/// The PLAIN users of the SASL listener: the super user, and the subject
+/// of the matrix and of the Java client.
+const ADMIN: (&str, &str) = ("admin", "admin-secret");
+const ALICE: (&str, &str) = ("alice", "alice-secret");
+const ALICE_PRINCIPAL: &str = "User:alice";
+/// What the matrix's requests name: a topic that exists, one that never
+/// does, and a group and a transactional id no other part uses.
+const MATRIX_TOPIC: &str = "matrix-topic";
+const MATRIX_MISSING_TOPIC: &str = "matrix-missing-topic";
+const MATRIX_GROUP: &str = "matrix-group";
+const MATRIX_TRANSACTIONAL_ID: &str = "matrix-txn";
+/// What the Java client's transactional producers use.
+const TXN_TOPIC: &str = "txn-topic";
+const TXN_GROUP: &str = "txn-group";
+const TXN_ALLOWED: &str = "txn-allowed";
+const TXN_DENIED: &str = "txn-denied";
+/// Versions of the requests of the filtering checks.
+const DESCRIBE_CLUSTER_VERSION: i16 = 1;
+/// The last Metadata version with the cluster's authorized operations.
+const METADATA_CLUSTER_OPERATIONS_VERSION: i16 = 10;
+const LIST_GROUPS_VERSION: i16 = 4;
+const LIST_TRANSACTIONS_VERSION: i16 = 1;
+const CREATE_TOPICS_VERSION: i16 = 7;
+const INIT_PRODUCER_ID_VERSION: i16 = 4;
+/// A client's AddPartitionsToTxn (a broker's batch is v4+).
+const ADD_PARTITIONS_TO_TXN_VERSION: i16 = 3;
+const DESCRIBE_TRANSACTIONS_VERSION: i16 = 0;
+const DESCRIBE_GROUPS_VERSION: i16 = 5;
+/// Long enough that the listed transaction stays open through the test.
+const TRANSACTION_TIMEOUT_MS: i32 = 120_000;
+const LIST_OFFSETS_VERSION: i16 = 7;
+/// ListOffsets' READ_COMMITTED isolation: the end offset is the LSO.
+const READ_COMMITTED: i8 = 1;
 
 fn openssl(dir: &Path, args: &[&str]) {
     let out = run_command(
@@ -157,11 +230,14 @@ fn make_certificates(dir: &Path, names: &[&str]) {
     }
 }
 
-/// The broker, its SSL port, and the admin's client properties file.
+/// The broker, its SSL and SASL ports, and the admin's and alice's client
+/// properties files.
 struct Setup {
     broker: Broker,
     ssl_bootstrap: String,
+    sasl_bootstrap: String,
     admin_properties: String,
+    alice_properties: String,
     // Kept for the certificates' lifetime.
     _dir: tempfile::TempDir,
 }
@@ -170,17 +246,30 @@ fn start() -> Setup {
     let dir = tempfile::tempdir().expect("a directory for the certificates");
     make_certificates(dir.path(), &["broker", "admin"]);
     let path = |f: &str| dir.path().join(f).display().to_string();
-    let ssl_port = free_port();
+    let (ssl_port, sasl_port) = (free_port(), free_port());
+    let plain_users = format!(
+        "org.apache.kafka.common.security.plain.PlainLoginModule required \
+         user_{}=\"{}\" user_{}=\"{}\";",
+        ADMIN.0, ADMIN.1, ALICE.0, ALICE.1
+    );
     let broker = Broker::start(
         BrokerOpts::new()
             .shards(2)
             .setting(
                 "listeners",
-                format!("PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:{ssl_port}"),
+                format!(
+                    "PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:{ssl_port},\
+                     SASL_PLAINTEXT://127.0.0.1:{sasl_port}"
+                ),
             )
             .setting(
                 "listener.security.protocol.map",
-                "PLAINTEXT:PLAINTEXT,SSL:SSL",
+                "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT",
+            )
+            .setting("sasl.enabled.mechanisms", "PLAIN")
+            .setting(
+                "listener.name.sasl_plaintext.plain.sasl.jaas.config",
+                plain_users,
             )
             .setting("inter.broker.listener.name", "PLAINTEXT")
             .setting("listener.name.ssl.ssl.keystore.type", "PEM")
@@ -214,10 +303,23 @@ fn start() -> Setup {
         ),
     )
     .expect("write the admin's client properties");
+    let alice_properties = path("alice.properties");
+    std::fs::write(
+        &alice_properties,
+        format!(
+            "security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\n\
+             sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required \
+             username=\"{}\" password=\"{}\";\n",
+            ALICE.0, ALICE.1
+        ),
+    )
+    .expect("write alice's client properties");
     Setup {
         broker,
         ssl_bootstrap: format!("127.0.0.1:{ssl_port}"),
+        sasl_bootstrap: format!("127.0.0.1:{sasl_port}"),
         admin_properties,
+        alice_properties,
         _dir: dir,
     }
 }
@@ -251,6 +353,15 @@ impl Setup {
     fn conn(&self) -> Conn {
         let addr: SocketAddr = self.broker.bootstrap().parse().expect("bootstrap address");
         Conn::open(addr, "authz-test", REQUEST_TIMEOUT).expect("connect to PLAINTEXT")
+    }
+
+    /// A raw connection logged in as the PLAIN user `(name, password)`.
+    fn sasl_conn(&self, (name, password): (&str, &str)) -> Conn {
+        let addr: SocketAddr = self.sasl_bootstrap.parse().expect("SASL address");
+        let mut conn =
+            Conn::open(addr, "authz-test", REQUEST_TIMEOUT).expect("connect to SASL_PLAINTEXT");
+        conn.sasl_plain(name, password);
+        conn
     }
 }
 
@@ -398,6 +509,363 @@ fn elect_leaders(conn: &mut Conn) -> i16 {
     ElectLeadersResponse::decode(&mut r, ELECT_LEADERS_VERSION)
         .expect("decode ElectLeaders")
         .error_code
+}
+
+/// Creates `topic` with one partition, as the super user on `admin`.
+fn create_topic(admin: &mut Conn, topic: &str) {
+    let v = CREATE_TOPICS_VERSION;
+    let req = CreateTopicsRequest {
+        topics: vec![CreatableTopic {
+            name: topic.into(),
+            num_partitions: 1,
+            replication_factor: 1,
+            ..CreatableTopic::default()
+        }],
+        timeout_ms: REQUEST_TIMEOUT.as_millis() as i32,
+        validate_only: false,
+    };
+    let mut r = admin.call(ApiKey::CreateTopics, v, |w| req.encode(w, v));
+    let resp = CreateTopicsResponse::decode(&mut r, v).expect("decode CreateTopics");
+    assert_eq!(
+        resp.topics[0].error_code,
+        error_code::NONE,
+        "create {topic}"
+    );
+}
+
+fn init_producer_id(conn: &mut Conn, transactional_id: &str) -> InitProducerIdResponse {
+    let v = INIT_PRODUCER_ID_VERSION;
+    let req = InitProducerIdRequest {
+        transactional_id: Some(transactional_id.into()),
+        transaction_timeout_ms: TRANSACTION_TIMEOUT_MS,
+        producer_id: -1,
+        producer_epoch: -1,
+    };
+    let mut r = conn.call(ApiKey::InitProducerId, v, |w| req.encode(w, v));
+    InitProducerIdResponse::decode(&mut r, v).expect("decode InitProducerId")
+}
+
+/// Begins a transaction of `transactional_id` on partition 0 of `topic`,
+/// as the super user on `admin`: an InitProducerId, then a client's
+/// AddPartitionsToTxn.
+fn begin_transaction(admin: &mut Conn, transactional_id: &str, topic: &str) {
+    // The transaction coordinator may still be loading.
+    let mut last = None;
+    let ready = support::wait_for(COORDINATOR_WAIT, || {
+        let answer = init_producer_id(admin, transactional_id);
+        let ok = answer.error_code == error_code::NONE;
+        last = Some(answer);
+        ok
+    });
+    let producer = last.expect("asked at least once");
+    assert!(ready, "InitProducerId of {transactional_id}: {producer:?}");
+    let v = ADD_PARTITIONS_TO_TXN_VERSION;
+    let req = AddPartitionsToTxnRequest {
+        v3_and_below_transactional_id: transactional_id.into(),
+        v3_and_below_producer_id: producer.producer_id,
+        v3_and_below_producer_epoch: producer.producer_epoch,
+        v3_and_below_topics: vec![AddPartitionsToTxnTopic {
+            name: topic.into(),
+            partitions: vec![0],
+        }],
+        ..AddPartitionsToTxnRequest::default()
+    };
+    let mut r = admin.call(ApiKey::AddPartitionsToTxn, v, |w| req.encode(w, v));
+    let resp = AddPartitionsToTxnResponse::decode(&mut r, v).expect("decode AddPartitionsToTxn");
+    let code = resp.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code;
+    assert_eq!(
+        code,
+        error_code::NONE,
+        "AddPartitionsToTxn of {transactional_id}"
+    );
+}
+
+/// The topics DescribeTransactions lists in `transactional_id`'s
+/// transaction; its error if it has one.
+fn described_transaction_topics(
+    conn: &mut Conn,
+    transactional_id: &str,
+) -> Result<Vec<String>, i16> {
+    let v = DESCRIBE_TRANSACTIONS_VERSION;
+    let req = DescribeTransactionsRequest {
+        transactional_ids: vec![transactional_id.into()],
+    };
+    let mut r = conn.call(ApiKey::DescribeTransactions, v, |w| req.encode(w, v));
+    let resp =
+        DescribeTransactionsResponse::decode(&mut r, v).expect("decode DescribeTransactions");
+    let state = &resp.transaction_states[0];
+    match state.error_code {
+        error_code::NONE => Ok(state.topics.iter().map(|t| t.topic.clone()).collect()),
+        code => Err(code),
+    }
+}
+
+fn listed_groups(conn: &mut Conn) -> Vec<String> {
+    let v = LIST_GROUPS_VERSION;
+    let req = ListGroupsRequest::default();
+    let mut r = conn.call(ApiKey::ListGroups, v, |w| req.encode(w, v));
+    let resp = ListGroupsResponse::decode(&mut r, v).expect("decode ListGroups");
+    assert_eq!(resp.error_code, error_code::NONE, "ListGroups");
+    resp.groups.into_iter().map(|g| g.group_id).collect()
+}
+
+fn listed_transactions(conn: &mut Conn) -> Vec<String> {
+    let v = LIST_TRANSACTIONS_VERSION;
+    let req = ListTransactionsRequest::default();
+    let mut r = conn.call(ApiKey::ListTransactions, v, |w| req.encode(w, v));
+    let resp = ListTransactionsResponse::decode(&mut r, v).expect("decode ListTransactions");
+    assert_eq!(resp.error_code, error_code::NONE, "ListTransactions");
+    resp.transaction_states
+        .into_iter()
+        .map(|t| t.transactional_id)
+        .collect()
+}
+
+/// DescribeGroups' error and bit set of authorized operations for `group`.
+fn described_group_operations(conn: &mut Conn, group: &str) -> (i16, i32) {
+    let v = DESCRIBE_GROUPS_VERSION;
+    let req = DescribeGroupsRequest {
+        groups: vec![group.into()],
+        include_authorized_operations: true,
+    };
+    let mut r = conn.call(ApiKey::DescribeGroups, v, |w| req.encode(w, v));
+    let resp = DescribeGroupsResponse::decode(&mut r, v).expect("decode DescribeGroups");
+    let g = &resp.groups[0];
+    (g.error_code, g.authorized_operations)
+}
+
+/// DescribeCluster's bit set of the cluster's authorized operations.
+fn describe_cluster_operations(conn: &mut Conn) -> i32 {
+    let v = DESCRIBE_CLUSTER_VERSION;
+    let req = DescribeClusterRequest {
+        include_cluster_authorized_operations: true,
+        ..DescribeClusterRequest::default()
+    };
+    let mut r = conn.call(ApiKey::DescribeCluster, v, |w| req.encode(w, v));
+    let resp = DescribeClusterResponse::decode(&mut r, v).expect("decode DescribeCluster");
+    assert_eq!(resp.error_code, error_code::NONE, "DescribeCluster");
+    resp.cluster_authorized_operations
+}
+
+/// Metadata's bit sets of the cluster's and `topic`'s authorized
+/// operations, and `topic`'s error.
+fn metadata_operations(conn: &mut Conn, topic: &str) -> (i32, i32, i16) {
+    let v = METADATA_CLUSTER_OPERATIONS_VERSION;
+    let req = MetadataRequest {
+        topics: Some(vec![MetadataRequestTopic {
+            topic_id: [0; 16],
+            name: Some(topic.into()),
+        }]),
+        allow_auto_topic_creation: false,
+        include_cluster_authorized_operations: true,
+        include_topic_authorized_operations: true,
+    };
+    let mut r = conn.call(ApiKey::Metadata, v, |w| req.encode(w, v));
+    let resp = MetadataResponse::decode(&mut r, v).expect("decode Metadata");
+    let t = &resp.topics[0];
+    (
+        resp.cluster_authorized_operations,
+        t.topic_authorized_operations,
+        t.error_code,
+    )
+}
+
+/// Kafka's authorized-operations bit set of `ops`.
+fn bits(ops: &[AclOperation]) -> i32 {
+    ops.iter().fold(0, |b, op| b | (1 << op.code()))
+}
+
+/// `topic`'s last stable offset (partition 0), as the super user sees it.
+fn last_stable_offset(admin: &mut Conn, topic: &str) -> i64 {
+    let v = LIST_OFFSETS_VERSION;
+    let req = ListOffsetsRequest {
+        replica_id: -1,
+        isolation_level: READ_COMMITTED,
+        topics: vec![ListOffsetsTopic {
+            name: topic.into(),
+            partitions: vec![ListOffsetsPartition {
+                partition_index: 0,
+                current_leader_epoch: -1,
+                timestamp: -1,
+            }],
+        }],
+    };
+    let mut r = admin.call(ApiKey::ListOffsets, v, |w| req.encode(w, v));
+    let resp = ListOffsetsResponse::decode(&mut r, v).expect("decode ListOffsets");
+    let p = &resp.topics[0].partitions[0];
+    assert_eq!(p.error_code, error_code::NONE, "ListOffsets of {topic}");
+    p.offset
+}
+
+/// Kafka's authorization matrix (`authorization/matrix.rs`) as alice, for
+/// a topic that exists and for one that does not.
+fn the_matrix_holds(s: &Setup) {
+    let mut admin = s.sasl_conn(ADMIN);
+    create_topic(&mut admin, MATRIX_TOPIC);
+    let mut alice = s.sasl_conn(ALICE);
+    let mut acls = Acls {
+        admin: &mut admin,
+        principal: ALICE_PRINCIPAL,
+    };
+    let cases = matrix::cases();
+    for (topic, exists) in [(MATRIX_TOPIC, true), (MATRIX_MISSING_TOPIC, false)] {
+        let names = Names {
+            topic,
+            group: MATRIX_GROUP,
+            transactional_id: MATRIX_TRANSACTIONAL_ID,
+        };
+        let ran = matrix::run(&mut acls, &mut alice, &cases, &names, exists);
+        eprintln!("authorization matrix: {ran} requests checked with topic {topic}");
+    }
+}
+
+/// The APIs that leave out what the principal may not see instead of
+/// refusing: ListGroups, ListTransactions, and the authorized-operations
+/// bit sets of DescribeCluster and Metadata.
+fn what_is_listed_is_what_may_be_described(s: &Setup) {
+    let mut admin = s.sasl_conn(ADMIN);
+    let mut alice = s.sasl_conn(ALICE);
+    // A group with offsets and a transactional id with a producer, made by
+    // the super user (the coordinators may still be loading).
+    let listed = Names {
+        topic: TOPIC,
+        group: "listed-group",
+        transactional_id: "listed-txn",
+    };
+    assert!(
+        support::wait_for(COORDINATOR_WAIT, || offset_commit(
+            &mut admin,
+            listed.group,
+            TOPIC
+        ) == error_code::NONE),
+        "the admin's offset commit"
+    );
+    // Its transaction is open on partition 0 of TOPIC.
+    begin_transaction(&mut admin, listed.transactional_id, TOPIC);
+    let mut acls = Acls {
+        admin: &mut admin,
+        principal: ALICE_PRINCIPAL,
+    };
+    acls.clear();
+    let group = listed.group.to_string();
+    let txn = listed.transactional_id.to_string();
+    assert!(!listed_groups(&mut alice).contains(&group));
+    assert!(!listed_transactions(&mut alice).contains(&txn));
+    acls.grant(
+        &listed,
+        &[
+            (On::Group, AclOperation::Describe),
+            (On::TransactionalId, AclOperation::Describe),
+        ],
+    );
+    assert!(listed_groups(&mut alice).contains(&group));
+    assert!(listed_transactions(&mut alice).contains(&txn));
+    assert_eq!(
+        described_group_operations(&mut alice, &group),
+        (error_code::NONE, bits(&[AclOperation::Describe]))
+    );
+    // DescribeTransactions lists only the topics alice may describe.
+    assert_eq!(
+        described_transaction_topics(&mut alice, &txn),
+        Ok(Vec::new())
+    );
+    acls.grant(&listed, &[(On::Topic, AclOperation::Describe)]);
+    assert_eq!(
+        described_transaction_topics(&mut alice, &txn),
+        Ok(vec![TOPIC.to_string()])
+    );
+    acls.clear();
+    assert_eq!(
+        described_transaction_topics(&mut alice, &txn),
+        Err(error_code::TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+    );
+
+    // The cluster's operations: none shown without DESCRIBE on it (even
+    // with CLUSTER_ACTION), else those allowed (ALTER implies DESCRIBE).
+    assert_eq!(describe_cluster_operations(&mut alice), 0);
+    acls.grant(&listed, &[(On::Cluster, AclOperation::ClusterAction)]);
+    assert_eq!(describe_cluster_operations(&mut alice), 0);
+    assert_eq!(metadata_operations(&mut alice, TOPIC).0, 0);
+    acls.grant(
+        &listed,
+        &[
+            (On::Cluster, AclOperation::Alter),
+            (On::Topic, AclOperation::Read),
+        ],
+    );
+    use AclOperation::{Alter, ClusterAction, Describe, Read};
+    let cluster = bits(&[ClusterAction, Alter, Describe]);
+    assert_eq!(describe_cluster_operations(&mut alice), cluster);
+    assert_eq!(
+        metadata_operations(&mut alice, TOPIC),
+        (cluster, bits(&[Read, Describe]), error_code::NONE)
+    );
+    acls.clear();
+}
+
+/// Kafka's Java client as alice: a transactional producer with WRITE on
+/// its transactional id (and on the topic, READ on the group for its
+/// offsets) commits; one with DESCRIBE alone on its id is refused with
+/// TRANSACTIONAL_ID_AUTHORIZATION_FAILED.
+fn a_transactional_producer_needs_write_on_its_id(s: &Setup) {
+    let mut admin = s.sasl_conn(ADMIN);
+    create_topic(&mut admin, TXN_TOPIC);
+    let mut acls = Acls {
+        admin: &mut admin,
+        principal: ALICE_PRINCIPAL,
+    };
+    use AclOperation::{Describe, Read, Write};
+    let allowed = Names {
+        topic: TXN_TOPIC,
+        group: TXN_GROUP,
+        transactional_id: TXN_ALLOWED,
+    };
+    acls.grant(
+        &allowed,
+        &[
+            (On::Topic, Write),
+            (On::Topic, Read),
+            (On::Group, Read),
+            (On::TransactionalId, Write),
+        ],
+    );
+    let denied = Names {
+        transactional_id: TXN_DENIED,
+        ..allowed
+    };
+    acls.grant(&denied, &[(On::TransactionalId, Describe)]);
+    let jars = format!("{}/*", kafka_libs().display());
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/clients/java/TxnAuthCheck.java");
+    let out = run_command(
+        Command::new("java")
+            .args(["-XX:TieredStopAtLevel=1", "-cp", &jars])
+            .arg(&source)
+            .args([
+                &s.sasl_bootstrap,
+                &s.alice_properties,
+                TXN_TOPIC,
+                TXN_GROUP,
+                TXN_ALLOWED,
+                TXN_DENIED,
+            ]),
+        None,
+        TOOL_TIMEOUT,
+    );
+    if !out.success() {
+        s.broker.fail(&format!("TxnAuthCheck failed:\n{out}"));
+    }
+    let lines: Vec<&str> = out.stdout.lines().collect();
+    for expected in [
+        format!("{TXN_ALLOWED} committed"),
+        format!("{TXN_DENIED} TransactionalIdAuthorizationException"),
+    ] {
+        if !lines.contains(&expected.as_str()) {
+            s.broker
+                .fail(&format!("TxnAuthCheck did not print {expected:?}:\n{out}"));
+        }
+    }
+    // The commit is real: the record and its COMMIT marker are stable.
+    assert_eq!(last_stable_offset(&mut admin, TXN_TOPIC), 2);
 }
 
 #[test]
@@ -564,4 +1032,8 @@ fn acls_decide_what_a_principal_may_do() {
         describe_acls(&mut c),
         error_code::CLUSTER_AUTHORIZATION_FAILED
     );
+
+    the_matrix_holds(&s);
+    what_is_listed_is_what_may_be_described(&s);
+    a_transactional_producer_needs_write_on_its_id(&s);
 }

@@ -4,6 +4,7 @@
 pub mod api;
 pub mod chunks;
 pub mod codec;
+pub mod config_resource;
 pub mod error_code;
 pub mod header;
 pub mod messages;

@@ -12,6 +12,15 @@ use bytes::{Bytes, BytesMut};
 use pinlog::protocol::api::ApiKey;
 use pinlog::protocol::codec::Reader;
 use pinlog::protocol::header::{decode_response_header, RequestHeader};
+use pinlog::protocol::messages::sasl_authenticate::{
+    SaslAuthenticateRequest, SaslAuthenticateResponse,
+};
+use pinlog::protocol::messages::sasl_handshake::{SaslHandshakeRequest, SaslHandshakeResponse};
+
+/// The SASL versions [`Conn::sasl_plain`] speaks: the handshake that
+/// announces SaslAuthenticate, and its latest version.
+const SASL_HANDSHAKE_VERSION: i16 = 1;
+const SASL_AUTHENTICATE_VERSION: i16 = 2;
 
 /// The largest response a test reads; a bigger size prefix is an error.
 pub const RESPONSE_MAX_BYTES: usize = 64 << 20;
@@ -89,6 +98,31 @@ impl Conn {
     ) -> Reader {
         let id = self.send(key, version, encode);
         self.receive(key, version, id)
+    }
+
+    /// Logs in with SASL PLAIN as `user` on a SASL listener; panics if the
+    /// broker refuses.
+    pub fn sasl_plain(&mut self, user: &str, password: &str) {
+        let v = SASL_HANDSHAKE_VERSION;
+        let mut r = self.call(ApiKey::SaslHandshake, v, |w| {
+            SaslHandshakeRequest {
+                mechanism: "PLAIN".into(),
+            }
+            .encode(w, v)
+        });
+        let handshake = SaslHandshakeResponse::decode(&mut r, v).expect("SaslHandshake response");
+        assert_eq!(handshake.error_code, 0, "SaslHandshake PLAIN for {user}");
+        let token = Bytes::from(format!("\0{user}\0{password}").into_bytes());
+        let v = SASL_AUTHENTICATE_VERSION;
+        let mut r = self.call(ApiKey::SaslAuthenticate, v, |w| {
+            SaslAuthenticateRequest { auth_bytes: token }.encode(w, v)
+        });
+        let done = SaslAuthenticateResponse::decode(&mut r, v).expect("SaslAuthenticate response");
+        assert_eq!(
+            done.error_code, 0,
+            "SASL PLAIN login of {user}: {:?}",
+            done.error_message
+        );
     }
 
     /// Asserts that the broker closes this connection without answering:

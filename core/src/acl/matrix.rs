@@ -15,8 +15,10 @@
 //! idempotent producer without a transactional id needs IDEMPOTENT_WRITE
 //! on the cluster or WRITE on some topic.
 
+use crate::acl::binding::CLUSTER_NAME;
 use crate::acl::types::{AclOperation, ResourceType};
 use crate::protocol::api::ApiKey;
+use crate::protocol::config_resource;
 use crate::protocol::error_code;
 
 use AclOperation::*;
@@ -40,6 +42,16 @@ impl Rule {
     /// Kafka's error for a request this rule refused.
     pub fn denied_error(self) -> i16 {
         denied_error(self.resource_type)
+    }
+
+    /// The name this rule is asked of for a resource a request names
+    /// `name`: the cluster's one name for a cluster rule (a broker's
+    /// configs are the cluster's to allow), else `name`.
+    pub fn resource_name(self, name: &str) -> &str {
+        match self.resource_type {
+            Cluster => CLUSTER_NAME,
+            _ => name,
+        }
     }
 }
 
@@ -102,8 +114,11 @@ pub const CREATE_PARTITIONS_TOPIC: Rule = rule(Topic, Alter);
 pub const DESCRIBE_CONFIGS_TOPIC: Rule = rule(Topic, DescribeConfigs);
 /// A broker's or broker logger's configs.
 pub const DESCRIBE_CONFIGS_CLUSTER: Rule = rule(Cluster, DescribeConfigs);
+/// A consumer group's configs (KIP-848).
+pub const DESCRIBE_CONFIGS_GROUP: Rule = rule(Group, DescribeConfigs);
 pub const ALTER_CONFIGS_TOPIC: Rule = rule(Topic, AlterConfigs);
 pub const ALTER_CONFIGS_CLUSTER: Rule = rule(Cluster, AlterConfigs);
+pub const ALTER_CONFIGS_GROUP: Rule = rule(Group, AlterConfigs);
 pub const LIST_CONFIG_RESOURCES_CLUSTER: Rule = rule(Cluster, DescribeConfigs);
 
 // Cluster administration.
@@ -181,10 +196,16 @@ pub fn rules_of(api: ApiKey) -> &'static [Rule] {
         ApiKey::CreateTopics => &[CREATE_TOPICS_CLUSTER, CREATE_TOPICS_TOPIC],
         ApiKey::DeleteTopics => &[DELETE_TOPICS_TOPIC],
         ApiKey::CreatePartitions => &[CREATE_PARTITIONS_TOPIC],
-        ApiKey::DescribeConfigs => &[DESCRIBE_CONFIGS_TOPIC, DESCRIBE_CONFIGS_CLUSTER],
-        ApiKey::AlterConfigs | ApiKey::IncrementalAlterConfigs => {
-            &[ALTER_CONFIGS_TOPIC, ALTER_CONFIGS_CLUSTER]
-        }
+        ApiKey::DescribeConfigs => &[
+            DESCRIBE_CONFIGS_TOPIC,
+            DESCRIBE_CONFIGS_CLUSTER,
+            DESCRIBE_CONFIGS_GROUP,
+        ],
+        ApiKey::AlterConfigs | ApiKey::IncrementalAlterConfigs => &[
+            ALTER_CONFIGS_TOPIC,
+            ALTER_CONFIGS_CLUSTER,
+            ALTER_CONFIGS_GROUP,
+        ],
         ApiKey::ListConfigResources => &[LIST_CONFIG_RESOURCES_CLUSTER],
         ApiKey::ElectLeaders => &[ELECT_LEADERS],
         ApiKey::AlterPartitionReassignments => &[ALTER_PARTITION_REASSIGNMENTS],
@@ -229,6 +250,36 @@ pub fn rules_of(api: ApiKey) -> &'static [Rule] {
     }
 }
 
+/// The rule DescribeConfigs asks for a config resource of Kafka's
+/// ConfigResource type `config_resource_type` (`ConfigHelper`): a topic's
+/// or a group's own, and the cluster's for a broker, a broker logger or a
+/// client-metrics subscription. `None` for a type Kafka does not know,
+/// which the request refuses as invalid instead.
+pub fn describe_configs_rule(config_resource_type: i8) -> Option<Rule> {
+    match config_resource_type {
+        config_resource::TOPIC => Some(DESCRIBE_CONFIGS_TOPIC),
+        config_resource::GROUP => Some(DESCRIBE_CONFIGS_GROUP),
+        config_resource::BROKER
+        | config_resource::BROKER_LOGGER
+        | config_resource::CLIENT_METRICS => Some(DESCRIBE_CONFIGS_CLUSTER),
+        _ => None,
+    }
+}
+
+/// The rule AlterConfigs and IncrementalAlterConfigs ask for a config
+/// resource of type `config_resource_type`, as [`describe_configs_rule`]
+/// with ALTER_CONFIGS.
+pub fn alter_configs_rule(config_resource_type: i8) -> Option<Rule> {
+    match config_resource_type {
+        config_resource::TOPIC => Some(ALTER_CONFIGS_TOPIC),
+        config_resource::GROUP => Some(ALTER_CONFIGS_GROUP),
+        config_resource::BROKER
+        | config_resource::BROKER_LOGGER
+        | config_resource::CLIENT_METRICS => Some(ALTER_CONFIGS_CLUSTER),
+        _ => None,
+    }
+}
+
 /// The operations Kafka reports in a resource's authorized-operations bit
 /// set (`AclEntry.supportedOperations`), for Metadata's and
 /// DescribeCluster's `*_authorized_operations`.
@@ -244,7 +295,7 @@ pub fn reported_operations(resource_type: ResourceType) -> &'static [AclOperatio
             DescribeConfigs,
             AlterConfigs,
         ],
-        Group => &[Read, Describe, Delete],
+        Group => &[Read, Describe, Delete, DescribeConfigs, AlterConfigs],
         Cluster => &[
             Create,
             ClusterAction,
@@ -330,6 +381,111 @@ mod tests {
             rules_of(ApiKey::WriteTxnMarkers),
             &[rule(Cluster, ClusterAction)]
         );
+    }
+
+    #[test]
+    fn the_apis_once_for_super_users_only_follow_kafkas_matrix() {
+        // KafkaApis' and ControllerApis' checks for the APIs pinlog first
+        // served to super users only.
+        assert_eq!(
+            rules_of(ApiKey::DeleteRecords),
+            &[rule(Topic, Delete)],
+            "DeleteRecords"
+        );
+        assert_eq!(
+            rules_of(ApiKey::OffsetDelete),
+            &[rule(Group, Delete), rule(Topic, Read)]
+        );
+        assert_eq!(
+            rules_of(ApiKey::AddOffsetsToTxn),
+            &[rule(TransactionalId, Write), rule(Group, Read)]
+        );
+        assert_eq!(rules_of(ApiKey::EndTxn), &[rule(TransactionalId, Write)]);
+        assert_eq!(
+            rules_of(ApiKey::TxnOffsetCommit),
+            &[
+                rule(TransactionalId, Write),
+                rule(Group, Read),
+                rule(Topic, Read)
+            ]
+        );
+        assert_eq!(
+            rules_of(ApiKey::AddPartitionsToTxn),
+            &[
+                rule(TransactionalId, Write),
+                rule(Topic, Write),
+                rule(Cluster, ClusterAction)
+            ]
+        );
+        assert_eq!(rules_of(ApiKey::DescribeProducers), &[rule(Topic, Read)]);
+        assert_eq!(
+            rules_of(ApiKey::DescribeTransactions),
+            &[rule(TransactionalId, Describe), rule(Topic, Describe)]
+        );
+        assert_eq!(
+            rules_of(ApiKey::ListTransactions),
+            &[rule(TransactionalId, Describe)]
+        );
+        assert_eq!(
+            rules_of(ApiKey::DescribeClientQuotas),
+            &[rule(Cluster, DescribeConfigs)]
+        );
+        assert_eq!(
+            rules_of(ApiKey::AlterClientQuotas),
+            &[rule(Cluster, AlterConfigs)]
+        );
+        assert_eq!(
+            rules_of(ApiKey::DescribeUserScramCredentials),
+            &[rule(Cluster, Describe)]
+        );
+        assert_eq!(
+            rules_of(ApiKey::AlterUserScramCredentials),
+            &[rule(Cluster, Alter)]
+        );
+    }
+
+    #[test]
+    fn a_config_resource_is_authorized_on_its_topic_its_group_or_the_cluster() {
+        use crate::protocol::config_resource::*;
+        assert_eq!(
+            describe_configs_rule(TOPIC),
+            Some(rule(Topic, DescribeConfigs))
+        );
+        assert_eq!(
+            describe_configs_rule(GROUP),
+            Some(rule(Group, DescribeConfigs))
+        );
+        for cluster_wide in [BROKER, BROKER_LOGGER, CLIENT_METRICS] {
+            assert_eq!(
+                describe_configs_rule(cluster_wide),
+                Some(rule(Cluster, DescribeConfigs))
+            );
+            assert_eq!(
+                alter_configs_rule(cluster_wide),
+                Some(rule(Cluster, AlterConfigs))
+            );
+        }
+        assert_eq!(alter_configs_rule(TOPIC), Some(rule(Topic, AlterConfigs)));
+        assert_eq!(alter_configs_rule(GROUP), Some(rule(Group, AlterConfigs)));
+        for unknown in [0, 1, 3, 64, -1] {
+            assert_eq!(describe_configs_rule(unknown), None);
+            assert_eq!(alter_configs_rule(unknown), None);
+        }
+        // Every rule returned is one of the APIs' rules.
+        for t in [TOPIC, GROUP, BROKER, BROKER_LOGGER, CLIENT_METRICS] {
+            let d = describe_configs_rule(t).expect("a known type");
+            assert!(rules_of(ApiKey::DescribeConfigs).contains(&d));
+            let a = alter_configs_rule(t).expect("a known type");
+            assert!(rules_of(ApiKey::AlterConfigs).contains(&a));
+            assert!(rules_of(ApiKey::IncrementalAlterConfigs).contains(&a));
+        }
+    }
+
+    #[test]
+    fn a_cluster_rule_is_asked_of_the_clusters_one_name() {
+        assert_eq!(DESCRIBE_CONFIGS_CLUSTER.resource_name("1"), CLUSTER_NAME);
+        assert_eq!(DESCRIBE_CONFIGS_TOPIC.resource_name("orders"), "orders");
+        assert_eq!(ALTER_CONFIGS_GROUP.resource_name("billing"), "billing");
     }
 
     #[test]

@@ -15,8 +15,7 @@ use crate::protocol::codec::{DecodeError, DecodeResult, Reader, Writer};
 pub type Uuid = [u8; 16];
 
 /// Kafka's ConfigResource types.
-pub const RESOURCE_TOPIC: i8 = 2;
-pub const RESOURCE_BROKER: i8 = 4;
+pub use crate::protocol::config_resource::{BROKER as RESOURCE_BROKER, TOPIC as RESOURCE_TOPIC};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum MetadataRecord {

@@ -11,7 +11,7 @@ use bytes::{BufMut, BytesMut};
 use crate::codec::{DecodeResult, Reader, Writer};
 
 /// The resource type of every resource in a version 0 answer.
-pub const CLIENT_METRICS_RESOURCE_TYPE: i8 = 16;
+pub const CLIENT_METRICS_RESOURCE_TYPE: i8 = crate::config_resource::CLIENT_METRICS;
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ListConfigResourcesRequest {

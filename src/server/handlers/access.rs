@@ -13,7 +13,11 @@ use crate::acl::binding::CLUSTER_NAME;
 use crate::acl::matrix::{self, Rule};
 use crate::acl::{AclOperation, Authorizer, AuthorizerConfig, ResourceType};
 use crate::metadata::image::MetadataImage;
+use crate::protocol::error_code;
 use crate::security::session::Session;
+
+/// The message of a refusal, as Kafka words its authorization errors.
+pub const AUTHORIZATION_FAILED: &str = "Authorization failed.";
 
 /// A request's access, borrowed for the time it is served.
 #[derive(Debug, Clone, Copy)]
@@ -42,13 +46,6 @@ impl<'a> Access<'a> {
         }
     }
 
-    /// Whether the principal is a super user (always, without an
-    /// authorizer).
-    pub fn is_super_user(&self) -> bool {
-        self.authorizer
-            .is_none_or(|config| config.is_super_user(self.principal))
-    }
-
     /// Whether an authorizer runs (the ACL APIs answer SECURITY_DISABLED
     /// without one).
     pub fn is_enabled(&self) -> bool {
@@ -68,6 +65,13 @@ impl<'a> Access<'a> {
                 name,
             ),
         }
+    }
+
+    /// Whether `rule` allows the resource a request names `name`; for a
+    /// cluster rule, the cluster whatever the name (a broker's configs are
+    /// the cluster's to allow).
+    pub fn allows_named(&self, image: &MetadataImage, rule: Rule, name: &str) -> bool {
+        self.allows(image, rule, rule.resource_name(name))
     }
 
     /// Those of `names` that `rule` does not allow, each asked once. Empty
@@ -111,6 +115,18 @@ impl<'a> Access<'a> {
         }
     }
 
+    /// The cluster's authorized operations, as Metadata (v8-10) and
+    /// DescribeCluster report them when asked: the bit set to a principal
+    /// that may DESCRIBE the cluster, and 0 to anyone else (so that a
+    /// principal with, say, CLUSTER_ACTION alone learns nothing of it).
+    pub fn cluster_authorized_operations(&self, image: &MetadataImage) -> i32 {
+        if self.allows_cluster(image, matrix::DESCRIBE_CLUSTER) {
+            self.authorized_operations(image, ResourceType::Cluster, CLUSTER_NAME)
+        } else {
+            0
+        }
+    }
+
     /// The bit set of the operations Kafka reports for the resource
     /// `resource_type`/`name` that this request's principal may perform
     /// (Metadata's and DescribeCluster's authorized operations).
@@ -135,5 +151,52 @@ impl<'a> Access<'a> {
                 ),
             });
         matrix::operations_bit_set(allowed)
+    }
+}
+
+/// Kafka's first answer for a partition a request names, before the
+/// partition's own checks: a topic the principal may not use gets
+/// TOPIC_AUTHORIZATION_FAILED whether it exists or not, so that its
+/// existence does not leak; only then does an unknown topic or partition
+/// get UNKNOWN_TOPIC_OR_PARTITION. `None`: the partition goes on.
+pub fn partition_refusal(topic_denied: bool, partition_known: bool) -> Option<i16> {
+    if topic_denied {
+        Some(error_code::TOPIC_AUTHORIZATION_FAILED)
+    } else if !partition_known {
+        Some(error_code::UNKNOWN_TOPIC_OR_PARTITION)
+    } else {
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_denied_topic_is_refused_before_its_existence_is_told() {
+        assert_eq!(
+            partition_refusal(true, false),
+            Some(error_code::TOPIC_AUTHORIZATION_FAILED)
+        );
+        assert_eq!(
+            partition_refusal(true, true),
+            Some(error_code::TOPIC_AUTHORIZATION_FAILED)
+        );
+        assert_eq!(
+            partition_refusal(false, false),
+            Some(error_code::UNKNOWN_TOPIC_OR_PARTITION)
+        );
+        assert_eq!(partition_refusal(false, true), None);
+    }
+
+    #[test]
+    fn without_an_authorizer_everything_is_allowed() {
+        let image = MetadataImage::empty();
+        let access = Access::unrestricted();
+        assert!(access.allows_named(&image, matrix::DESCRIBE_CONFIGS_CLUSTER, "1"));
+        assert!(access
+            .denied(&image, matrix::DELETE_RECORDS_TOPIC, ["a", "b"])
+            .is_empty());
     }
 }

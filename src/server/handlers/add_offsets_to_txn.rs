@@ -1,17 +1,20 @@
 //! AddOffsetsToTxn: a producer about to commit a group's offsets in its
 //! transaction (TxnOffsetCommit) adds the group's `__consumer_offsets`
 //! partition to the transaction, so that the transaction's marker reaches
-//! it and decides the offsets.
+//! it and decides the offsets. Kafka's rules: WRITE on the transactional
+//! id, then READ on the group.
 
 use std::collections::BTreeSet;
 use std::rc::Rc;
 
+use crate::acl::matrix;
 use crate::group::offsets_topic::partition_for;
 use crate::metadata::OFFSETS_TOPIC;
 use crate::node::state::BrokerState;
 use crate::protocol::error_code;
 use crate::protocol::header::RequestHeader;
 use crate::protocol::messages::add_offsets_to_txn::*;
+use crate::server::handlers::access::Access;
 use crate::server::handlers::offsets_topic::ensure_offsets_topic;
 use crate::server::txn_coordinator::on_coordinator;
 use crate::shard::shard::Shard;
@@ -25,8 +28,21 @@ pub async fn handle(
     shard: &Rc<Shard>,
     header: &RequestHeader,
     req: AddOffsetsToTxnRequest,
+    access: &Access<'_>,
 ) -> AddOffsetsToTxnResponse {
-    let code = add(shard, req).await;
+    let image = BrokerState::of(shard).image();
+    let code = if !access.allows(
+        &image,
+        matrix::ADD_OFFSETS_TO_TXN_TRANSACTIONAL_ID,
+        &req.transactional_id,
+    ) {
+        error_code::TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    } else if !access.allows(&image, matrix::ADD_OFFSETS_TO_TXN_GROUP, &req.group_id) {
+        error_code::GROUP_AUTHORIZATION_FAILED
+    } else {
+        drop(image);
+        add(shard, req).await
+    };
     AddOffsetsToTxnResponse {
         throttle_time_ms: 0,
         error_code: if code == error_code::PRODUCER_FENCED

@@ -1,15 +1,18 @@
 //! AlterConfigs (the legacy, replace-everything form) for topics and for
-//! the broker's dynamic `log.*` defaults.
+//! the broker's dynamic `log.*` defaults, each resource authorized as in
+//! IncrementalAlterConfigs.
 
 use std::rc::Rc;
 
 use crate::controller::topics::duplicated;
 use crate::metadata::records::{RESOURCE_BROKER, RESOURCE_TOPIC};
+use crate::node::state::BrokerState;
 use crate::protocol::error_code;
 use crate::protocol::header::RequestHeader;
 use crate::protocol::messages::alter_configs::*;
 use crate::server::controller;
-use crate::server::handlers::incremental_alter_configs::check_broker;
+use crate::server::handlers::access::Access;
+use crate::server::handlers::incremental_alter_configs::{alter_refusal, check_broker, may_alter};
 use crate::server::handlers::{duplicate_resource, listener_certificates};
 use crate::shard::shard::Shard;
 
@@ -17,7 +20,9 @@ pub async fn handle(
     shard: &Rc<Shard>,
     _header: &RequestHeader,
     req: AlterConfigsRequest,
+    access: &Access<'_>,
 ) -> AlterConfigsResponse {
+    let image = BrokerState::of(shard).image();
     let mut responses = Vec::with_capacity(req.resources.len());
     let duplicates = duplicated(
         req.resources
@@ -30,6 +35,9 @@ pub async fn handle(
         let done = match r.resource_type {
             _ if duplicates.contains(&(r.resource_type, r.resource_name.clone())) => {
                 Ok(Err(duplicate_resource()))
+            }
+            _ if !may_alter(access, &image, r.resource_type, &r.resource_name) => {
+                Ok(Err(alter_refusal(r.resource_type)))
             }
             RESOURCE_TOPIC => {
                 controller::alter_topic_configs(

@@ -4,12 +4,15 @@
 //! stored and server keys (two HMACs and a hash) and forwards the result
 //! to the active controller, which writes it to the metadata log. The
 //! password never reaches the broker, and the salted password never
-//! leaves it.
+//! leaves it. Kafka's rule: ALTER on the cluster, else every user named
+//! answers CLUSTER_AUTHORIZATION_FAILED.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
 
+use crate::acl::matrix;
 use crate::controller::scram::ScramChange;
+use crate::node::state::BrokerState;
 use crate::protocol::error_code;
 use crate::protocol::header::RequestHeader;
 use crate::protocol::messages::alter_user_scram_credentials::*;
@@ -17,6 +20,7 @@ use crate::sasl::scram_credential::{
     ScramCredential, ScramMechanism, MAX_ITERATIONS, MIN_ITERATIONS,
 };
 use crate::server::controller;
+use crate::server::handlers::access::{Access, AUTHORIZATION_FAILED};
 use crate::shard::shard::Shard;
 
 /// Kafka's ScramMechanism type as a mechanism.
@@ -67,7 +71,31 @@ pub async fn handle(
     shard: &Rc<Shard>,
     _header: &RequestHeader,
     req: AlterUserScramCredentialsRequest,
+    access: &Access<'_>,
 ) -> AlterUserScramCredentialsResponse {
+    if !access.allows_cluster(
+        &BrokerState::of(shard).image(),
+        matrix::ALTER_USER_SCRAM_CREDENTIALS,
+    ) {
+        // Each user once, in order, as Kafka answers a refused request.
+        let users: BTreeSet<&String> = req
+            .deletions
+            .iter()
+            .map(|d| &d.name)
+            .chain(req.upsertions.iter().map(|u| &u.name))
+            .collect();
+        return AlterUserScramCredentialsResponse {
+            throttle_time_ms: 0,
+            results: users
+                .into_iter()
+                .map(|user| AlterUserScramCredentialsResult {
+                    user: user.clone(),
+                    error_code: error_code::CLUSTER_AUTHORIZATION_FAILED,
+                    error_message: Some(AUTHORIZATION_FAILED.into()),
+                })
+                .collect(),
+        };
+    }
     // Every user in the order first named; a user's changes go together.
     let mut order: Vec<String> = Vec::new();
     let mut changes: BTreeMap<String, Result<Vec<ScramChange>, Refusal>> = BTreeMap::new();

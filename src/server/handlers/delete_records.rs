@@ -1,9 +1,11 @@
 //! DeleteRecords: move each partition's log start offset forward on its
 //! owning shard, deleting the whole segments that fall below it.
 //!
-//! Kafka's rules (`ReplicaManager.deleteRecordsOnLocalLog`,
-//! `Partition.deleteRecordsOnLeader`), checked in Kafka's order:
-//! an unknown topic or partition gets UNKNOWN_TOPIC_OR_PARTITION, an
+//! Kafka's rules (`KafkaApis.handleDeleteRecordsRequest`,
+//! `ReplicaManager.deleteRecordsOnLocalLog`,
+//! `Partition.deleteRecordsOnLeader`), checked in Kafka's order: a topic
+//! without DELETE for the principal gets TOPIC_AUTHORIZATION_FAILED
+//! (whether it exists or not), an unknown topic or partition gets UNKNOWN_TOPIC_OR_PARTITION, an
 //! internal topic INVALID_TOPIC_EXCEPTION, a topic whose `cleanup.policy`
 //! lacks `delete` POLICY_VIOLATION; the offset -1 stands for the high
 //! watermark, and an offset that is negative or above the high watermark
@@ -20,6 +22,7 @@
 use std::collections::BTreeMap;
 use std::rc::Rc;
 
+use crate::acl::matrix;
 use crate::metadata::dynamic_broker_config;
 use crate::metadata::image::MetadataImage;
 use crate::metadata::topic_config;
@@ -27,6 +30,7 @@ use crate::node::state::BrokerState;
 use crate::protocol::error_code;
 use crate::protocol::header::RequestHeader;
 use crate::protocol::messages::delete_records::*;
+use crate::server::handlers::access::Access;
 use crate::server::handlers::error_code_for;
 use crate::shard::checkpoints;
 use crate::shard::partition_table::ShardId;
@@ -66,15 +70,26 @@ pub async fn handle(
     shard: &Rc<Shard>,
     _header: &RequestHeader,
     req: DeleteRecordsRequest,
+    access: &Access<'_>,
 ) -> DeleteRecordsResponse {
     let image = BrokerState::of(shard).image();
+    let denied = access.denied(
+        &image,
+        matrix::DELETE_RECORDS_TOPIC,
+        req.topics.iter().map(|t| t.name.as_str()),
+    );
     // Work per owning shard; answers keep the request's order.
     let mut by_owner: BTreeMap<ShardId, Vec<PartitionWork>> = BTreeMap::new();
     let mut answers: Vec<(String, i32, Option<Deleted>)> = Vec::new();
     for t in req.topics {
         for p in t.partitions {
             let slot = answers.len();
-            let early = match check_partition(&image, &t.name, p.partition_index) {
+            let checked = if denied.contains(&t.name) {
+                Err(error_code::TOPIC_AUTHORIZATION_FAILED)
+            } else {
+                check_partition(&image, &t.name, p.partition_index)
+            };
+            let early = match checked {
                 Ok(()) => {
                     let tp = TopicPartition::new(t.name.clone(), p.partition_index);
                     by_owner

@@ -6,15 +6,18 @@
 //! A component matches an entity's part of its type by exact name (a null
 //! name being `<default>`), as the default, or as any named one; with
 //! `strict`, an entity may have no part of a type the request does not
-//! name.
+//! name. Kafka's rule: DESCRIBE_CONFIGS on the cluster, else the request
+//! answers CLUSTER_AUTHORIZATION_FAILED.
 
 use std::rc::Rc;
 
+use crate::acl::matrix;
 use crate::node::state::BrokerState;
 use crate::protocol::error_code;
 use crate::protocol::header::RequestHeader;
 use crate::protocol::messages::describe_client_quotas::*;
 use crate::quota::{EntityName, QuotaEntity, CLIENT_ID, USER};
+use crate::server::handlers::access::{Access, AUTHORIZATION_FAILED};
 use crate::shard::shard::Shard;
 
 fn part<'a>(entity: &'a QuotaEntity, entity_type: &str) -> Option<&'a EntityName> {
@@ -48,13 +51,22 @@ pub async fn handle(
     shard: &Rc<Shard>,
     _header: &RequestHeader,
     req: DescribeClientQuotasRequest,
+    access: &Access<'_>,
 ) -> DescribeClientQuotasResponse {
-    let refuse = |message: String| DescribeClientQuotasResponse {
+    let refuse_with = |code: i16, message: String| DescribeClientQuotasResponse {
         throttle_time_ms: 0,
-        error_code: error_code::INVALID_REQUEST,
+        error_code: code,
         error_message: Some(message),
         entries: None,
     };
+    let image = BrokerState::of(shard).image();
+    if !access.allows_cluster(&image, matrix::DESCRIBE_CLIENT_QUOTAS) {
+        return refuse_with(
+            error_code::CLUSTER_AUTHORIZATION_FAILED,
+            AUTHORIZATION_FAILED.into(),
+        );
+    }
+    let refuse = |message: String| refuse_with(error_code::INVALID_REQUEST, message);
     for (i, c) in req.components.iter().enumerate() {
         if c.entity_type != USER && c.entity_type != CLIENT_ID {
             return refuse(format!(
@@ -75,7 +87,6 @@ pub async fn handle(
             return refuse(format!("Duplicate {} component", c.entity_type));
         }
     }
-    let image = BrokerState::of(shard).image();
     let entries = image
         .client_quotas
         .iter()

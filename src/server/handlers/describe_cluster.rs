@@ -2,6 +2,10 @@
 //! the fenced ones, marked). The controller id is this broker's, as
 //! Kafka's brokers name a broker there (clients send admin requests to it,
 //! and it forwards them to the active controller).
+//!
+//! Any principal may call it, as in Kafka; the cluster's authorized
+//! operations, when asked for, are reported only to a principal that may
+//! DESCRIBE the cluster (0 to anyone else).
 
 use std::rc::Rc;
 
@@ -9,6 +13,8 @@ use crate::node::state::BrokerState;
 use crate::protocol::error_code;
 use crate::protocol::header::RequestHeader;
 use crate::protocol::messages::describe_cluster::*;
+use crate::protocol::messages::metadata::AUTHORIZED_OPERATIONS_OMITTED;
+use crate::server::handlers::access::Access;
 use crate::shard::shard::Shard;
 
 pub async fn handle(
@@ -16,6 +22,7 @@ pub async fn handle(
     _header: &RequestHeader,
     req: DescribeClusterRequest,
     listener: &str,
+    access: &Access<'_>,
 ) -> DescribeClusterResponse {
     let broker = BrokerState::of(shard);
     let image = broker.image();
@@ -53,6 +60,10 @@ pub async fn handle(
         cluster_id: broker.cluster_id().to_string(),
         controller_id: broker.node_id(),
         brokers,
-        cluster_authorized_operations: i32::MIN,
+        cluster_authorized_operations: if req.include_cluster_authorized_operations {
+            access.cluster_authorized_operations(&image)
+        } else {
+            AUTHORIZED_OPERATIONS_OMITTED
+        },
     }
 }

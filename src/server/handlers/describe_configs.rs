@@ -1,8 +1,13 @@
 //! DescribeConfigs for topics (effective values with their source) and for
 //! the broker (static settings, and the dynamic defaults set at runtime).
+//! Each resource is authorized on its own, as Kafka's `ConfigHelper` does
+//! (`acl::matrix::describe_configs_rule`): DESCRIBE_CONFIGS on the topic,
+//! the group, or the cluster for a broker, a broker logger or client
+//! metrics; a refusal is that resource's error, not the request's.
 
 use std::rc::Rc;
 
+use crate::acl::matrix;
 use crate::metadata::dynamic_broker_config;
 use crate::metadata::records::{RESOURCE_BROKER, RESOURCE_TOPIC};
 use crate::metadata::topic_config;
@@ -11,6 +16,7 @@ use crate::protocol::error_code;
 use crate::protocol::header::RequestHeader;
 use crate::protocol::messages::describe_configs::*;
 use crate::replica::throttle;
+use crate::server::handlers::access::{Access, AUTHORIZATION_FAILED};
 use crate::server::handlers::create_topics::{config_source, CONFIG_SOURCE_DYNAMIC_DEFAULT_BROKER};
 use crate::shard::shard::Shard;
 
@@ -25,6 +31,7 @@ pub async fn handle(
     shard: &Rc<Shard>,
     _header: &RequestHeader,
     req: DescribeConfigsRequest,
+    access: &Access<'_>,
 ) -> DescribeConfigsResponse {
     let broker = BrokerState::of(shard);
     let image = broker.image();
@@ -42,6 +49,14 @@ pub async fn handle(
             resource_name: r.resource_name.clone(),
             configs: Vec::new(),
         };
+        let refused = matrix::describe_configs_rule(r.resource_type)
+            .filter(|rule| !access.allows_named(&image, *rule, &r.resource_name));
+        if let Some(rule) = refused {
+            result.error_code = rule.denied_error();
+            result.error_message = Some(AUTHORIZATION_FAILED.into());
+            results.push(result);
+            continue;
+        }
         match r.resource_type {
             RESOURCE_TOPIC => match image.topic(&r.resource_name) {
                 Some(t) => {

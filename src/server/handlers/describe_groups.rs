@@ -1,9 +1,12 @@
 //! DescribeGroups: state, protocol and members of each group, asked of the
-//! group's coordinator shard.
+//! group's coordinator shard. A group the principal may not DESCRIBE gets
+//! GROUP_AUTHORIZATION_FAILED; when asked (v3+), each group described
+//! without error carries the principal's authorized operations on it, as
+//! Kafka's `KafkaApis` reports them.
 
 use std::rc::Rc;
 
-use crate::acl::matrix;
+use crate::acl::{matrix, ResourceType};
 use crate::group::coordinator::{on_coordinator, GroupCoordinator};
 use crate::node::state::BrokerState;
 use crate::protocol::error_code;
@@ -25,6 +28,7 @@ pub async fn handle(
 ) -> DescribeGroupsResponse {
     let image = BrokerState::of(shard).image();
     let mut groups = Vec::with_capacity(req.groups.len());
+    let with_operations = req.include_authorized_operations;
     for group_id in req.groups {
         if !access.allows(&image, matrix::DESCRIBE_GROUPS_GROUP, &group_id) {
             groups.push(DescribedGroup {
@@ -40,7 +44,7 @@ pub async fn handle(
             c.describe(s, p, gid)
         })
         .await;
-        let described = match d {
+        let mut described = match d {
             Err(code) if code == error_code::COORDINATOR_NOT_AVAILABLE => {
                 // No __consumer_offsets yet: no group exists at all.
                 dead(group_id, header.api_version)
@@ -76,6 +80,10 @@ pub async fn handle(
                 authorized_operations: OPERATIONS_NOT_REQUESTED,
             },
         };
+        if with_operations && described.error_code == error_code::NONE {
+            described.authorized_operations =
+                access.authorized_operations(&image, ResourceType::Group, &described.group_id);
+        }
         groups.push(described);
     }
     DescribeGroupsResponse {

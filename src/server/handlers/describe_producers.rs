@@ -2,14 +2,18 @@
 //! epoch, last sequence, coordinator epoch and the start of their open
 //! transaction (`kafka-transactions.sh describe-producers`, and
 //! `find-hanging`, which looks for open transactions their coordinator
-//! does not know).
+//! does not know). Kafka's rule: READ on the topic, else its partitions get
+//! TOPIC_AUTHORIZATION_FAILED, whether it exists or not.
 
 use std::rc::Rc;
 
+use crate::acl::matrix;
 use crate::node::replicas;
+use crate::node::state::BrokerState;
 use crate::protocol::error_code;
 use crate::protocol::header::RequestHeader;
 use crate::protocol::messages::describe_producers::*;
+use crate::server::handlers::access::Access;
 use crate::shard::shard::Shard;
 use crate::topic_partition::TopicPartition;
 
@@ -17,10 +21,28 @@ pub async fn handle(
     shard: &Rc<Shard>,
     _header: &RequestHeader,
     req: DescribeProducersRequest,
+    access: &Access<'_>,
 ) -> DescribeProducersResponse {
     let mut resp = DescribeProducersResponse::default();
+    let denied = access.denied(
+        &BrokerState::of(shard).image(),
+        matrix::DESCRIBE_PRODUCERS_TOPIC,
+        req.topics.iter().map(|t| t.name.as_str()),
+    );
     for t in req.topics {
         let mut partitions = Vec::with_capacity(t.partition_indexes.len());
+        if denied.contains(&t.name) {
+            partitions.extend(t.partition_indexes.iter().map(|p| PartitionResponse {
+                partition_index: *p,
+                error_code: error_code::TOPIC_AUTHORIZATION_FAILED,
+                ..PartitionResponse::default()
+            }));
+            resp.topics.push(TopicResponse {
+                name: t.name,
+                partitions,
+            });
+            continue;
+        }
         for p in t.partition_indexes {
             let tp = TopicPartition::new(t.name.clone(), p);
             let owner = shard.owner(&tp);

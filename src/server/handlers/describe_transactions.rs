@@ -1,12 +1,18 @@
 //! DescribeTransactions: the state of transactional ids this broker
-//! coordinates (`kafka-transactions.sh describe`).
+//! coordinates (`kafka-transactions.sh describe`). Kafka's rules: DESCRIBE
+//! on the transactional id, else TRANSACTIONAL_ID_AUTHORIZATION_FAILED; a
+//! transaction's partitions are listed only for the topics the principal
+//! may DESCRIBE.
 
 use std::collections::BTreeMap;
 use std::rc::Rc;
 
+use crate::acl::matrix;
+use crate::node::state::BrokerState;
 use crate::protocol::error_code;
 use crate::protocol::header::RequestHeader;
 use crate::protocol::messages::describe_transactions::*;
+use crate::server::handlers::access::Access;
 use crate::server::txn_coordinator::on_coordinator;
 use crate::shard::shard::Shard;
 
@@ -14,9 +20,22 @@ pub async fn handle(
     shard: &Rc<Shard>,
     _header: &RequestHeader,
     req: DescribeTransactionsRequest,
+    access: &Access<'_>,
 ) -> DescribeTransactionsResponse {
     let mut resp = DescribeTransactionsResponse::default();
+    let broker = BrokerState::of(shard);
     for id in req.transactional_ids {
+        if !access.allows(&broker.image(), matrix::DESCRIBE_TRANSACTIONS, &id) {
+            resp.transaction_states.push(TransactionState {
+                error_code: error_code::TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+                transactional_id: id,
+                transaction_start_time_ms: -1,
+                producer_id: -1,
+                producer_epoch: -1,
+                ..TransactionState::default()
+            });
+            continue;
+        }
         let key = id.clone();
         let found = on_coordinator(shard, &key, move |c, s, partition| async move {
             c.describe(&s, partition, &id)
@@ -32,6 +51,10 @@ pub async fn handle(
                         .or_default()
                         .push(tp.partition);
                 }
+                let image = broker.image();
+                topics.retain(|topic, _| {
+                    access.allows(&image, matrix::DESCRIBE_TRANSACTIONS_TOPIC, topic)
+                });
                 TransactionState {
                     error_code: error_code::NONE,
                     transactional_id: key,

@@ -1,22 +1,34 @@
 //! DescribeUserScramCredentials (API 50, KIP-554): which SCRAM mechanisms
 //! and iteration counts each user has, from this broker's image. Never
-//! the salt or the keys.
+//! the salt or the keys. Kafka's rule: DESCRIBE on the cluster, else the
+//! request answers CLUSTER_AUTHORIZATION_FAILED.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
 
+use crate::acl::matrix;
 use crate::node::state::BrokerState;
 use crate::protocol::error_code;
 use crate::protocol::header::RequestHeader;
 use crate::protocol::messages::describe_user_scram_credentials::*;
+use crate::server::handlers::access::{Access, AUTHORIZATION_FAILED};
 use crate::shard::shard::Shard;
 
 pub async fn handle(
     shard: &Rc<Shard>,
     _header: &RequestHeader,
     req: DescribeUserScramCredentialsRequest,
+    access: &Access<'_>,
 ) -> DescribeUserScramCredentialsResponse {
     let image = BrokerState::of(shard).image();
+    if !access.allows_cluster(&image, matrix::DESCRIBE_USER_SCRAM_CREDENTIALS) {
+        return DescribeUserScramCredentialsResponse {
+            throttle_time_ms: 0,
+            error_code: error_code::CLUSTER_AUTHORIZATION_FAILED,
+            error_message: Some(AUTHORIZATION_FAILED.into()),
+            results: Vec::new(),
+        };
+    }
     let mut by_user: BTreeMap<&str, Vec<CredentialInfo>> = BTreeMap::new();
     for ((user, mechanism), c) in &image.scram_credentials {
         by_user.entry(user).or_default().push(CredentialInfo {

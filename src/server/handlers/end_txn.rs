@@ -1,12 +1,16 @@
 //! EndTxn: a producer commits or aborts its transaction. The coordinator
 //! writes the outcome (PrepareCommit or PrepareAbort) before answering;
-//! the markers and the completion follow in the background.
+//! the markers and the completion follow in the background. Kafka's rule:
+//! WRITE on the transactional id.
 
 use std::rc::Rc;
 
+use crate::acl::matrix;
+use crate::node::state::BrokerState;
 use crate::protocol::error_code;
 use crate::protocol::header::RequestHeader;
 use crate::protocol::messages::end_txn::*;
+use crate::server::handlers::access::Access;
 use crate::server::txn_coordinator::{on_coordinator, EndAnswer};
 use crate::shard::shard::Shard;
 use crate::transaction::metadata::TRANSACTION_VERSION_2;
@@ -22,7 +26,20 @@ pub async fn handle(
     shard: &Rc<Shard>,
     header: &RequestHeader,
     req: EndTxnRequest,
+    access: &Access<'_>,
 ) -> EndTxnResponse {
+    if !access.allows(
+        &BrokerState::of(shard).image(),
+        matrix::END_TXN,
+        &req.transactional_id,
+    ) {
+        return EndTxnResponse {
+            error_code: error_code::TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+            producer_id: -1,
+            producer_epoch: -1,
+            ..EndTxnResponse::default()
+        };
+    }
     let (id, producer_id, epoch, commit) = (
         req.transactional_id.clone(),
         req.producer_id,

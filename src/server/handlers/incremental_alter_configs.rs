@@ -1,10 +1,15 @@
 //! IncrementalAlterConfigs for topics and for the broker's dynamic `log.*`
 //! defaults: SET and DELETE (APPEND and SUBTRACT apply to list settings,
-//! which pinlog's are not).
+//! which pinlog's are not). Each resource is authorized on its own after
+//! the duplicates are refused, as Kafka's controller does: ALTER_CONFIGS
+//! on the topic, the group, or the cluster for a broker
+//! (`acl::matrix::alter_configs_rule`).
 
 use std::rc::Rc;
 
+use crate::acl::matrix;
 use crate::controller::topics::duplicated;
+use crate::metadata::image::MetadataImage;
 use crate::metadata::records::{RESOURCE_BROKER, RESOURCE_TOPIC};
 use crate::node::state::BrokerState;
 use crate::protocol::error_code;
@@ -12,6 +17,7 @@ use crate::protocol::header::RequestHeader;
 use crate::protocol::messages::alter_configs::AlterConfigsResourceResponse;
 use crate::protocol::messages::incremental_alter_configs::*;
 use crate::server::controller;
+use crate::server::handlers::access::{Access, AUTHORIZATION_FAILED};
 use crate::server::handlers::{duplicate_resource, listener_certificates};
 use crate::shard::shard::Shard;
 
@@ -22,7 +28,9 @@ pub async fn handle(
     shard: &Rc<Shard>,
     _header: &RequestHeader,
     req: IncrementalAlterConfigsRequest,
+    access: &Access<'_>,
 ) -> IncrementalAlterConfigsResponse {
+    let image = BrokerState::of(shard).image();
     let mut responses = Vec::with_capacity(req.resources.len());
     let duplicates = duplicated(
         req.resources
@@ -33,6 +41,9 @@ pub async fn handle(
         let result = match (r.resource_type, check_broker(shard, &r.resource_name)) {
             _ if duplicates.contains(&(r.resource_type, r.resource_name.clone())) => {
                 Err(duplicate_resource())
+            }
+            _ if !may_alter(access, &image, r.resource_type, &r.resource_name) => {
+                Err(alter_refusal(r.resource_type))
             }
             (RESOURCE_TOPIC, _) | (RESOURCE_BROKER, Ok(())) => {
                 let mut changes = Vec::new();
@@ -101,6 +112,29 @@ pub async fn handle(
         throttle_time_ms: 0,
         responses,
     }
+}
+
+/// Whether the principal may alter the configs of the resource
+/// `resource_type`/`name`; a type Kafka does not know is left to be
+/// refused as invalid.
+pub fn may_alter(
+    access: &Access<'_>,
+    image: &MetadataImage,
+    resource_type: i8,
+    name: &str,
+) -> bool {
+    matrix::alter_configs_rule(resource_type)
+        .is_none_or(|rule| access.allows_named(image, rule, name))
+}
+
+/// The refusal of a resource [`may_alter`] refused: the error of its
+/// resource type (TOPIC_, GROUP_ or CLUSTER_AUTHORIZATION_FAILED).
+pub fn alter_refusal(resource_type: i8) -> (i16, String) {
+    let code = matrix::alter_configs_rule(resource_type)
+        .map_or(error_code::CLUSTER_AUTHORIZATION_FAILED, |rule| {
+            rule.denied_error()
+        });
+    (code, AUTHORIZATION_FAILED.to_string())
 }
 
 /// A broker resource names the cluster-wide default ("") or this broker.

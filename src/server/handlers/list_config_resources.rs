@@ -8,14 +8,12 @@ use crate::acl::matrix;
 use crate::metadata::records::{RESOURCE_BROKER, RESOURCE_TOPIC};
 use crate::metadata::METADATA_TOPIC;
 use crate::node::state::BrokerState;
+use crate::protocol::config_resource::GROUP as RESOURCE_GROUP;
 use crate::protocol::error_code;
 use crate::protocol::header::RequestHeader;
 use crate::protocol::messages::list_config_resources::*;
 use crate::server::handlers::access::Access;
 use crate::shard::shard::Shard;
-
-/// Kafka's ConfigResource type of a consumer group's dynamic configs.
-const RESOURCE_GROUP: i8 = 32;
 
 /// The types version 1 lists. Kafka also lists BROKER_LOGGER (8), whose
 /// configs pinlog does not serve, so it is refused like any type a broker

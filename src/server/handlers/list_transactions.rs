@@ -1,13 +1,17 @@
 //! ListTransactions: the transactional ids this broker coordinates (on
 //! every shard), filtered by state, producer id, how long their transaction
 //! has been open (v1) and a pattern on the id (v2), as `kafka-transactions.sh
-//! list` and `find-hanging` ask each broker.
+//! list` and `find-hanging` ask each broker. Kafka's rule: only the ids the
+//! principal may DESCRIBE are listed.
 
 use std::rc::Rc;
 
+use crate::acl::matrix;
+use crate::node::state::BrokerState;
 use crate::protocol::error_code;
 use crate::protocol::header::RequestHeader;
 use crate::protocol::messages::list_transactions::*;
+use crate::server::handlers::access::Access;
 use crate::server::txn_coordinator::TxnCoordinator;
 use crate::shard::shard::{now_ms, Shard};
 use crate::transaction::metadata::{TxnMetadata, TxnState};
@@ -16,6 +20,7 @@ pub async fn handle(
     shard: &Rc<Shard>,
     _header: &RequestHeader,
     req: ListTransactionsRequest,
+    access: &Access<'_>,
 ) -> ListTransactionsResponse {
     let mut resp = ListTransactionsResponse::default();
     // Kafka's filter is a Java (RE2J) regex over the whole id.
@@ -71,6 +76,9 @@ pub async fn handle(
             }
         }
     }
+    let image = BrokerState::of(shard).image();
+    resp.transaction_states
+        .retain(|t| access.allows(&image, matrix::LIST_TRANSACTIONS, &t.transactional_id));
     resp.transaction_states
         .sort_by(|a, b| a.transactional_id.cmp(&b.transactional_id));
     resp

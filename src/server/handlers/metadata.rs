@@ -4,7 +4,6 @@
 use std::collections::HashSet;
 use std::rc::Rc;
 
-use crate::acl::binding::CLUSTER_NAME;
 use crate::acl::{matrix, ResourceType};
 use crate::metadata::METADATA_TOPIC;
 use crate::node::state::BrokerState;
@@ -116,9 +115,15 @@ pub async fn handle(
                 .find(|(n, _)| *n == name)
                 .map(|(_, c)| *c)
                 .unwrap_or(error_code::UNKNOWN_TOPIC_OR_PARTITION);
+            let topic_authorized_operations = if req.include_topic_authorized_operations {
+                access.authorized_operations(&image, ResourceType::Topic, &name)
+            } else {
+                AUTHORIZED_OPERATIONS_OMITTED
+            };
             topics.push(MetadataResponseTopic {
                 error_code: code,
                 name: Some(name),
+                topic_authorized_operations,
                 ..Default::default()
             });
             continue;
@@ -180,7 +185,7 @@ pub async fn handle(
         controller_id: node,
         topics,
         cluster_authorized_operations: if req.include_cluster_authorized_operations {
-            access.authorized_operations(&image, ResourceType::Cluster, CLUSTER_NAME)
+            access.cluster_authorized_operations(&image)
         } else {
             AUTHORIZED_OPERATIONS_OMITTED
         },

@@ -4,10 +4,17 @@
 //! (`group/coordinator/txn_offsets.rs`); from v3 the request names the
 //! group member, which the coordinator checks (KIP-447), so a zombie
 //! instance of a rebalanced member is refused.
+//!
+//! Kafka's rules: WRITE on the transactional id, else every partition gets
+//! TRANSACTIONAL_ID_AUTHORIZATION_FAILED; READ on the group, else
+//! GROUP_AUTHORIZATION_FAILED; READ on each topic, else its partitions get
+//! TOPIC_AUTHORIZATION_FAILED; then an unknown topic or partition gets
+//! UNKNOWN_TOPIC_OR_PARTITION, and only the rest reach the coordinator.
 
 use std::collections::{BTreeSet, HashMap};
 use std::rc::Rc;
 
+use crate::acl::matrix;
 use crate::group::coordinator::{on_coordinator, CommitPartition, GroupCoordinator};
 use crate::log::producer_state::{TxnVerification, VerificationNeed};
 use crate::metadata::OFFSETS_TOPIC;
@@ -16,6 +23,7 @@ use crate::node::state::BrokerState;
 use crate::protocol::error_code;
 use crate::protocol::header::RequestHeader;
 use crate::protocol::messages::txn_offset_commit::*;
+use crate::server::handlers::access::{partition_refusal, Access};
 use crate::server::txn_coordinator::verification::{add_or_verify, VerificationRequest};
 use crate::shard::shard::{now_ms, Shard};
 use crate::topic_partition::TopicPartition;
@@ -38,6 +46,7 @@ pub async fn handle(
     shard: &Rc<Shard>,
     header: &RequestHeader,
     req: TxnOffsetCommitRequest,
+    access: &Access<'_>,
 ) -> TxnOffsetCommitResponse {
     let with_epoch = header.api_version >= LEADER_EPOCH_FROM;
     let by_id = header.api_version >= TOPIC_ID_FROM;
@@ -85,8 +94,52 @@ pub async fn handle(
             .collect();
         topics.push((name, parts));
     }
+    let whole_refusal = if !access.allows(
+        &image,
+        matrix::TXN_OFFSET_COMMIT_TRANSACTIONAL_ID,
+        &req.transactional_id,
+    ) {
+        Some(error_code::TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+    } else if !access.allows(&image, matrix::TXN_OFFSET_COMMIT_GROUP, &req.group_id) {
+        Some(error_code::GROUP_AUTHORIZATION_FAILED)
+    } else {
+        None
+    };
+    let mut refused = Vec::new();
+    if let Some(code) = whole_refusal {
+        refused = every(code, &topics);
+        topics.clear();
+    } else {
+        let denied = access.denied(
+            &image,
+            matrix::TXN_OFFSET_COMMIT_TOPIC,
+            topics.iter().map(|(t, _)| t.as_str()),
+        );
+        let mut asked = Vec::with_capacity(topics.len());
+        for (name, parts) in topics {
+            let topic_denied = denied.contains(&name);
+            let mut codes = Vec::new();
+            let mut committed = Vec::with_capacity(parts.len());
+            for p in parts {
+                let known = image.partition(&name, p.partition).is_some();
+                match partition_refusal(topic_denied, known) {
+                    Some(code) => codes.push((p.partition, code)),
+                    None => committed.push(p),
+                }
+            }
+            if !codes.is_empty() {
+                refused.push((name.clone(), codes));
+            }
+            if !committed.is_empty() {
+                asked.push((name, committed));
+            }
+        }
+        topics = asked;
+    }
     drop(image);
-    let results = if req.group_id.is_empty() {
+    let mut results = if topics.is_empty() {
+        Vec::new()
+    } else if req.group_id.is_empty() {
         every(error_code::INVALID_GROUP_ID, &topics)
     } else {
         let fallback = topics.clone();
@@ -130,6 +183,7 @@ pub async fn handle(
         .await
         .unwrap_or_else(|code| every(code, &fallback))
     };
+    results.extend(refused);
     let old_client = header.api_version < PRODUCER_FENCED_FROM;
     TxnOffsetCommitResponse {
         throttle_time_ms: 0,

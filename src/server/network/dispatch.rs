@@ -25,28 +25,6 @@ use crate::server::handlers::access::Access;
 use crate::server::handlers::quota::ShardQuotas;
 use crate::shard::shard::Shard;
 
-/// The APIs that do not check ACLs per resource yet: under an authorizer
-/// only super users may call them, and everyone else's connection closes.
-const SUPER_USERS_ONLY: &[ApiKey] = &[
-    ApiKey::CreatePartitions,
-    ApiKey::DeleteRecords,
-    ApiKey::DescribeConfigs,
-    ApiKey::AlterConfigs,
-    ApiKey::IncrementalAlterConfigs,
-    ApiKey::OffsetDelete,
-    ApiKey::AddPartitionsToTxn,
-    ApiKey::AddOffsetsToTxn,
-    ApiKey::EndTxn,
-    ApiKey::TxnOffsetCommit,
-    ApiKey::DescribeProducers,
-    ApiKey::DescribeTransactions,
-    ApiKey::ListTransactions,
-    ApiKey::DescribeClientQuotas,
-    ApiKey::AlterClientQuotas,
-    ApiKey::DescribeUserScramCredentials,
-    ApiKey::AlterUserScramCredentials,
-];
-
 /// What the connection does with one request.
 pub enum Outcome {
     /// Write these chunks (size prefix included).
@@ -101,16 +79,6 @@ pub async fn handle_frame(shard: &Rc<Shard>, frame: Bytes, session: &Session) ->
     // rules of `acl::matrix`.
     let broker = BrokerState::of(shard);
     let access = Access::new(broker.config.authorizer.as_ref(), session);
-    if SUPER_USERS_ONLY.contains(&key) && !access.is_super_user() {
-        // Fail closed: these APIs do not ask the authorizer per resource
-        // yet, so under an authorizer only super users may call them.
-        return Outcome::Close(format!(
-            "{} from {} refused: while an authorizer runs, pinlog serves it to super.users only \
-             (per-resource ACLs for it are not built yet)",
-            key.name(),
-            session.principal
-        ));
-    }
     macro_rules! serve {
         ($req:ty, $handler:path) => {{
             let req = match <$req>::decode(&mut r, v) {
@@ -240,7 +208,8 @@ pub async fn handle_frame(shard: &Rc<Shard>, frame: Bytes, session: &Session) ->
         ),
         ApiKey::CreatePartitions => serve!(
             create_partitions::CreatePartitionsRequest,
-            handlers::create_partitions::handle
+            handlers::create_partitions::handle,
+            access
         ),
         ApiKey::UnregisterBroker => serve!(
             unregister_broker::UnregisterBrokerRequest,
@@ -274,15 +243,18 @@ pub async fn handle_frame(shard: &Rc<Shard>, frame: Bytes, session: &Session) ->
         ),
         ApiKey::DescribeConfigs => serve!(
             describe_configs::DescribeConfigsRequest,
-            handlers::describe_configs::handle
+            handlers::describe_configs::handle,
+            access
         ),
         ApiKey::AlterConfigs => serve!(
             alter_configs::AlterConfigsRequest,
-            handlers::alter_configs::handle
+            handlers::alter_configs::handle,
+            access
         ),
         ApiKey::IncrementalAlterConfigs => serve!(
             incremental_alter_configs::IncrementalAlterConfigsRequest,
-            handlers::incremental_alter_configs::handle
+            handlers::incremental_alter_configs::handle,
+            access
         ),
         ApiKey::DescribeQuorum => serve!(
             describe_quorum::DescribeQuorumRequest,
@@ -291,11 +263,13 @@ pub async fn handle_frame(shard: &Rc<Shard>, frame: Bytes, session: &Session) ->
         ),
         ApiKey::DescribeCluster => serve_on_listener!(
             describe_cluster::DescribeClusterRequest,
-            handlers::describe_cluster::handle
+            handlers::describe_cluster::handle,
+            access
         ),
         ApiKey::DeleteRecords => serve!(
             delete_records::DeleteRecordsRequest,
-            handlers::delete_records::handle
+            handlers::delete_records::handle,
+            access
         ),
         ApiKey::DescribeLogDirs => serve!(
             describe_log_dirs::DescribeLogDirsRequest,
@@ -369,17 +343,20 @@ pub async fn handle_frame(shard: &Rc<Shard>, frame: Bytes, session: &Session) ->
         ),
         ApiKey::OffsetDelete => serve!(
             offset_delete::OffsetDeleteRequest,
-            handlers::offset_delete::handle
+            handlers::offset_delete::handle,
+            access
         ),
         ApiKey::AddPartitionsToTxn => serve!(
             add_partitions_to_txn::AddPartitionsToTxnRequest,
-            handlers::add_partitions_to_txn::handle
+            handlers::add_partitions_to_txn::handle,
+            access
         ),
         ApiKey::AddOffsetsToTxn => serve!(
             add_offsets_to_txn::AddOffsetsToTxnRequest,
-            handlers::add_offsets_to_txn::handle
+            handlers::add_offsets_to_txn::handle,
+            access
         ),
-        ApiKey::EndTxn => serve!(end_txn::EndTxnRequest, handlers::end_txn::handle),
+        ApiKey::EndTxn => serve!(end_txn::EndTxnRequest, handlers::end_txn::handle, access),
         ApiKey::WriteTxnMarkers => serve!(
             write_txn_markers::WriteTxnMarkersRequest,
             handlers::write_txn_markers::handle,
@@ -387,19 +364,23 @@ pub async fn handle_frame(shard: &Rc<Shard>, frame: Bytes, session: &Session) ->
         ),
         ApiKey::TxnOffsetCommit => serve!(
             txn_offset_commit::TxnOffsetCommitRequest,
-            handlers::txn_offset_commit::handle
+            handlers::txn_offset_commit::handle,
+            access
         ),
         ApiKey::DescribeProducers => serve!(
             describe_producers::DescribeProducersRequest,
-            handlers::describe_producers::handle
+            handlers::describe_producers::handle,
+            access
         ),
         ApiKey::DescribeTransactions => serve!(
             describe_transactions::DescribeTransactionsRequest,
-            handlers::describe_transactions::handle
+            handlers::describe_transactions::handle,
+            access
         ),
         ApiKey::ListTransactions => serve!(
             list_transactions::ListTransactionsRequest,
-            handlers::list_transactions::handle
+            handlers::list_transactions::handle,
+            access
         ),
         // On a listener without SASL (the authenticator takes these on a
         // SASL listener), Kafka's answers.
@@ -423,19 +404,23 @@ pub async fn handle_frame(shard: &Rc<Shard>, frame: Bytes, session: &Session) ->
         }
         ApiKey::DescribeClientQuotas => serve!(
             describe_client_quotas::DescribeClientQuotasRequest,
-            handlers::describe_client_quotas::handle
+            handlers::describe_client_quotas::handle,
+            access
         ),
         ApiKey::AlterClientQuotas => serve!(
             alter_client_quotas::AlterClientQuotasRequest,
-            handlers::alter_client_quotas::handle
+            handlers::alter_client_quotas::handle,
+            access
         ),
         ApiKey::DescribeUserScramCredentials => serve!(
             describe_user_scram_credentials::DescribeUserScramCredentialsRequest,
-            handlers::describe_user_scram_credentials::handle
+            handlers::describe_user_scram_credentials::handle,
+            access
         ),
         ApiKey::AlterUserScramCredentials => serve!(
             alter_user_scram_credentials::AlterUserScramCredentialsRequest,
-            handlers::alter_user_scram_credentials::handle
+            handlers::alter_user_scram_credentials::handle,
+            access
         ),
         ApiKey::DescribeAcls => serve!(
             describe_acls::DescribeAclsRequest,
