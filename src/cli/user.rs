@@ -21,6 +21,7 @@ use serde_json::{json, Value};
 
 use crate::cli::client::Client;
 use crate::cli::error::{report_failures, CliError, CliResult};
+use crate::cli::quota::super_users_only;
 use crate::cli::table::{json_text, Align, Table};
 use crate::cli::{emit, ConnectArgs, UserCommand};
 use crate::protocol::error_code;
@@ -158,7 +159,11 @@ pub fn run(conn: &ConnectArgs, command: UserCommand, out: &mut dyn Write) -> Cli
         UserCommand::List { users } => {
             let mut cluster = conn.cluster()?;
             let (listed, failures) = list(cluster.any(), &users)?;
-            emit(out, &render_list(&listed, conn.json))?;
+            // Users named and none found: the errors say so, and "no
+            // users" would say something else.
+            if conn.json || !listed.is_empty() || users.is_empty() {
+                emit(out, &render_list(&listed, conn.json))?;
+            }
             report_failures(failures, users.len().max(1))
         }
         UserCommand::SetPassword {
@@ -221,9 +226,11 @@ pub struct UserCredentials {
 /// The users named (every user with a credential when none is), and an
 /// error for each named user that has none.
 fn list(client: &mut Client, users: &[String]) -> CliResult<(Vec<UserCredentials>, Vec<CliError>)> {
-    let resp = client.send(&DescribeUserScramCredentialsRequest {
-        users: (!users.is_empty()).then(|| users.to_vec()),
-    })?;
+    let resp = client
+        .send(&DescribeUserScramCredentialsRequest {
+            users: (!users.is_empty()).then(|| users.to_vec()),
+        })
+        .map_err(super_users_only)?;
     if resp.error_code != error_code::NONE {
         return Err(CliError::broker(
             "DescribeUserScramCredentials",
@@ -269,7 +276,7 @@ fn alter(
     user: &str,
     request: AlterUserScramCredentialsRequest,
 ) -> CliResult<()> {
-    let resp = client.send(&request)?;
+    let resp = client.send(&request).map_err(super_users_only)?;
     let result = resp
         .results
         .into_iter()

@@ -23,6 +23,7 @@
 //! kept, and its path printed, for inspection.
 #![allow(dead_code)]
 
+pub mod cli;
 pub mod kafka_conn;
 pub mod netns;
 
