@@ -9,7 +9,7 @@
 //! `PLAINTEXT` has no authentication, so its clients are `User:ANONYMOUS`:
 //! pinlog's raw test client connects there and shows what the ACLs for
 //! `User:ANONYMOUS` let through, API by API, with Kafka's error codes.
-//! The certificates are made here with `openssl` (EC P-256, X.509 v3).
+//! The certificates are made with `openssl` (`support::test_ca`).
 
 mod support;
 
@@ -39,6 +39,7 @@ use pinlog::protocol::messages::produce::{
     PartitionProduceData, ProduceRequest, ProduceResponse, TopicProduceData,
 };
 use support::kafka_conn::Conn;
+use support::test_ca::TestCa;
 use support::{free_port, kafka_libs, run_command, which, Broker, BrokerOpts, CmdOutput};
 
 /// How long one Kafka tool or one raw request may take.
@@ -62,114 +63,20 @@ const OTHER_TOPIC: &str = "payments";
 const GROUP: &str = "billing";
 const ANONYMOUS: &str = "User:ANONYMOUS";
 
-fn openssl(dir: &Path, args: &[&str]) {
-    let out = run_command(
-        Command::new("openssl").current_dir(dir).args(args),
-        None,
-        TOOL_TIMEOUT,
-    );
-    out.assert_success();
-}
-
-/// A CA and, for each name, `<name>.pem` (its unencrypted PKCS#8 key and
-/// its certificate, signed by the CA, valid for 127.0.0.1): what pinlog's
-/// and Kafka's PEM keystores read. The CA's certificate is `ca.pem`.
-fn make_certificates(dir: &Path, names: &[&str]) {
-    openssl(
-        dir,
-        &[
-            "req",
-            "-x509",
-            "-new",
-            "-newkey",
-            "ec",
-            "-pkeyopt",
-            "ec_paramgen_curve:prime256v1",
-            "-nodes",
-            "-keyout",
-            "ca.key",
-            "-out",
-            "ca.pem",
-            "-days",
-            "2",
-            "-subj",
-            "/CN=pinlog-test-ca",
-            "-addext",
-            "basicConstraints=critical,CA:TRUE",
-            "-addext",
-            "keyUsage=critical,keyCertSign",
-        ],
-    );
-    // webpki refuses X.509 v1 certificates: the extensions make them v3.
-    std::fs::write(
-        dir.join("leaf.ext"),
-        "basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\n\
-         extendedKeyUsage=serverAuth,clientAuth\nsubjectAltName=IP:127.0.0.1,DNS:localhost\n",
-    )
-    .expect("write the extensions file");
-    for name in names {
-        let (key, csr, crt) = (
-            format!("{name}.key"),
-            format!("{name}.csr"),
-            format!("{name}.crt"),
-        );
-        openssl(
-            dir,
-            &[
-                "req",
-                "-new",
-                "-newkey",
-                "ec",
-                "-pkeyopt",
-                "ec_paramgen_curve:prime256v1",
-                "-nodes",
-                "-keyout",
-                &key,
-                "-out",
-                &csr,
-                "-subj",
-                &format!("/CN={name}"),
-            ],
-        );
-        openssl(
-            dir,
-            &[
-                "x509",
-                "-req",
-                "-in",
-                &csr,
-                "-CA",
-                "ca.pem",
-                "-CAkey",
-                "ca.key",
-                "-CAcreateserial",
-                "-out",
-                &crt,
-                "-days",
-                "2",
-                "-extfile",
-                "leaf.ext",
-            ],
-        );
-        let pem = std::fs::read_to_string(dir.join(&key)).expect("key")
-            + &std::fs::read_to_string(dir.join(&crt)).expect("certificate");
-        std::fs::write(dir.join(format!("{name}.pem")), pem).expect("write the keystore");
-    }
-}
-
 /// The broker, its SSL port, and the admin's client properties file.
 struct Setup {
     broker: Broker,
     ssl_bootstrap: String,
     admin_properties: String,
     // Kept for the certificates' lifetime.
-    _dir: tempfile::TempDir,
+    _ca: TestCa,
 }
 
 fn start() -> Setup {
-    let dir = tempfile::tempdir().expect("a directory for the certificates");
-    make_certificates(dir.path(), &["broker", "admin"]);
-    let path = |f: &str| dir.path().join(f).display().to_string();
+    let ca = TestCa::new("pinlog-test-ca");
+    let broker_identity = ca.issue("broker", "/CN=broker");
+    let admin = ca.issue("admin", "/CN=admin");
+    let path = |p: &Path| p.display().to_string();
     let ssl_port = free_port();
     let broker = Broker::start(
         BrokerOpts::new()
@@ -186,10 +93,10 @@ fn start() -> Setup {
             .setting("listener.name.ssl.ssl.keystore.type", "PEM")
             .setting(
                 "listener.name.ssl.ssl.keystore.location",
-                path("broker.pem"),
+                path(&broker_identity.pem),
             )
             .setting("listener.name.ssl.ssl.truststore.type", "PEM")
-            .setting("listener.name.ssl.ssl.truststore.location", path("ca.pem"))
+            .setting("listener.name.ssl.ssl.truststore.location", path(&ca.ca()))
             .setting("listener.name.ssl.ssl.client.auth", "required")
             .setting(
                 "listener.name.ssl.ssl.principal.mapping.rules",
@@ -203,14 +110,14 @@ fn start() -> Setup {
             .setting("allow.everyone.if.no.acl.found", false)
             .setting("auto.create.topics.enable", false),
     );
-    let admin_properties = path("admin.properties");
+    let admin_properties = path(&ca.path().join("admin.properties"));
     std::fs::write(
         &admin_properties,
         format!(
             "security.protocol=SSL\nssl.keystore.type=PEM\nssl.keystore.location={}\n\
              ssl.truststore.type=PEM\nssl.truststore.location={}\n",
-            path("admin.pem"),
-            path("ca.pem")
+            path(&admin.pem),
+            path(&ca.ca())
         ),
     )
     .expect("write the admin's client properties");
@@ -218,7 +125,7 @@ fn start() -> Setup {
         broker,
         ssl_bootstrap: format!("127.0.0.1:{ssl_port}"),
         admin_properties,
-        _dir: dir,
+        _ca: ca,
     }
 }
 

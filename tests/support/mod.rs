@@ -26,6 +26,7 @@
 pub mod cli;
 pub mod kafka_conn;
 pub mod netns;
+pub mod test_ca;
 
 use std::collections::BTreeSet;
 use std::fs::{File, OpenOptions};
