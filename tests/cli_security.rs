@@ -138,6 +138,10 @@ fn topic_names(listed: &Value) -> Vec<String> {
         .collect()
 }
 
+/// A command line refused as a usage error: its arguments, its stdin, and
+/// what stderr says.
+type UsageCase<'a> = (&'a [&'a str], Option<&'a [u8]>, &'a str);
+
 #[test]
 fn bad_security_command_lines_exit_2_without_a_broker() {
     // A closed port: these are refused before any connection is tried.
@@ -147,7 +151,7 @@ fn bad_security_command_lines_exit_2_without_a_broker() {
     let two_lines = write_file(dir.path(), "two-lines", b"first\nsecond\n")
         .display()
         .to_string();
-    let cases: &[(&[&str], Option<&[u8]>, &str)] = &[
+    let cases: &[UsageCase] = &[
         (
             &[
                 "acl",
