@@ -230,13 +230,15 @@ pub fn bindings(
                         },
                     };
                     // Kafka's own checks (an empty name, the cluster's
-                    // name), here so that they are usage errors.
-                    let checked = if removing && *op == AclOperation::Any {
-                        Ok(())
-                    } else {
-                        binding.validate_new()
-                    };
-                    checked.map_err(|e| CliError::Usage(e.message))?;
+                    // name), here so that they are usage errors. Any, a
+                    // filter's operation, is checked as All would be.
+                    let mut checked = binding.clone();
+                    if checked.entry.operation == AclOperation::Any {
+                        checked.entry.operation = AclOperation::All;
+                    }
+                    checked
+                        .validate_new()
+                        .map_err(|e| CliError::Usage(e.message))?;
                     out.insert(binding);
                 }
             }
@@ -377,6 +379,16 @@ fn remove(
             .map(|b| delete_filter_of_filter(&b.to_filter()))
             .collect(),
     })?;
+    if resp.filter_results.len() != planned.len() {
+        return Err(CliError::Protocol {
+            addr: client.addr().to_string(),
+            detail: format!(
+                "DeleteAcls answered {} results for {} filters",
+                resp.filter_results.len(),
+                planned.len()
+            ),
+        });
+    }
     let mut removed = BTreeSet::new();
     let mut failures = Vec::new();
     for (binding, result) in planned.iter().zip(&resp.filter_results) {
@@ -583,9 +595,12 @@ mod tests {
         assert!(m.contains("only selects ACLs to remove"), "{m}");
         let m = usage(bindings(&topics(&[""]), &e, PatternType::Literal, false));
         assert!(m.contains("empty resource name"), "{m}");
-        // Removing takes Any: every operation of the principal.
+        // Removing takes Any: every operation of the principal; the
+        // other checks still apply.
         let acls = bindings(&topics(&["t"]), &any, PatternType::Literal, true).unwrap();
         assert_eq!(acls[0].entry.operation, AclOperation::Any);
+        let m = usage(bindings(&topics(&[""]), &any, PatternType::Literal, true));
+        assert!(m.contains("empty resource name"), "{m}");
     }
 
     #[test]

@@ -46,7 +46,7 @@ use crate::sasl::scram_credential::{ScramMechanism, MAX_ITERATIONS, MIN_ITERATIO
 /// keeps the two equal).
 pub const DEFAULT_TIMEOUT_TEXT: &str = "30s";
 
-/// Options every topic and group command takes.
+/// Options every operator command takes.
 #[derive(Args, Debug, Clone)]
 pub struct ConnectArgs {
     /// The broker to talk to, HOST:PORT.
