@@ -104,6 +104,29 @@ enum Command {
         #[command(subcommand)]
         command: pinlog::cli::ClusterCommand,
     },
+    /// Manage ACLs (like kafka-acls.sh): list, add, remove.
+    Acl {
+        #[command(flatten)]
+        conn: pinlog::cli::ConnectArgs,
+        #[command(subcommand)]
+        command: pinlog::cli::AclCommand,
+    },
+    /// Manage users' SCRAM credentials: list, set-password, delete (like
+    /// kafka-configs.sh --entity-type users).
+    User {
+        #[command(flatten)]
+        conn: pinlog::cli::ConnectArgs,
+        #[command(subcommand)]
+        command: pinlog::cli::UserCommand,
+    },
+    /// Manage client quotas per user and client id: list, set, remove (like
+    /// kafka-configs.sh --entity-type users|clients).
+    Quota {
+        #[command(flatten)]
+        conn: pinlog::cli::ConnectArgs,
+        #[command(subcommand)]
+        command: pinlog::cli::QuotaCommand,
+    },
     /// Inspect log files offline.
     Log {
         #[command(subcommand)]
@@ -226,6 +249,9 @@ fn main() -> ExitCode {
         Command::Group { conn, command } => pinlog::cli::run_group(&conn, command),
         Command::Partition { conn, command } => pinlog::cli::run_partition(&conn, command),
         Command::Cluster { conn, command } => pinlog::cli::run_cluster(&conn, command),
+        Command::Acl { conn, command } => pinlog::cli::run_acl(&conn, command),
+        Command::User { conn, command } => pinlog::cli::run_user(&conn, command),
+        Command::Quota { conn, command } => pinlog::cli::run_quota(&conn, command),
         Command::Log { command } => run_log_command(command),
     }
 }

@@ -9,7 +9,7 @@
 //! `PLAINTEXT` has no authentication, so its clients are `User:ANONYMOUS`:
 //! pinlog's raw test client connects there and shows what the ACLs for
 //! `User:ANONYMOUS` let through, API by API, with Kafka's error codes.
-//! The certificates are made here with `openssl` (EC P-256, X.509 v3).
+//! The certificates are made with `openssl` (`support::test_ca`).
 //!
 //! A third listener, `SASL_PLAINTEXT`, logs in PLAIN users from its JAAS
 //! line: `admin`, the super user, whose raw connection grants and removes
@@ -78,6 +78,7 @@ use pinlog::protocol::messages::produce::{
     PartitionProduceData, ProduceRequest, ProduceResponse, TopicProduceData,
 };
 use support::kafka_conn::Conn;
+use support::test_ca::TestCa;
 use support::{free_port, kafka_libs, run_command, which, Broker, BrokerOpts, CmdOutput};
 
 /// How long one Kafka tool or one raw request may take.
@@ -135,101 +136,6 @@ const LIST_OFFSETS_VERSION: i16 = 7;
 /// ListOffsets' READ_COMMITTED isolation: the end offset is the LSO.
 const READ_COMMITTED: i8 = 1;
 
-fn openssl(dir: &Path, args: &[&str]) {
-    let out = run_command(
-        Command::new("openssl").current_dir(dir).args(args),
-        None,
-        TOOL_TIMEOUT,
-    );
-    out.assert_success();
-}
-
-/// A CA and, for each name, `<name>.pem` (its unencrypted PKCS#8 key and
-/// its certificate, signed by the CA, valid for 127.0.0.1): what pinlog's
-/// and Kafka's PEM keystores read. The CA's certificate is `ca.pem`.
-fn make_certificates(dir: &Path, names: &[&str]) {
-    openssl(
-        dir,
-        &[
-            "req",
-            "-x509",
-            "-new",
-            "-newkey",
-            "ec",
-            "-pkeyopt",
-            "ec_paramgen_curve:prime256v1",
-            "-nodes",
-            "-keyout",
-            "ca.key",
-            "-out",
-            "ca.pem",
-            "-days",
-            "2",
-            "-subj",
-            "/CN=pinlog-test-ca",
-            "-addext",
-            "basicConstraints=critical,CA:TRUE",
-            "-addext",
-            "keyUsage=critical,keyCertSign",
-        ],
-    );
-    // webpki refuses X.509 v1 certificates: the extensions make them v3.
-    std::fs::write(
-        dir.join("leaf.ext"),
-        "basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\n\
-         extendedKeyUsage=serverAuth,clientAuth\nsubjectAltName=IP:127.0.0.1,DNS:localhost\n",
-    )
-    .expect("write the extensions file");
-    for name in names {
-        let (key, csr, crt) = (
-            format!("{name}.key"),
-            format!("{name}.csr"),
-            format!("{name}.crt"),
-        );
-        openssl(
-            dir,
-            &[
-                "req",
-                "-new",
-                "-newkey",
-                "ec",
-                "-pkeyopt",
-                "ec_paramgen_curve:prime256v1",
-                "-nodes",
-                "-keyout",
-                &key,
-                "-out",
-                &csr,
-                "-subj",
-                &format!("/CN={name}"),
-            ],
-        );
-        openssl(
-            dir,
-            &[
-                "x509",
-                "-req",
-                "-in",
-                &csr,
-                "-CA",
-                "ca.pem",
-                "-CAkey",
-                "ca.key",
-                "-CAcreateserial",
-                "-out",
-                &crt,
-                "-days",
-                "2",
-                "-extfile",
-                "leaf.ext",
-            ],
-        );
-        let pem = std::fs::read_to_string(dir.join(&key)).expect("key")
-            + &std::fs::read_to_string(dir.join(&crt)).expect("certificate");
-        std::fs::write(dir.join(format!("{name}.pem")), pem).expect("write the keystore");
-    }
-}
-
 /// The broker, its SSL and SASL ports, and the admin's and alice's client
 /// properties files.
 struct Setup {
@@ -239,13 +145,14 @@ struct Setup {
     admin_properties: String,
     alice_properties: String,
     // Kept for the certificates' lifetime.
-    _dir: tempfile::TempDir,
+    _ca: TestCa,
 }
 
 fn start() -> Setup {
-    let dir = tempfile::tempdir().expect("a directory for the certificates");
-    make_certificates(dir.path(), &["broker", "admin"]);
-    let path = |f: &str| dir.path().join(f).display().to_string();
+    let ca = TestCa::new("pinlog-test-ca");
+    ca.issue("broker", "/CN=broker");
+    ca.issue("admin", "/CN=admin");
+    let path = |f: &str| ca.path().join(f).display().to_string();
     let (ssl_port, sasl_port) = (free_port(), free_port());
     let plain_users = format!(
         "org.apache.kafka.common.security.plain.PlainLoginModule required \
@@ -320,7 +227,7 @@ fn start() -> Setup {
         sasl_bootstrap: format!("127.0.0.1:{sasl_port}"),
         admin_properties,
         alice_properties,
-        _dir: dir,
+        _ca: ca,
     }
 }
 

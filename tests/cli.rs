@@ -25,12 +25,11 @@ use pinlog::protocol::messages::produce::{
     PartitionProduceData, ProduceRequest, ProduceResponse, TopicProduceData,
 };
 use serde_json::Value;
+use support::cli::{expect_exit, json, run_pinlog, table_rows, COMMAND_TIMEOUT};
 use support::{
     free_port, round_trip, run_command, which, Broker, BrokerOpts, CmdOutput, PINLOG_BIN,
 };
 
-/// Bound on one CLI run; each makes a handful of requests to a local broker.
-const COMMAND_TIMEOUT: Duration = Duration::from_secs(60);
 /// Produce v7: classic encoding, request header v1, response header v0.
 const PRODUCE_VERSION: i16 = 7;
 const PRODUCE_KEY: i16 = 0;
@@ -42,48 +41,13 @@ const GROUP_MEMBER_SCRIPT: &str =
     concat!(env!("CARGO_MANIFEST_DIR"), "/tests/clients/group_member.py");
 
 /// Runs `pinlog ARGS` with the broker's address in `--bootstrap-server`
-/// (unless `bootstrap` is `None`), and no `PINLOG_*` variable from the
-/// caller's environment.
+/// (unless `bootstrap` is `None`).
 fn pinlog(bootstrap: Option<&str>, args: &[&str]) -> CmdOutput {
-    let mut cmd = Command::new(PINLOG_BIN);
-    cmd.args(args);
+    let mut all: Vec<&str> = args.to_vec();
     if let Some(b) = bootstrap {
-        cmd.arg("--bootstrap-server").arg(b);
+        all.extend(["--bootstrap-server", b]);
     }
-    for (var, _) in std::env::vars_os() {
-        if var.to_string_lossy().starts_with("PINLOG_") {
-            cmd.env_remove(var);
-        }
-    }
-    run_command(&mut cmd, None, COMMAND_TIMEOUT)
-}
-
-fn exit_code(out: &CmdOutput) -> i32 {
-    out.status
-        .and_then(|s| s.code())
-        .unwrap_or_else(|| panic!("no exit code:\n{out}"))
-}
-
-fn expect_exit(out: &CmdOutput, code: i32) -> &CmdOutput {
-    assert_eq!(exit_code(out), code, "{out}");
-    out
-}
-
-fn json(out: &CmdOutput) -> Value {
-    expect_exit(out, 0);
-    serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("not JSON ({e}):\n{out}"))
-}
-
-/// The cells of each table line after the header, split on runs of spaces.
-fn table_rows(text: &str, header_starts: &str) -> Vec<Vec<String>> {
-    let mut lines = text.lines().skip_while(|l| !l.starts_with(header_starts));
-    lines
-        .next()
-        .unwrap_or_else(|| panic!("no {header_starts} table in:\n{text}"));
-    lines
-        .take_while(|l| !l.is_empty())
-        .map(|l| l.split_whitespace().map(str::to_string).collect())
-        .collect()
+    run_pinlog(&all, None)
 }
 
 /// Appends `records` records to partition `partition` of `topic` with

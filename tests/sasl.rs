@@ -30,6 +30,7 @@ use pinlog::protocol::messages::metadata::{MetadataRequest, MetadataResponse};
 use pinlog::protocol::messages::sasl_authenticate::*;
 use pinlog::protocol::messages::sasl_handshake::*;
 use support::kafka_conn::{read_frame, Conn};
+use support::test_ca::TestCa;
 use support::{
     free_port, kafka_libs, run_command, which, write_file, Broker, BrokerOpts, PINLOG_BIN,
 };
@@ -54,108 +55,18 @@ fn require(ok: bool, what: &str, install: &str) {
     );
 }
 
-/// A CA and a certificate for 127.0.0.1 in `dir` (X.509 v3: webpki
-/// refuses v1): `ca.pem`, and `broker.pem` with the key and the chain.
-fn make_certificates(dir: &Path) {
-    require(
-        which("openssl").is_some(),
-        "openssl",
-        "apt-get install openssl",
-    );
-    let run = |args: &[&str]| {
-        run_command(
-            Command::new("openssl").args(args).current_dir(dir),
-            None,
-            IO_TIMEOUT,
-        )
-        .assert_success();
-    };
-    write_file(
-        dir,
-        "ca.ext",
-        b"basicConstraints=critical,CA:TRUE\nkeyUsage=critical,keyCertSign,cRLSign\n",
-    );
-    write_file(
-        dir,
-        "broker.ext",
-        b"basicConstraints=CA:FALSE\nsubjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth,clientAuth\n",
-    );
-    let ec = [
-        "-newkey",
-        "ec",
-        "-pkeyopt",
-        "ec_paramgen_curve:P-256",
-        "-nodes",
-    ];
-    run(&[
-        &["req", "-x509"][..],
-        &ec[..],
-        &[
-            "-keyout",
-            "ca.key",
-            "-out",
-            "ca.pem",
-            "-days",
-            "2",
-            "-subj",
-            "/CN=pinlog test CA",
-            "-addext",
-            "basicConstraints=critical,CA:TRUE",
-            "-addext",
-            "keyUsage=critical,keyCertSign,cRLSign",
-        ],
-    ]
-    .concat());
-    run(&[
-        &["req"][..],
-        &ec[..],
-        &[
-            "-keyout",
-            "broker.key",
-            "-out",
-            "broker.csr",
-            "-subj",
-            "/CN=localhost",
-        ],
-    ]
-    .concat());
-    run(&[
-        "x509",
-        "-req",
-        "-in",
-        "broker.csr",
-        "-CA",
-        "ca.pem",
-        "-CAkey",
-        "ca.key",
-        "-CAcreateserial",
-        "-out",
-        "broker.crt",
-        "-days",
-        "2",
-        "-extfile",
-        "broker.ext",
-    ]);
-    let key = std::fs::read(dir.join("broker.key")).expect("broker key");
-    let crt = std::fs::read(dir.join("broker.crt")).expect("broker certificate");
-    write_file(dir, "broker.pem", &[key, crt].concat());
-}
-
 struct SaslBroker {
     broker: Broker,
     sasl_plaintext: u16,
     sasl_ssl: u16,
-    /// Holds the certificates.
-    dir: tempfile::TempDir,
+    /// The certificates, and the directory for the files that name them.
+    ca: TestCa,
 }
 
 impl SaslBroker {
     fn start(reauth_ms: u64) -> SaslBroker {
-        let dir = tempfile::Builder::new()
-            .prefix("pinlog-sasl-")
-            .tempdir()
-            .expect("temporary directory");
-        make_certificates(dir.path());
+        let ca = TestCa::new("pinlog test CA");
+        let server = ca.issue("broker", "/CN=localhost");
         let (sasl_plaintext, sasl_ssl) = (free_port(), free_port());
         let broker = Broker::start(
             BrokerOpts::new()
@@ -171,10 +82,7 @@ impl SaslBroker {
                     "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512,OAUTHBEARER",
                 )
                 .setting("sasl.jaas.config", PLAIN_JAAS)
-                .setting(
-                    "ssl.keystore.location",
-                    dir.path().join("broker.pem").display().to_string(),
-                )
+                .setting("ssl.keystore.location", server.pem.display().to_string())
                 .setting("connections.max.reauth.ms", reauth_ms as i64)
                 .env("RUST_LOG", "info,pinlog::server::network=debug"),
         );
@@ -182,7 +90,7 @@ impl SaslBroker {
             broker,
             sasl_plaintext,
             sasl_ssl,
-            dir,
+            ca,
         }
     }
 
@@ -195,7 +103,7 @@ impl SaslBroker {
     }
 
     fn ca(&self) -> PathBuf {
-        self.dir.path().join("ca.pem")
+        self.ca.ca()
     }
 }
 
@@ -624,7 +532,7 @@ fn what_must_be_refused_is_refused_and_the_broker_serves_on() {
     // pinlog's own commands over SASL_SSL, with Kafka's client properties.
     let props = |password: &str| {
         write_file(
-            s.dir.path(),
+            s.ca.path(),
             &format!("cli-{password}.properties"),
             format!(
                 "security.protocol=SASL_SSL\nssl.truststore.location={}\nsasl.mechanism=PLAIN\n\

@@ -1,9 +1,9 @@
 //! TLS and mutual TLS with real, unmodified clients (issue 31).
 //!
 //! Each test makes its own certificate authority and certificates with
-//! `openssl` in a temporary directory ([`Pki`]): X.509 v3 throughout
-//! (webpki refuses v1 certificates), EC P-256 keys in PKCS#8 PEM, leaf
-//! certificates naming `IP:127.0.0.1` and `DNS:localhost`.
+//! `openssl` in a temporary directory (`support::test_ca`): X.509 v3
+//! throughout (webpki refuses v1 certificates), EC P-256 keys in PKCS#8
+//! PEM, leaf certificates naming `IP:127.0.0.1` and `DNS:localhost`.
 //!
 //! - [`clients_over_tls_and_mtls`]: one broker with three listeners,
 //!   PLAINTEXT (the harness's), `SSL` (server authentication only) and
@@ -63,11 +63,11 @@ use pinlog::protocol::messages::api_versions::ApiVersionsRequest;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 use serde_json::Value;
+use support::test_ca::{Identity, TestCa};
 use support::{
     api_versions_round_trip, free_port, kafka_libs, run_command, wait_for, which, Broker,
     BrokerOpts, Cluster, CmdOutput, PINLOG_BIN,
 };
-use tempfile::TempDir;
 
 const CLIENTS_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/clients");
 /// Records each client produces to its topic on each listener.
@@ -97,146 +97,6 @@ const NETWORK_DEBUG: &str = "info,pinlog::server::network=debug";
 const MAPPING_RULES: &str = "RULE:^CN=([a-z]+),.*$/$1/L,DEFAULT";
 /// How long a cluster's leadership and ISR may take to settle.
 const CONVERGE_TIMEOUT: Duration = Duration::from_secs(30);
-
-// ---------------------------------------------------------------------------
-// Certificates.
-
-/// A certificate authority in a temporary directory, and the certificates
-/// it issued there.
-struct Pki {
-    dir: TempDir,
-}
-
-/// A certificate with its key: `cert` and `key` as separate PEM files (for
-/// librdkafka and Python), and `pem`, the key followed by the certificate
-/// (pinlog's and Java's PEM keystore).
-struct Identity {
-    cert: PathBuf,
-    key: PathBuf,
-    pem: PathBuf,
-}
-
-/// The names a certificate is valid for, unless a test says otherwise.
-const LOOPBACK_NAMES: &str = "IP:127.0.0.1,DNS:localhost";
-
-fn require_openssl() {
-    require(
-        which("openssl").is_some(),
-        "openssl (the tests make their certificates with it)",
-        "apt-get install openssl",
-    );
-}
-
-impl Pki {
-    /// A new CA whose certificate has subject `CN=<name>`.
-    fn new(name: &str) -> Pki {
-        require_openssl();
-        let dir = tempfile::Builder::new()
-            .prefix("pinlog-pki-")
-            .tempdir()
-            .expect("create a directory for the certificates");
-        let pki = Pki { dir };
-        pki.openssl(&[
-            "req",
-            "-x509",
-            "-newkey",
-            "ec",
-            "-pkeyopt",
-            "ec_paramgen_curve:P-256",
-            "-nodes",
-            "-keyout",
-            "ca.key",
-            "-out",
-            "ca.pem",
-            "-days",
-            "2",
-            "-subj",
-            &format!("/CN={name}"),
-            "-addext",
-            "basicConstraints=critical,CA:TRUE",
-            "-addext",
-            "keyUsage=critical,keyCertSign,cRLSign",
-        ]);
-        pki
-    }
-
-    fn path(&self) -> &Path {
-        self.dir.path()
-    }
-
-    /// The CA certificate (a PEM truststore).
-    fn ca(&self) -> PathBuf {
-        self.path().join("ca.pem")
-    }
-
-    /// A v3 leaf certificate for `subject` (openssl's `/O=x/CN=y` form;
-    /// RFC 2253 writes it back to front, `CN=y,O=x`), signed by this CA.
-    fn issue(&self, name: &str, subject: &str) -> Identity {
-        self.issue_for(name, subject, LOOPBACK_NAMES)
-    }
-
-    /// [`Pki::issue`] with `names` as its subject alternative names.
-    fn issue_for(&self, name: &str, subject: &str, names: &str) -> Identity {
-        let (key, csr, cert, ext) = (
-            format!("{name}.key"),
-            format!("{name}.csr"),
-            format!("{name}.crt"),
-            format!("{name}.ext"),
-        );
-        let extensions = format!(
-            "basicConstraints=CA:FALSE\nsubjectAltName={names}\n\
-             extendedKeyUsage=serverAuth,clientAuth\n"
-        );
-        support::write_file(self.path(), &ext, extensions.as_bytes());
-        self.openssl(&[
-            "req",
-            "-newkey",
-            "ec",
-            "-pkeyopt",
-            "ec_paramgen_curve:P-256",
-            "-nodes",
-            "-keyout",
-            &key,
-            "-out",
-            &csr,
-            "-subj",
-            subject,
-        ]);
-        self.openssl(&[
-            "x509",
-            "-req",
-            "-in",
-            &csr,
-            "-CA",
-            "ca.pem",
-            "-CAkey",
-            "ca.key",
-            "-CAcreateserial",
-            "-out",
-            &cert,
-            "-days",
-            "2",
-            "-extfile",
-            &ext,
-        ]);
-        let read = |f: &str| std::fs::read(self.path().join(f)).expect("read what openssl wrote");
-        let pem = [read(&key), read(&cert)].concat();
-        Identity {
-            cert: self.path().join(&cert),
-            key: self.path().join(&key),
-            pem: support::write_file(self.path(), &format!("{name}.pem"), &pem),
-        }
-    }
-
-    fn openssl(&self, args: &[&str]) {
-        let out = run_command(
-            Command::new("openssl").args(args).current_dir(self.path()),
-            None,
-            QUICK_TIMEOUT,
-        );
-        assert!(out.success(), "openssl failed:\n{out}");
-    }
-}
 
 // ---------------------------------------------------------------------------
 // A TLS client of our own (rustls), for the checks that need no Kafka
@@ -725,13 +585,13 @@ fn clients_over_tls_and_mtls() {
     let scratch = tempfile::tempdir().expect("a scratch directory");
     let java_classpath = compile_java(scratch.path(), "SecurityCheck.java");
 
-    let pki = Pki::new("pinlog-test-ca");
+    let pki = TestCa::new("pinlog-test-ca");
     let server = pki.issue("broker", "/O=pinlog/CN=localhost");
     // RFC 2253: CN=alice,OU=clients,O=pinlog, which the rule maps to alice.
     let alice = pki.issue("alice", "/O=pinlog/OU=clients/CN=alice");
     // CN=Bob-2,O=pinlog: the rule's [a-z]+ does not match, DEFAULT does.
     let bob = pki.issue("bob", "/O=pinlog/CN=Bob-2");
-    let other_pki = Pki::new("another-ca");
+    let other_pki = TestCa::new("another-ca");
     let mallory = other_pki.issue("mallory", "/O=pinlog/CN=mallory");
 
     let (ssl_port, mtls_port) = (free_port(), free_port());
@@ -939,7 +799,7 @@ fn path_str(p: &Path) -> String {
 
 #[test]
 fn hostile_input_on_a_tls_port() {
-    let pki = Pki::new("pinlog-test-ca");
+    let pki = TestCa::new("pinlog-test-ca");
     let server = pki.issue("broker", "/O=pinlog/CN=localhost");
     let alice = pki.issue("alice", "/O=pinlog/CN=alice");
     let bob = pki.issue("bob", "/O=pinlog/CN=Bob-2");
@@ -1185,7 +1045,7 @@ fn cluster_over_sasl_ssl_with_an_mtls_controller_channel() {
     const TOPIC: &str = "tls-replicated";
     const MOVED: &str = "tls-moved";
     const HALF: usize = 500;
-    let pki = Pki::new("pinlog-test-ca");
+    let pki = TestCa::new("pinlog-test-ca");
     let nodes: Vec<Identity> = (1..=3)
         .map(|id| {
             pki.issue(
@@ -1526,7 +1386,7 @@ fn cluster_over_sasl_ssl_with_an_mtls_controller_channel() {
 #[test]
 fn inter_broker_tls_checks_the_certificate_names_the_broker() {
     const TOPIC: &str = "wrong-names";
-    let pki = Pki::new("pinlog-test-ca");
+    let pki = TestCa::new("pinlog-test-ca");
     let nodes: Vec<Identity> = (1..=3)
         .map(|id| {
             pki.issue_for(

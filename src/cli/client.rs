@@ -26,9 +26,11 @@ use crate::protocol::messages::api_versions::{
     ApiVersionRange, ApiVersionsRequest, ApiVersionsResponse,
 };
 use crate::protocol::messages::{
-    create_partitions, create_topics, delete_topics, describe_configs, describe_groups,
-    find_coordinator, incremental_alter_configs, list_groups, list_offsets, metadata,
-    offset_commit, offset_fetch, partition_shards, sasl_authenticate, sasl_handshake,
+    alter_client_quotas, alter_user_scram_credentials, create_acls, create_partitions,
+    create_topics, delete_acls, delete_topics, describe_acls, describe_client_quotas,
+    describe_configs, describe_groups, describe_user_scram_credentials, find_coordinator,
+    incremental_alter_configs, list_groups, list_offsets, metadata, offset_commit, offset_fetch,
+    partition_shards, sasl_authenticate, sasl_handshake,
 };
 use crate::sasl::client_login::{ClientLogin, LOGIN_ROUNDS_MAX};
 use crate::sasl::scram::printable_nonce;
@@ -146,6 +148,43 @@ api_request!(
     partition_shards::PartitionShardsRequest,
     partition_shards::PartitionShardsResponse,
     ApiKey::PartitionShards
+);
+
+// The security admin APIs (`pinlog acl`, `user`, `quota`).
+api_request!(
+    create_acls::CreateAclsRequest,
+    create_acls::CreateAclsResponse,
+    ApiKey::CreateAcls
+);
+api_request!(
+    describe_acls::DescribeAclsRequest,
+    describe_acls::DescribeAclsResponse,
+    ApiKey::DescribeAcls
+);
+api_request!(
+    delete_acls::DeleteAclsRequest,
+    delete_acls::DeleteAclsResponse,
+    ApiKey::DeleteAcls
+);
+api_request!(
+    describe_user_scram_credentials::DescribeUserScramCredentialsRequest,
+    describe_user_scram_credentials::DescribeUserScramCredentialsResponse,
+    ApiKey::DescribeUserScramCredentials
+);
+api_request!(
+    alter_user_scram_credentials::AlterUserScramCredentialsRequest,
+    alter_user_scram_credentials::AlterUserScramCredentialsResponse,
+    ApiKey::AlterUserScramCredentials
+);
+api_request!(
+    describe_client_quotas::DescribeClientQuotasRequest,
+    describe_client_quotas::DescribeClientQuotasResponse,
+    ApiKey::DescribeClientQuotas
+);
+api_request!(
+    alter_client_quotas::AlterClientQuotasRequest,
+    alter_client_quotas::AlterClientQuotasResponse,
+    ApiKey::AlterClientQuotas
 );
 
 /// The highest version of `key` in both our codec's range and the

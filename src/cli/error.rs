@@ -42,6 +42,9 @@ pub enum CliError {
     Partial { failed: usize, total: usize },
     /// Anything else, with its context.
     Other(String),
+    /// An error whose next step the command knows better than the error
+    /// code does (a missing user: `pinlog user list`).
+    WithHint { error: Box<CliError>, hint: String },
 }
 
 pub type CliResult<T> = Result<T, CliError>;
@@ -55,9 +58,27 @@ impl CliError {
         }
     }
 
+    /// This error with `hint` as its next step.
+    pub fn with_hint(self, hint: impl Into<String>) -> CliError {
+        CliError::WithHint {
+            error: Box::new(self),
+            hint: hint.into(),
+        }
+    }
+
+    /// Whether the broker closed the connection instead of answering.
+    pub fn closed_by_broker(&self) -> bool {
+        match self {
+            CliError::Io { source, .. } => source.kind() == io::ErrorKind::UnexpectedEof,
+            CliError::WithHint { error, .. } => error.closed_by_broker(),
+            _ => false,
+        }
+    }
+
     pub fn exit_code(&self) -> u8 {
         match self {
             CliError::Usage(_) => EXIT_USAGE,
+            CliError::WithHint { error, .. } => error.exit_code(),
             _ => EXIT_OPERATION_FAILED,
         }
     }
@@ -65,6 +86,7 @@ impl CliError {
     /// A next step for the operator, when one is known.
     pub fn hint(&self) -> Option<String> {
         match self {
+            CliError::WithHint { hint, .. } => Some(hint.clone()),
             CliError::Unreachable { .. } => Some(
                 "is the broker running? start it with `pinlog serve`, or pass --bootstrap-server"
                     .into(),
@@ -125,17 +147,12 @@ impl fmt::Display for CliError {
                 write!(f, "{failed} of {total} operations failed")
             }
             CliError::Other(m) => f.write_str(m),
+            CliError::WithHint { error, .. } => error.fmt(f),
         }
     }
 }
 
 impl std::error::Error for CliError {}
-
-// Error codes the CLI can meet that pinlog's broker never sends, so that
-// `protocol::error_code` does not list them.
-pub const TOPIC_AUTHORIZATION_FAILED: i16 = 29;
-pub const GROUP_AUTHORIZATION_FAILED: i16 = 30;
-pub const UNSTABLE_OFFSET_COMMIT: i16 = 88;
 
 /// Kafka's name of an error code, as its tools print it.
 pub fn error_name(code: i16) -> &'static str {
@@ -175,6 +192,16 @@ pub fn error_name(code: i16) -> &'static str {
         GROUP_ID_NOT_FOUND => "GROUP_ID_NOT_FOUND",
         OFFSET_NOT_AVAILABLE => "OFFSET_NOT_AVAILABLE",
         UNSTABLE_OFFSET_COMMIT => "UNSTABLE_OFFSET_COMMIT",
+        NOT_CONTROLLER => "NOT_CONTROLLER",
+        CLUSTER_AUTHORIZATION_FAILED => "CLUSTER_AUTHORIZATION_FAILED",
+        TRANSACTIONAL_ID_AUTHORIZATION_FAILED => "TRANSACTIONAL_ID_AUTHORIZATION_FAILED",
+        SECURITY_DISABLED => "SECURITY_DISABLED",
+        UNSUPPORTED_SASL_MECHANISM => "UNSUPPORTED_SASL_MECHANISM",
+        ILLEGAL_SASL_STATE => "ILLEGAL_SASL_STATE",
+        SASL_AUTHENTICATION_FAILED => "SASL_AUTHENTICATION_FAILED",
+        RESOURCE_NOT_FOUND => "RESOURCE_NOT_FOUND",
+        DUPLICATE_RESOURCE => "DUPLICATE_RESOURCE",
+        UNACCEPTABLE_CREDENTIAL => "UNACCEPTABLE_CREDENTIAL",
         _ => "UNKNOWN_ERROR_CODE",
     }
 }
@@ -183,6 +210,8 @@ pub fn error_name(code: i16) -> &'static str {
 fn hint_for_code(code: i16) -> Option<&'static str> {
     use error_code::*;
     Some(match code {
+        // RESOURCE_NOT_FOUND is named by the command that meets it, which
+        // knows what is missing.
         UNKNOWN_TOPIC_OR_PARTITION => "see the topics that exist with `pinlog topic list`",
         TOPIC_ALREADY_EXISTS => {
             "see it with `pinlog topic describe NAME`, or change it with `pinlog topic alter`"
@@ -205,8 +234,36 @@ fn hint_for_code(code: i16) -> Option<&'static str> {
         }
         GROUP_ID_NOT_FOUND => "see the groups that exist with `pinlog group list`",
         UNSUPPORTED_VERSION => "the broker does not speak a version of this API that pinlog knows",
+        CLUSTER_AUTHORIZATION_FAILED | TOPIC_AUTHORIZATION_FAILED | GROUP_AUTHORIZATION_FAILED
+        | TRANSACTIONAL_ID_AUTHORIZATION_FAILED => {
+            "the principal of --command-config may not do this; use a super user (super.users), \
+             or grant the operation with `pinlog acl add`"
+        }
+        SECURITY_DISABLED => {
+            "the broker runs without an authorizer; set authorizer.class.name (README: Securing a cluster)"
+        }
+        UNACCEPTABLE_CREDENTIAL => "SCRAM credentials take 4096 to 16384 iterations and a non-empty user name",
         _ => return None,
     })
+}
+
+/// Reports every failure of a command that did several things: one is the
+/// command's error; several are each printed here, with their next step,
+/// and the command fails with how many did.
+pub fn report_failures(mut failures: Vec<CliError>, total: usize) -> CliResult<()> {
+    match failures.len() {
+        0 => Ok(()),
+        1 => Err(failures.pop().expect("one")),
+        n => {
+            for f in &failures {
+                eprintln!("error: {f}");
+                if let Some(h) = f.hint() {
+                    eprintln!("  {h}");
+                }
+            }
+            Err(CliError::Partial { failed: n, total })
+        }
+    }
 }
 
 #[cfg(test)]
@@ -241,6 +298,35 @@ mod tests {
         assert_eq!(
             e.hint().as_deref(),
             Some("the group has active members; stop the consumers first")
+        );
+    }
+
+    #[test]
+    fn a_commands_own_hint_wins_and_keeps_the_error() {
+        let e = CliError::broker("user \"bob\"", error_code::RESOURCE_NOT_FOUND, None)
+            .with_hint("see the users with `pinlog user list`");
+        assert_eq!(e.to_string(), "user \"bob\": RESOURCE_NOT_FOUND (91)");
+        assert_eq!(e.exit_code(), EXIT_OPERATION_FAILED);
+        assert_eq!(
+            e.hint().as_deref(),
+            Some("see the users with `pinlog user list`")
+        );
+        let closed = CliError::Io {
+            op: "read".into(),
+            addr: "b:1".into(),
+            source: io::ErrorKind::UnexpectedEof.into(),
+            timeout: Duration::from_secs(1),
+        };
+        assert!(closed.closed_by_broker());
+        assert!(closed.with_hint("h").closed_by_broker());
+        let usage = CliError::Usage("x".into()).with_hint("y");
+        assert!(!usage.closed_by_broker());
+        assert_eq!(usage.exit_code(), EXIT_USAGE);
+        assert!(
+            CliError::broker("cluster", error_code::SECURITY_DISABLED, None)
+                .hint()
+                .unwrap()
+                .contains("authorizer.class.name")
         );
     }
 }

@@ -1,7 +1,9 @@
-//! The operator commands: `pinlog topic ...`, `pinlog group ...` and
-//! `pinlog cluster describe`, which
+//! The operator commands: `pinlog topic ...`, `pinlog group ...`,
+//! `pinlog cluster describe`, and for a secured cluster `pinlog acl ...`,
+//! `pinlog user ...` (SCRAM credentials) and `pinlog quota ...`, which
 //! speak the Kafka protocol to a running broker, like Kafka's
-//! `kafka-topics.sh`, `kafka-configs.sh` and `kafka-consumer-groups.sh`.
+//! `kafka-topics.sh`, `kafka-configs.sh`, `kafka-consumer-groups.sh` and
+//! `kafka-acls.sh`.
 //!
 //! Every command prints an aligned table (or a sentence) for people and,
 //! with `--json`, one JSON document for scripts. Errors go to stderr with a
@@ -9,20 +11,24 @@
 //! operation failed or the broker could not be reached, and 2 for a bad
 //! command line.
 //!
-//! Layout: `client.rs` is the blocking Kafka client, `topic.rs`,
-//! `group.rs` and `cluster.rs` the commands, `table.rs` the output, `error.rs` the errors
-//! and exit codes. Each command first gathers what the broker says into
+//! Layout: `client.rs` is the blocking Kafka client (`security.rs` its
+//! `--command-config`), `topic.rs`, `group/`, `cluster.rs`, `partition.rs`,
+//! `acl.rs`, `user.rs` and `quota.rs` the commands, `table.rs` the output,
+//! `error.rs` the errors and exit codes. Each command first gathers what the broker says into
 //! plain structs, then renders them, so the rendering is tested without a
 //! broker.
 
+pub mod acl;
 pub mod client;
 pub mod cluster;
 pub mod error;
 pub mod group;
 pub mod partition;
+pub mod quota;
 pub mod security;
 pub mod table;
 pub mod topic;
+pub mod user;
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -30,15 +36,17 @@ use std::time::Duration;
 
 use clap::{ArgGroup, Args, Subcommand};
 
+use crate::acl::PatternType;
 use crate::cli::client::DEFAULT_BOOTSTRAP_SERVER;
 use crate::cli::error::{CliError, CliResult, EXIT_OK};
+use crate::sasl::scram_credential::{ScramMechanism, MAX_ITERATIONS, MIN_ITERATIONS};
 
 /// `--timeout` when not given; the same value as
 /// [`client::DEFAULT_TIMEOUT`], in the form the flag takes (a unit test
 /// keeps the two equal).
 pub const DEFAULT_TIMEOUT_TEXT: &str = "30s";
 
-/// Options every topic and group command takes.
+/// Options every operator command takes.
 #[derive(Args, Debug, Clone)]
 pub struct ConnectArgs {
     /// The broker to talk to, HOST:PORT.
@@ -222,6 +230,160 @@ pub enum ClusterCommand {
     Describe,
 }
 
+/// What `pinlog acl` does (like kafka-acls.sh). ACLs apply under an
+/// authorizer (`authorizer.class.name`); the commands need a super user or
+/// ALTER (add, remove) or DESCRIBE (list) on the cluster.
+#[derive(Subcommand, Debug, Clone)]
+pub enum AclCommand {
+    /// List ACLs: every one, or those of the resources named.
+    List {
+        #[command(flatten)]
+        resources: acl::ResourceArgs,
+        /// How the resource names are compared: literal (the default with
+        /// a resource), prefixed, match (every ACL that applies to the
+        /// literal name: its own, prefixes of it, `*`) or any.
+        #[arg(long, value_name = "TYPE", value_parser = acl::parse_filter_pattern_type)]
+        resource_pattern_type: Option<PatternType>,
+        /// Only the ACLs that name this principal, e.g. User:alice.
+        #[arg(long, value_name = "TYPE:NAME")]
+        principal: Option<String>,
+    },
+    /// Allow or deny principals operations on resources.
+    #[command(group(
+        ArgGroup::new("principals")
+            .required(true)
+            .multiple(true)
+            .args(["allow_principals", "deny_principals"])
+    ))]
+    Add {
+        #[command(flatten)]
+        resources: acl::ResourceArgs,
+        #[command(flatten)]
+        entries: acl::EntryArgs,
+        /// literal (the default): the name exactly, or every name for `*`;
+        /// prefixed: every name that starts with it.
+        #[arg(long, value_name = "TYPE", default_value = "literal", value_parser = acl::parse_pattern_type)]
+        resource_pattern_type: PatternType,
+    },
+    /// Remove the ACLs the options describe, and show what was removed.
+    /// `--operation Any` removes a principal's ACLs for every operation.
+    #[command(group(
+        ArgGroup::new("principals")
+            .required(true)
+            .multiple(true)
+            .args(["allow_principals", "deny_principals"])
+    ))]
+    Remove {
+        #[command(flatten)]
+        resources: acl::ResourceArgs,
+        #[command(flatten)]
+        entries: acl::EntryArgs,
+        /// literal (the default) or prefixed, as the ACLs were added.
+        #[arg(long, value_name = "TYPE", default_value = "literal", value_parser = acl::parse_pattern_type)]
+        resource_pattern_type: PatternType,
+    },
+}
+
+/// What `pinlog user` does: SCRAM credentials (like kafka-configs.sh
+/// --entity-type users with SCRAM-SHA-256/512). Super users only.
+#[derive(Subcommand, Debug, Clone)]
+pub enum UserCommand {
+    /// List users with SCRAM credentials: each mechanism and its iterations.
+    List {
+        /// Users to show (default: every user with a credential).
+        users: Vec<String>,
+    },
+    /// Set a user's password for SCRAM, read from --password-file or from
+    /// stdin (never from the command line). The salt and the salted
+    /// password are made here; the password is not sent.
+    SetPassword {
+        /// The user's name (alice logs in as User:alice).
+        user: String,
+        /// SCRAM-SHA-256 or SCRAM-SHA-512; repeatable, to set both.
+        #[arg(long = "mechanism", value_name = "MECHANISM", required = true, value_parser = user::parse_scram_mechanism)]
+        mechanisms: Vec<ScramMechanism>,
+        /// PBKDF2 iterations, from 4096 to 16384.
+        #[arg(
+            long,
+            default_value_t = user::DEFAULT_ITERATIONS,
+            value_parser = clap::value_parser!(u32).range(i64::from(MIN_ITERATIONS)..=i64::from(MAX_ITERATIONS))
+        )]
+        iterations: u32,
+        /// A file holding the password (one line); without it, stdin.
+        #[arg(long, value_name = "FILE")]
+        password_file: Option<std::path::PathBuf>,
+    },
+    /// Delete a user's SCRAM credential for a mechanism.
+    Delete {
+        /// The user's name.
+        user: String,
+        /// SCRAM-SHA-256 or SCRAM-SHA-512; repeatable.
+        #[arg(long = "mechanism", value_name = "MECHANISM", required = true, value_parser = user::parse_scram_mechanism)]
+        mechanisms: Vec<ScramMechanism>,
+    },
+}
+
+/// What `pinlog quota` does: client quotas per user, client id, or both
+/// (like kafka-configs.sh --entity-type users|clients). Super users only.
+#[derive(Subcommand, Debug, Clone)]
+pub enum QuotaCommand {
+    /// List quotas: every entity's, or those that involve the user or
+    /// client id given.
+    List {
+        #[command(flatten)]
+        entity: quota::EntityArgs,
+    },
+    /// Set quota values of an entity (the others it has stay).
+    #[command(group(
+        ArgGroup::new("entity")
+            .required(true)
+            .multiple(true)
+            .args(["user", "user_default", "client_id", "client_id_default"])
+    ))]
+    #[command(group(
+        ArgGroup::new("values")
+            .required(true)
+            .multiple(true)
+            .args(["producer_byte_rate", "consumer_byte_rate", "request_percentage", "controller_mutation_rate"])
+    ))]
+    Set {
+        #[command(flatten)]
+        entity: quota::EntityArgs,
+        #[command(flatten)]
+        values: quota::QuotaValues,
+    },
+    /// Remove quota keys of an entity (producer_byte_rate,
+    /// consumer_byte_rate, request_percentage, controller_mutation_rate).
+    #[command(group(
+        ArgGroup::new("entity")
+            .required(true)
+            .multiple(true)
+            .args(["user", "user_default", "client_id", "client_id_default"])
+    ))]
+    Remove {
+        /// The keys to remove.
+        #[arg(required = true, value_name = "KEY", value_parser = quota::parse_quota_key)]
+        keys: Vec<String>,
+        #[command(flatten)]
+        entity: quota::EntityArgs,
+    },
+}
+
+/// Runs an ACL command; see [`run_topic`].
+pub fn run_acl(conn: &ConnectArgs, command: AclCommand) -> ExitCode {
+    finish(acl::run(conn, command, &mut std::io::stdout().lock()))
+}
+
+/// Runs a user command; see [`run_topic`].
+pub fn run_user(conn: &ConnectArgs, command: UserCommand) -> ExitCode {
+    finish(user::run(conn, command, &mut std::io::stdout().lock()))
+}
+
+/// Runs a quota command; see [`run_topic`].
+pub fn run_quota(conn: &ConnectArgs, command: QuotaCommand) -> ExitCode {
+    finish(quota::run(conn, command, &mut std::io::stdout().lock()))
+}
+
 /// Runs a cluster command; see [`run_topic`].
 pub fn run_cluster(conn: &ConnectArgs, command: ClusterCommand) -> ExitCode {
     finish(cluster::run(conn, command, &mut std::io::stdout().lock()))
@@ -314,6 +476,12 @@ mod tests {
         Topic(TopicCommand),
         #[command(subcommand)]
         Group(GroupCommand),
+        #[command(subcommand)]
+        Acl(AclCommand),
+        #[command(subcommand)]
+        User(UserCommand),
+        #[command(subcommand)]
+        Quota(QuotaCommand),
     }
 
     fn parse(args: &[&str]) -> Result<TestCli, clap::Error> {
@@ -456,5 +624,157 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn security_commands_check_their_arguments() {
+        let usage = |args: &[&str]| {
+            let e = parse(args).unwrap_err();
+            assert_eq!(e.exit_code(), i32::from(error::EXIT_USAGE), "{args:?}: {e}");
+        };
+        // ACLs: a principal and an operation, by Kafka's names.
+        usage(&["acl", "add", "--topic", "t", "--operation", "Read"]);
+        usage(&["acl", "add", "--topic", "t", "--allow-principal", "User:a"]);
+        usage(&[
+            "acl",
+            "add",
+            "--topic",
+            "t",
+            "--allow-principal",
+            "alice",
+            "--operation",
+            "Read",
+        ]);
+        usage(&[
+            "acl",
+            "add",
+            "--topic",
+            "t",
+            "--allow-principal",
+            "User:a",
+            "--operation",
+            "Reed",
+        ]);
+        usage(&[
+            "acl",
+            "add",
+            "--topic",
+            "t",
+            "--allow-principal",
+            "User:a",
+            "--operation",
+            "Read",
+            "--resource-pattern-type",
+            "match",
+        ]);
+        usage(&["acl", "list", "--resource-pattern-type", "fuzzy"]);
+        let cli = parse(&[
+            "acl",
+            "add",
+            "--topic",
+            "t",
+            "--deny-principal",
+            "User:a",
+            "--operation",
+            "Read",
+            "--operation",
+            "describe_configs",
+            "--resource-pattern-type",
+            "PREFIXED",
+        ])
+        .unwrap();
+        match cli.command {
+            TestCommand::Acl(AclCommand::Add {
+                entries,
+                resource_pattern_type,
+                ..
+            }) => {
+                assert_eq!(resource_pattern_type, PatternType::Prefixed);
+                assert_eq!(entries.hosts, vec!["*".to_string()]);
+                assert_eq!(
+                    entries.operations,
+                    vec![
+                        crate::acl::AclOperation::Read,
+                        crate::acl::AclOperation::DescribeConfigs
+                    ]
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+        // SCRAM: a SCRAM mechanism, iterations in Kafka's range.
+        usage(&["user", "set-password", "alice"]);
+        usage(&["user", "set-password", "alice", "--mechanism", "PLAIN"]);
+        usage(&[
+            "user",
+            "set-password",
+            "alice",
+            "--mechanism",
+            "SCRAM-SHA-256",
+            "--iterations",
+            "100",
+        ]);
+        usage(&[
+            "user",
+            "set-password",
+            "alice",
+            "--mechanism",
+            "SCRAM-SHA-256",
+            "--iterations",
+            "16385",
+        ]);
+        usage(&["user", "delete", "alice"]);
+        let cli = parse(&[
+            "user",
+            "set-password",
+            "alice",
+            "--mechanism",
+            "SCRAM-SHA-512",
+        ])
+        .unwrap();
+        match cli.command {
+            TestCommand::User(UserCommand::SetPassword { iterations, .. }) => {
+                assert_eq!(iterations, user::DEFAULT_ITERATIONS)
+            }
+            other => panic!("{other:?}"),
+        }
+        // Quotas: an entity, a value, known keys.
+        usage(&["quota", "set", "--producer-byte-rate", "1024"]);
+        usage(&["quota", "set", "--user", "alice"]);
+        usage(&[
+            "quota",
+            "set",
+            "--user",
+            "alice",
+            "--user-default",
+            "--producer-byte-rate",
+            "1",
+        ]);
+        usage(&[
+            "quota",
+            "set",
+            "--user",
+            "alice",
+            "--producer-byte-rate",
+            "0",
+        ]);
+        usage(&[
+            "quota",
+            "set",
+            "--user",
+            "alice",
+            "--request-percentage",
+            "-5",
+        ]);
+        usage(&["quota", "remove", "--user", "alice"]);
+        usage(&["quota", "remove", "bytes", "--user", "alice"]);
+        usage(&["quota", "remove", "producer_byte_rate"]);
+        assert!(parse(&[
+            "quota",
+            "remove",
+            "producer_byte_rate",
+            "--client-id-default"
+        ])
+        .is_ok());
+        assert!(parse(&["quota", "list", "--user-default"]).is_ok());
     }
 }

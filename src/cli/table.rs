@@ -117,6 +117,19 @@ pub fn or_dash<T: ToString>(v: Option<T>) -> String {
     v.map(|v| v.to_string()).unwrap_or_else(|| "-".into())
 }
 
+/// A broker's error for one item of a command's JSON output: its code,
+/// Kafka's name for it and its message; `null` when there was none.
+pub fn error_json(e: &Option<(i16, Option<String>)>) -> serde_json::Value {
+    match e {
+        None => serde_json::Value::Null,
+        Some((code, message)) => serde_json::json!({
+            "code": code,
+            "name": crate::cli::error::error_name(*code),
+            "message": message,
+        }),
+    }
+}
+
 /// Pretty JSON with a trailing newline, for stdout.
 pub fn json_text(v: &serde_json::Value) -> String {
     let mut s = serde_json::to_string_pretty(v).expect("a Value always serialises");

@@ -11,8 +11,8 @@ use std::io::Write;
 use serde_json::{json, Value};
 
 use crate::cli::client::{Client, Cluster};
-use crate::cli::error::{error_name, CliError, CliResult};
-use crate::cli::table::{join_ids, json_text, or_dash, topic_id_text, Align, Table};
+use crate::cli::error::{error_name, report_failures, CliError, CliResult};
+use crate::cli::table::{error_json, join_ids, json_text, or_dash, topic_id_text, Align, Table};
 use crate::cli::{emit, timeout_ms, ConnectArgs, TopicCommand};
 use crate::protocol::error_code;
 use crate::protocol::messages::create_partitions::{
@@ -392,22 +392,6 @@ fn describe(
 
 /// Prints every failure but the last on stderr and returns the last one,
 /// or a summary when several items failed.
-fn report_failures(mut failures: Vec<CliError>, total: usize) -> CliResult<()> {
-    match failures.len() {
-        0 => Ok(()),
-        1 => Err(failures.pop().expect("one")),
-        n => {
-            for f in &failures {
-                eprintln!("error: {f}");
-                if let Some(h) = f.hint() {
-                    eprintln!("  {h}");
-                }
-            }
-            Err(CliError::Partial { failed: n, total })
-        }
-    }
-}
-
 /// Asks each partition's leader for its earliest and latest offsets.
 fn fill_offsets(cluster: &mut Cluster, topics: &mut [TopicDescription]) -> CliResult<()> {
     let mut by_leader: BTreeMap<i32, Vec<(String, i32)>> = BTreeMap::new();
@@ -569,17 +553,6 @@ fn fill_configs(client: &mut Client, topics: &mut [TopicDescription]) -> CliResu
             .collect();
     }
     Ok(())
-}
-
-fn error_json(e: &Option<(i16, Option<String>)>) -> Value {
-    match e {
-        None => Value::Null,
-        Some((code, message)) => json!({
-            "code": code,
-            "name": error_name(*code),
-            "message": message,
-        }),
-    }
 }
 
 pub fn render_describe(topics: &[TopicDescription], json: bool) -> String {

@@ -23,8 +23,10 @@
 //! kept, and its path printed, for inspection.
 #![allow(dead_code)]
 
+pub mod cli;
 pub mod kafka_conn;
 pub mod netns;
+pub mod test_ca;
 
 use std::collections::BTreeSet;
 use std::fs::{File, OpenOptions};

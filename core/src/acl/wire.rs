@@ -2,6 +2,10 @@
 //! ACL types, and the answers back: Kafka's numeric codes become the
 //! enumerations (a code Kafka does not define becomes `Unknown`, which
 //! the checks in `binding.rs` refuse with Kafka's messages).
+//!
+//! Both sides are here: the broker reads requests and writes answers,
+//! and the operator CLI (`pinlog acl`) writes requests and reads answers,
+//! each through the inverse of the other's conversion.
 
 use crate::acl::binding::{
     AccessControlEntry, AccessControlEntryFilter, AclBinding, AclBindingFilter, AclError,
@@ -98,6 +102,34 @@ pub fn filter_of_describe(r: &DescribeAclsRequest) -> AclBindingFilter {
     )
 }
 
+/// The DescribeAcls request that asks for `f` (the inverse of
+/// [`filter_of_describe`]).
+pub fn describe_request_of_filter(f: &AclBindingFilter) -> DescribeAclsRequest {
+    DescribeAclsRequest {
+        resource_type_filter: f.pattern.resource_type.code(),
+        resource_name_filter: f.pattern.name.clone(),
+        pattern_type_filter: f.pattern.pattern_type.code(),
+        principal_filter: f.entry.principal.clone(),
+        host_filter: f.entry.host.clone(),
+        operation: f.entry.operation.code(),
+        permission_type: f.entry.permission.code(),
+    }
+}
+
+/// The DeleteAcls filter that selects what `f` selects (the inverse of
+/// [`filter_of_delete`]).
+pub fn delete_filter_of_filter(f: &AclBindingFilter) -> DeleteAclsFilter {
+    DeleteAclsFilter {
+        resource_type_filter: f.pattern.resource_type.code(),
+        resource_name_filter: f.pattern.name.clone(),
+        pattern_type_filter: f.pattern.pattern_type.code(),
+        principal_filter: f.entry.principal.clone(),
+        host_filter: f.entry.host.clone(),
+        operation: f.entry.operation.code(),
+        permission_type: f.entry.permission.code(),
+    }
+}
+
 /// One DeleteAcls filter.
 pub fn filter_of_delete(f: &DeleteAclsFilter) -> AclBindingFilter {
     filter(
@@ -140,6 +172,46 @@ pub fn describe_resources(bindings: &[AclBinding]) -> Vec<DescribeAclsResource> 
         }
     }
     out
+}
+
+/// The ACLs of a DescribeAcls answer, one per entry (the inverse of
+/// [`describe_resources`]).
+pub fn bindings_of_describe(resources: &[DescribeAclsResource]) -> Vec<AclBinding> {
+    resources
+        .iter()
+        .flat_map(|r| {
+            r.acls.iter().map(move |a| AclBinding {
+                pattern: ResourcePattern {
+                    resource_type: ResourceType::from_code(r.resource_type),
+                    name: r.resource_name.clone(),
+                    pattern_type: PatternType::from_code(r.pattern_type),
+                },
+                entry: AccessControlEntry {
+                    principal: a.principal.clone(),
+                    host: a.host.clone(),
+                    operation: AclOperation::from_code(a.operation),
+                    permission: AclPermissionType::from_code(a.permission_type),
+                },
+            })
+        })
+        .collect()
+}
+
+/// One ACL that a DeleteAcls answer says it deleted.
+pub fn binding_of_deleted(m: &DeleteAclsMatchingAcl) -> AclBinding {
+    AclBinding {
+        pattern: ResourcePattern {
+            resource_type: ResourceType::from_code(m.resource_type),
+            name: m.resource_name.clone(),
+            pattern_type: PatternType::from_code(m.pattern_type),
+        },
+        entry: AccessControlEntry {
+            principal: m.principal.clone(),
+            host: m.host.clone(),
+            operation: AclOperation::from_code(m.operation),
+            permission: AclPermissionType::from_code(m.permission_type),
+        },
+    }
 }
 
 /// DeleteAcls's answer to one filter: the ACLs it deleted, or why it was
@@ -203,6 +275,35 @@ mod tests {
             .map(|r| (r.resource_type, r.pattern_type, r.acls.len()))
             .collect();
         assert_eq!(shape, vec![(2, 3, 2), (2, 4, 1), (3, 3, 1)]);
+    }
+
+    #[test]
+    fn the_clients_half_inverts_the_brokers() {
+        let filter = AclBindingFilter {
+            pattern: ResourcePatternFilter {
+                resource_type: Topic,
+                name: Some("orders".into()),
+                pattern_type: PatternType::Match,
+            },
+            entry: AccessControlEntryFilter {
+                principal: Some("User:alice".into()),
+                host: None,
+                operation: Any,
+                permission: Allow,
+            },
+        };
+        assert_eq!(
+            filter_of_describe(&describe_request_of_filter(&filter)),
+            filter
+        );
+        assert_eq!(filter_of_delete(&delete_filter_of_filter(&filter)), filter);
+        let a = acl(Topic, "t", Literal, "User:a", "*", Read, Allow);
+        let b = acl(Topic, "t", Literal, "User:b", "10.0.0.1", Write, Allow);
+        let c = acl(Group, "g-", Prefixed, "User:a", "*", Read, Allow);
+        let all = vec![a.clone(), b, c];
+        assert_eq!(bindings_of_describe(&describe_resources(&all)), all);
+        let deleted = delete_result(&Ok(vec![a.clone()]));
+        assert_eq!(binding_of_deleted(&deleted.matching_acls[0]), a);
     }
 
     #[test]

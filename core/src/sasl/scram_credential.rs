@@ -20,6 +20,10 @@ use std::num::NonZeroU32;
 
 use ring::{digest, hmac, pbkdf2};
 
+use crate::protocol::messages::describe_user_scram_credentials::{
+    MECHANISM_SCRAM_SHA_256, MECHANISM_SCRAM_SHA_512,
+};
+
 /// Kafka's `ScramMechanism.minIterations()`: fewer iterations are refused
 /// both when a credential is set and when a client authenticates with it.
 pub const MIN_ITERATIONS: u32 = 4096;
@@ -44,6 +48,25 @@ impl ScramMechanism {
             super::Mechanism::ScramSha256 => Some(ScramMechanism::Sha256),
             super::Mechanism::ScramSha512 => Some(ScramMechanism::Sha512),
             super::Mechanism::Plain | super::Mechanism::OAuthBearer => None,
+        }
+    }
+
+    /// Kafka's `ScramMechanism` type code, as the credential APIs and
+    /// records carry it.
+    pub fn kafka_type(self) -> i8 {
+        match self {
+            ScramMechanism::Sha256 => MECHANISM_SCRAM_SHA_256,
+            ScramMechanism::Sha512 => MECHANISM_SCRAM_SHA_512,
+        }
+    }
+
+    /// The mechanism of a Kafka type code; `None` for a code Kafka does
+    /// not define (0 is its UNKNOWN).
+    pub fn from_kafka_type(code: i8) -> Option<ScramMechanism> {
+        match code {
+            MECHANISM_SCRAM_SHA_256 => Some(ScramMechanism::Sha256),
+            MECHANISM_SCRAM_SHA_512 => Some(ScramMechanism::Sha512),
+            _ => None,
         }
     }
 
@@ -303,5 +326,10 @@ mod tests {
         );
         assert_eq!(ScramMechanism::from_mechanism(Mechanism::Plain), None);
         assert_eq!(ScramMechanism::Sha256.mechanism(), Mechanism::ScramSha256);
+        for m in [ScramMechanism::Sha256, ScramMechanism::Sha512] {
+            assert_eq!(ScramMechanism::from_kafka_type(m.kafka_type()), Some(m));
+        }
+        assert_eq!(ScramMechanism::Sha512.kafka_type(), 2);
+        assert_eq!(ScramMechanism::from_kafka_type(0), None);
     }
 }

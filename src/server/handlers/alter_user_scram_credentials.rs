@@ -23,15 +23,6 @@ use crate::server::controller;
 use crate::server::handlers::access::{Access, AUTHORIZATION_FAILED};
 use crate::shard::shard::Shard;
 
-/// Kafka's ScramMechanism type as a mechanism.
-fn mechanism(code: i8) -> Option<ScramMechanism> {
-    match code {
-        1 => Some(ScramMechanism::Sha256),
-        2 => Some(ScramMechanism::Sha512),
-        _ => None,
-    }
-}
-
 type Refusal = (i16, String);
 
 fn unacceptable(message: &str) -> Refusal {
@@ -39,7 +30,7 @@ fn unacceptable(message: &str) -> Refusal {
 }
 
 fn check_upsert(u: &ScramCredentialUpsertion) -> Result<ScramChange, Refusal> {
-    let m = mechanism(u.mechanism).ok_or_else(|| {
+    let m = ScramMechanism::from_kafka_type(u.mechanism).ok_or_else(|| {
         (
             error_code::UNSUPPORTED_SASL_MECHANISM,
             "Unknown SCRAM mechanism".to_string(),
@@ -125,7 +116,7 @@ pub async fn handle(
         } else {
             match upsert {
                 Some(u) => check_upsert(u),
-                None if mechanism(mech).is_none() => Err((
+                None if ScramMechanism::from_kafka_type(mech).is_none() => Err((
                     error_code::UNSUPPORTED_SASL_MECHANISM,
                     "Unknown SCRAM mechanism".to_string(),
                 )),
