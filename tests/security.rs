@@ -1055,7 +1055,7 @@ fn cluster_over_sasl_ssl_with_an_mtls_controller_channel() {
         })
         .collect();
     let alice = pki.issue("alice", "/O=pinlog/CN=alice");
-    let elsewhere = Pki::new("another-ca");
+    let elsewhere = TestCa::new("another-ca");
     let stranger = elsewhere.issue("stranger", "/O=pinlog/CN=broker-9");
     let ssl_ports: Vec<u16> = (0..3).map(|_| free_port()).collect();
     let internal_ports: Vec<u16> = (0..3).map(|_| free_port()).collect();

@@ -23,7 +23,7 @@ use crate::shard::shard::Shard;
 /// Kafka's ConfigSource for settings from the broker's config file.
 const CONFIG_SOURCE_STATIC_BROKER: i8 = 4;
 /// Kafka's ConfigSource for a dynamic setting of one broker.
-const CONFIG_SOURCE_DYNAMIC_BROKER: i8 = 1;
+const CONFIG_SOURCE_DYNAMIC_BROKER: i8 = 2;
 /// Kafka's ConfigSource for a setting left at its default.
 const CONFIG_SOURCE_DEFAULT: i8 = 5;
 
