@@ -7,7 +7,9 @@
 
 use std::rc::Rc;
 
-use super::{call, wrong_answer, AdminAnswer, AdminRequest, ControllerError, ControllerResult};
+use super::{
+    call_as, wrong_answer, AdminAnswer, AdminRequest, Caller, ControllerError, ControllerResult,
+};
 use crate::acl::wire::{binding_of_creation, creation_result, delete_result, filter_of_delete};
 use crate::acl::{AclBinding, AclBindingFilter};
 use crate::controller::acls::{plan_create_acls, plan_delete_acls};
@@ -105,11 +107,12 @@ fn decode_answer<T>(
 /// callable from any shard. Answers once this node serves them.
 pub async fn create_acls(
     shard: &Rc<Shard>,
+    caller: Option<Caller>,
     req: &CreateAclsRequest,
     version: i16,
 ) -> ControllerResult<CreateAclsResponse> {
     let body = encode(|w| req.encode(w, version));
-    let answer = call(shard, AdminRequest::CreateAcls { version, body }).await?;
+    let answer = call_as(shard, caller, AdminRequest::CreateAcls { version, body }).await?;
     decode_answer(answer, |r| CreateAclsResponse::decode(r, version))
 }
 
@@ -117,10 +120,11 @@ pub async fn create_acls(
 /// callable from any shard. Answers once this node no longer serves them.
 pub async fn delete_acls(
     shard: &Rc<Shard>,
+    caller: Option<Caller>,
     req: &DeleteAclsRequest,
     version: i16,
 ) -> ControllerResult<DeleteAclsResponse> {
     let body = encode(|w| req.encode(w, version));
-    let answer = call(shard, AdminRequest::DeleteAcls { version, body }).await?;
+    let answer = call_as(shard, caller, AdminRequest::DeleteAcls { version, body }).await?;
     decode_answer(answer, |r| DeleteAclsResponse::decode(r, version))
 }

@@ -5,7 +5,7 @@
 
 use std::rc::Rc;
 
-use super::{call, wrong_answer, AdminAnswer, AdminRequest, ControllerResult};
+use super::{call_as, wrong_answer, AdminAnswer, AdminRequest, Caller, ControllerResult};
 use crate::controller::quotas::{plan_alter_client_quotas, QuotaAlteration, QuotaOutcome};
 use crate::controller::scram::{plan_scram_changes, ScramChange, UserOutcome};
 use crate::metadata::image::MetadataImage;
@@ -64,11 +64,13 @@ pub(super) fn decide_scram_credentials(
 /// controller; callable from any shard.
 pub async fn alter_client_quotas(
     shard: &Rc<Shard>,
+    caller: Option<Caller>,
     alterations: Vec<QuotaAlteration>,
     validate_only: bool,
 ) -> ControllerResult<Vec<QuotaOutcome>> {
-    match call(
+    match call_as(
         shard,
+        caller,
         AdminRequest::AlterClientQuotas {
             alterations,
             validate_only,
@@ -86,9 +88,10 @@ pub async fn alter_client_quotas(
 /// authenticates with the new credentials.
 pub async fn alter_scram_credentials(
     shard: &Rc<Shard>,
+    caller: Option<Caller>,
     users: Vec<(String, Vec<ScramChange>)>,
 ) -> ControllerResult<Vec<UserOutcome>> {
-    match call(shard, AdminRequest::AlterScramCredentials { users }).await? {
+    match call_as(shard, caller, AdminRequest::AlterScramCredentials { users }).await? {
         AdminAnswer::ScramAltered(r) => Ok(r),
         _ => Err(wrong_answer()),
     }

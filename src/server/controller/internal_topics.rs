@@ -64,7 +64,7 @@ pub async fn ensure_internal_topic(shard: &Rc<Shard>, topic: InternalTopic) -> R
         configs,
         assignments: Vec::new(),
     };
-    match controller::create_topics(shard, vec![new], false).await {
+    match controller::create_topics(shard, None, vec![new], false).await {
         Ok(results) => {
             for (_, r) in results {
                 match r {

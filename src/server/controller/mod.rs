@@ -61,10 +61,18 @@ use crate::shard::shard::Shard;
 mod acls;
 mod broker_sessions;
 mod credentials;
+mod envelope;
 pub mod internal_topics;
+mod requests;
 
 pub use self::acls::{create_acls, delete_acls};
 pub use self::credentials::{alter_client_quotas, alter_scram_credentials};
+pub use self::envelope::Caller;
+pub use self::requests::{
+    allocate_producer_id, alter_broker_configs, alter_reassignments, alter_topic_configs,
+    create_partitions, create_topics, delete_topics, describe_quorum, elect_leaders,
+    list_partition_reassignments, unregister_broker, update_features,
+};
 
 pub use self::broker_sessions::{
     alter_partition_call, broker_heartbeat_call, broker_registration, fence_expired_brokers,
@@ -217,6 +225,13 @@ enum AdminRequest {
     DeleteAcls {
         version: i16,
         body: Vec<u8>,
+    },
+    /// `request`, decided for `caller`, who must be allowed it by the
+    /// active controller's ACLs (`envelope.rs`). Added last, so that the
+    /// variants before it keep their wire index.
+    AsCaller {
+        caller: Caller,
+        request: Box<AdminRequest>,
     },
 }
 
@@ -381,6 +396,24 @@ fn check_descriptor_budget(new_partitions: u64) -> Result<(), TopicError> {
     Ok(())
 }
 
+/// Runs `request` on the active controller for `caller` (see
+/// `envelope.rs`; `None` for the broker's own requests, or without an
+/// authorizer), from any shard of any node.
+async fn call_as(
+    shard: &Rc<Shard>,
+    caller: Option<Caller>,
+    request: AdminRequest,
+) -> ControllerResult<AdminAnswer> {
+    let request = match caller {
+        Some(caller) => AdminRequest::AsCaller {
+            caller,
+            request: Box::new(request),
+        },
+        None => request,
+    };
+    call(shard, request).await
+}
+
 /// Runs `request` on the active controller, from any shard of any node.
 async fn call(shard: &Rc<Shard>, request: AdminRequest) -> ControllerResult<AdminAnswer> {
     shard
@@ -510,23 +543,37 @@ async fn decide(shard: &Rc<Shard>, request: AdminRequest) -> AdminResponse {
         };
     };
     let mut offset = -1;
-    let result = decide_locked(shard, &controller, request, &mut offset).await;
+    let (caller, request) = match request {
+        AdminRequest::AsCaller { caller, request } => (Some(caller), *request),
+        request => (None, request),
+    };
+    let result = decide_locked(shard, &controller, caller, request, &mut offset).await;
     AdminResponse { result, offset }
 }
 
 async fn decide_locked(
     shard: &Rc<Shard>,
     controller: &Controller,
+    caller: Option<Caller>,
     request: AdminRequest,
     offset: &mut i64,
 ) -> ControllerResult<AdminAnswer> {
     let quorum = &controller.quorum;
+    let broker = BrokerState::of(shard);
+    // Authorized on the image every decision reads: committed, and past
+    // the read barrier (DescribeQuorum takes no barrier: it must answer
+    // while there is no leader).
+    let authorize = |image: &MetadataImage| match (&caller, &broker.config.authorizer) {
+        (Some(caller), Some(config)) => envelope::authorize(config, image, caller, &request),
+        _ => Ok(()),
+    };
     if let AdminRequest::DescribeQuorum = request {
+        authorize(&quorum.image())?;
         return Ok(AdminAnswer::Quorum(quorum.status()));
     }
     quorum.read_barrier().await?;
     let image = quorum.image();
-    let broker = BrokerState::of(shard);
+    authorize(&image)?;
     let mut new_topic_id = random_uuid;
     let brokers = usable_brokers(&image);
     let mut below = random_below;
@@ -754,6 +801,10 @@ async fn decide_locked(
             })
         }
         AdminRequest::DescribeQuorum => unreachable!("answered above"),
+        AdminRequest::AsCaller { .. } => Err(ControllerError {
+            code: error_code::INVALID_REQUEST,
+            message: "a request wrapped twice in its caller".into(),
+        }),
     }
 }
 
@@ -909,124 +960,6 @@ fn wrong_answer() -> ControllerError {
     }
 }
 
-/// Creates topics; callable from any shard.
-pub async fn create_topics(
-    shard: &Rc<Shard>,
-    topics: Vec<NewTopic>,
-    validate_only: bool,
-) -> ControllerResult<Vec<(String, Result<CreatedTopic, TopicError>)>> {
-    match call(
-        shard,
-        AdminRequest::CreateTopics {
-            topics,
-            validate_only,
-        },
-    )
-    .await?
-    {
-        AdminAnswer::CreateTopics(r) => Ok(r),
-        _ => Err(wrong_answer()),
-    }
-}
-
-/// Deletes topics by name; callable from any shard.
-pub async fn delete_topics(
-    shard: &Rc<Shard>,
-    names: Vec<String>,
-) -> ControllerResult<Vec<(String, Result<[u8; 16], TopicError>)>> {
-    match call(shard, AdminRequest::DeleteTopics { names }).await? {
-        AdminAnswer::DeleteTopics(r) => Ok(r),
-        _ => Err(wrong_answer()),
-    }
-}
-
-/// Grows topics to `count` partitions; callable from any shard.
-pub async fn create_partitions(
-    shard: &Rc<Shard>,
-    requests: Vec<NewPartitions>,
-    validate_only: bool,
-) -> ControllerResult<Vec<(String, Result<(), TopicError>)>> {
-    match call(
-        shard,
-        AdminRequest::CreatePartitions {
-            requests,
-            validate_only,
-        },
-    )
-    .await?
-    {
-        AdminAnswer::CreatePartitions(r) => Ok(r),
-        _ => Err(wrong_answer()),
-    }
-}
-
-/// Removes a broker's registration (UnregisterBroker) through the active
-/// controller; callable from any shard.
-pub async fn unregister_broker(
-    shard: &Rc<Shard>,
-    broker_id: i32,
-) -> ControllerResult<Result<(), TopicError>> {
-    match call(shard, AdminRequest::UnregisterBroker { broker_id }).await? {
-        AdminAnswer::Altered(r) => Ok(r),
-        _ => Err(wrong_answer()),
-    }
-}
-
-/// Elects leaders (ElectLeaders) through the active controller; callable
-/// from any shard. The outcomes are by topic.
-pub async fn elect_leaders(
-    shard: &Rc<Shard>,
-    election: ElectionType,
-    partitions: Option<Vec<(String, Vec<i32>)>>,
-) -> ControllerResult<BTreeMap<String, Vec<ElectionOutcome>>> {
-    match call(
-        shard,
-        AdminRequest::ElectLeaders {
-            election,
-            partitions,
-        },
-    )
-    .await?
-    {
-        AdminAnswer::Elected(r) => Ok(r),
-        _ => Err(wrong_answer()),
-    }
-}
-
-/// Starts, changes or cancels reassignments (AlterPartitionReassignments)
-/// through the active controller; an outcome per partition, in the order
-/// asked.
-pub async fn alter_reassignments(
-    shard: &Rc<Shard>,
-    requests: Vec<ReassignmentRequest>,
-    allow_replication_factor_change: bool,
-) -> ControllerResult<Vec<ReassignmentOutcome>> {
-    match call(
-        shard,
-        AdminRequest::AlterReassignments {
-            requests,
-            allow_replication_factor_change,
-        },
-    )
-    .await?
-    {
-        AdminAnswer::Reassigned(r) => Ok(r),
-        _ => Err(wrong_answer()),
-    }
-}
-
-/// The reassignments in progress, as the active controller's image holds
-/// them (ListPartitionReassignments).
-pub async fn list_partition_reassignments(
-    shard: &Rc<Shard>,
-    partitions: Option<Vec<(String, Vec<i32>)>>,
-) -> ControllerResult<Vec<OngoingReassignment>> {
-    match call(shard, AdminRequest::ListReassignments { partitions }).await? {
-        AdminAnswer::Reassignments(r) => Ok(r),
-        _ => Err(wrong_answer()),
-    }
-}
-
 /// One log line per elected leader, with why.
 fn log_elections(image: &MetadataImage, records: &[MetadataRecord], why: &str) {
     for r in records {
@@ -1090,101 +1023,5 @@ pub async fn balance_preferred_leaders(
         if let Err(e) = controller.quorum.propose(&records).await {
             tracing::warn!("preferred leader balancing not committed, retried next interval: {e}");
         }
-    }
-}
-
-/// Sets (`Some`) or removes (`None`) topic settings; `incremental` keeps the
-/// settings not named, otherwise they are reset (AlterConfigs semantics).
-pub async fn alter_topic_configs(
-    shard: &Rc<Shard>,
-    topic: String,
-    changes: Vec<(String, Option<String>)>,
-    incremental: bool,
-    validate_only: bool,
-) -> ControllerResult<Result<(), TopicError>> {
-    match call(
-        shard,
-        AdminRequest::AlterTopicConfigs {
-            topic,
-            changes,
-            incremental,
-            validate_only,
-        },
-    )
-    .await?
-    {
-        AdminAnswer::Altered(r) => Ok(r),
-        _ => Err(wrong_answer()),
-    }
-}
-
-/// Sets (`Some`) or removes (`None`) dynamic broker defaults (broker
-/// names, `log.*`); `incremental` keeps the ones not named, otherwise they
-/// are reset (AlterConfigs semantics). They apply to every topic at once.
-/// The replication throttle rates are `broker`'s own when it is named, the
-/// cluster's otherwise.
-pub async fn alter_broker_configs(
-    shard: &Rc<Shard>,
-    broker: Option<i32>,
-    changes: Vec<(String, Option<String>)>,
-    incremental: bool,
-    validate_only: bool,
-) -> ControllerResult<Result<(), TopicError>> {
-    let request = match broker {
-        None => AdminRequest::AlterBrokerConfigs {
-            changes,
-            incremental,
-            validate_only,
-        },
-        Some(broker) => AdminRequest::AlterOneBrokerConfigs {
-            broker,
-            changes,
-            incremental,
-            validate_only,
-        },
-    };
-    match call(shard, request).await? {
-        AdminAnswer::Altered(r) => Ok(r),
-        _ => Err(wrong_answer()),
-    }
-}
-
-/// Changes finalized feature levels (UpdateFeatures) through the active
-/// controller, all or none; callable from any shard. The answer comes
-/// once this node's shards serve the new levels, so an ApiVersions on the
-/// same broker right after reports them.
-pub async fn update_features(
-    shard: &Rc<Shard>,
-    updates: Vec<FeatureUpdate>,
-    validate_only: bool,
-) -> ControllerResult<Result<(), TopicError>> {
-    match call(
-        shard,
-        AdminRequest::UpdateFeatures {
-            updates,
-            validate_only,
-        },
-    )
-    .await?
-    {
-        AdminAnswer::Altered(r) => Ok(r),
-        _ => Err(wrong_answer()),
-    }
-}
-
-/// Hands out a new producer id, reserving blocks in the metadata log so ids
-/// are never reused after a restart or a controller failover.
-pub async fn allocate_producer_id(shard: &Rc<Shard>) -> ControllerResult<i64> {
-    match call(shard, AdminRequest::AllocateProducerId).await? {
-        AdminAnswer::ProducerId(id) => Ok(id),
-        _ => Err(wrong_answer()),
-    }
-}
-
-/// The quorum as the active controller sees it (every voter's progress).
-pub async fn describe_quorum(shard: &Rc<Shard>) -> ControllerResult<QuorumStatus> {
-    match call(shard, AdminRequest::DescribeQuorum).await? {
-        AdminAnswer::Quorum(s) => Ok(s),
-        _ => Err(wrong_answer()),
     }
 }

@@ -15,6 +15,7 @@ use crate::acl::{AclOperation, Authorizer, AuthorizerConfig, ResourceType};
 use crate::metadata::image::MetadataImage;
 use crate::protocol::error_code;
 use crate::security::session::Session;
+use crate::server::controller::Caller;
 
 /// The message of a refusal, as Kafka words its authorization errors.
 pub const AUTHORIZATION_FAILED: &str = "Authorization failed.";
@@ -44,6 +45,16 @@ impl<'a> Access<'a> {
             principal: "",
             host: "",
         }
+    }
+
+    /// Who the active controller decides an admin request for, to
+    /// authorize it again there (`server/controller/envelope.rs`); `None`
+    /// without an authorizer, when there is nothing to check.
+    pub fn caller(&self) -> Option<Caller> {
+        self.authorizer.map(|_| Caller {
+            principal: self.principal.to_string(),
+            host: self.host.to_string(),
+        })
     }
 
     /// Whether an authorizer runs (the ACL APIs answer SECURITY_DISABLED

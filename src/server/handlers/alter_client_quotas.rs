@@ -47,11 +47,17 @@ pub async fn handle(
                 .collect(),
         })
         .collect();
-    let outcomes =
-        match controller::alter_client_quotas(shard, alterations, req.validate_only).await {
-            Ok(outcomes) => outcomes,
-            Err(e) => vec![Err((e.code, e.message)); req.entries.len()],
-        };
+    let outcomes = match controller::alter_client_quotas(
+        shard,
+        access.caller(),
+        alterations,
+        req.validate_only,
+    )
+    .await
+    {
+        Ok(outcomes) => outcomes,
+        Err(e) => vec![Err((e.code, e.message)); req.entries.len()],
+    };
     answer(req, outcomes)
 }
 

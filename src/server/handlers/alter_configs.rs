@@ -42,6 +42,7 @@ pub async fn handle(
             RESOURCE_TOPIC => {
                 controller::alter_topic_configs(
                     shard,
+                    access.caller(),
                     r.resource_name.clone(),
                     changes,
                     false,
@@ -53,6 +54,7 @@ pub async fn handle(
                 Ok(()) => {
                     listener_certificates::alter_broker_configs(
                         shard,
+                        access.caller(),
                         r.resource_name.parse().ok(),
                         changes,
                         false,

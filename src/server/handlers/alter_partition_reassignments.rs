@@ -51,8 +51,13 @@ pub async fn handle(
             ..Default::default()
         };
     }
-    match controller::alter_reassignments(shard, requests, req.allow_replication_factor_change)
-        .await
+    match controller::alter_reassignments(
+        shard,
+        access.caller(),
+        requests,
+        req.allow_replication_factor_change,
+    )
+    .await
     {
         Ok(outcomes) => {
             let mut responses: Vec<ReassignableTopicResponse> = Vec::new();

@@ -138,7 +138,7 @@ pub async fn handle(
         .collect();
     let mut outcomes: BTreeMap<String, Result<(), Refusal>> = BTreeMap::new();
     if !valid.is_empty() {
-        match controller::alter_scram_credentials(shard, valid.clone()).await {
+        match controller::alter_scram_credentials(shard, access.caller(), valid.clone()).await {
             Ok(results) => outcomes.extend(results),
             Err(e) => {
                 for (name, _) in &valid {

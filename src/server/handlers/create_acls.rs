@@ -45,7 +45,7 @@ pub async fn handle(
     if req.creations.is_empty() {
         return every(error_code::NONE, "");
     }
-    match controller::create_acls(shard, &req, header.api_version).await {
+    match controller::create_acls(shard, access.caller(), &req, header.api_version).await {
         Ok(resp) => resp,
         Err(e) => every(e.code, &e.message),
     }

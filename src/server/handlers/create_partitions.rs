@@ -52,7 +52,9 @@ pub async fn handle(
                 .map(|a| a.into_iter().map(|a| a.broker_ids).collect()),
         })
         .collect();
-    match controller::create_partitions(shard, asks.clone(), req.validate_only).await {
+    match controller::create_partitions(shard, access.caller(), asks.clone(), req.validate_only)
+        .await
+    {
         Ok(done) => {
             for (name, r) in done {
                 let (code, message) = match r {

@@ -64,27 +64,28 @@ pub async fn handle(
                 .collect(),
         })
         .collect();
-    let results = match controller::create_topics(shard, new, req.validate_only).await {
-        Ok(mut r) => {
-            r.extend(denied.iter().map(|name| {
-                (
-                    name.clone(),
-                    Err((
-                        error_code::TOPIC_AUTHORIZATION_FAILED,
-                        "Authorization failed.".to_string(),
-                    )),
-                )
-            }));
-            r
-        }
-        Err(e) => {
-            tracing::warn!("CreateTopics failed: {e}");
-            req.topics
-                .iter()
-                .map(|t| (t.name.clone(), Err((e.code, e.message.clone()))))
-                .collect()
-        }
-    };
+    let results =
+        match controller::create_topics(shard, access.caller(), new, req.validate_only).await {
+            Ok(mut r) => {
+                r.extend(denied.iter().map(|name| {
+                    (
+                        name.clone(),
+                        Err((
+                            error_code::TOPIC_AUTHORIZATION_FAILED,
+                            "Authorization failed.".to_string(),
+                        )),
+                    )
+                }));
+                r
+            }
+            Err(e) => {
+                tracing::warn!("CreateTopics failed: {e}");
+                req.topics
+                    .iter()
+                    .map(|t| (t.name.clone(), Err((e.code, e.message.clone()))))
+                    .collect()
+            }
+        };
     let image = broker.image();
     let mut topics: Vec<CreatableTopicResult> = Vec::with_capacity(results.len());
     for (name, r) in results {

@@ -46,7 +46,7 @@ pub async fn handle(
     if req.filters.is_empty() {
         return every(error_code::NONE, "");
     }
-    match controller::delete_acls(shard, &req, header.api_version).await {
+    match controller::delete_acls(shard, access.caller(), &req, header.api_version).await {
         Ok(resp) => resp,
         Err(e) => every(e.code, &e.message),
     }

@@ -71,7 +71,7 @@ pub async fn handle(
         }
         !refused
     });
-    match controller::delete_topics(shard, names.clone()).await {
+    match controller::delete_topics(shard, access.caller(), names.clone()).await {
         Ok(results) => {
             for (name, r) in results {
                 responses.push(match r {

@@ -33,7 +33,7 @@ pub async fn handle(
             ..Default::default()
         };
     }
-    let status = match controller::describe_quorum(shard).await {
+    let status = match controller::describe_quorum(shard, access.caller()).await {
         Ok(s) => s,
         Err(e) => {
             return DescribeQuorumResponse {

@@ -47,7 +47,7 @@ pub async fn handle(
             .map(|t| (t.topic.clone(), t.partitions.clone()))
             .collect()
     });
-    match controller::elect_leaders(shard, election, partitions).await {
+    match controller::elect_leaders(shard, access.caller(), election, partitions).await {
         Ok(results) => ElectLeadersResponse {
             throttle_time_ms: 0,
             error_code: error_code::NONE,

@@ -66,6 +66,7 @@ pub async fn handle(
                         let done = if r.resource_type == RESOURCE_TOPIC {
                             controller::alter_topic_configs(
                                 shard,
+                                access.caller(),
                                 r.resource_name.clone(),
                                 changes,
                                 true,
@@ -75,6 +76,7 @@ pub async fn handle(
                         } else {
                             listener_certificates::alter_broker_configs(
                                 shard,
+                                access.caller(),
                                 r.resource_name.parse().ok(),
                                 changes,
                                 true,

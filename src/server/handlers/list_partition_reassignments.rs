@@ -33,7 +33,7 @@ pub async fn handle(
             .map(|t| (t.name, t.partition_indexes))
             .collect::<Vec<_>>()
     });
-    match controller::list_partition_reassignments(shard, asked).await {
+    match controller::list_partition_reassignments(shard, access.caller(), asked).await {
         Ok(ongoing) => {
             let mut topics: Vec<OngoingTopicReassignment> = Vec::new();
             for o in ongoing {

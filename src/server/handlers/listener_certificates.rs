@@ -15,7 +15,7 @@ use crate::metadata::image::MetadataImage;
 use crate::node::state::BrokerState;
 use crate::protocol::error_code;
 use crate::security::listener_tls::ListenerCertificates;
-use crate::server::controller::{self, ControllerResult};
+use crate::server::controller::{self, Caller, ControllerResult};
 use crate::shard::shard::Shard;
 
 /// This broker's dynamic listener TLS settings in `image`.
@@ -37,6 +37,7 @@ fn dynamic_tls(image: &MetadataImage, node: i32) -> BTreeMap<String, String> {
 /// change of this broker's listener certificates.
 pub async fn alter_broker_configs(
     shard: &Rc<Shard>,
+    caller: Option<Caller>,
     broker: Option<i32>,
     changes: Vec<(String, Option<String>)>,
     incremental: bool,
@@ -70,9 +71,15 @@ pub async fn alter_broker_configs(
             return Ok(Err((error_code::INVALID_CONFIG, why)));
         }
     }
-    let result =
-        controller::alter_broker_configs(shard, broker, changes, incremental, validate_only)
-            .await?;
+    let result = controller::alter_broker_configs(
+        shard,
+        caller,
+        broker,
+        changes,
+        incremental,
+        validate_only,
+    )
+    .await?;
     if result.is_ok() && reload && !validate_only {
         apply(shard);
     }

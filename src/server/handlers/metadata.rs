@@ -70,7 +70,7 @@ pub async fn handle(
                     assignments: Vec::new(),
                 })
                 .collect();
-            match controller::create_topics(shard, new, false).await {
+            match controller::create_topics(shard, access.caller(), new, false).await {
                 Ok(results) => {
                     for (name, r) in results {
                         if let Err((code, message)) = r {

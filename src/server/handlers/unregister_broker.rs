@@ -26,7 +26,7 @@ pub async fn handle(
         };
     }
     let (error_code, error_message) =
-        match controller::unregister_broker(shard, req.broker_id).await {
+        match controller::unregister_broker(shard, access.caller(), req.broker_id).await {
             Ok(Ok(())) => {
                 tracing::info!(
                     broker = req.broker_id,

@@ -40,7 +40,8 @@ pub async fn handle(
         })
         .collect();
     let (error_code, error_message) =
-        match controller::update_features(shard, updates, req.validate_only).await {
+        match controller::update_features(shard, access.caller(), updates, req.validate_only).await
+        {
             Ok(Ok(())) => (error_code::NONE, None),
             Ok(Err((code, message))) => (code, Some(message)),
             Err(e) => (e.code, Some(e.to_string())),
