@@ -91,6 +91,13 @@ pub const ELECTION_NOT_NEEDED: i16 = 84;
 /// A cancel of a partition that is not being reassigned.
 pub const NO_REASSIGNMENT_IN_PROGRESS: i16 = 85;
 
+// Client quotas (KIP-599).
+/// CreateTopics v6+, CreatePartitions v3+, DeleteTopics v5+: a topic
+/// refused because its client's `controller_mutation_rate` is in debt.
+pub const THROTTLING_QUOTA_EXCEEDED: i16 = 89;
+/// Kafka's message for [`THROTTLING_QUOTA_EXCEEDED`].
+pub const THROTTLING_QUOTA_EXCEEDED_MESSAGE: &str = "The throttling quota has been exceeded.";
+
 /// UnregisterBroker of a broker id with no registration.
 pub const BROKER_ID_NOT_REGISTERED: i16 = 102;
 

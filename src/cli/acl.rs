@@ -587,7 +587,7 @@ mod tests {
         let write = entries(&["User:a"], &[], &[AclOperation::Write]);
         let m = usage(bindings(&groups, &write, PatternType::Literal, false));
         assert!(
-            m.contains("Group ACLs take the operations Read, Describe, Delete, All"),
+            m.contains("Group ACLs take the operations Read, Describe, Delete, DescribeConfigs, AlterConfigs, All"),
             "{m}"
         );
         let any = entries(&["User:a"], &[], &[AclOperation::Any]);

@@ -66,15 +66,6 @@ impl CliError {
         }
     }
 
-    /// Whether the broker closed the connection instead of answering.
-    pub fn closed_by_broker(&self) -> bool {
-        match self {
-            CliError::Io { source, .. } => source.kind() == io::ErrorKind::UnexpectedEof,
-            CliError::WithHint { error, .. } => error.closed_by_broker(),
-            _ => false,
-        }
-    }
-
     pub fn exit_code(&self) -> u8 {
         match self {
             CliError::Usage(_) => EXIT_USAGE,
@@ -311,16 +302,7 @@ mod tests {
             e.hint().as_deref(),
             Some("see the users with `pinlog user list`")
         );
-        let closed = CliError::Io {
-            op: "read".into(),
-            addr: "b:1".into(),
-            source: io::ErrorKind::UnexpectedEof.into(),
-            timeout: Duration::from_secs(1),
-        };
-        assert!(closed.closed_by_broker());
-        assert!(closed.with_hint("h").closed_by_broker());
         let usage = CliError::Usage("x".into()).with_hint("y");
-        assert!(!usage.closed_by_broker());
         assert_eq!(usage.exit_code(), EXIT_USAGE);
         assert!(
             CliError::broker("cluster", error_code::SECURITY_DISABLED, None)

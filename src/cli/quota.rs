@@ -218,28 +218,11 @@ fn entity_of(args: &EntityArgs) -> CliResult<QuotaEntity> {
     })
 }
 
-/// Under an authorizer a pinlog broker serves the quota and SCRAM
-/// credential APIs to super users only, and closes the connection of
-/// anyone else rather than answering: say so, since "closed the
-/// connection" alone gives no next step.
-pub(crate) fn super_users_only(e: CliError) -> CliError {
-    if e.closed_by_broker() {
-        e.with_hint(
-            "a broker with an authorizer answers this only to super.users; \
-             use a super user's --command-config",
-        )
-    } else {
-        e
-    }
-}
-
 fn list(client: &mut Client, args: &EntityArgs) -> CliResult<Vec<EntityQuotas>> {
-    let resp = client
-        .send(&DescribeClientQuotasRequest {
-            components: list_components(args),
-            strict: false,
-        })
-        .map_err(super_users_only)?;
+    let resp = client.send(&DescribeClientQuotasRequest {
+        components: list_components(args),
+        strict: false,
+    })?;
     if resp.error_code != error_code::NONE {
         return Err(CliError::broker(
             "DescribeClientQuotas",
@@ -277,15 +260,13 @@ fn alter(client: &mut Client, entity: &QuotaEntity, ops: Vec<OpData>) -> CliResu
             entity_name: n,
         })
         .collect();
-    let resp = client
-        .send(&AlterClientQuotasRequest {
-            entries: vec![AlterEntry {
-                entity: entity_data,
-                ops,
-            }],
-            validate_only: false,
-        })
-        .map_err(super_users_only)?;
+    let resp = client.send(&AlterClientQuotasRequest {
+        entries: vec![AlterEntry {
+            entity: entity_data,
+            ops,
+        }],
+        validate_only: false,
+    })?;
     let result = resp
         .entries
         .into_iter()

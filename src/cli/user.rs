@@ -21,7 +21,6 @@ use serde_json::{json, Value};
 
 use crate::cli::client::Client;
 use crate::cli::error::{report_failures, CliError, CliResult};
-use crate::cli::quota::super_users_only;
 use crate::cli::table::{json_text, Align, Table};
 use crate::cli::{emit, ConnectArgs, UserCommand};
 use crate::protocol::error_code;
@@ -226,11 +225,9 @@ pub struct UserCredentials {
 /// The users named (every user with a credential when none is), and an
 /// error for each named user that has none.
 fn list(client: &mut Client, users: &[String]) -> CliResult<(Vec<UserCredentials>, Vec<CliError>)> {
-    let resp = client
-        .send(&DescribeUserScramCredentialsRequest {
-            users: (!users.is_empty()).then(|| users.to_vec()),
-        })
-        .map_err(super_users_only)?;
+    let resp = client.send(&DescribeUserScramCredentialsRequest {
+        users: (!users.is_empty()).then(|| users.to_vec()),
+    })?;
     if resp.error_code != error_code::NONE {
         return Err(CliError::broker(
             "DescribeUserScramCredentials",
@@ -276,7 +273,7 @@ fn alter(
     user: &str,
     request: AlterUserScramCredentialsRequest,
 ) -> CliResult<()> {
-    let resp = client.send(&request).map_err(super_users_only)?;
+    let resp = client.send(&request)?;
     let result = resp
         .results
         .into_iter()

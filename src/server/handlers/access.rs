@@ -57,6 +57,11 @@ impl<'a> Access<'a> {
         })
     }
 
+    /// The session's principal (`User:<name>`), which quotas meter.
+    pub fn principal(&self) -> &'a str {
+        self.principal
+    }
+
     /// Whether an authorizer runs (the ACL APIs answer SECURITY_DISABLED
     /// without one).
     pub fn is_enabled(&self) -> bool {

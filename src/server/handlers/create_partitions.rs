@@ -11,13 +11,15 @@ use crate::node::state::BrokerState;
 use crate::protocol::error_code;
 use crate::protocol::header::RequestHeader;
 use crate::protocol::messages::create_partitions::*;
+use crate::quota::mutation;
 use crate::server::controller::{self, NewPartitions};
 use crate::server::handlers::access::Access;
+use crate::server::handlers::quota;
 use crate::shard::shard::Shard;
 
 pub async fn handle(
     shard: &Rc<Shard>,
-    _header: &RequestHeader,
+    header: &RequestHeader,
     req: CreatePartitionsRequest,
     access: &Access<'_>,
 ) -> CreatePartitionsResponse {
@@ -32,11 +34,44 @@ pub async fn handle(
             .map(|t| t.name.as_str())
             .filter(|n| !duplicates.contains(*n)),
     );
+    // KIP-599: the partitions each topic adds, charged before the
+    // controller decides and given back for the topics it refuses.
+    let mut quota = quota::mutation_quota(
+        shard,
+        header,
+        access,
+        mutation::CREATE_PARTITIONS_STRICT_SINCE_VERSION,
+    );
+    let added = |t: &CreatePartitionsTopic| -> Option<u64> {
+        let now = image.topic(&t.name)?.partitions.len();
+        u64::try_from(t.count)
+            .ok()?
+            .checked_sub(now as u64)
+            .filter(|n| *n > 0)
+    };
+    let (throttled, mut charged) = quota::charge_topics(
+        &mut quota,
+        req.topics
+            .iter()
+            .filter(|t| !denied.contains(&t.name) && !duplicates.contains(&t.name))
+            .map(|t| (t.name.as_str(), added(t))),
+    );
     drop(image);
     let (topics, refused): (Vec<_>, Vec<_>) = req
         .topics
         .into_iter()
         .partition(|t| !denied.contains(&t.name));
+    let (topics, over_quota): (Vec<_>, Vec<_>) = topics
+        .into_iter()
+        .partition(|t| !throttled.contains(&t.name));
+    results.extend(over_quota.into_iter().map(|t| {
+        let (code, message) = quota::throttled_topic_error();
+        CreatePartitionsTopicResult {
+            name: t.name,
+            error_code: code,
+            error_message: Some(message),
+        }
+    }));
     results.extend(refused.into_iter().map(|t| CreatePartitionsTopicResult {
         name: t.name,
         error_code: error_code::TOPIC_AUTHORIZATION_FAILED,
@@ -59,7 +94,12 @@ pub async fn handle(
             for (name, r) in done {
                 let (code, message) = match r {
                     Ok(()) => (error_code::NONE, None),
-                    Err((c, m)) => (c, Some(m)),
+                    Err((c, m)) => {
+                        if let Some(n) = charged.remove(&name) {
+                            quota.refund(n);
+                        }
+                        (c, Some(m))
+                    }
                 };
                 results.push(CreatePartitionsTopicResult {
                     name,
@@ -69,6 +109,7 @@ pub async fn handle(
             }
         }
         Err(e) => {
+            charged.values().for_each(|n| quota.refund(*n));
             for ask in asks {
                 results.push(CreatePartitionsTopicResult {
                     name: ask.topic,
@@ -79,7 +120,7 @@ pub async fn handle(
         }
     }
     CreatePartitionsResponse {
-        throttle_time_ms: 0,
+        throttle_time_ms: quota.throttle_time_ms(),
         results,
     }
 }

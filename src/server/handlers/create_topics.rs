@@ -8,8 +8,10 @@ use crate::node::state::BrokerState;
 use crate::protocol::error_code;
 use crate::protocol::header::RequestHeader;
 use crate::protocol::messages::create_topics::*;
+use crate::quota::mutation;
 use crate::server::controller::{self, NewTopic};
 use crate::server::handlers::access::Access;
+use crate::server::handlers::quota;
 use crate::shard::shard::Shard;
 
 /// Kafka's ConfigSource values.
@@ -44,10 +46,34 @@ pub async fn handle(
             req.topics.iter().map(|t| t.name.as_str()),
         )
     };
+    // KIP-599: each new topic's partitions, charged before the controller
+    // decides and given back for the topics it refuses.
+    let mut quota = quota::mutation_quota(
+        shard,
+        header,
+        access,
+        mutation::CREATE_TOPICS_STRICT_SINCE_VERSION,
+    );
+    let partitions = |t: &CreatableTopic| -> Option<u64> {
+        let n = match (t.assignments.len(), t.num_partitions) {
+            _ if before.topic(&t.name).is_some() => return None,
+            (0, -1) => broker.config.num_partitions,
+            (0, n) => n,
+            (n, _) => n as i32,
+        };
+        u64::try_from(n).ok().filter(|n| *n > 0)
+    };
+    let (throttled, mut charged) = quota::charge_topics(
+        &mut quota,
+        req.topics
+            .iter()
+            .filter(|t| !denied.contains(&t.name))
+            .map(|t| (t.name.as_str(), partitions(t))),
+    );
     let new: Vec<NewTopic> = req
         .topics
         .iter()
-        .filter(|t| !denied.contains(&t.name))
+        .filter(|t| !denied.contains(&t.name) && !throttled.contains(&t.name))
         .map(|t| NewTopic {
             name: t.name.clone(),
             num_partitions: t.num_partitions,
@@ -67,6 +93,16 @@ pub async fn handle(
     let results =
         match controller::create_topics(shard, access.caller(), new, req.validate_only).await {
             Ok(mut r) => {
+                for (name, _) in r.iter().filter(|(_, r)| r.is_err()) {
+                    if let Some(n) = charged.remove(name) {
+                        quota.refund(n);
+                    }
+                }
+                r.extend(
+                    throttled
+                        .iter()
+                        .map(|name| (name.clone(), Err(quota::throttled_topic_error()))),
+                );
                 r.extend(denied.iter().map(|name| {
                     (
                         name.clone(),
@@ -80,6 +116,7 @@ pub async fn handle(
             }
             Err(e) => {
                 tracing::warn!("CreateTopics failed: {e}");
+                charged.values().for_each(|n| quota.refund(*n));
                 req.topics
                     .iter()
                     .map(|t| (t.name.clone(), Err((e.code, e.message.clone()))))
@@ -129,7 +166,7 @@ pub async fn handle(
         }
     }
     CreateTopicsResponse {
-        throttle_time_ms: 0,
+        throttle_time_ms: quota.throttle_time_ms(),
         topics,
     }
 }

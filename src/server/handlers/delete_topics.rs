@@ -8,13 +8,15 @@ use crate::node::state::BrokerState;
 use crate::protocol::error_code;
 use crate::protocol::header::RequestHeader;
 use crate::protocol::messages::delete_topics::*;
+use crate::quota::mutation;
 use crate::server::controller;
 use crate::server::handlers::access::Access;
+use crate::server::handlers::quota;
 use crate::shard::shard::Shard;
 
 pub async fn handle(
     shard: &Rc<Shard>,
-    _header: &RequestHeader,
+    header: &RequestHeader,
     req: DeleteTopicsRequest,
     access: &Access<'_>,
 ) -> DeleteTopicsResponse {
@@ -71,6 +73,34 @@ pub async fn handle(
         }
         !refused
     });
+    // KIP-599: each topic's partitions, charged before the controller
+    // decides and given back for the topics it refuses.
+    let mut quota = quota::mutation_quota(
+        shard,
+        header,
+        access,
+        mutation::DELETE_TOPICS_STRICT_SINCE_VERSION,
+    );
+    let (throttled, mut charged) = quota::charge_topics(
+        &mut quota,
+        names.iter().map(|n| {
+            let partitions = image.topic(n).map(|t| t.partitions.len() as u64);
+            (n.as_str(), partitions.filter(|p| *p > 0))
+        }),
+    );
+    names.retain(|n| {
+        let over_quota = throttled.contains(n);
+        if over_quota {
+            let (code, message) = quota::throttled_topic_error();
+            responses.push(DeletableTopicResult {
+                name: Some(n.clone()),
+                topic_id: image.topic(n).map_or([0; 16], |t| t.id),
+                error_code: code,
+                error_message: Some(message),
+            });
+        }
+        !over_quota
+    });
     match controller::delete_topics(shard, access.caller(), names.clone()).await {
         Ok(results) => {
             for (name, r) in results {
@@ -81,17 +111,23 @@ pub async fn handle(
                         error_code: error_code::NONE,
                         error_message: None,
                     },
-                    Err((code, message)) => DeletableTopicResult {
-                        name: Some(name),
-                        topic_id: [0; 16],
-                        error_code: code,
-                        error_message: Some(message),
-                    },
+                    Err((code, message)) => {
+                        if let Some(n) = charged.remove(&name) {
+                            quota.refund(n);
+                        }
+                        DeletableTopicResult {
+                            name: Some(name),
+                            topic_id: [0; 16],
+                            error_code: code,
+                            error_message: Some(message),
+                        }
+                    }
                 });
             }
         }
         Err(e) => {
             tracing::error!("DeleteTopics failed: {e}");
+            charged.values().for_each(|n| quota.refund(*n));
             for name in names {
                 responses.push(DeletableTopicResult {
                     name: Some(name),
@@ -103,7 +139,7 @@ pub async fn handle(
         }
     }
     DeleteTopicsResponse {
-        throttle_time_ms: 0,
+        throttle_time_ms: quota.throttle_time_ms(),
         responses,
     }
 }

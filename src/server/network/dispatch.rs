@@ -18,11 +18,12 @@ use crate::protocol::chunks::{Chunk, ChunkWriter};
 use crate::protocol::codec::{DecodeError, Reader};
 use crate::protocol::header::{encode_response_header, RequestHeader};
 use crate::protocol::messages::*;
-use crate::quota::{CONSUMER_BYTE_RATE, PRODUCER_BYTE_RATE};
+use crate::quota::{CONSUMER_BYTE_RATE, PRODUCER_BYTE_RATE, REQUEST_PERCENTAGE};
 use crate::security::session::Session;
 use crate::server::handlers;
 use crate::server::handlers::access::Access;
 use crate::server::handlers::quota::ShardQuotas;
+use crate::server::network::request_time::{BusyClock, Timed};
 use crate::shard::shard::Shard;
 
 /// What the connection does with one request.
@@ -43,6 +44,25 @@ pub enum Outcome {
 
 /// Decodes and serves one frame of a connection's `session`.
 pub async fn handle_frame(shard: &Rc<Shard>, frame: Bytes, session: &Session) -> Outcome {
+    // The time the shard spends in the request, which its client's
+    // `request_percentage` meters.
+    let clock = BusyClock::default();
+    Timed::new(&clock, serve_frame(shard, frame, session, &clock)).await
+}
+
+/// [`handle_frame`], with the clock of the time spent serving it.
+///
+/// Every answered request is charged to its client's
+/// `request_percentage`, except those Kafka exempts: ApiVersions, SASL,
+/// and a broker's (replica fetches, a follower's OffsetForLeaderEpoch,
+/// WriteTxnMarkers). Its response carries the longest of its quota
+/// throttles, and its connection is muted for that long.
+async fn serve_frame(
+    shard: &Rc<Shard>,
+    frame: Bytes,
+    session: &Session,
+    clock: &BusyClock,
+) -> Outcome {
     let mut r = Reader::new(frame);
     let prefix = match RequestHeader::decode_prefix(&mut r) {
         Ok(p) => p,
@@ -93,6 +113,34 @@ pub async fn handle_frame(shard: &Rc<Shard>, frame: Bytes, session: &Session) ->
                 Ok(req) => req,
                 Err(e) => return malformed(key, v, e),
             };
+            let mut resp = $handler(shard, &header, req, &access).await;
+            // The handler's own throttle (a mutation quota's) counts too.
+            let throttle =
+                request_throttle(shard, session, &header, clock).max(millis(resp.throttle_time_ms));
+            resp.throttle_time_ms = throttle_time_ms(throttle);
+            throttled(
+                respond(correlation_id, resp_header, v, |w| resp.encode(w.buf(), v)),
+                throttle,
+            )
+        }};
+        // A response without a throttle_time_ms field: muted all the same.
+        ($req:ty, $handler:path, access, no_throttle_field) => {{
+            let req = match <$req>::decode(&mut r, v) {
+                Ok(req) => req,
+                Err(e) => return malformed(key, v, e),
+            };
+            let resp = $handler(shard, &header, req, &access).await;
+            throttled(
+                respond(correlation_id, resp_header, v, |w| resp.encode(w.buf(), v)),
+                request_throttle(shard, session, &header, clock),
+            )
+        }};
+        // A broker's request (Kafka's CLUSTER_ACTION APIs): not metered.
+        ($req:ty, $handler:path, access, exempt) => {{
+            let req = match <$req>::decode(&mut r, v) {
+                Ok(req) => req,
+                Err(e) => return malformed(key, v, e),
+            };
             let resp = $handler(shard, &header, req, &access).await;
             respond(correlation_id, resp_header, v, |w| resp.encode(w.buf(), v))
         }};
@@ -113,8 +161,13 @@ pub async fn handle_frame(shard: &Rc<Shard>, frame: Bytes, session: &Session) ->
                 Ok(req) => req,
                 Err(e) => return malformed(key, v, e),
             };
-            let resp = $handler(shard, &header, req, &session.listener, &access).await;
-            respond(correlation_id, resp_header, v, |w| resp.encode(w.buf(), v))
+            let mut resp = $handler(shard, &header, req, &session.listener, &access).await;
+            let throttle = request_throttle(shard, session, &header, clock);
+            resp.throttle_time_ms = throttle_time_ms(throttle);
+            throttled(
+                respond(correlation_id, resp_header, v, |w| resp.encode(w.buf(), v)),
+                throttle,
+            )
         }};
     }
     match key {
@@ -138,14 +191,15 @@ pub async fn handle_frame(shard: &Rc<Shard>, frame: Bytes, session: &Session) ->
             };
             let acks = req.acks;
             let mut resp = handlers::produce::handle(shard, &header, req, &access).await;
-            let throttle = quota_throttle(shard, session, &header, PRODUCER_BYTE_RATE, bytes);
+            let throttle = quota_throttle(shard, session, &header, PRODUCER_BYTE_RATE, bytes)
+                .max(request_throttle(shard, session, &header, clock));
             if acks == 0 {
                 return match throttle.is_zero() {
                     true => Outcome::NoResponse,
                     false => Outcome::RespondThrottled(Vec::new(), throttle),
                 };
             }
-            resp.throttle_time_ms = throttle.as_millis().min(i32::MAX as u128) as i32;
+            resp.throttle_time_ms = throttle_time_ms(throttle);
             throttled(
                 respond(correlation_id, resp_header, v, |w| resp.encode(w.buf(), v)),
                 throttle,
@@ -178,7 +232,11 @@ pub async fn handle_frame(shard: &Rc<Shard>, frame: Bytes, session: &Session) ->
                 ),
                 _ => pending,
             };
-            resp.throttle_time_ms = throttle.as_millis().min(i32::MAX as u128) as i32;
+            let throttle = match from_follower {
+                true => throttle,
+                false => throttle.max(request_throttle(shard, session, &header, clock)),
+            };
+            resp.throttle_time_ms = throttle_time_ms(throttle);
             throttled(
                 respond(correlation_id, resp_header, v, |w| {
                     resp.encode_chunked(w, v)
@@ -191,11 +249,26 @@ pub async fn handle_frame(shard: &Rc<Shard>, frame: Bytes, session: &Session) ->
             handlers::list_offsets::handle,
             access
         ),
-        ApiKey::OffsetForLeaderEpoch => serve!(
-            offset_for_leader_epoch::OffsetForLeaderEpochRequest,
-            handlers::offset_for_leader_epoch::handle,
-            access
-        ),
+        ApiKey::OffsetForLeaderEpoch => {
+            let req = match offset_for_leader_epoch::OffsetForLeaderEpochRequest::decode(&mut r, v)
+            {
+                Ok(req) => req,
+                Err(e) => return malformed(key, v, e),
+            };
+            // A follower's truncation check is a broker's request.
+            let from_follower = req.replica_id >= 0;
+            let mut resp =
+                handlers::offset_for_leader_epoch::handle(shard, &header, req, &access).await;
+            let throttle = match from_follower {
+                true => std::time::Duration::ZERO,
+                false => request_throttle(shard, session, &header, clock),
+            };
+            resp.throttle_time_ms = throttle_time_ms(throttle);
+            throttled(
+                respond(correlation_id, resp_header, v, |w| resp.encode(w.buf(), v)),
+                throttle,
+            )
+        }
         ApiKey::CreateTopics => serve!(
             create_topics::CreateTopicsRequest,
             handlers::create_topics::handle,
@@ -259,7 +332,8 @@ pub async fn handle_frame(shard: &Rc<Shard>, frame: Bytes, session: &Session) ->
         ApiKey::DescribeQuorum => serve!(
             describe_quorum::DescribeQuorumRequest,
             handlers::describe_quorum::handle,
-            access
+            access,
+            no_throttle_field
         ),
         ApiKey::DescribeCluster => serve_on_listener!(
             describe_cluster::DescribeClusterRequest,
@@ -286,10 +360,15 @@ pub async fn handle_frame(shard: &Rc<Shard>, frame: Bytes, session: &Session) ->
                 Ok(req) => req,
                 Err(e) => return malformed(key, v, e),
             };
-            let resp =
+            let mut resp =
                 handlers::join_group::handle(shard, &header, req, &session.peer_host, &access)
                     .await;
-            respond(correlation_id, resp_header, v, |w| resp.encode(w.buf(), v))
+            let throttle = request_throttle(shard, session, &header, clock);
+            resp.throttle_time_ms = throttle_time_ms(throttle);
+            throttled(
+                respond(correlation_id, resp_header, v, |w| resp.encode(w.buf(), v)),
+                throttle,
+            )
         }
         ApiKey::SyncGroup => serve!(
             sync_group::SyncGroupRequest,
@@ -360,7 +439,8 @@ pub async fn handle_frame(shard: &Rc<Shard>, frame: Bytes, session: &Session) ->
         ApiKey::WriteTxnMarkers => serve!(
             write_txn_markers::WriteTxnMarkersRequest,
             handlers::write_txn_markers::handle,
-            access
+            access,
+            exempt
         ),
         ApiKey::TxnOffsetCommit => serve!(
             txn_offset_commit::TxnOffsetCommitRequest,
@@ -465,6 +545,28 @@ fn quota_throttle(
         key,
         bytes,
     )
+}
+
+/// The `request_percentage` throttle of the request being served: the
+/// time the shard has spent in it so far, charged to its client (KIP-124).
+/// What comes after (encoding the response, writing it) is not metered.
+fn request_throttle(
+    shard: &Rc<Shard>,
+    session: &Session,
+    header: &crate::protocol::header::RequestHeader,
+    clock: &BusyClock,
+) -> std::time::Duration {
+    quota_throttle(shard, session, header, REQUEST_PERCENTAGE, clock.busy_ns())
+}
+
+/// A throttle as a response's `throttle_time_ms`.
+fn throttle_time_ms(throttle: std::time::Duration) -> i32 {
+    throttle.as_millis().min(i32::MAX as u128) as i32
+}
+
+/// A response's `throttle_time_ms` as a throttle.
+fn millis(throttle_time_ms: i32) -> std::time::Duration {
+    std::time::Duration::from_millis(throttle_time_ms.max(0) as u64)
 }
 
 /// How long a client must still wait for its `key` quota.

@@ -8,5 +8,6 @@ pub mod connection;
 pub mod dispatch;
 pub mod frame_reader;
 pub mod request_probe;
+pub mod request_time;
 pub mod response_writer;
 pub mod sasl;
