@@ -22,12 +22,9 @@ use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
 use pinlog::protocol::api::ApiKey;
-use pinlog::protocol::error_code;
 use pinlog::protocol::header::RequestHeader;
 use pinlog::protocol::messages::api_versions::ApiVersionsRequest;
 use pinlog::protocol::messages::metadata::{MetadataRequest, MetadataResponse};
-use pinlog::protocol::messages::sasl_authenticate::*;
-use pinlog::protocol::messages::sasl_handshake::*;
 use pinlog::server::network::connection::{
     SASL_AUTHENTICATION_TIMEOUT, UNAUTHENTICATED_CONNECTIONS_MAX_PER_SHARD,
 };
@@ -46,28 +43,10 @@ const PAST_THE_LIMIT: usize = 40;
 const SLACK: Duration = Duration::from_secs(5);
 const IO_TIMEOUT: Duration = Duration::from_secs(10);
 
-fn handshake(conn: &mut Conn) -> i16 {
-    let mut r = conn.call(ApiKey::SaslHandshake, 1, |w| {
-        SaslHandshakeRequest {
-            mechanism: "PLAIN".into(),
-        }
-        .encode(w, 1)
-    });
-    SaslHandshakeResponse::decode(&mut r, 1)
-        .expect("a SaslHandshake response")
-        .error_code
-}
-
 /// A connection logged in as alice.
 fn authenticated(addr: SocketAddr) -> Conn {
     let mut conn = Conn::open(addr, "limits", IO_TIMEOUT).expect("connect");
-    assert_eq!(handshake(&mut conn), error_code::NONE);
-    let token = bytes::Bytes::from_static(b"\0alice\0alice-secret");
-    let mut r = conn.call(ApiKey::SaslAuthenticate, 2, |w| {
-        SaslAuthenticateRequest { auth_bytes: token }.encode(w, 2)
-    });
-    let answer = SaslAuthenticateResponse::decode(&mut r, 2).expect("a SaslAuthenticate response");
-    assert_eq!(answer.error_code, error_code::NONE, "{answer:?}");
+    conn.sasl_plain("alice", "alice-secret");
     conn
 }
 

@@ -18,8 +18,6 @@ use std::time::Duration;
 use pinlog::protocol::api::ApiKey;
 use pinlog::protocol::error_code;
 use pinlog::protocol::messages::create_topics::*;
-use pinlog::protocol::messages::sasl_authenticate::*;
-use pinlog::protocol::messages::sasl_handshake::*;
 use support::kafka_conn::Conn;
 use support::{free_port, wait_for, Broker, BrokerOpts, Cluster};
 
@@ -32,20 +30,7 @@ const AUTHORIZER: &str = "org.apache.kafka.metadata.authorizer.StandardAuthorize
 /// A connection to `addr` logged in with PLAIN as `user`.
 fn login(addr: SocketAddr, user: &str, password: &str) -> Conn {
     let mut conn = Conn::open(addr, "envelope-test", IO_TIMEOUT).expect("connect");
-    let mut r = conn.call(ApiKey::SaslHandshake, 1, |w| {
-        SaslHandshakeRequest {
-            mechanism: "PLAIN".into(),
-        }
-        .encode(w, 1)
-    });
-    let h = SaslHandshakeResponse::decode(&mut r, 1).expect("a SaslHandshake response");
-    assert_eq!(h.error_code, error_code::NONE);
-    let token = bytes::Bytes::from(format!("\0{user}\0{password}").into_bytes());
-    let mut r = conn.call(ApiKey::SaslAuthenticate, 2, |w| {
-        SaslAuthenticateRequest { auth_bytes: token }.encode(w, 2)
-    });
-    let a = SaslAuthenticateResponse::decode(&mut r, 2).expect("a SaslAuthenticate response");
-    assert_eq!(a.error_code, error_code::NONE, "{a:?}");
+    conn.sasl_plain(user, password);
     conn
 }
 
