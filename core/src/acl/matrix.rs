@@ -156,6 +156,10 @@ pub const TXN_OFFSET_COMMIT_TRANSACTIONAL_ID: Rule = rule(TransactionalId, Write
 pub const TXN_OFFSET_COMMIT_GROUP: Rule = rule(Group, Read);
 pub const TXN_OFFSET_COMMIT_TOPIC: Rule = rule(Topic, Read);
 pub const WRITE_TXN_MARKERS: Rule = rule(Cluster, ClusterAction);
+/// Kafka's broker-to-controller APIs (BrokerRegistration,
+/// BrokerHeartbeat, AlterPartition, AllocateProducerIds), which only
+/// brokers send.
+pub const BROKER_TO_CONTROLLER: Rule = rule(Cluster, ClusterAction);
 pub const DESCRIBE_TRANSACTIONS: Rule = rule(TransactionalId, Describe);
 /// The topics DescribeTransactions lists in a transaction.
 pub const DESCRIBE_TRANSACTIONS_TOPIC: Rule = rule(Topic, Describe);

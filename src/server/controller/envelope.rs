@@ -59,13 +59,13 @@ fn needs(request: &AdminRequest) -> Vec<(Rule, &str)> {
         AdminRequest::AlterClientQuotas { .. } => cluster(matrix::ALTER_CLIENT_QUOTAS),
         AdminRequest::CreateAcls { .. } => cluster(matrix::CREATE_ACLS),
         AdminRequest::DeleteAcls { .. } => cluster(matrix::DELETE_ACLS),
-        // The broker's own requests: refused if a client's principal came
-        // with them, since no client API makes them.
+        // The broker's own requests never carry a caller; one that does
+        // needs what Kafka asks of a broker for them.
         AdminRequest::AllocateProducerId
         | AdminRequest::BrokerRegistration { .. }
         | AdminRequest::BrokerHeartbeat { .. }
         | AdminRequest::AlterPartition { .. }
-        | AdminRequest::AsCaller { .. } => cluster(matrix::WRITE_TXN_MARKERS),
+        | AdminRequest::AsCaller { .. } => cluster(matrix::BROKER_TO_CONTROLLER),
     }
 }
 

@@ -86,9 +86,18 @@ pub async fn alter_broker_configs(
     Ok(result)
 }
 
+/// At startup, before the listeners open: serves the certificates rotated
+/// at runtime, if this broker's image holds any. Without them the
+/// listeners keep what was built from the config file, read once.
+pub fn apply_rotated(shard: &Rc<Shard>) {
+    let state = BrokerState::of(shard);
+    if !dynamic_tls(&state.image(), state.node_id()).is_empty() {
+        apply(shard);
+    }
+}
+
 /// Serves new connections with the listener TLS settings this broker's
-/// image holds (the answer to an alter comes once the image holds it; a
-/// starting broker calls this before its listeners open).
+/// image holds (the answer to an alter comes once the image holds it).
 pub fn apply(shard: &Rc<Shard>) {
     let state = BrokerState::of(shard);
     let Some(certificates) = shard.extension::<Arc<ListenerCertificates>>() else {

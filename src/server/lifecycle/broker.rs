@@ -647,7 +647,7 @@ async fn start_controller(
     // after a single broker's crash restart).
     // Certificates rotated at runtime before this start: the listeners
     // open with them.
-    crate::server::handlers::listener_certificates::apply(shard);
+    crate::server::handlers::listener_certificates::apply_rotated(shard);
     on_every_shard(shard, |b| b.set_serving()).await?;
     Ok(())
 }
