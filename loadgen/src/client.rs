@@ -13,6 +13,7 @@ use std::net::{Shutdown, SocketAddr, TcpStream, ToSocketAddrs};
 use std::time::Duration;
 
 use bytes::{BufMut, Bytes, BytesMut};
+use pinlog::cli::security::ClientSasl;
 use pinlog::protocol::api::ApiKey;
 use pinlog::protocol::codec::{DecodeResult, Reader};
 use pinlog::protocol::error_code;
@@ -20,12 +21,22 @@ use pinlog::protocol::header::{decode_response_header, RequestHeader};
 use pinlog::protocol::messages::api_versions::{
     ApiVersionRange, ApiVersionsRequest, ApiVersionsResponse,
 };
+use pinlog::protocol::messages::sasl_authenticate::{
+    SaslAuthenticateRequest, SaslAuthenticateResponse,
+};
+use pinlog::protocol::messages::sasl_handshake::{SaslHandshakeRequest, SaslHandshakeResponse};
+use pinlog::sasl::client_login::{ClientLogin, LOGIN_ROUNDS_MAX};
+use pinlog::sasl::scram::printable_nonce;
 
 use crate::constants::{
     CLIENT_ID, CLIENT_SOFTWARE_NAME, CLIENT_SOFTWARE_VERSION, CONNECT_ATTEMPTS, CONNECT_BACKOFF,
     READ_BUFFER_BYTES, RESPONSE_MAX_BYTES,
 };
 use crate::error::{Error, Result};
+use crate::transport;
+
+/// Random bytes in a SCRAM client nonce (printable-encoded before sending).
+const SCRAM_NONCE_RANDOM_BYTES: usize = 24;
 
 /// The version of each API this client uses, negotiated with one broker:
 /// the highest version both sides support. `None` when there is none.
@@ -48,13 +59,7 @@ impl Versions {
     /// Picks, per API, the highest version in both pinlog's table
     /// (`SUPPORTED_APIS`, what our codec implements) and the broker's list.
     pub fn negotiate(broker: &[ApiVersionRange]) -> Versions {
-        let pick = |key: ApiKey| -> Option<i16> {
-            let ours = key.support();
-            let theirs = broker.iter().find(|r| r.api_key == key as i16)?;
-            let max = ours.max_version.min(theirs.max_version);
-            let min = ours.min_version.max(theirs.min_version);
-            (min <= max).then_some(max)
-        };
+        let pick = |key: ApiKey| Self::pick(key, broker);
         Versions {
             produce: pick(ApiKey::Produce),
             fetch: pick(ApiKey::Fetch),
@@ -68,6 +73,15 @@ impl Versions {
             leave_group: pick(ApiKey::LeaveGroup),
             offset_commit: pick(ApiKey::OffsetCommit),
         }
+    }
+
+    /// The highest version of `key` in both our table and the broker's.
+    fn pick(key: ApiKey, broker: &[ApiVersionRange]) -> Option<i16> {
+        let ours = key.support();
+        let theirs = broker.iter().find(|r| r.api_key == key as i16)?;
+        let max = ours.max_version.min(theirs.max_version);
+        let min = ours.min_version.max(theirs.min_version);
+        (min <= max).then_some(max)
     }
 
     /// The negotiated version of `key`, or an error naming both ranges.
@@ -143,7 +157,9 @@ fn connect_stream(addr: &str, timeout: Duration) -> Result<TcpStream> {
 
 /// Writes request frames on one connection.
 pub struct FrameWriter {
-    stream: TcpStream,
+    out: Box<dyn Write + Send>,
+    /// The socket under `out`, to shut it down.
+    socket: TcpStream,
     addr: String,
     next_correlation_id: i32,
     frame: BytesMut,
@@ -172,7 +188,7 @@ impl FrameWriter {
         body(&mut self.frame);
         let size = (self.frame.len() - 4) as i32;
         self.frame[..4].copy_from_slice(&size.to_be_bytes());
-        self.stream
+        self.out
             .write_all(&self.frame)
             .map_err(|e| Error::io(format!("send {} to", key.name()), &self.addr, e))?;
         Ok(correlation_id)
@@ -181,13 +197,13 @@ impl FrameWriter {
     /// Closes both directions, which wakes a reader blocked on this socket.
     pub fn shutdown(&self) {
         // Already-closed sockets report an error here that changes nothing.
-        let _ = self.stream.shutdown(Shutdown::Both);
+        let _ = self.socket.shutdown(Shutdown::Both);
     }
 }
 
 /// Reads response frames on one connection.
 pub struct FrameReader {
-    reader: BufReader<TcpStream>,
+    reader: BufReader<Box<dyn Read + Send>>,
     addr: String,
 }
 
@@ -261,28 +277,102 @@ pub struct Conn {
 }
 
 impl Conn {
-    /// Connects (with bounded retries) and negotiates API versions.
+    /// Connects (with bounded retries), negotiates API versions, and logs
+    /// in when the run's `--command-config` asks for SASL.
     pub fn open(addr: &str, timeout: Duration) -> Result<Conn> {
-        let stream = connect_stream(addr, timeout)?;
-        let read_half = stream
-            .try_clone()
-            .map_err(|e| Error::io("clone socket of", addr, e))?;
+        let socket = connect_stream(addr, timeout)?;
+        let halves = transport::wrap(
+            socket
+                .try_clone()
+                .map_err(|e| Error::io("clone socket of", addr, e))?,
+            addr,
+        )?;
         let mut conn = Conn {
             writer: FrameWriter {
-                stream,
+                out: halves.writer,
+                socket,
                 addr: addr.to_string(),
                 next_correlation_id: 1,
                 frame: BytesMut::with_capacity(READ_BUFFER_BYTES),
             },
             reader: FrameReader {
-                reader: BufReader::with_capacity(READ_BUFFER_BYTES, read_half),
+                reader: BufReader::with_capacity(READ_BUFFER_BYTES, halves.reader),
                 addr: addr.to_string(),
             },
             versions: Versions::negotiate(&[]),
         };
         let ranges = conn.api_versions()?;
         conn.versions = Versions::negotiate(&ranges);
+        if let Some(sasl) = &transport::security().sasl {
+            conn.login(sasl, &ranges)?;
+        }
         Ok(conn)
+    }
+
+    /// SaslHandshake, then SaslAuthenticate until the mechanism is done.
+    fn login(&mut self, sasl: &ClientSasl, ranges: &[ApiVersionRange]) -> Result<()> {
+        let refused = |addr: &str, what: String| {
+            Error::Other(format!(
+                "{addr} refused the SASL {} login of {}: {what}; check the user and password in \
+             --command-config's sasl.jaas.config",
+                sasl.mechanism, sasl.username
+            ))
+        };
+        let version = |key: ApiKey| {
+            Versions::pick(key, ranges).ok_or_else(|| Error::Protocol {
+                addr: self.addr().to_string(),
+                detail: format!("the broker supports no version of {} we know", key.name()),
+            })
+        };
+        let handshake_version = version(ApiKey::SaslHandshake)?;
+        let authenticate_version = version(ApiKey::SaslAuthenticate)?;
+        let handshake = self.call(
+            ApiKey::SaslHandshake,
+            handshake_version,
+            |w| {
+                SaslHandshakeRequest {
+                    mechanism: sasl.mechanism.name().into(),
+                }
+                .encode(w, handshake_version)
+            },
+            |r| SaslHandshakeResponse::decode(r, handshake_version),
+        )?;
+        if handshake.error_code != error_code::NONE {
+            return Err(refused(
+                self.addr(),
+                format!("the listener enables {}", handshake.mechanisms.join(", ")),
+            ));
+        }
+        let nonce: [u8; SCRAM_NONCE_RANDOM_BYTES] = rand::random();
+        let mut login = ClientLogin::new(
+            sasl.mechanism,
+            &sasl.username,
+            &sasl.password,
+            &printable_nonce(&nonce),
+        )
+        .ok_or_else(|| refused(self.addr(), "not a password mechanism".into()))?;
+        let mut message = login.first();
+        for _ in 0..LOGIN_ROUNDS_MAX {
+            let auth_bytes = Bytes::from(std::mem::take(&mut message));
+            let answer = self.call(
+                ApiKey::SaslAuthenticate,
+                authenticate_version,
+                |w| SaslAuthenticateRequest { auth_bytes }.encode(w, authenticate_version),
+                |r| SaslAuthenticateResponse::decode(r, authenticate_version),
+            )?;
+            if answer.error_code != error_code::NONE {
+                return Err(refused(
+                    self.addr(),
+                    answer.error_message.unwrap_or_default(),
+                ));
+            }
+            match login.answer(&answer.auth_bytes) {
+                Ok(Some(next)) => message = next,
+                Ok(None) => return Ok(()),
+                Err(e) => return Err(refused(self.addr(), e.to_string())),
+            }
+        }
+        Err(refused(self.addr(), "the exchange did not end".into()))
     }
 
     pub fn addr(&self) -> &str {

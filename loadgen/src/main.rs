@@ -25,6 +25,8 @@ mod report;
 mod run;
 mod soak;
 mod stats;
+mod storm;
+mod transport;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -102,6 +104,15 @@ enum Command {
         #[command(flatten)]
         soak: SoakArgs,
     },
+    /// A connection storm: threads that connect, log in and close, over and
+    /// over (TCP, TLS and SASL as --command-config says, then ApiVersions);
+    /// reports connections per second and the time to a ready connection.
+    Connect {
+        #[command(flatten)]
+        common: Common,
+        #[command(flatten)]
+        storm: StormArgs,
+    },
     /// Draw latency by percentile from .hgrm files (written by --histogram),
     /// several runs overlaid.
     Plot {
@@ -157,6 +168,19 @@ pub struct Common {
     /// answering ends the run with an error after this long.
     #[arg(long, default_value_t = DEFAULT_REQUEST_TIMEOUT_MS)]
     pub request_timeout_ms: u64,
+    /// Kafka client properties for every connection: security.protocol
+    /// (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL), ssl.truststore.*,
+    /// ssl.keystore.* (PEM) and sasl.mechanism with sasl.jaas.config
+    /// (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512), as Kafka's tools read them.
+    #[arg(long)]
+    pub command_config: Option<PathBuf>,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct StormArgs {
+    /// Threads connecting at once.
+    #[arg(long, default_value_t = 8)]
+    pub threads: usize,
 }
 
 #[derive(Args, Debug, Clone)]
@@ -261,6 +285,22 @@ fn parse_acks(s: &str) -> Result<i16, String> {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    let common = match &cli.command {
+        Command::Produce { common, .. }
+        | Command::Consume { common, .. }
+        | Command::E2e { common, .. }
+        | Command::Soak { common, .. }
+        | Command::Connect { common, .. } => Some(common),
+        Command::Plot { .. } => None,
+    };
+    if let Some(path) = common.and_then(|c| c.command_config.as_ref()) {
+        // A storm's connections stand for new clients: no TLS resumption.
+        let fresh_sessions = matches!(cli.command, Command::Connect { .. });
+        if let Err(e) = transport::configure(path, fresh_sessions) {
+            eprintln!("error: {e}");
+            return ExitCode::FAILURE;
+        }
+    }
     match cli.command {
         Command::Plot {
             out,
@@ -291,6 +331,9 @@ fn main() -> ExitCode {
             consume,
             soak,
         } => run::finish(&common, soak::soak(&common, &produce, &consume, &soak)),
+        Command::Connect { common, storm } => {
+            run::finish(&common, storm::connect_storm(&common, &storm))
+        }
     }
 }
 

@@ -689,3 +689,186 @@ fn soak_with_group_churn_and_clients_killed_mid_request() {
         assert!(!log.contains(sign), "the broker log shows {sign:?}:\n{log}");
     }
 }
+
+/// A CA and a broker certificate for 127.0.0.1 in `dir`, made with
+/// `openssl` (EC P-256, X.509 v3): `ca.pem` and `broker.pem` (the key,
+/// then the certificate: pinlog's PEM keystore).
+fn make_certificates(dir: &Path) {
+    let script = "set -e
+        openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
+          -keyout ca.key -out ca.pem -subj /CN=loadgen-test-ca \
+          -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign
+        openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout broker.key \
+          -out broker.csr -subj /CN=broker
+        printf 'basicConstraints=CA:FALSE\\nsubjectAltName=IP:127.0.0.1\\n' > broker.ext
+        openssl x509 -req -in broker.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 \
+          -out broker.crt -extfile broker.ext
+        cat broker.key broker.crt > broker.pem";
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg(script)
+        .current_dir(dir)
+        .output()
+        .expect("run sh (and openssl: apt-get install openssl)");
+    assert!(
+        out.status.success(),
+        "making the test certificates failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// `--command-config` with Kafka's client properties: produce over SSL,
+/// consume and a connection storm over SASL_SSL with SCRAM-SHA-512 (two
+/// login rounds on every connection), and a wrong password refused with a
+/// message that says what to check.
+#[test]
+fn tls_and_sasl_listeners_through_command_config() {
+    let certs = tempfile::tempdir().expect("tempdir");
+    make_certificates(certs.path());
+    let (ssl_port, sasl_port) = (free_port(), free_port());
+    let dir = certs.path().display();
+    let broker = Broker::start_with(&format!(
+        "\"listeners\" = \"PLAINTEXT://127.0.0.1:9092,SSL://127.0.0.1:{ssl_port},SASL_SSL://127.0.0.1:{sasl_port}\"\n\
+         \"ssl.keystore.location\" = \"{dir}/broker.pem\"\n\
+         \"ssl.truststore.location\" = \"{dir}/ca.pem\"\n\
+         \"sasl.enabled.mechanisms\" = \"SCRAM-SHA-512\"\n"
+    ));
+    let set_password = Command::new(pinlog_bin())
+        .args([
+            "user",
+            "set-password",
+            "bench",
+            "--mechanism",
+            "SCRAM-SHA-512",
+        ])
+        .args(["--bootstrap-server", &broker.bootstrap()])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .and_then(|mut child| {
+            use std::io::Write as _;
+            child
+                .stdin
+                .take()
+                .expect("piped")
+                .write_all(b"bench-secret")?;
+            child.wait_with_output()
+        })
+        .expect("run pinlog user set-password");
+    assert!(
+        set_password.status.success(),
+        "pinlog user set-password failed: {}",
+        String::from_utf8_lossy(&set_password.stderr)
+    );
+    let properties = |name: &str, extra: &str| {
+        let path = certs.path().join(name);
+        std::fs::write(
+            &path,
+            format!("ssl.truststore.type=PEM\nssl.truststore.location={dir}/ca.pem\n{extra}"),
+        )
+        .expect("write client properties");
+        path.display().to_string()
+    };
+    let ssl = properties("ssl.properties", "security.protocol=SSL\n");
+    let scram = |password: &str| {
+        format!(
+            "security.protocol=SASL_SSL\nsasl.mechanism=SCRAM-SHA-512\n\
+             sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required \
+             username=\"bench\" password=\"{password}\";\n"
+        )
+    };
+    let sasl = properties("sasl.properties", &scram("bench-secret"));
+    let wrong = properties("wrong.properties", &scram("not-the-password"));
+    let ssl_addr = format!("127.0.0.1:{ssl_port}");
+    let sasl_addr = format!("127.0.0.1:{sasl_port}");
+
+    let produced = loadgen(&[
+        "produce",
+        "--bootstrap",
+        &ssl_addr,
+        "--command-config",
+        &ssl,
+        "--topic",
+        "secured",
+        "--partitions",
+        "4",
+        "--records",
+        "20000",
+        "--record-size",
+        "512",
+        "--producers",
+        "2",
+        "--acks",
+        "1",
+        "--json",
+        "--quiet",
+    ])
+    .ok_json();
+    assert_eq!(u64_at(&produced, "records"), 20_000, "{produced}");
+    assert_eq!(u64_at(&produced, "errors"), 0, "{produced}");
+
+    let consumed = loadgen(&[
+        "consume",
+        "--bootstrap",
+        &sasl_addr,
+        "--command-config",
+        &sasl,
+        "--topic",
+        "secured",
+        "--from",
+        "earliest",
+        "--consumers",
+        "2",
+        "--json",
+        "--quiet",
+    ])
+    .ok_json();
+    assert_eq!(u64_at(&consumed, "records"), 20_000, "{consumed}");
+    assert_eq!(u64_at(&consumed, "errors"), 0, "{consumed}");
+
+    let storm = loadgen(&[
+        "connect",
+        "--bootstrap",
+        &sasl_addr,
+        "--command-config",
+        &sasl,
+        "--threads",
+        "2",
+        "--records",
+        "40",
+        "--json",
+        "--quiet",
+    ])
+    .ok_json();
+    assert_eq!(storm["mode"], "connect", "{storm}");
+    assert!(u64_at(&storm, "records") >= 40, "{storm}");
+    assert_eq!(u64_at(&storm, "errors"), 0, "{storm}");
+    assert!(
+        storm["latency_us"]["p99"].as_u64().is_some_and(|p| p > 0),
+        "{storm}"
+    );
+
+    let refused = loadgen(&[
+        "connect",
+        "--bootstrap",
+        &sasl_addr,
+        "--command-config",
+        &wrong,
+        "--records",
+        "1",
+    ]);
+    assert_ne!(
+        refused.code,
+        Some(0),
+        "a wrong password connected: {}",
+        refused.stdout
+    );
+    assert!(
+        refused
+            .stderr
+            .contains("refused the SASL SCRAM-SHA-512 login of bench"),
+        "{}",
+        refused.stderr
+    );
+}
