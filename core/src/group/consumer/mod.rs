@@ -41,3 +41,6 @@ pub use heartbeat::{
 pub use member::{ConsumerGroupMember, MemberState};
 pub use records::ConsumerGroupRecord;
 pub use topics::{Assignment, TopicId, TopicInfo, TopicsImage};
+
+#[cfg(test)]
+mod heartbeat_tests;
