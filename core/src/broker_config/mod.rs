@@ -16,6 +16,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
 pub mod authorizer;
+pub mod consumer_group;
 pub mod group;
 pub mod listeners;
 pub mod sasl_settings;

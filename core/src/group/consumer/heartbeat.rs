@@ -1,0 +1,746 @@
+//! ConsumerGroupHeartbeat, leaving, and the two timeouts, following
+//! Kafka's `GroupMetadataManager.consumerGroupHeartbeat`:
+//!
+//! 1. Validate the request and the member's epoch (the errors below).
+//! 2. Update the member; a new subscription, a newly resolved regex or a
+//!    change in the subscribed topics' metadata bumps the group epoch.
+//! 3. A group epoch past the target assignment's computes a new target.
+//! 4. Reconcile the member towards its target (`reconcile.rs`).
+//!
+//! Nothing here changes the group: each call returns the records that
+//! carry the change, the answer, and the timer operations. The caller
+//! persists the records, applies them with `ConsumerGroup::replay`, arms
+//! the timers, then answers; and it handles one request of a group at a
+//! time, each against the state the previous one's records produced. If a
+//! write fails the group must be reloaded from the log.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::broker_config::consumer_group::ConsumerGroupConfig;
+use crate::group::consumer::assignor::AssignorKind;
+use crate::group::consumer::group::{
+    current_assignment_record, member_metadata_record, member_tombstones, ConsumerGroup,
+};
+use crate::group::consumer::member::{
+    ConsumerGroupMember, MemberState, JOIN_GROUP_MEMBER_EPOCH, LEAVE_GROUP_MEMBER_EPOCH,
+    LEAVE_GROUP_STATIC_MEMBER_EPOCH,
+};
+use crate::group::consumer::reconcile::reconcile;
+use crate::group::consumer::records::{ConsumerGroupRecord, GroupMetadataValue, RegexValue};
+use crate::group::consumer::subscription::{compile, metadata_hash, resolve};
+use crate::group::consumer::target::{self, TargetMember};
+use crate::group::consumer::topics::{Assignment, TopicId, TopicsImage};
+use crate::protocol::error_code;
+
+/// ConsumerGroupHeartbeat v1 (KIP-1082): the client makes up its member
+/// id, so every request must carry one.
+pub const FIRST_VERSION_WITH_CLIENT_MEMBER_ID: i16 = 1;
+/// Kafka's FENCED_MEMBER_EPOCH, UNRELEASED_INSTANCE_ID, UNSUPPORTED_ASSIGNOR
+/// and INVALID_REGULAR_EXPRESSION codes.
+pub const FENCED_MEMBER_EPOCH: i16 = 110;
+pub const UNRELEASED_INSTANCE_ID: i16 = 111;
+pub const UNSUPPORTED_ASSIGNOR: i16 = 112;
+pub const INVALID_REGULAR_EXPRESSION: i16 = 128;
+
+/// A ConsumerGroupHeartbeat request, with what the connection knows.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HeartbeatRequest {
+    pub api_version: i16,
+    pub group_id: String,
+    pub member_id: String,
+    pub member_epoch: i32,
+    pub instance_id: Option<String>,
+    pub rack_id: Option<String>,
+    /// -1 when unchanged.
+    pub rebalance_timeout_ms: i32,
+    /// `None` when unchanged.
+    pub subscribed_topic_names: Option<Vec<String>>,
+    pub subscribed_topic_regex: Option<String>,
+    pub server_assignor: Option<String>,
+    /// What the member owns; `None` when unchanged.
+    pub topic_partitions: Option<Vec<(TopicId, Vec<i32>)>>,
+    pub client_id: String,
+    pub client_host: String,
+}
+
+/// The answer. `assignment` is sent when the member's assignment changed
+/// or the request was a full one (a join, or a member resending all).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HeartbeatResponse {
+    pub member_id: String,
+    pub member_epoch: i32,
+    pub heartbeat_interval_ms: i32,
+    pub assignment: Option<Vec<(TopicId, Vec<i32>)>>,
+}
+
+/// A refused request: Kafka's error code and message; nothing changed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HeartbeatError {
+    pub error_code: i16,
+    pub message: String,
+}
+
+fn err(error_code: i16, message: impl Into<String>) -> HeartbeatError {
+    HeartbeatError {
+        error_code,
+        message: message.into(),
+    }
+}
+
+/// Timers as data: the coordinator keeps one session timer and at most one
+/// rebalance timer per member, keyed by member id; scheduling replaces the
+/// previous one. When a timer fires the coordinator calls
+/// [`ConsumerGroup::session_expired`] or
+/// [`ConsumerGroup::rebalance_expired`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TimerOp {
+    Session {
+        member_id: String,
+        deadline_ms: i64,
+    },
+    /// The member must finish revoking before `deadline_ms` or be fenced;
+    /// it fires only if the member is still at `member_epoch`.
+    Rebalance {
+        member_id: String,
+        member_epoch: i32,
+        deadline_ms: i64,
+    },
+    CancelRebalance {
+        member_id: String,
+    },
+    CancelAll {
+        member_id: String,
+    },
+}
+
+/// What the caller provides besides the request.
+pub struct HeartbeatContext<'a> {
+    pub now_ms: i64,
+    pub config: &'a ConsumerGroupConfig,
+    pub topics: &'a TopicsImage,
+    /// A fresh UUID string, the member id of a v0 member joining without
+    /// one. The caller draws it so that this code draws no randomness.
+    pub fresh_member_id: &'a str,
+}
+
+/// The records, answer and timers of one request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HeartbeatOutcome {
+    pub records: Vec<ConsumerGroupRecord>,
+    pub response: HeartbeatResponse,
+    pub timers: Vec<TimerOp>,
+}
+
+/// The checks that need no group (Kafka's
+/// `throwIfConsumerGroupHeartbeatRequestIsInvalid`).
+pub fn validate_request(
+    req: &HeartbeatRequest,
+    config: &ConsumerGroupConfig,
+) -> Result<(), HeartbeatError> {
+    let invalid = |m: &str| Err(err(error_code::INVALID_REQUEST, m));
+    if req.group_id.is_empty() {
+        return invalid("GroupId can't be empty.");
+    }
+    if req.instance_id.as_deref() == Some("") {
+        return invalid("InstanceId can't be empty.");
+    }
+    if req.rack_id.as_deref() == Some("") {
+        return invalid("RackId can't be empty.");
+    }
+    if req.api_version >= FIRST_VERSION_WITH_CLIENT_MEMBER_ID && req.member_id.is_empty() {
+        return invalid("MemberId can't be empty.");
+    }
+    match req.member_epoch {
+        e if e > 0 || e == LEAVE_GROUP_MEMBER_EPOCH => {
+            if req.member_id.is_empty() {
+                return invalid("MemberId can't be empty.");
+            }
+        }
+        JOIN_GROUP_MEMBER_EPOCH => {
+            if req.rebalance_timeout_ms == -1 {
+                return invalid("RebalanceTimeoutMs must be provided in first request.");
+            }
+            if req
+                .topic_partitions
+                .as_ref()
+                .is_none_or(|tp| !tp.is_empty())
+            {
+                return invalid("TopicPartitions must be empty when (re-)joining.");
+            }
+            let names = req
+                .subscribed_topic_names
+                .as_ref()
+                .is_some_and(|n| !n.is_empty());
+            let regex = req
+                .subscribed_topic_regex
+                .as_ref()
+                .is_some_and(|r| !r.is_empty());
+            if !names && !regex {
+                return invalid(
+                    "SubscribedTopicNames or SubscribedTopicRegex must be set in first request.",
+                );
+            }
+        }
+        LEAVE_GROUP_STATIC_MEMBER_EPOCH => {
+            if req.member_id.is_empty() {
+                return invalid("MemberId can't be empty.");
+            }
+            if req.instance_id.is_none() {
+                return invalid("InstanceId can't be null.");
+            }
+        }
+        _ => return invalid("MemberEpoch is invalid."),
+    }
+    if let Some(a) = &req.server_assignor {
+        if !config.assignors.iter().any(|n| n == a) {
+            return Err(err(
+                UNSUPPORTED_ASSIGNOR,
+                format!(
+                    "ServerAssignor {a} is not supported. Supported assignors: {}.",
+                    config.assignors.join(", ")
+                ),
+            ));
+        }
+    }
+    if let Some(r) = req
+        .subscribed_topic_regex
+        .as_deref()
+        .filter(|r| !r.is_empty())
+    {
+        compile(r).map_err(|m| err(INVALID_REGULAR_EXPRESSION, m))?;
+    }
+    Ok(())
+}
+
+/// The answer to a heartbeat for a group the coordinator does not have
+/// when the request is not a join (Kafka's GROUP_ID_NOT_FOUND).
+pub fn unknown_group_error(group_id: &str) -> HeartbeatError {
+    err(
+        error_code::GROUP_ID_NOT_FOUND,
+        format!("Consumer group {group_id} not found."),
+    )
+}
+
+/// Whether the member owns only partitions of `assigned`.
+fn owned_subset(owned: Option<&Assignment>, assigned: &Assignment) -> bool {
+    owned.is_some_and(|o| o.is_subset_of(assigned))
+}
+
+/// Kafka's member-epoch check, with KAFKA-19233: epoch 0 is a member that
+/// was told it is fenced and rejoins under its id, always accepted.
+fn check_member_epoch(
+    member: &ConsumerGroupMember,
+    received: i32,
+    owned: Option<&Assignment>,
+) -> Result<(), HeartbeatError> {
+    if received == JOIN_GROUP_MEMBER_EPOCH {
+        return Ok(());
+    }
+    if received > member.member_epoch {
+        return Err(err(
+            FENCED_MEMBER_EPOCH,
+            format!(
+                "The consumer group member has a greater member epoch ({received}) than the one known by the group coordinator ({}). The member must abandon all its partitions and rejoin.",
+                member.member_epoch
+            ),
+        ));
+    }
+    if received < member.member_epoch
+        && (received != member.previous_member_epoch
+            || !owned_subset(owned, &member.assigned_partitions))
+    {
+        // A member that lost the answer carrying its bump retries with the
+        // previous epoch; it is accepted while it owns nothing new.
+        return Err(err(
+            FENCED_MEMBER_EPOCH,
+            format!(
+                "The consumer group member has a smaller member epoch ({received}) than the one known by the group coordinator ({}). The member must abandon all its partitions and rejoin.",
+                member.member_epoch
+            ),
+        ));
+    }
+    Ok(())
+}
+
+impl ConsumerGroup {
+    /// Handles a ConsumerGroupHeartbeat of this group (create the group
+    /// with [`ConsumerGroup::new`] when a join names an unknown one).
+    pub fn heartbeat(
+        &self,
+        req: &HeartbeatRequest,
+        ctx: &HeartbeatContext<'_>,
+    ) -> Result<HeartbeatOutcome, HeartbeatError> {
+        validate_request(req, ctx.config)?;
+        if req.member_epoch == LEAVE_GROUP_MEMBER_EPOCH
+            || req.member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH
+        {
+            return self.leave(req);
+        }
+        let owned = req
+            .topic_partitions
+            .as_ref()
+            .map(|tp| Assignment::from_topic_partitions(tp));
+        let joining = req.member_epoch == JOIN_GROUP_MEMBER_EPOCH;
+        let full = self.members.len() >= ctx.config.max_size as usize;
+        if full && (req.member_id.is_empty() || !self.members.contains_key(&req.member_id)) {
+            return Err(err(
+                error_code::GROUP_MAX_SIZE_REACHED,
+                format!(
+                    "The consumer group has reached its maximum capacity of {} members.",
+                    ctx.config.max_size
+                ),
+            ));
+        }
+        let member_id = if req.member_id.is_empty() {
+            ctx.fresh_member_id.to_string()
+        } else {
+            req.member_id.clone()
+        };
+        assert!(!member_id.is_empty(), "a member id from the caller");
+
+        let mut records = Vec::new();
+        // The static member this one replaces (a restart under the same
+        // instance id), whose place and target it takes.
+        let mut replaced: Option<&ConsumerGroupMember> = None;
+        let member: ConsumerGroupMember = match &req.instance_id {
+            None => match self.members.get(&member_id) {
+                Some(m) => {
+                    check_member_epoch(m, req.member_epoch, owned.as_ref())?;
+                    m.clone()
+                }
+                None if joining => ConsumerGroupMember::new(&member_id),
+                None => return Err(unknown_member(&member_id, &self.group_id)),
+            },
+            Some(instance) => match self.static_member(instance) {
+                None if joining => self
+                    .members
+                    .get(&member_id)
+                    .cloned()
+                    .unwrap_or_else(|| ConsumerGroupMember::new(&member_id)),
+                None => {
+                    return Err(err(
+                        error_code::UNKNOWN_MEMBER_ID,
+                        format!("Instance id {instance} is unknown."),
+                    ))
+                }
+                Some(existing) if joining => {
+                    if existing.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH {
+                        return Err(err(
+                            UNRELEASED_INSTANCE_ID,
+                            format!(
+                                "Static member {member_id} with instance id {instance} cannot join the group because the instance id is owned by {} member.",
+                                existing.member_id
+                            ),
+                        ));
+                    }
+                    // Takes over the departed member's place and partitions
+                    // at epoch 0; reconciliation then moves it to the
+                    // target epoch without a new group epoch.
+                    let mut m = existing.clone();
+                    m.member_id = member_id.clone();
+                    m.member_epoch = 0;
+                    m.previous_member_epoch = 0;
+                    records.extend(member_tombstones(&self.group_id, &existing.member_id));
+                    records.push(member_metadata_record(&self.group_id, &m));
+                    records.push(ConsumerGroupRecord::TargetAssignmentMember {
+                        group_id: self.group_id.clone(),
+                        member_id: member_id.clone(),
+                        value: Some(
+                            self.targets
+                                .get(&existing.member_id)
+                                .cloned()
+                                .unwrap_or_default(),
+                        ),
+                    });
+                    records.push(current_assignment_record(&self.group_id, &m));
+                    replaced = Some(existing);
+                    m
+                }
+                Some(existing) => {
+                    if existing.member_id != member_id {
+                        return Err(err(
+                            error_code::FENCED_INSTANCE_ID,
+                            format!(
+                                "Static member {member_id} with instance id {instance} was fenced by member {}.",
+                                existing.member_id
+                            ),
+                        ));
+                    }
+                    check_member_epoch(existing, req.member_epoch, owned.as_ref())?;
+                    existing.clone()
+                }
+            },
+        };
+
+        // 1. The member's new metadata; the group epoch moves with the
+        //    subscription or the subscribed topics' metadata.
+        let mut updated = member.clone();
+        if let Some(i) = &req.instance_id {
+            updated.instance_id = Some(i.clone());
+        }
+        if let Some(r) = &req.rack_id {
+            updated.rack_id = Some(r.clone());
+        }
+        if req.rebalance_timeout_ms != -1 {
+            updated.rebalance_timeout_ms = req.rebalance_timeout_ms;
+        }
+        if let Some(a) = &req.server_assignor {
+            updated.server_assignor = Some(a.clone());
+        }
+        if let Some(names) = &req.subscribed_topic_names {
+            // Kept as a sorted set: the same topics in another order are
+            // the same subscription.
+            let set: BTreeSet<&String> = names.iter().collect();
+            updated.subscribed_topic_names = set.into_iter().cloned().collect();
+        }
+        if let Some(r) = &req.subscribed_topic_regex {
+            updated.subscribed_topic_regex = (!r.is_empty()).then(|| r.clone());
+        }
+        updated.client_id = req.client_id.clone();
+        updated.client_host = req.client_host.clone();
+
+        let is_new = replaced.is_none() && !self.members.contains_key(&member_id);
+        let mut bump = false;
+        if is_new || !updated.same_metadata(&member) {
+            records.push(member_metadata_record(&self.group_id, &updated));
+            bump = is_new || !updated.same_subscription(&member);
+        }
+
+        // The group's subscriptions with this member's change.
+        let mut counts = self.counts.clone();
+        let old_for_counts = replaced.or(self.members.get(&member_id));
+        if let Some(old) = old_for_counts {
+            counts.remove(
+                &old.subscribed_topic_names,
+                old.subscribed_topic_regex.as_deref(),
+            );
+        }
+        counts.add(
+            &updated.subscribed_topic_names,
+            updated.subscribed_topic_regex.as_deref(),
+        );
+        let refresh = self.metadata_version_checked.get() != Some(ctx.topics.version);
+        let mut resolved: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for regex in counts.regexes.keys() {
+            let known = self.regexes.get(regex);
+            let topics = match known {
+                Some(v) if !refresh => v.topics.clone(),
+                _ => resolve(regex, ctx.topics),
+            };
+            if known.is_none_or(|v| v.topics != topics) {
+                records.push(ConsumerGroupRecord::RegularExpression {
+                    group_id: self.group_id.clone(),
+                    regex: regex.clone(),
+                    value: Some(RegexValue {
+                        topics: topics.clone(),
+                        version: ctx.topics.version,
+                        timestamp_ms: ctx.now_ms,
+                    }),
+                });
+            }
+            resolved.insert(regex.clone(), topics);
+        }
+        for regex in self.regexes.keys() {
+            if !counts.regexes.contains_key(regex) {
+                records.push(regex_tombstone(&self.group_id, regex));
+            }
+        }
+
+        let mut group_epoch = self.group_epoch;
+        let mut hash = self.metadata_hash;
+        if bump || refresh || resolved_changed(&self.regexes, &resolved) {
+            hash = metadata_hash(&counts.topic_names(&resolved), ctx.topics);
+            if hash != self.metadata_hash {
+                bump = true;
+            }
+        }
+        if bump {
+            group_epoch += 1;
+            records.push(ConsumerGroupRecord::GroupMetadata {
+                group_id: self.group_id.clone(),
+                value: Some(GroupMetadataValue {
+                    epoch: group_epoch,
+                    metadata_hash: hash,
+                }),
+            });
+        }
+
+        // 2. A new target assignment when the group epoch moved past it.
+        let (target_epoch, target) = if group_epoch > self.assignment_epoch {
+            let mut members: Vec<TargetMember<'_>> = Vec::with_capacity(self.members.len() + 1);
+            for (id, m) in &self.members {
+                if *id == member_id || replaced.is_some_and(|r| r.member_id == *id) {
+                    continue;
+                }
+                members.push(TargetMember {
+                    member: m,
+                    current_target: self.targets.get(id),
+                });
+            }
+            let inherited = match replaced {
+                Some(r) => self.targets.get(&r.member_id),
+                None => self.targets.get(&member_id),
+            };
+            members.push(TargetMember {
+                member: &updated,
+                current_target: inherited,
+            });
+            let assignor = self.preferred_assignor(&members, ctx.config);
+            let mut old_targets = self.targets.clone();
+            if let Some(r) = replaced {
+                // The records above already moved the old target over.
+                if let Some(t) = old_targets.remove(&r.member_id) {
+                    old_targets.insert(member_id.clone(), t);
+                }
+            }
+            let result = target::build(
+                &self.group_id,
+                group_epoch,
+                assignor,
+                &members,
+                &resolved,
+                ctx.topics,
+                &old_targets,
+            );
+            records.extend(result.records);
+            let mine = result.targets.get(&member_id).cloned().unwrap_or_default();
+            (group_epoch, mine)
+        } else {
+            let mine = match replaced {
+                Some(r) => self.targets.get(&r.member_id),
+                None => self.targets.get(&member_id),
+            };
+            (self.assignment_epoch, mine.cloned().unwrap_or_default())
+        };
+
+        // 3. Reconcile the member towards its target.
+        let mut timers = Vec::new();
+        let reconciled = if updated.is_reconciled_to(target_epoch) {
+            updated.clone()
+        } else {
+            let owner_epoch = |t: &TopicId, p: i32| self.owner(t, p).map(|o| o.epoch);
+            let next = reconcile(&updated, target_epoch, &target, &owner_epoch, owned.as_ref())
+                .map_err(|_| {
+                    err(
+                        FENCED_MEMBER_EPOCH,
+                        "The consumer group member is in a unknown state. The member must abandon all its partitions and rejoin.",
+                    )
+                })?;
+            if !next.same_current_assignment(&updated) {
+                records.push(current_assignment_record(&self.group_id, &next));
+                if next.state == MemberState::UnrevokedPartitions {
+                    timers.push(TimerOp::Rebalance {
+                        member_id: member_id.clone(),
+                        member_epoch: next.member_epoch,
+                        deadline_ms: ctx.now_ms + next.rebalance_timeout_ms.max(0) as i64,
+                    });
+                } else {
+                    timers.push(TimerOp::CancelRebalance {
+                        member_id: member_id.clone(),
+                    });
+                }
+            }
+            next
+        };
+        timers.push(TimerOp::Session {
+            member_id: member_id.clone(),
+            deadline_ms: ctx.now_ms + ctx.config.session_timeout_ms as i64,
+        });
+
+        // Checked only now: a refused request must not count as a check.
+        self.metadata_version_checked.set(Some(ctx.topics.version));
+        let full_request = joining
+            || (req.rebalance_timeout_ms != -1
+                && (req.subscribed_topic_names.is_some() || req.subscribed_topic_regex.is_some())
+                && req.topic_partitions.is_some());
+        let changed = reconciled.assigned_partitions != member.assigned_partitions;
+        let response = HeartbeatResponse {
+            member_id: member_id.clone(),
+            member_epoch: reconciled.member_epoch,
+            heartbeat_interval_ms: ctx.config.heartbeat_interval_ms,
+            assignment: (full_request || changed)
+                .then(|| reconciled.assigned_partitions.to_topic_partitions()),
+        };
+        Ok(HeartbeatOutcome {
+            records,
+            response,
+            timers,
+        })
+    }
+
+    /// The assignor most members name, else the group default. Ties go to
+    /// the one listed first in `group.consumer.assignors`, so the choice
+    /// is deterministic.
+    fn preferred_assignor(
+        &self,
+        members: &[TargetMember<'_>],
+        config: &ConsumerGroupConfig,
+    ) -> AssignorKind {
+        let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
+        for m in members {
+            if let Some(a) = &m.member.server_assignor {
+                *counts.entry(a.as_str()).or_default() += 1;
+            }
+        }
+        let best = config
+            .assignors
+            .iter()
+            .filter_map(|name| counts.get(name.as_str()).map(|n| (*n, name)))
+            .fold(None::<(usize, &String)>, |best, (n, name)| match best {
+                Some((b, _)) if b >= n => best,
+                _ => Some((n, name)),
+            })
+            .map(|(_, name)| name.as_str())
+            .unwrap_or(config.default_assignor());
+        AssignorKind::from_name(best).unwrap_or(AssignorKind::Uniform)
+    }
+
+    /// A member's leave (epoch -1), or a static member's temporary leave
+    /// (epoch -2, which keeps its place and partitions until its session
+    /// times out).
+    fn leave(&self, req: &HeartbeatRequest) -> Result<HeartbeatOutcome, HeartbeatError> {
+        let member = match &req.instance_id {
+            None => self
+                .members
+                .get(&req.member_id)
+                .ok_or_else(|| unknown_member(&req.member_id, &self.group_id))?,
+            Some(instance) => {
+                let m = self.static_member(instance).ok_or_else(|| {
+                    err(
+                        error_code::UNKNOWN_MEMBER_ID,
+                        format!("Instance id {instance} is unknown."),
+                    )
+                })?;
+                if m.member_id != req.member_id {
+                    return Err(err(
+                        error_code::FENCED_INSTANCE_ID,
+                        format!(
+                            "Static member {} with instance id {instance} was fenced by member {}.",
+                            req.member_id, m.member_id
+                        ),
+                    ));
+                }
+                m
+            }
+        };
+        let response = HeartbeatResponse {
+            member_id: member.member_id.clone(),
+            member_epoch: req.member_epoch,
+            heartbeat_interval_ms: 0,
+            assignment: None,
+        };
+        if req.instance_id.is_some() && req.member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH {
+            let mut away = member.clone();
+            away.member_epoch = LEAVE_GROUP_STATIC_MEMBER_EPOCH;
+            away.partitions_pending_revocation = Assignment::new();
+            return Ok(HeartbeatOutcome {
+                records: vec![current_assignment_record(&self.group_id, &away)],
+                response,
+                timers: Vec::new(),
+            });
+        }
+        let (records, timers) = self.fence(member);
+        Ok(HeartbeatOutcome {
+            records,
+            response,
+            timers,
+        })
+    }
+
+    /// The records that remove `member` and bump the group epoch, so that
+    /// its partitions go to the others.
+    fn fence(&self, member: &ConsumerGroupMember) -> (Vec<ConsumerGroupRecord>, Vec<TimerOp>) {
+        let mut records: Vec<ConsumerGroupRecord> =
+            member_tombstones(&self.group_id, &member.member_id).into();
+        let mut counts = self.counts.clone();
+        counts.remove(
+            &member.subscribed_topic_names,
+            member.subscribed_topic_regex.as_deref(),
+        );
+        for regex in self.regexes.keys() {
+            if !counts.regexes.contains_key(regex) {
+                records.push(regex_tombstone(&self.group_id, regex));
+            }
+        }
+        // The hash of what is left, against the metadata the group last
+        // saw: resolved regexes as recorded. A later heartbeat refreshes
+        // both against newer metadata.
+        records.push(ConsumerGroupRecord::GroupMetadata {
+            group_id: self.group_id.clone(),
+            value: Some(GroupMetadataValue {
+                epoch: self.group_epoch + 1,
+                metadata_hash: self.metadata_hash,
+            }),
+        });
+        let timers = vec![TimerOp::CancelAll {
+            member_id: member.member_id.clone(),
+        }];
+        (records, timers)
+    }
+
+    /// The session timer of `member_id` fired: the member is fenced.
+    /// Nothing when it is gone already (a stale timer).
+    pub fn session_expired(&self, member_id: &str) -> (Vec<ConsumerGroupRecord>, Vec<TimerOp>) {
+        match self.members.get(member_id) {
+            Some(m) => self.fence(m),
+            None => (Vec::new(), Vec::new()),
+        }
+    }
+
+    /// The rebalance timer of `member_id` at `member_epoch` fired: the
+    /// member did not revoke in time and is fenced, unless it moved on.
+    pub fn rebalance_expired(
+        &self,
+        member_id: &str,
+        member_epoch: i32,
+    ) -> (Vec<ConsumerGroupRecord>, Vec<TimerOp>) {
+        match self.members.get(member_id) {
+            Some(m) if m.member_epoch == member_epoch => self.fence(m),
+            _ => (Vec::new(), Vec::new()),
+        }
+    }
+
+    /// The timers of a group just loaded from the log (Kafka's
+    /// `onLoaded`): a session timer for every member and a rebalance
+    /// timer for every member still revoking.
+    pub fn on_loaded(&self, now_ms: i64, config: &ConsumerGroupConfig) -> Vec<TimerOp> {
+        let mut out = Vec::new();
+        for m in self.members.values() {
+            out.push(TimerOp::Session {
+                member_id: m.member_id.clone(),
+                deadline_ms: now_ms + config.session_timeout_ms as i64,
+            });
+            if m.state == MemberState::UnrevokedPartitions {
+                out.push(TimerOp::Rebalance {
+                    member_id: m.member_id.clone(),
+                    member_epoch: m.member_epoch,
+                    deadline_ms: now_ms + m.rebalance_timeout_ms.max(0) as i64,
+                });
+            }
+        }
+        out
+    }
+}
+
+fn unknown_member(member_id: &str, group_id: &str) -> HeartbeatError {
+    err(
+        error_code::UNKNOWN_MEMBER_ID,
+        format!("Member {member_id} is not a member of group {group_id}."),
+    )
+}
+
+fn regex_tombstone(group_id: &str, regex: &str) -> ConsumerGroupRecord {
+    ConsumerGroupRecord::RegularExpression {
+        group_id: group_id.to_string(),
+        regex: regex.to_string(),
+        value: None,
+    }
+}
+
+fn resolved_changed(
+    known: &BTreeMap<String, RegexValue>,
+    now: &BTreeMap<String, Vec<String>>,
+) -> bool {
+    now.iter()
+        .any(|(r, topics)| known.get(r).is_none_or(|v| &v.topics != topics))
+}
