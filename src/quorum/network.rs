@@ -36,6 +36,7 @@ use crate::node::stop::StopHandle;
 use crate::quorum::state_machine::SnapshotData;
 use crate::quorum::types::{MetadataRaft, Raft, SnapshotMeta, Vote};
 use crate::security::controller_channel::ControllerChannelTls;
+use crate::security::tls_socket::TlsSocket;
 
 /// Largest frame read from a peer: a metadata snapshot of a few hundred
 /// thousand partitions fits.
@@ -226,7 +227,7 @@ async fn accept_peer(
     let Some(tls) = tls else {
         return Ok(Box::new(stream));
     };
-    let handshake = async { Some(tls.acceptor.accept(stream).await) }
+    let handshake = async { Some(tls.acceptor.accept(TlsSocket::new(stream)).await) }
         .or(async {
             glommio::timer::sleep(TLS_HANDSHAKE_TIMEOUT).await;
             None
@@ -363,7 +364,7 @@ impl PeerConnection {
         };
         let name = ControllerChannelTls::server_name(&self.addr)
             .map_err(|why| unreachable(invalid(why)))?;
-        let handshake = async { tls.connector.connect(name, stream).await }
+        let handshake = async { tls.connector.connect(name, TlsSocket::new(stream)).await }
             .or(async {
                 glommio::timer::sleep(timeout).await;
                 Err(io::Error::new(

@@ -10,3 +10,4 @@ pub mod controller_channel;
 pub mod listener_tls;
 pub mod session;
 pub mod tls;
+pub mod tls_socket;

@@ -27,6 +27,7 @@ use crate::node::stop::StopHandle;
 use crate::security::listener_tls::TlsServing;
 use crate::security::session::{Session, ANONYMOUS_PRINCIPAL};
 use crate::security::tls::certificate_principal;
+use crate::security::tls_socket::TlsSocket;
 use crate::server::network::dispatch::{handle_frame, Outcome};
 use crate::server::network::frame_reader::{FrameError, FrameReader};
 use crate::server::network::request_probe::{self, RequestTimer, ShardProbe};
@@ -182,12 +183,14 @@ pub async fn serve_connection(
     let Some(tls) = &listener.tls else {
         return serve_stream(shard, stream, stop, session, sasl, unauthenticated, peer).await;
     };
-    let handshake =
-        futures_lite::future::or(async { Some(tls.acceptor().accept(stream).await) }, async {
+    let handshake = futures_lite::future::or(
+        async { Some(tls.acceptor().accept(TlsSocket::new(stream)).await) },
+        async {
             glommio::timer::sleep(TLS_HANDSHAKE_TIMEOUT).await;
             None
-        })
-        .await;
+        },
+    )
+    .await;
     let stream = match handshake {
         Some(Ok(s)) => s,
         // A peer that closes before finishing the handshake is most often

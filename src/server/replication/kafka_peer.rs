@@ -27,6 +27,7 @@ use crate::sasl::client_login::{ClientLogin, LOGIN_ROUNDS_MAX};
 use crate::sasl::scram::printable_nonce;
 use crate::sasl::SASL_MESSAGE_BYTES_MAX;
 use crate::security::tls::InterBrokerSecurity;
+use crate::security::tls_socket::TlsSocket;
 
 /// How long a connection attempt to a peer broker may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -88,7 +89,7 @@ impl KafkaPeer {
         let name = rustls::pki_types::ServerName::try_from(host.to_string())
             .map_err(|e| io::Error::other(format!("{}: not a TLS server name: {e}", self.addr)))?;
         let tls = connector
-            .connect(name, stream)
+            .connect(name, TlsSocket::new(stream))
             .or(async {
                 glommio::timer::sleep(CONNECT_TIMEOUT).await;
                 Err(io::Error::new(
@@ -228,6 +229,8 @@ impl KafkaPeer {
             .ok_or_else(|| io::Error::other(format!("{}: not connected", self.addr)))?;
         let exchange = async {
             stream.write_all(&frame).await?;
+            // A TLS stream sends its records on flush (security::tls_socket).
+            stream.flush().await?;
             let mut size = [0u8; 4];
             stream.read_exact(&mut size).await?;
             let size = i32::from_be_bytes(size);
