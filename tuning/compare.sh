@@ -4,7 +4,8 @@
 #
 # Usage: tuning/compare.sh [--quick] [--out FILE] [--skip-build] [--keep]
 #                          [--no-kafka-p4]
-#                          [--replicated | --transactional | --reassign | --balance]
+#                          [--replicated | --transactional | --reassign | --balance
+#                           | --tls]
 #   --quick        about 4 minutes: one round per workload, short runs,
 #                  P3 over 1 GiB instead of 2 GiB, P4 on pinlog only
 #   --out FILE     where to write the report (default tuning/results.md)
@@ -44,6 +45,13 @@
 #                  2 partitions on one shard, then after the balancer
 #                  spread them (tuning/balance.sh; report in
 #                  tuning/results-balance.md unless --out)
+#   --tls          instead of the above: one pinlog broker and one Kafka
+#                  broker, each with PLAINTEXT, SSL (RSA 2048), SSLEC (EC
+#                  P-256) and SASL_SSL (SCRAM-SHA-512) listeners: produce
+#                  and catch-up throughput over TLS against plaintext, and
+#                  connection storms on every listener (tuning/tls.sh;
+#                  report in tuning/results-tls.md unless --out; --quick:
+#                  about 5 minutes)
 #
 # What runs (all on loopback, free ports, one work directory on the same
 # disk as the repository, removed at the end):
@@ -77,6 +85,7 @@ REPLICATED=0
 TRANSACTIONAL=0
 REASSIGN=0
 BALANCE=0
+TLS=0
 OUT_SET=0
 THROTTLE_MBPS=0
 ARGV_STR="$*"
@@ -93,6 +102,7 @@ while [ $# -gt 0 ]; do
     --transactional) TRANSACTIONAL=1; REPLICATED=1 ;;
     --reassign) REASSIGN=1; REPLICATED=1 ;;
     --balance) BALANCE=1; REPLICATED=1 ;;
+    --tls) TLS=1; REPLICATED=1 ;;
     -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d'; exit 0 ;;
     *) echo "compare.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
@@ -100,9 +110,11 @@ while [ $# -gt 0 ]; do
 done
 
 if [ "$REPLICATED" = 1 ]; then
-  [ -z "$ONLY" ] || { echo "compare.sh: --replicated (and --transactional, --reassign, --balance) run their own workloads; they do not take --only" >&2; exit 2; }
+  [ -z "$ONLY" ] || { echo "compare.sh: --replicated (and --transactional, --reassign, --balance, --tls) run their own workloads; they do not take --only" >&2; exit 2; }
   ONLY="replicated"
-  if [ "$REASSIGN" = 1 ]; then
+  if [ "$TLS" = 1 ]; then
+    [ "$OUT_SET" = 1 ] || OUT="$REPO/tuning/results-tls.md"
+  elif [ "$REASSIGN" = 1 ]; then
     [ "$OUT_SET" = 1 ] || OUT="$REPO/tuning/results-reassign.md"
   elif [ "$BALANCE" = 1 ]; then
     [ "$OUT_SET" = 1 ] || OUT="$REPO/tuning/results-balance.md"
@@ -598,6 +610,12 @@ write_report() {
   say "done in ${ELAPSED}s: $OUT"
 }
 
+if [ "$TLS" = 1 ]; then
+  # The TLS mode's brokers, workloads and report.
+  # shellcheck source=tuning/tls.sh
+  source "$REPO/tuning/tls.sh"
+  exit 0
+fi
 if [ "$BALANCE" = 1 ]; then
   # The core balancer mode's broker, workloads and report.
   # shellcheck source=tuning/balance.sh
