@@ -535,7 +535,13 @@ measure() {
   local name=$1 bpid=$2 limit=$3; shift 4
   local b0 b1 rc=0
   alive "$bpid" || die "the broker (pid $bpid) is gone before $name: see its log in the work directory (a signal from outside? ran with --keep?)"
-  printf '%q ' "$@" | sed 's/ $//' > "$RES/$name.cmd"
+  # The command as the reports show it: the work directory as $WORK and
+  # other paths inside the repository relative to it, so that no report
+  # names the machine's directories.
+  local shown
+  shown=$(printf '%q ' "$@"); shown=${shown% }
+  shown=${shown//"$WORK"/\$WORK}
+  printf '%s\n' "${shown//"$REPO"\//}" > "$RES/$name.cmd"
   settle
   b0=$(cpu_ticks "$bpid")
   # In the background and waited for, so that a signal reaches our trap at
