@@ -106,48 +106,26 @@ pub fn serve(config: BrokerConfig) -> Result<(), String> {
     let stop = StopHandle::new();
     install_signal_thread(stop.clone())?;
     raise_open_files_limit();
-    // A panicking shard cannot serve its partitions any more: stop the whole
-    // broker (without a clean-shutdown marker) rather than limp on or hang.
+    // A panicking shard may leave its partitions half changed, and its peers
+    // may wait for it forever. Halt at once, as Kafka halts on a fatal error:
+    // no other shard acknowledges anything more, no clean-shutdown marker is
+    // written, and the next start runs recovery. A supervisor restarts it.
     let default_hook = std::panic::take_hook();
-    let on_panic = stop.clone();
     std::panic::set_hook(Box::new(move |info| {
         default_hook(info);
-        tracing::error!("a shard panicked: stopping the broker; the next start runs recovery");
-        on_panic.request();
-        exit_if_not_stopped_after_panic();
+        tracing::error!(
+            "a shard panicked: halting the broker with exit status {EXIT_AFTER_PANIC}; the next start runs recovery"
+        );
+        std::process::exit(EXIT_AFTER_PANIC);
     }));
     run(config, stop)
 }
 
-/// How long a broker may take to stop after a shard panicked before the
-/// process exits anyway. The dead shard's peers can wait forever for it; a
-/// broker that neither serves nor exits is worse than one that exits, which
-/// a supervisor restarts (and the start runs recovery: no clean-shutdown
-/// marker is written after a panic).
-pub const PANIC_STOP_GRACE: Duration = Duration::from_secs(10);
-/// Exit status after a shard panic that did not stop in time (EX_SOFTWARE).
+/// Exit status after a shard panic (EX_SOFTWARE).
 pub const EXIT_AFTER_PANIC: i32 = 70;
 /// Test-only: makes the last shard panic this many milliseconds after it
 /// starts serving, so that tests can check what a shard panic does.
 pub const TEST_PANIC_ENV: &str = "PINLOG_TEST_SHARD_PANIC_AFTER_MS";
-
-fn exit_if_not_stopped_after_panic() {
-    static ARMED: std::sync::Once = std::sync::Once::new();
-    ARMED.call_once(|| {
-        let spawned = std::thread::Builder::new()
-            .name("pinlog-panic-exit".into())
-            .spawn(|| {
-                std::thread::sleep(PANIC_STOP_GRACE);
-                tracing::error!(
-                    "the broker did not stop within {PANIC_STOP_GRACE:?} of a shard panic; exiting with status {EXIT_AFTER_PANIC}"
-                );
-                std::process::exit(EXIT_AFTER_PANIC);
-            });
-        if spawned.is_err() {
-            std::process::exit(EXIT_AFTER_PANIC);
-        }
-    });
-}
 
 /// Each partition holds a few descriptors (its active segment, indexes):
 /// take the hard limit on open files rather than the often much lower soft
