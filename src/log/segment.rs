@@ -911,6 +911,14 @@ impl Segment {
             crate::blocking_pool::gated(self.file.truncate(self.size_bytes))
                 .await
                 .map_err(|e| LogError::io("truncate segment", &self.log_path, -1, e))?;
+            // Durable before the next segment's bytes are: the flush after
+            // a roll starts at the new segment, and a power loss that kept
+            // the padding would make recovery see a torn segment here and
+            // delete every later one (tests/power_loss.rs).
+            self.file
+                .fdatasync()
+                .await
+                .map_err(|e| LogError::io("fdatasync segment", &self.log_path, -1, e))?;
         }
         Ok(())
     }
