@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 const CODE_LINES_MAX: usize = 1000;
 
 /// The workspace's crates, by directory, bottom layer first.
-const CRATES: &[&str] = &["protocol", "core", ".", "loadgen"];
+const CRATES: &[&str] = &["protocol", "core", ".", "loadgen", "powerfs"];
 
 /// The broker shell's own top-level modules, by layer, bottom first: a
 /// module imports only from its own layer or below (and from the crates

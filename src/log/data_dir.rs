@@ -71,7 +71,7 @@ pub struct PartitionOffsets {
 /// and removes the clean-shutdown marker: from here on a crash must be
 /// detected as one, as in Kafka.
 pub fn load_data_dir(dir: &Path) -> LogResult<DataDirState> {
-    std::fs::create_dir_all(dir).map_err(|e| LogError::io("create data dir", dir, -1, e))?;
+    create_dir_durably(dir).map_err(|e| LogError::io("create data dir", dir, -1, e))?;
     let marker = dir.join(CLEAN_SHUTDOWN_FILE);
     let clean_shutdown = marker.exists();
     let previous_broker_epoch = previous_broker_epoch(dir, clean_shutdown)?;
@@ -320,6 +320,29 @@ fn write(dir: &Path, name: &str, entries: &[OffsetCheckpointEntry]) -> LogResult
         .map_err(|e| LogError::io("write checkpoint", &path, -1, e))
 }
 
+/// Creates `dir` and any missing ancestors, then fsyncs the parent of each
+/// directory it created, so that a power loss cannot take the new data
+/// directory, and everything later made durable inside it, away (Kafka's
+/// LogManager flushes the parent of a log directory it creates likewise).
+/// Blocking: runs once at startup, before the shards.
+pub fn create_dir_durably(dir: &Path) -> std::io::Result<()> {
+    let mut missing = Vec::new();
+    let mut at = Some(dir);
+    while let Some(d) = at.filter(|d| !d.as_os_str().is_empty() && !d.exists()) {
+        missing.push(d.to_path_buf());
+        at = d.parent();
+    }
+    std::fs::create_dir_all(dir)?;
+    for created in &missing {
+        let parent = match created.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p,
+            _ => Path::new("."),
+        };
+        std::fs::File::open(parent)?.sync_all()?;
+    }
+    Ok(())
+}
+
 fn sync_dir(dir: &Path) -> LogResult<()> {
     std::fs::File::open(dir)
         .and_then(|d| d.sync_all())
@@ -341,7 +364,7 @@ pub struct DataDirLock {
 
 impl DataDirLock {
     pub fn acquire(dir: &Path) -> Result<Self, String> {
-        std::fs::create_dir_all(dir)
+        create_dir_durably(dir)
             .map_err(|e| format!("cannot create data directory {}: {e}", dir.display()))?;
         let path = dir.join(DATA_DIR_LOCK_FILE);
         let file = std::fs::OpenOptions::new()

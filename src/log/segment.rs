@@ -88,6 +88,10 @@ pub struct Segment {
     tail_block: Vec<u8>,
     /// Bytes written but not yet fdatasync'ed start here.
     flushed_size_bytes: u64,
+    /// False for a segment this process created until the first flush
+    /// fsyncs its directory: until then a power loss may take the new
+    /// files' names, whatever was fdatasync'ed into them.
+    names_durable: bool,
     offset_index: OffsetIndex,
     time_index: TimeIndex,
     bytes_since_last_index_entry: u64,
@@ -177,6 +181,7 @@ impl Segment {
             size_bytes: 0,
             tail_block: Vec::new(),
             flushed_size_bytes: 0,
+            names_durable: false,
             offset_index,
             time_index,
             bytes_since_last_index_entry: 0,
@@ -251,6 +256,7 @@ impl Segment {
             size_bytes,
             tail_block: Vec::new(),
             flushed_size_bytes: size_bytes,
+            names_durable: true,
             offset_index,
             time_index,
             bytes_since_last_index_entry: 0,
@@ -860,6 +866,14 @@ impl Segment {
         sync_index_file(self.offset_index.path()).await?;
         sync_index_file(self.time_index.path()).await?;
         self.txn_index.flush().await?;
+        if !self.names_durable {
+            // The files' names live in the partition directory: fsync it
+            // too, as Kafka's LocalLog.flush does for new segments.
+            if let Some(dir) = self.log_path.parent() {
+                crate::log::swap::sync_dir(dir).await?;
+            }
+            self.names_durable = true;
+        }
         self.flushed_size_bytes = self.size_bytes;
         Ok(())
     }
@@ -897,6 +911,14 @@ impl Segment {
             crate::blocking_pool::gated(self.file.truncate(self.size_bytes))
                 .await
                 .map_err(|e| LogError::io("truncate segment", &self.log_path, -1, e))?;
+            // Durable before the next segment's bytes are: the flush after
+            // a roll starts at the new segment, and a power loss that kept
+            // the padding would make recovery see a torn segment here and
+            // delete every later one (tests/power_loss.rs).
+            self.file
+                .fdatasync()
+                .await
+                .map_err(|e| LogError::io("fdatasync segment", &self.log_path, -1, e))?;
         }
         Ok(())
     }

@@ -93,6 +93,9 @@ pub struct BrokerOpts {
     host: String,
     /// The network namespace the process runs in (`ip netns exec`), if any.
     netns: Option<String>,
+    /// The data directory, if not `<tmp>/data` (one on a test file
+    /// system, such as the power-loss one).
+    data_dir: Option<PathBuf>,
 }
 
 impl Default for BrokerOpts {
@@ -110,6 +113,7 @@ impl Default for BrokerOpts {
             seed_data: None,
             host: "127.0.0.1".to_string(),
             netns: None,
+            data_dir: None,
         }
     }
 }
@@ -188,6 +192,13 @@ impl BrokerOpts {
     pub fn in_netns(mut self, netns: &str, host: &str) -> Self {
         self.netns = Some(netns.to_string());
         self.host = host.to_string();
+        self
+    }
+
+    /// Keep the data directory at `path` (which the test owns and
+    /// removes) instead of `<tmp>/data`.
+    pub fn data_dir(mut self, path: impl Into<PathBuf>) -> Self {
+        self.data_dir = Some(path.into());
         self
     }
 
@@ -359,7 +370,10 @@ impl Broker {
 
     /// The data directory (`--data-dir`), kept across restarts.
     pub fn data_dir(&self) -> PathBuf {
-        self.root().join("data")
+        match &self.opts.data_dir {
+            Some(dir) => dir.clone(),
+            None => self.root().join("data"),
+        }
     }
 
     /// The file collecting the broker's stdout and stderr.

@@ -310,7 +310,9 @@ impl PartitionLog {
         let dir = data_dir.join(tp.dir_name());
         // Opening a partition is rare (startup, topic creation): a blocking
         // mkdir and directory listing are acceptable here and nowhere else.
-        std::fs::create_dir_all(&dir)
+        // A new directory's name is durable only once the data directory
+        // is fsynced (Kafka's LogManager does the same).
+        crate::log::data_dir::create_dir_durably(&dir)
             .map_err(|e| LogError::io("create partition dir", &dir, -1, e))?;
         swap::complete_interrupted_swaps(&dir)?;
         let base_offsets = list_segments(&dir)?;

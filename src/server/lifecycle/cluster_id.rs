@@ -16,7 +16,7 @@ const META_PROPERTIES: &str = "meta.properties";
 /// start.
 pub fn load(data_dir: &Path, node_id: i32) -> Result<Option<String>, String> {
     let path = data_dir.join(META_PROPERTIES);
-    std::fs::create_dir_all(data_dir).map_err(|e| {
+    crate::log::data_dir::create_dir_durably(data_dir).map_err(|e| {
         format!(
             "cannot create the data directory {}: {e}",
             data_dir.display()
