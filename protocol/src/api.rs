@@ -60,6 +60,8 @@ pub enum ApiKey {
     UnregisterBroker = 64,
     DescribeTransactions = 65,
     ListTransactions = 66,
+    ConsumerGroupHeartbeat = 68,
+    ConsumerGroupDescribe = 69,
     ListConfigResources = 74,
     /// pinlog's own: shard placement (`protocol/src/messages/partition_shards.rs`).
     PartitionShards = 32_000,
@@ -405,12 +407,26 @@ pub const SUPPORTED_APIS: &[ApiSupport] = &[
 /// advertise them, `ApiKey::from_i16` does not know them, and the broker
 /// refuses them as it refuses any unknown key. A row moves to
 /// `SUPPORTED_APIS` when the broker serves the API.
-pub const CODEC_ONLY_APIS: &[ApiSupport] = &[ApiSupport {
-    key: ApiKey::Envelope,
-    min_version: 0,
-    max_version: 0,
-    first_flexible_version: 0,
-}];
+pub const CODEC_ONLY_APIS: &[ApiSupport] = &[
+    ApiSupport {
+        key: ApiKey::Envelope,
+        min_version: 0,
+        max_version: 0,
+        first_flexible_version: 0,
+    },
+    ApiSupport {
+        key: ApiKey::ConsumerGroupHeartbeat,
+        min_version: 0,
+        max_version: 1,
+        first_flexible_version: 0,
+    },
+    ApiSupport {
+        key: ApiKey::ConsumerGroupDescribe,
+        min_version: 0,
+        max_version: 1,
+        first_flexible_version: 0,
+    },
+];
 
 impl ApiKey {
     /// The API with this key if pinlog serves it: keys of
@@ -538,6 +554,8 @@ impl ApiKey {
             ApiKey::DescribeUserScramCredentials => "DescribeUserScramCredentials",
             ApiKey::AlterUserScramCredentials => "AlterUserScramCredentials",
             ApiKey::Envelope => "Envelope",
+            ApiKey::ConsumerGroupHeartbeat => "ConsumerGroupHeartbeat",
+            ApiKey::ConsumerGroupDescribe => "ConsumerGroupDescribe",
         }
     }
 }

@@ -520,9 +520,11 @@ async fn serve_frame(
         // Codecs only (`CODEC_ONLY_APIS`): `ApiKey::from_i16` does not know
         // them, so their frames were refused above as unknown keys. Not
         // served until they move to `SUPPORTED_APIS`.
-        ApiKey::Envelope => Outcome::Close(format!(
-            "unknown API key {api_key} (correlation id {correlation_id})"
-        )),
+        ApiKey::Envelope | ApiKey::ConsumerGroupHeartbeat | ApiKey::ConsumerGroupDescribe => {
+            Outcome::Close(format!(
+                "unknown API key {api_key} (correlation id {correlation_id})"
+            ))
+        }
     }
 }
 
