@@ -514,6 +514,9 @@ struct Scene {
     // Members first: they are dropped (killed) before the broker.
     members: Vec<Member>,
     broker: Broker,
+    /// The other nodes of a cluster scene (`kip848.rs`); none for one
+    /// broker.
+    others: Vec<Broker>,
     dir: tempfile::TempDir,
 }
 
@@ -541,6 +544,7 @@ impl Scene {
         Scene {
             members: Vec::new(),
             broker,
+            others: Vec::new(),
             dir: tempfile::Builder::new()
                 .prefix("pinlog-groups-")
                 .tempdir()
@@ -549,7 +553,11 @@ impl Scene {
     }
 
     fn bootstrap(&self) -> String {
-        self.broker.bootstrap()
+        std::iter::once(&self.broker)
+            .chain(&self.others)
+            .map(Broker::bootstrap)
+            .collect::<Vec<_>>()
+            .join(",")
     }
 
     /// Panics with `msg`, every member's output and the broker log's tail.
@@ -558,6 +566,13 @@ impl Scene {
         for m in &self.members {
             reports.push_str(&m.report(80));
             reports.push('\n');
+        }
+        for (i, b) in self.others.iter().enumerate() {
+            reports.push_str(&format!(
+                "--- node {} log, last {BROKER_LOG_LINES} lines ---\n{}\n",
+                i + 2,
+                tail(&b.log(), BROKER_LOG_LINES)
+            ));
         }
         panic!(
             "{msg}\n{reports}--- broker log ({}), last {BROKER_LOG_LINES} lines ---\n{}\n\
@@ -2627,3 +2642,9 @@ c.close()
         tail(&broker.log(), BROKER_LOG_LINES)
     );
 }
+
+// ---------------------------------------------------------------------------
+// KIP-848's consumer group protocol, with the same scenes and members.
+
+#[path = "groups/kip848.rs"]
+mod kip848;

@@ -388,6 +388,18 @@ pub const SUPPORTED_APIS: &[ApiSupport] = &[
         first_flexible_version: 0,
     },
     ApiSupport {
+        key: ApiKey::ConsumerGroupHeartbeat,
+        min_version: 0,
+        max_version: 1,
+        first_flexible_version: 0,
+    },
+    ApiSupport {
+        key: ApiKey::ConsumerGroupDescribe,
+        min_version: 0,
+        max_version: 1,
+        first_flexible_version: 0,
+    },
+    ApiSupport {
         key: ApiKey::ListConfigResources,
         min_version: 0,
         max_version: 1,
@@ -407,26 +419,12 @@ pub const SUPPORTED_APIS: &[ApiSupport] = &[
 /// advertise them, `ApiKey::from_i16` does not know them, and the broker
 /// refuses them as it refuses any unknown key. A row moves to
 /// `SUPPORTED_APIS` when the broker serves the API.
-pub const CODEC_ONLY_APIS: &[ApiSupport] = &[
-    ApiSupport {
-        key: ApiKey::Envelope,
-        min_version: 0,
-        max_version: 0,
-        first_flexible_version: 0,
-    },
-    ApiSupport {
-        key: ApiKey::ConsumerGroupHeartbeat,
-        min_version: 0,
-        max_version: 1,
-        first_flexible_version: 0,
-    },
-    ApiSupport {
-        key: ApiKey::ConsumerGroupDescribe,
-        min_version: 0,
-        max_version: 1,
-        first_flexible_version: 0,
-    },
-];
+pub const CODEC_ONLY_APIS: &[ApiSupport] = &[ApiSupport {
+    key: ApiKey::Envelope,
+    min_version: 0,
+    max_version: 0,
+    first_flexible_version: 0,
+}];
 
 impl ApiKey {
     /// The API with this key if pinlog serves it: keys of
