@@ -45,7 +45,9 @@
 //!   GROUP_MAX_SIZE_REACHED its own way) without disturbing the group, and
 //!   a static member still takes its own place in a full group;
 //! - a member that stops polling for longer than `max.poll.interval.ms`
-//!   leaves (its client does) and is replaced, then rejoins.
+//!   leaves (its client does) and is replaced, then rejoins;
+//! - KIP-848's consumer group protocol (`group.protocol=consumer`), in
+//!   `groups/kip848.rs`: see its doc.
 //!
 //! The records: `seq` of topic T has key `key-<seq % 37>` and value
 //! `T/<seq as 7 digits>/<key>`; the producer reports each record's
