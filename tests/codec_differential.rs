@@ -59,6 +59,7 @@ use pinlog::protocol::messages::{
     list_config_resources, list_offsets, list_partition_reassignments, metadata,
     offset_for_leader_epoch, produce, unregister_broker, update_features,
 };
+use pinlog::protocol::messages::{consumer_group_describe, consumer_group_heartbeat};
 use pinlog::protocol::messages::{
     delete_groups, delete_records, describe_groups, describe_log_dirs, find_coordinator, heartbeat,
     join_group, leave_group, list_groups, offset_commit, offset_delete, offset_fetch, sync_group,
@@ -2059,6 +2060,101 @@ fn list_transactions_response(g: &mut Gen, _v: i16) -> kp::ListTransactionsRespo
         }))
 }
 
+// KIP-848's consumer group APIs.
+
+fn consumer_group_heartbeat_request(g: &mut Gen, v: i16) -> kp::ConsumerGroupHeartbeatRequest {
+    use kp::consumer_group_heartbeat_request::TopicPartitions;
+    let mut m = new!(g, kp::ConsumerGroupHeartbeatRequest)
+        .with_group_id(g.group())
+        .with_member_id(g.str())
+        .with_member_epoch(g.i32())
+        .with_instance_id(g.opt(Gen::str))
+        .with_rack_id(g.opt(Gen::str))
+        .with_rebalance_timeout_ms(g.i32())
+        .with_subscribed_topic_names(g.opt(|g| g.vec(Gen::topic)))
+        .with_server_assignor(g.opt(Gen::str))
+        .with_topic_partitions(g.opt(|g| {
+            g.vec(|g| {
+                new!(g, TopicPartitions)
+                    .with_topic_id(g.uuid())
+                    .with_partitions(g.vec(Gen::i32))
+            })
+        }));
+    if v >= 1 {
+        m = m.with_subscribed_topic_regex(g.opt(Gen::str));
+    }
+    m
+}
+
+fn consumer_group_heartbeat_response(g: &mut Gen, _v: i16) -> kp::ConsumerGroupHeartbeatResponse {
+    use kp::consumer_group_heartbeat_response::{Assignment, TopicPartitions};
+    new!(g, kp::ConsumerGroupHeartbeatResponse)
+        .with_throttle_time_ms(g.i32())
+        .with_error_code(g.i16())
+        .with_error_message(g.opt(Gen::str))
+        .with_member_id(g.opt(Gen::str))
+        .with_member_epoch(g.i32())
+        .with_heartbeat_interval_ms(g.i32())
+        .with_assignment(g.opt(|g| {
+            new!(g, Assignment).with_topic_partitions(g.vec(|g| {
+                new!(g, TopicPartitions)
+                    .with_topic_id(g.uuid())
+                    .with_partitions(g.vec(Gen::i32))
+            }))
+        }))
+}
+
+fn consumer_group_describe_request(g: &mut Gen, _v: i16) -> kp::ConsumerGroupDescribeRequest {
+    new!(g, kp::ConsumerGroupDescribeRequest)
+        .with_group_ids(g.vec(Gen::group))
+        .with_include_authorized_operations(g.bool())
+}
+
+fn consumer_group_describe_response(g: &mut Gen, v: i16) -> kp::ConsumerGroupDescribeResponse {
+    use kp::consumer_group_describe_response::{
+        Assignment, DescribedGroup, Member, TopicPartitions,
+    };
+    let assignment = |g: &mut Gen| {
+        new!(g, Assignment).with_topic_partitions(g.vec(|g| {
+            new!(g, TopicPartitions)
+                .with_topic_id(g.uuid())
+                .with_topic_name(g.topic())
+                .with_partitions(g.vec(Gen::i32))
+        }))
+    };
+    new!(g, kp::ConsumerGroupDescribeResponse)
+        .with_throttle_time_ms(g.i32())
+        .with_groups(g.vec(|g| {
+            new!(g, DescribedGroup)
+                .with_error_code(g.i16())
+                .with_error_message(g.opt(Gen::str))
+                .with_group_id(g.group())
+                .with_group_state(g.str())
+                .with_group_epoch(g.i32())
+                .with_assignment_epoch(g.i32())
+                .with_assignor_name(g.str())
+                .with_members(g.vec(|g| {
+                    let m = new!(g, Member)
+                        .with_member_id(g.str())
+                        .with_instance_id(g.opt(Gen::str))
+                        .with_rack_id(g.opt(Gen::str))
+                        .with_member_epoch(g.i32())
+                        .with_client_id(g.str())
+                        .with_client_host(g.str())
+                        .with_subscribed_topic_names(g.vec(Gen::topic))
+                        .with_subscribed_topic_regex(g.opt(Gen::str))
+                        .with_assignment(assignment(g))
+                        .with_target_assignment(assignment(g));
+                    if v >= 1 {
+                        m.with_member_type(g.i8())
+                    } else {
+                        m
+                    }
+                }))
+                .with_authorized_operations(g.i32())
+        }))
+}
+
 // Security APIs (issue 31): codecs only until the broker serves them.
 
 impl Gen {
@@ -2461,6 +2557,10 @@ pinlog_messages!(
     alter_user_scram_credentials::AlterUserScramCredentialsResponse,
     envelope::EnvelopeRequest,
     envelope::EnvelopeResponse,
+    consumer_group_heartbeat::ConsumerGroupHeartbeatRequest,
+    consumer_group_heartbeat::ConsumerGroupHeartbeatResponse,
+    consumer_group_describe::ConsumerGroupDescribeRequest,
+    consumer_group_describe::ConsumerGroupDescribeResponse,
     default_principal_data::DefaultPrincipalData,
 );
 
@@ -2991,6 +3091,22 @@ api_table! {
     Envelope => {
         request: kp::EnvelopeRequest, envelope::EnvelopeRequest, envelope_request;
         response: kp::EnvelopeResponse, envelope::EnvelopeResponse, envelope_response;
+    }
+    ConsumerGroupHeartbeat => {
+        request: kp::ConsumerGroupHeartbeatRequest,
+            consumer_group_heartbeat::ConsumerGroupHeartbeatRequest,
+            consumer_group_heartbeat_request;
+        response: kp::ConsumerGroupHeartbeatResponse,
+            consumer_group_heartbeat::ConsumerGroupHeartbeatResponse,
+            consumer_group_heartbeat_response;
+    }
+    ConsumerGroupDescribe => {
+        request: kp::ConsumerGroupDescribeRequest,
+            consumer_group_describe::ConsumerGroupDescribeRequest,
+            consumer_group_describe_request;
+        response: kp::ConsumerGroupDescribeResponse,
+            consumer_group_describe::ConsumerGroupDescribeResponse,
+            consumer_group_describe_response;
     }
 }
 

@@ -45,7 +45,9 @@
 //!   GROUP_MAX_SIZE_REACHED its own way) without disturbing the group, and
 //!   a static member still takes its own place in a full group;
 //! - a member that stops polling for longer than `max.poll.interval.ms`
-//!   leaves (its client does) and is replaced, then rejoins.
+//!   leaves (its client does) and is replaced, then rejoins;
+//! - KIP-848's consumer group protocol (`group.protocol=consumer`), in
+//!   `groups/kip848.rs`: see its doc.
 //!
 //! The records: `seq` of topic T has key `key-<seq % 37>` and value
 //! `T/<seq as 7 digits>/<key>`; the producer reports each record's
@@ -514,6 +516,9 @@ struct Scene {
     // Members first: they are dropped (killed) before the broker.
     members: Vec<Member>,
     broker: Broker,
+    /// The other nodes of a cluster scene (`kip848.rs`); none for one
+    /// broker.
+    others: Vec<Broker>,
     dir: tempfile::TempDir,
 }
 
@@ -541,6 +546,7 @@ impl Scene {
         Scene {
             members: Vec::new(),
             broker,
+            others: Vec::new(),
             dir: tempfile::Builder::new()
                 .prefix("pinlog-groups-")
                 .tempdir()
@@ -549,7 +555,11 @@ impl Scene {
     }
 
     fn bootstrap(&self) -> String {
-        self.broker.bootstrap()
+        std::iter::once(&self.broker)
+            .chain(&self.others)
+            .map(Broker::bootstrap)
+            .collect::<Vec<_>>()
+            .join(",")
     }
 
     /// Panics with `msg`, every member's output and the broker log's tail.
@@ -558,6 +568,13 @@ impl Scene {
         for m in &self.members {
             reports.push_str(&m.report(80));
             reports.push('\n');
+        }
+        for (i, b) in self.others.iter().enumerate() {
+            reports.push_str(&format!(
+                "--- node {} log, last {BROKER_LOG_LINES} lines ---\n{}\n",
+                i + 2,
+                tail(&b.log(), BROKER_LOG_LINES)
+            ));
         }
         panic!(
             "{msg}\n{reports}--- broker log ({}), last {BROKER_LOG_LINES} lines ---\n{}\n\
@@ -2627,3 +2644,9 @@ c.close()
         tail(&broker.log(), BROKER_LOG_LINES)
     );
 }
+
+// ---------------------------------------------------------------------------
+// KIP-848's consumer group protocol, with the same scenes and members.
+
+#[path = "groups/kip848.rs"]
+mod kip848;

@@ -154,6 +154,10 @@ messages!(
     describe_user_scram_credentials::DescribeUserScramCredentialsResponse,
     alter_user_scram_credentials::AlterUserScramCredentialsRequest,
     alter_user_scram_credentials::AlterUserScramCredentialsResponse,
+    consumer_group_heartbeat::ConsumerGroupHeartbeatRequest,
+    consumer_group_heartbeat::ConsumerGroupHeartbeatResponse,
+    consumer_group_describe::ConsumerGroupDescribeRequest,
+    consumer_group_describe::ConsumerGroupDescribeResponse,
     envelope::EnvelopeRequest,
     envelope::EnvelopeResponse,
 );
@@ -312,6 +316,8 @@ fn check_api(key: ApiKey, version: i16, request: Reader, also_response: bool) {
         ApiKey::DescribeProducers => pair!(describe_producers::DescribeProducersRequest, describe_producers::DescribeProducersResponse),
         ApiKey::DescribeTransactions => pair!(describe_transactions::DescribeTransactionsRequest, describe_transactions::DescribeTransactionsResponse),
         ApiKey::ListTransactions => pair!(list_transactions::ListTransactionsRequest, list_transactions::ListTransactionsResponse),
+        ApiKey::ConsumerGroupHeartbeat => pair!(consumer_group_heartbeat::ConsumerGroupHeartbeatRequest, consumer_group_heartbeat::ConsumerGroupHeartbeatResponse),
+        ApiKey::ConsumerGroupDescribe => pair!(consumer_group_describe::ConsumerGroupDescribeRequest, consumer_group_describe::ConsumerGroupDescribeResponse),
         // Codecs only (`CODEC_ONLY_APIS`): the input picks rows of
         // `SUPPORTED_APIS`, so these are reached once the broker serves them.
         ApiKey::SaslHandshake => pair!(sasl_handshake::SaslHandshakeRequest, sasl_handshake::SaslHandshakeResponse),

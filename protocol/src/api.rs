@@ -60,6 +60,8 @@ pub enum ApiKey {
     UnregisterBroker = 64,
     DescribeTransactions = 65,
     ListTransactions = 66,
+    ConsumerGroupHeartbeat = 68,
+    ConsumerGroupDescribe = 69,
     ListConfigResources = 74,
     /// pinlog's own: shard placement (`protocol/src/messages/partition_shards.rs`).
     PartitionShards = 32_000,
@@ -386,6 +388,18 @@ pub const SUPPORTED_APIS: &[ApiSupport] = &[
         first_flexible_version: 0,
     },
     ApiSupport {
+        key: ApiKey::ConsumerGroupHeartbeat,
+        min_version: 0,
+        max_version: 1,
+        first_flexible_version: 0,
+    },
+    ApiSupport {
+        key: ApiKey::ConsumerGroupDescribe,
+        min_version: 0,
+        max_version: 1,
+        first_flexible_version: 0,
+    },
+    ApiSupport {
         key: ApiKey::ListConfigResources,
         min_version: 0,
         max_version: 1,
@@ -538,6 +552,8 @@ impl ApiKey {
             ApiKey::DescribeUserScramCredentials => "DescribeUserScramCredentials",
             ApiKey::AlterUserScramCredentials => "AlterUserScramCredentials",
             ApiKey::Envelope => "Envelope",
+            ApiKey::ConsumerGroupHeartbeat => "ConsumerGroupHeartbeat",
+            ApiKey::ConsumerGroupDescribe => "ConsumerGroupDescribe",
         }
     }
 }

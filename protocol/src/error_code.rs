@@ -67,6 +67,10 @@ pub const MEMBER_ID_REQUIRED: i16 = 79;
 pub const GROUP_MAX_SIZE_REACHED: i16 = 81;
 pub const FENCED_INSTANCE_ID: i16 = 82;
 pub const GROUP_SUBSCRIBED_TO_TOPIC: i16 = 86;
+/// KIP-848: an OffsetCommit or OffsetFetch of a consumer-group member whose
+/// member epoch is not the coordinator's (the member retries with its
+/// current one).
+pub const STALE_MEMBER_EPOCH: i16 = 113;
 // The broker lifecycle (KRaft's BrokerRegistration and BrokerHeartbeat).
 pub const NOT_CONTROLLER: i16 = 41;
 pub const STALE_BROKER_EPOCH: i16 = 77;

@@ -10,6 +10,7 @@ use bytes::Bytes;
 use glommio::sync::RwLock;
 
 use crate::error::LogError;
+use crate::group::consumer::{replay_into, ConsumerGroup, ConsumerGroupRecord};
 use crate::group::schema::RecordKey;
 use crate::log::partition_log::PartitionLog;
 use crate::node::internal_log::{scan_to_end, Scanned};
@@ -24,6 +25,10 @@ pub struct LatestValues {
     pub records: usize,
     /// Records of transactions still open at the log end, by producer id.
     pub pending: BTreeMap<i64, Vec<(RecordKey, Option<Bytes>)>>,
+    /// The KIP-848 consumer groups, rebuilt by replaying their records in
+    /// log order (`ConsumerGroup::replay`, as the coordinator applies them
+    /// when it writes them).
+    pub consumer_groups: BTreeMap<String, ConsumerGroup>,
 }
 
 /// Reads `tp` from its log start to its log end (see
@@ -52,7 +57,18 @@ pub async fn read_latest_values(
         let Some(key) = key else { return };
         let key = match RecordKey::decode(Bytes::copy_from_slice(key)) {
             Ok(Some(k)) => k,
-            Ok(None) => return,
+            Ok(None) => {
+                let value = value.map(Bytes::copy_from_slice);
+                match ConsumerGroupRecord::decode(Bytes::copy_from_slice(key), value) {
+                    Ok(Some(r)) => replay_into(&mut out.consumer_groups, &r),
+                    Ok(None) => {}
+                    Err(e) => tracing::warn!(
+                        partition = tp.partition,
+                        "skipping an undecodable consumer group record: {e}"
+                    ),
+                }
+                return;
+            }
             Err(e) => {
                 tracing::warn!(partition = tp.partition, "skipping an undecodable key: {e}");
                 return;

@@ -315,6 +315,18 @@ pub fn cases() -> Vec<Case> {
             missing_topic: None,
         },
         Case {
+            what: "ConsumerGroupHeartbeat",
+            acls: &[(Group, Read), (Topic, Describe)],
+            call: consumer_group_heartbeat,
+            missing_topic: None,
+        },
+        Case {
+            what: "ConsumerGroupDescribe",
+            acls: &[(Group, Describe)],
+            call: consumer_group_describe,
+            missing_topic: None,
+        },
+        Case {
             what: "DeleteGroups",
             acls: &[(Group, Delete)],
             call: delete_groups,

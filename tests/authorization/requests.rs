@@ -218,6 +218,66 @@ pub fn heartbeat(c: &mut Conn, n: &Names) -> i16 {
     call!(c, Heartbeat, 4, req, heartbeat::HeartbeatResponse).error_code
 }
 
+/// A KIP-848 join subscribing to the topic; a member that got in leaves
+/// again, so that the group is empty for the cases after this one (an
+/// admin's commit to a consumer group with members is refused).
+pub fn consumer_group_heartbeat(c: &mut Conn, n: &Names) -> i16 {
+    use consumer_group_heartbeat::*;
+    let member_id = "authz-member-0000000001";
+    let req = ConsumerGroupHeartbeatRequest {
+        group_id: n.group.into(),
+        member_id: member_id.into(),
+        member_epoch: 0,
+        rebalance_timeout_ms: 30_000,
+        subscribed_topic_names: Some(vec![n.topic.into()]),
+        topic_partitions: Some(Vec::new()),
+        ..Default::default()
+    };
+    let joined = call!(
+        c,
+        ConsumerGroupHeartbeat,
+        1,
+        req,
+        ConsumerGroupHeartbeatResponse
+    )
+    .error_code;
+    if joined == NONE {
+        let leave = ConsumerGroupHeartbeatRequest {
+            group_id: n.group.into(),
+            member_id: member_id.into(),
+            member_epoch: -1,
+            ..Default::default()
+        };
+        let left = call!(
+            c,
+            ConsumerGroupHeartbeat,
+            1,
+            leave,
+            ConsumerGroupHeartbeatResponse
+        )
+        .error_code;
+        assert_eq!(left, NONE, "the matrix's consumer group member leaves");
+    }
+    joined
+}
+
+pub fn consumer_group_describe(c: &mut Conn, n: &Names) -> i16 {
+    use consumer_group_describe::*;
+    let req = ConsumerGroupDescribeRequest {
+        group_ids: vec![n.group.into()],
+        include_authorized_operations: false,
+    };
+    call!(
+        c,
+        ConsumerGroupDescribe,
+        1,
+        req,
+        ConsumerGroupDescribeResponse
+    )
+    .groups[0]
+        .error_code
+}
+
 pub fn leave_group(c: &mut Conn, n: &Names) -> i16 {
     use leave_group::*;
     let req = LeaveGroupRequest {

@@ -132,7 +132,8 @@ def create(a):
     configs = dict(kv.split("=", 1) for kv in a.configs)
     admin = AdminClient(ck_conf(a.bootstrap))
     fs = admin.create_topics([NewTopic(a.topic, num_partitions=a.partitions,
-                                       replication_factor=1, config=configs)],
+                                       replication_factor=a.replication_factor,
+                                       config=configs)],
                              request_timeout=20)
     for topic, f in fs.items():
         f.result(timeout=30)  # raises KafkaException on a failed creation
@@ -363,6 +364,13 @@ class CkConsumer:
             conf["partition.assignment.strategy"] = ",".join(a.strategy)
         if a.instance_id:
             conf["group.instance.id"] = a.instance_id
+        if getattr(a, "group_protocol", "classic") == "consumer":
+            # KIP-848: the broker owns the session, heartbeat interval and
+            # assignor, which librdkafka refuses to be told.
+            for k in ("session.timeout.ms", "heartbeat.interval.ms",
+                      "partition.assignment.strategy"):
+                conf.pop(k, None)
+            conf["group.protocol"] = "consumer"
 
         last_error = [None, 0.0]
 
@@ -618,6 +626,8 @@ def consume_args(sub):
                      help="assignors by protocol name, in preference order: range, "
                           "roundrobin, sticky, cooperative-sticky (default: the client's)")
     sub.add_argument("--instance-id", help="group.instance.id: a static member")
+    sub.add_argument("--group-protocol", choices=["classic", "consumer"], default="classic",
+                     help="group.protocol (confluent-kafka only): consumer is KIP-848's")
     sub.add_argument("--stall-after", type=int,
                      help="after this many records, stop polling for --stall-seconds")
     sub.add_argument("--stall-seconds", type=float, default=0)
@@ -633,6 +643,7 @@ def main():
     s.add_argument("topic")
     s.add_argument("partitions", type=int)
     s.add_argument("configs", nargs="*")
+    s.add_argument("--replication-factor", type=int, default=1)
     s = cmds.add_parser("produce")
     s.add_argument("bootstrap")
     s.add_argument("topic")

@@ -104,6 +104,12 @@ pub const DESCRIBE_GROUPS_GROUP: Rule = rule(Group, Describe);
 pub const LIST_GROUPS_CLUSTER: Rule = rule(Cluster, Describe);
 pub const LIST_GROUPS_GROUP: Rule = rule(Group, Describe);
 pub const DELETE_GROUPS_GROUP: Rule = rule(Group, Delete);
+/// ConsumerGroupHeartbeat (KIP-848): READ on the group, and DESCRIBE on
+/// each subscribed topic name (else TOPIC_AUTHORIZATION_FAILED).
+pub const CONSUMER_GROUP_HEARTBEAT_GROUP: Rule = rule(Group, Read);
+pub const CONSUMER_GROUP_HEARTBEAT_TOPIC: Rule = rule(Topic, Describe);
+/// ConsumerGroupDescribe: DESCRIBE on each group.
+pub const CONSUMER_GROUP_DESCRIBE_GROUP: Rule = rule(Group, Describe);
 
 // Topics and configs.
 /// CreateTopics: on the cluster, or else on each topic.
@@ -251,6 +257,11 @@ pub fn rules_of(api: ApiKey) -> &'static [Rule] {
         ApiKey::ListTransactions => &[LIST_TRANSACTIONS],
         // Not served yet: refused before any rule would be asked.
         ApiKey::Envelope => &[],
+        ApiKey::ConsumerGroupHeartbeat => &[
+            CONSUMER_GROUP_HEARTBEAT_GROUP,
+            CONSUMER_GROUP_HEARTBEAT_TOPIC,
+        ],
+        ApiKey::ConsumerGroupDescribe => &[CONSUMER_GROUP_DESCRIBE_GROUP],
     }
 }
 

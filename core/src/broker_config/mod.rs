@@ -24,6 +24,7 @@ pub mod security;
 pub mod transaction;
 
 use self::authorizer::{AuthorizerSettings, AUTHORIZER_KEYS};
+use self::consumer_group::{ConsumerGroupConfig, CONSUMER_GROUP_KEYS};
 use self::group::{GroupConfig, GROUP_KEYS};
 use self::listeners::{ListenerSettings, Listeners};
 use self::security::{SecuritySettings, TlsSettings};
@@ -111,6 +112,8 @@ pub struct BrokerConfig {
     pub log: LogConfig,
     /// The group coordinator's settings (`group.*`, `offsets.*`).
     pub group: GroupConfig,
+    /// The consumer-group protocol's settings (KIP-848, `group.consumer.*`).
+    pub consumer_group: ConsumerGroupConfig,
     /// The transaction coordinator's settings (`transaction.*`).
     pub transaction: TransactionConfig,
     /// The log cleaner (`log.cleaner.*`).
@@ -422,6 +425,7 @@ impl Default for BrokerConfig {
             fetch_session_cache_slots: FETCH_SESSION_CACHE_SLOTS_DEFAULT,
             log: LogConfig::default(),
             group: GroupConfig::default(),
+            consumer_group: ConsumerGroupConfig::default(),
             transaction: TransactionConfig::default(),
             cleaner: CleanerConfig::default(),
             cluster: ClusterConfig::default(),
@@ -696,6 +700,7 @@ impl BrokerConfig {
             ));
         }
         self.group.validate()?;
+        self.consumer_group.validate()?;
         Ok(())
     }
 
@@ -875,6 +880,19 @@ impl BrokerConfig {
                     self.transaction.partition_verification_enable = boolean(key, v)?
                 }
                 k if GROUP_KEYS.contains(&k) => self.group.set(k, int(key, v)?)?,
+                k if CONSUMER_GROUP_KEYS.contains(&k) => {
+                    // A number, a string, or (the assignors) a list.
+                    let text = match v {
+                        toml::Value::String(s) => s.clone(),
+                        toml::Value::Array(items) => items
+                            .iter()
+                            .map(|i| i.as_str().map(str::to_string).unwrap_or(i.to_string()))
+                            .collect::<Vec<_>>()
+                            .join(","),
+                        other => other.to_string(),
+                    };
+                    self.consumer_group.set(k, &text)?
+                }
                 k if TRANSACTION_KEYS.contains(&k) => self.transaction.set(k, int(key, v)?)?,
                 "log.cleanup.policy" => {
                     let s = string(key, v)?;
@@ -916,12 +934,14 @@ impl BrokerConfig {
                 "log.cleaner.io.buffer.size" => self.cleaner.io_buffer_size = non_negative(key, v)?,
                 other => {
                     return Err(format!(
-                        "unknown setting {other:?} in {}; known settings: {}, {}, {}, {}, {}, {} \
-                         (the ssl.* and sasl.* ones also as listener.name.<listener>.<setting>)",
+                        "unknown setting {other:?} in {}; known settings: \
+                         {}, {}, {}, {}, {}, {}, {} (the ssl.* and sasl.* ones also as \
+                         listener.name.<listener>.<setting>)",
                         path.display(),
                         KNOWN_KEYS.join(", "),
                         AUTHORIZER_KEYS.join(", "),
                         GROUP_KEYS.join(", "),
+                        CONSUMER_GROUP_KEYS.join(", "),
                         TRANSACTION_KEYS.join(", "),
                         security::SSL_KEYS.join(", "),
                         security::SASL_KEYS.join(", ")
@@ -1112,6 +1132,33 @@ mod tests {
         assert_eq!(c.num_partitions, 7);
         assert_eq!(c.read_cache_bytes, Some(4096));
         assert_eq!(c.log.segment_bytes, 2 * 1024 * 1024);
+    }
+
+    #[test]
+    fn consumer_group_settings_take_kafka_names_and_defaults() {
+        let c = BrokerConfig::load(&Overrides::default()).unwrap();
+        assert_eq!(c.consumer_group, ConsumerGroupConfig::default());
+        assert_eq!(c.consumer_group.session_timeout_ms, 45_000);
+        let text = "\"group.consumer.min.session.timeout.ms\" = 6000\n\
+                    \"group.consumer.session.timeout.ms\" = 6000\n\
+                    \"group.consumer.min.heartbeat.interval.ms\" = 500\n\
+                    \"group.consumer.heartbeat.interval.ms\" = 500\n\
+                    \"group.consumer.assignors\" = [\"range\", \"uniform\"]\n";
+        let c = BrokerConfig::load(&Overrides {
+            config_file: file(text),
+            ..Overrides::default()
+        })
+        .unwrap();
+        assert_eq!(c.consumer_group.session_timeout_ms, 6000);
+        assert_eq!(c.consumer_group.heartbeat_interval_ms, 500);
+        assert_eq!(c.consumer_group.default_assignor(), "range");
+        let text = "\"group.consumer.session.timeout.ms\" = 1000\n";
+        let e = BrokerConfig::load(&Overrides {
+            config_file: file(text),
+            ..Overrides::default()
+        })
+        .unwrap_err();
+        assert!(e.contains("group.consumer.session.timeout.ms"), "{e}");
     }
 
     #[test]

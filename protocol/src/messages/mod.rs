@@ -12,6 +12,8 @@ pub mod alter_partition_reassignments;
 pub mod alter_user_scram_credentials;
 pub mod api_versions;
 pub mod broker_registration;
+pub mod consumer_group_describe;
+pub mod consumer_group_heartbeat;
 pub mod create_acls;
 pub mod create_partitions;
 pub mod create_topics;

@@ -142,6 +142,10 @@ messages!(
     envelope::EnvelopeRequest,
     envelope::EnvelopeResponse,
     default_principal_data::DefaultPrincipalData,
+    consumer_group_heartbeat::ConsumerGroupHeartbeatRequest,
+    consumer_group_heartbeat::ConsumerGroupHeartbeatResponse,
+    consumer_group_describe::ConsumerGroupDescribeRequest,
+    consumer_group_describe::ConsumerGroupDescribeResponse,
 );
 
 /// `m` encoded at `version`.

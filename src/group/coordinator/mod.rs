@@ -130,9 +130,17 @@ pub struct ListedGroup {
     pub group_id: String,
     pub protocol_type: String,
     pub state: String,
+    /// "classic" or [`consumer::CONSUMER_GROUP_TYPE`].
+    pub group_type: &'static str,
 }
 
+/// The type of the groups of JoinGroup and SyncGroup.
+pub const CLASSIC_GROUP_TYPE: &str = "classic";
+
+mod consumer;
 mod timers;
+
+pub use self::consumer::{topics_image, CONSUMER_GROUP_TYPE};
 
 pub use self::timers::start;
 
@@ -147,6 +155,8 @@ pub struct GroupCoordinator {
     /// Offsets committed inside open transactions, by (partition, producer
     /// id), until their marker (`txn_offsets.rs`).
     pending_txn: RefCell<HashMap<(i32, i64), Vec<txn_offsets::PendingOffset>>>,
+    /// The KIP-848 consumer groups and their deadlines (`consumer.rs`).
+    consumer: RefCell<consumer::ConsumerGroups>,
 }
 
 impl GroupCoordinator {
@@ -157,6 +167,7 @@ impl GroupCoordinator {
             group_partition: RefCell::new(HashMap::new()),
             partitions: RefCell::new(HashMap::new()),
             pending_txn: RefCell::new(HashMap::new()),
+            consumer: RefCell::new(consumer::ConsumerGroups::default()),
         }
     }
 
@@ -237,6 +248,7 @@ impl GroupCoordinator {
             groups.remove(g);
             by_partition.remove(g);
         }
+        self.consumer.borrow_mut().drop_groups(&gone);
         tracing::info!(
             partition,
             groups = gone.len(),
@@ -295,7 +307,20 @@ impl GroupCoordinator {
             order,
             records,
             pending,
+            consumer_groups,
         } = read_latest_values(&log, &tp).await?;
+        {
+            // Whatever a previous load of this partition left goes first.
+            let stale: Vec<String> = self
+                .group_partition
+                .borrow()
+                .iter()
+                .filter(|(g, &p)| p == partition && self.is_consumer_group(g))
+                .map(|(g, _)| g.clone())
+                .collect();
+            self.consumer.borrow_mut().drop_groups(&stale);
+        }
+        let consumer_count = self.load_consumer_groups(shard, partition, consumer_groups);
         {
             let mut pending_txn = self.pending_txn.borrow_mut();
             pending_txn.retain(|(p, _), _| *p != partition);
@@ -370,7 +395,7 @@ impl GroupCoordinator {
                 (RecordKey::Offset { .. }, None) => {}
             }
         }
-        Ok((records, touched.len()))
+        Ok((records, touched.len() + consumer_count))
     }
 
     /// Appends `records` to the partition and, once they are in the log,
@@ -531,6 +556,9 @@ impl GroupCoordinator {
             .ready(&shard, partition)
             .and_then(|_| self.check_session_timeout(params.session_timeout_ms))
         {
+            return JoinOutcome::error(code, &params.member_id);
+        }
+        if let Err(code) = self.consumer_join_check(&shard, partition, &group_id).await {
             return JoinOutcome::error(code, &params.member_id);
         }
         let now = now_ms();
@@ -709,6 +737,7 @@ impl GroupCoordinator {
         member_id: String,
         instance_id: Option<String>,
         topics: Vec<(String, Vec<CommitPartition>)>,
+        api_version: i16,
     ) -> Vec<(String, Vec<(i32, i16)>)> {
         let all = |code: i16| {
             topics
@@ -720,8 +749,17 @@ impl GroupCoordinator {
             return all(code);
         }
         let now = now_ms();
+        let consumer = self.consumer_commit_check(&group_id, &member_id, generation, api_version);
         // Kafka's doCommitOffsets checks.
-        let group_error = {
+        let group_error = if let Some(code) = consumer {
+            let mut groups = self.groups.borrow_mut();
+            if code == error_code::NONE && !groups.contains_key(&group_id) {
+                // The offsets-only entry that holds a consumer group's
+                // commits (see consumer.rs).
+                groups.insert(group_id.clone(), Group::new(group_id.clone(), now));
+            }
+            (code != error_code::NONE).then_some(code)
+        } else {
             let mut groups = self.groups.borrow_mut();
             match groups.get_mut(&group_id) {
                 None if generation < 0 => {
@@ -783,8 +821,10 @@ impl GroupCoordinator {
         group_id: String,
         topics: Option<Vec<(String, Vec<i32>)>>,
         require_stable: bool,
+        member: Option<(String, i32)>,
     ) -> Result<Vec<(String, Vec<FetchedOffset>)>, i16> {
         self.ready(&shard, partition)?;
+        self.consumer_fetch_check(&group_id, member.as_ref().map(|(m, e)| (m.as_str(), *e)))?;
         let groups = self.groups.borrow();
         let group = groups.get(&group_id);
         let fetched = |topic: &str, p: i32| match group
@@ -847,7 +887,12 @@ impl GroupCoordinator {
             };
         }
         let groups = self.groups.borrow();
-        let Some(g) = groups.get(&group_id) else {
+        // A consumer group is not a classic group: Kafka describes it as
+        // a group that does not exist.
+        let classic = groups
+            .get(&group_id)
+            .filter(|_| !self.is_consumer_group(&group_id));
+        let Some(g) = classic else {
             return DescribedGroup {
                 error_code: error_code::NONE,
                 state: GroupState::Dead.name().to_string(),
@@ -917,16 +962,20 @@ impl GroupCoordinator {
         // after its leadership moved away may have left some behind.
         let groups = self.groups.borrow();
         let partition_of = self.group_partition.borrow();
-        Ok(groups
+        let mut listed: Vec<ListedGroup> = groups
             .values()
             .filter(|g| partition_of.get(&g.id).is_some_and(|p| led.contains(p)))
-            .filter(|g| !g.is(GroupState::Dead))
+            .filter(|g| !g.is(GroupState::Dead) && !self.is_consumer_group(&g.id))
             .map(|g| ListedGroup {
                 group_id: g.id.clone(),
                 protocol_type: g.protocol_type.clone().unwrap_or_default(),
                 state: g.state.name().to_string(),
+                group_type: CLASSIC_GROUP_TYPE,
             })
-            .collect())
+            .collect();
+        drop(partition_of);
+        listed.extend(self.list_consumer(&led));
+        Ok(listed)
     }
 
     /// Deletes an empty group with its offsets.
@@ -938,6 +987,13 @@ impl GroupCoordinator {
     ) -> i16 {
         if let Err(code) = self.ready(&shard, partition) {
             return code;
+        }
+        if self.is_consumer_group(&group_id) {
+            return self
+                .delete_consumer_group(&shard, partition, &group_id, true)
+                .await
+                .err()
+                .unwrap_or(error_code::NONE);
         }
         let records = {
             let groups = self.groups.borrow();

@@ -28,6 +28,7 @@ impl GroupCoordinator {
                 self.spawn_persist_group(shard, p, id);
             }
         }
+        self.tick_consumer(shard);
     }
 
     /// Kafka's offset expiration: offsets of an empty group expire
@@ -47,6 +48,21 @@ impl GroupCoordinator {
                 let Some(&partition) = where_.get(&g.id) else {
                     continue;
                 };
+                // A consumer group's offsets stay while it has members, and
+                // its entry goes with the group (DeleteGroups).
+                if self.is_consumer_group(&g.id) {
+                    if self
+                        .consumer_state(&g.id)
+                        .is_some_and(|s| s != crate::group::consumer::ConsumerGroupState::Empty)
+                    {
+                        continue;
+                    }
+                    let expired = g.expired_offsets(now, retention);
+                    if !expired.is_empty() {
+                        work.push((partition, g.id.clone(), expired, false));
+                    }
+                    continue;
+                }
                 let expired = g.expired_offsets(now, retention);
                 let drop_group = expired.len() == g.offsets.len() && g.pending_members.is_empty();
                 if !expired.is_empty() || drop_group {

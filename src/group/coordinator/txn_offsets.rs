@@ -56,6 +56,15 @@ impl GroupCoordinator {
             return all(code);
         }
         let now = now_ms();
+        // A consumer group's member commits with its member epoch.
+        let consumer = if generation >= 0 || !member_id.is_empty() {
+            self.consumer_commit_check(&group_id, &member_id, generation, i16::MAX)
+        } else {
+            None
+        };
+        if let Some(code) = consumer.filter(|c| *c != error_code::NONE) {
+            return all(code);
+        }
         let check = {
             let mut groups = self.groups.borrow_mut();
             let g = groups
@@ -68,6 +77,8 @@ impl GroupCoordinator {
             // without a member (an old client) is not checked.
             if g.is(GroupState::Dead) {
                 Err(error_code::COORDINATOR_NOT_AVAILABLE)
+            } else if consumer.is_some() {
+                Ok(())
             } else if generation >= 0 || !member_id.is_empty() || instance_id.is_some() {
                 g.validate_member(&member_id, instance_id.as_deref(), generation)
             } else {

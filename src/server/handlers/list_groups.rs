@@ -1,5 +1,5 @@
 //! ListGroups: every shard's groups, filtered by state (v4+) and type
-//! (v5+; every pinlog group is of type "classic").
+//! (v5+: "classic" for JoinGroup's groups, "consumer" for KIP-848's).
 
 use std::rc::Rc;
 
@@ -11,10 +11,6 @@ use crate::protocol::header::RequestHeader;
 use crate::protocol::messages::list_groups::*;
 use crate::server::handlers::access::Access;
 use crate::shard::shard::Shard;
-
-/// The only group type pinlog runs (KIP-848's "consumer" type is not
-/// supported).
-const CLASSIC_GROUP_TYPE: &str = "classic";
 
 pub async fn handle(
     shard: &Rc<Shard>,
@@ -49,12 +45,12 @@ pub async fn handle(
     let mut out: Vec<ListedGroup> = groups
         .into_iter()
         .filter(|g| states.is_empty() || states.contains(&g.state.to_ascii_lowercase()))
-        .filter(|_| types.is_empty() || types.iter().any(|t| t == CLASSIC_GROUP_TYPE))
+        .filter(|g| types.is_empty() || types.iter().any(|t| t == g.group_type))
         .map(|g| ListedGroup {
             group_id: g.group_id,
             protocol_type: g.protocol_type,
             group_state: g.state,
-            group_type: CLASSIC_GROUP_TYPE.to_string(),
+            group_type: g.group_type.to_string(),
         })
         .collect();
     let image = BrokerState::of(shard).image();

@@ -24,10 +24,28 @@ pub async fn handle(
     let broker = BrokerState::of(shard);
     let mut image = broker.image();
     // Names asked for; `None` means every topic.
-    let requested: Option<Vec<String>> = req
-        .topics
-        .as_ref()
-        .map(|ts| ts.iter().filter_map(|t| t.name.clone()).collect());
+    // Topics asked for by id (v12+, KIP-516: a KIP-848 consumer resolving
+    // the ids of a regex's assignment) are looked up by name; an unknown
+    // id answers UNKNOWN_TOPIC_ID.
+    let mut by_id: HashSet<String> = HashSet::new();
+    let mut unknown_ids: Vec<[u8; 16]> = Vec::new();
+    let requested: Option<Vec<String>> = req.topics.as_ref().map(|ts| {
+        let mut names = Vec::with_capacity(ts.len());
+        for t in ts {
+            // Kafka's client sends an empty name (or none) with the id.
+            let named = t.name.as_deref().filter(|n| !n.is_empty());
+            match (named, image.topic_names_by_id.get(&t.topic_id)) {
+                (Some(name), _) => names.push(name.to_string()),
+                (None, _) if t.topic_id == [0; 16] => names.push(String::new()),
+                (None, Some(name)) => {
+                    by_id.insert(name.clone());
+                    names.push(name.clone());
+                }
+                (None, None) => unknown_ids.push(t.topic_id),
+            }
+        }
+        names
+    });
     let mut creation_errors = Vec::new();
     // Kafka's rules: a named topic without DESCRIBE is refused whether it
     // exists or not (so that its existence does not leak); creating one
@@ -43,7 +61,7 @@ pub async fn handle(
     if let Some(names) = &requested {
         let mut missing: Vec<String> = names
             .iter()
-            .filter(|n| image.topic(n).is_none() && !refused.contains(*n))
+            .filter(|n| image.topic(n).is_none() && !refused.contains(*n) && !by_id.contains(*n))
             .cloned()
             .collect();
         let auto_create = req.allow_auto_topic_creation && broker.config.auto_create_topics_enable;
@@ -104,7 +122,13 @@ pub async fn handle(
             topics.push(MetadataResponseTopic {
                 error_code: error_code::TOPIC_AUTHORIZATION_FAILED,
                 is_internal: crate::metadata::is_internal_topic(&name),
-                name: Some(name),
+                // Asked for by id: the refusal does not tell its name.
+                topic_id: if by_id.contains(&name) {
+                    image.topic(&name).map_or([0; 16], |t| t.id)
+                } else {
+                    [0; 16]
+                },
+                name: (!by_id.contains(&name)).then_some(name),
                 ..Default::default()
             });
             continue;
@@ -168,6 +192,14 @@ pub async fn handle(
             is_internal,
             partitions,
             topic_authorized_operations,
+        });
+    }
+    for topic_id in unknown_ids {
+        topics.push(MetadataResponseTopic {
+            error_code: error_code::UNKNOWN_TOPIC_ID,
+            name: None,
+            topic_id,
+            ..Default::default()
         });
     }
     MetadataResponse {

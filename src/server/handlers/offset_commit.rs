@@ -72,6 +72,7 @@ pub async fn handle(
         every(error_code::INVALID_GROUP_ID, &topics)
     } else {
         let fallback = topics.clone();
+        let version = header.api_version;
         let (group_id, generation, member_id, instance_id) = (
             req.group_id.clone(),
             req.generation_id_or_member_epoch,
@@ -82,7 +83,16 @@ pub async fn handle(
             shard,
             &req.group_id,
             move |c: Rc<GroupCoordinator>, s, p| {
-                c.commit(s, p, group_id, generation, member_id, instance_id, topics)
+                c.commit(
+                    s,
+                    p,
+                    group_id,
+                    generation,
+                    member_id,
+                    instance_id,
+                    topics,
+                    version,
+                )
             },
         )
         .await

@@ -24,6 +24,7 @@ async fn fetch_one(
     group_id: &str,
     topics: Topics,
     require_stable: bool,
+    member: Option<(String, i32)>,
     access: &Access<'_>,
 ) -> (i16, Vec<OffsetFetchResponseTopic>) {
     // Kafka's rules: DESCRIBE on the group, else the group is refused;
@@ -57,7 +58,7 @@ async fn fetch_one(
         Err(error_code::INVALID_GROUP_ID)
     } else {
         on_coordinator(shard, group_id, move |c: Rc<GroupCoordinator>, s, p| {
-            c.fetch_offsets(s, p, gid, topics, require_stable)
+            c.fetch_offsets(s, p, gid, topics, require_stable, member)
         })
         .await
         .and_then(|r| r)
@@ -154,6 +155,7 @@ pub async fn handle(
                 &g.group_id,
                 requested(g.topics),
                 req.require_stable,
+                g.member_id.map(|m| (m, g.member_epoch)),
                 access,
             )
             .await;
@@ -173,6 +175,7 @@ pub async fn handle(
         &req.group_id,
         requested(req.topics),
         req.require_stable,
+        None,
         access,
     )
     .await;

@@ -370,6 +370,32 @@ async fn serve_frame(
                 throttle,
             )
         }
+        ApiKey::ConsumerGroupHeartbeat => {
+            let req =
+                match consumer_group_heartbeat::ConsumerGroupHeartbeatRequest::decode(&mut r, v) {
+                    Ok(req) => req,
+                    Err(e) => return malformed(key, v, e),
+                };
+            let mut resp = handlers::consumer_group_heartbeat::handle(
+                shard,
+                &header,
+                req,
+                &session.peer_host,
+                &access,
+            )
+            .await;
+            let throttle = request_throttle(shard, session, &header, clock);
+            resp.throttle_time_ms = throttle_time_ms(throttle);
+            throttled(
+                respond(correlation_id, resp_header, v, |w| resp.encode(w.buf(), v)),
+                throttle,
+            )
+        }
+        ApiKey::ConsumerGroupDescribe => serve!(
+            consumer_group_describe::ConsumerGroupDescribeRequest,
+            handlers::consumer_group_describe::handle,
+            access
+        ),
         ApiKey::SyncGroup => serve!(
             sync_group::SyncGroupRequest,
             handlers::sync_group::handle,

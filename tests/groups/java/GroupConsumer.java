@@ -26,7 +26,11 @@
 // assignment or generation changed, every record, and stops (close(), which
 // commits and, for a dynamic member, leaves the group) once STOP_FILE exists,
 // or after reporting an exception of poll() as `error name=CLASS detail=...`.
-// After MAX_SECONDS it gives up and exits 3.
+// After MAX_SECONDS it gives up and exits 3. With `group.protocol=consumer`
+// (KIP-848) among the settings, the generation it reports is its member
+// epoch; the setting `pinlog.pattern=REGEX` subscribes to the broker-side
+// regular expression REGEX (KIP-848's SubscriptionPattern) instead of TOPIC,
+// and every `assignment` event then also carries `tps=TOPIC:P,...`.
 
 import java.io.BufferedWriter;
 import java.io.OutputStreamWriter;
@@ -51,6 +55,7 @@ import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.ConsumerRecords;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
+import org.apache.kafka.clients.consumer.SubscriptionPattern;
 import org.apache.kafka.common.KafkaException;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.StringDeserializer;
@@ -143,6 +148,11 @@ public class GroupConsumer {
                 .map(p -> Integer.toString(p)).collect(Collectors.joining(","));
     }
 
+    static String topicParts(Collection<TopicPartition> tps) {
+        return tps.stream().map(tp -> tp.topic() + ":" + tp.partition()).sorted()
+                .collect(Collectors.joining(","));
+    }
+
     static void member(String[] args) throws Exception {
         if (args.length < 7) {
             die("usage: GroupConsumer member BOOTSTRAP GROUP TOPIC NAME STOP_FILE MAX_SECONDS "
@@ -160,12 +170,17 @@ public class GroupConsumer {
         props.put(ConsumerConfig.AUTO_COMMIT_INTERVAL_MS_CONFIG, "500");
         props.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
         props.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
+        String pattern = null;
         for (int i = 7; i < args.length; i++) {
             String[] kv = args[i].split("=", 2);
             if (kv.length != 2) {
                 die("not NAME=VALUE: " + args[i]);
             }
-            props.put(kv[0], kv[1]);
+            if (kv[0].equals("pinlog.pattern")) {
+                pattern = kv[1];
+            } else {
+                props.put(kv[0], kv[1]);
+            }
         }
         emit("start", "name", name, "lib", "java", "group", group,
                 "pid", Long.toString(ProcessHandle.current().pid()));
@@ -173,7 +188,7 @@ public class GroupConsumer {
         String shown = null;
         try (KafkaConsumer<String, String> consumer = new KafkaConsumer<>(props)) {
             // The listener runs inside poll(), on this thread.
-            consumer.subscribe(List.of(topic), new ConsumerRebalanceListener() {
+            ConsumerRebalanceListener listener = new ConsumerRebalanceListener() {
                 @Override
                 public void onPartitionsRevoked(Collection<TopicPartition> tps) {
                     emit("revoked", "parts", parts(tps));
@@ -188,7 +203,12 @@ public class GroupConsumer {
                 public void onPartitionsLost(Collection<TopicPartition> tps) {
                     emit("lost", "parts", parts(tps));
                 }
-            });
+            };
+            if (pattern != null) {
+                consumer.subscribe(new SubscriptionPattern(pattern), listener);
+            } else {
+                consumer.subscribe(List.of(topic), listener);
+            }
             String reason = "stop file";
             while (!Files.exists(stop)) {
                 if (System.nanoTime() > deadline) {
@@ -212,10 +232,15 @@ public class GroupConsumer {
                     consumed++;
                 }
                 String now = parts(consumer.assignment()) + " "
-                        + consumer.groupMetadata().generationId();
+                        + consumer.groupMetadata().generationId() + " "
+                        + topicParts(consumer.assignment());
                 if (!now.equals(shown)) {
-                    String[] w = now.split(" ");
-                    emit("assignment", "parts", w[0], "gen", w[1]);
+                    String[] w = now.split(" ", -1);
+                    if (pattern != null) {
+                        emit("assignment", "parts", w[0], "gen", w[1], "tps", w[2]);
+                    } else {
+                        emit("assignment", "parts", w[0], "gen", w[1]);
+                    }
                     shown = now;
                 }
             }

@@ -641,6 +641,98 @@ mod tests {
         );
     }
 
+    /// Kafka 4.3 and 4.4 added tagged fields that pinlog does not write
+    /// (their defaults): the target assignment's AssignmentTimestamp (tag 0)
+    /// and, per topic of a current assignment, AssignmentEpochs (tag 0). A
+    /// log a Kafka coordinator wrote with them still loads.
+    #[test]
+    fn kafka_4_4_tagged_fields_are_read_past() {
+        let key = ConsumerGroupRecord::TargetAssignmentMetadata {
+            group_id: "g".into(),
+            value: None,
+        }
+        .encode_key();
+        let value = Bytes::from_static(&[
+            0, 0, // version
+            0, 0, 0, 3, // AssignmentEpoch
+            1, // one tagged field
+            0, 8, 0, 0, 1, 0x90, 0, 0, 0, 0, // tag 0, 8 bytes: AssignmentTimestamp
+        ]);
+        assert_eq!(
+            ConsumerGroupRecord::decode(key, Some(value)).unwrap(),
+            Some(ConsumerGroupRecord::TargetAssignmentMetadata {
+                group_id: "g".into(),
+                value: Some(3),
+            })
+        );
+
+        let key = ConsumerGroupRecord::CurrentMemberAssignment {
+            group_id: "g".into(),
+            member_id: "m".into(),
+            value: None,
+        }
+        .encode_key();
+        let mut value = vec![
+            0, 0, // version
+            0, 0, 0, 5, // MemberEpoch
+            0, 0, 0, 4, // PreviousMemberEpoch
+            0, // State
+            2, // AssignedPartitions: one topic
+        ];
+        value.extend_from_slice(&T);
+        value.extend_from_slice(&[
+            2, 0, 0, 0, 7, // Partitions [7]
+            1, 0, 5, 2, 0, 0, 0, 5, // tag 0 (5 bytes): AssignmentEpochs [5]
+            1, // PartitionsPendingRevocation: none
+            0, // tagged fields
+        ]);
+        let decoded = ConsumerGroupRecord::decode(key, Some(Bytes::from(value))).unwrap();
+        let Some(ConsumerGroupRecord::CurrentMemberAssignment { value: Some(v), .. }) = decoded
+        else {
+            panic!("{decoded:?}");
+        };
+        assert_eq!(v.assigned_partitions, Assignment::from_pairs([(T, 7)]));
+        assert_eq!(v.member_epoch, 5);
+    }
+
+    /// The other records' bytes, worked out from Kafka 4.4's schemas.
+    #[test]
+    fn target_and_regex_bytes_match_the_schema() {
+        let r = ConsumerGroupRecord::TargetAssignmentMetadata {
+            group_id: "g".into(),
+            value: Some(3),
+        };
+        assert_eq!(&r.encode_key()[..], &[0, 6, 0, 1, b'g']);
+        assert_eq!(&r.encode_value().unwrap()[..], &[0, 0, 0, 0, 0, 3, 0]);
+        let r = ConsumerGroupRecord::TargetAssignmentMember {
+            group_id: "g".into(),
+            member_id: "m".into(),
+            value: Some(Assignment::from_pairs([(T, 1)])),
+        };
+        assert_eq!(&r.encode_key()[..], &[0, 7, 0, 1, b'g', 0, 1, b'm']);
+        let mut want = vec![0, 0, 2];
+        want.extend_from_slice(&T);
+        want.extend_from_slice(&[2, 0, 0, 0, 1, 0, 0]);
+        assert_eq!(&r.encode_value().unwrap()[..], &want[..]);
+        let r = ConsumerGroupRecord::RegularExpression {
+            group_id: "g".into(),
+            regex: "x.*".into(),
+            value: Some(RegexValue {
+                topics: vec!["x1".into()],
+                version: 2,
+                timestamp_ms: 3,
+            }),
+        };
+        assert_eq!(
+            &r.encode_key()[..],
+            &[0, 16, 0, 1, b'g', 0, 3, b'x', b'.', b'*']
+        );
+        assert_eq!(
+            &r.encode_value().unwrap()[..],
+            &[0, 0, 2, 3, b'x', b'1', 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 3, 0]
+        );
+    }
+
     proptest! {
         #[test]
         fn decoding_random_bytes_never_panics(

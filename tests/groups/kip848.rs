@@ -1,0 +1,696 @@
+//! KIP-848's consumer group protocol (ConsumerGroupHeartbeat) with real
+//! clients on one broker: Kafka's Java client and confluent-kafka
+//! (librdkafka) with `group.protocol=consumer`, and `kafka-consumer-groups`.
+//!
+//! The broker runs with short consumer-group timeouts
+//! (`group.consumer.session.timeout.ms` [`CONSUMER_SESSION_MS`], heartbeat
+//! interval [`CONSUMER_HEARTBEAT_MS`]): under this protocol the session
+//! lives on the broker, and the clients refuse to be told one (COMPAT.md's
+//! trap 9: a killed member holds its partitions for the broker's session).
+//!
+//! What is checked:
+//! - three Java members share a topic (each partition owned once, every
+//!   record consumed, the auto-commits reach the broker); one leaves
+//!   cleanly and one is killed, and the last one takes over every
+//!   partition (after the session timeout for the killed one);
+//! - `kafka-consumer-groups` lists the group with its type "Consumer",
+//!   describes its members and their assignments, and resets the offsets
+//!   of the group once it is empty;
+//! - the range and uniform assignors (`group.remote.assignor`);
+//! - a static member (`group.instance.id`) closed and restarted within its
+//!   session keeps its partitions, and the other member is not disturbed;
+//! - a broker-side regular expression (SubscriptionPattern) picks up a
+//!   topic created after the member joined;
+//! - confluent-kafka with `group.protocol=consumer` alongside a Java member.
+
+use super::*;
+
+/// `group.consumer.session.timeout.ms` of the test broker.
+const CONSUMER_SESSION_MS: i64 = 6000;
+/// `group.consumer.heartbeat.interval.ms` of the test broker.
+const CONSUMER_HEARTBEAT_MS: i64 = 500;
+
+/// A broker whose consumer groups time out quickly.
+fn consumer_scene() -> Scene {
+    Scene::start_with(&[
+        ("group.consumer.min.session.timeout.ms", CONSUMER_SESSION_MS),
+        ("group.consumer.session.timeout.ms", CONSUMER_SESSION_MS),
+        (
+            "group.consumer.min.heartbeat.interval.ms",
+            CONSUMER_HEARTBEAT_MS,
+        ),
+        (
+            "group.consumer.heartbeat.interval.ms",
+            CONSUMER_HEARTBEAT_MS,
+        ),
+    ])
+}
+
+impl Scene {
+    /// Starts a Java member with `group.protocol=consumer` (and none of the
+    /// classic timeouts, which that protocol refuses); `props` are more
+    /// consumer settings. Returns its index.
+    fn java_consumer_member(
+        &mut self,
+        java: &JavaClasses,
+        name: &str,
+        group: &str,
+        topic: &str,
+        props: &[&str],
+    ) -> usize {
+        let stop = self.dir.path().join(format!("{name}.stop"));
+        let mut cmd = Command::new("java");
+        cmd.args(["-XX:TieredStopAtLevel=1", "-cp", &java.classpath])
+            .args([
+                "GroupConsumer",
+                "member",
+                &self.bootstrap(),
+                group,
+                topic,
+                name,
+            ])
+            .arg(&stop)
+            .arg(SCRIPT_MAX_SECONDS.to_string())
+            .arg("group.protocol=consumer")
+            .arg(format!("max.poll.interval.ms={MAX_POLL_MS}"))
+            .args(props);
+        let m = Member::spawn(self.dir.path(), name, cmd);
+        self.members.push(m);
+        self.members.len() - 1
+    }
+
+    /// The `tps` (topic:partition) of the last assignment `name` reported.
+    fn topic_assignment(&self, name: &str) -> BTreeSet<String> {
+        self.members[self.idx(name)]
+            .events()
+            .iter()
+            .rev()
+            .find(|e| e.ev == "assignment")
+            .and_then(|e| e.get("tps"))
+            .map(|v| {
+                v.split(',')
+                    .filter(|s| !s.is_empty())
+                    .map(str::to_string)
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+}
+
+/// Three Java members of one consumer group share a topic, a clean leave
+/// and a kill -9 hand their partitions to the last one, everything is
+/// consumed and committed; kafka-consumer-groups lists, describes and then
+/// resets the group.
+#[test]
+fn kip848_java_members_share_leave_crash_and_the_tool_sees_them() {
+    if skipped("kip848_java_members_share_leave_crash_and_the_tool_sees_them") {
+        return;
+    }
+    let _serial = serial();
+    let libs = kafka_libs();
+    let java = JavaClasses::compile(&libs);
+    let mut s = consumer_scene();
+    let (topic, group) = ("kip848", "g-kip848");
+    s.create(topic, PARTITIONS, &[]);
+    let mut delivered = s.produce(topic, 0, 600);
+    for name in ["j1", "j2", "j3"] {
+        s.java_consumer_member(&java, name, group, topic, &[]);
+    }
+    s.wait_converged(&["j1", "j2", "j3"], PARTITIONS, CONVERGE_TIMEOUT);
+    s.wait_consumed(topic, &delivered, CONSUME_TIMEOUT);
+
+    // The tool sees a consumer group with three members.
+    let list = consumer_groups_tool(&s, &libs, &["--list", "--type"]);
+    let row = list
+        .stdout
+        .lines()
+        .find(|l| l.split_whitespace().next() == Some(group))
+        .unwrap_or_else(|| s.fail(&format!("--list --type does not show {group}:\n{list}")));
+    if !row.contains("Consumer") {
+        s.fail(&format!(
+            "--list --type: {group} is not of type Consumer:\n{list}"
+        ));
+    }
+    let members = consumer_groups_tool(&s, &libs, &["--describe", "--group", group, "--members"]);
+    for name in ["j1", "j2", "j3"] {
+        if !members.stdout.contains(name) {
+            s.fail(&format!(
+                "--describe --members does not show {name}:\n{members}"
+            ));
+        }
+    }
+    let state = consumer_groups_tool(&s, &libs, &["--describe", "--group", group, "--state"]);
+    if !state.stdout.contains("Stable") {
+        s.fail(&format!(
+            "--describe --state: the group is not Stable:\n{state}"
+        ));
+    }
+
+    // A clean leave: the two others take its partitions.
+    s.stop("j3");
+    s.wait_converged(&["j1", "j2"], PARTITIONS, CONVERGE_TIMEOUT);
+    // A crash: the last member gets everything once the session expires.
+    let killed = Instant::now();
+    s.kill9("j2");
+    s.wait_converged(&["j1"], PARTITIONS, CONVERGE_TIMEOUT);
+    let took = killed.elapsed();
+    if took < Duration::from_millis(CONSUMER_SESSION_MS as u64 / 2) {
+        s.fail(&format!(
+            "the killed member's partitions moved after {took:?}, before its session could expire"
+        ));
+    }
+    let more = s.produce(topic, 600, 300);
+    delivered.extend(more);
+    s.wait_consumed(topic, &delivered, CONSUME_TIMEOUT);
+
+    // Its auto-commits reach the end offsets (OffsetCommit with the member
+    // epoch), as another client reads them back.
+    let (_, ends) = s.offsets(topic);
+    let deadline = Instant::now() + CONVERGE_TIMEOUT;
+    loop {
+        let committed = s.committed(Lib::Ck, group, topic);
+        let done = ends
+            .iter()
+            .all(|(p, end)| committed.get(p).copied().flatten() == Some(*end));
+        if done {
+            break;
+        }
+        if Instant::now() >= deadline {
+            s.fail(&format!(
+                "committed offsets {committed:?} did not reach the end offsets {ends:?}"
+            ));
+        }
+        std::thread::sleep(POLL_INTERVAL * 5);
+    }
+    s.stop("j1");
+
+    // Empty now: the tool resets its offsets, as for a classic group.
+    let reset = consumer_groups_tool(
+        &s,
+        &libs,
+        &[
+            "--reset-offsets",
+            "--group",
+            group,
+            "--topic",
+            topic,
+            "--to-earliest",
+            "--execute",
+        ],
+    );
+    let committed = s.committed(Lib::Ck, group, topic);
+    if committed.values().any(|o| *o != Some(0)) {
+        s.fail(&format!(
+            "after --reset-offsets --to-earliest the group committed {committed:?}:\n{reset}"
+        ));
+    }
+}
+
+/// `group.remote.assignor=range` gives two members contiguous halves of a
+/// topic; `uniform` (the default) also shares it evenly.
+#[test]
+fn kip848_range_and_uniform_assignors() {
+    if skipped("kip848_range_and_uniform_assignors") {
+        return;
+    }
+    let _serial = serial();
+    let libs = kafka_libs();
+    let java = JavaClasses::compile(&libs);
+    let mut s = consumer_scene();
+    s.create("assign", PARTITIONS, &[]);
+    for name in ["r1", "r2"] {
+        s.java_consumer_member(
+            &java,
+            name,
+            "g-range",
+            "assign",
+            &["group.remote.assignor=range"],
+        );
+    }
+    let (range, _) = s.wait_converged(&["r1", "r2"], PARTITIONS, CONVERGE_TIMEOUT);
+    let mut halves: Vec<Vec<i32>> = range.values().cloned().collect();
+    halves.sort();
+    if halves != vec![vec![0, 1, 2], vec![3, 4, 5]] {
+        s.fail(&format!("range did not give contiguous halves: {range:?}"));
+    }
+    for name in ["u1", "u2"] {
+        s.java_consumer_member(
+            &java,
+            name,
+            "g-uniform",
+            "assign",
+            &["group.remote.assignor=uniform"],
+        );
+    }
+    let (uniform, _) = s.wait_converged(&["u1", "u2"], PARTITIONS, CONVERGE_TIMEOUT);
+    if uniform.values().any(|a| a.len() != 3) {
+        s.fail(&format!("uniform did not share 3 and 3: {uniform:?}"));
+    }
+    let described = consumer_groups_tool(
+        &s,
+        &libs,
+        &["--describe", "--group", "g-range", "--state", "--verbose"],
+    );
+    if !described.stdout.contains("range") {
+        s.fail(&format!(
+            "--describe --state --verbose does not name the range assignor:\n{described}"
+        ));
+    }
+}
+
+/// A static member closed and restarted within its session keeps its
+/// partitions, and the other member's assignment does not move.
+#[test]
+fn kip848_static_member_restarts_with_its_partitions() {
+    if skipped("kip848_static_member_restarts_with_its_partitions") {
+        return;
+    }
+    let _serial = serial();
+    let libs = kafka_libs();
+    let java = JavaClasses::compile(&libs);
+    let mut s = consumer_scene();
+    s.create("static", PARTITIONS, &[]);
+    s.java_consumer_member(&java, "s1", "g-static", "static", &["group.instance.id=i1"]);
+    s.java_consumer_member(&java, "s2", "g-static", "static", &["group.instance.id=i2"]);
+    let (before, _) = s.wait_converged(&["s1", "s2"], PARTITIONS, CONVERGE_TIMEOUT);
+    let mark = s.mark();
+    s.stop("s1");
+    // Back under the same instance id, well within the session timeout.
+    s.java_consumer_member(
+        &java,
+        "s1b",
+        "g-static",
+        "static",
+        &["group.instance.id=i1"],
+    );
+    let (mut after, _) = s.wait_converged(&["s1b", "s2"], PARTITIONS, CONVERGE_TIMEOUT);
+    let back = after.remove("s1b").unwrap_or_default();
+    after.insert("s1".to_string(), back);
+    if after != before {
+        s.fail(&format!(
+            "the static member came back to {after:?}, not its old place {before:?}"
+        ));
+    }
+    let moved: Vec<Event> = s
+        .events_since("s2", &mark)
+        .into_iter()
+        .filter(|e| matches!(e.ev.as_str(), "assigned" | "revoked" | "lost"))
+        .filter(|e| e.parts("parts").is_some_and(|p| !p.is_empty()))
+        .collect();
+    if !moved.is_empty() {
+        s.fail(&format!(
+            "the other member's partitions moved while the static member restarted: {moved:?}"
+        ));
+    }
+}
+
+/// A broker-side regular expression picks up a topic created after the
+/// member joined.
+#[test]
+fn kip848_regex_subscription_picks_up_a_new_topic() {
+    if skipped("kip848_regex_subscription_picks_up_a_new_topic") {
+        return;
+    }
+    let _serial = serial();
+    let libs = kafka_libs();
+    let java = JavaClasses::compile(&libs);
+    let mut s = consumer_scene();
+    s.create("rx-a", 2, &[]);
+    s.create("other", 2, &[]);
+    s.java_consumer_member(&java, "x1", "g-regex", "unused", &["pinlog.pattern=rx-.*"]);
+    let want_a: BTreeSet<String> = ["rx-a:0", "rx-a:1"].iter().map(|s| s.to_string()).collect();
+    let ok = support::wait_for(CONVERGE_TIMEOUT, || s.topic_assignment("x1") == want_a);
+    if !ok {
+        let described = consumer_groups_tool(
+            &s,
+            &libs,
+            &["--describe", "--group", "g-regex", "--members", "--verbose"],
+        );
+        s.fail(&format!(
+            "the regex member holds {:?}, not {want_a:?}; the group:\n{described}",
+            s.topic_assignment("x1")
+        ));
+    }
+    s.create("rx-b", 3, &[]);
+    let mut want = want_a.clone();
+    want.extend(["rx-b:0", "rx-b:1", "rx-b:2"].iter().map(|s| s.to_string()));
+    let ok = support::wait_for(CONVERGE_TIMEOUT, || s.topic_assignment("x1") == want);
+    if !ok {
+        s.fail(&format!(
+            "after rx-b was created the regex member holds {:?}, not {want:?}",
+            s.topic_assignment("x1")
+        ));
+    }
+    let delivered = s.produce("rx-b", 0, 100);
+    s.wait_consumed("rx-b", &delivered, CONSUME_TIMEOUT);
+}
+
+/// confluent-kafka with `group.protocol=consumer` shares a topic with a
+/// Java member of the same consumer group and consumes its share.
+#[test]
+fn kip848_confluent_kafka_and_java_share_a_group() {
+    if skipped("kip848_confluent_kafka_and_java_share_a_group") {
+        return;
+    }
+    let _serial = serial();
+    let libs = kafka_libs();
+    let java = JavaClasses::compile(&libs);
+    let mut s = consumer_scene();
+    let topic = "kip848-ck";
+    s.create(topic, PARTITIONS, &[]);
+    let delivered = s.produce(topic, 0, 600);
+    s.member(
+        "c1",
+        Lib::Ck,
+        "g-ck",
+        topic,
+        &["--group-protocol", "consumer"],
+    );
+    s.java_consumer_member(&java, "j1", "g-ck", topic, &[]);
+    s.wait_converged(&["c1", "j1"], PARTITIONS, CONVERGE_TIMEOUT);
+    s.wait_consumed(topic, &delivered, CONSUME_TIMEOUT);
+    s.stop("c1");
+    s.wait_converged(&["j1"], PARTITIONS, CONVERGE_TIMEOUT);
+    s.stop("j1");
+}
+
+/// A three-node cluster: the group's coordinator is killed; the new one
+/// rebuilds the group from its records in `__consumer_offsets`, and the
+/// members keep their partitions (no member epoch moves, no partition is
+/// revoked) and keep consuming.
+#[test]
+fn kip848_coordinator_failover_keeps_the_assignment() {
+    if skipped("kip848_coordinator_failover_keeps_the_assignment") {
+        return;
+    }
+    let _serial = serial();
+    let libs = kafka_libs();
+    let java = JavaClasses::compile(&libs);
+    require_python_clients();
+    let opts = BrokerOpts::new()
+        .setting("group.consumer.min.session.timeout.ms", CONSUMER_SESSION_MS)
+        .setting("group.consumer.session.timeout.ms", CONSUMER_SESSION_MS)
+        .setting(
+            "group.consumer.min.heartbeat.interval.ms",
+            CONSUMER_HEARTBEAT_MS,
+        )
+        .setting(
+            "group.consumer.heartbeat.interval.ms",
+            CONSUMER_HEARTBEAT_MS,
+        )
+        .setting("offsets.topic.num.partitions", 3);
+    let mut nodes = support::Cluster::start(3, opts).nodes;
+    let broker = nodes.remove(0);
+    let mut s = Scene {
+        members: Vec::new(),
+        broker,
+        others: nodes,
+        dir: tempfile::Builder::new()
+            .prefix("pinlog-groups-")
+            .tempdir()
+            .expect("create a temporary directory for the clients"),
+    };
+    let (topic, group) = ("failover", "g-failover");
+    s.create(topic, PARTITIONS, &["--replication-factor", "3"]);
+    let mut delivered = s.produce(topic, 0, 300);
+    for name in ["f1", "f2"] {
+        s.java_consumer_member(&java, name, group, topic, &[]);
+    }
+    let (before, _) = s.wait_converged(&["f1", "f2"], PARTITIONS, CONVERGE_TIMEOUT);
+    s.wait_consumed(topic, &delivered, CONSUME_TIMEOUT);
+    let epochs: Vec<Option<i64>> = ["f1", "f2"].iter().map(|n| s.generation(n)).collect();
+
+    let id = coordinator(&s, &libs, group);
+    let mark = s.mark();
+    match id {
+        1 => s.broker.kill9(),
+        n => s.others[n - 2].kill9(),
+    }
+
+    // The members go on consuming from the new coordinator's group.
+    let more = s.produce(topic, 300, 300);
+    delivered.extend(more);
+    s.wait_consumed(topic, &delivered, CONSUME_TIMEOUT);
+    let (after, _) = s.wait_converged(&["f1", "f2"], PARTITIONS, CONVERGE_TIMEOUT);
+    if after != before {
+        s.fail(&format!(
+            "the assignment moved across the coordinator failover: {before:?} -> {after:?}"
+        ));
+    }
+    let now: Vec<Option<i64>> = ["f1", "f2"].iter().map(|n| s.generation(n)).collect();
+    if now != epochs {
+        s.fail(&format!(
+            "member epochs moved across the failover: {epochs:?} -> {now:?}"
+        ));
+    }
+    for name in ["f1", "f2"] {
+        let moved: Vec<Event> = s
+            .events_since(name, &mark)
+            .into_iter()
+            .filter(|e| matches!(e.ev.as_str(), "revoked" | "lost"))
+            .filter(|e| e.parts("parts").is_some_and(|p| !p.is_empty()))
+            .collect();
+        if !moved.is_empty() {
+            s.fail(&format!(
+                "{name} gave partitions up across the failover: {moved:?}"
+            ));
+        }
+    }
+    let now_at = coordinator(&s, &libs, group);
+    if now_at == id {
+        s.fail(&format!(
+            "node {id} was killed but still coordinates {group}"
+        ));
+    }
+    // The rebuilt group is still the tool's, with both members.
+    let members = consumer_groups_tool(&s, &libs, &["--describe", "--group", group, "--members"]);
+    for name in ["f1", "f2"] {
+        if !members.stdout.contains(name) {
+            s.fail(&format!(
+                "after the failover --members does not show {name}:\n{members}"
+            ));
+        }
+    }
+    s.stop("f1");
+    s.stop("f2");
+}
+
+/// The node that coordinates `group`, as `--describe --state` names it
+/// (`host:port  (id)`).
+fn coordinator(s: &Scene, libs: &Path, group: &str) -> usize {
+    let state = consumer_groups_tool(s, libs, &["--describe", "--group", group, "--state"]);
+    state
+        .stdout
+        .lines()
+        .find_map(|l| {
+            let open = l.find('(')?;
+            let close = l[open..].find(')')? + open;
+            l[open + 1..close].trim().parse().ok()
+        })
+        .unwrap_or_else(|| s.fail(&format!("no coordinator id in\n{state}")))
+}
+
+/// Kafka's answers where the two protocols meet, and the member checks of
+/// offset commits and fetches, with exact requests: a classic JoinGroup on
+/// a consumer group with members is INCONSISTENT_GROUP_PROTOCOL; a
+/// ConsumerGroupHeartbeat on a classic group with members is
+/// GROUP_ID_NOT_FOUND; each Describe API calls the other type's group not
+/// found; OffsetCommit and OffsetFetch want the member's current epoch
+/// (STALE_MEMBER_EPOCH) from a known member (UNKNOWN_MEMBER_ID).
+#[test]
+fn kip848_protocol_boundaries_and_member_epochs_on_offsets() {
+    use pinlog::protocol::api::ApiKey;
+    use pinlog::protocol::error_code::*;
+    use pinlog::protocol::messages::*;
+    use support::kafka_conn::Conn;
+    if skipped("kip848_protocol_boundaries_and_member_epochs_on_offsets") {
+        return;
+    }
+    let _serial = serial();
+    let s = consumer_scene();
+    s.create("edges", 2, &[]);
+    let addr: std::net::SocketAddr = s.broker.bootstrap().parse().expect("an address");
+    let mut c = Conn::open(addr, "pinlog-kip848-test", STEP_TIMEOUT).expect("connect");
+    // FindCoordinator creates __consumer_offsets; a group's first requests
+    // may meet its load.
+    let retrying = |c: &mut Conn, call: &dyn Fn(&mut Conn) -> i16| -> i16 {
+        let deadline = Instant::now() + STEP_TIMEOUT;
+        loop {
+            let code = call(c);
+            let transient = [
+                COORDINATOR_NOT_AVAILABLE,
+                COORDINATOR_LOAD_IN_PROGRESS,
+                NOT_COORDINATOR,
+            ];
+            if !transient.contains(&code) || Instant::now() >= deadline {
+                return code;
+            }
+            std::thread::sleep(POLL_INTERVAL);
+        }
+    };
+    let heartbeat =
+        |c: &mut Conn, req: &consumer_group_heartbeat::ConsumerGroupHeartbeatRequest| {
+            let mut r = c.call(ApiKey::ConsumerGroupHeartbeat, 1, |w| req.encode(w, 1));
+            consumer_group_heartbeat::ConsumerGroupHeartbeatResponse::decode(&mut r, 1)
+                .expect("decode ConsumerGroupHeartbeat")
+        };
+    let join = consumer_group_heartbeat::ConsumerGroupHeartbeatRequest {
+        group_id: "g-edges".into(),
+        member_id: "edge-member-0000000000001".into(),
+        member_epoch: 0,
+        rebalance_timeout_ms: 30_000,
+        subscribed_topic_names: Some(vec!["edges".into()]),
+        topic_partitions: Some(Vec::new()),
+        ..Default::default()
+    };
+    // As every client does first: FindCoordinator (it creates the offsets
+    // topic).
+    let find = find_coordinator::FindCoordinatorRequest {
+        key: "g-edges".into(),
+        key_type: 0,
+        coordinator_keys: Vec::new(),
+    };
+    let mut r = c.call(ApiKey::FindCoordinator, 3, |w| find.encode(w, 3));
+    find_coordinator::FindCoordinatorResponse::decode(&mut r, 3).expect("decode FindCoordinator");
+    let code = retrying(&mut c, &|c| heartbeat(c, &join).error_code);
+    assert_eq!(code, NONE, "a KIP-848 join");
+    let joined = heartbeat(
+        &mut c,
+        &consumer_group_heartbeat::ConsumerGroupHeartbeatRequest {
+            member_epoch: 0,
+            ..join.clone()
+        },
+    );
+    assert_eq!(joined.error_code, NONE);
+    let epoch = joined.member_epoch;
+    assert!(epoch >= 1, "{joined:?}");
+
+    // A classic member may not join it.
+    let classic_join = join_group::JoinGroupRequest {
+        group_id: "g-edges".into(),
+        session_timeout_ms: 10_000,
+        rebalance_timeout_ms: 10_000,
+        protocol_type: "consumer".into(),
+        protocols: vec![join_group::JoinGroupRequestProtocol {
+            name: "range".into(),
+            metadata: bytes::Bytes::from_static(&[0, 0, 0, 0, 0, 0, 0, 0]),
+        }],
+        ..Default::default()
+    };
+    let mut r = c.call(ApiKey::JoinGroup, 5, |w| classic_join.encode(w, 5));
+    let resp = join_group::JoinGroupResponse::decode(&mut r, 5).expect("decode JoinGroup");
+    assert_eq!(resp.error_code, INCONSISTENT_GROUP_PROTOCOL, "{resp:?}");
+
+    // DescribeGroups v6 does not know it; ConsumerGroupDescribe does.
+    let req = describe_groups::DescribeGroupsRequest {
+        groups: vec!["g-edges".into()],
+        include_authorized_operations: false,
+    };
+    let mut r = c.call(ApiKey::DescribeGroups, 6, |w| req.encode(w, 6));
+    let resp = describe_groups::DescribeGroupsResponse::decode(&mut r, 6).expect("decode");
+    assert_eq!(resp.groups[0].error_code, GROUP_ID_NOT_FOUND, "{resp:?}");
+    let req = consumer_group_describe::ConsumerGroupDescribeRequest {
+        group_ids: vec!["g-edges".into(), "no-such-group".into()],
+        include_authorized_operations: false,
+    };
+    let mut r = c.call(ApiKey::ConsumerGroupDescribe, 1, |w| req.encode(w, 1));
+    let resp =
+        consumer_group_describe::ConsumerGroupDescribeResponse::decode(&mut r, 1).expect("decode");
+    let g = &resp.groups[0];
+    assert_eq!(g.error_code, NONE, "{resp:?}");
+    assert_eq!(g.members.len(), 1);
+    assert_eq!(g.members[0].member_epoch, epoch);
+    assert_eq!(g.members[0].member_type, 1, "a consumer-protocol member");
+    assert_eq!(resp.groups[1].error_code, GROUP_ID_NOT_FOUND);
+
+    // Commits and fetches with the member's epoch.
+    let commit = |c: &mut Conn, member: &str, epoch: i32| -> i16 {
+        let req = offset_commit::OffsetCommitRequest {
+            group_id: "g-edges".into(),
+            generation_id_or_member_epoch: epoch,
+            member_id: member.into(),
+            topics: vec![offset_commit::OffsetCommitRequestTopic {
+                name: "edges".into(),
+                partitions: vec![offset_commit::OffsetCommitRequestPartition {
+                    partition_index: 0,
+                    committed_offset: 0,
+                    ..Default::default()
+                }],
+            }],
+            ..Default::default()
+        };
+        let mut r = c.call(ApiKey::OffsetCommit, 9, |w| req.encode(w, 9));
+        let resp = offset_commit::OffsetCommitResponse::decode(&mut r, 9).expect("decode");
+        resp.topics[0].partitions[0].error_code
+    };
+    let member = join.member_id.as_str();
+    assert_eq!(commit(&mut c, member, epoch), NONE);
+    assert_eq!(commit(&mut c, member, epoch + 1), STALE_MEMBER_EPOCH);
+    assert_eq!(commit(&mut c, "someone-else", epoch), UNKNOWN_MEMBER_ID);
+    assert_eq!(
+        commit(&mut c, "", -1),
+        UNKNOWN_MEMBER_ID,
+        "an admin's commit to a live group"
+    );
+    let fetch = |c: &mut Conn, member: Option<&str>, epoch: i32| -> i16 {
+        let req = offset_fetch::OffsetFetchRequest {
+            groups: vec![offset_fetch::OffsetFetchRequestGroup {
+                group_id: "g-edges".into(),
+                member_id: member.map(str::to_string),
+                member_epoch: epoch,
+                topics: None,
+            }],
+            ..Default::default()
+        };
+        let mut r = c.call(ApiKey::OffsetFetch, 9, |w| req.encode(w, 9));
+        let resp = offset_fetch::OffsetFetchResponse::decode(&mut r, 9).expect("decode");
+        resp.groups[0].error_code
+    };
+    assert_eq!(fetch(&mut c, Some(member), epoch), NONE);
+    assert_eq!(fetch(&mut c, Some(member), epoch - 1), STALE_MEMBER_EPOCH);
+    assert_eq!(
+        fetch(&mut c, Some("someone-else"), epoch),
+        UNKNOWN_MEMBER_ID
+    );
+    assert_eq!(fetch(&mut c, None, -1), NONE, "an admin's fetch");
+
+    // A classic group with a member: a KIP-848 join is GROUP_ID_NOT_FOUND.
+    let classic = join_group::JoinGroupRequest {
+        group_id: "g-classic".into(),
+        ..classic_join.clone()
+    };
+    let code = retrying(&mut c, &|c| {
+        let mut r = c.call(ApiKey::JoinGroup, 3, |w| classic.encode(w, 3));
+        join_group::JoinGroupResponse::decode(&mut r, 3)
+            .expect("decode JoinGroup")
+            .error_code
+    });
+    assert_eq!(
+        code, NONE,
+        "a classic member joins (v3: no member id round)"
+    );
+    let resp = heartbeat(
+        &mut c,
+        &consumer_group_heartbeat::ConsumerGroupHeartbeatRequest {
+            group_id: "g-classic".into(),
+            ..join.clone()
+        },
+    );
+    assert_eq!(resp.error_code, GROUP_ID_NOT_FOUND, "{resp:?}");
+
+    // The member leaves; the empty consumer group then gives way to a
+    // classic one, as Kafka converts an empty group.
+    let left = heartbeat(
+        &mut c,
+        &consumer_group_heartbeat::ConsumerGroupHeartbeatRequest {
+            group_id: "g-edges".into(),
+            member_id: member.into(),
+            member_epoch: -1,
+            ..Default::default()
+        },
+    );
+    assert_eq!(left.error_code, NONE, "{left:?}");
+    let mut r = c.call(ApiKey::JoinGroup, 3, |w| classic_join.encode(w, 3));
+    let resp = join_group::JoinGroupResponse::decode(&mut r, 3).expect("decode JoinGroup");
+    assert_eq!(resp.error_code, NONE, "{resp:?}");
+}
