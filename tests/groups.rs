@@ -695,6 +695,24 @@ impl Scene {
         topic: &str,
         props: &[&str],
     ) -> usize {
+        let timeouts = [
+            format!("session.timeout.ms={SESSION_MS}"),
+            format!("heartbeat.interval.ms={HEARTBEAT_MS}"),
+        ];
+        self.java_member_with(java, name, group, topic, &timeouts, props)
+    }
+
+    /// A Java member with `settings` (then `max.poll.interval.ms` and
+    /// `props`) as its consumer settings.
+    fn java_member_with(
+        &mut self,
+        java: &JavaClasses,
+        name: &str,
+        group: &str,
+        topic: &str,
+        settings: &[String],
+        props: &[&str],
+    ) -> usize {
         let stop = self.dir.path().join(format!("{name}.stop"));
         let mut cmd = Command::new("java");
         // C1 only: the JVM starts faster, which keeps a restarted static
@@ -710,8 +728,7 @@ impl Scene {
             ])
             .arg(&stop)
             .arg(SCRIPT_MAX_SECONDS.to_string())
-            .arg(format!("session.timeout.ms={SESSION_MS}"))
-            .arg(format!("heartbeat.interval.ms={HEARTBEAT_MS}"))
+            .args(settings)
             .arg(format!("max.poll.interval.ms={MAX_POLL_MS}"))
             .args(props);
         let m = Member::spawn(self.dir.path(), name, cmd);

@@ -58,25 +58,8 @@ impl Scene {
         topic: &str,
         props: &[&str],
     ) -> usize {
-        let stop = self.dir.path().join(format!("{name}.stop"));
-        let mut cmd = Command::new("java");
-        cmd.args(["-XX:TieredStopAtLevel=1", "-cp", &java.classpath])
-            .args([
-                "GroupConsumer",
-                "member",
-                &self.bootstrap(),
-                group,
-                topic,
-                name,
-            ])
-            .arg(&stop)
-            .arg(SCRIPT_MAX_SECONDS.to_string())
-            .arg("group.protocol=consumer")
-            .arg(format!("max.poll.interval.ms={MAX_POLL_MS}"))
-            .args(props);
-        let m = Member::spawn(self.dir.path(), name, cmd);
-        self.members.push(m);
-        self.members.len() - 1
+        let protocol = ["group.protocol=consumer".to_string()];
+        self.java_member_with(java, name, group, topic, &protocol, props)
     }
 
     /// The `tps` (topic:partition) of the last assignment `name` reported.
