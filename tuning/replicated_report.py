@@ -11,7 +11,7 @@ RES = E["RES"]
 OUT = E["OUT"]
 sys.path.insert(0, E["TUNING_DIR"])
 from report_helpers import (  # noqa: E402
-    RUN_HDR, cpu_s_per_gb, f1, lat, load, med, met, pair_ratios, ratio, rng, run_row, runs, text, xr, bcpu, mbps,
+    RUN_HDR, commands_lines, cpu_s_per_gb, f1, lat, load, med, met, pair_ratios, ratio, rng, run_row, runs, xr, bcpu, mbps,
     machine_lines, notes_lines,
 )
 
@@ -115,23 +115,7 @@ w("")
 
 lines.extend(machine_lines(E))
 
-w("## Commands")
-w("")
-w("```sh")
-w(f"tuning/compare.sh{(' ' + argv) if argv else ''}")
-w("```")
-w("")
-w("The first command of each workload, exactly as run (ports are free ports the script picked; the Kafka "
-  "runs are the same with Kafka's address):")
-w("")
-w("```sh")
-for prefix in ("r1.pinlog", "r2.pinlog"):
-    first = next(iter(runs(prefix).values()), None)
-    if first:
-        w(f"# {first}")
-        w(text(first + ".cmd").replace(os.path.dirname(RES), "$WORK"))
-w("```")
-w("")
+lines.extend(commands_lines(argv, ("r1.pinlog", "r2.pinlog")))
 w("The nodes: `tuning/rep_clusters.sh` and `tuning/pinlog_cluster.sh` (`start_pinlog_node`, `kafka_rep_config`, `start_kafka_node`).")
 w("")
 

@@ -164,6 +164,20 @@ def xr(x, d=2):
     return "n/a" if x is None else f"{x:.{d}f}x"
 
 
+def commands_lines(argv, prefixes):
+    """The report's "Commands" section: the script's command line, then the
+    first recorded command of each workload in `prefixes` (as measure()
+    wrote it: the work directory as $WORK, repository paths relative)."""
+    out = ["## Commands", "", "```sh", f"tuning/compare.sh{(' ' + argv) if argv else ''}", "```", "",
+           "The first command of each workload, exactly as run (ports are free ports the script picked; "
+           "the Kafka runs are the same with Kafka's address):", "", "```sh"]
+    for prefix in prefixes:
+        first = next(iter(runs(prefix).values()), None)
+        if first:
+            out += [f"# {first}", text(first + ".cmd").replace(os.path.dirname(RES), "$WORK")]
+    return out + ["```", ""]
+
+
 def notes_lines(out_path):
     """The report's closing section: the analysis between the notes
     markers of the report at out_path, which a new run keeps (or a

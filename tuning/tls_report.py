@@ -11,8 +11,8 @@ RES = E["RES"]
 OUT = E["OUT"]
 sys.path.insert(0, E["TUNING_DIR"])
 from report_helpers import (  # noqa: E402
-    RUN_HDR, bcpu, cpu_s_per_gb, f1, f2, lat, load, machine_lines, med, met, mbps, notes_lines,
-    pair_ratios, rng, run_row, runs, text, xr,
+    RUN_HDR, commands_lines, bcpu, cpu_s_per_gb, f1, f2, lat, load, machine_lines, med, met, mbps, notes_lines,
+    pair_ratios, rng, run_row, runs, xr,
 )
 
 RECORD = int(E["RECORD"])
@@ -200,23 +200,7 @@ w("")
 
 lines.extend(machine_lines(E))
 
-w("## Commands")
-w("")
-w("```sh")
-w(f"tuning/compare.sh{(' ' + argv) if argv else ''}")
-w("```")
-w("")
-w("The first command of each workload, exactly as run (ports are free ports the script picked; the Kafka "
-  "runs are the same with Kafka's address):")
-w("")
-w("```sh")
-for p in ("t1.pinlog-ssl", "t2.pinlog-ssl", "t3.pinlog-sasl_ssl"):
-    first = next(iter(runs(p).values()), None)
-    if first:
-        w(f"# {first}")
-        w(text(first + ".cmd").replace(os.path.dirname(RES), "$WORK"))
-w("```")
-w("")
+lines.extend(commands_lines(argv, ("t1.pinlog-ssl", "t2.pinlog-ssl", "t3.pinlog-sasl_ssl")))
 w("The brokers' configurations: `tuning/tls.sh`.")
 w("")
 
