@@ -56,7 +56,8 @@ pub const MAX_IN_FLIGHT_LIMIT: usize = 64;
 pub const DEFAULT_RECORD_SIZE: usize = 1024;
 /// Largest `--record-size`; a record must fit in a batch.
 pub const RECORD_SIZE_MAX: usize = BATCH_BYTES_MAX / 2;
-/// Largest `--producers` / `--consumers`: one or two threads each.
+/// Largest `--producers` / `--consumers` (one or two threads each) and
+/// `connect --threads`.
 pub const WORKERS_MAX: usize = 256;
 /// Record values are slices of a pool of random text this large (shared by
 /// all producers; see `producer::payload_pool`).

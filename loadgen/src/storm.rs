@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use hdrhistogram::Histogram;
 
 use crate::client::Conn;
-use crate::constants::{DEFAULT_DURATION, PROGRESS_INTERVAL};
+use crate::constants::{DEFAULT_DURATION, PROGRESS_INTERVAL, WORKERS_MAX};
 use crate::error::{Error, Result};
 use crate::report::{Percentiles, Report};
 use crate::stats::{new_histogram, record_ns};
@@ -25,9 +25,6 @@ use crate::{Common, StormArgs};
 /// Consecutive failed connections after which a thread gives up: the broker
 /// is refusing everyone, which is a failed run, not a slow one.
 const CONSECUTIVE_FAILURES_MAX: u64 = 100;
-
-/// Threads opening connections at once.
-pub const STORM_THREADS_MAX: usize = 256;
 
 struct Shared {
     measuring: AtomicBool,
@@ -40,9 +37,9 @@ struct Shared {
 
 /// Runs the storm for `--duration` (or until `--records` connections).
 pub fn connect_storm(c: &Common, s: &StormArgs) -> Result<(Report, Histogram<u64>)> {
-    if s.threads == 0 || s.threads > STORM_THREADS_MAX {
+    if s.threads == 0 || s.threads > WORKERS_MAX {
         return Err(Error::Usage(format!(
-            "--threads must be in 1..={STORM_THREADS_MAX}"
+            "--threads must be in 1..={WORKERS_MAX}"
         )));
     }
     let timeout = Duration::from_millis(c.request_timeout_ms);
