@@ -143,6 +143,14 @@ impl Sim {
                     self.sessions.remove(&member_id);
                     self.rebalances.remove(&member_id);
                 }
+                // Only classic members (JoinGroup) have these; the
+                // simulation's members all speak the consumer protocol.
+                TimerOp::ClassicJoin { .. }
+                | TimerOp::CancelClassicJoin { .. }
+                | TimerOp::ClassicSync { .. }
+                | TimerOp::CancelClassicSync { .. } => {
+                    panic!("a classic-member timer for a consumer-protocol member: {t:?}")
+                }
             }
         }
         self.check(before);

@@ -20,6 +20,48 @@ pub const DEFAULT_CONSUMER_GROUP_MAX_SIZE: i32 = i32::MAX;
 /// in `group.remote.assignor`; the first is the group's default.
 pub const DEFAULT_CONSUMER_GROUP_ASSIGNORS: &[&str] = &["uniform", "range"];
 
+/// `group.consumer.migration.policy`: which online conversions between the
+/// classic and the consumer protocol a group may make (Kafka's
+/// `ConsumerGroupMigrationPolicy`, default `bidirectional`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MigrationPolicy {
+    Disabled,
+    Upgrade,
+    Downgrade,
+    Bidirectional,
+}
+
+impl MigrationPolicy {
+    pub fn parse(text: &str) -> Option<MigrationPolicy> {
+        match text.trim().to_ascii_lowercase().as_str() {
+            "disabled" => Some(MigrationPolicy::Disabled),
+            "upgrade" => Some(MigrationPolicy::Upgrade),
+            "downgrade" => Some(MigrationPolicy::Downgrade),
+            "bidirectional" => Some(MigrationPolicy::Bidirectional),
+            _ => None,
+        }
+    }
+
+    /// A live classic group may become a consumer group.
+    pub fn upgrade_enabled(self) -> bool {
+        matches!(
+            self,
+            MigrationPolicy::Upgrade | MigrationPolicy::Bidirectional
+        )
+    }
+
+    /// A consumer group left with classic members only may become a
+    /// classic group.
+    pub fn downgrade_enabled(self) -> bool {
+        matches!(
+            self,
+            MigrationPolicy::Downgrade | MigrationPolicy::Bidirectional
+        )
+    }
+}
+
+pub const DEFAULT_CONSUMER_GROUP_MIGRATION_POLICY: MigrationPolicy = MigrationPolicy::Bidirectional;
+
 /// The setting names [`ConsumerGroupConfig::set`] takes.
 pub const CONSUMER_GROUP_KEYS: &[&str] = &[
     "group.consumer.session.timeout.ms",
@@ -30,6 +72,7 @@ pub const CONSUMER_GROUP_KEYS: &[&str] = &[
     "group.consumer.max.heartbeat.interval.ms",
     "group.consumer.max.size",
     "group.consumer.assignors",
+    "group.consumer.migration.policy",
 ];
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -46,6 +89,8 @@ pub struct ConsumerGroupConfig {
     pub max_size: i32,
     /// `group.consumer.assignors`, in order; the first is the default.
     pub assignors: Vec<String>,
+    /// `group.consumer.migration.policy`.
+    pub migration_policy: MigrationPolicy,
 }
 
 impl Default for ConsumerGroupConfig {
@@ -62,6 +107,7 @@ impl Default for ConsumerGroupConfig {
                 .iter()
                 .map(|s| s.to_string())
                 .collect(),
+            migration_policy: DEFAULT_CONSUMER_GROUP_MIGRATION_POLICY,
         }
     }
 }
@@ -78,6 +124,14 @@ impl ConsumerGroupConfig {
                 .collect();
             self.assignors = names;
             return self.validate();
+        }
+        if key == "group.consumer.migration.policy" {
+            self.migration_policy = MigrationPolicy::parse(value).ok_or_else(|| {
+                format!(
+                    "setting {key:?}: {value:?} is not one of disabled, upgrade, downgrade, bidirectional"
+                )
+            })?;
+            return Ok(());
         }
         let v: i64 = value
             .trim()

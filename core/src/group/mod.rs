@@ -4,6 +4,7 @@
 //! and timers, is the broker's (`src/group/`).
 
 pub mod consumer;
+pub mod consumer_protocol;
 #[allow(clippy::module_inception)]
 pub mod group;
 pub mod offsets_topic;

@@ -349,6 +349,7 @@ impl ConsumerGroup {
         m.subscribed_topic_regex = v.subscribed_topic_regex.clone();
         m.rebalance_timeout_ms = v.rebalance_timeout_ms;
         m.server_assignor = v.server_assignor.clone();
+        m.classic = v.classic.clone();
         self.counts.add(
             &m.subscribed_topic_names,
             m.subscribed_topic_regex.as_deref(),
@@ -459,6 +460,7 @@ pub fn member_metadata_record(group_id: &str, m: &ConsumerGroupMember) -> Consum
             subscribed_topic_regex: m.subscribed_topic_regex.clone(),
             rebalance_timeout_ms: m.rebalance_timeout_ms,
             server_assignor: m.server_assignor.clone(),
+            classic: m.classic.clone(),
         }),
     }
 }

@@ -111,6 +111,37 @@ pub enum TimerOp {
     CancelAll {
         member_id: String,
     },
+    /// A classic member told to rejoin must send JoinGroup before
+    /// `deadline_ms` or be fenced; armed only if none is armed already.
+    ClassicJoin {
+        member_id: String,
+        deadline_ms: i64,
+    },
+    CancelClassicJoin {
+        member_id: String,
+    },
+    /// A classic member that joined must send SyncGroup before
+    /// `deadline_ms` or be fenced.
+    ClassicSync {
+        member_id: String,
+        deadline_ms: i64,
+    },
+    CancelClassicSync {
+        member_id: String,
+    },
+}
+
+/// One member's change, as [`ConsumerGroup::apply_change`] takes it.
+pub(super) struct MemberChange<'a> {
+    pub member_id: &'a str,
+    /// The member as the group holds it (new members: fresh).
+    pub member: &'a ConsumerGroupMember,
+    /// The member with the request's metadata.
+    pub updated: ConsumerGroupMember,
+    /// The static member this one replaces, whose place and target it takes.
+    pub replaced: Option<&'a ConsumerGroupMember>,
+    /// What the member reported owning; `None` when unknown.
+    pub owned: Option<&'a Assignment>,
 }
 
 /// What the caller provides besides the request.
@@ -398,12 +429,66 @@ impl ConsumerGroup {
         }
         updated.client_id = req.client_id.clone();
         updated.client_host = req.client_host.clone();
+        updated.classic = None;
 
+        let (reconciled, mut timers) = self.apply_change(
+            MemberChange {
+                member_id: &member_id,
+                member: &member,
+                updated,
+                replaced,
+                owned: owned.as_ref(),
+            },
+            ctx,
+            &mut records,
+        )?;
+        timers.push(TimerOp::Session {
+            member_id: member_id.clone(),
+            deadline_ms: ctx.now_ms + ctx.config.session_timeout_ms as i64,
+        });
+        let full_request = joining
+            || (req.rebalance_timeout_ms != -1
+                && (req.subscribed_topic_names.is_some() || req.subscribed_topic_regex.is_some())
+                && req.topic_partitions.is_some());
+        let changed = reconciled.assigned_partitions != member.assigned_partitions;
+        let response = HeartbeatResponse {
+            member_id: member_id.clone(),
+            member_epoch: reconciled.member_epoch,
+            heartbeat_interval_ms: ctx.config.heartbeat_interval_ms,
+            assignment: (full_request || changed)
+                .then(|| reconciled.assigned_partitions.to_topic_partitions()),
+        };
+        Ok(HeartbeatOutcome {
+            records,
+            response,
+            timers,
+        })
+    }
+
+    /// Steps 1-3 of a member's heartbeat or classic join, against the
+    /// group as it is: the member's metadata record, the group epoch, a
+    /// new target assignment when the epoch moved past it, and the
+    /// member's reconciliation. Appends the records; returns the member
+    /// as reconciled and its rebalance timer operations.
+    pub(super) fn apply_change(
+        &self,
+        change: MemberChange<'_>,
+        ctx: &HeartbeatContext<'_>,
+        records: &mut Vec<ConsumerGroupRecord>,
+    ) -> Result<(ConsumerGroupMember, Vec<TimerOp>), HeartbeatError> {
+        let MemberChange {
+            member_id,
+            member,
+            updated,
+            replaced,
+            owned,
+        } = change;
+        let member_id = member_id.to_string();
         let is_new = replaced.is_none() && !self.members.contains_key(&member_id);
         let mut bump = false;
-        if is_new || !updated.same_metadata(&member) {
+        if is_new || !updated.same_metadata(member) {
             records.push(member_metadata_record(&self.group_id, &updated));
-            bump = is_new || !updated.same_subscription(&member);
+            bump = is_new || !updated.same_subscription(member);
         }
 
         // The group's subscriptions with this member's change.
@@ -519,7 +604,7 @@ impl ConsumerGroup {
             updated.clone()
         } else {
             let owner_epoch = |t: &TopicId, p: i32| self.owner(t, p).map(|o| o.epoch);
-            let next = reconcile(&updated, target_epoch, &target, &owner_epoch, owned.as_ref())
+            let next = reconcile(&updated, target_epoch, &target, &owner_epoch, owned)
                 .map_err(|_| {
                     err(
                         FENCED_MEMBER_EPOCH,
@@ -542,30 +627,9 @@ impl ConsumerGroup {
             }
             next
         };
-        timers.push(TimerOp::Session {
-            member_id: member_id.clone(),
-            deadline_ms: ctx.now_ms + ctx.config.session_timeout_ms as i64,
-        });
-
         // Checked only now: a refused request must not count as a check.
         self.metadata_version_checked.set(Some(ctx.topics.version));
-        let full_request = joining
-            || (req.rebalance_timeout_ms != -1
-                && (req.subscribed_topic_names.is_some() || req.subscribed_topic_regex.is_some())
-                && req.topic_partitions.is_some());
-        let changed = reconciled.assigned_partitions != member.assigned_partitions;
-        let response = HeartbeatResponse {
-            member_id: member_id.clone(),
-            member_epoch: reconciled.member_epoch,
-            heartbeat_interval_ms: ctx.config.heartbeat_interval_ms,
-            assignment: (full_request || changed)
-                .then(|| reconciled.assigned_partitions.to_topic_partitions()),
-        };
-        Ok(HeartbeatOutcome {
-            records,
-            response,
-            timers,
-        })
+        Ok((reconciled, timers))
     }
 
     /// The assignor most members name, else the group default. Ties go to

@@ -3,6 +3,8 @@
 //! the member-metadata and current-assignment records), so a replayed
 //! member equals the one that wrote them.
 
+use bytes::Bytes;
+
 use crate::group::consumer::topics::Assignment;
 
 /// The member epoch a member sends to leave the group.
@@ -60,6 +62,28 @@ impl MemberState {
     }
 }
 
+/// What a member that joined with the classic protocol (JoinGroup) sent:
+/// a consumer group keeps such members during an online migration
+/// (Kafka's `ClassicMemberMetadata`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClassicMemberMetadata {
+    pub session_timeout_ms: i32,
+    /// Its protocols (assignor names) in preference order, each with the
+    /// member's `ConsumerProtocolSubscription`.
+    pub supported_protocols: Vec<(String, Bytes)>,
+}
+
+impl ClassicMemberMetadata {
+    /// The protocol the member is told to use: its first, as Kafka
+    /// answers a classic member of a consumer group.
+    pub fn protocol_name(&self) -> &str {
+        self.supported_protocols
+            .first()
+            .map(|(n, _)| n.as_str())
+            .unwrap_or_default()
+    }
+}
+
 /// A member of a consumer group.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConsumerGroupMember {
@@ -85,6 +109,8 @@ pub struct ConsumerGroupMember {
     pub assigned_partitions: Assignment,
     /// Partitions the member still owns but must give up.
     pub partitions_pending_revocation: Assignment,
+    /// Set while the member speaks the classic protocol.
+    pub classic: Option<ClassicMemberMetadata>,
 }
 
 impl ConsumerGroupMember {
@@ -105,7 +131,21 @@ impl ConsumerGroupMember {
             server_assignor: None,
             assigned_partitions: Assignment::new(),
             partitions_pending_revocation: Assignment::new(),
+            classic: None,
         }
+    }
+
+    /// Whether the member joined with JoinGroup (the classic protocol).
+    pub fn uses_classic_protocol(&self) -> bool {
+        self.classic.is_some()
+    }
+
+    /// The session timeout of the member: its own for a classic member,
+    /// else the group's `group.consumer.session.timeout.ms`.
+    pub fn session_timeout_ms(&self, group_session_timeout_ms: i32) -> i32 {
+        self.classic
+            .as_ref()
+            .map_or(group_session_timeout_ms, |c| c.session_timeout_ms)
     }
 
     /// Whether the member holds exactly its target at `target_epoch`.
@@ -136,6 +176,7 @@ impl ConsumerGroupMember {
             && self.subscribed_topic_regex == other.subscribed_topic_regex
             && self.rebalance_timeout_ms == other.rebalance_timeout_ms
             && self.server_assignor == other.server_assignor
+            && self.classic == other.classic
     }
 
     /// The fields of the current-assignment record.

@@ -20,9 +20,11 @@
 //! (names, regexes, metadata hash), `assignor/` (uniform and range),
 //! `target.rs` (the target assignment of an epoch), `reconcile.rs`
 //! (revoke before assign), `group.rs` (state and replay), `heartbeat.rs`
-//! (requests and timeouts), `records.rs` (the stored schemas).
+//! (requests and timeouts), `classic.rs` (classic members and the online
+//! migration between the protocols), `records.rs` (the stored schemas).
 
 pub mod assignor;
+pub mod classic;
 #[allow(clippy::module_inception)]
 pub mod group;
 pub mod heartbeat;
@@ -44,3 +46,6 @@ pub use topics::{Assignment, TopicId, TopicInfo, TopicsImage};
 
 #[cfg(test)]
 mod heartbeat_tests;
+
+#[cfg(test)]
+mod classic_tests;

@@ -26,7 +26,7 @@
 
 use bytes::{BufMut, Bytes, BytesMut};
 
-use crate::group::consumer::member::MemberState;
+use crate::group::consumer::member::{ClassicMemberMetadata, MemberState};
 use crate::group::consumer::topics::{Assignment, TopicId};
 use crate::protocol::codec::{parse_tag, put_tag, DecodeError, DecodeResult, Reader, Writer};
 
@@ -41,6 +41,9 @@ pub const REGULAR_EXPRESSION_KEY: i16 = 16;
 const VALUE_VERSION: i16 = 0;
 /// ConsumerGroupMetadataValue's tagged field holding the metadata hash.
 const METADATA_HASH_TAG: u32 = 0;
+/// ConsumerGroupMemberMetadataValue's tagged field with a classic
+/// member's metadata.
+const CLASSIC_MEMBER_METADATA_TAG: u32 = 0;
 
 /// ConsumerGroupMetadataValue.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -52,9 +55,8 @@ pub struct GroupMetadataValue {
     pub metadata_hash: i64,
 }
 
-/// ConsumerGroupMemberMetadataValue. The classic-protocol metadata (tagged
-/// field 0, for members that joined with JoinGroup) is not produced by
-/// pinlog's consumer groups and is skipped when read.
+/// ConsumerGroupMemberMetadataValue. The classic-protocol metadata is
+/// tagged field 0, present for members that joined with JoinGroup.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MemberMetadataValue {
     pub instance_id: Option<String>,
@@ -65,6 +67,7 @@ pub struct MemberMetadataValue {
     pub subscribed_topic_regex: Option<String>,
     pub rebalance_timeout_ms: i32,
     pub server_assignor: Option<String>,
+    pub classic: Option<ClassicMemberMetadata>,
 }
 
 /// ConsumerGroupCurrentMemberAssignmentValue.
@@ -229,7 +232,13 @@ impl ConsumerGroupRecord {
                 w.put_nullable_string(v.subscribed_topic_regex.as_deref(), true);
                 w.put_i32(v.rebalance_timeout_ms);
                 w.put_nullable_string(v.server_assignor.as_deref(), true);
-                w.put_empty_tagged_fields();
+                match &v.classic {
+                    Some(c) => {
+                        w.put_uvarint(1);
+                        put_tag(&mut w, CLASSIC_MEMBER_METADATA_TAG, &encode_classic(c));
+                    }
+                    None => w.put_empty_tagged_fields(),
+                }
             }
             ConsumerGroupRecord::TargetAssignmentMetadata { value, .. } => {
                 w.put_i32((*value)?);
@@ -408,9 +417,13 @@ fn decode_member_metadata(r: &mut Reader) -> DecodeResult<MemberMetadataValue> {
     let subscribed_topic_regex = r.nullable_string("subscribed_topic_regex", true)?;
     let rebalance_timeout_ms = r.i32("rebalance_timeout_ms")?;
     let server_assignor = r.nullable_string("server_assignor", true)?;
-    // Tag 0 is the classic member metadata, which only members that joined
-    // through JoinGroup have; pinlog's consumer groups do not take those.
-    r.skip_tagged_fields()?;
+    let mut classic = None;
+    r.tagged_fields(|tag, value| {
+        if tag == CLASSIC_MEMBER_METADATA_TAG {
+            classic = Some(parse_tag(tag, value, decode_classic)?);
+        }
+        Ok(())
+    })?;
     Ok(MemberMetadataValue {
         instance_id,
         rack_id,
@@ -420,6 +433,37 @@ fn decode_member_metadata(r: &mut Reader) -> DecodeResult<MemberMetadataValue> {
         subscribed_topic_regex,
         rebalance_timeout_ms,
         server_assignor,
+        classic,
+    })
+}
+
+/// ClassicMemberMetadata: the session timeout, then the protocols, each a
+/// name and its metadata bytes (all flexible, each struct with its tags).
+fn encode_classic(c: &ClassicMemberMetadata) -> Bytes {
+    let mut w = BytesMut::new();
+    w.put_i32(c.session_timeout_ms);
+    w.put_array_len(Some(c.supported_protocols.len()), true);
+    for (name, metadata) in &c.supported_protocols {
+        w.put_string(name, true);
+        w.put_nullable_bytes(Some(metadata), true);
+        w.put_empty_tagged_fields();
+    }
+    w.put_empty_tagged_fields();
+    w.freeze()
+}
+
+fn decode_classic(r: &mut Reader) -> DecodeResult<ClassicMemberMetadata> {
+    let session_timeout_ms = r.i32("session_timeout_ms")?;
+    let supported_protocols = r.array("supported_protocols", true, 3, |r| {
+        let name = r.string("protocol_name", true)?;
+        let metadata = r.bytes("protocol_metadata", true)?;
+        r.skip_tagged_fields()?;
+        Ok((name, metadata))
+    })?;
+    r.skip_tagged_fields()?;
+    Ok(ClassicMemberMetadata {
+        session_timeout_ms,
+        supported_protocols,
     })
 }
 
@@ -492,6 +536,28 @@ mod tests {
                     subscribed_topic_regex: Some("x.*".into()),
                     rebalance_timeout_ms: 300_000,
                     server_assignor: Some("range".into()),
+                    classic: None,
+                }),
+            },
+            ConsumerGroupRecord::MemberMetadata {
+                group_id: g(),
+                member_id: m(),
+                value: Some(MemberMetadataValue {
+                    instance_id: None,
+                    rack_id: Some("r".into()),
+                    client_id: "c".into(),
+                    client_host: "/127.0.0.1".into(),
+                    subscribed_topic_names: vec!["a".into()],
+                    subscribed_topic_regex: None,
+                    rebalance_timeout_ms: 30_000,
+                    server_assignor: None,
+                    classic: Some(ClassicMemberMetadata {
+                        session_timeout_ms: 10_000,
+                        supported_protocols: vec![
+                            ("range".into(), Bytes::from_static(&[0, 3, 1, 2])),
+                            ("cooperative-sticky".into(), Bytes::new()),
+                        ],
+                    }),
                 }),
             },
             ConsumerGroupRecord::MemberMetadata {
@@ -608,6 +674,45 @@ mod tests {
     }
 
     #[test]
+    fn classic_member_metadata_is_tagged_field_0_as_the_schema_says() {
+        let value = MemberMetadataValue {
+            instance_id: None,
+            rack_id: None,
+            client_id: String::new(),
+            client_host: String::new(),
+            subscribed_topic_names: Vec::new(),
+            subscribed_topic_regex: None,
+            rebalance_timeout_ms: -1,
+            server_assignor: None,
+            classic: Some(ClassicMemberMetadata {
+                session_timeout_ms: 10,
+                supported_protocols: vec![("r".into(), Bytes::from_static(&[1]))],
+            }),
+        };
+        let r = ConsumerGroupRecord::MemberMetadata {
+            group_id: "g".into(),
+            member_id: "m".into(),
+            value: Some(value.clone()),
+        };
+        let bytes = r.encode_value().unwrap();
+        assert_eq!(
+            &bytes[bytes.len() - 14..],
+            &[
+                1, // one tagged field
+                0, 11, // tag 0, 11 bytes
+                0, 0, 0, 10, // SessionTimeoutMs
+                2,  // one protocol
+                2, b'r', // Name
+                2, 1, // Metadata
+                0, // the protocol's tags
+                0, // the struct's tags
+            ]
+        );
+        let back = ConsumerGroupRecord::decode(r.encode_key(), Some(bytes)).unwrap();
+        assert_eq!(back, Some(r));
+    }
+
+    #[test]
     fn member_metadata_bytes_match_the_schema() {
         let r = ConsumerGroupRecord::MemberMetadata {
             group_id: "g".into(),
@@ -621,6 +726,7 @@ mod tests {
                 subscribed_topic_regex: None,
                 rebalance_timeout_ms: 1000,
                 server_assignor: None,
+                classic: None,
             }),
         };
         assert_eq!(&r.encode_key()[..], &[0, 5, 0, 1, b'g', 0, 1, b'm']);
