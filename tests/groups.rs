@@ -48,6 +48,8 @@
 //!   leaves (its client does) and is replaced, then rejoins;
 //! - KIP-848's consumer group protocol (`group.protocol=consumer`), in
 //!   `groups/kip848.rs`: see its doc.
+//! - online migration between the classic and the consumer protocol:
+//!   `groups/migration.rs`.
 //!
 //! The records: `seq` of topic T has key `key-<seq % 37>` and value
 //! `T/<seq as 7 digits>/<key>`; the producer reports each record's
@@ -2667,3 +2669,6 @@ c.close()
 
 #[path = "groups/kip848.rs"]
 mod kip848;
+
+#[path = "groups/migration.rs"]
+mod migration;

@@ -25,6 +25,7 @@ use crate::group::consumer::heartbeat::{
     unknown_group_error, validate_request, HeartbeatContext, HeartbeatError, HeartbeatRequest,
     HeartbeatResponse, TimerOp,
 };
+use crate::group::consumer::member::LEAVE_GROUP_MEMBER_EPOCH;
 use crate::group::consumer::records::ConsumerGroupRecord;
 use crate::group::consumer::topics::{TopicInfo, TopicsImage};
 use crate::group::consumer::{replay_into, ConsumerGroup, ConsumerGroupState};
@@ -43,6 +44,11 @@ pub(super) struct ConsumerGroups {
     sessions: HashMap<(String, String), i64>,
     /// (group, member) to (member epoch, deadline).
     rebalances: HashMap<(String, String), (i32, i64)>,
+    /// Classic members of consumer groups: (group, member) to the
+    /// deadline of the JoinGroup they were told to send, and of the
+    /// SyncGroup that must follow a join.
+    classic_joins: HashMap<(String, String), i64>,
+    classic_syncs: HashMap<(String, String), i64>,
     /// The topics as the groups see them, rebuilt when the image moves.
     topics: Option<Rc<TopicsImage>>,
 }
@@ -51,10 +57,12 @@ pub(super) struct ConsumerGroups {
 enum Expired {
     Session(String),
     Rebalance(String, i32),
+    ClassicJoin(String),
+    ClassicSync(String),
 }
 
 impl ConsumerGroups {
-    fn apply_timers(&mut self, group_id: &str, ops: &[TimerOp]) {
+    pub(super) fn apply_timers(&mut self, group_id: &str, ops: &[TimerOp]) {
         let key = |m: &str| (group_id.to_string(), m.to_string());
         for op in ops {
             match op {
@@ -78,6 +86,28 @@ impl ConsumerGroups {
                 TimerOp::CancelAll { member_id } => {
                     self.sessions.remove(&key(member_id));
                     self.rebalances.remove(&key(member_id));
+                    self.classic_joins.remove(&key(member_id));
+                    self.classic_syncs.remove(&key(member_id));
+                }
+                TimerOp::ClassicJoin {
+                    member_id,
+                    deadline_ms,
+                } => {
+                    self.classic_joins
+                        .entry(key(member_id))
+                        .or_insert(*deadline_ms);
+                }
+                TimerOp::CancelClassicJoin { member_id } => {
+                    self.classic_joins.remove(&key(member_id));
+                }
+                TimerOp::ClassicSync {
+                    member_id,
+                    deadline_ms,
+                } => {
+                    self.classic_syncs.insert(key(member_id), *deadline_ms);
+                }
+                TimerOp::CancelClassicSync { member_id } => {
+                    self.classic_syncs.remove(&key(member_id));
                 }
             }
         }
@@ -91,6 +121,10 @@ impl ConsumerGroups {
         self.sessions
             .retain(|(g, _), _| self.groups.contains_key(g));
         self.rebalances
+            .retain(|(g, _), _| self.groups.contains_key(g));
+        self.classic_joins
+            .retain(|(g, _), _| self.groups.contains_key(g));
+        self.classic_syncs
             .retain(|(g, _), _| self.groups.contains_key(g));
     }
 
@@ -112,6 +146,21 @@ impl ConsumerGroups {
             }
             keep
         });
+        for (timers, expired) in [
+            (
+                &mut self.classic_joins,
+                Expired::ClassicJoin as fn(String) -> Expired,
+            ),
+            (&mut self.classic_syncs, Expired::ClassicSync),
+        ] {
+            timers.retain(|(g, m), deadline| {
+                let keep = *deadline > now;
+                if !keep {
+                    due.push((g.clone(), expired(m.clone())));
+                }
+                keep
+            });
+        }
         due
     }
 }
@@ -157,7 +206,7 @@ pub fn topics_image(image: &MetadataImage) -> TopicsImage {
 impl GroupCoordinator {
     /// The topics image of this shard's current metadata image, cached
     /// per image offset.
-    fn consumer_topics(&self, shard: &Shard) -> Rc<TopicsImage> {
+    pub(super) fn consumer_topics(&self, shard: &Shard) -> Rc<TopicsImage> {
         let image = BrokerState::of(shard).image();
         let mut c = self.consumer.borrow_mut();
         match &c.topics {
@@ -202,7 +251,7 @@ impl GroupCoordinator {
     /// Appends `records`, then replays them and arms `timers`; the caller
     /// holds the partition's write permit. On a failed write the partition
     /// is reloaded, since the records may reach the log all the same.
-    async fn persist_consumer(
+    pub(super) async fn persist_consumer(
         self: &Rc<Self>,
         shard: &Rc<Shard>,
         partition: i32,
@@ -210,11 +259,24 @@ impl GroupCoordinator {
         records: &[ConsumerGroupRecord],
         timers: &[TimerOp],
     ) -> Result<(), i16> {
-        if !records.is_empty() {
-            let encoded: Vec<(Bytes, Option<Bytes>)> = records
-                .iter()
-                .map(|r| (r.encode_key(), r.encode_value()))
-                .collect();
+        self.persist_consumer_after(shard, partition, group_id, Vec::new(), records, timers)
+            .await
+    }
+
+    /// [`Self::persist_consumer`], with `prefix` (a classic group's
+    /// records) written first in the same append.
+    pub(super) async fn persist_consumer_after(
+        self: &Rc<Self>,
+        shard: &Rc<Shard>,
+        partition: i32,
+        group_id: &str,
+        prefix: Vec<(Bytes, Option<Bytes>)>,
+        records: &[ConsumerGroupRecord],
+        timers: &[TimerOp],
+    ) -> Result<(), i16> {
+        if !records.is_empty() || !prefix.is_empty() {
+            let mut encoded = prefix;
+            encoded.extend(records.iter().map(|r| (r.encode_key(), r.encode_value())));
             if let Err(code) = self.append(shard, partition, &encoded).await {
                 tracing::warn!(group = %group_id, code, "writing consumer group records failed; reloading the partition");
                 self.reload(shard, partition);
@@ -235,7 +297,7 @@ impl GroupCoordinator {
     }
 
     /// Drops a partition's groups and loads them again from its log.
-    fn reload(self: &Rc<Self>, shard: &Rc<Shard>, partition: i32) {
+    pub(super) fn reload(self: &Rc<Self>, shard: &Rc<Shard>, partition: i32) {
         self.on_lost_leadership(partition);
         if crate::node::state::led_log(shard, &Self::tp(partition)).is_some() {
             self.spawn_load(shard, partition);
@@ -267,15 +329,18 @@ impl GroupCoordinator {
         // The load may have been replaced while this waited.
         self.ready(&shard, partition).map_err(fail)?;
         let group_id = req.group_id.clone();
-        let mut records = Vec::new();
-        // A classic group of that id: an empty one (offsets only, or all
-        // members gone) gives way, as Kafka deletes it; a live one stays
-        // (no online migration): GROUP_ID_NOT_FOUND, as Kafka answers.
-        let classic_record = {
+        // A live classic group of that id converts (an online upgrade), if
+        // it may; an empty one (offsets only, or all members gone) gives
+        // way, as Kafka deletes it.
+        let upgrade = match self.upgrade(&shard, &group_id, req.member_epoch) {
+            Some(r) => Some(r?),
+            None => None,
+        };
+        let classic_tombstone = {
             let groups = self.groups.borrow();
             match groups.get(&group_id) {
                 Some(g) if !self.is_consumer_group(&group_id) => {
-                    if !g.is(GroupState::Empty) || req.member_epoch != 0 {
+                    if upgrade.is_none() && req.member_epoch != 0 {
                         return Err(HeartbeatError {
                             error_code: error_code::GROUP_ID_NOT_FOUND,
                             message: format!("Group {group_id} is not a consumer group"),
@@ -293,36 +358,54 @@ impl GroupCoordinator {
         };
         let topics = self.consumer_topics(&shard);
         let fresh = crate::node::ids::uuid_string();
+        let now = now_ms();
+        let mut records = Vec::new();
+        let mut timers = Vec::new();
         let outcome = {
             let c = self.consumer.borrow();
             let ctx = HeartbeatContext {
-                now_ms: now_ms(),
+                now_ms: now,
                 config: &config,
                 topics: &topics,
                 fresh_member_id: &fresh,
             };
-            match c.groups.get(&group_id) {
-                Some(g) => g.heartbeat(&req, &ctx)?,
-                None if req.member_epoch == 0 => {
+            match (&upgrade, c.groups.get(&group_id)) {
+                (Some((converted, group)), _) => {
+                    records.extend(converted.iter().cloned());
+                    timers.extend(group.classic_session_timers(now));
+                    group.heartbeat(&req, &ctx)?
+                }
+                (None, Some(g)) => g.heartbeat(&req, &ctx)?,
+                (None, None) if req.member_epoch == 0 => {
                     ConsumerGroup::new(&group_id).heartbeat(&req, &ctx)?
                 }
-                None => return Err(unknown_group_error(&group_id)),
+                (None, None) => return Err(unknown_group_error(&group_id)),
             }
         };
-        if let Some(key) = classic_record {
-            // The classic group's metadata goes first, in its own write.
-            self.append(&shard, partition, &[(key, None)])
-                .await
-                .map_err(fail)?;
-            if let Some(g) = self.groups.borrow_mut().get_mut(&group_id) {
-                g.protocol_type = None;
-                g.protocol = None;
+        // The last consumer-protocol member leaving may leave classic
+        // members only: the group becomes classic again.
+        if req.member_epoch == LEAVE_GROUP_MEMBER_EPOCH {
+            if let Some(d) = self.downgrade_check(&shard, &group_id, &outcome.response.member_id) {
+                self.apply_downgrade(&shard, partition, &group_id, d)
+                    .await
+                    .map_err(fail)?;
+                return Ok(outcome.response);
             }
         }
         records.extend(outcome.records);
-        self.persist_consumer(&shard, partition, &group_id, &records, &outcome.timers)
+        timers.extend(outcome.timers);
+        let prefix: Vec<(Bytes, Option<Bytes>)> =
+            classic_tombstone.into_iter().map(|k| (k, None)).collect();
+        self.persist_consumer_after(&shard, partition, &group_id, prefix, &records, &timers)
             .await
             .map_err(fail)?;
+        if let Some(g) = self.groups.borrow_mut().get_mut(&group_id) {
+            if !self.consumer.borrow().groups.contains_key(&group_id) {
+                // The heartbeat wrote nothing that made a group.
+            } else if g.protocol_type.is_some() || !g.members.is_empty() {
+                g.hand_over_members(now_ms());
+            }
+        }
         Ok(outcome.response)
     }
 
@@ -349,19 +432,45 @@ impl GroupCoordinator {
         let Ok(_permit) = p.write.acquire_permit(1).await else {
             return;
         };
+        let (member_id, why) = match &e {
+            Expired::Session(m) => (m, "its session expired"),
+            Expired::Rebalance(m, _) => (m, "it did not revoke in time"),
+            Expired::ClassicJoin(m) => (m, "it did not rejoin in time"),
+            Expired::ClassicSync(m) => (m, "it did not send SyncGroup in time"),
+        };
+        let downgrade = match &e {
+            Expired::Rebalance(m, epoch)
+                if self
+                    .consumer
+                    .borrow()
+                    .groups
+                    .get(&group_id)
+                    .and_then(|g| g.member(m))
+                    .is_none_or(|x| x.member_epoch != *epoch) =>
+            {
+                None
+            }
+            _ => self.downgrade_check(shard, &group_id, member_id),
+        };
+        if let Some(d) = downgrade {
+            tracing::info!(group = %group_id, member = %member_id, "consumer group member fenced because {why}; the rest speak the classic protocol: converting to a classic group");
+            if let Err(code) = self.apply_downgrade(shard, partition, &group_id, d).await {
+                tracing::warn!(group = %group_id, code, "converting to a classic group failed");
+            }
+            return;
+        }
         let (records, timers) = {
             let c = self.consumer.borrow();
             let Some(g) = c.groups.get(&group_id) else {
                 return;
             };
+            if g.member(member_id).is_some() {
+                tracing::info!(group = %group_id, member = %member_id, "consumer group member fenced because {why}");
+            }
             match &e {
-                Expired::Session(m) => {
-                    tracing::info!(group = %group_id, member = %m, "consumer group member's session expired: fenced");
+                Expired::Rebalance(m, epoch) => g.rebalance_expired(m, *epoch),
+                Expired::Session(m) | Expired::ClassicJoin(m) | Expired::ClassicSync(m) => {
                     g.session_expired(m)
-                }
-                Expired::Rebalance(m, epoch) => {
-                    tracing::info!(group = %group_id, member = %m, "consumer group member did not revoke in time: fenced");
-                    g.rebalance_expired(m, *epoch)
                 }
             }
         };
@@ -392,6 +501,15 @@ impl GroupCoordinator {
         let Some(m) = g.member(member_id) else {
             return Some(error_code::UNKNOWN_MEMBER_ID);
         };
+        if m.uses_classic_protocol() {
+            // A classic member commits with its generation, which is its
+            // member epoch, in any version.
+            return Some(if m.member_epoch == member_epoch {
+                error_code::NONE
+            } else {
+                error_code::ILLEGAL_GENERATION
+            });
+        }
         if api_version < OFFSET_COMMIT_CONSUMER_VERSION {
             return Some(error_code::UNSUPPORTED_VERSION);
         }
@@ -508,7 +626,11 @@ impl GroupCoordinator {
                 subscribed_topic_regex: m.subscribed_topic_regex.clone(),
                 assignment: named(&m.assigned_partitions),
                 target_assignment: named(&g.target(&m.member_id).cloned().unwrap_or_default()),
-                member_type: MEMBER_TYPE_CONSUMER,
+                member_type: if m.uses_classic_protocol() {
+                    MEMBER_TYPE_CLASSIC
+                } else {
+                    MEMBER_TYPE_CONSUMER
+                },
             })
             .collect();
         out

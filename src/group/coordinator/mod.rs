@@ -138,6 +138,7 @@ pub struct ListedGroup {
 pub const CLASSIC_GROUP_TYPE: &str = "classic";
 
 mod consumer;
+mod migration;
 mod timers;
 
 pub use self::consumer::{topics_image, CONSUMER_GROUP_TYPE};
@@ -558,6 +559,14 @@ impl GroupCoordinator {
         {
             return JoinOutcome::error(code, &params.member_id);
         }
+        if self
+            .consumer_state(&group_id)
+            .is_some_and(|s| s != crate::group::consumer::ConsumerGroupState::Empty)
+        {
+            return self
+                .classic_join_to_consumer(&shard, partition, &group_id, params)
+                .await;
+        }
         if let Err(code) = self.consumer_join_check(&shard, partition, &group_id).await {
             return JoinOutcome::error(code, &params.member_id);
         }
@@ -618,6 +627,17 @@ impl GroupCoordinator {
     ) -> SyncOutcome {
         if let Err(code) = self.ready(&shard, partition) {
             return SyncOutcome::error(code);
+        }
+        if self.is_consumer_group(&group_id) {
+            return self.classic_sync_to_consumer(
+                &shard,
+                &group_id,
+                &member_id,
+                instance_id.as_deref(),
+                generation,
+                protocol_type,
+                protocol_name,
+            );
         }
         let now = now_ms();
         let step = {
@@ -686,6 +706,14 @@ impl GroupCoordinator {
         if let Err(code) = self.ready(&shard, partition) {
             return code;
         }
+        if self.is_consumer_group(&group_id) {
+            return self.classic_heartbeat_to_consumer(
+                &group_id,
+                &member_id,
+                instance_id.as_deref(),
+                generation,
+            );
+        }
         let mut groups = self.groups.borrow_mut();
         let Some(g) = groups.get_mut(&group_id) else {
             return error_code::UNKNOWN_MEMBER_ID;
@@ -703,6 +731,11 @@ impl GroupCoordinator {
         members: Vec<(String, Option<String>)>,
     ) -> Result<Vec<i16>, i16> {
         self.ready(&shard, partition)?;
+        if self.is_consumer_group(&group_id) {
+            return self
+                .classic_leave_to_consumer(&shard, partition, &group_id, &members)
+                .await;
+        }
         let limits = self.limits();
         let now = now_ms();
         let mut persist = false;

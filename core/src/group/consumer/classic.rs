@@ -720,16 +720,6 @@ impl ConsumerGroup {
             })
             .collect()
     }
-
-    /// A classic member's join or sync deadline passed: it is fenced like
-    /// a member whose session expired (the caller checks for a downgrade
-    /// first).
-    pub fn classic_deadline_expired(
-        &self,
-        member_id: &str,
-    ) -> (Vec<ConsumerGroupRecord>, Vec<TimerOp>) {
-        self.session_expired(member_id)
-    }
 }
 
 /// Kafka's `throwIfGenerationIdUnmatched`.
