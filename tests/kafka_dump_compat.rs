@@ -950,3 +950,180 @@ fn kafka_dump_log_segments_reads_transaction_markers_and_indexes() {
         .collect();
     assert_eq!(kafka_markers, pinlog_markers, "{deep}");
 }
+
+/// Kafka's `--offsets-decoder` reads the consumer-group records pinlog
+/// writes to `__consumer_offsets` (KIP-848's key types 3-8 and 16, the
+/// classic member metadata of a group in migration, tombstones), beside a
+/// classic group's metadata and a committed offset: each record decodes to
+/// JSON naming its type, none fails.
+#[test]
+fn kafka_dump_log_segments_decodes_consumer_group_records() {
+    use bytes::Bytes;
+    use pinlog::broker_config::consumer_group::ConsumerGroupConfig;
+    use pinlog::group::consumer::heartbeat::{HeartbeatContext, HeartbeatRequest};
+    use pinlog::group::consumer::topics::TopicsImage;
+    use pinlog::group::consumer::{replay_into, ConsumerGroup};
+    use pinlog::group::consumer_protocol::{encode_assignment, encode_subscription, Subscription};
+    use pinlog::group::group::Group;
+    use pinlog::group::schema::{GroupValue, OffsetValue, RecordKey, StoredMember};
+    use pinlog::log::batch::{build_keyed_batch, KeyedRecordSpec};
+
+    let Some((java, libs)) = kafka_tooling() else {
+        return;
+    };
+    // A classic group of two members, as its coordinator stores it.
+    let subscription = encode_subscription(&Subscription {
+        version: 3,
+        topics: vec!["orders".into()],
+        rack_id: Some("rack-a".into()),
+        generation_id: 2,
+        ..Subscription::default()
+    });
+    let member = |id: &str, partitions: Vec<i32>| StoredMember {
+        member_id: id.into(),
+        group_instance_id: None,
+        client_id: "classic".into(),
+        client_host: "/127.0.0.1".into(),
+        rebalance_timeout_ms: 30_000,
+        session_timeout_ms: 10_000,
+        subscription: subscription.clone(),
+        assignment: encode_assignment(3, &vec![("orders".into(), partitions)]),
+    };
+    let value = GroupValue {
+        protocol_type: "consumer".into(),
+        generation: 2,
+        protocol: Some("range".into()),
+        leader: Some("a".into()),
+        current_state_timestamp: BASE_TIMESTAMP_MS,
+        members: vec![member("a", vec![0, 1]), member("b", vec![2, 3])],
+    };
+    let group_key = RecordKey::Group { group: "g".into() }.encode();
+    let mut records: Vec<(Bytes, Option<Bytes>)> = vec![
+        (group_key.clone(), Some(value.encode())),
+        (
+            RecordKey::Offset {
+                group: "g".into(),
+                topic: "orders".into(),
+                partition: 0,
+            }
+            .encode(),
+            Some(
+                OffsetValue {
+                    offset: 42,
+                    leader_epoch: 1,
+                    metadata: String::new(),
+                    commit_timestamp: BASE_TIMESTAMP_MS,
+                    expire_timestamp: -1,
+                }
+                .encode(),
+            ),
+        ),
+        // Its upgrade: the classic tombstone, the converted group, a
+        // member of the new protocol joining, then the group deleted.
+        (group_key, None),
+    ];
+    let topics = TopicsImage::default().with_topic("orders", 4);
+    let mut classic = Group::new("g".into(), 0);
+    classic.load(value, 0);
+    let converted = ConsumerGroup::from_classic(&classic, &topics).expect("a consumer protocol");
+    let mut groups = std::collections::BTreeMap::new();
+    for r in &converted {
+        replay_into(&mut groups, r);
+    }
+    let group_config = ConsumerGroupConfig::default();
+    let join = groups["g"]
+        .heartbeat(
+            &HeartbeatRequest {
+                api_version: 1,
+                group_id: "g".into(),
+                member_id: "c".into(),
+                member_epoch: 0,
+                rebalance_timeout_ms: 30_000,
+                subscribed_topic_regex: Some("ord.*".into()),
+                topic_partitions: Some(vec![]),
+                client_id: "new".into(),
+                client_host: "/127.0.0.1".into(),
+                ..HeartbeatRequest::default()
+            },
+            &HeartbeatContext {
+                now_ms: BASE_TIMESTAMP_MS,
+                config: &group_config,
+                topics: &topics,
+                fresh_member_id: "unused",
+            },
+        )
+        .expect("the join");
+    for r in &join.records {
+        replay_into(&mut groups, r);
+    }
+    let mut consumer_records = converted;
+    consumer_records.extend(join.records);
+    consumer_records.extend(groups["g"].delete_records());
+    records.extend(
+        consumer_records
+            .iter()
+            .map(|r| (r.encode_key(), r.encode_value())),
+    );
+
+    let root = tempfile::tempdir().expect("tempdir");
+    let data_dir = root.path().to_path_buf();
+    let tp = TopicPartition::new("__consumer_offsets", 0);
+    let dir = data_dir.join(tp.dir_name());
+    let count = records.len();
+    run(move || async move {
+        let params = OpenParams {
+            recovery_point: 0,
+            log_start_offset: 0,
+            clean_shutdown: false,
+            now_ms: BASE_TIMESTAMP_MS,
+        };
+        let mut log = PartitionLog::open(&data_dir, tp, config(), params, None)
+            .await
+            .expect("open");
+        let specs: Vec<KeyedRecordSpec<'_>> = records
+            .iter()
+            .map(|(k, v)| (0, Some(&k[..]), v.as_deref()))
+            .collect();
+        let batch = build_keyed_batch(0, -1, BASE_TIMESTAMP_MS, &specs);
+        log.append_as_leader(BytesMut::from(&batch[..]), 0, None, BASE_TIMESTAMP_MS)
+            .await
+            .expect("append");
+        let leo = log.log_end_offset();
+        log.set_high_watermark(leo);
+        log.close().await.expect("close");
+    });
+    let files = segment_files(&dir);
+    let logs: Vec<&PathBuf> = files["log"].iter().collect();
+    let dump = dump_log_segments(
+        &java,
+        &libs,
+        &[
+            "--offsets-decoder".to_string(),
+            "--files".to_string(),
+            joined(&logs),
+        ],
+    );
+    check_no_reports(&dump);
+    let decoded: Vec<&str> = dump
+        .stdout
+        .lines()
+        .filter(|l| l.starts_with("| offset:"))
+        .collect();
+    assert_eq!(decoded.len(), count, "one line per record\n{dump}");
+    for line in &decoded {
+        assert!(
+            line.contains(" key: {") && !line.contains("Failed") && !line.contains("Unknown"),
+            "a record Kafka could not decode: {line}\n{dump}"
+        );
+    }
+    for needle in [
+        "\"classicMemberMetadata\":{\"sessionTimeoutMs\":10000",
+        "\"subscribedTopicRegex\":\"ord.*\"",
+        "\"assignmentEpoch\"",
+        "\"memberEpoch\":2",
+        "\"protocolType\":\"consumer\"",
+        "\"offset\":42",
+    ] {
+        assert!(dump.stdout.contains(needle), "no {needle} in\n{dump}");
+    }
+}

@@ -474,9 +474,11 @@ fn coordinator(s: &Scene, libs: &Path, group: &str) -> usize {
 }
 
 /// Kafka's answers where the two protocols meet, and the member checks of
-/// offset commits and fetches, with exact requests: a classic JoinGroup on
-/// a consumer group with members is INCONSISTENT_GROUP_PROTOCOL; a
-/// ConsumerGroupHeartbeat on a classic group with members is
+/// offset commits and fetches, with exact requests: a classic JoinGroup of
+/// another protocol type on a consumer group with members is
+/// INCONSISTENT_GROUP_PROTOCOL, a consumer's is taken in (MEMBER_ID_REQUIRED
+/// first); a ConsumerGroupHeartbeat on a classic group whose member's
+/// subscription is not the consumer protocol cannot upgrade it:
 /// GROUP_ID_NOT_FOUND; each Describe API calls the other type's group not
 /// found; OffsetCommit and OffsetFetch want the member's current epoch
 /// (STALE_MEMBER_EPOCH) from a known member (UNKNOWN_MEMBER_ID).
@@ -548,7 +550,9 @@ fn kip848_protocol_boundaries_and_member_epochs_on_offsets() {
     let epoch = joined.member_epoch;
     assert!(epoch >= 1, "{joined:?}");
 
-    // A classic member may not join it.
+    // A classic member of another protocol type may not join it; a
+    // consumer's classic join is taken in (the online migration), starting
+    // with KIP-394's member id.
     let classic_join = join_group::JoinGroupRequest {
         group_id: "g-edges".into(),
         session_timeout_ms: 10_000,
@@ -560,9 +564,17 @@ fn kip848_protocol_boundaries_and_member_epochs_on_offsets() {
         }],
         ..Default::default()
     };
-    let mut r = c.call(ApiKey::JoinGroup, 5, |w| classic_join.encode(w, 5));
+    let other_type = join_group::JoinGroupRequest {
+        protocol_type: "connect".into(),
+        ..classic_join.clone()
+    };
+    let mut r = c.call(ApiKey::JoinGroup, 5, |w| other_type.encode(w, 5));
     let resp = join_group::JoinGroupResponse::decode(&mut r, 5).expect("decode JoinGroup");
     assert_eq!(resp.error_code, INCONSISTENT_GROUP_PROTOCOL, "{resp:?}");
+    let mut r = c.call(ApiKey::JoinGroup, 5, |w| classic_join.encode(w, 5));
+    let resp = join_group::JoinGroupResponse::decode(&mut r, 5).expect("decode JoinGroup");
+    assert_eq!(resp.error_code, MEMBER_ID_REQUIRED, "{resp:?}");
+    assert!(!resp.member_id.is_empty(), "{resp:?}");
 
     // DescribeGroups v6 does not know it; ConsumerGroupDescribe does.
     let req = describe_groups::DescribeGroupsRequest {
@@ -637,7 +649,8 @@ fn kip848_protocol_boundaries_and_member_epochs_on_offsets() {
     );
     assert_eq!(fetch(&mut c, None, -1), NONE, "an admin's fetch");
 
-    // A classic group with a member: a KIP-848 join is GROUP_ID_NOT_FOUND.
+    // A classic group with a member whose metadata is no consumer-protocol
+    // subscription: a KIP-848 join cannot upgrade it, GROUP_ID_NOT_FOUND.
     let classic = join_group::JoinGroupRequest {
         group_id: "g-classic".into(),
         ..classic_join.clone()

@@ -420,7 +420,7 @@ fn decode_member_metadata(r: &mut Reader) -> DecodeResult<MemberMetadataValue> {
     let mut classic = None;
     r.tagged_fields(|tag, value| {
         if tag == CLASSIC_MEMBER_METADATA_TAG {
-            classic = Some(parse_tag(tag, value, decode_classic)?);
+            classic = parse_tag(tag, value, decode_classic)?;
         }
         Ok(())
     })?;
@@ -437,10 +437,15 @@ fn decode_member_metadata(r: &mut Reader) -> DecodeResult<MemberMetadataValue> {
     })
 }
 
-/// ClassicMemberMetadata: the session timeout, then the protocols, each a
-/// name and its metadata bytes (all flexible, each struct with its tags).
+/// Kafka's presence byte before a nullable struct: 1 present, -1 null.
+const NULLABLE_STRUCT_PRESENT: i8 = 1;
+
+/// ClassicMemberMetadata, a nullable struct: its presence byte, the
+/// session timeout, then the protocols, each a name and its metadata
+/// bytes (all flexible, each struct with its tags).
 fn encode_classic(c: &ClassicMemberMetadata) -> Bytes {
     let mut w = BytesMut::new();
+    w.put_i8(NULLABLE_STRUCT_PRESENT);
     w.put_i32(c.session_timeout_ms);
     w.put_array_len(Some(c.supported_protocols.len()), true);
     for (name, metadata) in &c.supported_protocols {
@@ -452,7 +457,10 @@ fn encode_classic(c: &ClassicMemberMetadata) -> Bytes {
     w.freeze()
 }
 
-fn decode_classic(r: &mut Reader) -> DecodeResult<ClassicMemberMetadata> {
+fn decode_classic(r: &mut Reader) -> DecodeResult<Option<ClassicMemberMetadata>> {
+    if r.i8("classic_member_metadata presence")? < 0 {
+        return Ok(None);
+    }
     let session_timeout_ms = r.i32("session_timeout_ms")?;
     let supported_protocols = r.array("supported_protocols", true, 3, |r| {
         let name = r.string("protocol_name", true)?;
@@ -461,10 +469,10 @@ fn decode_classic(r: &mut Reader) -> DecodeResult<ClassicMemberMetadata> {
         Ok((name, metadata))
     })?;
     r.skip_tagged_fields()?;
-    Ok(ClassicMemberMetadata {
+    Ok(Some(ClassicMemberMetadata {
         session_timeout_ms,
         supported_protocols,
-    })
+    }))
 }
 
 fn decode_current_assignment(r: &mut Reader) -> DecodeResult<CurrentAssignmentValue> {
@@ -695,11 +703,13 @@ mod tests {
             value: Some(value.clone()),
         };
         let bytes = r.encode_value().unwrap();
+        // As Kafka 4.4's own ConsumerGroupMemberMetadataValue writes it.
         assert_eq!(
-            &bytes[bytes.len() - 14..],
+            &bytes[bytes.len() - 15..],
             &[
                 1, // one tagged field
-                0, 11, // tag 0, 11 bytes
+                0, 12, // tag 0, 12 bytes
+                1,  // the nullable struct is present
                 0, 0, 0, 10, // SessionTimeoutMs
                 2,  // one protocol
                 2, b'r', // Name
