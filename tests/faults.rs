@@ -35,9 +35,10 @@
 //! says so and uses loopback with the process faults only.
 //!
 //! The workload: two idempotent acks=all producers (confluent-kafka and
-//! Kafka's Java client), a reader of every partition from offset 0, a
-//! consumer-group member committing every 50 records, and a watcher of the
-//! group's committed offsets (tests/faults/workload.py,
+//! Kafka's Java client), a reader of every partition from offset 0, two
+//! consumer-group members committing every 50 records, one of a classic
+//! group and one of a KIP-848 consumer group (`group.protocol=consumer`),
+//! each with a watcher of its group's committed offsets (tests/faults/workload.py,
 //! tests/faults/FaultProducer.java); tests/faults/checker.py checks.
 
 mod common;
@@ -65,6 +66,9 @@ const TXN_TOPIC: &str = "faults-txn";
 const TXN_GROUP: &str = "faults-txn-group";
 const PARTITIONS: usize = 6;
 const GROUP: &str = "faults-group";
+/// A second group of the same topic whose member speaks KIP-848's
+/// protocol (`group.protocol=consumer`).
+const CONSUMER_PROTOCOL_GROUP: &str = "faults-group-848";
 /// The seed of the first half of every run, so that CI always covers one
 /// known schedule.
 const FIXED_SEED: u64 = 20_261_201;
@@ -903,8 +907,8 @@ fn run_under_nemesis(
         "the live reader saw too little: {record}"
     );
     assert!(
-        summary["commits_checked"].as_u64().unwrap_or(0) > 0,
-        "no group commit was checked: {record}"
+        summary["groups_checked"].as_u64().unwrap_or(0) >= 2,
+        "the commits of the classic and the KIP-848 group were not both checked: {record}"
     );
     assert!(
         summary["txn_committed"].as_u64().unwrap_or(0) > 0
@@ -1018,6 +1022,30 @@ impl FaultRun {
                 &partitions,
                 GROUP,
                 &h("watch-1.jsonl"),
+                &stop,
+            ]),
+        );
+        spawn(
+            "group-848",
+            &mut python(&[
+                "group",
+                &bootstrap,
+                TOPIC,
+                CONSUMER_PROTOCOL_GROUP,
+                &h("group-848.jsonl"),
+                &stop,
+                "consumer",
+            ]),
+        );
+        spawn(
+            "watch-848",
+            &mut python(&[
+                "watch",
+                &bootstrap,
+                TOPIC,
+                &partitions,
+                CONSUMER_PROTOCOL_GROUP,
+                &h("watch-848.jsonl"),
                 &stop,
             ]),
         );
@@ -1583,7 +1611,7 @@ impl FaultRun {
                 &self.bootstrap(),
                 TOPIC,
                 &PARTITIONS.to_string(),
-                GROUP,
+                &format!("{GROUP},{CONSUMER_PROTOCOL_GROUP}"),
                 &self.history.join("final.jsonl").display().to_string(),
             ]),
             None,

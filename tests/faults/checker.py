@@ -8,13 +8,15 @@ tests/faults/FaultProducer.java write:
   produce-*.jsonl  every producer's outcomes: {"id", "p", "o"} when
                    acknowledged, {"id", "err", "fatal"} when failed;
   read-*.jsonl     what the live readers saw during the run: {"p", "o", "id"};
-  group-*.jsonl    the acknowledged commits of the group member:
-                   {"commit": {"P": OFFSET}};
+  group-*.jsonl    the acknowledged commits of a group member:
+                   {"commit": {"P": OFFSET}, "group": GROUP};
   watch-*.jsonl    the committed offsets the coordinator answered:
-                   {"committed": {"P": OFFSET}};
+                   {"committed": {"P": OFFSET}, "group": GROUP};
   final.jsonl      every record of every partition after healing, read from
                    offset 0 to the high watermark, then {"end", "read_to"}
-                   and {"final_committed"};
+                   and one {"final_committed", "group"} per group;
+                   (offsets of each group are checked against that group's
+                   own; lines without "group" belong to one unnamed group)
   batches.jsonl    (optional) every batch of the final log, from the data
                    directory: {"p", "base", "last", "pid", "epoch", "seq"};
   txn-*.jsonl      (optional) the transactional processor's transactions:
@@ -150,7 +152,8 @@ def check(directory):
             ends = {int(p): h for p, h in e["end"].items()}
             read_to = {int(p): o for p, o in e["read_to"].items()}
         elif "final_committed" in e:
-            final_committed = {int(p): o for p, o in e["final_committed"].items()}
+            final_committed[e.get("group")] = {
+                int(p): o for p, o in e["final_committed"].items()}
         else:
             at[(e["p"], e["o"])] = e["id"]
             where[e["id"]].append((e["p"], e["o"]))
@@ -233,32 +236,37 @@ def check(directory):
                 report.violation("vanished", "%s: saw %s at %d@%d, the final log has %r" % (
                     os.path.basename(path), e["id"], p, o, at.get((p, o))))
 
-    # Group offsets.
-    acked_max = {}
+    # Group offsets, each group on its own.
+    acked_max = defaultdict(dict)  # group -> {p: highest acknowledged commit}
     for path in files(directory, "group-*.jsonl"):
         last = {}
         for e in lines(path):
+            group = e.get("group")
             for p, o in e.get("commit", {}).items():
                 p = int(p)
-                if o < last.get(p, -1):
+                if o < last.get((group, p), -1):
                     report.violation("backwards", "%s: commit of partition %d went %d -> %d"
-                                     % (os.path.basename(path), p, last[p], o))
-                last[p] = o
-                acked_max[p] = max(acked_max.get(p, -1), o)
+                                     % (os.path.basename(path), p, last[(group, p)], o))
+                last[(group, p)] = o
+                acked_max[group][p] = max(acked_max[group].get(p, -1), o)
     for path in files(directory, "watch-*.jsonl"):
         last = {}
         for e in lines(path):
+            group = e.get("group")
             for p, o in e.get("committed", {}).items():
                 p = int(p)
-                if o < last.get(p, -1):
+                if o < last.get((group, p), -1):
                     report.violation("backwards", "%s: committed offset of partition %d "
                                      "answered %d, then %d" % (
-                                         os.path.basename(path), p, last[p], o))
-                last[p] = o
-    for p, o in sorted(acked_max.items()):
-        if final_committed.get(p, -1) < o:
-            report.violation("backwards", "partition %d: commit %d was acknowledged, the "
-                             "final committed offset is %s" % (p, o, final_committed.get(p)))
+                                         os.path.basename(path), p, last[(group, p)], o))
+                last[(group, p)] = o
+    for group, acked in sorted(acked_max.items(), key=lambda kv: str(kv[0])):
+        final = final_committed.get(group, {})
+        for p, o in sorted(acked.items()):
+            if final.get(p, -1) < o:
+                report.violation("backwards", "group %s, partition %d: commit %d was "
+                                 "acknowledged, the final committed offset is %s"
+                                 % (group, p, o, final.get(p)))
 
     txn_summary = check_transactions(directory, report)
 
@@ -271,7 +279,8 @@ def check(directory):
         "failed": failed,
         "final_records": len(at),
         "live_reads": live,
-        "commits_checked": len(acked_max),
+        "commits_checked": sum(len(a) for a in acked_max.values()),
+        "groups_checked": len([a for a in acked_max.values() if a]),
         "ok": report.ok(),
     })
     print(json.dumps(summary, sort_keys=True))

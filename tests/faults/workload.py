@@ -18,18 +18,21 @@ first; nothing waits forever. tests/faults/checker.py reads the histories.
       A reader of every partition from offset 0, no group: one line per
       record, {"p": P, "o": OFFSET, "id": ...}, and {"err": NAME} per
       error the client reports.
-  workload.py group BOOTSTRAP TOPIC GROUP OUT STOP
+  workload.py group BOOTSTRAP TOPIC GROUP OUT STOP [PROTOCOL]
       A consumer-group member that commits synchronously every 50 records:
-      {"commit": {"P": OFFSET, ...}} after each commit the coordinator
-      acknowledged, {"commit_err": NAME} otherwise.
+      {"commit": {"P": OFFSET, ...}, "group": GROUP} after each commit the
+      coordinator acknowledged, {"commit_err": NAME} otherwise. PROTOCOL
+      is librdkafka's group.protocol: classic (the default) or consumer
+      (KIP-848).
   workload.py watch BOOTSTRAP TOPIC PARTITIONS GROUP OUT STOP
       Twice a second, the group's committed offsets as the coordinator
-      answers OffsetFetch: {"committed": {"P": OFFSET, ...}}.
-  workload.py final BOOTSTRAP TOPIC PARTITIONS GROUP OUT
+      answers OffsetFetch: {"committed": {"P": OFFSET, ...}, "group": GROUP}.
+  workload.py final BOOTSTRAP TOPIC PARTITIONS GROUPS OUT
       After healing: every record of every partition from offset 0 to the
       high watermark, {"p", "o", "id"} lines, then
-      {"end": {"P": HW, ...}, "read_to": {"P": NEXT, ...}}, then the
-      group's committed offsets once more, {"final_committed": {...}}.
+      {"end": {"P": HW, ...}, "read_to": {"P": NEXT, ...}}, then each
+      group's committed offsets once more (GROUPS is a comma-separated
+      list), {"final_committed": {...}, "group": GROUP}.
   workload.py txn-final BOOTSTRAP IN OUT_TOPIC PARTITIONS GROUP OUT
       After healing, for tests/faults/TxnProcessor.java's output: first
       waits (at most LSO_WAIT_SECONDS) until every partition's last stable
@@ -180,17 +183,21 @@ def read(bootstrap, topic, partitions, out, stop):
     progress("reader done: %d records" % count)
 
 
-def group(bootstrap, topic, group_id, out, stop):
+def group(bootstrap, topic, group_id, out, stop, protocol="classic"):
     history = History(out)
     started = time.time()
-    c = Consumer({
+    settings = {
         "bootstrap.servers": bootstrap,
         "group.id": group_id,
         "enable.auto.commit": False,
         "auto.offset.reset": "earliest",
-        "session.timeout.ms": 10000,
-        "heartbeat.interval.ms": 1000,
-    })
+    }
+    if protocol == "consumer":
+        # KIP-848: the broker keeps the session; the client may not set it.
+        settings["group.protocol"] = "consumer"
+    else:
+        settings.update({"session.timeout.ms": 10000, "heartbeat.interval.ms": 1000})
+    c = Consumer(settings)
     c.subscribe([topic])
     since_commit = 0
     consumed = 0
@@ -210,7 +217,7 @@ def group(bootstrap, topic, group_id, out, stop):
             offsets = {str(tp.partition): tp.offset for tp in committed
                        if tp.error is None and tp.offset >= 0}
             if offsets:
-                history.write({"commit": offsets})
+                history.write({"commit": offsets, "group": group_id})
     c.close()
     progress("group member done: %d consumed" % consumed)
 
@@ -230,7 +237,7 @@ def watch(bootstrap, topic, partitions, group_id, out, stop):
         try:
             offsets = committed_offsets(c, topic, partitions)
             if offsets:
-                history.write({"committed": offsets})
+                history.write({"committed": offsets, "group": group_id})
         except KafkaException:
             pass  # a fault in progress; the next round asks again
         time.sleep(0.5)
@@ -256,10 +263,12 @@ def final(bootstrap, topic, partitions, group_id, out):
     c.close()
     history.write({"end": {str(p): h for p, h in ends.items()},
                    "read_to": {str(p): o for p, o in positions.items()}})
-    w = Consumer({"bootstrap.servers": bootstrap, "group.id": group_id,
-                  "enable.auto.commit": False})
-    history.write({"final_committed": committed_offsets(w, topic, partitions)})
-    w.close()
+    for g in group_id.split(","):
+        w = Consumer({"bootstrap.servers": bootstrap, "group.id": g,
+                      "enable.auto.commit": False})
+        history.write({"final_committed": committed_offsets(w, topic, partitions),
+                       "group": g})
+        w.close()
     progress("final read: %d records" % sum(positions.values()))
 
 
