@@ -2,7 +2,11 @@
 //! leave, crash (their session times out), leave for a while and come back
 //! under their instance id, lag (heartbeat with a stale epoch), and the
 //! subscribed topic grows, all drawn from a seeded generator with the
-//! clock simulated. After every step:
+//! clock simulated. Some members speak the classic protocol inside the
+//! group, as during an online migration (JoinGroup, SyncGroup, Heartbeat
+//! and LeaveGroup of an eager assignor, which gives up everything before
+//! it joins again); the group never converts back here (the downgrade is
+//! the shell's decision). After every step:
 //! - no partition is held (assigned or pending revocation) by two members;
 //! - the assignment epoch never passes the group epoch, and member epochs
 //!   never go backwards;
@@ -10,19 +14,23 @@
 //!   change of their counts requires (sticky);
 //!
 //! and after a quiet phase every subscribed partition is owned, the group
-//! is Stable, clients hold what the coordinator says, and replaying the
+//! is Stable, clients (classic ones too) hold what the coordinator says,
+//! and replaying the
 //! records from their bytes rebuilds the same group.
 //! A failing seed replays exactly: `SEED=n cargo test -p pinlog-core
 //! --test consumer_group_simulation`.
 
 use std::collections::BTreeMap;
 
+use bytes::Bytes;
 use pinlog_core::broker_config::consumer_group::ConsumerGroupConfig;
+use pinlog_core::group::consumer::classic::{ClassicJoinRequest, CONSUMER_PROTOCOL_TYPE};
 use pinlog_core::group::consumer::heartbeat::{unknown_group_error, validate_request};
 use pinlog_core::group::consumer::{
     replay_into, Assignment, ConsumerGroup, ConsumerGroupRecord, ConsumerGroupState,
     HeartbeatContext, HeartbeatRequest, HeartbeatResponse, TimerOp, TopicsImage,
 };
+use pinlog_core::group::consumer_protocol::{decode_assignment, encode_subscription, Subscription};
 
 /// xorshift64*: small, seedable, and the same on every platform.
 struct Rng(u64);
@@ -55,6 +63,15 @@ enum Client {
     },
     /// A static member that left with -2 and will restart.
     Away { instance: String },
+    /// A member of the classic protocol with an eager assignor: it owns
+    /// what its last SyncGroup gave it, and nothing once told to rejoin.
+    Classic {
+        /// Empty until its first join.
+        member_id: String,
+        generation: i32,
+        owned: Assignment,
+        synced: bool,
+    },
 }
 
 struct Sim {
@@ -67,6 +84,8 @@ struct Sim {
     clients: Vec<Client>,
     sessions: BTreeMap<String, i64>,
     rebalances: BTreeMap<String, (i32, i64)>,
+    /// Classic members' JoinGroup and SyncGroup deadlines.
+    classic_deadlines: BTreeMap<String, i64>,
     next_id: u64,
     /// The last member epoch seen of each member id.
     epochs: BTreeMap<String, i32>,
@@ -81,6 +100,8 @@ struct Coverage {
     revoking: usize,
     static_returns: usize,
     expired: usize,
+    classic_syncs: usize,
+    classic_rejoins: usize,
 }
 
 impl Sim {
@@ -97,6 +118,7 @@ impl Sim {
             clients: Vec::new(),
             sessions: BTreeMap::new(),
             rebalances: BTreeMap::new(),
+            classic_deadlines: BTreeMap::new(),
             next_id: 0,
             epochs: BTreeMap::new(),
             seen: Coverage::default(),
@@ -142,14 +164,27 @@ impl Sim {
                 TimerOp::CancelAll { member_id } => {
                     self.sessions.remove(&member_id);
                     self.rebalances.remove(&member_id);
+                    self.classic_deadlines.remove(&member_id);
                 }
-                // Only classic members (JoinGroup) have these; the
-                // simulation's members all speak the consumer protocol.
-                TimerOp::ClassicJoin { .. }
-                | TimerOp::CancelClassicJoin { .. }
-                | TimerOp::ClassicSync { .. }
-                | TimerOp::CancelClassicSync { .. } => {
-                    panic!("a classic-member timer for a consumer-protocol member: {t:?}")
+                // One deadline per classic member stands for both: a join
+                // cancels the join deadline and arms the sync deadline.
+                TimerOp::ClassicJoin {
+                    member_id,
+                    deadline_ms,
+                } => {
+                    self.classic_deadlines
+                        .entry(member_id)
+                        .or_insert(deadline_ms);
+                }
+                TimerOp::ClassicSync {
+                    member_id,
+                    deadline_ms,
+                } => {
+                    self.classic_deadlines.insert(member_id, deadline_ms);
+                }
+                TimerOp::CancelClassicJoin { member_id }
+                | TimerOp::CancelClassicSync { member_id } => {
+                    self.classic_deadlines.remove(&member_id);
                 }
             }
         }
@@ -199,6 +234,10 @@ impl Sim {
 
     /// One heartbeat of client `i`, its epoch `lag` behind.
     fn beat(&mut self, i: usize, lag: i32) {
+        if matches!(self.clients[i], Client::Classic { .. }) {
+            self.classic_step(i);
+            return;
+        }
         let (req, instance) = match &self.clients[i] {
             Client::Active {
                 member_id,
@@ -225,6 +264,7 @@ impl Sim {
                     instance,
                 )
             }
+            Client::Classic { .. } => unreachable!("classic clients take classic_step"),
         };
         let member_id = req.member_id.clone();
         let returning = matches!(self.clients[i], Client::Away { .. });
@@ -259,6 +299,114 @@ impl Sim {
         }
     }
 
+    /// One request of classic client `i`: a join and a sync when it must
+    /// (re)join, else a heartbeat. It joins only a group with members, as
+    /// the broker sends JoinGroup to a consumer group only then.
+    fn classic_step(&mut self, i: usize) {
+        let Client::Classic {
+            member_id,
+            generation,
+            synced,
+            ..
+        } = self.clients[i].clone()
+        else {
+            return;
+        };
+        if self.groups.get("g").is_none_or(|g| g.is_empty()) {
+            return;
+        }
+        let fresh = self.fresh_id();
+        let g = self.groups.get("g").expect("checked above");
+        if synced {
+            match g.classic_heartbeat(&member_id, None, generation, self.now_ms) {
+                Ok(o) => {
+                    let code = o.response;
+                    self.apply(Vec::new(), o.timers);
+                    if code == REBALANCE_IN_PROGRESS {
+                        // An eager member revokes all before it rejoins.
+                        self.seen.classic_rejoins += 1;
+                        self.set_classic(i, member_id, generation, Assignment::new(), false);
+                    }
+                }
+                // Fenced (UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION): start over.
+                Err(_) => self.set_classic(i, String::new(), -1, Assignment::new(), false),
+            }
+            return;
+        }
+        let req = ClassicJoinRequest {
+            member_id: member_id.clone(),
+            instance_id: None,
+            session_timeout_ms: 10_000,
+            rebalance_timeout_ms: 30_000,
+            protocol_type: CONSUMER_PROTOCOL_TYPE.into(),
+            protocols: vec![("range".into(), classic_subscription())],
+            client_id: "classic-sim".into(),
+            client_host: "/10.0.0.2".into(),
+            require_known_member_id: false,
+        };
+        let ctx = HeartbeatContext {
+            now_ms: self.now_ms,
+            config: &self.config,
+            topics: &self.image,
+            fresh_member_id: &fresh,
+        };
+        let joined = match g.classic_join(&req, &ctx) {
+            Ok(o) => o,
+            Err(e) => panic!("a classic join refused: {e:?}"),
+        };
+        let response = joined.response.clone();
+        self.apply(joined.records, joined.timers);
+        let g = self.groups.get("g").expect("the group has members");
+        match g.classic_sync(
+            &response.member_id,
+            None,
+            response.generation_id,
+            Some(CONSUMER_PROTOCOL_TYPE),
+            Some(&response.protocol_name),
+            self.now_ms,
+            &self.image,
+        ) {
+            Ok(o) => {
+                let named = decode_assignment(&o.response).expect("an assignment");
+                let topic = self.image.by_name("orders").expect("the topic").id;
+                let owned = Assignment::from_pairs(
+                    named
+                        .into_iter()
+                        .flat_map(|(_, ps)| ps.into_iter().map(move |p| (topic, p))),
+                );
+                assert_eq!(
+                    &owned,
+                    &g.member(&response.member_id).unwrap().assigned_partitions,
+                    "SyncGroup hands out the member's assigned partitions"
+                );
+                self.seen.classic_syncs += 1;
+                self.apply(Vec::new(), o.timers);
+                self.set_classic(i, response.member_id, response.generation_id, owned, true);
+            }
+            Err(e) if e.error_code == REBALANCE_IN_PROGRESS => {
+                let (id, generation) = (response.member_id, response.generation_id);
+                self.set_classic(i, id, generation, Assignment::new(), false);
+            }
+            Err(e) => panic!("a classic sync refused: {e:?}"),
+        }
+    }
+
+    fn set_classic(
+        &mut self,
+        i: usize,
+        member_id: String,
+        generation: i32,
+        owned: Assignment,
+        synced: bool,
+    ) {
+        self.clients[i] = Client::Classic {
+            member_id,
+            generation,
+            owned,
+            synced,
+        };
+    }
+
     fn fire_timers(&mut self) {
         let now = self.now_ms;
         let due: Vec<String> = self
@@ -285,6 +433,19 @@ impl Sim {
             self.rebalances.remove(&m);
             if let Some(g) = self.group() {
                 let (records, timers) = g.rebalance_expired(&m, e);
+                self.apply(records, timers);
+            }
+        }
+        let due: Vec<String> = self
+            .classic_deadlines
+            .iter()
+            .filter(|(_, d)| **d <= now)
+            .map(|(m, _)| m.clone())
+            .collect();
+        for m in due {
+            self.classic_deadlines.remove(&m);
+            if let Some(g) = self.group() {
+                let (records, timers) = g.session_expired(&m);
                 self.apply(records, timers);
             }
         }
@@ -373,10 +534,26 @@ impl Sim {
                 });
                 self.beat(n, 0);
             }
+            26..=29 if n < 6 => {
+                // A member of the classic protocol.
+                self.clients.push(Client::Classic {
+                    member_id: String::new(),
+                    generation: -1,
+                    owned: Assignment::new(),
+                    synced: false,
+                });
+                self.classic_step(n);
+            }
             8..=9 if n > 0 => {
                 // Leave for good.
                 let i = self.rng.below(n as u64) as usize;
-                if let Client::Active {
+                if let Client::Classic { member_id, .. } = self.clients[i].clone() {
+                    if let Some(g) = self.group() {
+                        let out = g.classic_leave(&[(member_id, None)]);
+                        self.apply(out.records, out.timers);
+                    }
+                    self.clients.remove(i);
+                } else if let Client::Active {
                     member_id,
                     instance,
                     owned,
@@ -468,6 +645,9 @@ fn run(seed: u64, steps: usize) -> Coverage {
             for c in &sim.clients {
                 if let Client::Active {
                     member_id, owned, ..
+                }
+                | Client::Classic {
+                    member_id, owned, ..
                 } = c
                 {
                     assert_eq!(
@@ -508,8 +688,27 @@ fn consumer_group_simulation() {
         total.revoking += c.revoking;
         total.static_returns += c.static_returns;
         total.expired += c.expired;
+        total.classic_syncs += c.classic_syncs;
+        total.classic_rejoins += c.classic_rejoins;
     }
     println!("{total:?}");
     assert!(total.fenced > 0 && total.revoking > 0, "{total:?}");
+    assert!(
+        total.classic_syncs > 0 && total.classic_rejoins > 0,
+        "{total:?}"
+    );
     assert!(total.static_returns > 0 && total.expired > 0, "{total:?}");
+}
+
+/// REBALANCE_IN_PROGRESS: a classic member must join again.
+const REBALANCE_IN_PROGRESS: i16 = 27;
+
+/// The subscription a classic member of the simulation sends: the topic,
+/// and nothing owned (an eager assignor revokes everything first).
+fn classic_subscription() -> Bytes {
+    encode_subscription(&Subscription {
+        version: 1,
+        topics: vec!["orders".into()],
+        ..Subscription::default()
+    })
 }

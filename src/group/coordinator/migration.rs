@@ -186,8 +186,10 @@ impl GroupCoordinator {
         };
         let outcome = {
             let c = self.consumer.borrow();
-            let Some(g) = c.groups.get(group_id) else {
-                // The group went away while this waited.
+            // The group went away (or emptied, and a classic group may
+            // take its id) while this waited: the client finds the
+            // coordinator again and joins anew.
+            let Some(g) = c.groups.get(group_id).filter(|g| !g.is_empty()) else {
                 return failed(error_code::COORDINATOR_NOT_AVAILABLE);
             };
             let ctx = HeartbeatContext {

@@ -765,14 +765,15 @@ impl ConsumerGroup {
     }
 
     /// The timers of a group just loaded from the log (Kafka's
-    /// `onLoaded`): a session timer for every member and a rebalance
-    /// timer for every member still revoking.
+    /// `onLoaded`): a session timer for every member (a classic member's
+    /// own session timeout) and a rebalance timer for every member still
+    /// revoking.
     pub fn on_loaded(&self, now_ms: i64, config: &ConsumerGroupConfig) -> Vec<TimerOp> {
         let mut out = Vec::new();
         for m in self.members.values() {
             out.push(TimerOp::Session {
                 member_id: m.member_id.clone(),
-                deadline_ms: now_ms + config.session_timeout_ms as i64,
+                deadline_ms: now_ms + m.session_timeout_ms(config.session_timeout_ms) as i64,
             });
             if m.state == MemberState::UnrevokedPartitions {
                 out.push(TimerOp::Rebalance {
