@@ -8,3 +8,4 @@ pub mod consumer;
 pub mod group;
 pub mod offsets_topic;
 pub mod schema;
+pub mod share;
