@@ -606,11 +606,19 @@ impl SharePartition {
             let i = self.index_of(offset).expect("in the window");
             let r = &self.records[i];
             let state = r.state.delivery_state();
+            // An acquired record (expired and acquired again within one
+            // call) is stored as it was before this delivery, as Kafka
+            // stores it: a crash hands it out again with the same count.
+            let count = if r.state == RecordState::Acquired {
+                r.delivery_count - 1
+            } else {
+                r.delivery_count
+            };
             match batches.last_mut() {
                 Some(b)
                     if b.last_offset + 1 == offset
                         && b.delivery_state == state
-                        && b.delivery_count == r.delivery_count =>
+                        && b.delivery_count == count =>
                 {
                     b.last_offset = offset;
                 }
@@ -618,7 +626,7 @@ impl SharePartition {
                     first_offset: offset,
                     last_offset: offset,
                     delivery_state: state,
-                    delivery_count: r.delivery_count,
+                    delivery_count: count,
                 }),
             }
         }

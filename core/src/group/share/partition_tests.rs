@@ -432,3 +432,17 @@ fn durable_state_replays_snapshots_and_updates_of_their_epoch() {
     DurableShareState::replay(&mut gone, &ShareStateRecord::Snapshot { key, value: None });
     assert_eq!(gone, None);
 }
+
+#[test]
+fn a_record_expired_and_acquired_again_in_one_call_is_written_as_before_this_delivery() {
+    let mut p = SharePartition::new(config(), 0, 0);
+    p.acquire("m1", 1, 1, 0);
+    let a = p.acquire("m2", 1, 1, LOCK_MS);
+    assert_eq!(a.acquired, vec![range(0, 0, 2)]);
+    // Stored as Kafka stores it: available, delivered once; a crash now
+    // hands it out again as its second delivery.
+    assert_eq!(
+        a.state_write.unwrap().state_batches,
+        vec![batch(0, 0, DELIVERY_STATE_AVAILABLE, 1)]
+    );
+}
