@@ -38,6 +38,35 @@ const _: () = assert!(
         && DEFAULT_SHARE_GROUP_RECORD_LOCK_DURATION_MS <= SHARE_GROUP_MAX_RECORD_LOCK_DURATION_MS
 );
 
+/// `group.share.session.timeout.ms`: a member that has not heartbeated for
+/// this long is fenced, and its partitions go to the others.
+pub const DEFAULT_SHARE_GROUP_SESSION_TIMEOUT_MS: i32 = 45_000;
+/// `group.share.heartbeat.interval.ms`: told to every member.
+pub const DEFAULT_SHARE_GROUP_HEARTBEAT_INTERVAL_MS: i32 = 5_000;
+/// `group.share.max.size`: members per share group.
+pub const DEFAULT_SHARE_GROUP_MAX_SIZE: i32 = 200;
+
+/// What the share-group membership core needs of the settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ShareGroupConfig {
+    /// `group.share.session.timeout.ms`.
+    pub session_timeout_ms: i32,
+    /// `group.share.heartbeat.interval.ms`.
+    pub heartbeat_interval_ms: i32,
+    /// `group.share.max.size`.
+    pub max_size: i32,
+}
+
+impl Default for ShareGroupConfig {
+    fn default() -> Self {
+        ShareGroupConfig {
+            session_timeout_ms: DEFAULT_SHARE_GROUP_SESSION_TIMEOUT_MS,
+            heartbeat_interval_ms: DEFAULT_SHARE_GROUP_HEARTBEAT_INTERVAL_MS,
+            max_size: DEFAULT_SHARE_GROUP_MAX_SIZE,
+        }
+    }
+}
+
 /// What a share partition needs of the share-group settings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SharePartitionConfig {

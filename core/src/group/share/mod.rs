@@ -11,15 +11,27 @@
 //! - `partition_state.rs`: that durable state as the share coordinator
 //!   keeps it, folded from snapshots and updates (or writes), from which a
 //!   partition is loaded again.
+//! - `group.rs`: a share group's membership (ShareGroupHeartbeat): member
+//!   epochs, subscriptions, the target assignment, sessions; records out,
+//!   replayed in, as the consumer group's core does.
+//! - `assignor.rs`: the `simple` assignor, which may give one partition to
+//!   several members.
 
+pub mod assignor;
+pub mod group;
 pub mod partition;
 pub mod partition_state;
 pub mod records;
 pub mod state_records;
 
 #[cfg(test)]
+mod group_tests;
+#[cfg(test)]
 mod partition_tests;
 
+pub use group::{
+    ShareGroup, ShareGroupMember, ShareGroupState, ShareHeartbeatContext, ShareHeartbeatOutcome,
+};
 pub use partition::{
     AcknowledgeError, AcknowledgeType, Acknowledgement, Acquisition, RecordState, SharePartition,
     StateWrite,
