@@ -229,7 +229,8 @@ impl SharePartition {
             if first < next {
                 return Err(LoadError(format!("{b:?} overlaps an earlier batch")));
             }
-            let end_len = b.last_offset - start_offset + 1;
+            // Saturating: the batches come from a log, not from this code.
+            let end_len = b.last_offset.saturating_sub(start_offset).saturating_add(1);
             if end_len > i64::from(SHARE_GROUP_PARTITION_MAX_RECORD_LOCKS_BOUND) {
                 return Err(LoadError(format!(
                     "{b:?}: a window of {end_len} records from {start_offset}"

@@ -162,11 +162,13 @@ impl DurableShareState {
         for b in overlapping {
             self.batches.remove(&b.first_offset);
             if b.first_offset < first {
+                // first > b.first_offset >= i64::MIN: no overflow.
                 let mut left = b;
                 left.last_offset = first - 1;
                 self.batches.insert(left.first_offset, left);
             }
             if b.last_offset > last {
+                // last < b.last_offset <= i64::MAX: no overflow.
                 let mut right = b;
                 right.first_offset = last + 1;
                 self.batches.insert(right.first_offset, right);
@@ -176,7 +178,9 @@ impl DurableShareState {
 
     fn prune_below_start(&mut self) {
         let start = self.start_offset;
-        self.cut(i64::MIN, start - 1);
+        if start > i64::MIN {
+            self.cut(i64::MIN, start - 1);
+        }
     }
 
     fn check_invariants(&self) {
@@ -185,7 +189,7 @@ impl DurableShareState {
             assert_eq!(*first, b.first_offset);
             assert!(b.first_offset <= b.last_offset, "{b:?}");
             assert!(b.first_offset >= next, "{b:?} overlaps or is below {next}");
-            next = b.last_offset + 1;
+            next = b.last_offset.saturating_add(1);
         }
     }
 }

@@ -313,6 +313,7 @@ fn loading_refuses_what_it_cannot_trust() {
         vec![batch(3, 0, DELIVERY_STATE_AVAILABLE, 1)],
         vec![batch(0, 1_000_000, DELIVERY_STATE_AVAILABLE, 1)],
         vec![batch(0, 0, DELIVERY_STATE_AVAILABLE, -1)],
+        vec![batch(5, i64::MAX, DELIVERY_STATE_AVAILABLE, 1)],
     ];
     for batches in bad {
         assert!(
@@ -445,4 +446,35 @@ fn a_record_expired_and_acquired_again_in_one_call_is_written_as_before_this_del
         a.state_write.unwrap().state_batches,
         vec![batch(0, 0, DELIVERY_STATE_AVAILABLE, 1)]
     );
+}
+
+#[test]
+fn durable_state_takes_extreme_offsets_without_overflowing() {
+    let mut d = DurableShareState::initialized(1, 0);
+    let write = |start, batches: Vec<StateBatch>| StateWrite {
+        start_offset: start,
+        delivery_complete_count: 0,
+        state_batches: batches,
+    };
+    d.apply_write(
+        1,
+        &write(0, vec![batch(0, i64::MAX, DELIVERY_STATE_AVAILABLE, 1)]),
+    );
+    d.apply_write(
+        1,
+        &write(
+            i64::MAX,
+            vec![batch(i64::MAX, i64::MAX, DELIVERY_STATE_ARCHIVED, 1)],
+        ),
+    );
+    assert_eq!(
+        d.state_batches(),
+        vec![batch(i64::MAX, i64::MAX, DELIVERY_STATE_ARCHIVED, 1)]
+    );
+    // A malformed batch is ignored rather than trusted.
+    d.apply_write(
+        1,
+        &write(i64::MAX, vec![batch(9, 3, DELIVERY_STATE_AVAILABLE, 1)]),
+    );
+    assert_eq!(d.state_batches().len(), 1);
 }
