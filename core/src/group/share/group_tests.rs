@@ -227,3 +227,147 @@ fn replaying_the_records_rebuilds_the_group() {
     assert_eq!(rebuilt, f.group);
     rebuilt.check_invariants();
 }
+
+/// xorshift64*, seeded: the same sequence on every platform.
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d) % n
+    }
+}
+
+/// Members join, leave, time out, heartbeat with stale epochs and change
+/// subscriptions while topics grow; after a quiet round every member is at
+/// the assignment epoch with its target, every subscribed partition has a
+/// member, nobody holds a partition of a topic it does not subscribe to,
+/// and replaying the log rebuilds the group.
+#[test]
+fn seeded_membership_runs_converge_and_replay() {
+    const NAMES: [&str; 3] = ["t", "u", "v"];
+    for seed in 1..=30u64 {
+        let mut rng = Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
+        let mut f = Fixture::new(
+            TopicsImage::default()
+                .with_topic("t", 3)
+                .with_topic("u", 1)
+                .with_topic("v", 5),
+        );
+        let mut log: Vec<ShareGroupRecord> = Vec::new();
+        // Each client's idea of its epoch; absent when not joined.
+        let mut epochs: std::collections::BTreeMap<String, i32> = Default::default();
+        for _ in 0..300 {
+            f.now_ms += 1_000;
+            let m = format!("m{}", rng.below(6));
+            let subscription: Vec<&str> = NAMES
+                .iter()
+                .copied()
+                .filter(|_| rng.below(2) == 0)
+                .collect();
+            let req = match (epochs.get(&m).copied(), rng.below(10)) {
+                (None, _) if subscription.is_empty() => continue,
+                (None, _) => join(&m, &subscription),
+                (Some(e), 0) => beat(&m, e + 3), // stale or future epoch
+                (Some(e), 1) => beat(&m, if e > 0 { -1 } else { e }),
+                (Some(e), 2) if !subscription.is_empty() => {
+                    let mut r = join(&m, &subscription);
+                    r.member_epoch = e;
+                    r
+                }
+                (Some(_), 3) => {
+                    // The session times out.
+                    let records = f.group.fence_member(&m, &f.topics, f.now_ms);
+                    f.replay(&records);
+                    log.extend(records);
+                    epochs.remove(&m);
+                    continue;
+                }
+                (Some(_), 4) => {
+                    let n = 1 + rng.below(8) as i32;
+                    let name = NAMES[rng.below(3) as usize];
+                    let now = f.topics.by_name(name).unwrap().num_partitions();
+                    f.topics.add_topic(name, now.max(n), &[]);
+                    continue;
+                }
+                (Some(e), _) => beat(&m, e),
+            };
+            let leaving = req.member_epoch == -1;
+            let out = f.send(req);
+            log.extend(out.records.iter().cloned());
+            match out.response.error_code {
+                0 if leaving => {
+                    epochs.remove(&m);
+                }
+                0 => {
+                    epochs.insert(m.clone(), out.response.member_epoch);
+                }
+                FENCED_MEMBER_EPOCH | UNKNOWN_MEMBER_ID => {
+                    epochs.remove(&m);
+                }
+                other => panic!("seed {seed}: error {other} for {m}"),
+            }
+        }
+        // Members whose clients gave up (fenced, told they are unknown)
+        // are fenced by their session timers, as the shell's would.
+        let ghosts: Vec<String> = f
+            .group
+            .members
+            .keys()
+            .filter(|m| !epochs.contains_key(*m))
+            .cloned()
+            .collect();
+        for m in ghosts {
+            let records = f.group.fence_member(&m, &f.topics, f.now_ms);
+            f.replay(&records);
+            log.extend(records);
+        }
+        // The quiet round: everyone heartbeats with what it has.
+        for _ in 0..2 {
+            for (m, e) in epochs.clone() {
+                let out = f.send(beat(&m, e));
+                assert_eq!(out.response.error_code, 0, "seed {seed}: {m}");
+                log.extend(out.records.iter().cloned());
+                epochs.insert(m, out.response.member_epoch);
+            }
+        }
+        let g = &f.group;
+        for m in g.members.values() {
+            assert_eq!(
+                m.member_epoch, g.assignment_epoch,
+                "seed {seed}: {}",
+                m.member_id
+            );
+            assert_eq!(
+                Some(&m.assignment),
+                g.target.get(&m.member_id),
+                "seed {seed}"
+            );
+            for (topic, _) in m.assignment.iter() {
+                let name = &f.topics.by_id(&topic).unwrap().name;
+                assert!(m.subscribed_topic_names.contains(name), "seed {seed}");
+            }
+        }
+        for name in NAMES {
+            let t = f.topics.by_name(name).unwrap();
+            if g.members
+                .values()
+                .any(|m| m.subscribed_topic_names.iter().any(|s| s == name))
+            {
+                for p in 0..t.num_partitions() {
+                    assert!(
+                        g.members.values().any(|m| m.assignment.contains(&t.id, p)),
+                        "seed {seed}: {name}-{p} has no member"
+                    );
+                }
+            }
+        }
+        let mut rebuilt = ShareGroup::new("queue");
+        for r in &log {
+            rebuilt.replay(r);
+        }
+        assert_eq!(&rebuilt, g, "seed {seed}");
+    }
+}
