@@ -265,6 +265,63 @@ def offset_commit(version):
     return body + tags(f)
 
 
+# --- share_decoder (KIP-932; fuzz_targets/share_decoder.rs) ------------------
+
+SHARE_ROWS = [  # (key, min version), in SHARE_GROUP_APIS order
+    (76, 1), (77, 1), (78, 1), (79, 1), (83, 0), (84, 0),
+    (85, 0), (86, 0), (87, 0), (90, 0), (91, 0), (92, 0),
+]
+
+
+def share_seed(key, version, body):
+    """Byte 0 picks the row, byte 1 the version; then a header v2."""
+    row = next(i for i, r in enumerate(SHARE_ROWS) if r[0] == key)
+    header = struct.pack(">i", 7) + string("seed", False) + uvarint(0)
+    return bytes([row, version - SHARE_ROWS[row][1]]) + header + body
+
+
+TOPIC_ID = bytes(range(16))
+
+
+def share_group_heartbeat():
+    return (string("queue", True) + string("member-1", True) + struct.pack(">i", 0)
+            + null_string(True) + array_len(1, True) + string("orders", True) + tags(True))
+
+
+def ack_batch(first, last, types):
+    return (struct.pack(">qq", first, last) + array_len(len(types), True)
+            + bytes(types) + tags(True))
+
+
+def share_fetch(version):
+    body = (string("queue", True) + string("member-1", True)
+            + struct.pack(">iiiiii", 1, 500, 1, 1 << 20, 500, 100))
+    if version >= 2:
+        body += bytes([1, 0])  # ShareAcquireMode record-limit, IsRenewAck false
+    partition = (struct.pack(">i", 0) + array_len(2, True) + ack_batch(0, 2, [1, 2, 3])
+                 + ack_batch(3, 9, [1]) + tags(True))
+    body += array_len(1, True) + TOPIC_ID + array_len(1, True) + partition + tags(True)
+    body += array_len(0, True) + tags(True)  # no forgotten topics
+    return body
+
+
+def share_acknowledge(version):
+    body = string("queue", True) + string("member-1", True) + struct.pack(">i", 2)
+    if version >= 2:
+        body += bytes([1])  # IsRenewAck
+    partition = struct.pack(">i", 0) + array_len(1, True) + ack_batch(0, 1, [4]) + tags(True)
+    return body + array_len(1, True) + TOPIC_ID + array_len(1, True) + partition + tags(True) + tags(True)
+
+
+def write_share_group_state(version):
+    partition = struct.pack(">iiiq", 0, 1, 3, 10)
+    if version >= 1:
+        partition += struct.pack(">i", 2)
+    partition += array_len(1, True) + struct.pack(">qqbh", 10, 12, 2, 1) + tags(True) + tags(True)
+    return (string("queue", True) + array_len(1, True) + TOPIC_ID + array_len(1, True)
+            + partition + tags(True) + tags(True))
+
+
 def write(target, name, data):
     d = os.path.join(HERE, "seeds", target)
     os.makedirs(d, exist_ok=True)
@@ -310,6 +367,14 @@ def main():
         write("request_decoder", f"leave_group_v{v}", request_seed(13, v, leave_group(v)))
     for v in (2, 7, 9):
         write("request_decoder", f"offset_commit_v{v}", request_seed(8, v, offset_commit(v)))
+
+    write("share_decoder", "share_group_heartbeat_v1", share_seed(76, 1, share_group_heartbeat()))
+    for v in (1, 2):
+        write("share_decoder", f"share_fetch_v{v}", share_seed(78, v, share_fetch(v)))
+        write("share_decoder", f"share_acknowledge_v{v}", share_seed(79, v, share_acknowledge(v)))
+    for v in (0, 1):
+        write("share_decoder", f"write_share_group_state_v{v}",
+              share_seed(85, v, write_share_group_state(v)))
 
 
 if __name__ == "__main__":

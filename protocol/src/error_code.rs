@@ -71,6 +71,15 @@ pub const GROUP_SUBSCRIBED_TO_TOPIC: i16 = 86;
 /// member epoch is not the coordinator's (the member retries with its
 /// current one).
 pub const STALE_MEMBER_EPOCH: i16 = 113;
+// Share groups (KIP-932).
+/// An acknowledgement of a record the member does not hold: not acquired
+/// (any more), acquired by another member, or below the share-partition
+/// start offset.
+pub const INVALID_RECORD_STATE: i16 = 121;
+pub const SHARE_SESSION_NOT_FOUND: i16 = 122;
+pub const INVALID_SHARE_SESSION_EPOCH: i16 = 123;
+/// The share coordinator refused a state write of an older state epoch.
+pub const FENCED_STATE_EPOCH: i16 = 124;
 // The broker lifecycle (KRaft's BrokerRegistration and BrokerHeartbeat).
 pub const NOT_CONTROLLER: i16 = 41;
 pub const STALE_BROKER_EPOCH: i16 = 77;

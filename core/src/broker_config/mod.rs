@@ -21,6 +21,7 @@ pub mod group;
 pub mod listeners;
 pub mod sasl_settings;
 pub mod security;
+pub mod share_group;
 pub mod transaction;
 
 use self::authorizer::{AuthorizerSettings, AUTHORIZER_KEYS};

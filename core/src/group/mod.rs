@@ -9,3 +9,4 @@ pub mod consumer_protocol;
 pub mod group;
 pub mod offsets_topic;
 pub mod schema;
+pub mod share;
