@@ -71,7 +71,7 @@ use std::ffi::OsStr;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
 use support::{run_command, tail, wait_timeout, which, Broker, BrokerOpts, CmdOutput};
@@ -1368,20 +1368,24 @@ fn committed_offsets_survive_clean_and_crash_restart() {
 // ---------------------------------------------------------------------------
 // 5. The Java client.
 
-/// GroupConsumer.java, compiled for one test.
+/// GroupConsumer.java, compiled once for all the tests of this binary
+/// (each javac run costs seconds): into cargo's scratch directory for
+/// integration tests, replaced by the first test of every run.
 struct JavaClasses {
-    /// Where the classes are; deleted with this.
-    _dir: tempfile::TempDir,
     classpath: String,
 }
 
 impl JavaClasses {
     fn compile(libs: &Path) -> JavaClasses {
-        let dir = tempfile::tempdir().expect("temporary directory for classes");
-        let classpath = compile_group_consumer(libs, dir.path());
+        static CLASSPATH: OnceLock<String> = OnceLock::new();
+        let classpath = CLASSPATH.get_or_init(|| {
+            let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("groups-java-classes");
+            let _ = std::fs::remove_dir_all(&dir);
+            std::fs::create_dir_all(&dir).expect("a directory for the compiled classes");
+            compile_group_consumer(libs, &dir)
+        });
         JavaClasses {
-            _dir: dir,
-            classpath,
+            classpath: classpath.clone(),
         }
     }
 }
@@ -1412,8 +1416,7 @@ fn java_consumer_commits_everything() {
     }
     let _serial = serial();
     let libs = kafka_libs();
-    let classes = tempfile::tempdir().expect("temporary directory for classes");
-    let cp = compile_group_consumer(&libs, classes.path());
+    let cp = JavaClasses::compile(&libs).classpath;
     let mut s = Scene::start();
     let (topic, group) = ("java", "g-java");
     s.create(topic, PARTITIONS, &[]);
