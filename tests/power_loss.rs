@@ -556,8 +556,8 @@ fn run_default_flush_seed(seed: u64, points: usize) {
     fs.unmount().expect("unmount");
 }
 
-/// Not in CI yet: in 2 of 22 runs a restart after a clean stop hung
-/// before its first log line past "starting pinlog" (tests/README.md,
+/// Not in CI yet: in 2 of 22 runs a restart (once after a clean stop,
+/// once after a cut) hung after "starting pinlog" (tests/README.md,
 /// "Open: a restart on the power-loss mount that hangs").
 #[test]
 #[ignore = "a restart on the power-loss mount hung in 2 of 22 runs; see tests/README.md"]
