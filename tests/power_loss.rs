@@ -10,6 +10,18 @@
 //! hold the produced records in the order they were sent, with nothing
 //! that was never sent.
 //!
+//! A second test runs the broker under the default flush settings (no
+//! flush per message: an acknowledged record may be lost, the log must
+//! still be a prefix of what was written). After each cut, before the
+//! restart, every checkpoint on the disk must parse (recovery points, log
+//! starts, HWs, cleaner offsets, the shard placement, each partition's
+//! leader epochs, producer snapshots and `partition.metadata`, the
+//! metadata quorum's `quorum-state`); the restart must succeed; the log
+//! must hold records in the order written from offset 0; and once the
+//! broker stops cleanly, `pinlog log verify`'s checks
+//! (`verify_partition_dir`) must pass on every partition directory, the
+//! metadata quorum's log included.
+//!
 //! A fixed seed runs first, then a random one (printed). More points by
 //! hand: `PINLOG_POWER_LOSS_POINTS=50 PINLOG_POWER_LOSS_SEED=<seed> cargo
 //! test --release --test power_loss -- --nocapture`. Needs root and
@@ -27,13 +39,22 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
+use pinlog::constants::{
+    CLEANER_OFFSET_CHECKPOINT_FILE, LEADER_EPOCH_CHECKPOINT_FILE, LOG_START_OFFSET_CHECKPOINT_FILE,
+    RECOVERY_POINT_CHECKPOINT_FILE, REPLICATION_OFFSET_CHECKPOINT_FILE, SHARD_PLACEMENT_FILE,
+};
 use pinlog::log::batch::{build_batch, BatchSpec};
+use pinlog::log::checkpoint::{decode_epoch_checkpoint, decode_offset_checkpoint};
+use pinlog::log::partition_metadata::{self, PARTITION_METADATA_FILE};
+use pinlog::log::producer_state::{decode_snapshot, SNAPSHOT_FILE_SUFFIX};
 use pinlog::protocol::api::ApiKey;
 use pinlog::protocol::codec::Reader;
 use pinlog::protocol::header::{decode_response_header, RequestHeader};
 use pinlog::protocol::messages::produce::{
     PartitionProduceData, ProduceRequest, ProduceResponse, TopicProduceData,
 };
+use pinlog::quorum::log_store::QUORUM_STATE_FILE;
+use pinlog::tools::verify::verify_partition_dir;
 use pinlog_powerfs::{CutMode, PowerFs};
 use support::kafka_conn::read_frame;
 use support::{kcat_produce, run_command, which, Broker, BrokerOpts};
@@ -47,6 +68,17 @@ const POINTS_DEFAULT: usize = 3;
 const PRODUCE_VERSION: i16 = 9;
 /// How long the load runs before a cut, at most.
 const LOAD_MS_MAX: u64 = 1500;
+/// The default-flush test's compacted topic: each cut's round writes the
+/// same keys again, so the cleaner runs and its offsets are checkpointed.
+const COMPACTED: &str = "power-compacted";
+/// Keys written to [`COMPACTED`] each round.
+const COMPACTED_KEYS: usize = 200;
+/// The cleaner's pause between passes in the default-flush test (Kafka's
+/// default is 15 s).
+const CLEANER_BACKOFF_MS: i64 = 100;
+/// The default-flush test's HW checkpoint interval: short, so that cuts
+/// land during its writes too (Kafka's default is 5 s).
+const HW_CHECKPOINT_INTERVAL_MS: i64 = 100;
 
 /// splitmix64: the cut moments replay from the seed.
 struct Rng(u64);
@@ -190,7 +222,39 @@ fn check(log: &[(i64, String)], acks: &BTreeMap<u64, i64>, point: &str) {
     }
 }
 
-fn run_seed(seed: u64, points: usize) {
+/// Whether the test can run here; says why not otherwise.
+fn can_run() -> bool {
+    // SAFETY: geteuid(2) has no preconditions.
+    let ok = unsafe { libc::geteuid() } == 0
+        && Path::new("/dev/fuse").exists()
+        && which("kcat").is_some();
+    if !ok {
+        eprintln!("power loss: NOT RUN (needs root, /dev/fuse and kcat)");
+    }
+    ok
+}
+
+/// The cut counts and seeds of a run: a fixed seed, then a random one.
+fn points_and_random_seed() -> (usize, u64) {
+    let points = std::env::var(POINTS_ENV)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(POINTS_DEFAULT);
+    let random = std::env::var(SEED_ENV)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_nanos() as u64)
+                .unwrap_or(1)
+        });
+    (points, random)
+}
+
+/// Mounts the power-loss file system in a new temporary directory; the
+/// directory (kept alive with it) and where the data directory goes.
+fn mount() -> (tempfile::TempDir, PowerFs, std::path::PathBuf) {
     let dir = tempfile::Builder::new()
         .prefix("pinlog-power-loss-")
         .tempdir()
@@ -198,12 +262,17 @@ fn run_seed(seed: u64, points: usize) {
     let (mnt, backing) = (dir.path().join("mnt"), dir.path().join("backing"));
     std::fs::create_dir(&mnt).expect("mkdir mnt");
     std::fs::create_dir(&backing).expect("mkdir backing");
+    let fs = PowerFs::mount(&mnt, &backing).expect("mount the power-loss file system");
+    (dir, fs, mnt.join("data"))
+}
+
+fn run_seed(seed: u64, points: usize) {
     // Declared before the broker: dropped after it (the broker dies
     // first, then the mount goes).
-    let fs = PowerFs::mount(&mnt, &backing).expect("mount the power-loss file system");
+    let (_dir, fs, data) = mount();
     let mut broker = Broker::start(
         BrokerOpts::new()
-            .data_dir(mnt.join("data"))
+            .data_dir(data)
             .setting("log.flush.interval.messages", 1)
             .setting("num.partitions", 1)
             // Small segments: rolls (new files) happen between cuts.
@@ -267,28 +336,240 @@ fn run_seed(seed: u64, points: usize) {
 
 #[test]
 fn acknowledged_records_survive_power_cuts() {
-    // SAFETY: geteuid(2) has no preconditions.
-    if unsafe { libc::geteuid() } != 0
-        || !Path::new("/dev/fuse").exists()
-        || which("kcat").is_none()
-    {
-        eprintln!("power loss: NOT RUN (needs root, /dev/fuse and kcat)");
+    if !can_run() {
         return;
     }
-    let points = std::env::var(POINTS_ENV)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(POINTS_DEFAULT);
-    let random = std::env::var(SEED_ENV)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_nanos() as u64)
-                .unwrap_or(1)
-        });
+    let (points, random) = points_and_random_seed();
     println!("power loss: seeds {FIXED_SEED} then {random} (replay with {SEED_ENV}={random})");
     run_seed(FIXED_SEED, points);
     run_seed(random, points);
+}
+
+/// The partition directories of the data directory `data` (the metadata
+/// quorum's included; those of deleted partitions not).
+fn partition_dirs(data: &Path) -> Vec<std::path::PathBuf> {
+    let mut dirs: Vec<_> = std::fs::read_dir(data)
+        .expect("list the data directory")
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .filter(|p| p.is_dir())
+        .filter(|p| {
+            let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
+            name.rsplit_once('-')
+                .is_some_and(|(_, n)| n.parse::<i32>().is_ok())
+        })
+        .collect();
+    dirs.sort();
+    dirs
+}
+
+/// Every checkpoint a power cut left must parse: each file is written to
+/// a temporary name, synced and renamed, so a cut leaves the old or the
+/// new version, whole. Returns how many files were checked.
+fn check_checkpoints(data: &Path, point: &str) -> usize {
+    let mut checked = 0;
+    let mut parse = |path: &Path, decode: &dyn Fn(&[u8]) -> Result<(), String>| {
+        if let Ok(bytes) = std::fs::read(path) {
+            if let Err(e) = decode(&bytes) {
+                panic!(
+                    "{point}: {} does not parse after the cut: {e}",
+                    path.display()
+                );
+            }
+            checked += 1;
+        }
+    };
+    let offsets = |bytes: &[u8]| {
+        decode_offset_checkpoint(Path::new("checkpoint"), bytes)
+            .map(drop)
+            .map_err(|e| e.to_string())
+    };
+    for name in [
+        RECOVERY_POINT_CHECKPOINT_FILE,
+        LOG_START_OFFSET_CHECKPOINT_FILE,
+        REPLICATION_OFFSET_CHECKPOINT_FILE,
+        CLEANER_OFFSET_CHECKPOINT_FILE,
+        SHARD_PLACEMENT_FILE,
+    ] {
+        parse(&data.join(name), &offsets);
+    }
+    for dir in partition_dirs(data) {
+        parse(&dir.join(LEADER_EPOCH_CHECKPOINT_FILE), &|bytes| {
+            decode_epoch_checkpoint(Path::new("epochs"), bytes)
+                .map(drop)
+                .map_err(|e| e.to_string())
+        });
+        parse(&dir.join(PARTITION_METADATA_FILE), &|bytes| {
+            partition_metadata::decode(&String::from_utf8_lossy(bytes)).map(drop)
+        });
+        parse(&dir.join(QUORUM_STATE_FILE), &|bytes| {
+            serde_json::from_slice::<serde_json::Value>(bytes)
+                .map(drop)
+                .map_err(|e| e.to_string())
+        });
+        for entry in std::fs::read_dir(&dir).expect("list a partition directory") {
+            let path = entry.expect("a directory entry").path();
+            if path.extension().and_then(|e| e.to_str()) == Some(SNAPSHOT_FILE_SUFFIX) {
+                parse(&path, &|bytes| decode_snapshot(bytes).map(drop));
+            }
+        }
+    }
+    checked
+}
+
+/// The default-flush checks of the log: offsets dense from 0, the first
+/// record kcat's, each record at an offset below `kept` what it was after
+/// the last restart, each acknowledged since then at its offset if it
+/// survived, and the rest in the order sent. Returns how many acknowledged
+/// records the cut took (allowed: nothing was flushed for them).
+fn check_prefix(
+    log: &[(i64, String)],
+    kept: &[(i64, String)],
+    acks: &BTreeMap<u64, i64>,
+    point: &str,
+) -> usize {
+    for (i, (offset, _)) in log.iter().enumerate() {
+        assert_eq!(*offset, i as i64, "{point}: offsets dense from 0");
+    }
+    assert_eq!(
+        log.first().map(|(_, v)| v.as_str()),
+        Some("v0"),
+        "{point}: the first record"
+    );
+    let mut last = None;
+    for (offset, value) in log.iter().skip(1) {
+        let n: u64 = value
+            .strip_prefix('p')
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("{point}: offset {offset} holds {value:?}, never sent"));
+        assert!(
+            last.is_none_or(|l| n > l),
+            "{point}: p{n} at offset {offset} after p{last:?}"
+        );
+        last = Some(n);
+        if let Some((_, before)) = kept.get(*offset as usize) {
+            assert_eq!(value, before, "{point}: offset {offset} changed");
+        }
+    }
+    let mut lost = 0;
+    for (n, offset) in acks {
+        match log.get(*offset as usize) {
+            Some((_, v)) => assert_eq!(v, &format!("p{n}"), "{point}: offset {offset}"),
+            None => lost += 1,
+        }
+    }
+    lost
+}
+
+fn run_default_flush_seed(seed: u64, points: usize) {
+    let (_dir, fs, data) = mount();
+    let mut broker = Broker::start(
+        BrokerOpts::new()
+            .data_dir(&data)
+            .setting("num.partitions", 1)
+            .setting("log.segment.bytes", 16 * 1024)
+            .setting(
+                "replica.high.watermark.checkpoint.interval.ms",
+                HW_CHECKPOINT_INTERVAL_MS,
+            )
+            .setting("log.cleaner.backoff.ms", CLEANER_BACKOFF_MS),
+    );
+    assert!(kcat_produce(&broker.bootstrap(), TOPIC, 0, 1).success());
+    let created = run_command(
+        Command::new(support::PINLOG_BIN)
+            .args(["topic", "create", COMPACTED, "--partitions", "1"])
+            .args(["--config", "cleanup.policy=compact"])
+            .args(["--config", "segment.bytes=4096"])
+            .args(["--config", "min.cleanable.dirty.ratio=0.01"])
+            .args(["--bootstrap-server", &broker.bootstrap()]),
+        None,
+        Duration::from_secs(60),
+    );
+    assert!(created.success(), "create {COMPACTED}: {created}");
+    let mut kept = read_all(&broker);
+    let mut rng = Rng(seed);
+    let (mut next, mut acknowledged, mut lost, mut rebuilt, mut checkpoints) = (0, 0, 0, 0, 0);
+    let started = Instant::now();
+    for point in 0..points {
+        let at = format!("default flush, seed {seed} point {point}");
+        let rewritten = kcat_produce(&broker.bootstrap(), COMPACTED, 0, COMPACTED_KEYS);
+        assert!(
+            rewritten.success(),
+            "{at}: produce to {COMPACTED}: {rewritten}"
+        );
+        let acks: Acks = Arc::default();
+        let stop = Arc::new(AtomicBool::new(false));
+        let addr: SocketAddr = broker.bootstrap().parse().expect("an address");
+        let producer = {
+            let (acks, stop) = (Arc::clone(&acks), Arc::clone(&stop));
+            std::thread::spawn(move || produce_until(addr, next, acks, stop))
+        };
+        std::thread::sleep(Duration::from_millis(50 + rng.next() % LOAD_MS_MAX));
+        broker.kill9();
+        stop.store(true, Ordering::Relaxed);
+        next = producer.join().expect("the producer thread");
+        let mode = if rng.next() % 2 == 0 {
+            CutMode::DropAll
+        } else {
+            CutMode::KeepRandomPrefix { seed: rng.next() }
+        };
+        fs.power_cut(mode).expect("power cut");
+        checkpoints += check_checkpoints(&data, &at);
+        let log_before = broker.log().len();
+        // A crash at start, or a refused index, fails here.
+        broker.restart();
+        rebuilt += broker
+            .log()
+            .get(log_before..)
+            .unwrap_or("")
+            .matches("recovered partition")
+            .count();
+        let log = read_all(&broker);
+        let acks = acks.lock().expect("acks").clone();
+        acknowledged += acks.len();
+        let lost_now = check_prefix(&log, &kept, &acks, &at);
+        lost += lost_now;
+        // `pinlog log verify` on every partition, once the broker stopped.
+        broker.stop();
+        for dir in partition_dirs(&data) {
+            let report = verify_partition_dir(&dir);
+            assert!(report.is_ok(), "{at}: verify {}:\n{report}", dir.display());
+        }
+        broker.restart();
+        println!(
+            "{at} ({mode:?}): {} acknowledged, {lost_now} of them lost (unflushed), {} in the log",
+            acks.len(),
+            log.len()
+        );
+        kept = log;
+    }
+    let cleaned = std::fs::read_to_string(data.join(CLEANER_OFFSET_CHECKPOINT_FILE))
+        .unwrap_or_default()
+        .contains(COMPACTED);
+    println!(
+        "power loss under the default flush, seed {seed}: {points} cuts, {acknowledged} records \
+         acknowledged, {lost} lost unflushed, {checkpoints} checkpoint files parsed, {rebuilt} \
+         partition recoveries, cleaner offsets checkpointed: {cleaned}, in {:?}",
+        started.elapsed()
+    );
+    drop(broker);
+    fs.unmount().expect("unmount");
+}
+
+/// Not in CI yet: in 2 of 22 runs a restart (once after a clean stop,
+/// once after a cut) hung after "starting pinlog" (tests/README.md,
+/// "Open: a restart on the power-loss mount that hangs").
+#[test]
+#[ignore = "a restart on the power-loss mount hung in 2 of 22 runs; see tests/README.md"]
+fn recovery_is_clean_after_power_cuts_under_the_default_flush() {
+    if !can_run() {
+        return;
+    }
+    let (points, random) = points_and_random_seed();
+    println!(
+        "power loss, default flush: seeds {FIXED_SEED} then {random} (replay with \
+         {SEED_ENV}={random})"
+    );
+    run_default_flush_seed(FIXED_SEED, points);
+    run_default_flush_seed(random, points);
 }

@@ -3,7 +3,8 @@
 //! from it as observers. The brokers register, are placed replicas, serve
 //! produce and fetch, and keep working after kill -9 of the active
 //! controller; a broker restarted on another port for the log is re-added;
-//! one unregistered with Kafka's ClusterTool stops observing. A
+//! a stopped one is described as unreachable, and once unregistered with
+//! Kafka's ClusterTool stops observing. A
 //! broker-only node whose id is a voter's is refused.
 //!
 //! Its own test binary: five processes on this machine's two cores should
@@ -190,6 +191,27 @@ fn controller_only_and_broker_only_nodes_form_a_cluster() {
     // Decommissioned with Kafka's own tool: the broker leaves the
     // registrations and the quorum stops sending it the log.
     brokers[1].stop();
+    // Until then the stopped node stays an observer: `cluster describe`
+    // says it is unreachable (the leader's connection attempts to it back
+    // off meanwhile, `quorum::reconnect`), and the running one is not.
+    let member = |v: &Value, id: i64| -> Option<Value> {
+        v["quorum"]["members"]
+            .as_array()?
+            .iter()
+            .find(|m| m["id"] == id)
+            .cloned()
+    };
+    let unreachable = wait_for(START_TIMEOUT, || {
+        describe(&brokers[0]).is_some_and(|v| {
+            member(&v, 5).is_some_and(|m| m["role"] == "observer" && m["reachable"] == false)
+                && member(&v, 4).is_some_and(|m| m["reachable"] == true)
+        })
+    });
+    assert!(
+        unreachable,
+        "the stopped broker 5 is described as unreachable, broker 4 not: {:?}",
+        describe(&brokers[0])
+    );
     let out = support::kafka_unregister_broker(&brokers[0].bootstrap(), 5);
     assert!(out.success(), "ClusterTool unregister --id 5: {out}");
     let observers = |v: &Value| -> Vec<i64> {

@@ -41,6 +41,23 @@ pub struct QuorumMember {
     /// How far behind the leader's end offset.
     pub lag: i64,
     pub last_caught_up_ms: Option<i64>,
+    /// Whether it answered the leader recently ([`answered_recently`]).
+    pub reachable: bool,
+}
+
+/// How long a quorum member may leave the leader's requests unanswered
+/// before `cluster describe` calls it unreachable: a stopped broker-only
+/// node stays an observer until it is unregistered. Several heartbeats
+/// (a quarter of `controller.quorum.fetch.timeout.ms`, 500 ms by default)
+/// and the leader's reconnect pause (`quorum::reconnect`) fit in it.
+pub const QUORUM_MEMBER_UNREACHABLE_AFTER_MS: i64 = 5_000;
+
+/// Whether a member whose last answer reached the leader at
+/// `last_fetch_ms` (-1: never) answered recently, by the leader's clock:
+/// `leader_now_ms` is the leader's own entry, stamped when it answered
+/// DescribeQuorum, so no two machines' clocks are compared.
+pub fn answered_recently(last_fetch_ms: i64, leader_now_ms: i64) -> bool {
+    last_fetch_ms >= 0 && leader_now_ms - last_fetch_ms <= QUORUM_MEMBER_UNREACHABLE_AFTER_MS
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -112,6 +129,11 @@ pub fn gather(cluster: &mut Cluster) -> CliResult<ClusterView> {
         .iter()
         .find(|v| v.replica_id == partition.leader_id)
         .map_or(partition.high_watermark, |v| v.log_end_offset);
+    let leader_now = partition
+        .current_voters
+        .iter()
+        .find(|v| v.replica_id == partition.leader_id)
+        .map(|v| v.last_fetch_timestamp);
     let member =
         |s: &crate::protocol::messages::describe_quorum::ReplicaState, voter: bool| QuorumMember {
             id: s.replica_id,
@@ -121,6 +143,8 @@ pub fn gather(cluster: &mut Cluster) -> CliResult<ClusterView> {
             lag: (leader_end - s.log_end_offset).max(0),
             last_caught_up_ms: (s.last_caught_up_timestamp >= 0)
                 .then_some(s.last_caught_up_timestamp),
+            reachable: s.replica_id == partition.leader_id
+                || leader_now.is_none_or(|now| answered_recently(s.last_fetch_timestamp, now)),
         };
     let mut members: Vec<QuorumMember> = partition
         .current_voters
@@ -176,6 +200,7 @@ pub fn render(v: &ClusterView, as_json: bool) -> String {
                     "log_end_offset": m.log_end_offset,
                     "lag": m.lag,
                     "last_caught_up_ms": m.last_caught_up_ms,
+                    "reachable": m.reachable,
                 })).collect::<Vec<Value>>(),
             },
         }));
@@ -224,7 +249,11 @@ pub fn render(v: &ClusterView, as_json: bool) -> String {
     for m in &v.members {
         members.row(vec![
             m.id.to_string(),
-            role(m).into(),
+            if m.reachable {
+                role(m).to_string()
+            } else {
+                format!("{} (unreachable)", role(m))
+            },
             m.log_end_offset.to_string(),
             m.lag.to_string(),
         ]);
@@ -296,6 +325,7 @@ mod tests {
                     log_end_offset: 120,
                     lag: 0,
                     last_caught_up_ms: Some(5),
+                    reachable: true,
                 },
                 QuorumMember {
                     id: 2,
@@ -304,6 +334,7 @@ mod tests {
                     log_end_offset: 100,
                     lag: 20,
                     last_caught_up_ms: None,
+                    reachable: false,
                 },
             ],
         }
@@ -324,6 +355,22 @@ mod tests {
         assert!(text.contains("leader 1, epoch 3, high watermark 120"));
         let observer = text.lines().find(|l| l.contains("observer")).unwrap();
         assert!(observer.contains("20"), "{text}");
+        assert!(observer.contains("observer (unreachable)"), "{text}");
+    }
+
+    #[test]
+    fn a_member_is_unreachable_once_silent_past_the_bound_by_the_leaders_clock() {
+        let now = 1_000_000;
+        assert!(answered_recently(now, now));
+        assert!(answered_recently(
+            now - QUORUM_MEMBER_UNREACHABLE_AFTER_MS,
+            now
+        ));
+        assert!(!answered_recently(
+            now - QUORUM_MEMBER_UNREACHABLE_AFTER_MS - 1,
+            now
+        ));
+        assert!(!answered_recently(-1, now), "never answered");
     }
 
     #[test]
@@ -338,5 +385,11 @@ mod tests {
         assert_eq!(v["brokers"][1]["epoch"], Value::Null);
         assert_eq!(v["quorum"]["members"][0]["role"], "leader");
         assert_eq!(v["quorum"]["members"][1]["lag"], 20);
+        assert_eq!(v["quorum"]["members"][0]["reachable"], true);
+        assert_eq!(v["quorum"]["members"][1]["reachable"], false);
+        assert_eq!(
+            v["quorum"]["members"][1]["role"], "observer",
+            "scripts match on it"
+        );
     }
 }

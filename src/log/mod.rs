@@ -16,6 +16,7 @@ pub mod mmap_index;
 pub mod offset_index;
 pub mod offset_map;
 pub mod partition_log;
+pub mod partition_metadata;
 pub mod producer_state;
 pub mod read_through;
 pub mod record_filter;

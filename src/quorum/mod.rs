@@ -19,6 +19,7 @@ pub mod log_store;
 pub mod metadata_log;
 pub mod network;
 pub mod observer;
+pub mod reconnect;
 pub mod runtime;
 pub mod state_machine;
 pub mod types;
@@ -233,6 +234,7 @@ impl Quorum {
             config,
             PeerClients {
                 tls: settings.tls.clone(),
+                voters: settings.voters.keys().map(|&id| id as u64).collect(),
             },
             log_store,
             state_machine.clone(),

@@ -11,13 +11,14 @@
 //! frames go inside it, and a peer whose certificate is not admitted is
 //! refused with a log line before any frame is read.
 
+use std::collections::BTreeSet;
 use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::rc::Rc;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use futures_lite::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, FutureExt};
 use glommio::net::{TcpListener, TcpStream};
@@ -33,6 +34,7 @@ use openraft::storage::Snapshot;
 use serde::{Deserialize, Serialize};
 
 use crate::node::stop::StopHandle;
+use crate::quorum::reconnect::ReconnectBackoff;
 use crate::quorum::state_machine::SnapshotData;
 use crate::quorum::types::{MetadataRaft, Raft, SnapshotMeta, Vote};
 use crate::security::controller_channel::ControllerChannelTls;
@@ -347,6 +349,11 @@ impl PeerConnection {
         }
     }
 
+    /// Whether a connection is open (a call will not connect first).
+    pub fn is_connected(&self) -> bool {
+        self.stream.is_some()
+    }
+
     /// Connects, and over TLS shakes hands within `timeout` and checks
     /// that the peer is one the channel admits.
     async fn connect(&self, timeout: Duration) -> Result<BoxedStream, PeerError> {
@@ -483,6 +490,40 @@ fn rpc_error(e: PeerError) -> RPCError<MetadataRaft> {
 /// openraft's client to one peer.
 pub struct PeerClient {
     connection: PeerConnection,
+    /// For an observer: the pause after a failed connection, during which
+    /// calls fail at once as unreachable (`quorum::reconnect`).
+    backoff: Option<ReconnectBackoff>,
+}
+
+impl PeerClient {
+    /// [`PeerConnection::call_for`], held back while an observer's
+    /// reconnect pause runs.
+    async fn call_for<T>(
+        &mut self,
+        request: &PeerRequest,
+        timeout: Duration,
+        pick: impl FnOnce(PeerResponse) -> Option<T>,
+    ) -> Result<T, PeerError> {
+        if let Some(backoff) = &self.backoff {
+            if !self.connection.is_connected() && !backoff.may_connect(Instant::now()) {
+                return Err(PeerError::Unreachable {
+                    addr: self.connection.addr.clone(),
+                    source: io::Error::other(
+                        "the last connection attempt failed; waiting to retry",
+                    ),
+                });
+            }
+        }
+        let result = self.connection.call_for(request, timeout, pick).await;
+        if let Some(backoff) = &mut self.backoff {
+            match &result {
+                Err(PeerError::Unreachable { .. }) => backoff.failed(Instant::now()),
+                Ok(_) => backoff.connected(),
+                Err(_) => {}
+            }
+        }
+        result
+    }
 }
 
 impl RaftNetworkV2<MetadataRaft> for PeerClient {
@@ -493,17 +534,16 @@ impl RaftNetworkV2<MetadataRaft> for PeerClient {
         rpc: AppendEntriesRequest<MetadataRaft>,
         option: RPCOption,
     ) -> Result<AppendEntriesResponse<MetadataRaft>, RPCError<MetadataRaft>> {
-        self.connection
-            .call_for(
-                &PeerRequest::AppendEntries(rpc),
-                option.hard_ttl(),
-                |a| match a {
-                    PeerResponse::AppendEntries(r) => Some(r),
-                    _ => None,
-                },
-            )
-            .await
-            .map_err(rpc_error)
+        self.call_for(
+            &PeerRequest::AppendEntries(rpc),
+            option.hard_ttl(),
+            |a| match a {
+                PeerResponse::AppendEntries(r) => Some(r),
+                _ => None,
+            },
+        )
+        .await
+        .map_err(rpc_error)
     }
 
     async fn vote(
@@ -511,13 +551,12 @@ impl RaftNetworkV2<MetadataRaft> for PeerClient {
         rpc: VoteRequest<MetadataRaft>,
         option: RPCOption,
     ) -> Result<VoteResponse<MetadataRaft>, RPCError<MetadataRaft>> {
-        self.connection
-            .call_for(&PeerRequest::Vote(rpc), option.hard_ttl(), |a| match a {
-                PeerResponse::Vote(r) => Some(r),
-                _ => None,
-            })
-            .await
-            .map_err(rpc_error)
+        self.call_for(&PeerRequest::Vote(rpc), option.hard_ttl(), |a| match a {
+            PeerResponse::Vote(r) => Some(r),
+            _ => None,
+        })
+        .await
+        .map_err(rpc_error)
     }
 
     async fn pre_vote(
@@ -525,13 +564,12 @@ impl RaftNetworkV2<MetadataRaft> for PeerClient {
         rpc: VoteRequest<MetadataRaft>,
         option: RPCOption,
     ) -> Result<VoteResponse<MetadataRaft>, RPCError<MetadataRaft>> {
-        self.connection
-            .call_for(&PeerRequest::PreVote(rpc), option.hard_ttl(), |a| match a {
-                PeerResponse::Vote(r) => Some(r),
-                _ => None,
-            })
-            .await
-            .map_err(rpc_error)
+        self.call_for(&PeerRequest::PreVote(rpc), option.hard_ttl(), |a| match a {
+            PeerResponse::Vote(r) => Some(r),
+            _ => None,
+        })
+        .await
+        .map_err(rpc_error)
     }
 
     async fn transfer_leader(
@@ -539,17 +577,16 @@ impl RaftNetworkV2<MetadataRaft> for PeerClient {
         rpc: TransferLeaderRequest<MetadataRaft>,
         option: RPCOption,
     ) -> Result<TransferLeaderResponse<MetadataRaft>, RPCError<MetadataRaft>> {
-        self.connection
-            .call_for(
-                &PeerRequest::TransferLeader(rpc),
-                option.hard_ttl(),
-                |a| match a {
-                    PeerResponse::TransferLeader(r) => Some(r),
-                    _ => None,
-                },
-            )
-            .await
-            .map_err(rpc_error)
+        self.call_for(
+            &PeerRequest::TransferLeader(rpc),
+            option.hard_ttl(),
+            |a| match a {
+                PeerResponse::TransferLeader(r) => Some(r),
+                _ => None,
+            },
+        )
+        .await
+        .map_err(rpc_error)
     }
 
     async fn full_snapshot(
@@ -571,7 +608,6 @@ impl RaftNetworkV2<MetadataRaft> for PeerClient {
         };
         let call = async {
             let answer = self
-                .connection
                 .call_for(&request, option.hard_ttl(), |a| match a {
                     PeerResponse::Snapshot(r) => Some(r),
                     _ => None,
@@ -591,14 +627,18 @@ impl RaftNetworkV2<MetadataRaft> for PeerClient {
 /// names, over the channel's TLS when it has one.
 pub struct PeerClients {
     pub tls: Option<Arc<ControllerChannelTls>>,
+    /// The voters' ids: every other target is an observer, whose
+    /// connections back off after a failure.
+    pub voters: BTreeSet<u64>,
 }
 
 impl RaftNetworkFactory<MetadataRaft> for PeerClients {
     type Network = PeerClient;
 
-    async fn new_client(&mut self, _target: u64, node: &BasicNode) -> PeerClient {
+    async fn new_client(&mut self, target: u64, node: &BasicNode) -> PeerClient {
         PeerClient {
             connection: PeerConnection::new(node.addr.clone(), self.tls.clone()),
+            backoff: (!self.voters.contains(&target)).then(ReconnectBackoff::default),
         }
     }
 }

@@ -164,7 +164,10 @@ impl StateMachine {
     /// Loads the newest snapshot in `dir` (the metadata partition's
     /// directory), if any. Startup only: reads the file with blocking calls.
     pub fn open(dir: &Path, publish: Publish) -> io::Result<StateMachine> {
-        std::fs::create_dir_all(dir)?;
+        // Durably, like every directory pinlog creates: the log store
+        // usually created it first, but a snapshot written into a
+        // directory whose own name a power loss forgets is lost with it.
+        crate::log::data_dir::create_dir_durably(dir)?;
         let mut newest: Option<(u64, PathBuf)> = None;
         for entry in std::fs::read_dir(dir)? {
             let entry = entry?;

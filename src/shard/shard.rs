@@ -87,6 +87,11 @@ pub struct Shard {
     /// them: their open here starts from these, not from the startup
     /// checkpoints, which are older.
     handed_over: RefCell<HashMap<TopicPartition, PartitionOffsets>>,
+    /// Partitions deleted here since startup: the startup checkpoints'
+    /// offsets were those of the deleted directory, so a partition of the
+    /// same name opened again (a topic created again, or the new topic
+    /// that a stray made way for) starts from nothing, not from them.
+    deleted_since_startup: RefCell<HashSet<TopicPartition>>,
 }
 
 fn hop_failed(to: ShardId) -> LogError {
@@ -138,6 +143,7 @@ impl Shard {
                 .collect(),
             extensions: RefCell::new(HashMap::new()),
             extra_offsets: RefCell::new(Vec::new()),
+            deleted_since_startup: RefCell::new(HashSet::new()),
             uncleanable: RefCell::new(HashSet::new()),
             moving_out: RefCell::new(HashSet::new()),
             handed_over: RefCell::new(HashMap::new()),
@@ -203,6 +209,7 @@ impl Shard {
             return Ok(());
         };
         self.uncleanable.borrow_mut().remove(tp);
+        self.deleted_since_startup.borrow_mut().insert(tp.clone());
         let dir = self.config.data_dir.join(tp.dir_name());
         match Rc::try_unwrap(log) {
             Ok(log) => {
@@ -279,6 +286,7 @@ impl Shard {
     pub fn checkpointed_high_watermark(&self, tp: &TopicPartition) -> i64 {
         match self.handed_over.borrow().get(tp) {
             Some(h) => h.high_watermark,
+            None if self.deleted_since_startup.borrow().contains(tp) => 0,
             None => self.startup.high_watermark(tp),
         }
     }
@@ -453,6 +461,14 @@ impl Shard {
                 clean_shutdown: true,
                 now_ms: now_ms(),
             },
+            // A new directory where a deleted one was: nothing to trust
+            // from the checkpoints (and nothing to scan).
+            None if self.deleted_since_startup.borrow().contains(&tp) => OpenParams {
+                recovery_point: 0,
+                log_start_offset: 0,
+                clean_shutdown: false,
+                now_ms: now_ms(),
+            },
             None => OpenParams {
                 recovery_point: self.startup.recovery_point(&tp),
                 log_start_offset: self.startup.log_start_offset(&tp),
@@ -472,6 +488,7 @@ impl Shard {
         log.report_failures_to(self.storage_failures.clone());
         let cleaner_offset = match &handed_over {
             Some(h) => h.cleaner_offset,
+            None if self.deleted_since_startup.borrow().contains(&tp) => None,
             None => self.startup.cleaner_offset(&tp),
         };
         if let Some(offset) = cleaner_offset {

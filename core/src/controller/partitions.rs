@@ -808,11 +808,29 @@ mod tests {
         let p = img.partition("t", 0).unwrap();
         assert_eq!(p.isr, vec![3, 2]);
         assert!(p.last_election_unclean, "an ISR change elects nobody");
+        let unclean_epoch = img.partition("t", 0).unwrap().leader_epoch;
+        assert_eq!(img.last_unclean_election_epoch("t", 0), Some(unclean_epoch));
         // 3 fails: 2, in sync, leads cleanly.
         fail_over(&mut img, &[2], None);
         let p = img.partition("t", 0).unwrap();
         assert_eq!(p.leader, 2);
         assert!(!p.last_election_unclean);
+        // The epoch of the unclean election is kept: broker 1, the leader
+        // before it (its log's last epoch is 4), returns and truncates below
+        // the HW it served, which that election explains.
+        assert_eq!(img.last_unclean_election_epoch("t", 0), Some(unclean_epoch));
+        assert!(crate::metadata::image::unclean_election_explains(
+            img.last_unclean_election_epoch("t", 0),
+            Some(4)
+        ));
+        // A replica that led after it is not explained by it.
+        assert!(!crate::metadata::image::unclean_election_explains(
+            img.last_unclean_election_epoch("t", 0),
+            Some(unclean_epoch)
+        ));
+        // Deleting the topic forgets it.
+        apply(&mut img, &[MetadataRecord::RemoveTopic { topic_id: T }]);
+        assert!(img.unclean_election_epochs.is_empty());
     }
 
     /// Bug 9 (tests/README.md): broker 3 of the ISR [1, 3] loses power

@@ -215,6 +215,30 @@ pub struct MetadataImage {
     pub scram_credentials: BTreeMap<(String, i8), StoredScramCredential>,
     /// Client quotas by entity and key.
     pub client_quotas: crate::quota::QuotaConfigs,
+    /// By (topic id, partition): the leader epoch that the partition's
+    /// last unclean election started. Unlike a partition's
+    /// `last_election_unclean`, a clean election after it keeps it: a
+    /// former leader that returns after both must still be told its lost
+    /// records are explained ([`unclean_election_explains`]). Not in
+    /// snapshots, like the flag: a node that loads one after the election
+    /// does not know it.
+    pub unclean_election_epochs: BTreeMap<(Uuid, i32), i32>,
+}
+
+/// Whether an unclean election explains a truncation below a high
+/// watermark that a replica served: one started at an epoch after every
+/// epoch the replica's log had before the truncation (the epoch in which
+/// it served that HW is among them). Pure: the replica fetcher's log line,
+/// and nothing else, depends on it.
+pub fn unclean_election_explains(
+    last_unclean_epoch: Option<i32>,
+    local_latest_epoch: Option<i32>,
+) -> bool {
+    match (last_unclean_epoch, local_latest_epoch) {
+        (Some(unclean), Some(local)) => unclean > local,
+        (Some(_), None) => true,
+        (None, _) => false,
+    }
 }
 
 impl MetadataImage {
@@ -231,6 +255,13 @@ impl MetadataImage {
 
     pub fn partition(&self, topic: &str, partition: i32) -> Option<&PartitionImage> {
         self.topics.get(topic)?.partitions.get(&partition)
+    }
+
+    /// The leader epoch the last unclean election of a partition started,
+    /// if this node saw one ([`MetadataImage::unclean_election_epochs`]).
+    pub fn last_unclean_election_epoch(&self, topic: &str, partition: i32) -> Option<i32> {
+        let id = self.topics.get(topic)?.id;
+        self.unclean_election_epochs.get(&(id, partition)).copied()
     }
 
     /// The finalized level of feature `name`: 0 when the cluster has none.
@@ -337,6 +368,8 @@ impl MetadataImage {
                 if let Some(name) = self.topic_names_by_id.remove(topic_id) {
                     self.topics.remove(&name);
                 }
+                self.unclean_election_epochs
+                    .retain(|(id, _), _| id != topic_id);
             }
             MetadataRecord::ProducerIds { next_producer_id } => {
                 self.next_producer_id = (*next_producer_id).max(self.next_producer_id);
@@ -519,6 +552,15 @@ impl MetadataImage {
                     return;
                 };
                 p.apply_change(record);
+                if let MetadataRecord::PartitionChange {
+                    leader: Some(_),
+                    unclean: true,
+                    ..
+                } = record
+                {
+                    self.unclean_election_epochs
+                        .insert((*topic_id, *partition), p.leader_epoch);
+                }
                 report_broken_invariant(offset, &topic.name, *partition, p);
             }
         }
@@ -690,6 +732,24 @@ impl MetadataImage {
         }
         image.offset = offset;
         image
+    }
+}
+
+#[cfg(test)]
+mod unclean_tests {
+    use super::unclean_election_explains;
+
+    #[test]
+    fn only_an_unclean_election_after_the_replicas_last_epoch_explains_a_loss() {
+        assert!(unclean_election_explains(Some(6), Some(5)));
+        assert!(!unclean_election_explains(Some(5), Some(5)));
+        assert!(!unclean_election_explains(Some(3), Some(5)));
+        assert!(!unclean_election_explains(None, Some(5)));
+        assert!(
+            unclean_election_explains(Some(1), None),
+            "an empty epoch cache"
+        );
+        assert!(!unclean_election_explains(None, None));
     }
 }
 

@@ -29,6 +29,7 @@ use crate::log::batch::{self, BatchHeader, CountRule};
 use crate::log::batch_cache::{BatchCache, CacheFill, CacheKey, CachedBatch, SharedBatchCache};
 use crate::log::checkpoint;
 use crate::log::cleaner::{CleanableSegment, CleanerOffsets, CleanerView, SegmentStats};
+use crate::log::partition_metadata::{self, TopicId};
 
 use crate::log::epoch_cache::{EpochEntry, LeaderEpochCache};
 use crate::log::producer_state::{
@@ -257,6 +258,9 @@ pub struct PartitionLog {
     /// write the same content (an idle partition's restart) costs nothing.
     persisted_epochs: Vec<EpochEntry>,
     cache: Option<(SharedBatchCache, CacheKey)>,
+    /// The topic id `partition.metadata` records; `None` until the image's
+    /// id is recorded in a directory without the file.
+    topic_id: Option<TopicId>,
     unflushed_records: u64,
     first_unflushed_ms: Option<i64>,
     /// Set after an I/O error: every later operation fails with `Offline`.
@@ -404,6 +408,7 @@ impl PartitionLog {
             (c, key)
         });
         let producers = ProducerStateManager::open(&dir, DEFAULT_PRODUCER_ID_EXPIRATION_MS)?;
+        let topic_id = partition_metadata::read_blocking(&dir)?;
         let mut log = PartitionLog {
             tp,
             dir,
@@ -422,6 +427,7 @@ impl PartitionLog {
             epochs,
             persisted_epochs,
             cache,
+            topic_id,
             unflushed_records: 0,
             first_unflushed_ms: None,
             offline: None,
@@ -445,6 +451,22 @@ impl PartitionLog {
     }
     pub fn dir(&self) -> &Path {
         &self.dir
+    }
+    /// The topic id the directory's `partition.metadata` records.
+    pub fn topic_id(&self) -> Option<TopicId> {
+        self.topic_id
+    }
+    /// Records `id` in `partition.metadata`, durably, unless it is there
+    /// already: before the partition takes a role, so that a later start
+    /// can tell this directory from one of a topic of the same name
+    /// created after it.
+    pub async fn record_topic_id(&mut self, id: TopicId) -> LogResult<()> {
+        if self.topic_id == Some(id) {
+            return Ok(());
+        }
+        partition_metadata::write(&self.dir, &id).await?;
+        self.topic_id = Some(id);
+        Ok(())
     }
     pub fn config(&self) -> &LogConfig {
         &self.config

@@ -13,6 +13,7 @@ use crate::constants::PARTITION_OPENS_IN_FLIGHT;
 use crate::controller::partitions::effective_min_isr;
 use crate::error::LogResult;
 use crate::group::coordinator::GroupCoordinator;
+use crate::log::partition_metadata::{self, format_topic_id, TopicId, TopicIdCheck};
 use crate::metadata::image::MetadataImage;
 use crate::metadata::{dynamic_broker_config, topic_config};
 use crate::metadata::{OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC};
@@ -135,6 +136,7 @@ pub async fn apply_image(shard: &Rc<Shard>, image: Arc<MetadataImage>) -> LogRes
             }
             assigned.push((
                 tp,
+                topic.id,
                 config.clone(),
                 assignment_from(part, min_insync_replicas),
             ));
@@ -145,10 +147,11 @@ pub async fn apply_image(shard: &Rc<Shard>, image: Arc<MetadataImage>) -> LogRes
         map_concurrently(
             assigned,
             PARTITION_OPENS_IN_FLIGHT,
-            move |(tp, config, assignment)| {
+            move |(tp, topic_id, config, assignment)| {
                 let shard = shard.clone();
                 async move {
-                    let lags = apply_assignment(&shard, tp.clone(), config, assignment).await;
+                    let lags =
+                        apply_assignment(&shard, tp.clone(), topic_id, config, assignment).await;
                     (tp, lags)
                 }
             },
@@ -197,19 +200,24 @@ pub async fn apply_image(shard: &Rc<Shard>, image: Arc<MetadataImage>) -> LogRes
                     "a reassignment moved this replica to other brokers: deleting it"
                 );
             }
-            if tp.topic == OFFSETS_TOPIC {
-                GroupCoordinator::of(shard).on_lost_leadership(tp.partition);
-            }
-            if tp.topic == TRANSACTION_STATE_TOPIC {
-                TxnCoordinator::of(shard).on_lost_leadership(tp.partition);
-            }
-            replicas::forget(shard, &tp);
-            crate::node::partition_load::PartitionLoad::of(shard).forget(&tp);
-            shard.delete_local_partition(&tp).await?;
+            remove_local_replica(shard, &tp).await?;
         }
     }
     *applier.applied.borrow_mut() = Some(image);
     Ok(())
+}
+
+/// Stops every role of the local replica of `tp` and deletes its directory.
+async fn remove_local_replica(shard: &Rc<Shard>, tp: &TopicPartition) -> LogResult<()> {
+    if tp.topic == OFFSETS_TOPIC {
+        GroupCoordinator::of(shard).on_lost_leadership(tp.partition);
+    }
+    if tp.topic == TRANSACTION_STATE_TOPIC {
+        TxnCoordinator::of(shard).on_lost_leadership(tp.partition);
+    }
+    replicas::forget(shard, tp);
+    crate::node::partition_load::PartitionLoad::of(shard).forget(tp);
+    shard.delete_local_partition(tp).await
 }
 
 /// A topic's log settings on this broker, and its `min.insync.replicas`.
@@ -253,11 +261,11 @@ pub async fn adopt_partition(shard: &Rc<Shard>, tp: TopicPartition) -> LogResult
             return None;
         }
         let (config, min_insync_replicas) = topic_settings(&broker, &image, topic);
-        Some((config, assignment_from(part, min_insync_replicas)))
+        Some((topic.id, config, assignment_from(part, min_insync_replicas)))
     });
     match assigned {
-        Some((config, assignment)) if broker.is_caught_up() => {
-            if apply_assignment(shard, tp.clone(), config, assignment).await? {
+        Some((topic_id, config, assignment)) if broker.is_caught_up() => {
+            if apply_assignment(shard, tp.clone(), topic_id, config, assignment).await? {
                 persist_deferred_epochs(shard, vec![tp]);
             }
             Ok(())
@@ -274,12 +282,15 @@ pub async fn adopt_partition(shard: &Rc<Shard>, tp: TopicPartition) -> LogResult
 }
 
 /// Opens one assigned partition if needed and applies its assignment:
-/// its settings, and the leader or follower transition. Returns whether a
-/// new leader's epoch entry is still to be written to its checkpoint
-/// (`persist_deferred_epochs`).
+/// its settings, and the leader or follower transition. A local directory
+/// of another topic of the same name (`partition.metadata` says which) is
+/// deleted as a stray first, and the topic id is recorded before the
+/// partition takes a role. Returns whether a new leader's epoch entry is
+/// still to be written to its checkpoint (`persist_deferred_epochs`).
 async fn apply_assignment(
     shard: &Rc<Shard>,
     tp: TopicPartition,
+    topic_id: TopicId,
     config: LogConfig,
     assignment: Assignment,
 ) -> LogResult<bool> {
@@ -292,7 +303,27 @@ async fn apply_assignment(
     let Some(log) = shard.local_log(&tp) else {
         return Ok(false);
     };
+    let on_disk = log.read().await.map_err(|_| stopped())?.topic_id();
+    if let TopicIdCheck::Stray { on_disk } = partition_metadata::check(on_disk, &topic_id) {
+        // Kafka finds the same among its stray logs at startup: the
+        // directory's records were never this topic's, so it is not served.
+        tracing::warn!(
+            partition = %tp,
+            directory_topic_id = %format_topic_id(&on_disk),
+            topic_id = %format_topic_id(&topic_id),
+            "a stray replica: the local directory belongs to an earlier topic of this name \
+             (deleted and created again while this broker was away); deleting it"
+        );
+        remove_local_replica(shard, &tp).await?;
+        shard
+            .open_local_partition(tp.clone(), config.clone())
+            .await?;
+    }
+    let Some(log) = shard.local_log(&tp) else {
+        return Ok(false);
+    };
     let mut log = log.write().await.map_err(|_| stopped())?;
+    log.record_topic_id(topic_id).await?;
     if log.config() != &config {
         log.set_config(config);
     }

@@ -350,10 +350,17 @@ async fn truncate(
                 Truncation::To(o) => (o, true),
                 Truncation::ThenAskAgain(o) => (o, false),
             };
-            let unclean = BrokerState::of(shard)
-                .image()
-                .partition(&tp.topic, tp.partition)
-                .is_some_and(|p| p.last_election_unclean);
+            // Explained by an unclean election started after every epoch
+            // this log had: the one it served its HW in is among them. The
+            // image keeps that election's epoch through clean elections
+            // after it, so a former leader that returns after both is
+            // told exactly.
+            let unclean = crate::metadata::image::unclean_election_explains(
+                BrokerState::of(shard)
+                    .image()
+                    .last_unclean_election_epoch(&tp.topic, tp.partition),
+                log.epoch_cache().latest_epoch(),
+            );
             let before = log.log_end_offset();
             if offset >= before {
                 // Nothing to remove but, possibly, an epoch-cache entry that
