@@ -110,7 +110,10 @@ public class GroupRebalance {
     int[] pollN = new int[4096];
     int nPolls;
     volatile boolean stop;
-    volatile String error;
+    volatile String error;       // the member's thread ended with this
+    volatile String pollError;   // the first exception poll() threw (the member polls on)
+    volatile int pollErrors;     // how many times poll() threw
+    volatile long lastPollErrorAt = -1;
     Thread thread;
 
     Member(int id) { this.id = id; }
@@ -139,7 +142,19 @@ public class GroupRebalance {
       try (KafkaConsumer<byte[], byte[]> c = new KafkaConsumer<>(consumerProps("m-" + id))) {
         c.subscribe(List.of(need("topic")), this);
         while (!stop) {
-          ConsumerRecords<byte[], byte[]> rs = c.poll(Duration.ofMillis(100));
+          ConsumerRecords<byte[], byte[]> rs;
+          try {
+            rs = c.poll(Duration.ofMillis(100));
+          } catch (org.apache.kafka.common.KafkaException e) {
+            // An error the client hands to the application (e.g. an
+            // UNKNOWN_MEMBER_ID answer to OffsetFetch): counted, reported in
+            // the JSON, and the member polls on, as an application would.
+            if (pollError == null) pollError = e.toString();
+            pollErrors++;
+            lastPollErrorAt = now();
+            Thread.sleep(100);
+            continue;
+          }
           if (!rs.isEmpty()) record(now(), rs.count());
         }
         c.close(Duration.ofSeconds(5));
@@ -313,6 +328,14 @@ public class GroupRebalance {
       out.put("max_gap_all_ms", gapInAll);
       out.put("joiner_partitions", joiner == null ? null : joiner.owned().size());
     }
+    int pe = 0, pem = 0;
+    String firstPe = null;
+    for (Member m : all) {
+      if (m.pollErrors > 0) { pe += m.pollErrors; pem++; if (firstPe == null) firstPe = "member " + m.id + ": " + m.pollError; }
+    }
+    out.put("poll_errors", pe);
+    out.put("poll_error_members", pem);
+    out.put("poll_error_first", firstPe);
     out.put("produced", produced.get());
     out.put("error", error);
     System.out.println(json(out));

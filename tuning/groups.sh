@@ -118,8 +118,7 @@ gr_run() {
     --event "$ev" --rate "$GR_RATE" --session-ms "$GR_SESSION_MS" --heartbeat-ms "$GR_HEARTBEAT_MS" \
     --stable-timeout-s 180 --event-timeout-s 120 "${extra[@]}"
   if [ -n "$vpid" ]; then
-    kill -KILL "$vpid" 2>/dev/null || true
-    wait "$vpid" 2>/dev/null || true
+    { kill -KILL "$vpid"; wait "$vpid"; } 2>/dev/null || true
     forget_pid "$vpid"
   fi
   grep '^{' "$RES/$name.out" | tail -1 > "$RES/$name.json" || true

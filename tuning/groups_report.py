@@ -53,7 +53,18 @@ def paired_ratio(ev, a, b, k="window_ms"):
 
 
 def errors(ev, b, proto):
-    return [f"round {r}: {v}" for r, v in field(ev, b, proto, "error").items() if v]
+    out = []
+    for r, n in runs(prefix(ev, b, proto)).items():
+        j = load(n + ".json")
+        if not j:
+            out.append(f"round {r}: no JSON (the client failed)")
+            continue
+        if j.get("error"):
+            out.append(f"round {r}: {j['error']}")
+        if j.get("poll_errors"):
+            out.append(f"round {r}: poll() threw {j['poll_errors']} time(s) in {j.get('poll_error_members')} member(s), "
+                       f"first {j.get('poll_error_first')}")
+    return out
 
 
 members, parts = int(E["GR_MEMBERS"]), int(E["GR_PARTS"])
