@@ -300,6 +300,7 @@ public class GroupRebalance {
       int unmoved = 0, moved = 0;
       long gapIn = 0, gapPre = 0, gapInAll = 0;
       int gapMember = -1;
+      List<Long> unmovedGaps = new ArrayList<>();
       for (Member m : all) {
         synchronized (m) {
           for (int i = 0; i < m.nPolls; i++) {
@@ -314,6 +315,7 @@ public class GroupRebalance {
           if (still) {
             unmoved++;
             if (g > gapIn) { gapIn = g; gapMember = m.id; }
+            unmovedGaps.add(g);
             gapPre = Math.max(gapPre, gp);
           } else moved++;
         }
@@ -326,6 +328,10 @@ public class GroupRebalance {
       out.put("max_gap_unmoved_ms", unmoved > 0 ? gapIn : null);
       out.put("max_gap_unmoved_before_ms", unmoved > 0 ? gapPre : null);
       out.put("max_gap_all_ms", gapInAll);
+      Collections.sort(unmovedGaps);
+      out.put("gap_unmoved_p50_ms", unmovedGaps.isEmpty() ? null : unmovedGaps.get(unmovedGaps.size() / 2));
+      out.put("unmoved_gap_over_1s", unmovedGaps.stream().filter(g -> g > 1000).count());
+      out.put("max_gap_member", gapMember < 0 ? null : "m-" + gapMember + " (" + ms.get(gapMember).owned().size() + " partitions)");
       out.put("joiner_partitions", joiner == null ? null : joiner.owned().size());
     }
     int pe = 0, pem = 0;

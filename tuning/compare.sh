@@ -364,7 +364,7 @@ done
 WORK_PARENT="${COMPARE_WORK_PARENT:-$REPO/target}"
 mkdir -p "$WORK_PARENT"
 [ "$(stat -f -c %T "$WORK_PARENT")" != tmpfs ] || die "$WORK_PARENT is tmpfs: O_DIRECT needs a real disk"
-need_gib=$([ "$MODE" = full ] && echo 30 || echo 10)
+need_gib=$([ "$MODE" = full ] && [ "$GROUPS_MODE" = 0 ] && echo 30 || echo 10)  # --groups writes little
 avail_gib=$(df -P -BG "$WORK_PARENT" | awk 'NR==2{gsub("G","",$4); print $4}')
 [ "$avail_gib" -ge "$need_gib" ] || die "only ${avail_gib} GiB free on the disk of $WORK_PARENT; a $MODE run needs about ${need_gib} GiB"
 if [ "$THROTTLE_MBPS" != 0 ]; then

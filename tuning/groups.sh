@@ -111,6 +111,7 @@ gr_run() {
       --group "$group" --protocol "$proto" --file "$vfile" --seconds 600 \
       --session-ms "$GR_SESSION_MS" --heartbeat-ms "$GR_HEARTBEAT_MS" > "$LOGS/$name.victim.log" 2>&1 &
     vpid=$!; PIDS+=("$vpid")
+    disown "$vpid"   # no "Killed" notice from bash when it is killed; reaped below
     extra=(--victim-pid "$vpid" --victim-file "$vfile")
   fi
   measure "$name" "$pid" 420 -- java "${GR_JVM[@]}" -cp "$JCP" GroupRebalance run --bootstrap "$addr" \
@@ -118,7 +119,8 @@ gr_run() {
     --event "$ev" --rate "$GR_RATE" --session-ms "$GR_SESSION_MS" --heartbeat-ms "$GR_HEARTBEAT_MS" \
     --stable-timeout-s 180 --event-timeout-s 120 "${extra[@]}"
   if [ -n "$vpid" ]; then
-    { kill -KILL "$vpid"; wait "$vpid"; } 2>/dev/null || true
+    kill -KILL "$vpid" 2>/dev/null || true
+    for _ in $(seq 1 50); do kill -0 "$vpid" 2>/dev/null || break; sleep 0.1; done
     forget_pid "$vpid"
   fi
   grep '^{' "$RES/$name.out" | tail -1 > "$RES/$name.json" || true

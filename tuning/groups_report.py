@@ -11,7 +11,7 @@ RES = E["RES"]
 OUT = E["OUT"]
 sys.path.insert(0, E["TUNING_DIR"])
 from report_helpers import (  # noqa: E402
-    bcpu, commands_lines, f1, load, machine_lines, med, met, notes_lines, ratio, runs, text, xr,
+    bcpu, commands_lines, load, machine_lines, med, met, notes_lines, ratio, runs, text, xr,
 )
 
 EVENTS = E["GR_EVENTS"].split()
@@ -151,9 +151,14 @@ lines = [ln.replace(E.get("KAFKA_LIBS_DIR", "\0"), "$KAFKA_LIBS") for ln in line
 lines += machine_lines(E)
 lines += [f"- Load average at start: {E['LOAD_START']}" + (f" (busy: {E['BUSY_START']})" if E.get("BUSY_START") else ""),
           f"- Load average at end: {E['LOAD_END']}" + (f" (busy: {E['BUSY_END']})" if E.get("BUSY_END") else ""), ""]
+RF_WARN = "creating __consumer_offsets with replication factor 1"
 for b in ("pinlog", "kafka"):
     w = text(f"broker-warn.{b}").splitlines()
+    rf = [ln for ln in w if RF_WARN in ln]
+    w = [ln for ln in w if RF_WARN not in ln]
     lines += [f"{'pinlog' if b == 'pinlog' else 'Kafka'} logged {len(w)} WARN/ERROR line(s) during the run"
+              + (f" (besides {len(rf)} about creating `__consumer_offsets` with replication factor 1 on one broker)"
+                 if rf else "")
               + (":" if w else "."), ""]
     if w:
         lines += ["```"] + [ln[:300] for ln in w[:10]] + (["…"] if len(w) > 10 else []) + ["```", ""]
