@@ -31,8 +31,8 @@ GR_HEARTBEAT_MS=1000
 GR_RATE=2000            # records/s the producer thread writes
 GR_MEMBERS=${GR_MEMBERS:-100}
 GR_PARTS=${GR_PARTS:-1000}
-GR_EVENTS="join crash"
-GR_RUNS="pinlog:consumer pinlog:classic kafka:consumer"
+GR_EVENTS=${GR_EVENTS:-"join crash"}
+GR_RUNS=${GR_RUNS:-"pinlog:consumer pinlog:classic kafka:consumer"}
 if [ "$MODE" = full ]; then GR_ROUNDS=${GR_ROUNDS:-3}; else GR_ROUNDS=${GR_ROUNDS:-1}; fi
 GR_JVM=(-Xmx${GR_HEAP:-1g} -Xss512k -XX:+UseSerialGC -XX:TieredStopAtLevel=1)
 
