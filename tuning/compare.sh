@@ -5,7 +5,7 @@
 # Usage: tuning/compare.sh [--quick] [--out FILE] [--skip-build] [--keep]
 #                          [--no-kafka-p4]
 #                          [--replicated | --transactional | --reassign | --balance
-#                           | --tls]
+#                           | --tls | --groups]
 #   --quick        about 4 minutes: one round per workload, short runs,
 #                  P3 over 1 GiB instead of 2 GiB, P4 on pinlog only
 #   --out FILE     where to write the report (default tuning/results.md)
@@ -52,6 +52,16 @@
 #                  connection storms on every listener (tuning/tls.sh;
 #                  report in tuning/results-tls.md unless --out; --quick:
 #                  about 5 minutes)
+#   --groups       instead of the above: one pinlog broker and one Kafka
+#                  broker, a topic of 1,000 partitions and a group of 100
+#                  consumers (tuning/GroupRebalance.java): the time from a
+#                  member's join, or a member's crash (kill -9), until every
+#                  partition is owned again, records/s consumed in that
+#                  window and the longest consumption gap of the members
+#                  whose partitions did not move; KIP-848 on pinlog, classic
+#                  (cooperative-sticky) on pinlog, KIP-848 on Kafka
+#                  (tuning/groups.sh; report in tuning/results-groups.md
+#                  unless --out; --quick: one round)
 #
 # What runs (all on loopback, free ports, one work directory on the same
 # disk as the repository, removed at the end):
@@ -86,6 +96,7 @@ TRANSACTIONAL=0
 REASSIGN=0
 BALANCE=0
 TLS=0
+GROUPS_MODE=0
 OUT_SET=0
 THROTTLE_MBPS=0
 ARGV_STR="$*"
@@ -103,6 +114,7 @@ while [ $# -gt 0 ]; do
     --reassign) REASSIGN=1; REPLICATED=1 ;;
     --balance) BALANCE=1; REPLICATED=1 ;;
     --tls) TLS=1; REPLICATED=1 ;;
+    --groups) GROUPS_MODE=1; REPLICATED=1 ;;
     -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d'; exit 0 ;;
     *) echo "compare.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
@@ -110,10 +122,12 @@ while [ $# -gt 0 ]; do
 done
 
 if [ "$REPLICATED" = 1 ]; then
-  [ -z "$ONLY" ] || { echo "compare.sh: --replicated (and --transactional, --reassign, --balance, --tls) run their own workloads; they do not take --only" >&2; exit 2; }
+  [ -z "$ONLY" ] || { echo "compare.sh: --replicated (and --transactional, --reassign, --balance, --tls, --groups) run their own workloads; they do not take --only" >&2; exit 2; }
   ONLY="replicated"
   if [ "$TLS" = 1 ]; then
     [ "$OUT_SET" = 1 ] || OUT="$REPO/tuning/results-tls.md"
+  elif [ "$GROUPS_MODE" = 1 ]; then
+    [ "$OUT_SET" = 1 ] || OUT="$REPO/tuning/results-groups.md"
   elif [ "$REASSIGN" = 1 ]; then
     [ "$OUT_SET" = 1 ] || OUT="$REPO/tuning/results-reassign.md"
   elif [ "$BALANCE" = 1 ]; then
@@ -350,7 +364,7 @@ done
 WORK_PARENT="${COMPARE_WORK_PARENT:-$REPO/target}"
 mkdir -p "$WORK_PARENT"
 [ "$(stat -f -c %T "$WORK_PARENT")" != tmpfs ] || die "$WORK_PARENT is tmpfs: O_DIRECT needs a real disk"
-need_gib=$([ "$MODE" = full ] && echo 30 || echo 10)
+need_gib=$([ "$MODE" = full ] && [ "$GROUPS_MODE" = 0 ] && echo 30 || echo 10)  # --groups writes little
 avail_gib=$(df -P -BG "$WORK_PARENT" | awk 'NR==2{gsub("G","",$4); print $4}')
 [ "$avail_gib" -ge "$need_gib" ] || die "only ${avail_gib} GiB free on the disk of $WORK_PARENT; a $MODE run needs about ${need_gib} GiB"
 if [ "$THROTTLE_MBPS" != 0 ]; then
@@ -620,6 +634,12 @@ if [ "$TLS" = 1 ]; then
   # The TLS mode's brokers, workloads and report.
   # shellcheck source=tuning/tls.sh
   source "$REPO/tuning/tls.sh"
+  exit 0
+fi
+if [ "$GROUPS_MODE" = 1 ]; then
+  # The consumer-group rebalance mode's brokers, workloads and report.
+  # shellcheck source=tuning/groups.sh
+  source "$REPO/tuning/groups.sh"
   exit 0
 fi
 if [ "$BALANCE" = 1 ]; then
