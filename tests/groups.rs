@@ -650,6 +650,32 @@ impl Scene {
         (flat("start"), flat("end"))
     }
 
+    /// Waits until the group's committed offsets (as confluent-kafka reads
+    /// them) are `ends`; fails with `context` after `timeout`.
+    fn wait_committed_at(
+        &self,
+        group: &str,
+        topic: &str,
+        ends: &BTreeMap<i32, i64>,
+        timeout: Duration,
+        context: &str,
+    ) {
+        let want = all_some(ends);
+        let deadline = Instant::now() + timeout;
+        loop {
+            let got = self.committed(Lib::Ck, group, topic);
+            if got == want {
+                return;
+            }
+            if Instant::now() >= deadline {
+                self.fail(&format!(
+                    "the commits did not reach the end offsets {ends:?}: committed {got:?}{context}"
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(500));
+        }
+    }
+
     /// The group's committed offsets as `lib` reads them (None: nothing
     /// committed).
     fn committed(&self, lib: Lib, group: &str, topic: &str) -> BTreeMap<i32, Option<i64>> {
@@ -1079,26 +1105,19 @@ fn mixed_clients_share_partitions_with_auto_commit() {
     // Auto-commit runs every 500 ms; once every record was consumed and the
     // owners reached the ends, the committed offsets are the end offsets.
     let (_, ends) = s.offsets(topic);
-    let want = all_some(&ends);
-    let deadline = Instant::now() + STEP_TIMEOUT;
-    loop {
-        let got = s.committed(Lib::Ck, group, topic);
-        if got == want {
-            break;
-        }
-        if Instant::now() >= deadline {
-            s.fail(&format!(
-                "auto-commit did not reach the end offsets {ends:?}: committed {got:?} \
-                 (assignments {assignments:?})"
-            ));
-        }
-        std::thread::sleep(Duration::from_millis(500));
-    }
+    s.wait_committed_at(
+        group,
+        topic,
+        &ends,
+        STEP_TIMEOUT,
+        &format!(" (assignments {assignments:?})"),
+    );
     for name in names {
         s.stop(name);
     }
     s.check_all_consumed(topic, &delivered);
     // Closing commits again; it must not move anything backwards.
+    let want = all_some(&ends);
     let got = s.committed(Lib::Kp, group, topic);
     if got != want {
         s.fail(&format!(
@@ -1624,19 +1643,7 @@ fn kafka_consumer_groups_tool_lists_describes_and_resets() {
     s.member(client, Lib::Kp, group, topic, &["--commit", "auto"]);
     s.wait_consumed(topic, &delivered, CONSUME_TIMEOUT);
     s.wait_converged(&[client], 3, CONVERGE_TIMEOUT);
-    let deadline = Instant::now() + STEP_TIMEOUT;
-    loop {
-        let got = s.committed(Lib::Ck, group, topic);
-        if got == all_some(&ends) {
-            break;
-        }
-        if Instant::now() >= deadline {
-            s.fail(&format!(
-                "auto-commit did not reach the end offsets {ends:?}: committed {got:?}"
-            ));
-        }
-        std::thread::sleep(Duration::from_millis(500));
-    }
+    s.wait_committed_at(group, topic, &ends, STEP_TIMEOUT, "");
     let at_end = |p: i32| ends[&p];
 
     let list = consumer_groups_tool(&s, &libs, &["--list"]);

@@ -149,22 +149,7 @@ fn kip848_java_members_share_leave_crash_and_the_tool_sees_them() {
     // Its auto-commits reach the end offsets (OffsetCommit with the member
     // epoch), as another client reads them back.
     let (_, ends) = s.offsets(topic);
-    let deadline = Instant::now() + CONVERGE_TIMEOUT;
-    loop {
-        let committed = s.committed(Lib::Ck, group, topic);
-        let done = ends
-            .iter()
-            .all(|(p, end)| committed.get(p).copied().flatten() == Some(*end));
-        if done {
-            break;
-        }
-        if Instant::now() >= deadline {
-            s.fail(&format!(
-                "committed offsets {committed:?} did not reach the end offsets {ends:?}"
-            ));
-        }
-        std::thread::sleep(POLL_INTERVAL * 5);
-    }
+    s.wait_committed_at(group, topic, &ends, CONVERGE_TIMEOUT, "");
     s.stop("j1");
 
     // Empty now: the tool resets its offsets, as for a classic group.

@@ -75,22 +75,7 @@ fn kip848_a_live_classic_group_upgrades_online_and_downgrades_back() {
 
     // The auto-commits of all three phases reach the end offsets.
     let (_, ends) = s.offsets(topic);
-    let deadline = Instant::now() + CONVERGE_TIMEOUT;
-    loop {
-        let committed = s.committed(Lib::Ck, group, topic);
-        let done = ends
-            .iter()
-            .all(|(p, end)| committed.get(p).copied().flatten() == Some(*end));
-        if done {
-            break;
-        }
-        if Instant::now() >= deadline {
-            s.fail(&format!(
-                "committed offsets {committed:?} did not reach the end offsets {ends:?}"
-            ));
-        }
-        std::thread::sleep(POLL_INTERVAL * 5);
-    }
+    s.wait_committed_at(group, topic, &ends, CONVERGE_TIMEOUT, "");
     s.stop("c1");
     s.stop("c2");
 }

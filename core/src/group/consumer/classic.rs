@@ -33,7 +33,9 @@ use crate::broker_config::consumer_group::MigrationPolicy;
 use crate::group::consumer::group::{
     current_assignment_record, member_metadata_record, member_tombstones, ConsumerGroup,
 };
-use crate::group::consumer::heartbeat::{HeartbeatContext, HeartbeatError, MemberChange, TimerOp};
+use crate::group::consumer::heartbeat::{
+    err, HeartbeatContext, HeartbeatError, MemberChange, TimerOp,
+};
 use crate::group::consumer::member::{ClassicMemberMetadata, ConsumerGroupMember, MemberState};
 use crate::group::consumer::records::{ConsumerGroupRecord, GroupMetadataValue};
 use crate::group::consumer::subscription::{metadata_hash, SubscriptionCounts};
@@ -49,13 +51,6 @@ use crate::protocol::error_code;
 /// classic groups that can become consumer groups, and the only classic
 /// members a consumer group takes.
 pub const CONSUMER_PROTOCOL_TYPE: &str = "consumer";
-
-fn err(error_code: i16, message: impl Into<String>) -> HeartbeatError {
-    HeartbeatError {
-        error_code,
-        message: message.into(),
-    }
-}
 
 /// A JoinGroup to a consumer group.
 #[derive(Debug, Clone)]
@@ -486,11 +481,8 @@ impl ConsumerGroup {
     /// `classicGroupLeaveToConsumerGroup`): each member's code, and the
     /// records that remove those that may leave and bump the group epoch.
     pub fn classic_leave(&self, members: &[(String, Option<String>)]) -> ClassicOutcome<Vec<i16>> {
-        let mut records = Vec::new();
-        let mut timers = Vec::new();
         let mut codes = Vec::with_capacity(members.len());
-        let mut counts = self.counts.clone();
-        let mut gone = BTreeSet::new();
+        let mut gone: Vec<&ConsumerGroupMember> = Vec::new();
         for (member_id, instance_id) in members {
             let found = match instance_id {
                 // An admin may remove a static member by instance id alone.
@@ -507,39 +499,20 @@ impl ConsumerGroup {
                     .map_err(|e| e.error_code),
             };
             match found {
-                Ok(m) if gone.insert(m.member_id.clone()) => {
-                    records.extend(member_tombstones(&self.group_id, &m.member_id));
-                    counts.remove(
-                        &m.subscribed_topic_names,
-                        m.subscribed_topic_regex.as_deref(),
-                    );
-                    timers.push(TimerOp::CancelAll {
-                        member_id: m.member_id.clone(),
-                    });
+                Ok(m) => {
+                    if !gone.iter().any(|g| g.member_id == m.member_id) {
+                        gone.push(m);
+                    }
                     codes.push(error_code::NONE);
                 }
-                Ok(_) => codes.push(error_code::NONE),
                 Err(code) => codes.push(code),
             }
         }
-        if !gone.is_empty() {
-            for regex in self.regexes.keys() {
-                if !counts.regexes.contains_key(regex) {
-                    records.push(ConsumerGroupRecord::RegularExpression {
-                        group_id: self.group_id.clone(),
-                        regex: regex.clone(),
-                        value: None,
-                    });
-                }
-            }
-            records.push(ConsumerGroupRecord::GroupMetadata {
-                group_id: self.group_id.clone(),
-                value: Some(GroupMetadataValue {
-                    epoch: self.group_epoch + 1,
-                    metadata_hash: self.metadata_hash,
-                }),
-            });
-        }
+        let (records, timers) = if gone.is_empty() {
+            (Vec::new(), Vec::new())
+        } else {
+            self.fence_members(&gone)
+        };
         ClassicOutcome {
             records,
             response: codes,

@@ -80,7 +80,7 @@ pub struct HeartbeatError {
     pub message: String,
 }
 
-fn err(error_code: i16, message: impl Into<String>) -> HeartbeatError {
+pub(super) fn err(error_code: i16, message: impl Into<String>) -> HeartbeatError {
     HeartbeatError {
         error_code,
         message: message.into(),
@@ -714,13 +714,28 @@ impl ConsumerGroup {
     /// The records that remove `member` and bump the group epoch, so that
     /// its partitions go to the others.
     fn fence(&self, member: &ConsumerGroupMember) -> (Vec<ConsumerGroupRecord>, Vec<TimerOp>) {
-        let mut records: Vec<ConsumerGroupRecord> =
-            member_tombstones(&self.group_id, &member.member_id).into();
+        self.fence_members(&[member])
+    }
+
+    /// The records that remove `members` (each once) and bump the group
+    /// epoch once, so that their partitions go to the others.
+    pub(super) fn fence_members(
+        &self,
+        members: &[&ConsumerGroupMember],
+    ) -> (Vec<ConsumerGroupRecord>, Vec<TimerOp>) {
+        let mut records = Vec::new();
+        let mut timers = Vec::new();
         let mut counts = self.counts.clone();
-        counts.remove(
-            &member.subscribed_topic_names,
-            member.subscribed_topic_regex.as_deref(),
-        );
+        for m in members {
+            records.extend(member_tombstones(&self.group_id, &m.member_id));
+            counts.remove(
+                &m.subscribed_topic_names,
+                m.subscribed_topic_regex.as_deref(),
+            );
+            timers.push(TimerOp::CancelAll {
+                member_id: m.member_id.clone(),
+            });
+        }
         for regex in self.regexes.keys() {
             if !counts.regexes.contains_key(regex) {
                 records.push(regex_tombstone(&self.group_id, regex));
@@ -736,9 +751,6 @@ impl ConsumerGroup {
                 metadata_hash: self.metadata_hash,
             }),
         });
-        let timers = vec![TimerOp::CancelAll {
-            member_id: member.member_id.clone(),
-        }];
         (records, timers)
     }
 

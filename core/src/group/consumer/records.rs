@@ -347,7 +347,9 @@ impl ConsumerGroupRecord {
     }
 }
 
-fn put_topic_partitions(w: &mut BytesMut, a: &Assignment) {
+/// A list of topic ids with their partitions, as the consumer and share
+/// group records both store assignments.
+pub(crate) fn put_topic_partitions(w: &mut BytesMut, a: &Assignment) {
     w.put_array_len(Some(a.0.len()), true);
     for (t, ps) in &a.0 {
         w.put_slice(t);
@@ -359,7 +361,7 @@ fn put_topic_partitions(w: &mut BytesMut, a: &Assignment) {
     }
 }
 
-fn read_topic_partitions(r: &mut Reader) -> DecodeResult<Assignment> {
+pub(crate) fn read_topic_partitions(r: &mut Reader) -> DecodeResult<Assignment> {
     // A topic entry takes at least 16 (uuid) + 1 (array) + 1 (tags) bytes.
     let topics = r.array("topic_partitions", true, 18, |r| {
         let t = r.uuid("topic_id")?;

@@ -22,6 +22,7 @@
 
 use bytes::{BufMut, Bytes, BytesMut};
 
+use crate::group::consumer::records::{put_topic_partitions, read_topic_partitions};
 use crate::group::consumer::topics::{Assignment, TopicId};
 use crate::protocol::codec::{parse_tag, put_tag, DecodeError, DecodeResult, Reader, Writer};
 
@@ -334,29 +335,6 @@ impl ShareGroupRecord {
         };
         Ok(Some(record))
     }
-}
-
-fn put_topic_partitions(w: &mut BytesMut, a: &Assignment) {
-    w.put_array_len(Some(a.0.len()), true);
-    for (t, ps) in &a.0 {
-        w.put_slice(t);
-        w.put_array_len(Some(ps.len()), true);
-        for p in ps {
-            w.put_i32(*p);
-        }
-        w.put_empty_tagged_fields();
-    }
-}
-
-fn read_topic_partitions(r: &mut Reader) -> DecodeResult<Assignment> {
-    // A topic entry takes at least 16 (uuid) + 1 (array) + 1 (tags) bytes.
-    let topics = r.array("topic_partitions", true, 18, |r| {
-        let t = r.uuid("topic_id")?;
-        let ps = r.array("partitions", true, 4, |r| r.i32("partition"))?;
-        r.skip_tagged_fields()?;
-        Ok((t, ps))
-    })?;
-    Ok(Assignment::from_topic_partitions(&topics))
 }
 
 fn put_topic_partitions_infos(w: &mut BytesMut, topics: &[TopicPartitionsInfo]) {
