@@ -19,7 +19,7 @@ use std::fmt::Debug;
 
 use bytes::{BufMut, Bytes, BytesMut};
 use libfuzzer_sys::fuzz_target;
-use pinlog::protocol::api::{ShareApiKey, SHARE_GROUP_APIS};
+use pinlog::protocol::api::{ApiKey, SHARE_GROUP_APIS};
 use pinlog::protocol::codec::{DecodeResult, Reader};
 use pinlog::protocol::header::RequestHeader;
 use pinlog::protocol::messages::*;
@@ -90,7 +90,7 @@ fn check<M: Message>(mut reader: Reader, version: i16) {
 }
 
 /// The request type of `key`, and its response type.
-fn check_api(key: ShareApiKey, version: i16, request: Reader, also_response: bool) {
+fn check_api(key: ApiKey, version: i16, request: Reader, also_response: bool) {
     macro_rules! pair {
         ($req:ty, $resp:ty) => {{
             if also_response {
@@ -100,18 +100,19 @@ fn check_api(key: ShareApiKey, version: i16, request: Reader, also_response: boo
         }};
     }
     match key {
-        ShareApiKey::ShareGroupHeartbeat => pair!(share_group_heartbeat::ShareGroupHeartbeatRequest, share_group_heartbeat::ShareGroupHeartbeatResponse),
-        ShareApiKey::ShareGroupDescribe => pair!(share_group_describe::ShareGroupDescribeRequest, share_group_describe::ShareGroupDescribeResponse),
-        ShareApiKey::ShareFetch => pair!(share_fetch::ShareFetchRequest, share_fetch::ShareFetchResponse),
-        ShareApiKey::ShareAcknowledge => pair!(share_acknowledge::ShareAcknowledgeRequest, share_acknowledge::ShareAcknowledgeResponse),
-        ShareApiKey::InitializeShareGroupState => pair!(initialize_share_group_state::InitializeShareGroupStateRequest, initialize_share_group_state::InitializeShareGroupStateResponse),
-        ShareApiKey::ReadShareGroupState => pair!(read_share_group_state::ReadShareGroupStateRequest, read_share_group_state::ReadShareGroupStateResponse),
-        ShareApiKey::WriteShareGroupState => pair!(write_share_group_state::WriteShareGroupStateRequest, write_share_group_state::WriteShareGroupStateResponse),
-        ShareApiKey::DeleteShareGroupState => pair!(delete_share_group_state::DeleteShareGroupStateRequest, delete_share_group_state::DeleteShareGroupStateResponse),
-        ShareApiKey::ReadShareGroupStateSummary => pair!(read_share_group_state_summary::ReadShareGroupStateSummaryRequest, read_share_group_state_summary::ReadShareGroupStateSummaryResponse),
-        ShareApiKey::DescribeShareGroupOffsets => pair!(describe_share_group_offsets::DescribeShareGroupOffsetsRequest, describe_share_group_offsets::DescribeShareGroupOffsetsResponse),
-        ShareApiKey::AlterShareGroupOffsets => pair!(alter_share_group_offsets::AlterShareGroupOffsetsRequest, alter_share_group_offsets::AlterShareGroupOffsetsResponse),
-        ShareApiKey::DeleteShareGroupOffsets => pair!(delete_share_group_offsets::DeleteShareGroupOffsetsRequest, delete_share_group_offsets::DeleteShareGroupOffsetsResponse),
+        ApiKey::ShareGroupHeartbeat => pair!(share_group_heartbeat::ShareGroupHeartbeatRequest, share_group_heartbeat::ShareGroupHeartbeatResponse),
+        ApiKey::ShareGroupDescribe => pair!(share_group_describe::ShareGroupDescribeRequest, share_group_describe::ShareGroupDescribeResponse),
+        ApiKey::ShareFetch => pair!(share_fetch::ShareFetchRequest, share_fetch::ShareFetchResponse),
+        ApiKey::ShareAcknowledge => pair!(share_acknowledge::ShareAcknowledgeRequest, share_acknowledge::ShareAcknowledgeResponse),
+        ApiKey::InitializeShareGroupState => pair!(initialize_share_group_state::InitializeShareGroupStateRequest, initialize_share_group_state::InitializeShareGroupStateResponse),
+        ApiKey::ReadShareGroupState => pair!(read_share_group_state::ReadShareGroupStateRequest, read_share_group_state::ReadShareGroupStateResponse),
+        ApiKey::WriteShareGroupState => pair!(write_share_group_state::WriteShareGroupStateRequest, write_share_group_state::WriteShareGroupStateResponse),
+        ApiKey::DeleteShareGroupState => pair!(delete_share_group_state::DeleteShareGroupStateRequest, delete_share_group_state::DeleteShareGroupStateResponse),
+        ApiKey::ReadShareGroupStateSummary => pair!(read_share_group_state_summary::ReadShareGroupStateSummaryRequest, read_share_group_state_summary::ReadShareGroupStateSummaryResponse),
+        ApiKey::DescribeShareGroupOffsets => pair!(describe_share_group_offsets::DescribeShareGroupOffsetsRequest, describe_share_group_offsets::DescribeShareGroupOffsetsResponse),
+        ApiKey::AlterShareGroupOffsets => pair!(alter_share_group_offsets::AlterShareGroupOffsetsRequest, alter_share_group_offsets::AlterShareGroupOffsetsResponse),
+        ApiKey::DeleteShareGroupOffsets => pair!(delete_share_group_offsets::DeleteShareGroupOffsetsRequest, delete_share_group_offsets::DeleteShareGroupOffsetsResponse),
+        other => unreachable!("{other:?} is not a share-group API"),
     }
 }
 
@@ -119,10 +120,10 @@ fuzz_target!(|data: &[u8]| {
     let [api_pick, version_pick, rest @ ..] = data else {
         return;
     };
-    let api = &SHARE_GROUP_APIS[*api_pick as usize % SHARE_GROUP_APIS.len()];
+    let key = SHARE_GROUP_APIS[*api_pick as usize % SHARE_GROUP_APIS.len()];
+    let api = key.codec_support();
     let span = (api.max_version - api.min_version + 1) as u8;
     let version = api.min_version + (version_pick % span) as i16;
-    let key = api.key;
 
     // The frame as the broker will receive it: header v2 for every one.
     let mut frame = BytesMut::with_capacity(4 + rest.len());
@@ -132,7 +133,6 @@ fuzz_target!(|data: &[u8]| {
     let mut r = Reader::new(frame.freeze());
     if let Ok(prefix) = RequestHeader::decode_prefix(&mut r) {
         assert_eq!((prefix.0, prefix.1), (key as i16, version));
-        assert_eq!(ShareApiKey::from_i16(prefix.0), Some(key));
         if let Ok(header) = RequestHeader::decode_rest(&mut r, prefix, 2) {
             assert_eq!(header.correlation_id, prefix.2);
             check_api(key, version, r, false);

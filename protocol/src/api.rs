@@ -63,6 +63,18 @@ pub enum ApiKey {
     ConsumerGroupHeartbeat = 68,
     ConsumerGroupDescribe = 69,
     ListConfigResources = 74,
+    ShareGroupHeartbeat = 76,
+    ShareGroupDescribe = 77,
+    ShareFetch = 78,
+    ShareAcknowledge = 79,
+    InitializeShareGroupState = 83,
+    ReadShareGroupState = 84,
+    WriteShareGroupState = 85,
+    DeleteShareGroupState = 86,
+    ReadShareGroupStateSummary = 87,
+    DescribeShareGroupOffsets = 90,
+    AlterShareGroupOffsets = 91,
+    DeleteShareGroupOffsets = 92,
     /// pinlog's own: shard placement (`protocol/src/messages/partition_shards.rs`).
     PartitionShards = 32_000,
 }
@@ -70,11 +82,10 @@ pub enum ApiKey {
 /// `first_flexible_version` of an API with no flexible version.
 pub const NEVER_FLEXIBLE: i16 = i16::MAX;
 
-/// One row of the version table: of `ApiKey` by default, of
-/// [`ShareApiKey`] in [`SHARE_GROUP_APIS`].
+/// One row of the version table.
 #[derive(Debug, Clone, Copy)]
-pub struct ApiSupport<Key = ApiKey> {
-    pub key: Key,
+pub struct ApiSupport {
+    pub key: ApiKey,
     pub min_version: i16,
     pub max_version: i16,
     /// First version that uses compact encodings and tagged fields.
@@ -420,106 +431,106 @@ pub const SUPPORTED_APIS: &[ApiSupport] = &[
 /// advertise them, `ApiKey::from_i16` does not know them, and the broker
 /// refuses them as it refuses any unknown key. A row moves to
 /// `SUPPORTED_APIS` when the broker serves the API.
-pub const CODEC_ONLY_APIS: &[ApiSupport] = &[ApiSupport {
-    key: ApiKey::Envelope,
-    min_version: 0,
-    max_version: 0,
-    first_flexible_version: 0,
-}];
-
-/// KIP-932's share-group APIs, whose codecs exist
-/// (`protocol/src/messages/share_*.rs`, `*_share_group_*.rs`) before the
-/// broker serves any of them.
-///
-/// They are kept out of `ApiKey` on purpose, unlike `CODEC_ONLY_APIS`: the
-/// shell's dispatch matches `ApiKey` exhaustively, so a new variant would not
-/// compile until the shell names it, and the codecs land before the shell
-/// is touched. When the shell serves one, its variant moves into `ApiKey`
-/// and its row into `SUPPORTED_APIS`. Until then ApiVersions does not
-/// advertise them and `ApiKey::from_i16` refuses their keys as unknown.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[repr(i16)]
-pub enum ShareApiKey {
-    ShareGroupHeartbeat = 76,
-    ShareGroupDescribe = 77,
-    ShareFetch = 78,
-    ShareAcknowledge = 79,
-    InitializeShareGroupState = 83,
-    ReadShareGroupState = 84,
-    WriteShareGroupState = 85,
-    DeleteShareGroupState = 86,
-    ReadShareGroupStateSummary = 87,
-    DescribeShareGroupOffsets = 90,
-    AlterShareGroupOffsets = 91,
-    DeleteShareGroupOffsets = 92,
-}
-
-/// Every version Kafka 4.4 defines for the share-group APIs, sorted by key.
-/// All are flexible in every version. ShareGroupHeartbeat, ShareGroupDescribe,
-/// ShareFetch and ShareAcknowledge start at v1: their v0 was Kafka 4.0's
-/// early access, removed in 4.1.
-pub const SHARE_GROUP_APIS: &[ApiSupport<ShareApiKey>] = &[
-    share_row(ShareApiKey::ShareGroupHeartbeat, 1, 1),
-    share_row(ShareApiKey::ShareGroupDescribe, 1, 1),
-    share_row(ShareApiKey::ShareFetch, 1, 2),
-    share_row(ShareApiKey::ShareAcknowledge, 1, 2),
-    share_row(ShareApiKey::InitializeShareGroupState, 0, 0),
-    share_row(ShareApiKey::ReadShareGroupState, 0, 0),
-    share_row(ShareApiKey::WriteShareGroupState, 0, 1),
-    share_row(ShareApiKey::DeleteShareGroupState, 0, 0),
-    share_row(ShareApiKey::ReadShareGroupStateSummary, 0, 1),
-    share_row(ShareApiKey::DescribeShareGroupOffsets, 0, 1),
-    share_row(ShareApiKey::AlterShareGroupOffsets, 0, 0),
-    share_row(ShareApiKey::DeleteShareGroupOffsets, 0, 0),
+pub const CODEC_ONLY_APIS: &[ApiSupport] = &[
+    ApiSupport {
+        key: ApiKey::Envelope,
+        min_version: 0,
+        max_version: 0,
+        first_flexible_version: 0,
+    },
+    ApiSupport {
+        key: ApiKey::ShareGroupHeartbeat,
+        min_version: 1,
+        max_version: 1,
+        first_flexible_version: 0,
+    },
+    ApiSupport {
+        key: ApiKey::ShareGroupDescribe,
+        min_version: 1,
+        max_version: 1,
+        first_flexible_version: 0,
+    },
+    ApiSupport {
+        key: ApiKey::ShareFetch,
+        min_version: 1,
+        max_version: 2,
+        first_flexible_version: 0,
+    },
+    ApiSupport {
+        key: ApiKey::ShareAcknowledge,
+        min_version: 1,
+        max_version: 2,
+        first_flexible_version: 0,
+    },
+    ApiSupport {
+        key: ApiKey::InitializeShareGroupState,
+        min_version: 0,
+        max_version: 0,
+        first_flexible_version: 0,
+    },
+    ApiSupport {
+        key: ApiKey::ReadShareGroupState,
+        min_version: 0,
+        max_version: 0,
+        first_flexible_version: 0,
+    },
+    ApiSupport {
+        key: ApiKey::WriteShareGroupState,
+        min_version: 0,
+        max_version: 1,
+        first_flexible_version: 0,
+    },
+    ApiSupport {
+        key: ApiKey::DeleteShareGroupState,
+        min_version: 0,
+        max_version: 0,
+        first_flexible_version: 0,
+    },
+    ApiSupport {
+        key: ApiKey::ReadShareGroupStateSummary,
+        min_version: 0,
+        max_version: 1,
+        first_flexible_version: 0,
+    },
+    ApiSupport {
+        key: ApiKey::DescribeShareGroupOffsets,
+        min_version: 0,
+        max_version: 1,
+        first_flexible_version: 0,
+    },
+    ApiSupport {
+        key: ApiKey::AlterShareGroupOffsets,
+        min_version: 0,
+        max_version: 0,
+        first_flexible_version: 0,
+    },
+    ApiSupport {
+        key: ApiKey::DeleteShareGroupOffsets,
+        min_version: 0,
+        max_version: 0,
+        first_flexible_version: 0,
+    },
 ];
 
-const fn share_row(
-    key: ShareApiKey,
-    min_version: i16,
-    max_version: i16,
-) -> ApiSupport<ShareApiKey> {
-    ApiSupport {
-        key,
-        min_version,
-        max_version,
-        first_flexible_version: 0,
-    }
-}
-
-impl ShareApiKey {
-    /// The share-group API with this key.
-    pub fn from_i16(key: i16) -> Option<ShareApiKey> {
-        SHARE_GROUP_APIS
-            .iter()
-            .map(|a| a.key)
-            .find(|k| *k as i16 == key)
-    }
-
-    /// This API's row of `SHARE_GROUP_APIS`.
-    pub fn codec_support(self) -> &'static ApiSupport<ShareApiKey> {
-        SHARE_GROUP_APIS
-            .iter()
-            .find(|a| a.key == self)
-            .expect("every ShareApiKey has a row in SHARE_GROUP_APIS")
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            ShareApiKey::ShareGroupHeartbeat => "ShareGroupHeartbeat",
-            ShareApiKey::ShareGroupDescribe => "ShareGroupDescribe",
-            ShareApiKey::ShareFetch => "ShareFetch",
-            ShareApiKey::ShareAcknowledge => "ShareAcknowledge",
-            ShareApiKey::InitializeShareGroupState => "InitializeShareGroupState",
-            ShareApiKey::ReadShareGroupState => "ReadShareGroupState",
-            ShareApiKey::WriteShareGroupState => "WriteShareGroupState",
-            ShareApiKey::DeleteShareGroupState => "DeleteShareGroupState",
-            ShareApiKey::ReadShareGroupStateSummary => "ReadShareGroupStateSummary",
-            ShareApiKey::DescribeShareGroupOffsets => "DescribeShareGroupOffsets",
-            ShareApiKey::AlterShareGroupOffsets => "AlterShareGroupOffsets",
-            ShareApiKey::DeleteShareGroupOffsets => "DeleteShareGroupOffsets",
-        }
-    }
-}
+/// KIP-932's share-group APIs (Kafka 4.4's versions; all flexible in every
+/// version). ShareGroupHeartbeat, ShareGroupDescribe, ShareFetch and
+/// ShareAcknowledge start at v1: their v0 was Kafka 4.0's early access,
+/// removed in 4.1. Each sits in `CODEC_ONLY_APIS` until the broker serves
+/// it, then in `SUPPORTED_APIS`.
+pub const SHARE_GROUP_APIS: &[ApiKey] = &[
+    ApiKey::ShareGroupHeartbeat,
+    ApiKey::ShareGroupDescribe,
+    ApiKey::ShareFetch,
+    ApiKey::ShareAcknowledge,
+    ApiKey::InitializeShareGroupState,
+    ApiKey::ReadShareGroupState,
+    ApiKey::WriteShareGroupState,
+    ApiKey::DeleteShareGroupState,
+    ApiKey::ReadShareGroupStateSummary,
+    ApiKey::DescribeShareGroupOffsets,
+    ApiKey::AlterShareGroupOffsets,
+    ApiKey::DeleteShareGroupOffsets,
+];
 
 impl ApiKey {
     /// The API with this key if pinlog serves it: keys of
@@ -649,6 +660,18 @@ impl ApiKey {
             ApiKey::Envelope => "Envelope",
             ApiKey::ConsumerGroupHeartbeat => "ConsumerGroupHeartbeat",
             ApiKey::ConsumerGroupDescribe => "ConsumerGroupDescribe",
+            ApiKey::ShareGroupHeartbeat => "ShareGroupHeartbeat",
+            ApiKey::ShareGroupDescribe => "ShareGroupDescribe",
+            ApiKey::ShareFetch => "ShareFetch",
+            ApiKey::ShareAcknowledge => "ShareAcknowledge",
+            ApiKey::InitializeShareGroupState => "InitializeShareGroupState",
+            ApiKey::ReadShareGroupState => "ReadShareGroupState",
+            ApiKey::WriteShareGroupState => "WriteShareGroupState",
+            ApiKey::DeleteShareGroupState => "DeleteShareGroupState",
+            ApiKey::ReadShareGroupStateSummary => "ReadShareGroupStateSummary",
+            ApiKey::DescribeShareGroupOffsets => "DescribeShareGroupOffsets",
+            ApiKey::AlterShareGroupOffsets => "AlterShareGroupOffsets",
+            ApiKey::DeleteShareGroupOffsets => "DeleteShareGroupOffsets",
         }
     }
 }
@@ -676,23 +699,16 @@ mod tests {
     }
 
     #[test]
-    fn share_group_apis_are_flexible_and_not_served() {
-        assert!(
-            SHARE_GROUP_APIS
-                .windows(2)
-                .all(|w| (w[0].key as i16) < (w[1].key as i16)),
-            "SHARE_GROUP_APIS is sorted by key, without duplicates"
-        );
-        for a in SHARE_GROUP_APIS {
-            assert!(a.min_version <= a.max_version, "{:?}", a.key);
-            assert_eq!(a.first_flexible_version, 0, "{:?}", a.key);
-            assert_eq!(ShareApiKey::from_i16(a.key as i16), Some(a.key));
-            assert_eq!(ApiKey::from_i16(a.key as i16), None, "{:?}", a.key);
-            assert!(!a.key.name().is_empty());
-        }
+    fn share_group_apis_are_flexible_in_every_version() {
         assert_eq!(SHARE_GROUP_APIS.len(), 12);
-        assert_eq!(ShareApiKey::ShareFetch.codec_support().max_version, 2);
-        assert_eq!(ShareApiKey::from_i16(80), None);
+        for key in SHARE_GROUP_APIS {
+            let a = key.codec_support();
+            assert!(a.min_version <= a.max_version, "{key:?}");
+            assert_eq!(a.first_flexible_version, 0, "{key:?}");
+            assert!(!key.name().is_empty());
+        }
+        assert_eq!(ApiKey::ShareFetch.codec_support().max_version, 2);
+        assert_eq!(ApiKey::from_i16(80), None);
     }
 
     #[test]

@@ -110,6 +110,28 @@ pub const CONSUMER_GROUP_HEARTBEAT_GROUP: Rule = rule(Group, Read);
 pub const CONSUMER_GROUP_HEARTBEAT_TOPIC: Rule = rule(Topic, Describe);
 /// ConsumerGroupDescribe: DESCRIBE on each group.
 pub const CONSUMER_GROUP_DESCRIBE_GROUP: Rule = rule(Group, Describe);
+/// Share groups (KIP-932, Kafka's KafkaApis): ShareGroupHeartbeat needs
+/// READ on the group and DESCRIBE on each subscribed topic.
+pub const SHARE_GROUP_HEARTBEAT_GROUP: Rule = rule(Group, Read);
+pub const SHARE_GROUP_HEARTBEAT_TOPIC: Rule = rule(Topic, Describe);
+/// ShareGroupDescribe: DESCRIBE on each group.
+pub const SHARE_GROUP_DESCRIBE_GROUP: Rule = rule(Group, Describe);
+/// ShareFetch and ShareAcknowledge: READ on the group, READ on each topic.
+pub const SHARE_FETCH_GROUP: Rule = rule(Group, Read);
+pub const SHARE_FETCH_TOPIC: Rule = rule(Topic, Read);
+pub const SHARE_ACKNOWLEDGE_GROUP: Rule = rule(Group, Read);
+pub const SHARE_ACKNOWLEDGE_TOPIC: Rule = rule(Topic, Read);
+/// The share-group state APIs, which only brokers send.
+pub const SHARE_GROUP_STATE: Rule = rule(Cluster, ClusterAction);
+/// DescribeShareGroupOffsets: DESCRIBE on the group and on each topic.
+pub const DESCRIBE_SHARE_GROUP_OFFSETS_GROUP: Rule = rule(Group, Describe);
+pub const DESCRIBE_SHARE_GROUP_OFFSETS_TOPIC: Rule = rule(Topic, Describe);
+/// AlterShareGroupOffsets: READ on the group and on each topic.
+pub const ALTER_SHARE_GROUP_OFFSETS_GROUP: Rule = rule(Group, Read);
+pub const ALTER_SHARE_GROUP_OFFSETS_TOPIC: Rule = rule(Topic, Read);
+/// DeleteShareGroupOffsets: DELETE on the group, READ on each topic.
+pub const DELETE_SHARE_GROUP_OFFSETS_GROUP: Rule = rule(Group, Delete);
+pub const DELETE_SHARE_GROUP_OFFSETS_TOPIC: Rule = rule(Topic, Read);
 
 // Topics and configs.
 /// CreateTopics: on the cluster, or else on each topic.
@@ -262,6 +284,27 @@ pub fn rules_of(api: ApiKey) -> &'static [Rule] {
             CONSUMER_GROUP_HEARTBEAT_TOPIC,
         ],
         ApiKey::ConsumerGroupDescribe => &[CONSUMER_GROUP_DESCRIBE_GROUP],
+        ApiKey::ShareGroupHeartbeat => &[SHARE_GROUP_HEARTBEAT_GROUP, SHARE_GROUP_HEARTBEAT_TOPIC],
+        ApiKey::ShareGroupDescribe => &[SHARE_GROUP_DESCRIBE_GROUP],
+        ApiKey::ShareFetch => &[SHARE_FETCH_GROUP, SHARE_FETCH_TOPIC],
+        ApiKey::ShareAcknowledge => &[SHARE_ACKNOWLEDGE_GROUP, SHARE_ACKNOWLEDGE_TOPIC],
+        ApiKey::InitializeShareGroupState
+        | ApiKey::ReadShareGroupState
+        | ApiKey::WriteShareGroupState
+        | ApiKey::DeleteShareGroupState
+        | ApiKey::ReadShareGroupStateSummary => &[SHARE_GROUP_STATE],
+        ApiKey::DescribeShareGroupOffsets => &[
+            DESCRIBE_SHARE_GROUP_OFFSETS_GROUP,
+            DESCRIBE_SHARE_GROUP_OFFSETS_TOPIC,
+        ],
+        ApiKey::AlterShareGroupOffsets => &[
+            ALTER_SHARE_GROUP_OFFSETS_GROUP,
+            ALTER_SHARE_GROUP_OFFSETS_TOPIC,
+        ],
+        ApiKey::DeleteShareGroupOffsets => &[
+            DELETE_SHARE_GROUP_OFFSETS_GROUP,
+            DELETE_SHARE_GROUP_OFFSETS_TOPIC,
+        ],
     }
 }
 

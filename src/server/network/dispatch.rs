@@ -546,7 +546,19 @@ async fn serve_frame(
         // Codecs only (`CODEC_ONLY_APIS`): `ApiKey::from_i16` does not know
         // them, so their frames were refused above as unknown keys. Not
         // served until they move to `SUPPORTED_APIS`.
-        ApiKey::Envelope => Outcome::Close(format!(
+        ApiKey::Envelope
+        | ApiKey::ShareGroupHeartbeat
+        | ApiKey::ShareGroupDescribe
+        | ApiKey::ShareFetch
+        | ApiKey::ShareAcknowledge
+        | ApiKey::InitializeShareGroupState
+        | ApiKey::ReadShareGroupState
+        | ApiKey::WriteShareGroupState
+        | ApiKey::DeleteShareGroupState
+        | ApiKey::ReadShareGroupStateSummary
+        | ApiKey::DescribeShareGroupOffsets
+        | ApiKey::AlterShareGroupOffsets
+        | ApiKey::DeleteShareGroupOffsets => Outcome::Close(format!(
             "unknown API key {api_key} (correlation id {correlation_id})"
         )),
     }
