@@ -418,6 +418,18 @@ pub const SUPPORTED_APIS: &[ApiSupport] = &[
         first_flexible_version: 0,
     },
     ApiSupport {
+        key: ApiKey::ShareGroupHeartbeat,
+        min_version: 1,
+        max_version: 1,
+        first_flexible_version: 0,
+    },
+    ApiSupport {
+        key: ApiKey::ShareGroupDescribe,
+        min_version: 1,
+        max_version: 1,
+        first_flexible_version: 0,
+    },
+    ApiSupport {
         key: ApiKey::PartitionShards,
         min_version: 0,
         max_version: 0,
@@ -436,18 +448,6 @@ pub const CODEC_ONLY_APIS: &[ApiSupport] = &[
         key: ApiKey::Envelope,
         min_version: 0,
         max_version: 0,
-        first_flexible_version: 0,
-    },
-    ApiSupport {
-        key: ApiKey::ShareGroupHeartbeat,
-        min_version: 1,
-        max_version: 1,
-        first_flexible_version: 0,
-    },
-    ApiSupport {
-        key: ApiKey::ShareGroupDescribe,
-        min_version: 1,
-        max_version: 1,
         first_flexible_version: 0,
     },
     ApiSupport {

@@ -29,6 +29,7 @@ use self::consumer_group::{ConsumerGroupConfig, CONSUMER_GROUP_KEYS};
 use self::group::{GroupConfig, GROUP_KEYS};
 use self::listeners::{ListenerSettings, Listeners};
 use self::security::{SecuritySettings, TlsSettings};
+use self::share_group::{ShareGroupSettings, SHARE_GROUP_KEYS};
 use self::transaction::{TransactionConfig, TRANSACTION_KEYS};
 use crate::config::{CleanerConfig, CleanupPolicy, LogConfig};
 use crate::constants::*;
@@ -115,6 +116,8 @@ pub struct BrokerConfig {
     pub group: GroupConfig,
     /// The consumer-group protocol's settings (KIP-848, `group.consumer.*`).
     pub consumer_group: ConsumerGroupConfig,
+    /// `group.share.*` (KIP-932).
+    pub share_group: ShareGroupSettings,
     /// The transaction coordinator's settings (`transaction.*`).
     pub transaction: TransactionConfig,
     /// The log cleaner (`log.cleaner.*`).
@@ -427,6 +430,7 @@ impl Default for BrokerConfig {
             log: LogConfig::default(),
             group: GroupConfig::default(),
             consumer_group: ConsumerGroupConfig::default(),
+            share_group: ShareGroupSettings::default(),
             transaction: TransactionConfig::default(),
             cleaner: CleanerConfig::default(),
             cluster: ClusterConfig::default(),
@@ -702,6 +706,7 @@ impl BrokerConfig {
         }
         self.group.validate()?;
         self.consumer_group.validate()?;
+        self.share_group.validate()?;
         Ok(())
     }
 
@@ -895,6 +900,7 @@ impl BrokerConfig {
                     self.consumer_group.set(k, &text)?
                 }
                 k if TRANSACTION_KEYS.contains(&k) => self.transaction.set(k, int(key, v)?)?,
+                k if SHARE_GROUP_KEYS.contains(&k) => self.share_group.set(k, int(key, v)?)?,
                 "log.cleanup.policy" => {
                     let s = string(key, v)?;
                     self.log.cleanup_policy = CleanupPolicy::parse(&s).ok_or_else(|| {
@@ -936,13 +942,14 @@ impl BrokerConfig {
                 other => {
                     return Err(format!(
                         "unknown setting {other:?} in {}; known settings: \
-                         {}, {}, {}, {}, {}, {}, {} (the ssl.* and sasl.* ones also as \
+                         {}, {}, {}, {}, {}, {}, {}, {} (the ssl.* and sasl.* ones also as \
                          listener.name.<listener>.<setting>)",
                         path.display(),
                         KNOWN_KEYS.join(", "),
                         AUTHORIZER_KEYS.join(", "),
                         GROUP_KEYS.join(", "),
                         CONSUMER_GROUP_KEYS.join(", "),
+                        SHARE_GROUP_KEYS.join(", "),
                         TRANSACTION_KEYS.join(", "),
                         security::SSL_KEYS.join(", "),
                         security::SASL_KEYS.join(", ")

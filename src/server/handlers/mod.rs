@@ -53,6 +53,8 @@ pub mod partition_shards;
 pub mod produce;
 pub mod produce_verification;
 pub mod quota;
+pub mod share_group_describe;
+pub mod share_group_heartbeat;
 pub mod sync_group;
 pub mod txn_offset_commit;
 pub mod unregister_broker;
