@@ -21,6 +21,7 @@ pub mod group;
 pub mod listeners;
 pub mod sasl_settings;
 pub mod security;
+pub mod share_coordinator;
 pub mod share_group;
 pub mod transaction;
 
@@ -29,6 +30,7 @@ use self::consumer_group::{ConsumerGroupConfig, CONSUMER_GROUP_KEYS};
 use self::group::{GroupConfig, GROUP_KEYS};
 use self::listeners::{ListenerSettings, Listeners};
 use self::security::{SecuritySettings, TlsSettings};
+use self::share_coordinator::{ShareCoordinatorConfig, SHARE_COORDINATOR_KEYS};
 use self::transaction::{TransactionConfig, TRANSACTION_KEYS};
 use crate::config::{CleanerConfig, CleanupPolicy, LogConfig};
 use crate::constants::*;
@@ -117,6 +119,8 @@ pub struct BrokerConfig {
     pub consumer_group: ConsumerGroupConfig,
     /// The transaction coordinator's settings (`transaction.*`).
     pub transaction: TransactionConfig,
+    /// The share coordinator's settings (`share.coordinator.*`, KIP-932).
+    pub share_coordinator: ShareCoordinatorConfig,
     /// The log cleaner (`log.cleaner.*`).
     pub cleaner: CleanerConfig,
     /// `process.roles`, `controller.quorum.*`, `controller.listen`.
@@ -428,6 +432,7 @@ impl Default for BrokerConfig {
             group: GroupConfig::default(),
             consumer_group: ConsumerGroupConfig::default(),
             transaction: TransactionConfig::default(),
+            share_coordinator: ShareCoordinatorConfig::default(),
             cleaner: CleanerConfig::default(),
             cluster: ClusterConfig::default(),
             replication: ReplicationConfig::default(),
@@ -895,6 +900,9 @@ impl BrokerConfig {
                     self.consumer_group.set(k, &text)?
                 }
                 k if TRANSACTION_KEYS.contains(&k) => self.transaction.set(k, int(key, v)?)?,
+                k if SHARE_COORDINATOR_KEYS.contains(&k) => {
+                    self.share_coordinator.set(k, int(key, v)?)?
+                }
                 "log.cleanup.policy" => {
                     let s = string(key, v)?;
                     self.log.cleanup_policy = CleanupPolicy::parse(&s).ok_or_else(|| {
@@ -936,7 +944,7 @@ impl BrokerConfig {
                 other => {
                     return Err(format!(
                         "unknown setting {other:?} in {}; known settings: \
-                         {}, {}, {}, {}, {}, {}, {} (the ssl.* and sasl.* ones also as \
+                         {}, {}, {}, {}, {}, {}, {}, {} (the ssl.* and sasl.* ones also as \
                          listener.name.<listener>.<setting>)",
                         path.display(),
                         KNOWN_KEYS.join(", "),
@@ -944,6 +952,7 @@ impl BrokerConfig {
                         GROUP_KEYS.join(", "),
                         CONSUMER_GROUP_KEYS.join(", "),
                         TRANSACTION_KEYS.join(", "),
+                        SHARE_COORDINATOR_KEYS.join(", "),
                         security::SSL_KEYS.join(", "),
                         security::SASL_KEYS.join(", ")
                     ))
