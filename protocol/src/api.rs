@@ -423,6 +423,36 @@ pub const SUPPORTED_APIS: &[ApiSupport] = &[
         max_version: 0,
         first_flexible_version: 0,
     },
+    ApiSupport {
+        key: ApiKey::InitializeShareGroupState,
+        min_version: 0,
+        max_version: 0,
+        first_flexible_version: 0,
+    },
+    ApiSupport {
+        key: ApiKey::ReadShareGroupState,
+        min_version: 0,
+        max_version: 0,
+        first_flexible_version: 0,
+    },
+    ApiSupport {
+        key: ApiKey::WriteShareGroupState,
+        min_version: 0,
+        max_version: 1,
+        first_flexible_version: 0,
+    },
+    ApiSupport {
+        key: ApiKey::DeleteShareGroupState,
+        min_version: 0,
+        max_version: 0,
+        first_flexible_version: 0,
+    },
+    ApiSupport {
+        key: ApiKey::ReadShareGroupStateSummary,
+        min_version: 0,
+        max_version: 1,
+        first_flexible_version: 0,
+    },
 ];
 
 /// APIs whose codecs pinlog has (`protocol/src/messages/`) but whose broker
@@ -460,36 +490,6 @@ pub const CODEC_ONLY_APIS: &[ApiSupport] = &[
         key: ApiKey::ShareAcknowledge,
         min_version: 1,
         max_version: 2,
-        first_flexible_version: 0,
-    },
-    ApiSupport {
-        key: ApiKey::InitializeShareGroupState,
-        min_version: 0,
-        max_version: 0,
-        first_flexible_version: 0,
-    },
-    ApiSupport {
-        key: ApiKey::ReadShareGroupState,
-        min_version: 0,
-        max_version: 0,
-        first_flexible_version: 0,
-    },
-    ApiSupport {
-        key: ApiKey::WriteShareGroupState,
-        min_version: 0,
-        max_version: 1,
-        first_flexible_version: 0,
-    },
-    ApiSupport {
-        key: ApiKey::DeleteShareGroupState,
-        min_version: 0,
-        max_version: 0,
-        first_flexible_version: 0,
-    },
-    ApiSupport {
-        key: ApiKey::ReadShareGroupStateSummary,
-        min_version: 0,
-        max_version: 1,
         first_flexible_version: 0,
     },
     ApiSupport {

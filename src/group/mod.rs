@@ -7,4 +7,4 @@
 pub mod coordinator;
 pub mod offsets_log;
 
-pub use pinlog_core::group::{consumer, consumer_protocol, group, offsets_topic, schema};
+pub use pinlog_core::group::{consumer, consumer_protocol, group, offsets_topic, schema, share};
