@@ -45,6 +45,7 @@ const SERVER_ROOMS: &[&str] = &[
     "controller",
     "replication",
     "txn_coordinator",
+    "share_state",
     "image_applier",
     "shard_placement",
     "handlers",

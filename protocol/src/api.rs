@@ -435,33 +435,6 @@ pub const SUPPORTED_APIS: &[ApiSupport] = &[
         max_version: 0,
         first_flexible_version: 0,
     },
-];
-
-/// APIs whose codecs pinlog has (`protocol/src/messages/`) but whose broker
-/// side does not exist yet, sorted by key, with the versions the codecs
-/// implement. They are not in `SUPPORTED_APIS`: ApiVersions does not
-/// advertise them, `ApiKey::from_i16` does not know them, and the broker
-/// refuses them as it refuses any unknown key. A row moves to
-/// `SUPPORTED_APIS` when the broker serves the API.
-pub const CODEC_ONLY_APIS: &[ApiSupport] = &[
-    ApiSupport {
-        key: ApiKey::Envelope,
-        min_version: 0,
-        max_version: 0,
-        first_flexible_version: 0,
-    },
-    ApiSupport {
-        key: ApiKey::ShareFetch,
-        min_version: 1,
-        max_version: 2,
-        first_flexible_version: 0,
-    },
-    ApiSupport {
-        key: ApiKey::ShareAcknowledge,
-        min_version: 1,
-        max_version: 2,
-        first_flexible_version: 0,
-    },
     ApiSupport {
         key: ApiKey::InitializeShareGroupState,
         min_version: 0,
@@ -490,6 +463,33 @@ pub const CODEC_ONLY_APIS: &[ApiSupport] = &[
         key: ApiKey::ReadShareGroupStateSummary,
         min_version: 0,
         max_version: 1,
+        first_flexible_version: 0,
+    },
+];
+
+/// APIs whose codecs pinlog has (`protocol/src/messages/`) but whose broker
+/// side does not exist yet, sorted by key, with the versions the codecs
+/// implement. They are not in `SUPPORTED_APIS`: ApiVersions does not
+/// advertise them, `ApiKey::from_i16` does not know them, and the broker
+/// refuses them as it refuses any unknown key. A row moves to
+/// `SUPPORTED_APIS` when the broker serves the API.
+pub const CODEC_ONLY_APIS: &[ApiSupport] = &[
+    ApiSupport {
+        key: ApiKey::Envelope,
+        min_version: 0,
+        max_version: 0,
+        first_flexible_version: 0,
+    },
+    ApiSupport {
+        key: ApiKey::ShareFetch,
+        min_version: 1,
+        max_version: 2,
+        first_flexible_version: 0,
+    },
+    ApiSupport {
+        key: ApiKey::ShareAcknowledge,
+        min_version: 1,
+        max_version: 2,
         first_flexible_version: 0,
     },
     ApiSupport {

@@ -13,4 +13,5 @@ pub mod metrics;
 pub mod network;
 pub mod replication;
 pub mod shard_placement;
+pub mod share_state;
 pub mod txn_coordinator;

@@ -21,6 +21,7 @@ pub mod group;
 pub mod listeners;
 pub mod sasl_settings;
 pub mod security;
+pub mod share_coordinator;
 pub mod share_group;
 pub mod transaction;
 
@@ -30,6 +31,7 @@ use self::group::{GroupConfig, GROUP_KEYS};
 use self::listeners::{ListenerSettings, Listeners};
 use self::security::{SecuritySettings, TlsSettings};
 use self::share_group::{ShareGroupSettings, SHARE_GROUP_KEYS};
+use self::share_coordinator::{ShareCoordinatorConfig, SHARE_COORDINATOR_KEYS};
 use self::transaction::{TransactionConfig, TRANSACTION_KEYS};
 use crate::config::{CleanerConfig, CleanupPolicy, LogConfig};
 use crate::constants::*;
@@ -120,6 +122,8 @@ pub struct BrokerConfig {
     pub share_group: ShareGroupSettings,
     /// The transaction coordinator's settings (`transaction.*`).
     pub transaction: TransactionConfig,
+    /// The share coordinator's settings (`share.coordinator.*`, KIP-932).
+    pub share_coordinator: ShareCoordinatorConfig,
     /// The log cleaner (`log.cleaner.*`).
     pub cleaner: CleanerConfig,
     /// `process.roles`, `controller.quorum.*`, `controller.listen`.
@@ -432,6 +436,7 @@ impl Default for BrokerConfig {
             consumer_group: ConsumerGroupConfig::default(),
             share_group: ShareGroupSettings::default(),
             transaction: TransactionConfig::default(),
+            share_coordinator: ShareCoordinatorConfig::default(),
             cleaner: CleanerConfig::default(),
             cluster: ClusterConfig::default(),
             replication: ReplicationConfig::default(),
@@ -901,6 +906,9 @@ impl BrokerConfig {
                 }
                 k if TRANSACTION_KEYS.contains(&k) => self.transaction.set(k, int(key, v)?)?,
                 k if SHARE_GROUP_KEYS.contains(&k) => self.share_group.set(k, int(key, v)?)?,
+                k if SHARE_COORDINATOR_KEYS.contains(&k) => {
+                    self.share_coordinator.set(k, int(key, v)?)?
+                }
                 "log.cleanup.policy" => {
                     let s = string(key, v)?;
                     self.log.cleanup_policy = CleanupPolicy::parse(&s).ok_or_else(|| {
@@ -951,6 +959,7 @@ impl BrokerConfig {
                         CONSUMER_GROUP_KEYS.join(", "),
                         SHARE_GROUP_KEYS.join(", "),
                         TRANSACTION_KEYS.join(", "),
+                        SHARE_COORDINATOR_KEYS.join(", "),
                         security::SSL_KEYS.join(", "),
                         security::SASL_KEYS.join(", ")
                     ))

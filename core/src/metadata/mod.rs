@@ -17,10 +17,15 @@ pub const OFFSETS_TOPIC: &str = "__consumer_offsets";
 /// Kafka's internal topic for the transaction coordinator's state.
 pub const TRANSACTION_STATE_TOPIC: &str = "__transaction_state";
 
+/// Kafka's internal topic for the share coordinator's state (KIP-932):
+/// share partitions' delivery state, as ShareSnapshot and ShareUpdate
+/// records.
+pub const SHARE_GROUP_STATE_TOPIC: &str = "__share_group_state";
+
 /// Whether `topic` is one of Kafka's internal topics, which only the
 /// coordinators write and nobody deletes.
 pub fn is_internal_topic(topic: &str) -> bool {
-    topic == OFFSETS_TOPIC || topic == TRANSACTION_STATE_TOPIC
+    topic == OFFSETS_TOPIC || topic == TRANSACTION_STATE_TOPIC || topic == SHARE_GROUP_STATE_TOPIC
 }
 
 /// KRaft's name for the metadata log's topic.

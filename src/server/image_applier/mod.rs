@@ -16,11 +16,12 @@ use crate::group::coordinator::GroupCoordinator;
 use crate::log::partition_metadata::{self, format_topic_id, TopicId, TopicIdCheck};
 use crate::metadata::image::MetadataImage;
 use crate::metadata::{dynamic_broker_config, topic_config};
-use crate::metadata::{OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC};
+use crate::metadata::{OFFSETS_TOPIC, SHARE_GROUP_STATE_TOPIC, TRANSACTION_STATE_TOPIC};
 use crate::node::replicas::{self, Replicas};
 use crate::node::state::BrokerState;
 use crate::replica::{Assignment, Transition};
 use crate::server::replication::replica_fetcher::ReplicaFetchers;
+use crate::server::share_state::ShareStateCoordinator;
 use crate::server::txn_coordinator::TxnCoordinator;
 use crate::shard::shard::{map_concurrently, now_ms, Shard};
 use crate::topic_partition::TopicPartition;
@@ -215,6 +216,9 @@ async fn remove_local_replica(shard: &Rc<Shard>, tp: &TopicPartition) -> LogResu
     if tp.topic == TRANSACTION_STATE_TOPIC {
         TxnCoordinator::of(shard).on_lost_leadership(tp.partition);
     }
+    if tp.topic == SHARE_GROUP_STATE_TOPIC {
+        ShareStateCoordinator::of(shard).on_lost_leadership(tp.partition);
+    }
     replicas::forget(shard, tp);
     crate::node::partition_load::PartitionLoad::of(shard).forget(tp);
     shard.delete_local_partition(tp).await
@@ -363,6 +367,13 @@ async fn apply_assignment(
             if tp.topic == TRANSACTION_STATE_TOPIC {
                 TxnCoordinator::of(shard).on_became_leader(shard, tp.partition, leader_epoch);
             }
+            if tp.topic == SHARE_GROUP_STATE_TOPIC {
+                ShareStateCoordinator::of(shard).on_became_leader(
+                    shard,
+                    tp.partition,
+                    leader_epoch,
+                );
+            }
         }
         Transition::BecameFollower { leader } => {
             drop(log);
@@ -377,6 +388,9 @@ async fn apply_assignment(
             }
             if tp.topic == TRANSACTION_STATE_TOPIC {
                 TxnCoordinator::of(shard).on_lost_leadership(tp.partition);
+            }
+            if tp.topic == SHARE_GROUP_STATE_TOPIC {
+                ShareStateCoordinator::of(shard).on_lost_leadership(tp.partition);
             }
             if let Some(leader) = leader {
                 ReplicaFetchers::of(shard).follow(shard, tp.clone(), leader);

@@ -382,6 +382,7 @@ async fn shard_main(
     crate::server::shard_placement::balancer::spawn(&shard, &config.balancer, stop.clone());
     crate::group::coordinator::start(&shard, stop.clone());
     crate::server::txn_coordinator::start(&shard, stop.clone());
+    crate::server::share_state::start(&shard, stop.clone());
     let cleaner_task = spawn_cleaner(&shard, &config, stop.clone());
     let metrics_task = metrics_listener.map(|l| metrics_http::spawn(&shard, l, stop.clone()));
     let accept_loops: Vec<_> = bound

@@ -568,17 +568,44 @@ async fn serve_frame(
             handlers::delete_acls::handle,
             access
         ),
+        // The share-group state APIs (KIP-932): a broker's requests, not
+        // metered, as Kafka exempts them.
+        ApiKey::InitializeShareGroupState => serve!(
+            initialize_share_group_state::InitializeShareGroupStateRequest,
+            handlers::initialize_share_group_state::handle,
+            access,
+            exempt
+        ),
+        ApiKey::ReadShareGroupState => serve!(
+            read_share_group_state::ReadShareGroupStateRequest,
+            handlers::read_share_group_state::handle,
+            access,
+            exempt
+        ),
+        ApiKey::WriteShareGroupState => serve!(
+            write_share_group_state::WriteShareGroupStateRequest,
+            handlers::write_share_group_state::handle,
+            access,
+            exempt
+        ),
+        ApiKey::DeleteShareGroupState => serve!(
+            delete_share_group_state::DeleteShareGroupStateRequest,
+            handlers::delete_share_group_state::handle,
+            access,
+            exempt
+        ),
+        ApiKey::ReadShareGroupStateSummary => serve!(
+            read_share_group_state_summary::ReadShareGroupStateSummaryRequest,
+            handlers::read_share_group_state_summary::handle,
+            access,
+            exempt
+        ),
         // Codecs only (`CODEC_ONLY_APIS`): `ApiKey::from_i16` does not know
         // them, so their frames were refused above as unknown keys. Not
         // served until they move to `SUPPORTED_APIS`.
         ApiKey::Envelope
         | ApiKey::ShareFetch
         | ApiKey::ShareAcknowledge
-        | ApiKey::InitializeShareGroupState
-        | ApiKey::ReadShareGroupState
-        | ApiKey::WriteShareGroupState
-        | ApiKey::DeleteShareGroupState
-        | ApiKey::ReadShareGroupStateSummary
         | ApiKey::DescribeShareGroupOffsets
         | ApiKey::AlterShareGroupOffsets
         | ApiKey::DeleteShareGroupOffsets => Outcome::Close(format!(

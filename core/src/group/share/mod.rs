@@ -11,6 +11,10 @@
 //! - `partition_state.rs`: that durable state as the share coordinator
 //!   keeps it, folded from snapshots and updates (or writes), from which a
 //!   partition is loaded again.
+//! - `state_store.rs`: the share coordinator's decisions: the state of
+//!   every share partition of a `__share_group_state` partition, the
+//!   record each state API writes (fencing, snapshot or update), and how
+//!   much of the log a load still needs.
 //! - `group.rs`: a share group's membership (ShareGroupHeartbeat): member
 //!   epochs, subscriptions, the target assignment, sessions; records out,
 //!   replayed in, as the consumer group's core does.
@@ -26,6 +30,7 @@ pub mod partition_state;
 pub mod records;
 pub mod session;
 pub mod state_records;
+pub mod state_store;
 
 #[cfg(test)]
 mod group_tests;

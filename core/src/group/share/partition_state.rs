@@ -19,10 +19,7 @@ use crate::group::share::state_records::{
 };
 use crate::protocol::messages::share_group_state::StateBatch;
 
-/// Kafka's `share.coordinator.snapshot.update.records.per.snapshot`: after
-/// this many ShareUpdates the coordinator writes a snapshot instead, so
-/// that loading replays a bounded number of records.
-pub const DEFAULT_SHARE_COORDINATOR_SNAPSHOT_UPDATE_RECORDS_PER_SNAPSHOT: u32 = 500;
+pub use crate::broker_config::share_coordinator::DEFAULT_SHARE_COORDINATOR_SNAPSHOT_UPDATE_RECORDS_PER_SNAPSHOT;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DurableShareState {
