@@ -30,8 +30,8 @@ use self::consumer_group::{ConsumerGroupConfig, CONSUMER_GROUP_KEYS};
 use self::group::{GroupConfig, GROUP_KEYS};
 use self::listeners::{ListenerSettings, Listeners};
 use self::security::{SecuritySettings, TlsSettings};
-use self::share_group::{ShareGroupSettings, SHARE_GROUP_KEYS};
 use self::share_coordinator::{ShareCoordinatorConfig, SHARE_COORDINATOR_KEYS};
+use self::share_group::{ShareGroupSettings, SHARE_GROUP_KEYS};
 use self::transaction::{TransactionConfig, TRANSACTION_KEYS};
 use crate::config::{CleanerConfig, CleanupPolicy, LogConfig};
 use crate::constants::*;
@@ -950,7 +950,7 @@ impl BrokerConfig {
                 other => {
                     return Err(format!(
                         "unknown setting {other:?} in {}; known settings: \
-                         {}, {}, {}, {}, {}, {}, {}, {} (the ssl.* and sasl.* ones also as \
+                         {}, {}, {}, {}, {}, {}, {}, {}, {} (the ssl.* and sasl.* ones also as \
                          listener.name.<listener>.<setting>)",
                         path.display(),
                         KNOWN_KEYS.join(", "),

@@ -603,9 +603,17 @@ async fn serve_frame(
         // Codecs only (`CODEC_ONLY_APIS`): `ApiKey::from_i16` does not know
         // them, so their frames were refused above as unknown keys. Not
         // served until they move to `SUPPORTED_APIS`.
+        ApiKey::ShareFetch => serve!(
+            share_fetch::ShareFetchRequest,
+            handlers::share_fetch::handle,
+            access
+        ),
+        ApiKey::ShareAcknowledge => serve!(
+            share_acknowledge::ShareAcknowledgeRequest,
+            handlers::share_acknowledge::handle,
+            access
+        ),
         ApiKey::Envelope
-        | ApiKey::ShareFetch
-        | ApiKey::ShareAcknowledge
         | ApiKey::DescribeShareGroupOffsets
         | ApiKey::AlterShareGroupOffsets
         | ApiKey::DeleteShareGroupOffsets => Outcome::Close(format!(

@@ -330,6 +330,19 @@ impl SharePartition {
         fetchable_end_offset: i64,
         now_ms: i64,
     ) -> Acquisition {
+        self.acquire_from(member, max_records, i64::MIN, fetchable_end_offset, now_ms)
+    }
+
+    /// [`Self::acquire`], of offsets from `from_offset` on only: the shell
+    /// read the log from there, so it can deliver nothing below it.
+    pub fn acquire_from(
+        &mut self,
+        member: &str,
+        max_records: u32,
+        from_offset: i64,
+        fetchable_end_offset: i64,
+        now_ms: i64,
+    ) -> Acquisition {
         let mut changed = self.expire_due_locks(now_ms);
         let owner: Rc<str> = Rc::from(member);
         let deadline = now_ms + self.config.record_lock_duration_ms;
@@ -343,6 +356,9 @@ impl SharePartition {
             let offset = self.offset_at(i);
             if offset >= fetchable_end_offset {
                 break;
+            }
+            if offset < from_offset {
+                continue;
             }
             let r = &mut self.records[i];
             if r.state != RecordState::Available {
