@@ -251,3 +251,103 @@ fn share_acknowledgements_release_reject_and_the_delivery_limit() {
     }
     s.stop("a1");
 }
+
+/// A three-node cluster (RF 3 everywhere): a node is killed while members
+/// consume. Every record is still delivered, and no record whose
+/// acknowledgement the member saw committed (commitSync returned) is ever
+/// delivered again: the acknowledgement was durable in `__share_group_state`
+/// before it was answered, wherever its share coordinator and the
+/// partition's leader moved.
+#[test]
+fn share_acknowledgements_survive_a_node_killed_in_a_cluster() {
+    if skipped("share_acknowledgements_survive_a_node_killed_in_a_cluster") {
+        return;
+    }
+    let _serial = serial();
+    let libs = kafka_libs();
+    let java = JavaClasses::compile(&libs);
+    require_python_clients();
+    let opts = BrokerOpts::new()
+        .setting("offsets.topic.num.partitions", 3)
+        .setting("share.coordinator.state.topic.num.partitions", 3);
+    let mut nodes = support::Cluster::start(3, opts).nodes;
+    let broker = nodes.remove(0);
+    let mut s = Scene {
+        members: Vec::new(),
+        broker,
+        others: nodes,
+        dir: tempfile::Builder::new()
+            .prefix("pinlog-groups-")
+            .tempdir()
+            .expect("create a temporary directory for the clients"),
+    };
+    let topic = "failover-queue";
+    s.create(topic, 3, &["--replication-factor", "3"]);
+    for name in ["k1", "k2"] {
+        s.share_member(
+            &java,
+            name,
+            "survivors",
+            topic,
+            &["pinlog.explicit=true", "max.poll.records=50"],
+        );
+    }
+    s.warm_up_share_group(topic);
+    // Every partition must have been read once before the kill: the group
+    // starts a partition at its end when it first reads it.
+    std::thread::sleep(Duration::from_secs(3));
+    let first = 300;
+    s.produce(topic, FIRST_SEQ, first);
+    s.wait_deliveries(topic, Duration::from_secs(60), "the first records", |d| {
+        d.len() as u64 >= first / 2
+    });
+    s.others[0].kill9();
+    let second = 300;
+    s.produce(topic, FIRST_SEQ + first, second);
+    let total = first + second;
+    let d = s.wait_deliveries(
+        topic,
+        Duration::from_secs(90),
+        "every record delivered",
+        |d| d.len() as u64 == total,
+    );
+    // Acknowledgements a commitSync returned for: durable.
+    let mut durable: BTreeSet<(i64, i64)> = BTreeSet::new();
+    for m in &s.members {
+        let mut pending: Vec<(i64, i64)> = Vec::new();
+        for e in m.events() {
+            match e.ev.as_str() {
+                "ack" => pending.push((e.int("p").unwrap_or(-1), e.int("o").unwrap_or(-1))),
+                "committed" => durable.extend(pending.drain(..)),
+                "commit_failed" => pending.clear(),
+                _ => {}
+            }
+        }
+    }
+    let mut offsets_of: BTreeMap<(i64, i64), usize> = BTreeMap::new();
+    for m in &s.members {
+        for e in m.events().iter().filter(|e| e.ev == "rec") {
+            *offsets_of
+                .entry((e.int("p").unwrap_or(-1), e.int("o").unwrap_or(-1)))
+                .or_default() += 1;
+        }
+    }
+    let redelivered: Vec<_> = durable
+        .iter()
+        .filter(|po| offsets_of.get(po).copied().unwrap_or(0) > 1)
+        .collect();
+    if !redelivered.is_empty() {
+        s.fail(&format!(
+            "records delivered again after their acknowledgement was committed: {redelivered:?}"
+        ));
+    }
+    if durable.len() < (total / 2) as usize {
+        s.fail(&format!(
+            "only {} acknowledgements were committed; deliveries: {d:?}",
+            durable.len()
+        ));
+    }
+    for name in ["k1", "k2"] {
+        s.stop(name);
+    }
+}

@@ -35,6 +35,8 @@ import org.apache.kafka.common.serialization.StringDeserializer;
  * <li>{@code pinlog.release.always=N}: explicit mode; released at every
  * delivery (the delivery limit archives it);</li>
  * <li>{@code pinlog.reject=N}: explicit mode; rejected;</li>
+ * <li>{@code pinlog.explicit=true}: explicit mode, accepting everything
+ * (each poll's acknowledgements committed with commitSync);</li>
  * <li>every other record is accepted (explicitly in explicit mode,
  * implicitly by the next poll otherwise).</li>
  * </ul>
@@ -55,6 +57,7 @@ public class ShareConsumer {
         props.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
         props.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
         long releaseFirst = 0, releaseAlways = 0, reject = 0;
+        boolean explicitOnly = false;
         for (int i = 6; i < args.length; i++) {
             String[] kv = args[i].split("=", 2);
             if (kv.length != 2) {
@@ -64,10 +67,11 @@ public class ShareConsumer {
                 case "pinlog.release.first" -> releaseFirst = Long.parseLong(kv[1]);
                 case "pinlog.release.always" -> releaseAlways = Long.parseLong(kv[1]);
                 case "pinlog.reject" -> reject = Long.parseLong(kv[1]);
+                case "pinlog.explicit" -> explicitOnly = Boolean.parseBoolean(kv[1]);
                 default -> props.put(kv[0], kv[1]);
             }
         }
-        boolean explicit = releaseFirst > 0 || releaseAlways > 0 || reject > 0;
+        boolean explicit = explicitOnly || releaseFirst > 0 || releaseAlways > 0 || reject > 0;
         if (explicit) {
             props.put("share.acknowledgement.mode", "explicit");
         }
