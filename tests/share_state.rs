@@ -12,10 +12,13 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use pinlog::group::share::state_records::SharePartitionKey;
-use pinlog::group::share::state_store::partition_for;
+use pinlog::group::share::state_store::{coordinator_key, partition_for};
 use pinlog::protocol::api::ApiKey;
 use pinlog::protocol::error_code::*;
 use pinlog::protocol::messages::delete_share_group_state::*;
+use pinlog::protocol::messages::find_coordinator::{
+    FindCoordinatorRequest, FindCoordinatorResponse, KEY_TYPE_SHARE,
+};
 use pinlog::protocol::messages::initialize_share_group_state::*;
 use pinlog::protocol::messages::list_offsets::*;
 use pinlog::protocol::messages::read_share_group_state::*;
@@ -303,6 +306,19 @@ fn state_survives_a_crash_and_the_topic_is_pruned() {
         (NONE, -1),
         "never initialized"
     );
+
+    // FindCoordinator's SHARE key type names this broker; a malformed key
+    // is refused.
+    let req = FindCoordinatorRequest {
+        key_type: KEY_TYPE_SHARE,
+        coordinator_keys: vec![coordinator_key(&key(0)), "no-partition".into()],
+        ..FindCoordinatorRequest::default()
+    };
+    let mut r = c.call(ApiKey::FindCoordinator, 6, |w| req.encode(w, 6));
+    let resp = FindCoordinatorResponse::decode(&mut r, 6).expect("decode");
+    assert_eq!(resp.coordinators[0].error_code, NONE, "{resp:?}");
+    assert_eq!(resp.coordinators[0].port, i32::from(broker.port()));
+    assert_eq!(resp.coordinators[1].error_code, INVALID_REQUEST);
 
     // Pruning: share partition 0's old records go; share partition 1's
     // snapshot (its initialization) is now the oldest needed.
