@@ -5,19 +5,23 @@
 //! COORDINATOR_NOT_AVAILABLE, which clients retry.
 //!
 //! A transactional id's coordinator is likewise the leader of its
-//! `__transaction_state` partition. As in Kafka, the first lookup of a
+//! `__transaction_state` partition, and a share partition's share
+//! coordinator (key type SHARE, v6+, a broker's question: CLUSTER_ACTION)
+//! the leader of its `__share_group_state` partition, the key being
+//! `groupId:topicId:partition`. As in Kafka, the first lookup of a
 //! coordinator creates its topic.
 
 use std::rc::Rc;
 
 use crate::acl::matrix;
-use crate::metadata::{OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC};
+use crate::metadata::{OFFSETS_TOPIC, SHARE_GROUP_STATE_TOPIC, TRANSACTION_STATE_TOPIC};
 use crate::node::state::BrokerState;
 use crate::protocol::error_code;
 use crate::protocol::header::RequestHeader;
 use crate::protocol::messages::find_coordinator::*;
 use crate::server::handlers::access::Access;
 use crate::server::handlers::offsets_topic::ensure_offsets_topic;
+use crate::server::share_state::topic::ensure_share_group_state_topic;
 use crate::server::txn_coordinator::topic::ensure_transaction_state_topic;
 use crate::shard::shard::Shard;
 
@@ -34,6 +38,20 @@ fn refused(key: String, code: i16, message: String) -> Coordinator {
 
 /// First version that looks up a batch of keys.
 const BATCHED_FROM: i16 = 4;
+/// First version with the SHARE key type.
+const SHARE_FROM: i16 = 6;
+
+/// Kafka's check of a share coordinator key: `groupId:topicId:partition`
+/// with a non-empty group, a topic id and a partition number (the group
+/// itself may hold colons).
+fn is_share_key(key: &str) -> bool {
+    let mut parts = key.rsplitn(3, ':');
+    let (Some(partition), Some(topic_id), Some(group)) = (parts.next(), parts.next(), parts.next())
+    else {
+        return false;
+    };
+    !group.is_empty() && !topic_id.is_empty() && partition.parse::<i32>().is_ok_and(|p| p >= 0)
+}
 
 pub async fn handle(
     shard: &Rc<Shard>,
@@ -48,6 +66,8 @@ pub async fn handle(
     } else {
         vec![req.key.clone()]
     };
+    let share_allowed = req.key_type == KEY_TYPE_SHARE
+        && access.allows_cluster(&broker.image(), matrix::SHARE_GROUP_STATE);
     let (code, message) = match req.key_type {
         KEY_TYPE_GROUP => match ensure_offsets_topic(shard).await {
             Ok(()) => (error_code::NONE, None),
@@ -63,11 +83,25 @@ pub async fn handle(
                 Some("the transaction coordinator is starting; retry".to_string()),
             ),
         },
+        KEY_TYPE_SHARE if header.api_version < SHARE_FROM => (
+            error_code::UNSUPPORTED_VERSION,
+            Some(format!("the share key type needs v{SHARE_FROM}")),
+        ),
+        // Refused key by key below, without creating the topic.
+        KEY_TYPE_SHARE if !share_allowed => (error_code::NONE, None),
+        KEY_TYPE_SHARE => match ensure_share_group_state_topic(shard).await {
+            Ok(()) => (error_code::NONE, None),
+            Err(code) => (
+                code,
+                Some("the share coordinator is starting; retry".to_string()),
+            ),
+        },
         other => (
             error_code::INVALID_REQUEST,
             Some(format!("unknown coordinator key type {other}")),
         ),
     };
+
     let ok = code == error_code::NONE;
     let image = broker.image();
     let coordinators: Vec<Coordinator> = keys
@@ -87,6 +121,13 @@ pub async fn handle(
                     format!("not authorized to describe this {}", rule.resource_type),
                 );
             }
+            if req.key_type == KEY_TYPE_SHARE && !share_allowed {
+                return refused(
+                    key,
+                    error_code::CLUSTER_AUTHORIZATION_FAILED,
+                    "only brokers look up share coordinators".into(),
+                );
+            }
             if req.key_type == KEY_TYPE_GROUP && ok && key.is_empty() {
                 return refused(
                     key,
@@ -104,13 +145,21 @@ pub async fn handle(
                     "the transactional id is empty".into(),
                 );
             }
-            let (topic, what) = if req.key_type == KEY_TYPE_TRANSACTION {
-                (TRANSACTION_STATE_TOPIC, "transactional id")
-            } else {
-                (OFFSETS_TOPIC, "group")
+            if req.key_type == KEY_TYPE_SHARE && !is_share_key(&key) {
+                return refused(
+                    key,
+                    error_code::INVALID_REQUEST,
+                    "a share coordinator key is groupId:topicId:partition".into(),
+                );
+            }
+            let (topic, what) = match req.key_type {
+                KEY_TYPE_TRANSACTION => (TRANSACTION_STATE_TOPIC, "transactional id"),
+                KEY_TYPE_SHARE => (SHARE_GROUP_STATE_TOPIC, "share partition"),
+                _ => (OFFSETS_TOPIC, "group"),
             };
             let partitions = image.topic(topic).map_or(0, |t| t.partitions.len() as i32);
-            // The same mapping for both (Kafka's `abs(hashCode) % partitions`).
+            // The same mapping for all three (Kafka's `abs(hashCode) %
+            // partitions`; a share key is hashed as the string it is).
             let partition = crate::group::offsets_topic::partition_for(&key, partitions);
             let leader = image.partition(topic, partition).map_or(-1, |p| p.leader);
             let endpoint = image
@@ -153,5 +202,27 @@ pub async fn handle(
         host: first.host,
         port: first.port,
         coordinators: Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_share_key;
+
+    #[test]
+    fn share_keys_are_checked_as_kafka_checks_them() {
+        assert!(is_share_key("group:AAAAAAAAAAAAAAAAAAAAAA:0"));
+        assert!(is_share_key("a:b:c:AAAAAAAAAAAAAAAAAAAAAA:12"));
+        for bad in [
+            "",
+            "group",
+            "group:topic",
+            ":t:0",
+            "g::0",
+            "g:t:-1",
+            "g:t:x",
+        ] {
+            assert!(!is_share_key(bad), "{bad:?}");
+        }
     }
 }
