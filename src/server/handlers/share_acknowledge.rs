@@ -93,7 +93,7 @@ pub async fn handle(
     };
     let denied: HashSet<String> = if access.is_enabled() {
         let topics: BTreeSet<&str> = names.values().map(String::as_str).collect();
-        access.denied(&image, matrix::SHARE_ACKNOWLEDGE_TOPIC, topics.into_iter())
+        access.denied(&image, matrix::SHARE_ACKNOWLEDGE_TOPIC, topics)
     } else {
         HashSet::new()
     };

@@ -230,7 +230,7 @@ pub async fn handle(
     // Kafka's rule: READ on each topic, asked over the session's partitions.
     let denied: HashSet<String> = if access.is_enabled() {
         let topics: BTreeSet<&str> = names.values().map(String::as_str).collect();
-        access.denied(&image, matrix::SHARE_FETCH_TOPIC, topics.into_iter())
+        access.denied(&image, matrix::SHARE_FETCH_TOPIC, topics)
     } else {
         HashSet::new()
     };
