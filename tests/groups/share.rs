@@ -11,6 +11,11 @@
 //!   its delivery count moved on and accepted then; a rejected one is never
 //!   delivered again; one released at every delivery is archived at
 //!   `group.share.delivery.count.limit` and not delivered past it;
+//! - a member killed while it holds records: they come back to another
+//!   member once their locks expire (`group.share.record.lock.duration.ms`),
+//!   with their delivery count moved on, and not before;
+//! - a node killed in a 3-node cluster: no acknowledged record is
+//!   delivered again, and every record is delivered;
 //! - kafka-share-groups.sh lists and describes the group.
 //!
 //! A share group starts reading a partition at its end
@@ -350,4 +355,84 @@ fn share_acknowledgements_survive_a_node_killed_in_a_cluster() {
     for name in ["k1", "k2"] {
         s.stop(name);
     }
+}
+
+/// `group.share.record.lock.duration.ms`: a member that takes records and
+/// then dies without acknowledging them (kill -9: its share session is
+/// never closed) holds them until their locks expire; then another member
+/// gets them, with their delivery count moved on, and not before.
+#[test]
+fn share_records_of_a_dead_member_come_back_when_their_locks_expire() {
+    if skipped("share_records_of_a_dead_member_come_back_when_their_locks_expire") {
+        return;
+    }
+    let _serial = serial();
+    let libs = kafka_libs();
+    let java = JavaClasses::compile(&libs);
+    let lock_ms: i64 = 15_000;
+    let mut s = Scene::start_with(&[("group.share.record.lock.duration.ms", lock_ms)]);
+    let topic = "locks";
+    s.create(topic, 1, &[]);
+    // Warm up with a member that acknowledges, so the partition's state
+    // exists; it stops before the stuck one starts.
+    s.share_member(&java, "w", "lockers", topic, &[]);
+    s.warm_up_share_group(topic);
+    s.stop("w");
+    s.share_member(
+        &java,
+        "stuck",
+        "lockers",
+        topic,
+        &["pinlog.explicit=true", "pinlog.sleep.ms=120000"],
+    );
+    let count = 20;
+    // The stuck member must have joined and fetched before the records
+    // exist, or it may not be the one that gets them.
+    s.wait_event("stuck", "polled", Duration::from_secs(30));
+    s.produce(topic, FIRST_SEQ, count);
+    let held = s.wait_deliveries(
+        topic,
+        Duration::from_secs(30),
+        "the stuck member got records",
+        |d| !d.is_empty(),
+    );
+    let held_at = Instant::now();
+    s.kill9("stuck");
+    s.share_member(&java, "rescuer", "lockers", topic, &[]);
+    let d = s.wait_deliveries(
+        topic,
+        Duration::from_secs(60),
+        "every record delivered to the rescuer",
+        |d| {
+            (FIRST_SEQ..FIRST_SEQ + count).all(|seq| {
+                d.get(&seq)
+                    .is_some_and(|v| v.iter().any(|(m, _)| m == "rescuer"))
+            })
+        },
+    );
+    let mut problems = Vec::new();
+    for seq in held.keys() {
+        let rescued = d[seq]
+            .iter()
+            .find(|(m, _)| m == "rescuer")
+            .map(|(_, dc)| *dc);
+        if rescued != Some(2) {
+            problems.push(format!("seq {seq}: {:?}", d[seq]));
+        }
+    }
+    if !problems.is_empty() {
+        s.fail(&format!(
+            "records the dead member held came back without their delivery count moved on:\n{}",
+            problems.join("\n")
+        ));
+    }
+    // Not before the locks expired: the rescuer's first delivery of a held
+    // record came at least most of a lock duration after it was held.
+    let rescued_in = held_at.elapsed();
+    if rescued_in < Duration::from_millis((lock_ms / 2) as u64) {
+        s.fail(&format!(
+            "held records came back {rescued_in:?} after the kill, before their locks expired"
+        ));
+    }
+    s.stop("rescuer");
 }

@@ -37,6 +37,8 @@ import org.apache.kafka.common.serialization.StringDeserializer;
  * <li>{@code pinlog.reject=N}: explicit mode; rejected;</li>
  * <li>{@code pinlog.explicit=true}: explicit mode, accepting everything
  * (each poll's acknowledgements committed with commitSync);</li>
+ * <li>{@code pinlog.sleep.ms=MS}: sleep that long after a poll that
+ * returned records, before acknowledging them (a slow or stuck worker);</li>
  * <li>every other record is accepted (explicitly in explicit mode,
  * implicitly by the next poll otherwise).</li>
  * </ul>
@@ -58,6 +60,7 @@ public class ShareConsumer {
         props.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
         long releaseFirst = 0, releaseAlways = 0, reject = 0;
         boolean explicitOnly = false;
+        long sleepMs = 0;
         for (int i = 6; i < args.length; i++) {
             String[] kv = args[i].split("=", 2);
             if (kv.length != 2) {
@@ -68,6 +71,7 @@ public class ShareConsumer {
                 case "pinlog.release.always" -> releaseAlways = Long.parseLong(kv[1]);
                 case "pinlog.reject" -> reject = Long.parseLong(kv[1]);
                 case "pinlog.explicit" -> explicitOnly = Boolean.parseBoolean(kv[1]);
+                case "pinlog.sleep.ms" -> sleepMs = Long.parseLong(kv[1]);
                 default -> props.put(kv[0], kv[1]);
             }
         }
@@ -97,11 +101,16 @@ public class ShareConsumer {
                 }
                 GroupConsumer.emit("polled", "n", Integer.toString(records.count()));
                 for (ConsumerRecord<String, String> r : records) {
-                    Optional<Short> dc = r.deliveryCount();
                     GroupConsumer.emit("rec", "p", Integer.toString(r.partition()),
                             "o", Long.toString(r.offset()), "k", r.key(), "v", r.value(),
-                            "dc", dc.map(String::valueOf).orElse("-1"));
+                            "dc", r.deliveryCount().map(String::valueOf).orElse("-1"));
                     consumed++;
+                }
+                if (sleepMs > 0 && !records.isEmpty()) {
+                    Thread.sleep(sleepMs);
+                }
+                for (ConsumerRecord<String, String> r : records) {
+                    Optional<Short> dc = r.deliveryCount();
                     if (!explicit) {
                         continue;
                     }
