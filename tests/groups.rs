@@ -1409,7 +1409,8 @@ impl JavaClasses {
     }
 }
 
-/// Compiles GroupConsumer.java into `classes`; returns the classpath to run
+/// Compiles GroupConsumer.java (and ShareConsumer.java, which uses its
+/// event format) into `classes`; returns the classpath to run
 /// it with.
 fn compile_group_consumer(libs: &Path, classes: &Path) -> String {
     let jars = format!("{}/*", libs.display());
@@ -1417,7 +1418,8 @@ fn compile_group_consumer(libs: &Path, classes: &Path) -> String {
         Command::new("javac")
             .args(["-cp", &jars, "-d"])
             .arg(classes)
-            .arg(Path::new(GROUPS_DIR).join("java/GroupConsumer.java")),
+            .arg(Path::new(GROUPS_DIR).join("java/GroupConsumer.java"))
+            .arg(Path::new(GROUPS_DIR).join("java/ShareConsumer.java")),
         None,
         STEP_TIMEOUT,
     )
@@ -2682,3 +2684,6 @@ mod kip848;
 
 #[path = "groups/migration.rs"]
 mod migration;
+
+#[path = "groups/share.rs"]
+mod share;

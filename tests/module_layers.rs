@@ -46,6 +46,7 @@ const SERVER_ROOMS: &[&str] = &[
     "replication",
     "txn_coordinator",
     "share_state",
+    "share_partitions",
     "image_applier",
     "shard_placement",
     "handlers",

@@ -418,9 +418,27 @@ pub const SUPPORTED_APIS: &[ApiSupport] = &[
         first_flexible_version: 0,
     },
     ApiSupport {
-        key: ApiKey::PartitionShards,
-        min_version: 0,
-        max_version: 0,
+        key: ApiKey::ShareGroupHeartbeat,
+        min_version: 1,
+        max_version: 1,
+        first_flexible_version: 0,
+    },
+    ApiSupport {
+        key: ApiKey::ShareGroupDescribe,
+        min_version: 1,
+        max_version: 1,
+        first_flexible_version: 0,
+    },
+    ApiSupport {
+        key: ApiKey::ShareFetch,
+        min_version: 1,
+        max_version: 2,
+        first_flexible_version: 0,
+    },
+    ApiSupport {
+        key: ApiKey::ShareAcknowledge,
+        min_version: 1,
+        max_version: 2,
         first_flexible_version: 0,
     },
     ApiSupport {
@@ -453,6 +471,12 @@ pub const SUPPORTED_APIS: &[ApiSupport] = &[
         max_version: 1,
         first_flexible_version: 0,
     },
+    ApiSupport {
+        key: ApiKey::PartitionShards,
+        min_version: 0,
+        max_version: 0,
+        first_flexible_version: 0,
+    },
 ];
 
 /// APIs whose codecs pinlog has (`protocol/src/messages/`) but whose broker
@@ -466,30 +490,6 @@ pub const CODEC_ONLY_APIS: &[ApiSupport] = &[
         key: ApiKey::Envelope,
         min_version: 0,
         max_version: 0,
-        first_flexible_version: 0,
-    },
-    ApiSupport {
-        key: ApiKey::ShareGroupHeartbeat,
-        min_version: 1,
-        max_version: 1,
-        first_flexible_version: 0,
-    },
-    ApiSupport {
-        key: ApiKey::ShareGroupDescribe,
-        min_version: 1,
-        max_version: 1,
-        first_flexible_version: 0,
-    },
-    ApiSupport {
-        key: ApiKey::ShareFetch,
-        min_version: 1,
-        max_version: 2,
-        first_flexible_version: 0,
-    },
-    ApiSupport {
-        key: ApiKey::ShareAcknowledge,
-        min_version: 1,
-        max_version: 2,
         first_flexible_version: 0,
     },
     ApiSupport {

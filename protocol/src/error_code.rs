@@ -80,6 +80,8 @@ pub const SHARE_SESSION_NOT_FOUND: i16 = 122;
 pub const INVALID_SHARE_SESSION_EPOCH: i16 = 123;
 /// The share coordinator refused a state write of an older state epoch.
 pub const FENCED_STATE_EPOCH: i16 = 124;
+/// `group.share.max.share.sessions` sessions exist already (Kafka 4.1).
+pub const SHARE_SESSION_LIMIT_REACHED: i16 = 133;
 // The broker lifecycle (KRaft's BrokerRegistration and BrokerHeartbeat).
 pub const NOT_CONTROLLER: i16 = 41;
 pub const STALE_BROKER_EPOCH: i16 = 77;

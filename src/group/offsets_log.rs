@@ -12,6 +12,7 @@ use glommio::sync::RwLock;
 use crate::error::LogError;
 use crate::group::consumer::{replay_into, ConsumerGroup, ConsumerGroupRecord};
 use crate::group::schema::RecordKey;
+use crate::group::share::{ShareGroup, ShareGroupRecord};
 use crate::log::partition_log::PartitionLog;
 use crate::node::internal_log::{scan_to_end, Scanned};
 use crate::topic_partition::TopicPartition;
@@ -29,6 +30,8 @@ pub struct LatestValues {
     /// log order (`ConsumerGroup::replay`, as the coordinator applies them
     /// when it writes them).
     pub consumer_groups: BTreeMap<String, ConsumerGroup>,
+    /// The share groups (KIP-932), rebuilt the same way.
+    pub share_groups: BTreeMap<String, ShareGroup>,
 }
 
 /// Reads `tp` from its log start to its log end (see
@@ -59,9 +62,20 @@ pub async fn read_latest_values(
             Ok(Some(k)) => k,
             Ok(None) => {
                 let value = value.map(Bytes::copy_from_slice);
-                match ConsumerGroupRecord::decode(Bytes::copy_from_slice(key), value) {
+                match ConsumerGroupRecord::decode(Bytes::copy_from_slice(key), value.clone()) {
                     Ok(Some(r)) => replay_into(&mut out.consumer_groups, &r),
-                    Ok(None) => {}
+                    Ok(None) => {
+                        match ShareGroupRecord::decode(Bytes::copy_from_slice(key), value) {
+                            Ok(Some(r)) => {
+                                crate::group::share::replay_into(&mut out.share_groups, &r)
+                            }
+                            Ok(None) => {}
+                            Err(e) => tracing::warn!(
+                                partition = tp.partition,
+                                "skipping an undecodable share group record: {e}"
+                            ),
+                        }
+                    }
                     Err(e) => tracing::warn!(
                         partition = tp.partition,
                         "skipping an undecodable consumer group record: {e}"

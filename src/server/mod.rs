@@ -1,8 +1,8 @@
 //! The broker shell on glommio, in rooms by subsystem (ARCHITECTURE.md,
 //! "Code map"): the network edge, the API handlers, the broker's side of
 //! the controller (forwarding, broker sessions), the metadata image
-//! applier, the replication shell, the transaction coordinator, shard
-//! placement, the lifecycle and metrics. The
+//! applier, the replication shell, the transaction coordinator, the share
+//! partitions of share groups, shard placement, the lifecycle and metrics. The
 //! decisions they carry out are in pinlog-core.
 
 pub mod controller;
@@ -13,5 +13,6 @@ pub mod metrics;
 pub mod network;
 pub mod replication;
 pub mod shard_placement;
+pub mod share_partitions;
 pub mod share_state;
 pub mod txn_coordinator;

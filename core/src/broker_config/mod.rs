@@ -31,6 +31,7 @@ use self::group::{GroupConfig, GROUP_KEYS};
 use self::listeners::{ListenerSettings, Listeners};
 use self::security::{SecuritySettings, TlsSettings};
 use self::share_coordinator::{ShareCoordinatorConfig, SHARE_COORDINATOR_KEYS};
+use self::share_group::{ShareGroupSettings, SHARE_GROUP_KEYS};
 use self::transaction::{TransactionConfig, TRANSACTION_KEYS};
 use crate::config::{CleanerConfig, CleanupPolicy, LogConfig};
 use crate::constants::*;
@@ -117,6 +118,8 @@ pub struct BrokerConfig {
     pub group: GroupConfig,
     /// The consumer-group protocol's settings (KIP-848, `group.consumer.*`).
     pub consumer_group: ConsumerGroupConfig,
+    /// `group.share.*` (KIP-932).
+    pub share_group: ShareGroupSettings,
     /// The transaction coordinator's settings (`transaction.*`).
     pub transaction: TransactionConfig,
     /// The share coordinator's settings (`share.coordinator.*`, KIP-932).
@@ -431,6 +434,7 @@ impl Default for BrokerConfig {
             log: LogConfig::default(),
             group: GroupConfig::default(),
             consumer_group: ConsumerGroupConfig::default(),
+            share_group: ShareGroupSettings::default(),
             transaction: TransactionConfig::default(),
             share_coordinator: ShareCoordinatorConfig::default(),
             cleaner: CleanerConfig::default(),
@@ -707,6 +711,7 @@ impl BrokerConfig {
         }
         self.group.validate()?;
         self.consumer_group.validate()?;
+        self.share_group.validate()?;
         Ok(())
     }
 
@@ -900,6 +905,7 @@ impl BrokerConfig {
                     self.consumer_group.set(k, &text)?
                 }
                 k if TRANSACTION_KEYS.contains(&k) => self.transaction.set(k, int(key, v)?)?,
+                k if SHARE_GROUP_KEYS.contains(&k) => self.share_group.set(k, int(key, v)?)?,
                 k if SHARE_COORDINATOR_KEYS.contains(&k) => {
                     self.share_coordinator.set(k, int(key, v)?)?
                 }
@@ -944,13 +950,14 @@ impl BrokerConfig {
                 other => {
                     return Err(format!(
                         "unknown setting {other:?} in {}; known settings: \
-                         {}, {}, {}, {}, {}, {}, {}, {} (the ssl.* and sasl.* ones also as \
+                         {}, {}, {}, {}, {}, {}, {}, {}, {} (the ssl.* and sasl.* ones also as \
                          listener.name.<listener>.<setting>)",
                         path.display(),
                         KNOWN_KEYS.join(", "),
                         AUTHORIZER_KEYS.join(", "),
                         GROUP_KEYS.join(", "),
                         CONSUMER_GROUP_KEYS.join(", "),
+                        SHARE_GROUP_KEYS.join(", "),
                         TRANSACTION_KEYS.join(", "),
                         SHARE_COORDINATOR_KEYS.join(", "),
                         security::SSL_KEYS.join(", "),

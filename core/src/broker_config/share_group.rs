@@ -1,8 +1,7 @@
 //! Settings of share groups (KIP-932) that a share partition obeys, with
 //! Kafka's names, defaults and bounds. They sit beside the other group
 //! settings so that the settings import no subsystem; the pure share
-//! partition in `group/share/` reads them. Not yet read from the settings
-//! file: the broker shell wires them in when it serves share groups.
+//! partition in `group/share/` reads them.
 
 /// `group.share.record.lock.duration.ms`: how long a member holds the
 /// records it acquired before they become available to others again.
@@ -122,9 +121,88 @@ impl SharePartitionConfig {
     }
 }
 
+/// The setting names [`ShareGroupSettings::set`] takes.
+pub const SHARE_GROUP_KEYS: &[&str] = &[
+    "group.share.session.timeout.ms",
+    "group.share.heartbeat.interval.ms",
+    "group.share.max.size",
+    "group.share.record.lock.duration.ms",
+    "group.share.partition.max.record.locks",
+    "group.share.delivery.count.limit",
+];
+
+/// Every share-group setting of the broker: the membership's and the
+/// share partitions'.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ShareGroupSettings {
+    pub group: ShareGroupConfig,
+    pub partition: SharePartitionConfig,
+}
+
+impl ShareGroupSettings {
+    /// Sets one setting; the error names it and says what is accepted.
+    pub fn set(&mut self, key: &str, value: i64) -> Result<(), String> {
+        let positive_i32 = || {
+            i32::try_from(value)
+                .ok()
+                .filter(|v| *v > 0)
+                .ok_or_else(|| format!("setting {key:?}: must be between 1 and {}", i32::MAX))
+        };
+        match key {
+            "group.share.session.timeout.ms" => self.group.session_timeout_ms = positive_i32()?,
+            "group.share.heartbeat.interval.ms" => {
+                self.group.heartbeat_interval_ms = positive_i32()?
+            }
+            "group.share.max.size" => self.group.max_size = positive_i32()?,
+            "group.share.record.lock.duration.ms" => {
+                self.partition.record_lock_duration_ms = i64::from(positive_i32()?)
+            }
+            "group.share.partition.max.record.locks" => {
+                self.partition.max_record_locks = positive_i32()? as u32
+            }
+            "group.share.delivery.count.limit" => {
+                self.partition.delivery_count_limit = i16::try_from(value)
+                    .map_err(|_| format!("setting {key:?}: {value} is not a delivery count"))?
+            }
+            other => return Err(format!("{other:?} is not a share group setting")),
+        }
+        Ok(())
+    }
+
+    /// Kafka's bounds, and a heartbeat interval below the session timeout.
+    pub fn validate(&self) -> Result<(), String> {
+        self.partition.validate()?;
+        if self.group.heartbeat_interval_ms >= self.group.session_timeout_ms {
+            return Err(format!(
+                "group.share.heartbeat.interval.ms ({}) must be lower than \
+                 group.share.session.timeout.ms ({})",
+                self.group.heartbeat_interval_ms, self.group.session_timeout_ms
+            ));
+        }
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn settings_are_set_by_kafkas_names_and_checked() {
+        let mut s = ShareGroupSettings::default();
+        s.validate().unwrap();
+        s.set("group.share.record.lock.duration.ms", 15_000)
+            .unwrap();
+        s.set("group.share.delivery.count.limit", 2).unwrap();
+        s.set("group.share.heartbeat.interval.ms", 1_000).unwrap();
+        assert_eq!(s.partition.record_lock_duration_ms, 15_000);
+        assert_eq!(s.partition.delivery_count_limit, 2);
+        s.validate().unwrap();
+        s.set("group.share.session.timeout.ms", 500).unwrap();
+        assert!(s.validate().unwrap_err().contains("heartbeat"));
+        assert!(s.set("group.share.max.size", 0).is_err());
+        assert!(s.set("group.share.nope", 1).is_err());
+    }
 
     #[test]
     fn defaults_are_kafkas_and_valid() {

@@ -329,6 +329,12 @@ impl GroupCoordinator {
         // The load may have been replaced while this waited.
         self.ready(&shard, partition).map_err(fail)?;
         let group_id = req.group_id.clone();
+        if self.is_share_group(&group_id) {
+            return Err(HeartbeatError {
+                error_code: error_code::GROUP_ID_NOT_FOUND,
+                message: format!("Group {group_id} is not a consumer group."),
+            });
+        }
         // A live classic group of that id converts (an online upgrade), if
         // it may; an empty one (offsets only, or all members gone) gives
         // way, as Kafka deletes it.

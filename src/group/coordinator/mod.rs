@@ -140,9 +140,11 @@ pub const CLASSIC_GROUP_TYPE: &str = "classic";
 mod consumer;
 mod deletion;
 mod migration;
+mod share;
 mod timers;
 
 pub use self::consumer::{topics_image, CONSUMER_GROUP_TYPE};
+pub use self::share::SHARE_GROUP_TYPE;
 
 pub use self::timers::start;
 
@@ -159,10 +161,16 @@ pub struct GroupCoordinator {
     pending_txn: RefCell<HashMap<(i32, i64), Vec<txn_offsets::PendingOffset>>>,
     /// The KIP-848 consumer groups and their deadlines (`consumer.rs`).
     consumer: RefCell<consumer::ConsumerGroups>,
+    /// The share groups' membership and sessions (`share.rs`).
+    share: RefCell<share::ShareGroups>,
+    share_settings: crate::broker_config::share_group::ShareGroupSettings,
 }
 
 impl GroupCoordinator {
-    fn new(config: GroupConfig) -> Self {
+    fn new(
+        config: GroupConfig,
+        share_settings: crate::broker_config::share_group::ShareGroupSettings,
+    ) -> Self {
         GroupCoordinator {
             config,
             groups: RefCell::new(HashMap::new()),
@@ -170,6 +178,8 @@ impl GroupCoordinator {
             partitions: RefCell::new(HashMap::new()),
             pending_txn: RefCell::new(HashMap::new()),
             consumer: RefCell::new(consumer::ConsumerGroups::default()),
+            share: RefCell::new(share::ShareGroups::default()),
+            share_settings,
         }
     }
 
@@ -178,8 +188,10 @@ impl GroupCoordinator {
         match shard.extension::<GroupCoordinator>() {
             Some(c) => c,
             None => {
+                let config = &BrokerState::of(shard).config;
                 let c = Rc::new(GroupCoordinator::new(
-                    BrokerState::of(shard).config.group.clone(),
+                    config.group.clone(),
+                    config.share_group,
                 ));
                 shard.set_extension(c.clone());
                 c
@@ -251,6 +263,7 @@ impl GroupCoordinator {
             by_partition.remove(g);
         }
         self.consumer.borrow_mut().drop_groups(&gone);
+        self.share.borrow_mut().drop_groups(&gone);
         tracing::info!(
             partition,
             groups = gone.len(),
@@ -310,6 +323,7 @@ impl GroupCoordinator {
             records,
             pending,
             consumer_groups,
+            share_groups,
         } = read_latest_values(&log, &tp).await?;
         {
             // Whatever a previous load of this partition left goes first.
@@ -322,7 +336,8 @@ impl GroupCoordinator {
                 .collect();
             self.consumer.borrow_mut().drop_groups(&stale);
         }
-        let consumer_count = self.load_consumer_groups(shard, partition, consumer_groups);
+        let consumer_count = self.load_consumer_groups(shard, partition, consumer_groups)
+            + self.load_share_groups(partition, share_groups);
         {
             let mut pending_txn = self.pending_txn.borrow_mut();
             pending_txn.retain(|(p, _), _| *p != partition);
@@ -557,6 +572,7 @@ impl GroupCoordinator {
         if let Err(code) = self
             .ready(&shard, partition)
             .and_then(|_| self.check_session_timeout(params.session_timeout_ms))
+            .and_then(|_| self.share_group_conflict(&group_id).map_or(Ok(()), Err))
         {
             return JoinOutcome::error(code, &params.member_id);
         }
@@ -1009,6 +1025,7 @@ impl GroupCoordinator {
             .collect();
         drop(partition_of);
         listed.extend(self.list_consumer(&led));
+        listed.extend(self.list_share(&led));
         Ok(listed)
     }
 }

@@ -29,6 +29,7 @@ impl GroupCoordinator {
             }
         }
         self.tick_consumer(shard);
+        self.tick_share(shard);
     }
 
     /// Kafka's offset expiration: offsets of an empty group expire

@@ -21,6 +21,7 @@ use crate::node::replicas::{self, Replicas};
 use crate::node::state::BrokerState;
 use crate::replica::{Assignment, Transition};
 use crate::server::replication::replica_fetcher::ReplicaFetchers;
+use crate::server::share_partitions::SharePartitions;
 use crate::server::share_state::ShareStateCoordinator;
 use crate::server::txn_coordinator::TxnCoordinator;
 use crate::shard::shard::{map_concurrently, now_ms, Shard};
@@ -219,6 +220,7 @@ async fn remove_local_replica(shard: &Rc<Shard>, tp: &TopicPartition) -> LogResu
     if tp.topic == SHARE_GROUP_STATE_TOPIC {
         ShareStateCoordinator::of(shard).on_lost_leadership(tp.partition);
     }
+    SharePartitions::of(shard).on_lost_leadership(tp);
     replicas::forget(shard, tp);
     crate::node::partition_load::PartitionLoad::of(shard).forget(tp);
     shard.delete_local_partition(tp).await
@@ -392,6 +394,7 @@ async fn apply_assignment(
             if tp.topic == SHARE_GROUP_STATE_TOPIC {
                 ShareStateCoordinator::of(shard).on_lost_leadership(tp.partition);
             }
+            SharePartitions::of(shard).on_lost_leadership(&tp);
             if let Some(leader) = leader {
                 ReplicaFetchers::of(shard).follow(shard, tp.clone(), leader);
             }

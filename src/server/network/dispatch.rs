@@ -396,6 +396,31 @@ async fn serve_frame(
             handlers::consumer_group_describe::handle,
             access
         ),
+        ApiKey::ShareGroupHeartbeat => {
+            let req = match share_group_heartbeat::ShareGroupHeartbeatRequest::decode(&mut r, v) {
+                Ok(req) => req,
+                Err(e) => return malformed(key, v, e),
+            };
+            let mut resp = handlers::share_group_heartbeat::handle(
+                shard,
+                &header,
+                req,
+                &session.peer_host,
+                &access,
+            )
+            .await;
+            let throttle = request_throttle(shard, session, &header, clock);
+            resp.throttle_time_ms = throttle_time_ms(throttle);
+            throttled(
+                respond(correlation_id, resp_header, v, |w| resp.encode(w.buf(), v)),
+                throttle,
+            )
+        }
+        ApiKey::ShareGroupDescribe => serve!(
+            share_group_describe::ShareGroupDescribeRequest,
+            handlers::share_group_describe::handle,
+            access
+        ),
         ApiKey::SyncGroup => serve!(
             sync_group::SyncGroupRequest,
             handlers::sync_group::handle,
@@ -578,11 +603,17 @@ async fn serve_frame(
         // Codecs only (`CODEC_ONLY_APIS`): `ApiKey::from_i16` does not know
         // them, so their frames were refused above as unknown keys. Not
         // served until they move to `SUPPORTED_APIS`.
+        ApiKey::ShareFetch => serve!(
+            share_fetch::ShareFetchRequest,
+            handlers::share_fetch::handle,
+            access
+        ),
+        ApiKey::ShareAcknowledge => serve!(
+            share_acknowledge::ShareAcknowledgeRequest,
+            handlers::share_acknowledge::handle,
+            access
+        ),
         ApiKey::Envelope
-        | ApiKey::ShareGroupHeartbeat
-        | ApiKey::ShareGroupDescribe
-        | ApiKey::ShareFetch
-        | ApiKey::ShareAcknowledge
         | ApiKey::DescribeShareGroupOffsets
         | ApiKey::AlterShareGroupOffsets
         | ApiKey::DeleteShareGroupOffsets => Outcome::Close(format!(

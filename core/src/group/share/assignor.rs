@@ -17,6 +17,9 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use crate::group::consumer::topics::{Assignment, TopicsImage};
 
+/// The assignor's name, as ShareGroupDescribe reports it.
+pub const SIMPLE_ASSIGNOR: &str = "simple";
+
 /// Assigns the partitions of `topics` to `subscriptions` (member id ->
 /// subscribed topic names). Every member gets an entry, possibly empty.
 pub fn assign(

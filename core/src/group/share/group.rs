@@ -487,6 +487,26 @@ impl ShareGroup {
     }
 }
 
+/// Applies one persisted record to the share groups it may create or
+/// delete: the first record of a group creates it, the tombstone of its
+/// metadata deletes it (as loading and writing both apply them).
+pub fn replay_into(groups: &mut BTreeMap<String, ShareGroup>, record: &ShareGroupRecord) {
+    let id = record.group_id();
+    if let ShareGroupRecord::GroupMetadata { value: None, .. } = record {
+        groups.remove(id);
+        return;
+    }
+    match groups.get_mut(id) {
+        Some(g) => g.replay(record),
+        None if record.is_tombstone() => {}
+        None => {
+            let mut g = ShareGroup::new(id);
+            g.replay(record);
+            groups.insert(id.to_string(), g);
+        }
+    }
+}
+
 /// Kafka's checks of a ShareGroupHeartbeat before it reaches the group.
 pub fn validate_request(req: &ShareGroupHeartbeatRequest) -> Result<(), String> {
     if req.group_id.is_empty() {

@@ -20,12 +20,15 @@
 //!   replayed in, as the consumer group's core does.
 //! - `assignor.rs`: the `simple` assignor, which may give one partition to
 //!   several members.
+//! - `session.rs`: share sessions (ShareFetch and ShareAcknowledge epochs,
+//!   the partitions a member fetches from one broker).
 
 pub mod assignor;
 pub mod group;
 pub mod partition;
 pub mod partition_state;
 pub mod records;
+pub mod session;
 pub mod state_records;
 pub mod state_store;
 
@@ -35,7 +38,8 @@ mod group_tests;
 mod partition_tests;
 
 pub use group::{
-    ShareGroup, ShareGroupMember, ShareGroupState, ShareHeartbeatContext, ShareHeartbeatOutcome,
+    replay_into, ShareGroup, ShareGroupMember, ShareGroupState, ShareHeartbeatContext,
+    ShareHeartbeatOutcome,
 };
 pub use partition::{
     AcknowledgeError, AcknowledgeType, Acknowledgement, Acquisition, RecordState, SharePartition,

@@ -285,6 +285,30 @@ impl SharePartition {
         r.owner.as_deref()
     }
 
+    /// The first offset an acquisition at `now_ms` would hand out: the
+    /// first available record of the window (once due locks expired), or
+    /// the offset past the window. Where the shell starts reading the log.
+    pub fn first_acquirable_offset(&self, now_ms: i64) -> i64 {
+        self.records
+            .iter()
+            .position(|r| {
+                r.state == RecordState::Available
+                    || (r.state == RecordState::Acquired && r.lock_deadline_ms <= now_ms)
+            })
+            .map_or_else(|| self.next_offset_past_window(), |i| self.offset_at(i))
+    }
+
+    /// Whether the window is full (`group.share.partition.max.record.locks`)
+    /// with nothing available: an acquisition would hand out nothing.
+    pub fn is_full(&self, now_ms: i64) -> bool {
+        let max_window = self
+            .config
+            .max_record_locks
+            .min(SHARE_GROUP_PARTITION_MAX_RECORD_LOCKS_BOUND) as usize;
+        self.records.len() >= max_window
+            && self.first_acquirable_offset(now_ms) == self.next_offset_past_window()
+    }
+
     /// The earliest lock deadline, for the caller's timer.
     pub fn next_lock_deadline_ms(&self) -> Option<i64> {
         self.records
@@ -306,6 +330,19 @@ impl SharePartition {
         fetchable_end_offset: i64,
         now_ms: i64,
     ) -> Acquisition {
+        self.acquire_from(member, max_records, i64::MIN, fetchable_end_offset, now_ms)
+    }
+
+    /// [`Self::acquire`], of offsets from `from_offset` on only: the shell
+    /// read the log from there, so it can deliver nothing below it.
+    pub fn acquire_from(
+        &mut self,
+        member: &str,
+        max_records: u32,
+        from_offset: i64,
+        fetchable_end_offset: i64,
+        now_ms: i64,
+    ) -> Acquisition {
         let mut changed = self.expire_due_locks(now_ms);
         let owner: Rc<str> = Rc::from(member);
         let deadline = now_ms + self.config.record_lock_duration_ms;
@@ -319,6 +356,9 @@ impl SharePartition {
             let offset = self.offset_at(i);
             if offset >= fetchable_end_offset {
                 break;
+            }
+            if offset < from_offset {
+                continue;
             }
             let r = &mut self.records[i];
             if r.state != RecordState::Available {

@@ -1,0 +1,442 @@
+//! ShareFetch (KIP-932): a share-group member's fetch. Its share session
+//! (`share_sessions.rs`) says which partitions it fetches from this broker;
+//! the acknowledgements it carries are applied and made durable first, then
+//! each partition's leading shard acquires records for the member
+//! (`share_partitions`), waiting up to `max_wait_ms` for appends when none
+//! are available. A final request (epoch -1) fetches nothing: it
+//! acknowledges, closes the session and releases what the member still
+//! held.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::rc::Rc;
+use std::time::Duration;
+
+use crate::acl::matrix;
+use crate::group::share::session::SharePartitionId;
+use crate::metadata::image::MetadataImage;
+use crate::node::append_waiters::AppendWaiters;
+use crate::node::state::BrokerState;
+use crate::protocol::chunks::{Chunk, RecordData};
+use crate::protocol::error_code;
+use crate::protocol::header::RequestHeader;
+use crate::protocol::messages::fetch::LeaderIdAndEpoch;
+use crate::protocol::messages::share_fetch::*;
+use crate::server::handlers::access::Access;
+use crate::server::handlers::share_sessions::ShareSessions;
+use crate::server::share_partitions::{self, AcquiredRead};
+use crate::shard::shard::{now_ms, Shard};
+use crate::topic_partition::TopicPartition;
+
+/// Upper bound on how long one share fetch waits, whatever it asks.
+const SHARE_FETCH_MAX_WAIT_MS_MAX: i32 = 30_000;
+/// Records one share fetch acquires when the request does not say (v1's
+/// MaxRecords is the client's `max.poll.records`, 500 by default).
+const DEFAULT_SHARE_FETCH_MAX_RECORDS: i32 = 500;
+
+/// A share partition a request names, resolved against the image.
+#[derive(Debug, Clone)]
+pub(crate) struct Named {
+    pub id: SharePartitionId,
+    /// The topic's name; `None` for an unknown topic id.
+    pub tp: Option<TopicPartition>,
+}
+
+/// Each topic id's name in `image`.
+pub(crate) fn names_of(
+    image: &MetadataImage,
+    ids: &BTreeSet<[u8; 16]>,
+) -> HashMap<[u8; 16], String> {
+    image
+        .topics
+        .values()
+        .filter(|t| ids.contains(&t.id))
+        .map(|t| (t.id, t.name.clone()))
+        .collect()
+}
+
+/// The leader of `tp` as a partition error names it.
+pub(crate) fn current_leader(
+    image: &MetadataImage,
+    tp: Option<&TopicPartition>,
+) -> LeaderIdAndEpoch {
+    tp.and_then(|tp| image.partition(&tp.topic, tp.partition))
+        .map(|p| LeaderIdAndEpoch {
+            leader_id: p.leader,
+            leader_epoch: p.leader_epoch,
+        })
+        .unwrap_or_default()
+}
+
+/// Applies each partition's acknowledgements on its leading shard, in
+/// parallel: the outcome per partition (NONE once durable).
+pub(crate) async fn acknowledge_all(
+    shard: &Rc<Shard>,
+    group_id: &str,
+    member_id: &str,
+    acks: Vec<(Named, Vec<AcknowledgementBatch>)>,
+    denied: &HashSet<String>,
+) -> BTreeMap<SharePartitionId, (i16, Option<String>)> {
+    let mut out = BTreeMap::new();
+    let mut tasks = Vec::new();
+    for (named, batches) in acks {
+        let Some(tp) = named.tp.clone() else {
+            out.insert(named.id, (error_code::UNKNOWN_TOPIC_ID, None));
+            continue;
+        };
+        if denied.contains(&tp.topic) {
+            out.insert(named.id, (error_code::TOPIC_AUTHORIZATION_FAILED, None));
+            continue;
+        }
+        let (group, member, shard) = (group_id.to_string(), member_id.to_string(), shard.clone());
+        let owner = shard.owner(&tp);
+        tasks.push((
+            named.id,
+            glommio::spawn_local(async move {
+                shard
+                    .submit_to(owner, move |s| async move {
+                        share_partitions::acknowledge(
+                            &s, &group, &member, &tp, named.id.0, &batches,
+                        )
+                        .await
+                    })
+                    .await
+            }),
+        ));
+    }
+    for (id, task) in tasks {
+        let result = match task.await {
+            Ok(Ok(())) => (error_code::NONE, None),
+            Ok(Err(e)) => e,
+            Err(_) => (error_code::UNKNOWN_SERVER_ERROR, None),
+        };
+        out.insert(id, result);
+    }
+    out
+}
+
+/// Releases what `member_id` holds in each of `partitions`: its session
+/// closed.
+pub(crate) async fn release_all(
+    shard: &Rc<Shard>,
+    group_id: &str,
+    member_id: &str,
+    partitions: &[Named],
+) {
+    let mut tasks = Vec::new();
+    for named in partitions {
+        let Some(tp) = named.tp.clone() else { continue };
+        let (group, member, shard) = (group_id.to_string(), member_id.to_string(), shard.clone());
+        let owner = shard.owner(&tp);
+        let topic_id = named.id.0;
+        tasks.push(glommio::spawn_local(async move {
+            let _ = shard
+                .submit_to(owner, move |s| async move {
+                    share_partitions::release_member(&s, &group, &member, &tp, topic_id).await
+                })
+                .await;
+        }));
+    }
+    for t in tasks {
+        t.await;
+    }
+}
+
+pub async fn handle(
+    shard: &Rc<Shard>,
+    _header: &RequestHeader,
+    req: ShareFetchRequest,
+    access: &Access<'_>,
+) -> ShareFetchResponse {
+    let broker = BrokerState::of(shard);
+    let lock_ms = broker.config.share_group.partition.record_lock_duration_ms as i32;
+    let top_level = |code: i16, message: Option<String>| ShareFetchResponse {
+        error_code: code,
+        error_message: message,
+        acquisition_lock_timeout_ms: lock_ms,
+        ..Default::default()
+    };
+    let (group_id, member_id) = match (&req.group_id, &req.member_id) {
+        (Some(g), Some(m)) if !g.is_empty() && !m.is_empty() => (g.clone(), m.clone()),
+        _ => {
+            return top_level(
+                error_code::INVALID_REQUEST,
+                Some("A ShareFetch needs a group id and a member id.".into()),
+            )
+        }
+    };
+    let image = broker.image();
+    if !access.allows(&image, matrix::SHARE_FETCH_GROUP, &group_id) {
+        return top_level(error_code::GROUP_AUTHORIZATION_FAILED, None);
+    }
+    let named: Vec<SharePartitionId> = req
+        .topics
+        .iter()
+        .flat_map(|t| {
+            t.partitions
+                .iter()
+                .map(move |p| (t.topic_id, p.partition_index))
+        })
+        .collect();
+    let forgotten: Vec<SharePartitionId> = req
+        .forgotten_topics_data
+        .iter()
+        .flat_map(|t| t.partitions.iter().map(move |p| (t.topic_id, *p)))
+        .collect();
+    let acks: BTreeMap<SharePartitionId, Vec<AcknowledgementBatch>> = req
+        .topics
+        .iter()
+        .flat_map(|t| {
+            t.partitions
+                .iter()
+                .filter(|p| !p.acknowledgement_batches.is_empty())
+                .map(move |p| {
+                    (
+                        (t.topic_id, p.partition_index),
+                        p.acknowledgement_batches.clone(),
+                    )
+                })
+        })
+        .collect();
+    let sessions = ShareSessions::of(shard);
+    let resolved = sessions.with(|c| {
+        c.resolve(
+            &group_id,
+            &member_id,
+            req.share_session_epoch,
+            true,
+            &named,
+            &forgotten,
+            !acks.is_empty(),
+            now_ms(),
+        )
+    });
+    let resolved = match resolved {
+        Ok(r) => r,
+        Err(code) => return top_level(code, None),
+    };
+    let ids: BTreeSet<[u8; 16]> = resolved
+        .partitions
+        .iter()
+        .chain(acks.keys())
+        .map(|(t, _)| *t)
+        .collect();
+    let names = names_of(&image, &ids);
+    let resolve = |id: SharePartitionId| Named {
+        id,
+        tp: names
+            .get(&id.0)
+            .map(|name| TopicPartition::new(name.clone(), id.1)),
+    };
+    // Kafka's rule: READ on each topic, asked over the session's partitions.
+    let denied: HashSet<String> = if access.is_enabled() {
+        let topics: BTreeSet<&str> = names.values().map(String::as_str).collect();
+        access.denied(&image, matrix::SHARE_FETCH_TOPIC, topics)
+    } else {
+        HashSet::new()
+    };
+
+    let acked = acknowledge_all(
+        shard,
+        &group_id,
+        &member_id,
+        acks.into_iter().map(|(id, b)| (resolve(id), b)).collect(),
+        &denied,
+    )
+    .await;
+    let session: Vec<Named> = resolved.partitions.iter().map(|id| resolve(*id)).collect();
+    if resolved.closed {
+        release_all(shard, &group_id, &member_id, &session).await;
+    }
+    let mut reads: BTreeMap<SharePartitionId, AcquiredRead> = BTreeMap::new();
+    if !resolved.closed && !session.is_empty() {
+        let max_records = if req.max_records > 0 {
+            req.max_records
+        } else {
+            DEFAULT_SHARE_FETCH_MAX_RECORDS
+        };
+        let max_bytes = (req.max_bytes.max(0) as usize).min(broker.config.fetch_max_bytes);
+        reads = acquire_all(
+            shard,
+            &group_id,
+            &member_id,
+            &session,
+            &denied,
+            max_records,
+            max_bytes,
+        )
+        .await;
+        let got: i64 = reads.values().map(AcquiredRead::record_count).sum();
+        let max_wait = req.max_wait_ms.clamp(0, SHARE_FETCH_MAX_WAIT_MS_MAX);
+        if got == 0 && max_wait > 0 && acked.is_empty() {
+            let tps: Vec<TopicPartition> = session
+                .iter()
+                .filter_map(|n| n.tp.clone())
+                .filter(|tp| !denied.contains(&tp.topic))
+                .collect();
+            wait_for_appends(shard, &tps, Duration::from_millis(max_wait as u64)).await;
+            reads = acquire_all(
+                shard,
+                &group_id,
+                &member_id,
+                &session,
+                &denied,
+                max_records,
+                max_bytes,
+            )
+            .await;
+        }
+    }
+
+    // A new session's answer names all its partitions; a continued one's
+    // those with records, errors or acknowledgement outcomes.
+    let mut by_topic: BTreeMap<[u8; 16], Vec<ShareFetchPartitionData>> = BTreeMap::new();
+    let all: BTreeSet<SharePartitionId> = session
+        .iter()
+        .map(|n| n.id)
+        .chain(acked.keys().copied())
+        .collect();
+    for id in all {
+        let read = reads.remove(&id).unwrap_or_default();
+        let ack = acked.get(&id);
+        let news = resolved.full
+            || !read.acquired.is_empty()
+            || read.error_code != error_code::NONE
+            || ack.is_some();
+        if !news {
+            continue;
+        }
+        let tp = resolve(id).tp;
+        let error =
+            read.error_code != error_code::NONE || ack.is_some_and(|(c, _)| *c != error_code::NONE);
+        by_topic
+            .entry(id.0)
+            .or_default()
+            .push(ShareFetchPartitionData {
+                partition_index: id.1,
+                error_code: read.error_code,
+                error_message: None,
+                acknowledge_error_code: ack.map_or(error_code::NONE, |(c, _)| *c),
+                acknowledge_error_message: ack.and_then(|(_, m)| m.clone()),
+                current_leader: if error {
+                    current_leader(&image, tp.as_ref())
+                } else {
+                    LeaderIdAndEpoch::default()
+                },
+                records: RecordData::Chunks(read.records.into_iter().map(Chunk::Bytes).collect()),
+                acquired_records: read.acquired,
+            });
+    }
+    ShareFetchResponse {
+        throttle_time_ms: 0,
+        error_code: error_code::NONE,
+        error_message: None,
+        acquisition_lock_timeout_ms: lock_ms,
+        responses: by_topic
+            .into_iter()
+            .map(|(topic_id, partitions)| ShareFetchTopicResponse {
+                topic_id,
+                partitions,
+            })
+            .collect(),
+        node_endpoints: Vec::new(),
+    }
+}
+
+/// Acquires records of every partition on its leading shard, in parallel,
+/// sharing the request's record and byte budgets between them.
+async fn acquire_all(
+    shard: &Rc<Shard>,
+    group_id: &str,
+    member_id: &str,
+    session: &[Named],
+    denied: &HashSet<String>,
+    max_records: i32,
+    max_bytes: usize,
+) -> BTreeMap<SharePartitionId, AcquiredRead> {
+    let mut out = BTreeMap::new();
+    let fetchable = session.len().max(1);
+    let records_each = (max_records.max(1) as usize).div_ceil(fetchable) as u32;
+    let bytes_each = (max_bytes / fetchable).max(1);
+    let mut tasks = Vec::new();
+    for named in session {
+        let Some(tp) = named.tp.clone() else {
+            out.insert(named.id, error_read(error_code::UNKNOWN_TOPIC_ID));
+            continue;
+        };
+        if denied.contains(&tp.topic) {
+            out.insert(named.id, error_read(error_code::TOPIC_AUTHORIZATION_FAILED));
+            continue;
+        }
+        let (group, member, shard) = (group_id.to_string(), member_id.to_string(), shard.clone());
+        let owner = shard.owner(&tp);
+        let topic_id = named.id.0;
+        tasks.push((
+            named.id,
+            glommio::spawn_local(async move {
+                shard
+                    .submit_to(owner, move |s| async move {
+                        share_partitions::acquire(
+                            &s,
+                            &group,
+                            &member,
+                            &tp,
+                            topic_id,
+                            records_each,
+                            bytes_each,
+                        )
+                        .await
+                    })
+                    .await
+            }),
+        ));
+    }
+    for (id, task) in tasks {
+        let read = task
+            .await
+            .unwrap_or_else(|_| error_read(error_code::UNKNOWN_SERVER_ERROR));
+        out.insert(id, read);
+    }
+    out
+}
+
+fn error_read(code: i16) -> AcquiredRead {
+    AcquiredRead {
+        error_code: code,
+        ..AcquiredRead::default()
+    }
+}
+
+/// Waits until any of `tps` gets an append, or `timeout` passes.
+async fn wait_for_appends(shard: &Rc<Shard>, tps: &[TopicPartition], timeout: Duration) {
+    let mut by_owner: BTreeMap<usize, Vec<TopicPartition>> = BTreeMap::new();
+    for tp in tps {
+        by_owner
+            .entry(shard.owner(tp))
+            .or_default()
+            .push(tp.clone());
+    }
+    if by_owner.is_empty() {
+        glommio::timer::sleep(timeout).await;
+        return;
+    }
+    let (tx, rx) = glommio::channels::local_channel::new_bounded::<()>(by_owner.len());
+    let tx = Rc::new(tx);
+    for (owner, tps) in by_owner {
+        let (shard, tx) = (shard.clone(), tx.clone());
+        glommio::spawn_local(async move {
+            let _ = shard
+                .submit_to(owner, move |s| async move {
+                    let wait = AppendWaiters::of(&s).register(&tps);
+                    futures_lite::future::or(wait, glommio::timer::sleep(timeout)).await;
+                })
+                .await;
+            let _ = tx.try_send(());
+        })
+        .detach();
+    }
+    let _ = futures_lite::future::or(async { rx.recv().await.map(|_| ()) }, async {
+        glommio::timer::sleep(timeout).await;
+        None
+    })
+    .await;
+}

@@ -1,0 +1,61 @@
+//! ShareGroupDescribe (KIP-932): each share group described by its
+//! coordinator shard: epochs, the assignor, every member's subscription
+//! and assignment.
+
+use std::rc::Rc;
+
+use crate::acl::{matrix, ResourceType};
+use crate::group::coordinator::{on_coordinator, GroupCoordinator};
+use crate::node::state::BrokerState;
+use crate::protocol::error_code;
+use crate::protocol::header::RequestHeader;
+use crate::protocol::messages::share_group_describe::*;
+use crate::server::handlers::access::Access;
+use crate::shard::shard::Shard;
+
+pub async fn handle(
+    shard: &Rc<Shard>,
+    _header: &RequestHeader,
+    req: ShareGroupDescribeRequest,
+    access: &Access<'_>,
+) -> ShareGroupDescribeResponse {
+    let image = BrokerState::of(shard).image();
+    let mut groups = Vec::with_capacity(req.group_ids.len());
+    for group_id in req.group_ids {
+        if !access.allows(&image, matrix::SHARE_GROUP_DESCRIBE_GROUP, &group_id) {
+            groups.push(DescribedGroup {
+                error_code: error_code::GROUP_AUTHORIZATION_FAILED,
+                group_id,
+                ..DescribedGroup::default()
+            });
+            continue;
+        }
+        if group_id.is_empty() {
+            groups.push(DescribedGroup {
+                error_code: error_code::INVALID_GROUP_ID,
+                ..DescribedGroup::default()
+            });
+            continue;
+        }
+        let gid = group_id.clone();
+        let mut described =
+            on_coordinator(shard, &group_id, move |c: Rc<GroupCoordinator>, s, p| {
+                c.share_describe(s, p, gid)
+            })
+            .await
+            .unwrap_or_else(|code| DescribedGroup {
+                error_code: code,
+                group_id,
+                ..DescribedGroup::default()
+            });
+        if req.include_authorized_operations && described.error_code == error_code::NONE {
+            described.authorized_operations =
+                access.authorized_operations(&image, ResourceType::Group, &described.group_id);
+        }
+        groups.push(described);
+    }
+    ShareGroupDescribeResponse {
+        throttle_time_ms: 0,
+        groups,
+    }
+}

@@ -1,0 +1,290 @@
+//! Share partitions on the shard that leads their topic partition: the
+//! shell around the pure `SharePartition` (`core/src/group/share/partition.rs`).
+//!
+//! One entry per (share group, topic partition) this shard leads and some
+//! member fetched. It is loaded from the share coordinator on first use
+//! (ReadShareGroupState, through `share_state::persister`), or initialized
+//! there at `share.auto.offset.reset`'s offset (Kafka's default, `latest`:
+//! the high watermark) when the group never read the partition.
+//!
+//! **One change at a time, each durable before it is answered.** Every
+//! operation takes the entry's permit, changes the partition (acquire,
+//! acknowledge, release, expire), and persists the `StateWrite` it returned
+//! with WriteShareGroupState before the permit goes: writes reach the share
+//! coordinator in the order they were made, so a later write never lands
+//! under an earlier one. An acknowledgement is answered only once its write
+//! succeeded. A failed write drops the entry: the next use loads it again
+//! from the coordinator, which holds exactly what was made durable, as
+//! Kafka rolls its cache back. Acquisitions themselves are not written (an
+//! acquired record is stored as available): a crash hands them out again.
+//!
+//! **Reads.** An acquisition reads the log from the first record the
+//! partition could hand out, up to the high watermark and the byte budget,
+//! keeps the whole batches read, and acquires offsets inside them only, so
+//! every acquired offset is in the bytes the member receives.
+//!
+//! **Locks.** The core expires due locks on every call; a tick
+//! ([`LOCK_EXPIRY_TICK`]) also expires them on idle partitions, so the
+//! records come back for other members and their delivery counts are
+//! written.
+
+mod read;
+
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+use std::rc::Rc;
+use std::time::Duration;
+
+use crate::broker_config::share_group::SharePartitionConfig;
+use crate::group::share::{SharePartition, SharePartitionKey, StateWrite};
+use crate::node::replicas;
+use crate::node::state::BrokerState;
+use crate::protocol::error_code;
+use crate::server::share_state::persister;
+use crate::shard::shard::{now_ms, Shard};
+use crate::topic_partition::TopicPartition;
+
+pub use self::read::{acknowledge, acquire, release_member, AcquiredRead};
+
+/// How often idle share partitions expire their due locks.
+const LOCK_EXPIRY_TICK: Duration = Duration::from_millis(100);
+/// The state epoch of a share partition the group never read before.
+const INITIAL_STATE_EPOCH: i32 = 0;
+
+/// One share group's share partition of one topic partition.
+pub(crate) struct Entry {
+    key: SharePartitionKey,
+    tp: TopicPartition,
+    /// `None` until loaded (or after a failed write dropped it).
+    partition: RefCell<Option<SharePartition>>,
+    /// The leader epoch it was loaded at: writes carry it, so the share
+    /// coordinator fences a deposed leader's writes.
+    leader_epoch: Cell<i32>,
+    /// One change (or load) at a time.
+    permit: Rc<glommio::sync::Semaphore>,
+}
+
+/// The share partitions of one shard.
+#[derive(Default)]
+pub struct SharePartitions {
+    entries: RefCell<HashMap<(String, TopicPartition), Rc<Entry>>>,
+    ticking: Cell<bool>,
+}
+
+impl SharePartitions {
+    pub fn of(shard: &Rc<Shard>) -> Rc<SharePartitions> {
+        if let Some(s) = shard.extension::<SharePartitions>() {
+            return s;
+        }
+        let s = Rc::new(SharePartitions::default());
+        shard.set_extension(s.clone());
+        s
+    }
+
+    /// Forgets the share partitions of `tp`: this shard no longer leads
+    /// it. Their durable state stays with the share coordinator; their
+    /// locks lapse (a new leader loads what was written).
+    pub fn on_lost_leadership(&self, tp: &TopicPartition) {
+        self.entries.borrow_mut().retain(|(_, t), _| t != tp);
+    }
+
+    /// The entry of `group_id`'s share partition of `tp`, loaded, with its
+    /// permit held. NOT_LEADER_OR_FOLLOWER when this shard does not lead
+    /// `tp`; the persister's error when the state cannot be had.
+    pub(crate) async fn entry(
+        self: &Rc<Self>,
+        shard: &Rc<Shard>,
+        group_id: &str,
+        tp: &TopicPartition,
+        topic_id: [u8; 16],
+    ) -> Result<(Rc<Entry>, glommio::sync::StaticPermit), i16> {
+        self.start_ticking(shard);
+        let Some(led) = replicas::led_partition(shard, tp) else {
+            return Err(error_code::NOT_LEADER_OR_FOLLOWER);
+        };
+        let leader_epoch = led.state.borrow().leader_epoch();
+        let entry = self
+            .entries
+            .borrow_mut()
+            .entry((group_id.to_string(), tp.clone()))
+            .or_insert_with(|| {
+                Rc::new(Entry {
+                    key: SharePartitionKey {
+                        group_id: group_id.to_string(),
+                        topic_id,
+                        partition: tp.partition,
+                    },
+                    tp: tp.clone(),
+                    partition: RefCell::new(None),
+                    leader_epoch: Cell::new(leader_epoch),
+                    permit: Rc::new(glommio::sync::Semaphore::new(1)),
+                })
+            })
+            .clone();
+        let permit = entry
+            .permit
+            .acquire_static_permit(1)
+            .await
+            .map_err(|_| error_code::UNKNOWN_SERVER_ERROR)?;
+        if entry.key.topic_id != topic_id {
+            // The topic was deleted and created again under its name.
+            self.drop_entry(group_id, tp);
+            return Err(error_code::UNKNOWN_TOPIC_ID);
+        }
+        if entry.partition.borrow().is_none() || entry.leader_epoch.get() != leader_epoch {
+            entry.leader_epoch.set(leader_epoch);
+            let loaded = load(shard, &entry, &led.log).await;
+            match loaded {
+                Ok(p) => *entry.partition.borrow_mut() = Some(p),
+                Err(code) => {
+                    self.drop_entry(group_id, tp);
+                    return Err(code);
+                }
+            }
+        }
+        Ok((entry, permit))
+    }
+
+    /// Persists `write` of `entry` (its permit held); on failure drops the
+    /// entry so the next use reloads what is durable.
+    pub(crate) async fn persist(
+        &self,
+        shard: &Rc<Shard>,
+        entry: &Entry,
+        write: Option<StateWrite>,
+    ) -> Result<(), i16> {
+        let Some(write) = write else {
+            return Ok(());
+        };
+        let state_epoch = match entry.partition.borrow().as_ref() {
+            Some(p) => p.state_epoch(),
+            None => return Err(error_code::UNKNOWN_SERVER_ERROR),
+        };
+        let result = persister::write_state(
+            shard,
+            &entry.key,
+            state_epoch,
+            entry.leader_epoch.get(),
+            &write,
+        )
+        .await;
+        if let Err(code) = result {
+            tracing::warn!(
+                group = %entry.key.group_id,
+                partition = %entry.tp,
+                code,
+                "writing share partition state failed; it will be loaded again from the share coordinator"
+            );
+            *entry.partition.borrow_mut() = None;
+            self.drop_entry(&entry.key.group_id, &entry.tp);
+        }
+        result
+    }
+
+    fn drop_entry(&self, group_id: &str, tp: &TopicPartition) {
+        self.entries
+            .borrow_mut()
+            .remove(&(group_id.to_string(), tp.clone()));
+    }
+
+    fn start_ticking(self: &Rc<Self>, shard: &Rc<Shard>) {
+        if self.ticking.replace(true) {
+            return;
+        }
+        let (me, shard) = (Rc::downgrade(self), shard.clone());
+        glommio::spawn_local(async move {
+            loop {
+                glommio::timer::sleep(LOCK_EXPIRY_TICK).await;
+                let Some(me) = me.upgrade() else { return };
+                me.expire_due_locks(&shard).await;
+            }
+        })
+        .detach();
+    }
+
+    /// Expires the due locks of every loaded entry, writing what changed.
+    async fn expire_due_locks(self: &Rc<Self>, shard: &Rc<Shard>) {
+        let now = now_ms();
+        let due: Vec<Rc<Entry>> = self
+            .entries
+            .borrow()
+            .values()
+            .filter(|e| {
+                e.partition
+                    .borrow()
+                    .as_ref()
+                    .and_then(SharePartition::next_lock_deadline_ms)
+                    .is_some_and(|d| d <= now)
+            })
+            .cloned()
+            .collect();
+        for entry in due {
+            let Ok(_permit) = entry.permit.acquire_permit(1).await else {
+                continue;
+            };
+            let write = match entry.partition.borrow_mut().as_mut() {
+                Some(p) => p.expire_locks(now_ms()),
+                None => continue,
+            };
+            let _ = self.persist(shard, &entry, write).await;
+        }
+    }
+}
+
+/// Loads a share partition from the share coordinator, or initializes its
+/// state there at the high watermark (`share.auto.offset.reset=latest`).
+async fn load(
+    shard: &Rc<Shard>,
+    entry: &Entry,
+    log: &glommio::sync::RwLock<crate::log::partition_log::PartitionLog>,
+) -> Result<SharePartition, i16> {
+    let config: SharePartitionConfig = BrokerState::of(shard).config.share_group.partition;
+    let (log_start, high_watermark) = {
+        let l = log
+            .read()
+            .await
+            .map_err(|_| error_code::NOT_LEADER_OR_FOLLOWER)?;
+        (l.log_start_offset(), l.high_watermark())
+    };
+    let leader_epoch = entry.leader_epoch.get();
+    let mut partition = match persister::read_state(shard, &entry.key, leader_epoch).await? {
+        Some(state) => SharePartition::load(
+            config,
+            state.state_epoch,
+            state.start_offset.max(0),
+            &state.state_batches,
+        )
+        .map_err(|e| {
+            tracing::error!(
+                group = %entry.key.group_id,
+                partition = %entry.tp,
+                "the share coordinator's state of this share partition is unusable: {}",
+                e.0
+            );
+            error_code::UNKNOWN_SERVER_ERROR
+        })?,
+        None => {
+            persister::initialize_state(shard, &entry.key, INITIAL_STATE_EPOCH, high_watermark)
+                .await?;
+            tracing::info!(
+                group = %entry.key.group_id,
+                partition = %entry.tp,
+                "share group starts reading the partition at offset {high_watermark} \
+                 (share.auto.offset.reset=latest)"
+            );
+            SharePartition::new(config, INITIAL_STATE_EPOCH, high_watermark)
+        }
+    };
+    // Records that retention or DeleteRecords removed are archived.
+    if let Some(write) = partition.on_log_start_offset(log_start) {
+        persister::write_state(
+            shard,
+            &entry.key,
+            partition.state_epoch(),
+            leader_epoch,
+            &write,
+        )
+        .await?;
+    }
+    Ok(partition)
+}

@@ -1,0 +1,235 @@
+//! The operations ShareFetch and ShareAcknowledge run on the shard that
+//! leads a topic partition: acknowledge, acquire (reading the records it
+//! hands out), release a member's records.
+
+use std::rc::Rc;
+
+use bytes::Bytes;
+
+use crate::constants::LOG_OVERHEAD;
+use crate::log::batch;
+use crate::log::read_through;
+use crate::node::replicas;
+use crate::protocol::error_code;
+use crate::protocol::messages::share_fetch::{AcknowledgementBatch, AcquiredRecords};
+use crate::shard::shard::{now_ms, Shard};
+use crate::topic_partition::TopicPartition;
+
+use super::SharePartitions;
+
+/// What an acquisition hands a member: whole batches, and the offsets in
+/// them that are the member's.
+#[derive(Debug, Default)]
+pub struct AcquiredRead {
+    pub error_code: i16,
+    pub records: Vec<Bytes>,
+    pub acquired: Vec<AcquiredRecords>,
+}
+
+impl AcquiredRead {
+    fn error(code: i16) -> AcquiredRead {
+        AcquiredRead {
+            error_code: code,
+            ..AcquiredRead::default()
+        }
+    }
+
+    pub fn record_count(&self) -> i64 {
+        self.acquired
+            .iter()
+            .map(|a| a.last_offset - a.first_offset + 1)
+            .sum()
+    }
+}
+
+/// Applies `member`'s acknowledgements of `tp` and makes them durable:
+/// `Ok` once written, else the error the partition answers with (a
+/// refused acknowledgement changes nothing).
+pub async fn acknowledge(
+    shard: &Rc<Shard>,
+    group_id: &str,
+    member_id: &str,
+    tp: &TopicPartition,
+    topic_id: [u8; 16],
+    batches: &[AcknowledgementBatch],
+) -> Result<(), (i16, Option<String>)> {
+    let partitions = SharePartitions::of(shard);
+    let (entry, _permit) = partitions
+        .entry(shard, group_id, tp, topic_id)
+        .await
+        .map_err(|code| (code, None))?;
+    let outcome = match entry.partition.borrow_mut().as_mut() {
+        Some(p) => p.acknowledge(member_id, batches, now_ms()),
+        None => return Err((error_code::UNKNOWN_SERVER_ERROR, None)),
+    };
+    partitions
+        .persist(shard, &entry, outcome.state_write)
+        .await
+        .map_err(|code| (code, None))?;
+    match outcome.error {
+        Some(e) => Err((e.error_code, Some(e.message))),
+        None => Ok(()),
+    }
+}
+
+/// Acquires up to `max_records` records of `tp` for `member_id`, reading at
+/// most about `max_bytes` (always at least one whole batch).
+pub async fn acquire(
+    shard: &Rc<Shard>,
+    group_id: &str,
+    member_id: &str,
+    tp: &TopicPartition,
+    topic_id: [u8; 16],
+    max_records: u32,
+    max_bytes: usize,
+) -> AcquiredRead {
+    let partitions = SharePartitions::of(shard);
+    let (entry, _permit) = match partitions.entry(shard, group_id, tp, topic_id).await {
+        Ok(e) => e,
+        Err(code) => return AcquiredRead::error(code),
+    };
+    let now = now_ms();
+    let start = match entry.partition.borrow().as_ref() {
+        Some(p) if p.is_full(now) => return AcquiredRead::default(),
+        Some(p) => p.first_acquirable_offset(now),
+        None => return AcquiredRead::error(error_code::UNKNOWN_SERVER_ERROR),
+    };
+    let Some(led) = replicas::led_partition(shard, tp) else {
+        return AcquiredRead::error(error_code::NOT_LEADER_OR_FOLLOWER);
+    };
+    let (result, high_watermark) = {
+        let Ok(mut log) = led.log.write().await else {
+            return AcquiredRead::error(error_code::KAFKA_STORAGE_ERROR);
+        };
+        let hw = log.high_watermark();
+        if start >= hw {
+            return AcquiredRead::default();
+        }
+        (log.read(start, max_bytes.max(1), hw, true).await, hw)
+    };
+    let chunks = match result {
+        Ok(r) => read_through::into_memory(r).await,
+        Err(e) => Err(e),
+    };
+    let chunks = match chunks {
+        Ok(c) => c,
+        Err(e) => {
+            tracing::error!(partition = %tp, "share fetch cannot read the log: {e}");
+            return AcquiredRead::error(error_code::KAFKA_STORAGE_ERROR);
+        }
+    };
+    let (batches, read_end) = whole_batches_from(&chunks, start);
+    let end = high_watermark.min(read_end);
+    if end <= start {
+        return AcquiredRead::default();
+    }
+    let acquisition = match entry.partition.borrow_mut().as_mut() {
+        Some(p) => p.acquire_from(member_id, max_records, start, end, now_ms()),
+        None => return AcquiredRead::error(error_code::UNKNOWN_SERVER_ERROR),
+    };
+    // The acquisition itself is not written, but the locks it expired on
+    // the way are; if that fails, the entry is gone and so is what was
+    // acquired here: the member gets nothing rather than unknown records.
+    if let Err(code) = partitions
+        .persist(shard, &entry, acquisition.state_write)
+        .await
+    {
+        return AcquiredRead::error(code);
+    }
+    let (Some(first), Some(last)) = (
+        acquisition.acquired.first().map(|a| a.first_offset),
+        acquisition.acquired.last().map(|a| a.last_offset),
+    ) else {
+        return AcquiredRead::default();
+    };
+    AcquiredRead {
+        error_code: error_code::NONE,
+        records: batches
+            .into_iter()
+            .filter(|(base, last_of_batch, _)| *last_of_batch >= first && *base <= last)
+            .map(|(_, _, b)| b)
+            .collect(),
+        acquired: acquisition.acquired,
+    }
+}
+
+/// Releases every record `member_id` holds in `tp`: its share session
+/// closed.
+pub async fn release_member(
+    shard: &Rc<Shard>,
+    group_id: &str,
+    member_id: &str,
+    tp: &TopicPartition,
+    topic_id: [u8; 16],
+) {
+    let partitions = SharePartitions::of(shard);
+    let Ok((entry, _permit)) = partitions.entry(shard, group_id, tp, topic_id).await else {
+        return;
+    };
+    let write = match entry.partition.borrow_mut().as_mut() {
+        Some(p) => p.release_member(member_id, now_ms()),
+        None => return,
+    };
+    let _ = partitions.persist(shard, &entry, write).await;
+}
+
+/// The whole batches of `chunks` that reach `start` or past it, each with
+/// its base and last offset, and the offset after the last whole batch (a
+/// batch cut off by the byte budget is left for the next fetch).
+fn whole_batches_from(chunks: &[Bytes], start: i64) -> (Vec<(i64, i64, Bytes)>, i64) {
+    let mut out = Vec::new();
+    let mut end = start;
+    for chunk in chunks {
+        let mut at = 0usize;
+        while at < chunk.len() {
+            let Some((_, length)) = batch::peek_offset_and_size(&chunk[at..]) else {
+                return (out, end);
+            };
+            let size = (length.max(0) as usize).saturating_add(LOG_OVERHEAD);
+            if at + size > chunk.len() {
+                return (out, end);
+            }
+            let Ok(header) = batch::parse_header_only(&chunk[at..at + size]) else {
+                return (out, end);
+            };
+            let last = header.last_offset();
+            if last >= start {
+                out.push((header.base_offset, last, chunk.slice(at..at + size)));
+                end = end.max(last + 1);
+            }
+            at += size;
+        }
+    }
+    (out, end)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::log::batch::{build_batch, BatchSpec};
+
+    fn batch_at(base: i64, records: usize) -> Vec<u8> {
+        let specs: Vec<batch::RecordSpec<'_>> = vec![(0, None, b"v".as_slice()); records];
+        build_batch(&BatchSpec {
+            base_offset: base,
+            leader_epoch: 0,
+            base_timestamp: 0,
+            records: &specs,
+        })
+    }
+
+    #[test]
+    fn whole_batches_from_keeps_whole_batches_that_reach_the_start() {
+        let mut bytes = batch_at(0, 3);
+        bytes.extend(batch_at(3, 2));
+        let cut = batch_at(5, 4);
+        bytes.extend(&cut[..cut.len() / 2]);
+        let (batches, end) = whole_batches_from(&[Bytes::from(bytes)], 4);
+        assert_eq!(batches.len(), 1, "the first ends before 4, the last is cut");
+        assert_eq!((batches[0].0, batches[0].1), (3, 4));
+        assert_eq!(end, 5);
+        let (none, end) = whole_batches_from(&[Bytes::from(cut[..10].to_vec())], 5);
+        assert!(none.is_empty());
+        assert_eq!(end, 5);
+    }
+}

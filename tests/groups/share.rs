@@ -1,0 +1,353 @@
+//! Share groups (KIP-932) with Kafka's own `KafkaShareConsumer`
+//! (`groups/java/ShareConsumer.java`) against one broker: ShareGroupHeartbeat
+//! on the group coordinator, ShareFetch and ShareAcknowledge on the
+//! partition's leader, the state in `__share_group_state`.
+//!
+//! What is checked:
+//! - three members share one partition: every record is delivered, once,
+//!   and more than one member gets records (records of a partition are
+//!   handed out by locks, not by exclusive ownership);
+//! - explicit acknowledgements: a released record is delivered again with
+//!   its delivery count moved on and accepted then; a rejected one is never
+//!   delivered again; one released at every delivery is archived at
+//!   `group.share.delivery.count.limit` and not delivered past it;
+//! - kafka-share-groups.sh lists and describes the group.
+//!
+//! A share group starts reading a partition at its end
+//! (`share.auto.offset.reset=latest`, Kafka's default), so each test first
+//! produces single warm-up records (sequence numbers below
+//! [`FIRST_SEQ`]) until a member got one; only the records produced after
+//! that are checked.
+
+use super::*;
+
+/// The first sequence number the checks cover.
+const FIRST_SEQ: u64 = 1000;
+/// How long the warm-up may take: the members must join, be assigned the
+/// partition and fetch once.
+const WARM_UP_TIMEOUT: Duration = Duration::from_secs(45);
+
+impl Scene {
+    /// Starts a KafkaShareConsumer member; `props` are more consumer
+    /// settings or ShareConsumer.java's `pinlog.*` ones.
+    fn share_member(
+        &mut self,
+        java: &JavaClasses,
+        name: &str,
+        group: &str,
+        topic: &str,
+        props: &[&str],
+    ) -> usize {
+        let stop = self.dir.path().join(format!("{name}.stop"));
+        let mut cmd = Command::new("java");
+        cmd.args(["-XX:TieredStopAtLevel=1", "-cp", &java.classpath])
+            .args(["ShareConsumer", &self.bootstrap(), group, topic, name])
+            .arg(&stop)
+            .arg(SCRIPT_MAX_SECONDS.to_string())
+            .args(props);
+        let m = Member::spawn(self.dir.path(), name, cmd);
+        self.members.push(m);
+        self.members.len() - 1
+    }
+
+    /// Produces warm-up records until a member received one.
+    fn warm_up_share_group(&mut self, topic: &str) {
+        let deadline = Instant::now() + WARM_UP_TIMEOUT;
+        let mut seq = 0;
+        loop {
+            self.produce(topic, seq, 1);
+            seq += 1;
+            let wait = Instant::now() + Duration::from_secs(2);
+            while Instant::now() < wait {
+                let (recs, _) = self.all_records(topic);
+                if !recs.is_empty() {
+                    return;
+                }
+                std::thread::sleep(POLL_INTERVAL);
+            }
+            if Instant::now() >= deadline || seq >= FIRST_SEQ {
+                self.fail(&format!(
+                    "no share group member received a record within {WARM_UP_TIMEOUT:?}"
+                ));
+            }
+        }
+    }
+
+    /// Each checked record's deliveries: seq -> (member, delivery count).
+    fn share_deliveries(&self, topic: &str) -> BTreeMap<u64, Vec<(String, i64)>> {
+        let mut out: BTreeMap<u64, Vec<(String, i64)>> = BTreeMap::new();
+        let mut problems = Vec::new();
+        for m in &self.members {
+            let events = m.events();
+            let recs = records(&m.name, topic, &events, &mut problems);
+            let counts = events
+                .iter()
+                .filter(|e| e.ev == "rec")
+                .map(|e| e.int("dc").unwrap_or(-1));
+            for (r, dc) in recs.iter().zip(counts) {
+                if r.seq >= FIRST_SEQ {
+                    out.entry(r.seq).or_default().push((m.name.clone(), dc));
+                }
+            }
+        }
+        if !problems.is_empty() {
+            self.fail(&format!(
+                "bad records consumed:\n  {}",
+                problems.join("\n  ")
+            ));
+        }
+        out
+    }
+
+    /// Waits until `done` holds of the deliveries, or fails after `timeout`.
+    fn wait_deliveries(
+        &self,
+        topic: &str,
+        timeout: Duration,
+        what: &str,
+        done: impl Fn(&BTreeMap<u64, Vec<(String, i64)>>) -> bool,
+    ) -> BTreeMap<u64, Vec<(String, i64)>> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let d = self.share_deliveries(topic);
+            if done(&d) {
+                return d;
+            }
+            if Instant::now() >= deadline {
+                self.fail(&format!("{what} within {timeout:?}; deliveries: {d:?}"));
+            }
+            std::thread::sleep(POLL_INTERVAL * 3);
+        }
+    }
+}
+
+/// kafka-share-groups.sh's class, with `args`.
+fn share_groups_tool(s: &Scene, libs: &Path, args: &[&str]) -> CmdOutput {
+    let mut cmd = Command::new("java");
+    cmd.args(["-cp", &format!("{}/*", libs.display())])
+        .arg("org.apache.kafka.tools.consumer.group.ShareGroupCommand")
+        .args(["--bootstrap-server", &s.bootstrap()])
+        .args(args);
+    run_command(&mut cmd, None, STEP_TIMEOUT)
+}
+
+#[test]
+fn share_members_share_a_partition_and_each_record_is_delivered_once() {
+    if skipped("share_members_share_a_partition_and_each_record_is_delivered_once") {
+        return;
+    }
+    let _serial = serial();
+    let libs = kafka_libs();
+    let java = JavaClasses::compile(&libs);
+    let mut s = Scene::start();
+    let topic = "queue";
+    s.create(topic, 1, &[]);
+    for name in ["s1", "s2", "s3"] {
+        // Small fetches, so one member does not take every record at once.
+        s.share_member(&java, name, "workers", topic, &["max.poll.records=20"]);
+    }
+    s.warm_up_share_group(topic);
+    let count = 600;
+    s.produce(topic, FIRST_SEQ, count);
+    let d = s.wait_deliveries(
+        topic,
+        Duration::from_secs(60),
+        "every record delivered",
+        |d| d.len() as u64 == count,
+    );
+    let twice: Vec<_> = d.iter().filter(|(_, v)| v.len() != 1).collect();
+    if !twice.is_empty() {
+        s.fail(&format!("records delivered more than once: {twice:?}"));
+    }
+    let members: BTreeSet<&String> = d.values().flatten().map(|(m, _)| m).collect();
+    if members.len() < 2 {
+        s.fail(&format!("one partition's records went to {members:?} only"));
+    }
+
+    let listed = share_groups_tool(&s, &libs, &["--list"]);
+    listed.assert_success();
+    assert!(
+        listed.stdout.lines().any(|l| l.trim() == "workers"),
+        "kafka-share-groups --list:\n{listed}"
+    );
+    let described = share_groups_tool(
+        &s,
+        &libs,
+        &["--describe", "--members", "--group", "workers"],
+    );
+    described.assert_success();
+    let rows = described
+        .stdout
+        .lines()
+        .filter(|l| l.starts_with("workers"))
+        .count();
+    assert_eq!(rows, 3, "three members described:\n{described}");
+    for name in ["s1", "s2", "s3"] {
+        s.stop(name);
+    }
+}
+
+#[test]
+fn share_acknowledgements_release_reject_and_the_delivery_limit() {
+    if skipped("share_acknowledgements_release_reject_and_the_delivery_limit") {
+        return;
+    }
+    let _serial = serial();
+    let libs = kafka_libs();
+    let java = JavaClasses::compile(&libs);
+    let mut s = Scene::start_with(&[("group.share.delivery.count.limit", 3)]);
+    let topic = "acks";
+    s.create(topic, 1, &[]);
+    // Rejects multiples of 7, releases multiples of 11 at every delivery,
+    // releases multiples of 5 at the first (ShareConsumer.java's order).
+    s.share_member(
+        &java,
+        "a1",
+        "ackers",
+        topic,
+        &[
+            "pinlog.reject=7",
+            "pinlog.release.always=11",
+            "pinlog.release.first=5",
+        ],
+    );
+    s.warm_up_share_group(topic);
+    let count = 200;
+    s.produce(topic, FIRST_SEQ, count);
+    let expected = |seq: u64| -> Vec<i64> {
+        if seq % 7 == 0 {
+            vec![1]
+        } else if seq % 11 == 0 {
+            vec![1, 2, 3]
+        } else if seq % 5 == 0 {
+            vec![1, 2]
+        } else {
+            vec![1]
+        }
+    };
+    let complete = |d: &BTreeMap<u64, Vec<(String, i64)>>| {
+        (FIRST_SEQ..FIRST_SEQ + count)
+            .all(|seq| d.get(&seq).map_or(0, Vec::len) >= expected(seq).len())
+    };
+    s.wait_deliveries(topic, Duration::from_secs(60), "every delivery", complete);
+    // Nothing more comes: rejected and archived records stay done.
+    std::thread::sleep(Duration::from_secs(3));
+    let d = s.share_deliveries(topic);
+    let mut problems = Vec::new();
+    for seq in FIRST_SEQ..FIRST_SEQ + count {
+        let got: Vec<i64> = d
+            .get(&seq)
+            .map(|v| v.iter().map(|(_, dc)| *dc).collect())
+            .unwrap_or_default();
+        if got != expected(seq) {
+            problems.push(format!(
+                "seq {seq}: delivery counts {got:?}, expected {:?}",
+                expected(seq)
+            ));
+        }
+    }
+    if !problems.is_empty() {
+        s.fail(&problems.join("\n"));
+    }
+    s.stop("a1");
+}
+
+/// A three-node cluster (RF 3 everywhere): a node is killed while members
+/// consume. Every record is still delivered, and no record whose
+/// acknowledgement the member saw committed (commitSync returned) is ever
+/// delivered again: the acknowledgement was durable in `__share_group_state`
+/// before it was answered, wherever its share coordinator and the
+/// partition's leader moved.
+#[test]
+fn share_acknowledgements_survive_a_node_killed_in_a_cluster() {
+    if skipped("share_acknowledgements_survive_a_node_killed_in_a_cluster") {
+        return;
+    }
+    let _serial = serial();
+    let libs = kafka_libs();
+    let java = JavaClasses::compile(&libs);
+    require_python_clients();
+    let opts = BrokerOpts::new()
+        .setting("offsets.topic.num.partitions", 3)
+        .setting("share.coordinator.state.topic.num.partitions", 3);
+    let mut nodes = support::Cluster::start(3, opts).nodes;
+    let broker = nodes.remove(0);
+    let mut s = Scene {
+        members: Vec::new(),
+        broker,
+        others: nodes,
+        dir: tempfile::Builder::new()
+            .prefix("pinlog-groups-")
+            .tempdir()
+            .expect("create a temporary directory for the clients"),
+    };
+    let topic = "failover-queue";
+    s.create(topic, 3, &["--replication-factor", "3"]);
+    for name in ["k1", "k2"] {
+        s.share_member(
+            &java,
+            name,
+            "survivors",
+            topic,
+            &["pinlog.explicit=true", "max.poll.records=50"],
+        );
+    }
+    s.warm_up_share_group(topic);
+    // Every partition must have been read once before the kill: the group
+    // starts a partition at its end when it first reads it.
+    std::thread::sleep(Duration::from_secs(3));
+    let first = 300;
+    s.produce(topic, FIRST_SEQ, first);
+    s.wait_deliveries(topic, Duration::from_secs(60), "the first records", |d| {
+        d.len() as u64 >= first / 2
+    });
+    s.others[0].kill9();
+    let second = 300;
+    s.produce(topic, FIRST_SEQ + first, second);
+    let total = first + second;
+    let d = s.wait_deliveries(
+        topic,
+        Duration::from_secs(90),
+        "every record delivered",
+        |d| d.len() as u64 == total,
+    );
+    // Acknowledgements a commitSync returned for: durable.
+    let mut durable: BTreeSet<(i64, i64)> = BTreeSet::new();
+    for m in &s.members {
+        let mut pending: Vec<(i64, i64)> = Vec::new();
+        for e in m.events() {
+            match e.ev.as_str() {
+                "ack" => pending.push((e.int("p").unwrap_or(-1), e.int("o").unwrap_or(-1))),
+                "committed" => durable.extend(pending.drain(..)),
+                "commit_failed" => pending.clear(),
+                _ => {}
+            }
+        }
+    }
+    let mut offsets_of: BTreeMap<(i64, i64), usize> = BTreeMap::new();
+    for m in &s.members {
+        for e in m.events().iter().filter(|e| e.ev == "rec") {
+            *offsets_of
+                .entry((e.int("p").unwrap_or(-1), e.int("o").unwrap_or(-1)))
+                .or_default() += 1;
+        }
+    }
+    let redelivered: Vec<_> = durable
+        .iter()
+        .filter(|po| offsets_of.get(po).copied().unwrap_or(0) > 1)
+        .collect();
+    if !redelivered.is_empty() {
+        s.fail(&format!(
+            "records delivered again after their acknowledgement was committed: {redelivered:?}"
+        ));
+    }
+    if durable.len() < (total / 2) as usize {
+        s.fail(&format!(
+            "only {} acknowledgements were committed; deliveries: {d:?}",
+            durable.len()
+        ));
+    }
+    for name in ["k1", "k2"] {
+        s.stop(name);
+    }
+}
