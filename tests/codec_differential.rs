@@ -64,6 +64,10 @@ use pinlog::protocol::messages::{
     delete_groups, delete_records, describe_groups, describe_log_dirs, find_coordinator, heartbeat,
     join_group, leave_group, list_groups, offset_commit, offset_delete, offset_fetch, sync_group,
 };
+use pinlog::protocol::messages::{
+    delete_share_group_state, initialize_share_group_state, read_share_group_state,
+    read_share_group_state_summary, write_share_group_state,
+};
 
 /// Messages built per (API, version, side). Samples 0 and 1 are the
 /// all-set and all-unset extremes (see [`Coverage`]); the rest are random.
@@ -2441,6 +2445,186 @@ fn envelope_response(g: &mut Gen, _v: i16) -> kp::EnvelopeResponse {
         .with_error_code(g.i16())
 }
 
+// The share-group state APIs (KIP-932, between brokers). kafka-protocol
+// 0.18 has v0 of each: WriteShareGroupState v1 and
+// ReadShareGroupStateSummary v1 (KIP-1226's delivery complete count) are
+// listed in `SERVED_BEYOND_KAFKA_PROTOCOL`.
+
+fn initialize_share_group_state_request(
+    g: &mut Gen,
+    _v: i16,
+) -> kp::InitializeShareGroupStateRequest {
+    use kp::initialize_share_group_state_request::{InitializeStateData, PartitionData};
+    new!(g, kp::InitializeShareGroupStateRequest)
+        .with_group_id(g.str())
+        .with_topics(g.vec(|g| {
+            new!(g, InitializeStateData)
+                .with_topic_id(g.uuid())
+                .with_partitions(g.vec(|g| {
+                    new!(g, PartitionData)
+                        .with_partition(g.i32())
+                        .with_state_epoch(g.i32())
+                        .with_start_offset(g.i64())
+                }))
+        }))
+}
+
+fn initialize_share_group_state_response(
+    g: &mut Gen,
+    _v: i16,
+) -> kp::InitializeShareGroupStateResponse {
+    use kp::initialize_share_group_state_response::{InitializeStateResult, PartitionResult};
+    new!(g, kp::InitializeShareGroupStateResponse).with_results(g.vec(|g| {
+        new!(g, InitializeStateResult)
+            .with_topic_id(g.uuid())
+            .with_partitions(g.vec(|g| {
+                new!(g, PartitionResult)
+                    .with_partition(g.i32())
+                    .with_error_code(g.i16())
+                    .with_error_message(g.opt(Gen::str))
+            }))
+    }))
+}
+
+fn read_share_group_state_request(g: &mut Gen, _v: i16) -> kp::ReadShareGroupStateRequest {
+    use kp::read_share_group_state_request::{PartitionData, ReadStateData};
+    new!(g, kp::ReadShareGroupStateRequest)
+        .with_group_id(g.str())
+        .with_topics(g.vec(|g| {
+            new!(g, ReadStateData)
+                .with_topic_id(g.uuid())
+                .with_partitions(g.vec(|g| {
+                    new!(g, PartitionData)
+                        .with_partition(g.i32())
+                        .with_leader_epoch(g.i32())
+                }))
+        }))
+}
+
+fn read_share_group_state_response(g: &mut Gen, _v: i16) -> kp::ReadShareGroupStateResponse {
+    use kp::read_share_group_state_response::{PartitionResult, ReadStateResult, StateBatch};
+    new!(g, kp::ReadShareGroupStateResponse).with_results(g.vec(|g| {
+        new!(g, ReadStateResult)
+            .with_topic_id(g.uuid())
+            .with_partitions(g.vec(|g| {
+                new!(g, PartitionResult)
+                    .with_partition(g.i32())
+                    .with_error_code(g.i16())
+                    .with_error_message(g.opt(Gen::str))
+                    .with_state_epoch(g.i32())
+                    .with_start_offset(g.i64())
+                    .with_state_batches(g.vec(|g| {
+                        new!(g, StateBatch)
+                            .with_first_offset(g.i64())
+                            .with_last_offset(g.i64())
+                            .with_delivery_state(g.i8())
+                            .with_delivery_count(g.i16())
+                    }))
+            }))
+    }))
+}
+
+fn write_share_group_state_request(g: &mut Gen, _v: i16) -> kp::WriteShareGroupStateRequest {
+    use kp::write_share_group_state_request::{PartitionData, StateBatch, WriteStateData};
+    new!(g, kp::WriteShareGroupStateRequest)
+        .with_group_id(g.str())
+        .with_topics(g.vec(|g| {
+            new!(g, WriteStateData)
+                .with_topic_id(g.uuid())
+                .with_partitions(g.vec(|g| {
+                    new!(g, PartitionData)
+                        .with_partition(g.i32())
+                        .with_state_epoch(g.i32())
+                        .with_leader_epoch(g.i32())
+                        .with_start_offset(g.i64())
+                        .with_state_batches(g.vec(|g| {
+                            new!(g, StateBatch)
+                                .with_first_offset(g.i64())
+                                .with_last_offset(g.i64())
+                                .with_delivery_state(g.i8())
+                                .with_delivery_count(g.i16())
+                        }))
+                }))
+        }))
+}
+
+fn write_share_group_state_response(g: &mut Gen, _v: i16) -> kp::WriteShareGroupStateResponse {
+    use kp::write_share_group_state_response::{PartitionResult, WriteStateResult};
+    new!(g, kp::WriteShareGroupStateResponse).with_results(g.vec(|g| {
+        new!(g, WriteStateResult)
+            .with_topic_id(g.uuid())
+            .with_partitions(g.vec(|g| {
+                new!(g, PartitionResult)
+                    .with_partition(g.i32())
+                    .with_error_code(g.i16())
+                    .with_error_message(g.opt(Gen::str))
+            }))
+    }))
+}
+
+fn delete_share_group_state_request(g: &mut Gen, _v: i16) -> kp::DeleteShareGroupStateRequest {
+    use kp::delete_share_group_state_request::{DeleteStateData, PartitionData};
+    new!(g, kp::DeleteShareGroupStateRequest)
+        .with_group_id(g.str())
+        .with_topics(g.vec(|g| {
+            new!(g, DeleteStateData)
+                .with_topic_id(g.uuid())
+                .with_partitions(g.vec(|g| new!(g, PartitionData).with_partition(g.i32())))
+        }))
+}
+
+fn delete_share_group_state_response(g: &mut Gen, _v: i16) -> kp::DeleteShareGroupStateResponse {
+    use kp::delete_share_group_state_response::{DeleteStateResult, PartitionResult};
+    new!(g, kp::DeleteShareGroupStateResponse).with_results(g.vec(|g| {
+        new!(g, DeleteStateResult)
+            .with_topic_id(g.uuid())
+            .with_partitions(g.vec(|g| {
+                new!(g, PartitionResult)
+                    .with_partition(g.i32())
+                    .with_error_code(g.i16())
+                    .with_error_message(g.opt(Gen::str))
+            }))
+    }))
+}
+
+fn read_share_group_state_summary_request(
+    g: &mut Gen,
+    _v: i16,
+) -> kp::ReadShareGroupStateSummaryRequest {
+    use kp::read_share_group_state_summary_request::{PartitionData, ReadStateSummaryData};
+    new!(g, kp::ReadShareGroupStateSummaryRequest)
+        .with_group_id(g.str())
+        .with_topics(g.vec(|g| {
+            new!(g, ReadStateSummaryData)
+                .with_topic_id(g.uuid())
+                .with_partitions(g.vec(|g| {
+                    new!(g, PartitionData)
+                        .with_partition(g.i32())
+                        .with_leader_epoch(g.i32())
+                }))
+        }))
+}
+
+fn read_share_group_state_summary_response(
+    g: &mut Gen,
+    _v: i16,
+) -> kp::ReadShareGroupStateSummaryResponse {
+    use kp::read_share_group_state_summary_response::{PartitionResult, ReadStateSummaryResult};
+    new!(g, kp::ReadShareGroupStateSummaryResponse).with_results(g.vec(|g| {
+        new!(g, ReadStateSummaryResult)
+            .with_topic_id(g.uuid())
+            .with_partitions(g.vec(|g| {
+                new!(g, PartitionResult)
+                    .with_partition(g.i32())
+                    .with_error_code(g.i16())
+                    .with_error_message(g.opt(Gen::str))
+                    .with_state_epoch(g.i32())
+                    .with_leader_epoch(g.i32())
+                    .with_start_offset(g.i64())
+            }))
+    }))
+}
+
 fn default_principal_data(g: &mut Gen) -> kp::DefaultPrincipalData {
     new!(g, kp::DefaultPrincipalData)
         .with_type(g.str())
@@ -2561,6 +2745,16 @@ pinlog_messages!(
     consumer_group_heartbeat::ConsumerGroupHeartbeatResponse,
     consumer_group_describe::ConsumerGroupDescribeRequest,
     consumer_group_describe::ConsumerGroupDescribeResponse,
+    initialize_share_group_state::InitializeShareGroupStateRequest,
+    initialize_share_group_state::InitializeShareGroupStateResponse,
+    read_share_group_state::ReadShareGroupStateRequest,
+    read_share_group_state::ReadShareGroupStateResponse,
+    write_share_group_state::WriteShareGroupStateRequest,
+    write_share_group_state::WriteShareGroupStateResponse,
+    delete_share_group_state::DeleteShareGroupStateRequest,
+    delete_share_group_state::DeleteShareGroupStateResponse,
+    read_share_group_state_summary::ReadShareGroupStateSummaryRequest,
+    read_share_group_state_summary::ReadShareGroupStateSummaryResponse,
     default_principal_data::DefaultPrincipalData,
 );
 
@@ -2718,8 +2912,12 @@ fn kafka_apis() -> impl Iterator<Item = &'static pinlog::protocol::api::ApiSuppo
 /// in. WriteTxnMarkers v2 (KIP-890: each marker's transaction version) and
 /// TxnOffsetCommit v6 (topics by id) were written from Kafka's message
 /// JSON files.
-const SERVED_BEYOND_KAFKA_PROTOCOL: &[(ApiKey, i16)] =
-    &[(ApiKey::WriteTxnMarkers, 2), (ApiKey::TxnOffsetCommit, 6)];
+const SERVED_BEYOND_KAFKA_PROTOCOL: &[(ApiKey, i16)] = &[
+    (ApiKey::WriteTxnMarkers, 2),
+    (ApiKey::TxnOffsetCommit, 6),
+    (ApiKey::WriteShareGroupState, 1),
+    (ApiKey::ReadShareGroupStateSummary, 1),
+];
 
 /// The versions of `support` that kafka-protocol implements too.
 fn differential_versions(
@@ -3162,6 +3360,46 @@ api_table! {
         response: kp::ConsumerGroupDescribeResponse,
             consumer_group_describe::ConsumerGroupDescribeResponse,
             consumer_group_describe_response;
+    }
+    InitializeShareGroupState => {
+        request: kp::InitializeShareGroupStateRequest,
+            initialize_share_group_state::InitializeShareGroupStateRequest,
+            initialize_share_group_state_request;
+        response: kp::InitializeShareGroupStateResponse,
+            initialize_share_group_state::InitializeShareGroupStateResponse,
+            initialize_share_group_state_response;
+    }
+    ReadShareGroupState => {
+        request: kp::ReadShareGroupStateRequest,
+            read_share_group_state::ReadShareGroupStateRequest,
+            read_share_group_state_request;
+        response: kp::ReadShareGroupStateResponse,
+            read_share_group_state::ReadShareGroupStateResponse,
+            read_share_group_state_response;
+    }
+    WriteShareGroupState => {
+        request: kp::WriteShareGroupStateRequest,
+            write_share_group_state::WriteShareGroupStateRequest,
+            write_share_group_state_request;
+        response: kp::WriteShareGroupStateResponse,
+            write_share_group_state::WriteShareGroupStateResponse,
+            write_share_group_state_response;
+    }
+    DeleteShareGroupState => {
+        request: kp::DeleteShareGroupStateRequest,
+            delete_share_group_state::DeleteShareGroupStateRequest,
+            delete_share_group_state_request;
+        response: kp::DeleteShareGroupStateResponse,
+            delete_share_group_state::DeleteShareGroupStateResponse,
+            delete_share_group_state_response;
+    }
+    ReadShareGroupStateSummary => {
+        request: kp::ReadShareGroupStateSummaryRequest,
+            read_share_group_state_summary::ReadShareGroupStateSummaryRequest,
+            read_share_group_state_summary_request;
+        response: kp::ReadShareGroupStateSummaryResponse,
+            read_share_group_state_summary::ReadShareGroupStateSummaryResponse,
+            read_share_group_state_summary_response;
     }
 }
 

@@ -267,6 +267,18 @@ pub fn cases() -> Vec<Case> {
             missing_topic: None,
         },
         Case {
+            what: "FindCoordinator (share)",
+            acls: &[(Cluster, ClusterAction)],
+            call: find_share_coordinator,
+            missing_topic: None,
+        },
+        Case {
+            what: "ReadShareGroupStateSummary",
+            acls: &[(Cluster, ClusterAction)],
+            call: read_share_group_state_summary,
+            missing_topic: None,
+        },
+        Case {
             what: "OffsetCommit",
             acls: &[(Group, Read), (Topic, Read)],
             call: |c, n| crate::offset_commit(c, n.group, n.topic),

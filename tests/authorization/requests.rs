@@ -568,6 +568,60 @@ pub fn txn_offset_commit(c: &mut Conn, n: &Names) -> i16 {
     )
 }
 
+/// A share coordinator key (`groupId:topicId:partition`) of the matrix's
+/// group: FindCoordinator's SHARE key type, a broker's question.
+const SHARE_KEY_TOPIC_ID: [u8; 16] = [9; 16];
+
+pub fn find_share_coordinator(c: &mut Conn, n: &Names) -> i16 {
+    let key = pinlog::group::share::state_store::coordinator_key(
+        &pinlog::group::share::state_records::SharePartitionKey {
+            group_id: n.group.into(),
+            topic_id: SHARE_KEY_TOPIC_ID,
+            partition: 0,
+        },
+    );
+    let req = find_coordinator::FindCoordinatorRequest {
+        key_type: find_coordinator::KEY_TYPE_SHARE,
+        coordinator_keys: vec![key],
+        ..Default::default()
+    };
+    let resp = call!(
+        c,
+        FindCoordinator,
+        6,
+        req,
+        find_coordinator::FindCoordinatorResponse
+    );
+    first_error(resp.coordinators.iter().map(|c| c.error_code))
+}
+
+/// One of the five share-group state APIs (they share one check).
+pub fn read_share_group_state_summary(c: &mut Conn, n: &Names) -> i16 {
+    use read_share_group_state_summary::*;
+    let req = ReadShareGroupStateSummaryRequest {
+        group_id: n.group.into(),
+        topics: vec![share_group_state::StateTopic {
+            topic_id: SHARE_KEY_TOPIC_ID,
+            partitions: vec![SummaryPartition {
+                partition: 0,
+                leader_epoch: 0,
+            }],
+        }],
+    };
+    let resp = call!(
+        c,
+        ReadShareGroupStateSummary,
+        1,
+        req,
+        ReadShareGroupStateSummaryResponse
+    );
+    first_error(
+        resp.results
+            .iter()
+            .flat_map(|t| t.partitions.iter().map(|p| p.error_code)),
+    )
+}
+
 pub fn write_txn_markers(c: &mut Conn, _: &Names) -> i16 {
     use write_txn_markers::*;
     let req = WriteTxnMarkersRequest {

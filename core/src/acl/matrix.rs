@@ -89,6 +89,9 @@ pub const DESCRIBE_CLUSTER: Rule = rule(Cluster, Describe);
 // Groups.
 pub const FIND_COORDINATOR_GROUP: Rule = rule(Group, Describe);
 pub const FIND_COORDINATOR_TRANSACTIONAL_ID: Rule = rule(TransactionalId, Describe);
+/// FindCoordinator for a share partition's share coordinator (KIP-932): a
+/// broker's question.
+pub const FIND_COORDINATOR_SHARE: Rule = rule(Cluster, ClusterAction);
 pub const JOIN_GROUP: Rule = rule(Group, Read);
 pub const SYNC_GROUP: Rule = rule(Group, Read);
 pub const HEARTBEAT_GROUP: Rule = rule(Group, Read);
@@ -214,7 +217,11 @@ pub fn rules_of(api: ApiKey) -> &'static [Rule] {
             METADATA_AUTO_CREATE_TOPIC,
         ],
         ApiKey::DescribeCluster => &[DESCRIBE_CLUSTER],
-        ApiKey::FindCoordinator => &[FIND_COORDINATOR_GROUP, FIND_COORDINATOR_TRANSACTIONAL_ID],
+        ApiKey::FindCoordinator => &[
+            FIND_COORDINATOR_GROUP,
+            FIND_COORDINATOR_TRANSACTIONAL_ID,
+            FIND_COORDINATOR_SHARE,
+        ],
         ApiKey::JoinGroup => &[JOIN_GROUP],
         ApiKey::SyncGroup => &[SYNC_GROUP],
         ApiKey::Heartbeat => &[HEARTBEAT_GROUP],

@@ -67,7 +67,7 @@ pub async fn handle(
         vec![req.key.clone()]
     };
     let share_allowed = req.key_type == KEY_TYPE_SHARE
-        && access.allows_cluster(&broker.image(), matrix::SHARE_GROUP_STATE);
+        && access.allows_cluster(&broker.image(), matrix::FIND_COORDINATOR_SHARE);
     let (code, message) = match req.key_type {
         KEY_TYPE_GROUP => match ensure_offsets_topic(shard).await {
             Ok(()) => (error_code::NONE, None),

@@ -48,7 +48,11 @@ pub struct ReadState {
 
 /// Reads `key`'s state as the leader at `leader_epoch` (a newer epoch is
 /// stored first; an older one is FENCED_LEADER_EPOCH).
-/// Ok(None): no state was ever initialized for this share partition.
+/// Ok(None): no state was ever initialized for this share partition. (From
+/// another broker's coordinator that is Kafka's wire answer for it, start
+/// offset -1, state epoch 0 and no batches, which a state initialized to
+/// exactly that also gives: the two mean the same to a share partition,
+/// whose start then comes from `share.auto.offset.reset`.)
 pub async fn read_state(
     shard: &Rc<Shard>,
     key: &SharePartitionKey,

@@ -10,7 +10,9 @@ use bytes::BytesMut;
 
 use super::{ShareStateCoordinator, StateAnswer, StateOp};
 use crate::group::share::state_records::SharePartitionKey;
-use crate::group::share::state_store::{ReadAnswer, SummaryAnswer, UNINITIALIZED_START_OFFSET};
+use crate::group::share::state_store::{
+    ReadAnswer, SummaryAnswer, DEFAULT_STATE_EPOCH, UNINITIALIZED_START_OFFSET,
+};
 use crate::node::state::BrokerState;
 use crate::protocol::api::ApiKey;
 use crate::protocol::codec::{DecodeResult, Reader};
@@ -69,6 +71,146 @@ fn done(r: PartitionResult) -> Result<StateAnswer, i16> {
     Ok(StateAnswer::Done)
 }
 
+/// The request `op` about `key` becomes: its API, version and body.
+pub(crate) fn encode_request(key: &SharePartitionKey, op: &StateOp) -> (ApiKey, i16, BytesMut) {
+    let group_id = key.group_id.clone();
+    let p = key.partition;
+    let mut w = BytesMut::new();
+    let (api, version) = match op {
+        StateOp::Initialize {
+            state_epoch,
+            start_offset,
+        } => {
+            InitializeShareGroupStateRequest {
+                group_id,
+                topics: topic(
+                    key,
+                    InitializePartition {
+                        partition: p,
+                        state_epoch: *state_epoch,
+                        start_offset: *start_offset,
+                    },
+                ),
+            }
+            .encode(&mut w, INITIALIZE_VERSION);
+            (ApiKey::InitializeShareGroupState, INITIALIZE_VERSION)
+        }
+        StateOp::Write {
+            state_epoch,
+            leader_epoch,
+            write,
+        } => {
+            WriteShareGroupStateRequest {
+                group_id,
+                topics: topic(
+                    key,
+                    WritePartition {
+                        partition: p,
+                        state_epoch: *state_epoch,
+                        leader_epoch: *leader_epoch,
+                        start_offset: write.start_offset,
+                        delivery_complete_count: write.delivery_complete_count,
+                        state_batches: write.state_batches.clone(),
+                    },
+                ),
+            }
+            .encode(&mut w, WRITE_VERSION);
+            (ApiKey::WriteShareGroupState, WRITE_VERSION)
+        }
+        StateOp::Delete => {
+            DeleteShareGroupStateRequest {
+                group_id,
+                topics: topic(key, DeletePartition { partition: p }),
+            }
+            .encode(&mut w, DELETE_VERSION);
+            (ApiKey::DeleteShareGroupState, DELETE_VERSION)
+        }
+        StateOp::Read { leader_epoch } => {
+            ReadShareGroupStateRequest {
+                group_id,
+                topics: topic(
+                    key,
+                    ReadPartition {
+                        partition: p,
+                        leader_epoch: *leader_epoch,
+                    },
+                ),
+            }
+            .encode(&mut w, READ_VERSION);
+            (ApiKey::ReadShareGroupState, READ_VERSION)
+        }
+        StateOp::Summary { leader_epoch } => {
+            ReadShareGroupStateSummaryRequest {
+                group_id,
+                topics: topic(
+                    key,
+                    SummaryPartition {
+                        partition: p,
+                        leader_epoch: *leader_epoch,
+                    },
+                ),
+            }
+            .encode(&mut w, SUMMARY_VERSION);
+            (ApiKey::ReadShareGroupStateSummary, SUMMARY_VERSION)
+        }
+    };
+    (api, version, w)
+}
+
+/// Reads the response to [`encode_request`]'s request for `op`: the
+/// coordinator's answer, or its error code.
+pub(crate) fn decode_answer(
+    op: &StateOp,
+    r: &mut Reader,
+) -> DecodeResult<Result<StateAnswer, i16>> {
+    Ok(match op {
+        StateOp::Initialize { .. } => {
+            let resp = InitializeShareGroupStateResponse::decode(r, INITIALIZE_VERSION)?;
+            only(&resp.results).and_then(done)
+        }
+        StateOp::Write { .. } => {
+            let resp = WriteShareGroupStateResponse::decode(r, WRITE_VERSION)?;
+            only(&resp.results).and_then(done)
+        }
+        StateOp::Delete => {
+            let resp = DeleteShareGroupStateResponse::decode(r, DELETE_VERSION)?;
+            only(&resp.results).and_then(done)
+        }
+        StateOp::Read { .. } => {
+            let resp = ReadShareGroupStateResponse::decode(r, READ_VERSION)?;
+            only(&resp.results).and_then(|r| {
+                if r.error_code != error_code::NONE {
+                    return Err(r.error_code);
+                }
+                Ok(StateAnswer::Read(ReadAnswer {
+                    // Kafka's wire answer for a state never initialized.
+                    initialized: !(r.start_offset == UNINITIALIZED_START_OFFSET
+                        && r.state_epoch == DEFAULT_STATE_EPOCH
+                        && r.state_batches.is_empty()),
+                    state_epoch: r.state_epoch,
+                    start_offset: r.start_offset,
+                    state_batches: r.state_batches,
+                    leader_epoch_record: None,
+                }))
+            })
+        }
+        StateOp::Summary { .. } => {
+            let resp = ReadShareGroupStateSummaryResponse::decode(r, SUMMARY_VERSION)?;
+            only(&resp.results).and_then(|r| {
+                if r.error_code != error_code::NONE {
+                    return Err(r.error_code);
+                }
+                Ok(StateAnswer::Summary(SummaryAnswer {
+                    state_epoch: r.state_epoch,
+                    leader_epoch: r.leader_epoch,
+                    start_offset: r.start_offset,
+                    delivery_complete_count: r.delivery_complete_count,
+                }))
+            })
+        }
+    })
+}
+
 /// Sends `op` about `key` to the coordinator at `addr` and waits at most
 /// `timeout`. A connection error is COORDINATOR_NOT_AVAILABLE (retried by
 /// the persister); the connection is then dropped, so a late answer is
@@ -92,131 +234,17 @@ pub async fn call(
             inter_broker_security(shard),
         )
     });
-    let group_id = key.group_id.clone();
-    let p = key.partition;
-    macro_rules! exchange {
-        ($api:expr, $version:expr, $req:expr, $resp:ty) => {{
-            let req = $req;
-            let body = move |w: &mut BytesMut| req.encode(w, $version);
-            let decode = |r: &mut Reader| -> DecodeResult<$resp> { <$resp>::decode(r, $version) };
-            peer.call($api, $version, body, decode, timeout, MAX_RESPONSE_BYTES)
-                .await
-        }};
-    }
-    let answer: std::io::Result<Result<StateAnswer, i16>> = match op {
-        StateOp::Initialize {
-            state_epoch,
-            start_offset,
-        } => exchange!(
-            ApiKey::InitializeShareGroupState,
-            INITIALIZE_VERSION,
-            InitializeShareGroupStateRequest {
-                group_id,
-                topics: topic(
-                    key,
-                    InitializePartition {
-                        partition: p,
-                        state_epoch: *state_epoch,
-                        start_offset: *start_offset,
-                    }
-                ),
-            },
-            InitializeShareGroupStateResponse
+    let (api, version, body) = encode_request(key, op);
+    let answer = peer
+        .call(
+            api,
+            version,
+            |w| w.extend_from_slice(&body),
+            |r| decode_answer(op, r),
+            timeout,
+            MAX_RESPONSE_BYTES,
         )
-        .map(|resp| only(&resp.results).and_then(done)),
-        StateOp::Write {
-            state_epoch,
-            leader_epoch,
-            write,
-        } => exchange!(
-            ApiKey::WriteShareGroupState,
-            WRITE_VERSION,
-            WriteShareGroupStateRequest {
-                group_id,
-                topics: topic(
-                    key,
-                    WritePartition {
-                        partition: p,
-                        state_epoch: *state_epoch,
-                        leader_epoch: *leader_epoch,
-                        start_offset: write.start_offset,
-                        delivery_complete_count: write.delivery_complete_count,
-                        state_batches: write.state_batches.clone(),
-                    }
-                ),
-            },
-            WriteShareGroupStateResponse
-        )
-        .map(|resp| only(&resp.results).and_then(done)),
-        StateOp::Delete => exchange!(
-            ApiKey::DeleteShareGroupState,
-            DELETE_VERSION,
-            DeleteShareGroupStateRequest {
-                group_id,
-                topics: topic(key, DeletePartition { partition: p }),
-            },
-            DeleteShareGroupStateResponse
-        )
-        .map(|resp| only(&resp.results).and_then(done)),
-        StateOp::Read { leader_epoch } => exchange!(
-            ApiKey::ReadShareGroupState,
-            READ_VERSION,
-            ReadShareGroupStateRequest {
-                group_id,
-                topics: topic(
-                    key,
-                    ReadPartition {
-                        partition: p,
-                        leader_epoch: *leader_epoch,
-                    }
-                ),
-            },
-            ReadShareGroupStateResponse
-        )
-        .map(|resp| {
-            let r = only(&resp.results)?;
-            if r.error_code != error_code::NONE {
-                return Err(r.error_code);
-            }
-            Ok(StateAnswer::Read(ReadAnswer {
-                // Kafka's wire answer for a state never initialized.
-                initialized: !(r.start_offset == UNINITIALIZED_START_OFFSET
-                    && r.state_epoch == crate::group::share::state_store::DEFAULT_STATE_EPOCH
-                    && r.state_batches.is_empty()),
-                state_epoch: r.state_epoch,
-                start_offset: r.start_offset,
-                state_batches: r.state_batches,
-                leader_epoch_record: None,
-            }))
-        }),
-        StateOp::Summary { leader_epoch } => exchange!(
-            ApiKey::ReadShareGroupStateSummary,
-            SUMMARY_VERSION,
-            ReadShareGroupStateSummaryRequest {
-                group_id,
-                topics: topic(
-                    key,
-                    SummaryPartition {
-                        partition: p,
-                        leader_epoch: *leader_epoch,
-                    }
-                ),
-            },
-            ReadShareGroupStateSummaryResponse
-        )
-        .map(|resp| {
-            let r = only(&resp.results)?;
-            if r.error_code != error_code::NONE {
-                return Err(r.error_code);
-            }
-            Ok(StateAnswer::Summary(SummaryAnswer {
-                state_epoch: r.state_epoch,
-                leader_epoch: r.leader_epoch,
-                start_offset: r.start_offset,
-                delivery_complete_count: r.delivery_complete_count,
-            }))
-        }),
-    };
+        .await;
     match answer {
         Ok(answer) => {
             coordinator.return_peer(peer);
@@ -228,3 +256,7 @@ pub async fn call(
         }
     }
 }
+
+#[cfg(test)]
+#[path = "remote_tests.rs"]
+mod tests;
