@@ -120,6 +120,13 @@ pub const READ_AHEAD_BYTES: u64 = (FILE_READS_AHEAD * FILE_READ_PIECE_BYTES) as 
 pub const READ_CACHE_MEMORY_DIVISOR: u64 = 4;
 /// The read cache's size when the machine's memory cannot be read.
 pub const READ_CACHE_FALLBACK_BYTES: usize = 256 * 1024 * 1024;
+/// A buffer whose cached batches are less than this fraction of it (1/4)
+/// is let go: its batches are copied into buffers of their own. The read
+/// cache counts each buffer its batches keep alive, whole, so a sliver of a
+/// 4 MiB read-ahead costs the cache 4 MiB; past 1/4 the copy (at most a
+/// quarter of the buffer, once) is cheaper than the memory it pins for as
+/// long as the sliver stays recently used.
+pub const READ_CACHE_SPARSE_BUFFER_DIVISOR: usize = 4;
 /// Default spin before an idle shard parks: measured on this machine, parking
 /// right away costs ~2.3 ms p99 per cross-core hop, spinning 50 µs ~43 µs;
 /// under paced produce it kept p99 and p99.9 lower for 0.1-0.2 of a core
