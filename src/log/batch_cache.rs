@@ -157,6 +157,8 @@ impl CacheFill {
 pub struct CacheStats {
     /// The budget now: what `used_bytes` may reach.
     pub capacity_bytes: u64,
+    /// The most the budget may become.
+    pub ceiling_bytes: u64,
     /// The memory the cached batches keep alive: each buffer once, whole.
     pub used_bytes: u64,
     /// The cached batches' own bytes (at most `used_bytes`).
@@ -205,7 +207,11 @@ struct BufferUse {
 /// Shard-wide read cache.
 #[derive(Debug)]
 pub struct BatchCache {
+    /// The budget now, at most `ceiling_bytes`.
     capacity_bytes: usize,
+    /// The most the budget may be: the shard's share of
+    /// `read.cache.bytes` or of the default.
+    ceiling_bytes: usize,
     /// Bytes of the buffers in `buffers`, each counted once.
     used_bytes: usize,
     batch_bytes: usize,
@@ -224,6 +230,7 @@ impl BatchCache {
     pub fn new(capacity_bytes: usize) -> Self {
         BatchCache {
             capacity_bytes,
+            ceiling_bytes: capacity_bytes,
             used_bytes: 0,
             batch_bytes: 0,
             partitions: HashMap::new(),
@@ -265,17 +272,23 @@ impl BatchCache {
     pub fn capacity_bytes(&self) -> usize {
         self.capacity_bytes
     }
+    pub fn ceiling_bytes(&self) -> usize {
+        self.ceiling_bytes
+    }
 
-    /// Changes the budget (the shard's memory watch does, as the machine's
-    /// free memory comes and goes), evicting down to a lower one at once.
+    /// Changes the budget, never past the ceiling (the shard's memory
+    /// watch does, as the machine's free memory comes and goes), evicting
+    /// down to a lower one at once.
     pub fn set_capacity(&mut self, capacity_bytes: usize) {
-        self.capacity_bytes = capacity_bytes;
+        self.capacity_bytes = capacity_bytes.min(self.ceiling_bytes);
         self.evict_to_capacity();
+        assert!(self.used_bytes <= self.capacity_bytes);
     }
 
     pub fn stats(&self) -> CacheStats {
         CacheStats {
             capacity_bytes: self.capacity_bytes as u64,
+            ceiling_bytes: self.ceiling_bytes as u64,
             used_bytes: self.used_bytes as u64,
             batch_bytes: self.batch_bytes as u64,
             batches: self.lru.len() as u64,
@@ -951,6 +964,9 @@ mod tests {
         assert_eq!(c.capacity_bytes(), 5 * MIB);
         c.set_capacity(MIB);
         assert_eq!(c.used_bytes(), 0);
+        c.set_capacity(64 * MIB);
+        assert_eq!(c.capacity_bytes(), 8 * MIB, "never past the ceiling");
+        c.set_capacity(MIB);
         // A batch cut from a buffer bigger than the whole cache is copied.
         c.append(k, cut(200, 1, 40_000, 4 * MIB));
         assert_eq!(c.used_bytes(), 40_000);
