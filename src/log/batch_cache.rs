@@ -675,7 +675,7 @@ impl BatchCache {
     /// cheap asserts.
     fn check_invariants(&self) {
         if cfg!(any(test, debug_assertions)) {
-            let used: usize = self.buffers.iter().map(|(b, _)| b.len()).sum();
+            let used: usize = self.buffers.keys().map(|b| b.len()).sum();
             let batches: usize = self.buffers.values().map(|u| u.batches.len()).sum();
             let bytes: usize = self.buffers.values().map(|u| u.batch_bytes).sum();
             assert_eq!(used, self.used_bytes, "each buffer is counted once");
