@@ -172,7 +172,7 @@ P3_RECORDS=$((P3_BYTES / RECORD))
 # of 24 GiB here), below RAM so that Kafka's page cache can hold all of it.
 # P3BIG_BYTES in the environment sets it; the section is skipped when the
 # disk or the memory cannot hold it.
-MEM_BYTES=$(awk '/^MemTotal:/{print $2 * 1024}' /proc/meminfo)
+MEM_BYTES=$(( $(awk '/^MemTotal:/{print $2}' /proc/meminfo) * 1024 ))
 P3BIG_BYTES=${P3BIG_BYTES:-$(( MEM_BYTES / 4 * 5 / 2 / 1048576 * 1048576 ))}
 P3BIG_RECORDS=$((P3BIG_BYTES / RECORD))
 if [ "$MODE" = full ]; then P3BIG_ROUNDS=2; else P3BIG_ROUNDS=1; fi
