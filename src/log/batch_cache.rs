@@ -686,6 +686,10 @@ impl BatchCache {
             self.batch_bytes <= self.used_bytes,
             "batches lie inside their buffers"
         );
+        assert!(
+            self.used_bytes <= self.capacity_bytes,
+            "the budget bounds the buffers"
+        );
     }
 }
 
