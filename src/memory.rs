@@ -236,7 +236,12 @@ impl CgroupFiles {
     /// the root.
     fn find() -> Option<CgroupFiles> {
         let text = std::fs::read_to_string("/proc/self/cgroup").ok()?;
-        let root = std::path::Path::new("/sys/fs/cgroup");
+        Self::find_in(&text, std::path::Path::new("/sys/fs/cgroup"))
+    }
+
+    /// [`find`](Self::find) from a `/proc/self/cgroup` text, with the
+    /// cgroup file systems mounted under `root`.
+    fn find_in(text: &str, root: &std::path::Path) -> Option<CgroupFiles> {
         let under = |mount: &std::path::Path, path: &str| {
             let dir = mount.join(path.trim_start_matches('/'));
             if dir.is_dir() {
@@ -458,5 +463,61 @@ mod tests {
         assert!(r.free_bytes().is_some_and(|f| f <= limit));
         let ceiling = default_read_cache_bytes() as u64;
         assert!(ceiling > 0 && ceiling <= limit);
+    }
+
+    fn write(dir: &std::path::Path, name: &str, text: &str) {
+        std::fs::create_dir_all(dir).unwrap();
+        std::fs::write(dir.join(name), text).unwrap();
+    }
+
+    #[test]
+    fn finds_a_v2_cgroup_below_the_mount_and_reads_its_files() {
+        let root = tempfile::tempdir().unwrap();
+        write(root.path(), "cgroup.controllers", "cpu memory\n");
+        let dir = root.path().join("system.slice/pinlog.service");
+        write(&dir, "memory.max", "4294967296\n");
+        write(&dir, "memory.high", "max\n");
+        write(&dir, "memory.current", "1073741824\n");
+        write(&dir, "memory.stat", "anon 1\ninactive_file 268435456\n");
+        write(
+            &dir,
+            "memory.pressure",
+            "some avg10=2.50 avg60=0 avg300=0 total=1\n",
+        );
+        let c = CgroupFiles::find_in("0::/system.slice/pinlog.service\n", root.path()).unwrap();
+        assert!(c.v2);
+        assert_eq!(c.max_bytes(), Some(4 * GIB));
+        assert_eq!(c.high_bytes(), None);
+        assert_eq!(
+            c.used_bytes(),
+            Some(768 * MIB),
+            "less the inactive file cache"
+        );
+        assert_eq!(c.pressure(), Some(2.5));
+        // Inside a cgroup namespace the path is the mount's root.
+        write(root.path(), "memory.max", "max\n");
+        let c = CgroupFiles::find_in("0::/\n", root.path()).unwrap();
+        assert_eq!((c.dir.as_path(), c.max_bytes()), (root.path(), None));
+    }
+
+    #[test]
+    fn finds_a_v1_memory_cgroup_and_falls_back_to_its_mount() {
+        let root = tempfile::tempdir().unwrap();
+        let mount = root.path().join("memory");
+        write(&mount, "memory.limit_in_bytes", "9223372036854771712\n");
+        let dir = mount.join("process_api/abc");
+        write(&dir, "memory.limit_in_bytes", "2147483648\n");
+        write(&dir, "memory.usage_in_bytes", "1073741824\n");
+        write(&dir, "memory.stat", "cache 5\ninactive_file 1073741824\n");
+        let text = "5:devices:/\n4:memory:/process_api/abc\n0::/\n";
+        let c = CgroupFiles::find_in(text, root.path()).unwrap();
+        assert!(!c.v2);
+        assert_eq!(c.max_bytes(), Some(2 * GIB));
+        assert_eq!(c.used_bytes(), Some(0));
+        assert_eq!((c.high_bytes(), c.pressure()), (None, None), "v2 only");
+        // A path that is not mounted here: the mount's own (unlimited) files.
+        let c = CgroupFiles::find_in("4:memory:/elsewhere\n", root.path()).unwrap();
+        assert_eq!((c.dir.clone(), c.max_bytes()), (mount, None));
+        assert!(CgroupFiles::find_in("1:cpu:/\n", root.path()).is_none());
     }
 }
