@@ -19,7 +19,7 @@
 #                  whose writes are limited to N MB/s (cgroup v1 blkio
 #                  throttle of the root group, so it also limits the
 #                  kernel's writeback of Kafka's page cache). Needs root.
-#   --only "LIST"  run only these sections, among raw p1 p2 p3 java p5 p4
+#   --only "LIST"  run only these sections, among raw p1 p2 p3 p3big java p5 p4
 #                  (for development: the report then has gaps; p2 needs p1,
 #                  or P2_RATE=<records/s> in the environment)
 #   --replicated   instead of the above: 3 pinlog nodes against 3 Kafka
@@ -70,6 +70,9 @@
 #   P2    produce latency at a fixed 50% of Kafka's P1 rate, beside the
 #         disk's own latency at that byte rate (raw-sink pace)
 #   P3    consume: catch-up over the data set, and tailing (e2e)
+#   P3big consume from the earliest offset over a data set larger than the
+#         read cache's old default (a quarter of memory) but below RAM:
+#         as written and re-read warm, one broker at a time (issue 33)
 #   P4    10,000 partitions: RSS per idle partition, restart time
 #   P5    P1 on pinlog with --shards 1 and --shards 2
 #   java  Kafka's ProducerPerformance / ConsumerPerformance on both brokers
@@ -140,7 +143,7 @@ if [ "$REPLICATED" = 1 ]; then
 fi
 want() { [ -z "$ONLY" ] || [[ " $ONLY " == *" $1 "* ]]; }
 MAIN=0   # whether the main pinlog and Kafka brokers are needed
-for s_ in p1 p2 p3 java p5; do if want $s_; then MAIN=1; fi; done
+for s_ in p1 p2 p3 p3big java p5; do if want $s_; then MAIN=1; fi; done
 
 # ---------------------------------------------------------------- settings
 RECORD=1024            # bytes per record value
@@ -165,6 +168,14 @@ else
   JAVA_RECORDS=300000
 fi
 P3_RECORDS=$((P3_BYTES / RECORD))
+# P3big: 2.5x the read cache's old default of a quarter of memory (14 GiB
+# of 24 GiB here), below RAM so that Kafka's page cache can hold all of it.
+# P3BIG_BYTES in the environment sets it; the section is skipped when the
+# disk or the memory cannot hold it.
+MEM_BYTES=$(( $(awk '/^MemTotal:/{print $2}' /proc/meminfo) * 1024 ))
+P3BIG_BYTES=${P3BIG_BYTES:-$(( MEM_BYTES / 4 * 5 / 2 / 1048576 * 1048576 ))}
+P3BIG_RECORDS=$((P3BIG_BYTES / RECORD))
+if [ "$MODE" = full ]; then P3BIG_ROUNDS=2; else P3BIG_ROUNDS=1; fi
 P4_CHUNK=500           # P4's partitions come as topics of this many
 KAFKA_P1_RPS=0; DROP_CACHES=0; P2_RATE_ENV=${P2_RATE:-}
 # The client settings every loadgen run shares, whatever the broker.
@@ -810,6 +821,46 @@ for r in $(seq 1 "$P2_ROUNDS"); do
 done
 fi
 
+# ---------------------------------------------------------------- P3big
+# A consumer minutes behind on a data set larger than the read cache's old
+# default: Kafka serves it from all the page cache the machine has, pinlog
+# from its read cache, whose budget follows the free memory. One broker at
+# a time holds the data set (the other's copy would not fit in memory
+# beside it, and the disk holds one): fill, read as written, re-read warm,
+# delete; then the other broker.
+# --quick runs it only when --only names it: it takes minutes of its own.
+if want p3big && { [ "$MODE" = full ] || [[ " $ONLY " == *" p3big "* ]]; }; then
+disk_free=$(( $(df -Pk "$WORK" | awk 'NR==2 {print $4}') * 1024 ))
+if [ "$P3BIG_BYTES" -ge $(( MEM_BYTES / 10 * 9 )) ]; then
+  say "P3big skipped: $((P3BIG_BYTES / 1048576)) MiB is not below RAM ($((MEM_BYTES / 1048576)) MiB)"
+elif [ "$disk_free" -le $(( P3BIG_BYTES / 10 * 13 )) ]; then
+  say "P3big skipped: $((disk_free / 1048576)) MiB free on the disk, it needs $((P3BIG_BYTES / 10 * 13 / 1048576))"
+else
+  say "P3big: $P3BIG_RECORDS records ($((P3BIG_BYTES / 1048576)) MiB) on one broker at a time"
+  for b in pinlog kafka; do
+    if [ $b = pinlog ]; then addr=$PL_ADDR; pid=$PL_PID; else addr=$KF_ADDR; pid=$KF_PID; fi
+    create_topic "$addr" p3big "$PARTS" || die "could not create p3big on $b"
+    lg "p3bigfill.$b" "$pid" 1800 produce --bootstrap "$addr" --topic p3big --partitions "$PARTS" \
+      --record-size "$RECORD" --key-space none --batch-bytes "$LG_BATCH" --linger-ms "$LG_LINGER" \
+      --acks 1 --compression none --producers "$LG_CONNS" --records "$P3BIG_RECORDS"
+    lg "p3big.$b.written" "$pid" 900 consume --bootstrap "$addr" --topic p3big --from earliest \
+      --connections "$LG_CONNS"
+    for r in $(seq 1 "$P3BIG_ROUNDS"); do
+      lg "p3big.$b.warm$r" "$pid" 900 consume --bootstrap "$addr" --topic p3big --from earliest \
+        --connections "$LG_CONNS"
+    done
+    if [ $b = pinlog ]; then
+      # The read cache's footprint, budget and ceiling after the reads.
+      metrics=$(sed -n 's/^"metrics.listen" = "\(.*\)"$/\1/p' "$WORK/pinlog-main/pinlog.toml")
+      curl -s "http://$metrics/metrics" 2>/dev/null \
+        | grep '^pinlog_read_cache_\(bytes\|capacity_bytes\|ceiling_bytes\)' > "$RES/p3big.pinlog.cache" || true
+      say "  pinlog's read cache: $(tr '\n' ' ' < "$RES/p3big.pinlog.cache")"
+    fi
+    admin delete "$addr" p3big >/dev/null || say "  (delete of p3big on $b failed)"
+  done
+fi
+fi
+
 # ---------------------------------------------------------------- P3
 if want p3; then
 if [ -w /proc/sys/vm/drop_caches ]; then DROP_CACHES=1; fi
@@ -1012,7 +1063,7 @@ TUNING_DIR="$REPO/tuning"
 export TUNING_DIR RES OUT MODE ARGV_STR LOAD_START LOAD_END BUSY_START ELAPSED MACH_CPU MACH_CORES MACH_RAM \
   MACH_KERNEL MACH_DISK MACH_HYP MACH_JAVA MACH_RUST GIT_REV GIT_DIRTY RECORD PARTS LG_BATCH LG_LINGER \
   LG_CONNS LG_P2_LINGER P1_SECS P1_WARM P1_ROUNDS P2_SECS P2_WARM P2_ROUNDS P2_RATE KAFKA_P1_RPS \
-  P3_BYTES P3_RECORDS P3_ROUNDS TAIL_SECS TAIL_WARM TAIL_ROUNDS P4_PARTS P5_SECS P5_WARM P5_ROUNDS \
+  P3_BYTES P3_RECORDS P3_ROUNDS P3BIG_BYTES P3BIG_ROUNDS MEM_BYTES TAIL_SECS TAIL_WARM TAIL_ROUNDS P4_PARTS P5_SECS P5_WARM P5_ROUNDS \
   RAW_SECS RAW_ROUNDS JAVA_RECORDS KAFKA_HEAP DROP_CACHES KAFKA_P4 KAFKA_VERSION THROTTLE_MBPS
 python3 - > "$OUT.tmp" <<'PY'
 import glob, json, os, re, sys, datetime
@@ -1083,6 +1134,25 @@ def p3_kind(kind):
 
 p3c = p3_kind("cold")
 p3h = p3_kind("warm")
+
+
+def p3big_kind(kind):
+    a = mbps(load(f"p3big.pinlog.{kind}.json"))
+    b = mbps(load(f"p3big.kafka.{kind}.json"))
+    return a, b, ratio(a, b)
+
+
+p3bw = p3big_kind("written")
+p3bh = (
+    [mbps(load(n + ".json")) for k, n in runs("p3big.pinlog").items() if k.startswith("warm")],
+    [mbps(load(n + ".json")) for k, n in runs("p3big.kafka").items() if k.startswith("warm")],
+)
+p3bh = (*p3bh, med([r for r in (ratio(x, y) for x, y in zip(*p3bh)) if r is not None]))
+p3b_cpu = (
+    cpu_s_per_gb("p3big.pinlog.written", int(E["RECORD"])),
+    cpu_s_per_gb("p3big.kafka.written", int(E["RECORD"])),
+)
+p3b_cpu = (*p3b_cpu, ratio(*p3b_cpu))
 p3t_ratios = pair_ratios("p3tail.pinlog", "p3tail.kafka", mbps)
 p3t = med(p3t_ratios)
 p3t_p = [mbps(load(n + ".json")) for n in runs("p3tail.pinlog").values()]
@@ -1130,6 +1200,12 @@ w(f"| P3 | catch-up, page cache warm for both (MB/s) | {rng(p3h[0])} | {rng(p3h[
 if p3_cpu[0]:
     w(f"| P3 | broker CPU seconds per GB consumed, cold catch-up | {rng(p3_cpu[0])} | {rng(p3_cpu[1])} | {xr(p3_cpu[2])} | – | – |")
 w(f"| P3 | tailing: e2e, producer at full speed, consumed (MB/s) | {rng(p3t_p)} | {rng(p3t_k)} | {xr(p3t)} | ≥ 1.5x | {met(p3t, '>=', 1.5)} |")
+if p3bw[0] is not None or p3bw[1] is not None:
+    gib = int(E['P3BIG_BYTES']) / 2**30
+    share = int(E['P3BIG_BYTES']) / (int(E['MEM_BYTES']) / 4)
+    w(f"| P3big | catch-up over {gib:.1f} GiB ({share:.1f}x a quarter of RAM), as written, one broker at a time (MB/s) | {f1(p3bw[0])} | {f1(p3bw[1])} | {xr(p3bw[2])} | ≥ 1.2x | {met(p3bw[2], '>=', 1.2)} |")
+    w(f"| P3big | the same, re-read warm (MB/s) | {rng(p3bh[0])} | {rng(p3bh[1])} | {xr(p3bh[2])} | ≥ 1.2x | {met(p3bh[2], '>=', 1.2)} |")
+    w(f"| P3big | broker CPU seconds per GB consumed, as written | {f2(p3b_cpu[0])} | {f2(p3b_cpu[1])} | {xr(p3b_cpu[2])} | – | – |")
 parts = int((p4p or {}).get('partitions') or E['P4_PARTS'])
 def p4v(j, k, d=1):
     v = j.get(k) if j else None
@@ -1177,7 +1253,7 @@ w("- **Durability: neither broker fsyncs per batch; both leave it to a timer.** 
   "of the last seconds; both survive a process crash.")
 w(f"- **pinlog**: release build, `pinlog serve --shards 2` (one shard pinned per core), config file with "
   f"`num.partitions = {E['PARTS']}`, `group.initial.rebalance.delay.ms = 0` and a free `metrics.listen` port; everything else default (read cache "
-  "a quarter of the machine's memory, spin before park 50 µs, segments 1 GiB).")
+  "up to three quarters of the machine's memory, following the free memory, spin before park 50 µs, segments 1 GiB).")
 w(f"- **Kafka {E.get('KAFKA_VERSION', '4.4.0')}**: `kafka.Kafka` from Maven Central's jars, KRaft combined "
   f"broker+controller, node.id 1, heap -Xms/-Xmx{E['KAFKA_HEAP']}, G1 (the flags of Kafka's start script), "
   f"num.partitions {E['PARTS']}, `group.initial.rebalance.delay.ms=0`, `log.segment.delete.delay.ms=1000` (so deleted topics free the disk between "
@@ -1389,7 +1465,7 @@ w("The first command of each kind, exactly as run (ports are free ports the scri
   "runs are the same commands with Kafka's address):")
 w("")
 w("```sh")
-order = ["raw", "p1", "p2", "p3fill", "p3", "p3tail", "jprod", "jcons", "jcperf", "p5"]
+order = ["raw", "p1", "p2", "p3fill", "p3", "p3tail", "p3bigfill", "p3big", "jprod", "jcons", "jcperf", "p5"]
 cmds = {}
 for p in sorted(glob.glob(os.path.join(RES, "*.cmd"))):
     n = os.path.basename(p)[:-4]

@@ -113,13 +113,47 @@ pub const FILE_READS_AHEAD: usize = 4;
 /// limit cut in two is not read from the disk a second time (with 1 MiB
 /// per partition and 256 KiB batches, that was a quarter of every read).
 pub const READ_AHEAD_BYTES: u64 = (FILE_READS_AHEAD * FILE_READ_PIECE_BYTES) as u64;
-/// The share of the machine's memory (or of the cgroup's limit) that the
-/// read cache takes when `read.cache.bytes` is not set, split over the
-/// shards: a quarter, as the JVM's default heap, leaving the rest to the
-/// indexes, the connections and everything else on the machine.
-pub const READ_CACHE_MEMORY_DIVISOR: u64 = 4;
+/// The read cache's default ceiling (when `read.cache.bytes` is not set)
+/// leaves this share of the machine's memory (or of the cgroup's limit) to
+/// everything else: a quarter, so the cache may hold three quarters. Kafka
+/// serves reads from all the memory the machine has free; the budget under
+/// the ceiling follows the free memory (`memory.rs`), so the ceiling only
+/// keeps the cache from taking the last of it on an idle machine, where the
+/// indexes, the connections and the I/O pools still need room.
+pub const READ_CACHE_CEILING_SPARE_DIVISOR: u64 = 4;
+/// The cache leaves at least this share of the memory limit free (an
+/// eighth: 3 GiB of 24), whatever else runs: room for another process to
+/// start, and for the kernel's own caches of the indexes and binaries,
+/// before the shards' watch (at most a second later) gives memory back.
+pub const READ_CACHE_HEADROOM_DIVISOR: u64 = 8;
+/// ... and at least this much, on small machines.
+pub const READ_CACHE_HEADROOM_MIN_BYTES: u64 = 256 * 1024 * 1024;
+/// The budget never drops below this, for the whole broker, however short
+/// memory is (unless `read.cache.bytes` is lower): the tail of the active
+/// partitions, which tailing consumers and followers read from memory.
+pub const READ_CACHE_FLOOR_BYTES: u64 = 64 * 1024 * 1024;
+/// Memory pressure (PSI `some avg10`, percent of time some task stalled on
+/// memory) at which the cache gives back memory even though `MemAvailable`
+/// looks fine: reclaim is already hurting someone.
+pub const READ_CACHE_PSI_SHRINK_PERCENT: f64 = 10.0;
+/// Memory pressure at which the cache stops growing.
+pub const READ_CACHE_PSI_HOLD_PERCENT: f64 = 1.0;
+/// Under pressure the budget drops below what the cache holds by this
+/// share a check (an eighth a second): fast enough to relieve the machine
+/// within seconds, slow enough not to throw away a warm cache for a blip.
+pub const READ_CACHE_SHRINK_DIVISOR: u64 = 8;
+/// How often each shard reads the machine's memory and resets its cache's
+/// budget: three small file reads, on a timer.
+pub const READ_CACHE_CHECK_INTERVAL_MS: u64 = 1000;
 /// The read cache's size when the machine's memory cannot be read.
 pub const READ_CACHE_FALLBACK_BYTES: usize = 256 * 1024 * 1024;
+/// A buffer whose cached batches are less than this fraction of it (1/4)
+/// is let go: its batches are copied into buffers of their own. The read
+/// cache counts each buffer its batches keep alive, whole, so a sliver of a
+/// 4 MiB read-ahead costs the cache 4 MiB; past 1/4 the copy (at most a
+/// quarter of the buffer, once) is cheaper than the memory it pins for as
+/// long as the sliver stays recently used.
+pub const READ_CACHE_SPARSE_BUFFER_DIVISOR: usize = 4;
 /// Default spin before an idle shard parks: measured on this machine, parking
 /// right away costs ~2.3 ms p99 per cross-core hop, spinning 50 µs ~43 µs;
 /// under paced produce it kept p99 and p99.9 lower for 0.1-0.2 of a core
@@ -188,6 +222,11 @@ pub const SHARD_PLACEMENT_FILE: &str = "shard-placement";
 pub const SEGMENT_NAME_DIGITS: usize = 20;
 
 const _: () = assert!(RECORD_BATCH_HEADER_SIZE > LOG_OVERHEAD);
+// The headroom is less than what the default ceiling spares, so that on an
+// idle machine the ceiling, not the headroom, bounds the cache.
+const _: () = assert!(READ_CACHE_HEADROOM_DIVISOR > READ_CACHE_CEILING_SPARE_DIVISOR);
+const _: () = assert!(READ_CACHE_FLOOR_BYTES < READ_CACHE_FALLBACK_BYTES as u64);
+const _: () = assert!(READ_CACHE_PSI_HOLD_PERCENT < READ_CACHE_PSI_SHRINK_PERCENT);
 const _: () = assert!(BLOCKING_CALLS_IN_FLIGHT_MAX * 4 <= GLOMMIO_BLOCKING_QUEUE_SLOTS);
 const _: () = assert!(DMA_WRITE_BYTES_MAX % DMA_ALIGNMENT as usize == 0);
 const _: () = assert!(DEFAULT_SEGMENT_INDEX_BYTES % OFFSET_INDEX_ENTRY_SIZE as u64 == 0);

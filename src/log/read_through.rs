@@ -19,7 +19,7 @@ use glommio::Task;
 use crate::constants::{FILE_READS_AHEAD, FILE_READ_PIECE_BYTES, READ_AHEAD_BYTES};
 use crate::error::{LogError, LogResult};
 use crate::log::batch::parse_header_only;
-use crate::log::batch_cache::{CacheFill, CachedBatch};
+use crate::log::batch_cache::{Backing, CacheFill, CachedBatch};
 use crate::log::partition_log::{LogReadResult, ReadSlice};
 
 /// Read-through pieces in flight on one shard, over all its reads. With
@@ -143,7 +143,8 @@ async fn read_range(file: Rc<DmaFile>, position: u64, len: u64) -> io::Result<By
     Ok(out.freeze())
 }
 
-/// The whole batches at the front of `bytes`, in order.
+/// The whole batches at the front of `bytes`, in order, each a slice of
+/// `bytes` (which the cache counts whole while any of them is cached).
 pub fn split_batches(bytes: &Bytes) -> Vec<CachedBatch> {
     let mut out = Vec::new();
     let mut at = 0usize;
@@ -156,6 +157,7 @@ pub fn split_batches(bytes: &Bytes) -> Vec<CachedBatch> {
             base_offset: header.base_offset,
             last_offset: header.last_offset(),
             bytes: bytes.slice(at..end),
+            backing: Backing::of(bytes),
         });
         at = end;
     }

@@ -4,6 +4,7 @@
 //! live in pinlog-core (`core/src/shard/`); they are named here so that the
 //! whole subsystem reads as one module.
 
+pub mod cache_budget;
 pub mod checkpoints;
 pub mod cross_shard;
 pub mod messages;

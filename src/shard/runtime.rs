@@ -39,7 +39,9 @@ pub struct ShardConfig {
     /// How long an idle shard spins before parking in the kernel. Parking at
     /// once costs milliseconds per cross-core hop; see `tuning/README.md`.
     pub spin_before_park: Duration,
-    /// Bytes of record batches each shard's read cache keeps in memory.
+    /// The most memory each shard's read cache may keep alive: its share of
+    /// `read.cache.bytes` or of the default ceiling. Its budget under it
+    /// follows the machine's free memory (`shard::cache_budget`).
     pub read_cache_bytes: usize,
     /// Aligned buffer pool for the shard's DMA reads and writes.
     pub io_memory_bytes: usize,

@@ -98,9 +98,12 @@ pub struct BrokerConfig {
     /// port taken by another broker on the machine disables the endpoint
     /// with a warning instead of stopping the broker.
     pub metrics_listen_explicit: bool,
-    /// `read.cache.bytes`: memory for the read cache of the whole broker,
-    /// split over the shards; `None` takes a share of the machine's memory
-    /// (`memory::default_read_cache_bytes`).
+    /// `read.cache.bytes`: the most memory the read cache of the whole
+    /// broker may keep alive, split over the shards; `None` takes three
+    /// quarters of the machine's (or cgroup's) memory
+    /// (`memory::default_ceiling_bytes`). Under it, each shard's budget
+    /// follows the memory that is free, and shrinks below it when the
+    /// machine runs short (`memory.rs`).
     pub read_cache_bytes: Option<usize>,
     /// `shard.spin.before.park.us`.
     pub spin_before_park_us: u64,

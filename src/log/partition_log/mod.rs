@@ -26,7 +26,9 @@ use glommio::io::DmaFile;
 use crate::config::LogConfig;
 use crate::error::{BatchError, LogError, LogResult};
 use crate::log::batch::{self, BatchHeader, CountRule};
-use crate::log::batch_cache::{BatchCache, CacheFill, CacheKey, CachedBatch, SharedBatchCache};
+use crate::log::batch_cache::{
+    Backing, BatchCache, CacheFill, CacheKey, CachedBatch, SharedBatchCache,
+};
 use crate::log::checkpoint;
 use crate::log::cleaner::{CleanableSegment, CleanerOffsets, CleanerView, SegmentStats};
 use crate::log::partition_metadata::{self, TopicId};
@@ -915,7 +917,7 @@ impl PartitionLog {
             headers.extend_from_slice(&a.headers);
             aborted.extend_from_slice(&a.aborted);
         }
-        self.write_validated(&parts, &headers, now_ms).await?;
+        self.write_validated(&parts, None, &headers, now_ms).await?;
         self.index_aborted_txns(aborted).await?;
         for (slot, a) in staged.appends {
             results[slot] = Some(Ok(AppendInfo {
@@ -935,6 +937,19 @@ impl PartitionLog {
     pub async fn append_as_follower(
         &mut self,
         batches: Bytes,
+        now_ms: i64,
+    ) -> LogResult<AppendInfo> {
+        let backing = Backing::of(&batches);
+        self.append_fetched(batches, backing, now_ms).await
+    }
+
+    /// [`append_as_follower`](Self::append_as_follower) of batches that are
+    /// a slice of `backing` (a fetch response holding other partitions'
+    /// too), which the read cache counts whole while it keeps them.
+    pub async fn append_fetched(
+        &mut self,
+        batches: Bytes,
+        backing: Backing,
         now_ms: i64,
     ) -> LogResult<AppendInfo> {
         self.ensure_online()?;
@@ -987,8 +1002,13 @@ impl PartitionLog {
             self.roll(first.base_offset, now_ms).await?;
         }
         let markers = self.markers_in(&batches, &headers)?;
-        self.write_validated(std::slice::from_ref(&batches), &headers, now_ms)
-            .await?;
+        self.write_validated(
+            std::slice::from_ref(&batches),
+            Some(backing),
+            &headers,
+            now_ms,
+        )
+        .await?;
         let aborted = self.producers.apply(&headers, &markers);
         self.index_aborted_txns(aborted).await?;
         self.maybe_flush(now_ms).await?;
@@ -1005,9 +1025,13 @@ impl PartitionLog {
     /// Writes batches whose offsets are assigned, in `parts` laid end to
     /// end, to the active segment (the caller has rolled if needed), then
     /// caches them. Producer state and the flush policy are the caller's.
+    /// The cache counts each part's buffer whole: `backing` when given, or
+    /// else the part itself (a leader's parts are each a request's records,
+    /// copied into their own allocation).
     async fn write_validated(
         &mut self,
         parts: &[Bytes],
+        backing: Option<Backing>,
         headers: &[BatchHeader],
         now_ms: i64,
     ) -> LogResult<()> {
@@ -1015,23 +1039,23 @@ impl PartitionLog {
         let r = self.active_mut().append_parts(&slices, headers).await;
         self.fail(r)?;
         if let Some((cache, key)) = &self.cache {
-            let mut cache = cache.borrow_mut();
+            let mut cached = Vec::with_capacity(headers.len());
             let mut batches = headers.iter();
             for part in parts {
+                let part_backing = backing.unwrap_or_else(|| Backing::of(part));
                 let mut at = 0usize;
                 while at < part.len() {
                     let h = batches.next().expect("headers describe the parts");
-                    cache.insert(
-                        *key,
-                        CachedBatch {
-                            base_offset: h.base_offset,
-                            last_offset: h.last_offset(),
-                            bytes: part.slice(at..at + h.size_bytes()),
-                        },
-                    );
+                    cached.push(CachedBatch {
+                        base_offset: h.base_offset,
+                        last_offset: h.last_offset(),
+                        bytes: part.slice(at..at + h.size_bytes()),
+                        backing: part_backing,
+                    });
                     at += h.size_bytes();
                 }
             }
+            cache.borrow_mut().append(*key, cached);
         }
         let records: i64 = headers.iter().map(|h| h.record_count as i64).sum();
         self.unflushed_records += records.max(0) as u64;

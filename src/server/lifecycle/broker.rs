@@ -19,6 +19,7 @@ use crate::broker_config::sasl_settings::SaslSettings;
 use crate::broker_config::BrokerConfig;
 use crate::log::cleaner::CleanerOptions;
 use crate::log::data_dir::DataDirLock;
+use crate::memory;
 use crate::metadata::image::MetadataImage;
 use crate::node::state::BrokerState;
 use crate::node::stop::StopHandle;
@@ -33,6 +34,7 @@ use crate::server::lifecycle::{cluster_id, controlled_shutdown, registration, st
 use crate::server::metrics::http as metrics_http;
 use crate::server::network::connection::{serve_connection, ServedListener};
 use crate::server::network::sasl::SaslServing;
+use crate::shard::cache_budget;
 use crate::shard::checkpoints;
 use crate::shard::runtime::{run_shards, ShardConfig, Shutdown};
 use crate::shard::shard::Shard;
@@ -191,10 +193,23 @@ pub fn run(config: BrokerConfig, stop: StopHandle) -> Result<(), String> {
     if let Some(n) = config.shards {
         shard_config.shard_count = n;
     }
-    let read_cache_bytes = config
-        .read_cache_bytes
-        .unwrap_or_else(crate::memory::default_read_cache_bytes);
-    shard_config.read_cache_bytes = read_cache_bytes / shard_config.shard_count.max(1);
+    // The read cache's ceiling: read.cache.bytes, or three quarters of the
+    // memory limit; each shard's watch keeps its budget under it, following
+    // the memory that is free (`memory.rs`).
+    let machine_memory = memory::read_memory();
+    let read_cache_ceiling = config.read_cache_bytes.unwrap_or_else(|| {
+        usize::try_from(memory::default_ceiling_bytes(&machine_memory)).unwrap_or(usize::MAX)
+    });
+    let read_cache_budget = memory::cache_budget(
+        &machine_memory,
+        memory::ShardCache {
+            used_bytes: 0,
+            budget_bytes: read_cache_ceiling as u64,
+            ceiling_bytes: read_cache_ceiling as u64,
+            shards: 1,
+        },
+    );
+    shard_config.read_cache_bytes = read_cache_ceiling / shard_config.shard_count.max(1);
     shard_config.spin_before_park = Duration::from_micros(config.spin_before_park_us);
     shard_config.io_memory_bytes = config.io_memory_bytes;
     shard_config.log_defaults = config.log.clone();
@@ -205,6 +220,12 @@ pub fn run(config: BrokerConfig, stop: StopHandle) -> Result<(), String> {
         shards,
         node_id = config.node_id,
         cluster_id = cluster_id.as_deref().unwrap_or("(new: adopts the quorum's)"),
+        read_cache_ceiling_bytes = read_cache_ceiling,
+        read_cache_set = config.read_cache_bytes.is_some(),
+        read_cache_budget_bytes = read_cache_budget,
+        memory_limit_bytes = ?machine_memory.limit_bytes(),
+        memory_free_bytes = ?machine_memory.free_bytes(),
+        memory_pressure_some_avg10 = ?machine_memory.pressure_some_avg10,
         "starting pinlog {}",
         env!("CARGO_PKG_VERSION")
     );
@@ -261,6 +282,11 @@ async fn shard_main(
 ) -> Result<(), String> {
     // Replica fetchers find the stop request here.
     shard.set_extension(Rc::new(stop.clone()));
+    if shard.cache().borrow().ceiling_bytes() > 0 {
+        let (cache, stop) = (shard.cache().clone(), stop.clone());
+        let watch = cache_budget::watch(cache, shard.shard_count(), move || !stop.is_requested());
+        glommio::spawn_local(watch).detach();
+    }
     if config.cluster.voters.len() > 1 {
         let (shard, config, stop) = (shard.clone(), config.clone(), stop.clone());
         glommio::spawn_local(async move {

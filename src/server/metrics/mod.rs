@@ -230,8 +230,16 @@ pub fn render(shards: &[ShardSnapshot]) -> String {
         shards,
         "pinlog_read_cache_bytes",
         "gauge",
-        "Bytes of batches held in the shard's read cache.",
+        "Memory the shard's read cache keeps alive: each buffer its batches are cut from, once.",
         |s| s.read_cache.used_bytes,
+    );
+    per_shard(
+        &mut out,
+        shards,
+        "pinlog_read_cache_batch_bytes",
+        "gauge",
+        "Bytes of the batches in the shard's read cache (at most pinlog_read_cache_bytes).",
+        |s| s.read_cache.batch_bytes,
     );
     per_shard(
         &mut out,
@@ -246,8 +254,16 @@ pub fn render(shards: &[ShardSnapshot]) -> String {
         shards,
         "pinlog_read_cache_capacity_bytes",
         "gauge",
-        "The shard's share of read.cache.bytes.",
+        "The shard's read cache budget now: its ceiling, less when the machine is short of memory.",
         |s| s.read_cache.capacity_bytes,
+    );
+    per_shard(
+        &mut out,
+        shards,
+        "pinlog_read_cache_ceiling_bytes",
+        "gauge",
+        "The most the shard's read cache budget may be: its share of read.cache.bytes or the default.",
+        |s| s.read_cache.ceiling_bytes,
     );
     per_shard(
         &mut out,
@@ -461,6 +477,8 @@ mod tests {
             "pinlog_read_cache_bytes",
             "pinlog_read_cache_batches",
             "pinlog_read_cache_capacity_bytes",
+            "pinlog_read_cache_batch_bytes",
+            "pinlog_read_cache_ceiling_bytes",
             "pinlog_fetch_sessions_follower",
             "pinlog_fetch_sessions_consumer",
             "pinlog_fetch_session_partitions",

@@ -26,6 +26,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 
 use crate::broker_config::ReplicationConfig;
+use crate::log::batch_cache::Backing;
 use crate::log::epoch_cache::UNDEFINED_EPOCH;
 use crate::node::append_waiters::AppendWaiters;
 use crate::node::partition_load::PartitionLoad;
@@ -564,6 +565,19 @@ async fn fetch(
     // HW it carried arrived, so the next request must be full.
     let mut dropped = false;
     let mut applies = Vec::new();
+    // Every partition's records are a slice of the one response frame they
+    // were decoded from, which the read cache counts whole while it keeps
+    // any of them.
+    let frame = Backing::spanning(
+        response
+            .responses
+            .iter()
+            .flat_map(|t| t.partitions.iter())
+            .filter_map(|d| match &d.records {
+                Some(RecordData::Bytes(b)) => Some(b),
+                _ => None,
+            }),
+    );
     for t in response.responses {
         for d in t.partitions {
             let tp = TopicPartition::new(t.topic.clone(), d.partition_index);
@@ -607,6 +621,7 @@ async fn fetch(
                 state: part.state.clone(),
                 leader_epoch: part.leader_epoch,
                 fetch_offset,
+                backing: frame.unwrap_or_else(|| Backing::of(&records)),
                 records,
                 high_watermark: d.high_watermark,
                 log_start_offset: d.log_start_offset,
@@ -641,6 +656,8 @@ struct FetchedPartition {
     fetch_offset: i64,
     /// Whole batches only.
     records: Bytes,
+    /// The buffer `records` is a slice of: the response frame.
+    backing: Backing,
     high_watermark: i64,
     log_start_offset: i64,
     /// A test hook keeps this replica's HW where it is.
@@ -667,7 +684,10 @@ async fn apply_fetched(shard: &Rc<Shard>, leader: i32, answer: FetchedPartition)
     let appended = !answer.records.is_empty();
     if appended {
         PartitionLoad::of(shard).record_in(tp, answer.records.len() as u64);
-        if let Err(e) = log.append_as_follower(answer.records, now_ms()).await {
+        if let Err(e) = log
+            .append_fetched(answer.records, answer.backing, now_ms())
+            .await
+        {
             tracing::error!(
                 partition = %tp,
                 leader,
