@@ -472,6 +472,12 @@ pub const SUPPORTED_APIS: &[ApiSupport] = &[
         first_flexible_version: 0,
     },
     ApiSupport {
+        key: ApiKey::DescribeShareGroupOffsets,
+        min_version: 0,
+        max_version: 1,
+        first_flexible_version: 0,
+    },
+    ApiSupport {
         key: ApiKey::PartitionShards,
         min_version: 0,
         max_version: 0,
@@ -490,12 +496,6 @@ pub const CODEC_ONLY_APIS: &[ApiSupport] = &[
         key: ApiKey::Envelope,
         min_version: 0,
         max_version: 0,
-        first_flexible_version: 0,
-    },
-    ApiSupport {
-        key: ApiKey::DescribeShareGroupOffsets,
-        min_version: 0,
-        max_version: 1,
         first_flexible_version: 0,
     },
     ApiSupport {

@@ -16,7 +16,9 @@
 //!   with their delivery count moved on, and not before;
 //! - a node killed in a 3-node cluster: no acknowledged record is
 //!   delivered again, and every record is delivered;
-//! - kafka-share-groups.sh lists and describes the group.
+//! - kafka-share-groups.sh lists the group and describes its members and
+//!   offsets (DescribeShareGroupOffsets: the start offset reaches the end
+//!   once every record is accepted).
 //!
 //! A share group starts reading a partition at its end
 //! (`share.auto.offset.reset=latest`, Kafka's default), so each test first
@@ -190,6 +192,22 @@ fn share_members_share_a_partition_and_each_record_is_delivered_once() {
     for name in ["s1", "s2", "s3"] {
         s.stop(name);
     }
+    // Every record was accepted (the last ones as the members closed): the
+    // share-partition start offset is the end of the partition, no lag.
+    let (_, ends) = s.offsets(topic);
+    let offsets = share_groups_tool(&s, &libs, &["--describe", "--group", "workers"]);
+    offsets.assert_success();
+    let rows = table(&offsets.stdout, "GROUP");
+    let row = rows
+        .iter()
+        .find(|r| r.get("TOPIC").map(String::as_str) == Some(topic))
+        .unwrap_or_else(|| s.fail(&format!("no row of {topic} in\n{offsets}")));
+    assert_eq!(
+        row.get("START-OFFSET").and_then(|o| o.parse::<i64>().ok()),
+        Some(ends[&0]),
+        "the start offset is the partition's end once everything is accepted:\n{offsets}"
+    );
+    assert_eq!(row.get("LAG").map(String::as_str), Some("0"), "{offsets}");
 }
 
 #[test]

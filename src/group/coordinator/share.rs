@@ -346,6 +346,31 @@ impl GroupCoordinator {
         out
     }
 
+    /// The topics a share group may hold state for (its state partitions'
+    /// record) or its members subscribe to, for DescribeShareGroupOffsets:
+    /// GROUP_ID_NOT_FOUND when it is not a share group here.
+    pub async fn share_group_topics(
+        self: Rc<Self>,
+        shard: Rc<Shard>,
+        partition: i32,
+        group_id: String,
+    ) -> Result<Vec<String>, i16> {
+        self.ready(&shard, partition)?;
+        let s = self.share.borrow();
+        let g = s
+            .groups
+            .get(&group_id)
+            .ok_or(error_code::GROUP_ID_NOT_FOUND)?;
+        let topics: std::collections::BTreeSet<String> = g
+            .members
+            .values()
+            .flat_map(|m| m.subscribed_topic_names.iter().cloned())
+            .chain(g.state_partitions.values().map(|t| t.topic_name.clone()))
+            .filter(|name| !name.is_empty())
+            .collect();
+        Ok(topics.into_iter().collect())
+    }
+
     /// A JoinGroup or ConsumerGroupHeartbeat naming a share group is
     /// refused: the id is the share group's.
     pub(super) fn share_group_conflict(&self, group_id: &str) -> Option<i16> {

@@ -613,12 +613,16 @@ async fn serve_frame(
             handlers::share_acknowledge::handle,
             access
         ),
-        ApiKey::Envelope
-        | ApiKey::DescribeShareGroupOffsets
-        | ApiKey::AlterShareGroupOffsets
-        | ApiKey::DeleteShareGroupOffsets => Outcome::Close(format!(
-            "unknown API key {api_key} (correlation id {correlation_id})"
-        )),
+        ApiKey::DescribeShareGroupOffsets => serve!(
+            describe_share_group_offsets::DescribeShareGroupOffsetsRequest,
+            handlers::describe_share_group_offsets::handle,
+            access
+        ),
+        ApiKey::Envelope | ApiKey::AlterShareGroupOffsets | ApiKey::DeleteShareGroupOffsets => {
+            Outcome::Close(format!(
+                "unknown API key {api_key} (correlation id {correlation_id})"
+            ))
+        }
     }
 }
 

@@ -111,6 +111,23 @@ pub async fn write_state(
     }
 }
 
+/// `key`'s start offset, epochs and delivery-complete count
+/// (ReadShareGroupStateSummary, for DescribeShareGroupOffsets); the leader
+/// epoch stored is not changed. Ok(None): never initialized.
+pub async fn read_summary(
+    shard: &Rc<Shard>,
+    key: &SharePartitionKey,
+) -> Result<Option<crate::group::share::state_store::SummaryAnswer>, i16> {
+    let op = StateOp::Summary {
+        leader_epoch: crate::group::share::state_store::EPOCH_UNSET,
+    };
+    match call(shard, key, op).await? {
+        StateAnswer::Summary(s) if s.start_offset >= 0 => Ok(Some(s)),
+        StateAnswer::Summary(_) => Ok(None),
+        other => unexpected(other),
+    }
+}
+
 /// Deletes `key`'s state (tombstones); deleting absent state succeeds.
 pub async fn delete_state(shard: &Rc<Shard>, key: &SharePartitionKey) -> Result<(), i16> {
     match call(shard, key, StateOp::Delete).await? {

@@ -23,11 +23,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use crate::broker_config::share_group::ShareGroupConfig;
 use crate::group::consumer::heartbeat::{TimerOp, FENCED_MEMBER_EPOCH};
 use crate::group::consumer::subscription::metadata_hash;
-use crate::group::consumer::topics::{Assignment, TopicsImage};
+use crate::group::consumer::topics::{Assignment, TopicId, TopicsImage};
 use crate::group::share::assignor;
 use crate::group::share::records::{
     CurrentAssignmentValue, GroupMetadataValue, MemberMetadataValue, ShareGroupRecord,
-    TargetAssignmentMetadataValue,
+    StatePartitionMetadataValue, TargetAssignmentMetadataValue, TopicPartitionsInfo,
 };
 use crate::protocol::error_code::{
     GROUP_MAX_SIZE_REACHED, INVALID_REQUEST, NONE, UNKNOWN_MEMBER_ID,
@@ -83,6 +83,11 @@ pub struct ShareGroup {
     pub members: BTreeMap<String, ShareGroupMember>,
     /// The target assignment of `assignment_epoch`, per member.
     pub target: BTreeMap<String, Assignment>,
+    /// The share partitions the group may hold state for (every partition
+    /// ever in a target), by topic id: its StatePartitionMetadata record,
+    /// from which DescribeShareGroupOffsets knows where to look once the
+    /// group is empty.
+    pub state_partitions: BTreeMap<TopicId, TopicPartitionsInfo>,
 }
 
 /// What the caller knows besides the request.
@@ -126,6 +131,7 @@ impl ShareGroup {
             assignment_epoch: 0,
             members: BTreeMap::new(),
             target: BTreeMap::new(),
+            state_partitions: BTreeMap::new(),
         }
     }
 
@@ -255,6 +261,7 @@ impl ShareGroup {
             });
             let target = assignor::assign(&subscriptions, ctx.topics);
             self.push_target_records(&mut records, epoch, &target, ctx.now_ms);
+            records.extend(self.state_partition_record(&target, ctx.topics));
             (epoch, target)
         } else {
             (self.assignment_epoch, self.target.clone())
@@ -381,9 +388,13 @@ impl ShareGroup {
                     m.assignment = v.assigned_partitions.clone();
                 }
             }
-            // Which share partitions' state is initialized: the share
-            // coordinator's business, kept by the caller.
-            ShareGroupRecord::StatePartitionMetadata { .. } => {}
+            ShareGroupRecord::StatePartitionMetadata { value, .. } => {
+                self.state_partitions = value
+                    .iter()
+                    .flat_map(|v| v.initializing_topics.iter().chain(&v.initialized_topics))
+                    .map(|t| (t.topic_id, t.clone()))
+                    .collect();
+            }
         }
         self.check_invariants();
     }
@@ -457,6 +468,45 @@ impl ShareGroup {
         others.target.remove(member_id);
         others.push_target_records(&mut records, epoch, &target, now_ms);
         records
+    }
+
+    /// The StatePartitionMetadata record that adds the partitions of
+    /// `target` the group did not have yet; `None` when it has them all.
+    fn state_partition_record(
+        &self,
+        target: &BTreeMap<String, Assignment>,
+        topics: &TopicsImage,
+    ) -> Option<ShareGroupRecord> {
+        let mut all = self.state_partitions.clone();
+        let mut grew = false;
+        for a in target.values() {
+            for (id, partitions) in a.to_topic_partitions() {
+                let name = topics
+                    .by_id(&id)
+                    .map(|t| t.name.clone())
+                    .unwrap_or_default();
+                let entry = all.entry(id).or_insert_with(|| TopicPartitionsInfo {
+                    topic_id: id,
+                    topic_name: name,
+                    partitions: Vec::new(),
+                });
+                for p in partitions {
+                    if !entry.partitions.contains(&p) {
+                        entry.partitions.push(p);
+                        grew = true;
+                    }
+                }
+                entry.partitions.sort_unstable();
+            }
+        }
+        grew.then(|| ShareGroupRecord::StatePartitionMetadata {
+            group_id: self.group_id.clone(),
+            value: Some(StatePartitionMetadataValue {
+                initializing_topics: Vec::new(),
+                initialized_topics: all.into_values().collect(),
+                deleting_topics: Vec::new(),
+            }),
+        })
     }
 
     /// The records of a new target: each member whose target changed, then

@@ -371,3 +371,28 @@ fn seeded_membership_runs_converge_and_replay() {
         assert_eq!(&rebuilt, g, "seed {seed}");
     }
 }
+
+#[test]
+fn the_state_partitions_record_grows_with_the_targets_and_outlives_the_members() {
+    let mut f = Fixture::new(TopicsImage::default().with_topic("t", 2).with_topic("u", 1));
+    let is_state =
+        |r: &ShareGroupRecord| matches!(r, ShareGroupRecord::StatePartitionMetadata { .. });
+    let a = f.send(join("a", &["t"]));
+    assert_eq!(a.records.iter().filter(|r| is_state(r)).count(), 1);
+    let t = f.topics.by_name("t").unwrap().id;
+    assert_eq!(f.group.state_partitions[&t].partitions, vec![0, 1]);
+    assert_eq!(f.group.state_partitions[&t].topic_name, "t");
+    // A second member on the same topic adds no partition: no record.
+    let b = f.send(join("b", &["t"]));
+    assert!(!b.records.iter().any(is_state));
+    // A new topic grows it.
+    let c = f.send(join("c", &["u"]));
+    assert!(c.records.iter().any(is_state));
+    assert_eq!(f.group.state_partitions.len(), 2);
+    // Everyone leaves: the group is empty, its state partitions stay.
+    for (m, epoch) in [("a", -1), ("b", -1), ("c", -1)] {
+        f.send(beat(m, epoch));
+    }
+    assert_eq!(f.group.state(), ShareGroupState::Empty);
+    assert_eq!(f.group.state_partitions.len(), 2);
+}
