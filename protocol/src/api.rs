@@ -478,6 +478,18 @@ pub const SUPPORTED_APIS: &[ApiSupport] = &[
         first_flexible_version: 0,
     },
     ApiSupport {
+        key: ApiKey::AlterShareGroupOffsets,
+        min_version: 0,
+        max_version: 0,
+        first_flexible_version: 0,
+    },
+    ApiSupport {
+        key: ApiKey::DeleteShareGroupOffsets,
+        min_version: 0,
+        max_version: 0,
+        first_flexible_version: 0,
+    },
+    ApiSupport {
         key: ApiKey::PartitionShards,
         min_version: 0,
         max_version: 0,
@@ -491,26 +503,12 @@ pub const SUPPORTED_APIS: &[ApiSupport] = &[
 /// advertise them, `ApiKey::from_i16` does not know them, and the broker
 /// refuses them as it refuses any unknown key. A row moves to
 /// `SUPPORTED_APIS` when the broker serves the API.
-pub const CODEC_ONLY_APIS: &[ApiSupport] = &[
-    ApiSupport {
-        key: ApiKey::Envelope,
-        min_version: 0,
-        max_version: 0,
-        first_flexible_version: 0,
-    },
-    ApiSupport {
-        key: ApiKey::AlterShareGroupOffsets,
-        min_version: 0,
-        max_version: 0,
-        first_flexible_version: 0,
-    },
-    ApiSupport {
-        key: ApiKey::DeleteShareGroupOffsets,
-        min_version: 0,
-        max_version: 0,
-        first_flexible_version: 0,
-    },
-];
+pub const CODEC_ONLY_APIS: &[ApiSupport] = &[ApiSupport {
+    key: ApiKey::Envelope,
+    min_version: 0,
+    max_version: 0,
+    first_flexible_version: 0,
+}];
 
 /// KIP-932's share-group APIs (Kafka 4.4's versions; all flexible in every
 /// version). ShareGroupHeartbeat, ShareGroupDescribe, ShareFetch and

@@ -18,7 +18,8 @@
 //!   delivered again, and every record is delivered;
 //! - kafka-share-groups.sh lists the group and describes its members and
 //!   offsets (DescribeShareGroupOffsets: the start offset reaches the end
-//!   once every record is accepted).
+//!   once every record is accepted), resets them to the earliest
+//!   (AlterShareGroupOffsets) and deletes them (DeleteShareGroupOffsets).
 //!
 //! A share group starts reading a partition at its end
 //! (`share.auto.offset.reset=latest`, Kafka's default), so each test first
@@ -208,6 +209,48 @@ fn share_members_share_a_partition_and_each_record_is_delivered_once() {
         "the start offset is the partition's end once everything is accepted:\n{offsets}"
     );
     assert_eq!(row.get("LAG").map(String::as_str), Some("0"), "{offsets}");
+
+    // The group is empty: its offsets reset to the earliest (AlterShareGroupOffsets) ...
+    let reset = share_groups_tool(
+        &s,
+        &libs,
+        &[
+            "--reset-offsets",
+            "--to-earliest",
+            "--execute",
+            "--group",
+            "workers",
+            "--topic",
+            topic,
+        ],
+    );
+    reset.assert_success();
+    let offsets = share_groups_tool(&s, &libs, &["--describe", "--group", "workers"]);
+    let rows = table(&offsets.stdout, "GROUP");
+    let start = rows
+        .iter()
+        .find(|r| r.get("TOPIC").map(String::as_str) == Some(topic))
+        .and_then(|r| r.get("START-OFFSET"))
+        .and_then(|o| o.parse::<i64>().ok());
+    assert_eq!(
+        start,
+        Some(0),
+        "after --reset-offsets --to-earliest:\n{reset}\n{offsets}"
+    );
+    // ... and are deleted (DeleteShareGroupOffsets).
+    let deleted = share_groups_tool(
+        &s,
+        &libs,
+        &["--delete-offsets", "--group", "workers", "--topic", topic],
+    );
+    deleted.assert_success();
+    let offsets = share_groups_tool(&s, &libs, &["--describe", "--group", "workers"]);
+    assert!(
+        !table(&offsets.stdout, "GROUP")
+            .iter()
+            .any(|r| r.get("TOPIC").map(String::as_str) == Some(topic)),
+        "after --delete-offsets:\n{deleted}\n{offsets}"
+    );
 }
 
 #[test]

@@ -371,6 +371,28 @@ impl GroupCoordinator {
         Ok(topics.into_iter().collect())
     }
 
+    /// Whether the offsets of share group `group_id` may be altered or
+    /// deleted (Kafka's rule: the group has no members): `Ok(true)` when it
+    /// exists and is empty, `Ok(false)` when there is no such group,
+    /// NON_EMPTY_GROUP with members, GROUP_ID_NOT_FOUND when the id is
+    /// another type's group.
+    pub async fn share_group_is_empty(
+        self: Rc<Self>,
+        shard: Rc<Shard>,
+        partition: i32,
+        group_id: String,
+    ) -> Result<bool, i16> {
+        self.ready(&shard, partition)?;
+        if self.is_consumer_group(&group_id) || self.has_classic_members(&group_id) {
+            return Err(error_code::GROUP_ID_NOT_FOUND);
+        }
+        match self.share.borrow().groups.get(&group_id) {
+            None => Ok(false),
+            Some(g) if g.members.is_empty() => Ok(true),
+            Some(_) => Err(error_code::NON_EMPTY_GROUP),
+        }
+    }
+
     /// A JoinGroup or ConsumerGroupHeartbeat naming a share group is
     /// refused: the id is the share group's.
     pub(super) fn share_group_conflict(&self, group_id: &str) -> Option<i16> {

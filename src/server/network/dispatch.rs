@@ -618,11 +618,19 @@ async fn serve_frame(
             handlers::describe_share_group_offsets::handle,
             access
         ),
-        ApiKey::Envelope | ApiKey::AlterShareGroupOffsets | ApiKey::DeleteShareGroupOffsets => {
-            Outcome::Close(format!(
-                "unknown API key {api_key} (correlation id {correlation_id})"
-            ))
-        }
+        ApiKey::AlterShareGroupOffsets => serve!(
+            alter_share_group_offsets::AlterShareGroupOffsetsRequest,
+            handlers::alter_share_group_offsets::handle,
+            access
+        ),
+        ApiKey::DeleteShareGroupOffsets => serve!(
+            delete_share_group_offsets::DeleteShareGroupOffsetsRequest,
+            handlers::delete_share_group_offsets::handle,
+            access
+        ),
+        ApiKey::Envelope => Outcome::Close(format!(
+            "unknown API key {api_key} (correlation id {correlation_id})"
+        )),
     }
 }
 
