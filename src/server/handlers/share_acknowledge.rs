@@ -4,7 +4,7 @@
 //! durable; a final request (epoch -1) then closes the session and releases
 //! what the member still held.
 
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::collections::BTreeMap;
 use std::rc::Rc;
 
 use crate::acl::matrix;
@@ -16,11 +16,10 @@ use crate::protocol::messages::share_acknowledge::*;
 use crate::protocol::messages::share_fetch::AcknowledgementBatch;
 use crate::server::handlers::access::Access;
 use crate::server::handlers::share_fetch::{
-    acknowledge_all, current_leader, names_of, release_all, Named,
+    acknowledge_all, current_leader, release_all, Named, Resolution,
 };
 use crate::server::handlers::share_sessions::ShareSessions;
 use crate::shard::shard::{now_ms, Shard};
-use crate::topic_partition::TopicPartition;
 
 pub async fn handle(
     shard: &Rc<Shard>,
@@ -78,31 +77,20 @@ pub async fn handle(
         Ok(r) => r,
         Err(code) => return top_level(code, None),
     };
-    let ids: BTreeSet<[u8; 16]> = resolved
-        .partitions
-        .iter()
-        .chain(acks.keys())
-        .map(|(t, _)| *t)
-        .collect();
-    let names = names_of(&image, &ids);
-    let resolve = |id: SharePartitionId| Named {
-        id,
-        tp: names
-            .get(&id.0)
-            .map(|name| TopicPartition::new(name.clone(), id.1)),
-    };
-    let denied: HashSet<String> = if access.is_enabled() {
-        let topics: BTreeSet<&str> = names.values().map(String::as_str).collect();
-        access.denied(&image, matrix::SHARE_ACKNOWLEDGE_TOPIC, topics)
-    } else {
-        HashSet::new()
-    };
+    let resolution = Resolution::new(
+        &image,
+        access,
+        matrix::SHARE_ACKNOWLEDGE_TOPIC,
+        resolved.partitions.iter().chain(acks.keys()),
+    );
+    let resolve = |id: SharePartitionId| resolution.named(id);
+    let denied = &resolution.denied;
     let acked = acknowledge_all(
         shard,
         &group_id,
         &member_id,
         acks.into_iter().map(|(id, b)| (resolve(id), b)).collect(),
-        &denied,
+        denied,
     )
     .await;
     if resolved.closed {

@@ -41,17 +41,46 @@ pub(crate) struct Named {
     pub tp: Option<TopicPartition>,
 }
 
-/// Each topic id's name in `image`.
-pub(crate) fn names_of(
-    image: &MetadataImage,
-    ids: &BTreeSet<[u8; 16]>,
-) -> HashMap<[u8; 16], String> {
-    image
-        .topics
-        .values()
-        .filter(|t| ids.contains(&t.id))
-        .map(|t| (t.id, t.name.clone()))
-        .collect()
+/// A request's topic ids resolved against the image, and the topics the
+/// principal may not read (Kafka asks READ of each, over every partition
+/// the request touches).
+pub(crate) struct Resolution {
+    names: HashMap<[u8; 16], String>,
+    pub denied: HashSet<String>,
+}
+
+impl Resolution {
+    pub(crate) fn new<'a>(
+        image: &MetadataImage,
+        access: &Access<'_>,
+        rule: matrix::Rule,
+        partitions: impl Iterator<Item = &'a SharePartitionId>,
+    ) -> Resolution {
+        let ids: BTreeSet<[u8; 16]> = partitions.map(|(t, _)| *t).collect();
+        let names: HashMap<[u8; 16], String> = image
+            .topics
+            .values()
+            .filter(|t| ids.contains(&t.id))
+            .map(|t| (t.id, t.name.clone()))
+            .collect();
+        let denied = if access.is_enabled() {
+            let topics: BTreeSet<&str> = names.values().map(String::as_str).collect();
+            access.denied(image, rule, topics)
+        } else {
+            HashSet::new()
+        };
+        Resolution { names, denied }
+    }
+
+    pub(crate) fn named(&self, id: SharePartitionId) -> Named {
+        Named {
+            id,
+            tp: self
+                .names
+                .get(&id.0)
+                .map(|name| TopicPartition::new(name.clone(), id.1)),
+        }
+    }
 }
 
 /// The leader of `tp` as a partition error names it.
@@ -214,33 +243,21 @@ pub async fn handle(
         Ok(r) => r,
         Err(code) => return top_level(code, None),
     };
-    let ids: BTreeSet<[u8; 16]> = resolved
-        .partitions
-        .iter()
-        .chain(acks.keys())
-        .map(|(t, _)| *t)
-        .collect();
-    let names = names_of(&image, &ids);
-    let resolve = |id: SharePartitionId| Named {
-        id,
-        tp: names
-            .get(&id.0)
-            .map(|name| TopicPartition::new(name.clone(), id.1)),
-    };
-    // Kafka's rule: READ on each topic, asked over the session's partitions.
-    let denied: HashSet<String> = if access.is_enabled() {
-        let topics: BTreeSet<&str> = names.values().map(String::as_str).collect();
-        access.denied(&image, matrix::SHARE_FETCH_TOPIC, topics)
-    } else {
-        HashSet::new()
-    };
+    let resolution = Resolution::new(
+        &image,
+        access,
+        matrix::SHARE_FETCH_TOPIC,
+        resolved.partitions.iter().chain(acks.keys()),
+    );
+    let resolve = |id: SharePartitionId| resolution.named(id);
+    let denied = &resolution.denied;
 
     let acked = acknowledge_all(
         shard,
         &group_id,
         &member_id,
         acks.into_iter().map(|(id, b)| (resolve(id), b)).collect(),
-        &denied,
+        denied,
     )
     .await;
     let session: Vec<Named> = resolved.partitions.iter().map(|id| resolve(*id)).collect();
@@ -260,7 +277,7 @@ pub async fn handle(
             &group_id,
             &member_id,
             &session,
-            &denied,
+            denied,
             max_records,
             max_bytes,
         )
@@ -279,7 +296,7 @@ pub async fn handle(
                 &group_id,
                 &member_id,
                 &session,
-                &denied,
+                denied,
                 max_records,
                 max_bytes,
             )

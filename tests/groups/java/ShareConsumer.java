@@ -2,6 +2,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import java.util.Properties;
 
@@ -11,6 +12,7 @@ import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.ConsumerRecords;
 import org.apache.kafka.clients.consumer.KafkaShareConsumer;
 import org.apache.kafka.common.KafkaException;
+import org.apache.kafka.common.TopicIdPartition;
 import org.apache.kafka.common.serialization.StringDeserializer;
 
 /**
@@ -129,8 +131,19 @@ public class ShareConsumer {
                 }
                 if (explicit && !records.isEmpty()) {
                     try {
-                        consumer.commitSync();
-                        GroupConsumer.emit("committed", "n", Integer.toString(records.count()));
+                        // commitSync reports each partition's outcome rather
+                        // than throwing: only a clean map is a commit.
+                        Map<TopicIdPartition, Optional<KafkaException>> outcome = consumer.commitSync();
+                        List<String> failed = outcome.entrySet().stream()
+                                .filter(e -> e.getValue().isPresent())
+                                .map(e -> e.getKey().partition() + ":"
+                                        + e.getValue().get().getClass().getSimpleName())
+                                .toList();
+                        if (failed.isEmpty()) {
+                            GroupConsumer.emit("committed", "n", Integer.toString(records.count()));
+                        } else {
+                            GroupConsumer.emit("commit_failed", "partitions", String.join(",", failed));
+                        }
                     } catch (KafkaException e) {
                         GroupConsumer.emit("commit_failed", "name", e.getClass().getSimpleName(),
                                 "detail", String.valueOf(e.getMessage()));
