@@ -296,7 +296,8 @@ fn share_acknowledgements_release_reject_and_the_delivery_limit() {
             .all(|seq| d.get(&seq).map_or(0, Vec::len) >= expected(seq).len())
     };
     s.wait_deliveries(topic, Duration::from_secs(60), "every delivery", complete);
-    // Nothing more comes: rejected and archived records stay done.
+    // Nothing more comes: rejected and archived records stay done. A
+    // fixed wait is the check: it looks for deliveries that must not come.
     std::thread::sleep(Duration::from_secs(3));
     let d = s.share_deliveries(topic);
     let mut problems = Vec::new();
@@ -361,9 +362,26 @@ fn share_acknowledgements_survive_a_node_killed_in_a_cluster() {
         );
     }
     s.warm_up_share_group(topic);
-    // Every partition must have been read once before the kill: the group
-    // starts a partition at its end when it first reads it.
-    std::thread::sleep(Duration::from_secs(3));
+    // Every partition must have been read once before the records are
+    // produced: the group starts a partition at its end when it first
+    // reads it. kafka-share-groups shows a partition once it has state.
+    let deadline = Instant::now() + WARM_UP_TIMEOUT;
+    loop {
+        let offsets = share_groups_tool(&s, &libs, &["--describe", "--group", "survivors"]);
+        let rows = table(&offsets.stdout, "GROUP")
+            .iter()
+            .filter(|r| r.get("TOPIC").map(String::as_str) == Some(topic))
+            .count();
+        if rows == 3 {
+            break;
+        }
+        if Instant::now() >= deadline {
+            s.fail(&format!(
+                "not every partition was read within {WARM_UP_TIMEOUT:?}:\n{offsets}"
+            ));
+        }
+        std::thread::sleep(POLL_INTERVAL * 3);
+    }
     let first = 300;
     s.produce(topic, FIRST_SEQ, first);
     s.wait_deliveries(topic, Duration::from_secs(60), "the first records", |d| {

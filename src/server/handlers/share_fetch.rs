@@ -56,12 +56,8 @@ impl Resolution {
         rule: matrix::Rule,
         partitions: impl Iterator<Item = &'a SharePartitionId>,
     ) -> Resolution {
-        let ids: BTreeSet<[u8; 16]> = partitions.map(|(t, _)| *t).collect();
-        let names: HashMap<[u8; 16], String> = image
-            .topics
-            .values()
-            .filter(|t| ids.contains(&t.id))
-            .map(|t| (t.id, t.name.clone()))
+        let names: HashMap<[u8; 16], String> = partitions
+            .filter_map(|(t, _)| Some((*t, image.topic_names_by_id.get(t)?.clone())))
             .collect();
         let denied = if access.is_enabled() {
             let topics: BTreeSet<&str> = names.values().map(String::as_str).collect();

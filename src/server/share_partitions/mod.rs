@@ -62,6 +62,22 @@ pub(crate) struct Entry {
     leader_epoch: Cell<i32>,
     /// One change (or load) at a time.
     permit: Rc<glommio::sync::Semaphore>,
+    /// The partition's earliest lock deadline as of its last change, so
+    /// the expiry tick looks at one number per entry rather than at every
+    /// record of every window.
+    next_deadline: Cell<Option<i64>>,
+}
+
+impl Entry {
+    /// Notes the earliest lock deadline after a change of the partition.
+    pub(crate) fn changed(&self) {
+        let next = self
+            .partition
+            .borrow()
+            .as_ref()
+            .and_then(SharePartition::next_lock_deadline_ms);
+        self.next_deadline.set(next);
+    }
 }
 
 /// The share partitions of one shard.
@@ -118,6 +134,7 @@ impl SharePartitions {
                     partition: RefCell::new(None),
                     leader_epoch: Cell::new(leader_epoch),
                     permit: Rc::new(glommio::sync::Semaphore::new(1)),
+                    next_deadline: Cell::new(None),
                 })
             })
             .clone();
@@ -209,13 +226,7 @@ impl SharePartitions {
             .entries
             .borrow()
             .values()
-            .filter(|e| {
-                e.partition
-                    .borrow()
-                    .as_ref()
-                    .and_then(SharePartition::next_lock_deadline_ms)
-                    .is_some_and(|d| d <= now)
-            })
+            .filter(|e| e.next_deadline.get().is_some_and(|d| d <= now))
             .cloned()
             .collect();
         for entry in due {
@@ -226,6 +237,8 @@ impl SharePartitions {
                 Some(p) => p.expire_locks(now_ms()),
                 None => continue,
             };
+            entry.changed();
+            // A failed write is logged, and drops the entry, by `persist`.
             let _ = self.persist(shard, &entry, write).await;
         }
     }

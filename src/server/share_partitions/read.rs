@@ -62,6 +62,7 @@ pub async fn acknowledge(
         Some(p) => p.acknowledge(member_id, batches, now_ms()),
         None => return Err((error_code::UNKNOWN_SERVER_ERROR, None)),
     };
+    entry.changed();
     partitions
         .persist(shard, &entry, outcome.state_write)
         .await
@@ -127,6 +128,7 @@ pub async fn acquire(
         Some(p) => p.acquire_from(member_id, max_records, start, end, now_ms()),
         None => return AcquiredRead::error(error_code::UNKNOWN_SERVER_ERROR),
     };
+    entry.changed();
     // The acquisition itself is not written, but the locks it expired on
     // the way are; if that fails, the entry is gone and so is what was
     // acquired here: the member gets nothing rather than unknown records.
@@ -170,6 +172,9 @@ pub async fn release_member(
         Some(p) => p.release_member(member_id, now_ms()),
         None => return,
     };
+    entry.changed();
+    // A failed write is logged, and drops the entry, by `persist`: the
+    // records come back from the coordinator's state, still available.
     let _ = partitions.persist(shard, &entry, write).await;
 }
 
