@@ -6,6 +6,7 @@ use std::rc::Rc;
 use std::sync::Arc;
 
 use crate::broker_config::BrokerConfig;
+use crate::metadata::group_config::EffectiveGroupConfig;
 use crate::metadata::image::MetadataImage;
 use crate::shard::shard::Shard;
 
@@ -61,6 +62,16 @@ impl BrokerState {
 
     pub fn image(&self) -> Arc<MetadataImage> {
         self.image.borrow().clone()
+    }
+
+    /// The configs `group_id` runs under: its own dynamic configs (the
+    /// current image's) over this broker's `group.*` settings.
+    pub fn group_config(&self, group_id: &str) -> EffectiveGroupConfig {
+        EffectiveGroupConfig::of(
+            &self.config.consumer_group,
+            &self.config.share_group,
+            self.image.borrow().group_configs.get(group_id),
+        )
     }
 
     /// Replaces the current image. Images only move forward: the applier

@@ -19,6 +19,7 @@ pub mod acls;
 pub mod brokers;
 pub mod elections;
 pub mod features;
+pub mod group_configs;
 pub mod partitions;
 pub mod placement;
 pub mod quotas;

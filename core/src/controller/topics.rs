@@ -540,7 +540,7 @@ fn manual_partitions_assignment(
 /// The Config records that bring `current` settings to `changes`: with
 /// `incremental` the settings not named stay, otherwise they are removed
 /// (AlterConfigs semantics).
-fn config_records<'a>(
+pub(crate) fn config_records<'a>(
     current: impl Iterator<Item = &'a String>,
     changes: Vec<(String, Option<String>)>,
     incremental: bool,

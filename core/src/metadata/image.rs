@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use crate::acl::AclImage;
 use crate::metadata::records::{
-    BrokerEndpoint, MetadataRecord, Uuid, RESOURCE_BROKER, RESOURCE_TOPIC,
+    BrokerEndpoint, MetadataRecord, Uuid, RESOURCE_BROKER, RESOURCE_GROUP, RESOURCE_TOPIC,
 };
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -201,6 +201,8 @@ pub struct MetadataImage {
     /// Dynamic broker settings of one broker (resource name its id), which
     /// win over the cluster's: the replication throttle rates.
     pub per_broker_configs: BTreeMap<i32, BTreeMap<String, String>>,
+    /// Dynamic configs of groups, by group id (`metadata/group_config.rs`).
+    pub group_configs: BTreeMap<String, BTreeMap<String, String>>,
     pub next_producer_id: i64,
     pub brokers: BTreeMap<i32, BrokerImage>,
     /// Agreed by the quorum once the first broker registered.
@@ -356,6 +358,7 @@ impl MetadataImage {
                             return;
                         }
                     },
+                    RESOURCE_GROUP => self.group_configs.entry(resource_name.clone()).or_default(),
                     _ => return,
                 };
                 match value {
@@ -363,6 +366,7 @@ impl MetadataImage {
                     None => map.remove(name),
                 };
                 self.per_broker_configs.retain(|_, m| !m.is_empty());
+                self.group_configs.retain(|_, m| !m.is_empty());
             }
             MetadataRecord::RemoveTopic { topic_id } => {
                 if let Some(name) = self.topic_names_by_id.remove(topic_id) {
@@ -665,6 +669,16 @@ impl MetadataImage {
                 out.push(MetadataRecord::Config {
                     resource_type: RESOURCE_BROKER,
                     resource_name: broker.to_string(),
+                    name: name.clone(),
+                    value: Some(value.clone()),
+                });
+            }
+        }
+        for (group, configs) in &self.group_configs {
+            for (name, value) in configs {
+                out.push(MetadataRecord::Config {
+                    resource_type: RESOURCE_GROUP,
+                    resource_name: group.clone(),
                     name: name.clone(),
                     value: Some(value.clone()),
                 });

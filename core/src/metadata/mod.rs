@@ -5,6 +5,7 @@
 
 pub mod dynamic_broker_config;
 pub mod features;
+pub mod group_config;
 pub mod image;
 pub mod records;
 pub mod topic_config;

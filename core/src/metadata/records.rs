@@ -15,7 +15,9 @@ use crate::protocol::codec::{DecodeError, DecodeResult, Reader, Writer};
 pub type Uuid = [u8; 16];
 
 /// Kafka's ConfigResource types.
-pub use crate::protocol::config_resource::{BROKER as RESOURCE_BROKER, TOPIC as RESOURCE_TOPIC};
+pub use crate::protocol::config_resource::{
+    BROKER as RESOURCE_BROKER, GROUP as RESOURCE_GROUP, TOPIC as RESOURCE_TOPIC,
+};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum MetadataRecord {

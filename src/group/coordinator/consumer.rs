@@ -235,12 +235,11 @@ impl GroupCoordinator {
     ) -> usize {
         let now = now_ms();
         let state = BrokerState::of(shard);
-        let config = &state.config.consumer_group;
         let mut c = self.consumer.borrow_mut();
         let mut by_partition = self.group_partition.borrow_mut();
         let count = loaded.len();
         for (id, g) in loaded {
-            let timers = g.on_loaded(now, config);
+            let timers = g.on_loaded(now, &state.group_config(&id).consumer);
             c.apply_timers(&id, &timers);
             c.groups.insert(id.clone(), g);
             by_partition.insert(id, partition);
@@ -315,7 +314,9 @@ impl GroupCoordinator {
             error_code: code,
             message: String::new(),
         };
-        let config = BrokerState::of(&shard).config.consumer_group.clone();
+        // The group's own consumer.session.timeout.ms and
+        // consumer.heartbeat.interval.ms over the broker's.
+        let config = BrokerState::of(&shard).group_config(&req.group_id).consumer;
         validate_request(&req, &config)?;
         self.ready(&shard, partition).map_err(fail)?;
         let Some(p) = self.partitions.borrow().get(&partition).cloned() else {

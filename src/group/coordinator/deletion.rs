@@ -6,7 +6,8 @@
 use super::*;
 
 impl GroupCoordinator {
-    /// Deletes an empty group with its offsets.
+    /// Deletes an empty group with its offsets (a share group's state is
+    /// the handler's to delete first: `handlers/delete_groups.rs`).
     pub async fn delete_group(
         self: Rc<Self>,
         shard: Rc<Shard>,
@@ -15,6 +16,13 @@ impl GroupCoordinator {
     ) -> i16 {
         if let Err(code) = self.ready(&shard, partition) {
             return code;
+        }
+        if self.is_share_group(&group_id) {
+            return self
+                .delete_share_group(&shard, partition, &group_id)
+                .await
+                .err()
+                .unwrap_or(error_code::NONE);
         }
         if self.is_consumer_group(&group_id) {
             return self

@@ -165,7 +165,7 @@ impl GroupCoordinator {
         if let Err(code) = self.ready(shard, partition) {
             return failed(code);
         }
-        let config = BrokerState::of(shard).config.consumer_group.clone();
+        let config = BrokerState::of(shard).group_config(group_id).consumer;
         let topics = self.consumer_topics(shard);
         // Named as the classic coordinator names members.
         let fresh = format!(

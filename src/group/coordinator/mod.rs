@@ -163,14 +163,10 @@ pub struct GroupCoordinator {
     consumer: RefCell<consumer::ConsumerGroups>,
     /// The share groups' membership and sessions (`share.rs`).
     share: RefCell<share::ShareGroups>,
-    share_settings: crate::broker_config::share_group::ShareGroupSettings,
 }
 
 impl GroupCoordinator {
-    fn new(
-        config: GroupConfig,
-        share_settings: crate::broker_config::share_group::ShareGroupSettings,
-    ) -> Self {
+    fn new(config: GroupConfig) -> Self {
         GroupCoordinator {
             config,
             groups: RefCell::new(HashMap::new()),
@@ -179,7 +175,6 @@ impl GroupCoordinator {
             pending_txn: RefCell::new(HashMap::new()),
             consumer: RefCell::new(consumer::ConsumerGroups::default()),
             share: RefCell::new(share::ShareGroups::default()),
-            share_settings,
         }
     }
 
@@ -189,10 +184,7 @@ impl GroupCoordinator {
             Some(c) => c,
             None => {
                 let config = &BrokerState::of(shard).config;
-                let c = Rc::new(GroupCoordinator::new(
-                    config.group.clone(),
-                    config.share_group,
-                ));
+                let c = Rc::new(GroupCoordinator::new(config.group.clone()));
                 shard.set_extension(c.clone());
                 c
             }
@@ -337,7 +329,7 @@ impl GroupCoordinator {
             self.consumer.borrow_mut().drop_groups(&stale);
         }
         let consumer_count = self.load_consumer_groups(shard, partition, consumer_groups)
-            + self.load_share_groups(partition, share_groups);
+            + self.load_share_groups(shard, partition, share_groups);
         {
             let mut pending_txn = self.pending_txn.borrow_mut();
             pending_txn.retain(|(p, _), _| *p != partition);

@@ -89,11 +89,12 @@ impl GroupCoordinator {
     /// session (Kafka's `onLoaded`).
     pub(super) fn load_share_groups(
         &self,
+        shard: &Shard,
         partition: i32,
         loaded: BTreeMap<String, ShareGroup>,
     ) -> usize {
         let now = now_ms();
-        let session = i64::from(self.share_settings.group.session_timeout_ms);
+        let state = BrokerState::of(shard);
         let mut s = self.share.borrow_mut();
         let stale: Vec<String> = self
             .group_partition
@@ -106,6 +107,7 @@ impl GroupCoordinator {
         let mut by_partition = self.group_partition.borrow_mut();
         let count = loaded.len();
         for (id, g) in loaded {
+            let session = i64::from(state.group_config(&id).share.group.session_timeout_ms);
             for m in g.members.keys() {
                 s.sessions.insert((id.clone(), m.clone()), now + session);
             }
@@ -184,7 +186,9 @@ impl GroupCoordinator {
             );
         }
         let topics = self.consumer_topics(&shard);
-        let settings = self.share_settings;
+        // The group's own share.session.timeout.ms and
+        // share.heartbeat.interval.ms over the broker's.
+        let settings = BrokerState::of(&shard).group_config(&group_id).share;
         let outcome = {
             let s = self.share.borrow();
             let ctx = ShareHeartbeatContext {
@@ -391,6 +395,68 @@ impl GroupCoordinator {
             Some(g) if g.members.is_empty() => Ok(true),
             Some(_) => Err(error_code::NON_EMPTY_GROUP),
         }
+    }
+
+    /// The share partitions whose state DeleteGroups of `group_id` must
+    /// delete first: `None` when it is not a share group, NON_EMPTY_GROUP
+    /// while it has members (Kafka's rule), else every (topic id,
+    /// partition) the group ever initialized.
+    pub async fn share_group_state_partitions(
+        self: Rc<Self>,
+        shard: Rc<Shard>,
+        partition: i32,
+        group_id: String,
+    ) -> Result<Option<Vec<([u8; 16], i32)>>, i16> {
+        self.ready(&shard, partition)?;
+        let s = self.share.borrow();
+        let Some(g) = s.groups.get(&group_id) else {
+            return Ok(None);
+        };
+        if !g.members.is_empty() {
+            return Err(error_code::NON_EMPTY_GROUP);
+        }
+        Ok(Some(
+            g.state_partitions
+                .values()
+                .flat_map(|t| t.partitions.iter().map(|&p| (t.topic_id, p)))
+                .collect(),
+        ))
+    }
+
+    /// DeleteGroups of a share group, once the handler had the share
+    /// coordinator delete its state: tombstones for its records, unless a
+    /// member came meanwhile.
+    pub(super) async fn delete_share_group(
+        self: &Rc<Self>,
+        shard: &Rc<Shard>,
+        partition: i32,
+        group_id: &str,
+    ) -> Result<(), i16> {
+        let Some(p) = self.partitions.borrow().get(&partition).cloned() else {
+            return Err(error_code::NOT_COORDINATOR);
+        };
+        let _permit = p
+            .write
+            .acquire_permit(1)
+            .await
+            .map_err(|_| error_code::COORDINATOR_NOT_AVAILABLE)?;
+        self.ready(shard, partition)?;
+        let records = {
+            let s = self.share.borrow();
+            let g = s
+                .groups
+                .get(group_id)
+                .ok_or(error_code::GROUP_ID_NOT_FOUND)?;
+            if !g.members.is_empty() {
+                return Err(error_code::NON_EMPTY_GROUP);
+            }
+            g.tombstones()
+        };
+        self.persist_share(shard, partition, group_id, &records, None)
+            .await?;
+        self.group_partition.borrow_mut().remove(group_id);
+        tracing::info!(group = %group_id, "share group deleted");
+        Ok(())
     }
 
     /// A JoinGroup or ConsumerGroupHeartbeat naming a share group is

@@ -46,6 +46,9 @@ fn needs(request: &AdminRequest) -> Vec<(Rule, &str)> {
         AdminRequest::AlterTopicConfigs { topic, .. } => {
             vec![(matrix::ALTER_CONFIGS_TOPIC, topic.as_str())]
         }
+        AdminRequest::AlterGroupConfigs { group, .. } => {
+            vec![(matrix::ALTER_CONFIGS_GROUP, group.as_str())]
+        }
         AdminRequest::AlterBrokerConfigs { .. } | AdminRequest::AlterOneBrokerConfigs { .. } => {
             cluster(matrix::ALTER_CONFIGS_CLUSTER)
         }

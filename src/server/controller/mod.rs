@@ -28,6 +28,7 @@ use crate::controller::elections::{
     plan_elect_leaders, plan_preferred_rebalance, ElectionOutcome, ElectionType,
 };
 use crate::controller::features::{plan_update_features, FeatureUpdate};
+use crate::controller::group_configs::{plan_alter_group_configs, GroupDefaults};
 use crate::controller::partitions::{broker_views, plan_alter_partition, IsrProposal};
 use crate::controller::placement::UsableBroker;
 use crate::controller::quotas::{QuotaAlteration, QuotaOutcome};
@@ -69,9 +70,9 @@ pub use self::acls::{create_acls, delete_acls};
 pub use self::credentials::{alter_client_quotas, alter_scram_credentials};
 pub use self::envelope::Caller;
 pub use self::requests::{
-    allocate_producer_id, alter_broker_configs, alter_reassignments, alter_topic_configs,
-    create_partitions, create_topics, delete_topics, describe_quorum, elect_leaders,
-    list_partition_reassignments, unregister_broker, update_features,
+    allocate_producer_id, alter_broker_configs, alter_group_configs, alter_reassignments,
+    alter_topic_configs, create_partitions, create_topics, delete_topics, describe_quorum,
+    elect_leaders, list_partition_reassignments, unregister_broker, update_features,
 };
 
 pub use self::broker_sessions::{
@@ -232,6 +233,14 @@ enum AdminRequest {
     AsCaller {
         caller: Caller,
         request: Box<AdminRequest>,
+    },
+    /// IncrementalAlterConfigs or AlterConfigs on a group (KIP-848's
+    /// group configs). Added after `AsCaller`, keeping the wire indices.
+    AlterGroupConfigs {
+        group: String,
+        changes: Vec<(String, Option<String>)>,
+        incremental: bool,
+        validate_only: bool,
     },
 }
 
@@ -689,6 +698,19 @@ async fn decide_locked(
             validate_only,
         } => {
             let planned = plan_alter_topic_configs(&image, &topic, changes, incremental);
+            altered(planned, validate_only, commit, offset).await
+        }
+        AdminRequest::AlterGroupConfigs {
+            group,
+            changes,
+            incremental,
+            validate_only,
+        } => {
+            let defaults = GroupDefaults {
+                consumer: &broker.config.consumer_group,
+                share: &broker.config.share_group,
+            };
+            let planned = plan_alter_group_configs(&image, &defaults, &group, changes, incremental);
             altered(planned, validate_only, commit, offset).await
         }
         AdminRequest::AlterBrokerConfigs {

@@ -180,6 +180,28 @@ pub async fn alter_topic_configs(
     }
 }
 
+/// Sets (`Some`) or removes (`None`) a group's dynamic configs
+/// (`metadata/group_config.rs`); `incremental` keeps the ones not named.
+pub async fn alter_group_configs(
+    shard: &Rc<Shard>,
+    caller: Option<Caller>,
+    group: String,
+    changes: Vec<(String, Option<String>)>,
+    incremental: bool,
+    validate_only: bool,
+) -> ControllerResult<Result<(), TopicError>> {
+    let request = AdminRequest::AlterGroupConfigs {
+        group,
+        changes,
+        incremental,
+        validate_only,
+    };
+    match call_as(shard, caller, request).await? {
+        AdminAnswer::Altered(r) => Ok(r),
+        _ => Err(wrong_answer()),
+    }
+}
+
 /// Sets (`Some`) or removes (`None`) dynamic broker defaults (broker
 /// names, `log.*`); `incremental` keeps the ones not named, otherwise they
 /// are reset (AlterConfigs semantics). They apply to every topic at once.

@@ -1,11 +1,11 @@
-//! AlterConfigs (the legacy, replace-everything form) for topics and for
-//! the broker's dynamic `log.*` defaults, each resource authorized as in
-//! IncrementalAlterConfigs.
+//! AlterConfigs (the legacy, replace-everything form) for topics, groups
+//! and the broker's dynamic `log.*` defaults, each resource authorized as
+//! in IncrementalAlterConfigs.
 
 use std::rc::Rc;
 
 use crate::controller::topics::duplicated;
-use crate::metadata::records::{RESOURCE_BROKER, RESOURCE_TOPIC};
+use crate::metadata::records::{RESOURCE_BROKER, RESOURCE_GROUP, RESOURCE_TOPIC};
 use crate::node::state::BrokerState;
 use crate::protocol::error_code;
 use crate::protocol::header::RequestHeader;
@@ -50,6 +50,17 @@ pub async fn handle(
                 )
                 .await
             }
+            RESOURCE_GROUP => {
+                controller::alter_group_configs(
+                    shard,
+                    access.caller(),
+                    r.resource_name.clone(),
+                    changes,
+                    false,
+                    req.validate_only,
+                )
+                .await
+            }
             RESOURCE_BROKER => match check_broker(shard, &r.resource_name) {
                 Ok(()) => {
                     listener_certificates::alter_broker_configs(
@@ -67,7 +78,7 @@ pub async fn handle(
             other => Ok(Err((
                 error_code::INVALID_REQUEST,
                 format!(
-                    "config resource type {other} cannot be altered; use 2 (topic) or 4 (broker)"
+                    "config resource type {other} cannot be altered; use 2 (topic), 4 (broker) or 32 (group)"
                 ),
             ))),
         };

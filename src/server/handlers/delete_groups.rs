@@ -1,14 +1,18 @@
-//! DeleteGroups: removes empty groups and their committed offsets.
+//! DeleteGroups: removes empty groups and their committed offsets. A share
+//! group's share-partition state is deleted from the share coordinator
+//! first (DeleteShareGroupState), then its records, as Kafka orders it.
 
 use std::rc::Rc;
 
 use crate::acl::matrix;
 use crate::group::coordinator::{on_coordinator, GroupCoordinator};
+use crate::group::share::SharePartitionKey;
 use crate::node::state::BrokerState;
 use crate::protocol::error_code;
 use crate::protocol::header::RequestHeader;
 use crate::protocol::messages::delete_groups::*;
 use crate::server::handlers::access::Access;
+use crate::server::share_state::persister;
 use crate::shard::shard::Shard;
 
 pub async fn handle(
@@ -26,11 +30,16 @@ pub async fn handle(
         } else if group_id.is_empty() {
             error_code::INVALID_GROUP_ID
         } else {
-            match on_coordinator(shard, &group_id, move |c: Rc<GroupCoordinator>, s, p| {
-                c.delete_group(s, p, gid)
-            })
-            .await
-            {
+            let deleted = match delete_share_state(shard, &group_id).await {
+                Ok(()) => {
+                    on_coordinator(shard, &group_id, move |c: Rc<GroupCoordinator>, s, p| {
+                        c.delete_group(s, p, gid)
+                    })
+                    .await
+                }
+                Err(code) => Ok(code),
+            };
+            match deleted {
                 Ok(code) => code,
                 // Without __consumer_offsets there are no groups.
                 Err(c) if c == error_code::COORDINATOR_NOT_AVAILABLE => {
@@ -48,4 +57,30 @@ pub async fn handle(
         throttle_time_ms: 0,
         results,
     }
+}
+
+/// When `group_id` is an empty share group, deletes the state of each of
+/// its share partitions from the share coordinator; the group's error
+/// otherwise (NON_EMPTY_GROUP with members). Nothing for other groups.
+async fn delete_share_state(shard: &Rc<Shard>, group_id: &str) -> Result<(), i16> {
+    let gid = group_id.to_string();
+    let partitions = match on_coordinator(shard, group_id, move |c: Rc<GroupCoordinator>, s, p| {
+        c.share_group_state_partitions(s, p, gid)
+    })
+    .await
+    {
+        Ok(Ok(Some(partitions))) => partitions,
+        // Not a share group, or no coordinator: delete_group answers.
+        Ok(Ok(None)) | Err(_) => return Ok(()),
+        Ok(Err(code)) => return Err(code),
+    };
+    for (topic_id, partition) in partitions {
+        let key = SharePartitionKey {
+            group_id: group_id.to_string(),
+            topic_id,
+            partition,
+        };
+        persister::delete_state(shard, &key).await?;
+    }
+    Ok(())
 }

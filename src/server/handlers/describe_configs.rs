@@ -1,4 +1,5 @@
-//! DescribeConfigs for topics (effective values with their source) and for
+//! DescribeConfigs for topics (effective values with their source), for
+//! groups (their own configs over the broker's `group.*` settings) and for
 //! the broker (static settings, and the dynamic defaults set at runtime).
 //! Each resource is authorized on its own, as Kafka's `ConfigHelper` does
 //! (`acl::matrix::describe_configs_rule`): DESCRIBE_CONFIGS on the topic,
@@ -9,7 +10,8 @@ use std::rc::Rc;
 
 use crate::acl::matrix;
 use crate::metadata::dynamic_broker_config;
-use crate::metadata::records::{RESOURCE_BROKER, RESOURCE_TOPIC};
+use crate::metadata::group_config::EffectiveGroupConfig;
+use crate::metadata::records::{RESOURCE_BROKER, RESOURCE_GROUP, RESOURCE_TOPIC};
 use crate::metadata::topic_config;
 use crate::node::state::BrokerState;
 use crate::protocol::error_code;
@@ -26,6 +28,8 @@ const CONFIG_SOURCE_STATIC_BROKER: i8 = 4;
 const CONFIG_SOURCE_DYNAMIC_BROKER: i8 = 2;
 /// Kafka's ConfigSource for a setting left at its default.
 const CONFIG_SOURCE_DEFAULT: i8 = 5;
+/// Kafka's ConfigSource for a group's own config (`GROUP_CONFIG`).
+const CONFIG_SOURCE_GROUP: i8 = 8;
 
 pub async fn handle(
     shard: &Rc<Shard>,
@@ -145,10 +149,38 @@ pub async fn handle(
                     }
                 }
             }
+            RESOURCE_GROUP => {
+                // A group without configs of its own describes the
+                // broker's, as Kafka's does (it need not exist).
+                let own = image.group_configs.get(&r.resource_name);
+                let effective = EffectiveGroupConfig::of(
+                    &broker.config.consumer_group,
+                    &broker.config.share_group,
+                    own,
+                );
+                for (name, value, is_own) in effective.describe(own) {
+                    if wanted(name) {
+                        result.configs.push(DescribeConfigsResourceResult {
+                            name: name.to_string(),
+                            value: Some(value),
+                            read_only: false,
+                            // Kafka marks what the group does not set as
+                            // a default, whatever the broker's setting.
+                            config_source: if is_own {
+                                CONFIG_SOURCE_GROUP
+                            } else {
+                                CONFIG_SOURCE_DEFAULT
+                            },
+                            is_sensitive: false,
+                            ..Default::default()
+                        });
+                    }
+                }
+            }
             other => {
                 result.error_code = error_code::INVALID_REQUEST;
                 result.error_message = Some(format!(
-                    "config resource type {other} is not supported; use 2 (topic) or 4 (broker)"
+                    "config resource type {other} is not supported; use 2 (topic), 4 (broker) or 32 (group)"
                 ));
             }
         }

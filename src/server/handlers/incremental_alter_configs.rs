@@ -1,5 +1,5 @@
-//! IncrementalAlterConfigs for topics and for the broker's dynamic `log.*`
-//! defaults: SET and DELETE (APPEND and SUBTRACT apply to list settings,
+//! IncrementalAlterConfigs for topics, groups and the broker's dynamic
+//! `log.*` defaults: SET and DELETE (APPEND and SUBTRACT apply to list settings,
 //! which pinlog's are not). Each resource is authorized on its own after
 //! the duplicates are refused, as Kafka's controller does: ALTER_CONFIGS
 //! on the topic, the group, or the cluster for a broker
@@ -10,7 +10,7 @@ use std::rc::Rc;
 use crate::acl::matrix;
 use crate::controller::topics::duplicated;
 use crate::metadata::image::MetadataImage;
-use crate::metadata::records::{RESOURCE_BROKER, RESOURCE_TOPIC};
+use crate::metadata::records::{RESOURCE_BROKER, RESOURCE_GROUP, RESOURCE_TOPIC};
 use crate::node::state::BrokerState;
 use crate::protocol::error_code;
 use crate::protocol::header::RequestHeader;
@@ -45,7 +45,7 @@ pub async fn handle(
             _ if !may_alter(access, &image, r.resource_type, &r.resource_name) => {
                 Err(alter_refusal(r.resource_type))
             }
-            (RESOURCE_TOPIC, _) | (RESOURCE_BROKER, Ok(())) => {
+            (RESOURCE_TOPIC | RESOURCE_GROUP, _) | (RESOURCE_BROKER, Ok(())) => {
                 let mut changes = Vec::new();
                 let mut bad = None;
                 for c in r.configs {
@@ -63,7 +63,17 @@ pub async fn handle(
                 match bad {
                     Some(e) => Err(e),
                     None => {
-                        let done = if r.resource_type == RESOURCE_TOPIC {
+                        let done = if r.resource_type == RESOURCE_GROUP {
+                            controller::alter_group_configs(
+                                shard,
+                                access.caller(),
+                                r.resource_name.clone(),
+                                changes,
+                                true,
+                                req.validate_only,
+                            )
+                            .await
+                        } else if r.resource_type == RESOURCE_TOPIC {
                             controller::alter_topic_configs(
                                 shard,
                                 access.caller(),
@@ -95,7 +105,7 @@ pub async fn handle(
             (other, _) => Err((
                 error_code::INVALID_REQUEST,
                 format!(
-                    "config resource type {other} cannot be altered; use 2 (topic) or 4 (broker)"
+                    "config resource type {other} cannot be altered; use 2 (topic), 4 (broker) or 32 (group)"
                 ),
             )),
         };

@@ -65,9 +65,9 @@ pub async fn handle(
     let image = broker.image();
     let mut config_resources = Vec::new();
     // Groups are listed when they have dynamic configs, and
-    // client-metrics resources when a subscription exists: pinlog has
-    // neither (no group configs, no client telemetry), so both lists are
-    // empty, as on a Kafka cluster where none were set.
+    // client-metrics resources when a subscription exists (pinlog has no
+    // client telemetry, so that list is empty, as on a Kafka cluster where
+    // none was set).
     if wanted.contains(&RESOURCE_BROKER) {
         let mut ids: Vec<i32> = image
             .brokers
@@ -94,6 +94,12 @@ pub async fn handle(
                     resource_type: RESOURCE_TOPIC,
                 }),
         );
+    }
+    if wanted.contains(&RESOURCE_GROUP) {
+        config_resources.extend(image.group_configs.keys().map(|g| ListedConfigResource {
+            resource_name: g.clone(),
+            resource_type: RESOURCE_GROUP,
+        }));
     }
     ListConfigResourcesResponse {
         throttle_time_ms: 0,

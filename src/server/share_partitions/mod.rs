@@ -4,8 +4,11 @@
 //! One entry per (share group, topic partition) this shard leads and some
 //! member fetched. It is loaded from the share coordinator on first use
 //! (ReadShareGroupState, through `share_state::persister`), or initialized
-//! there at `share.auto.offset.reset`'s offset (Kafka's default, `latest`:
-//! the high watermark) when the group never read the partition.
+//! there at the group's `share.auto.offset.reset` (Kafka's default,
+//! `latest`: the high watermark; `earliest`: the log start; or
+//! `by_duration:`) when the group never read the partition. The group's
+//! dynamic configs (lock duration, delivery limit, window, isolation) are
+//! read at every use.
 //!
 //! **One change at a time, each durable before it is answered.** Every
 //! operation takes the entry's permit, changes the partition (acquire,
@@ -37,6 +40,7 @@ use std::time::Duration;
 
 use crate::broker_config::share_group::SharePartitionConfig;
 use crate::group::share::{SharePartition, SharePartitionKey, StateWrite};
+use crate::metadata::group_config::{AutoOffsetReset, EffectiveGroupConfig};
 use crate::node::replicas;
 use crate::node::state::BrokerState;
 use crate::protocol::error_code;
@@ -148,9 +152,12 @@ impl SharePartitions {
             self.drop_entry(group_id, tp);
             return Err(error_code::UNKNOWN_TOPIC_ID);
         }
+        // The group's own share configs over the broker's, read at every
+        // use so that kafka-configs.sh changes apply to loaded partitions.
+        let group = BrokerState::of(shard).group_config(group_id);
         if entry.partition.borrow().is_none() || entry.leader_epoch.get() != leader_epoch {
             entry.leader_epoch.set(leader_epoch);
-            let loaded = load(shard, &entry, &led.log).await;
+            let loaded = load(shard, &entry, &led.log, &group).await;
             match loaded {
                 Ok(p) => *entry.partition.borrow_mut() = Some(p),
                 Err(code) => {
@@ -158,6 +165,8 @@ impl SharePartitions {
                     return Err(code);
                 }
             }
+        } else if let Some(p) = entry.partition.borrow_mut().as_mut() {
+            p.set_config(group.share.partition);
         }
         Ok((entry, permit))
     }
@@ -185,6 +194,13 @@ impl SharePartitions {
             &write,
         )
         .await;
+        tracing::debug!(
+            group = %entry.key.group_id,
+            partition = %entry.tp,
+            leader_epoch = entry.leader_epoch.get(),
+            state_epoch,
+            "share partition state written ({result:?}): {write:?}"
+        );
         if let Err(code) = result {
             tracing::warn!(
                 group = %entry.key.group_id,
@@ -245,22 +261,42 @@ impl SharePartitions {
 }
 
 /// Loads a share partition from the share coordinator, or initializes its
-/// state there at the high watermark (`share.auto.offset.reset=latest`).
+/// state there where the group's `share.auto.offset.reset` says.
 async fn load(
     shard: &Rc<Shard>,
     entry: &Entry,
     log: &glommio::sync::RwLock<crate::log::partition_log::PartitionLog>,
+    group: &EffectiveGroupConfig,
 ) -> Result<SharePartition, i16> {
-    let config: SharePartitionConfig = BrokerState::of(shard).config.share_group.partition;
-    let (log_start, high_watermark) = {
+    let config: SharePartitionConfig = group.share.partition;
+    let reset = group.share_auto_offset_reset;
+    let (log_start, high_watermark, reset_offset) = {
         let l = log
             .read()
             .await
             .map_err(|_| error_code::NOT_LEADER_OR_FOLLOWER)?;
-        (l.log_start_offset(), l.high_watermark())
+        let reset_offset = match reset {
+            AutoOffsetReset::Latest => l.high_watermark(),
+            AutoOffsetReset::Earliest => l.log_start_offset(),
+            // The first record at most that old; the end when none is.
+            AutoOffsetReset::ByDuration(ms) => l
+                .offset_for_timestamp(now_ms().saturating_sub(ms))
+                .await
+                .map_err(|e| crate::node::error_codes::error_code_for(&e))?
+                .map_or(l.high_watermark(), |t| t.offset.min(l.high_watermark())),
+        };
+        (l.log_start_offset(), l.high_watermark(), reset_offset)
     };
     let leader_epoch = entry.leader_epoch.get();
-    let mut partition = match persister::read_state(shard, &entry.key, leader_epoch).await? {
+    let read = persister::read_state(shard, &entry.key, leader_epoch).await?;
+    tracing::debug!(
+        group = %entry.key.group_id,
+        partition = %entry.tp,
+        leader_epoch,
+        high_watermark,
+        "share partition state read: {read:?}"
+    );
+    let mut partition = match read {
         Some(state) => SharePartition::load(
             config,
             state.state_epoch,
@@ -277,15 +313,15 @@ async fn load(
             error_code::UNKNOWN_SERVER_ERROR
         })?,
         None => {
-            persister::initialize_state(shard, &entry.key, INITIAL_STATE_EPOCH, high_watermark)
+            persister::initialize_state(shard, &entry.key, INITIAL_STATE_EPOCH, reset_offset)
                 .await?;
             tracing::info!(
                 group = %entry.key.group_id,
                 partition = %entry.tp,
-                "share group starts reading the partition at offset {high_watermark} \
-                 (share.auto.offset.reset=latest)"
+                "share group starts reading the partition at offset {reset_offset} \
+                 (share.auto.offset.reset={reset:?})"
             );
-            SharePartition::new(config, INITIAL_STATE_EPOCH, high_watermark)
+            SharePartition::new(config, INITIAL_STATE_EPOCH, reset_offset)
         }
     };
     // Records that retention or DeleteRecords removed are archived.

@@ -9,11 +9,14 @@ use bytes::Bytes;
 use crate::constants::LOG_OVERHEAD;
 use crate::log::batch;
 use crate::log::read_through;
+use crate::metadata::group_config::IsolationLevel;
 use crate::node::replicas;
+use crate::node::state::BrokerState;
 use crate::protocol::error_code;
 use crate::protocol::messages::share_fetch::{AcknowledgementBatch, AcquiredRecords};
 use crate::shard::shard::{now_ms, Shard};
 use crate::topic_partition::TopicPartition;
+use crate::transaction::partition::AbortedTxn;
 
 use super::SharePartitions;
 
@@ -98,15 +101,34 @@ pub async fn acquire(
     let Some(led) = replicas::led_partition(shard, tp) else {
         return AcquiredRead::error(error_code::NOT_LEADER_OR_FOLLOWER);
     };
-    let (result, high_watermark) = {
+    // Under read_committed only what is below the last stable offset is
+    // handed out, and records of aborted transactions are archived.
+    let read_committed = BrokerState::of(shard)
+        .group_config(group_id)
+        .share_isolation_level
+        == IsolationLevel::ReadCommitted;
+    let (result, fetchable_end, aborted) = {
         let Ok(mut log) = led.log.write().await else {
             return AcquiredRead::error(error_code::KAFKA_STORAGE_ERROR);
         };
-        let hw = log.high_watermark();
-        if start >= hw {
+        let end = if read_committed {
+            log.last_stable_offset()
+        } else {
+            log.high_watermark()
+        };
+        if start >= end {
             return AcquiredRead::default();
         }
-        (log.read(start, max_bytes.max(1), hw, true).await, hw)
+        let aborted = if read_committed {
+            log.aborted_txns(start, end)
+        } else {
+            Vec::new()
+        };
+        (
+            log.read(start, max_bytes.max(1), end, true).await,
+            end,
+            aborted,
+        )
     };
     let chunks = match result {
         Ok(r) => read_through::into_memory(r).await,
@@ -120,23 +142,33 @@ pub async fn acquire(
         }
     };
     let (batches, read_end) = whole_batches_from(&chunks, start);
-    let end = high_watermark.min(read_end);
+    let end = fetchable_end.min(read_end);
     if end <= start {
         return AcquiredRead::default();
     }
-    let acquisition = match entry.partition.borrow_mut().as_mut() {
-        Some(p) => p.acquire_from(member_id, max_records, start, end, now_ms()),
-        None => return AcquiredRead::error(error_code::UNKNOWN_SERVER_ERROR),
+    let (mut acquisition, archived) = {
+        let mut partition = entry.partition.borrow_mut();
+        let Some(p) = partition.as_mut() else {
+            return AcquiredRead::error(error_code::UNKNOWN_SERVER_ERROR);
+        };
+        let mut acquisition = p.acquire_from(member_id, max_records, start, end, now_ms());
+        let aborted_ranges = aborted_batches(&batches, &aborted);
+        let archived = if aborted_ranges.is_empty() {
+            None
+        } else {
+            p.archive_acquired(member_id, &aborted_ranges, &mut acquisition.acquired)
+        };
+        (acquisition, archived)
     };
     entry.changed();
     // The acquisition itself is not written, but the locks it expired on
-    // the way are; if that fails, the entry is gone and so is what was
-    // acquired here: the member gets nothing rather than unknown records.
-    if let Err(code) = partitions
-        .persist(shard, &entry, acquisition.state_write)
-        .await
-    {
-        return AcquiredRead::error(code);
+    // the way, and the aborted records it archived, are; if that fails,
+    // the entry is gone and so is what was acquired here: the member gets
+    // nothing rather than unknown records.
+    for write in [acquisition.state_write.take(), archived] {
+        if let Err(code) = partitions.persist(shard, &entry, write).await {
+            return AcquiredRead::error(code);
+        }
     }
     let (Some(first), Some(last)) = (
         acquisition.acquired.first().map(|a| a.first_offset),
@@ -148,11 +180,28 @@ pub async fn acquire(
         error_code: error_code::NONE,
         records: batches
             .into_iter()
-            .filter(|(base, last_of_batch, _)| *last_of_batch >= first && *base <= last)
-            .map(|(_, _, b)| b)
+            .filter(|b| b.last >= first && b.base <= last)
+            .map(|b| b.bytes)
             .collect(),
         acquired: acquisition.acquired,
     }
+}
+
+/// The offset ranges of the data batches in `batches` that belong to one
+/// of the `aborted` transactions: a transactional batch of an aborted
+/// producer from that transaction's first offset up to its ABORT marker.
+fn aborted_batches(batches: &[ReadBatch], aborted: &[AbortedTxn]) -> Vec<(i64, i64)> {
+    batches
+        .iter()
+        .filter(|b| {
+            b.txn_producer_id.is_some_and(|pid| {
+                aborted.iter().any(|t| {
+                    t.producer_id == pid && t.first_offset <= b.base && b.base < t.last_offset
+                })
+            })
+        })
+        .map(|b| (b.base, b.last))
+        .collect()
 }
 
 /// Releases every record `member_id` holds in `tp`: its share session
@@ -178,10 +227,19 @@ pub async fn release_member(
     let _ = partitions.persist(shard, &entry, write).await;
 }
 
-/// The whole batches of `chunks` that reach `start` or past it, each with
-/// its base and last offset, and the offset after the last whole batch (a
-/// batch cut off by the byte budget is left for the next fetch).
-fn whole_batches_from(chunks: &[Bytes], start: i64) -> (Vec<(i64, i64, Bytes)>, i64) {
+/// One whole batch an acquisition read.
+struct ReadBatch {
+    base: i64,
+    last: i64,
+    bytes: Bytes,
+    /// The producer of a transactional data batch (not a marker).
+    txn_producer_id: Option<i64>,
+}
+
+/// The whole batches of `chunks` that reach `start` or past it, and the
+/// offset after the last whole batch (a batch cut off by the byte budget
+/// is left for the next fetch).
+fn whole_batches_from(chunks: &[Bytes], start: i64) -> (Vec<ReadBatch>, i64) {
     let mut out = Vec::new();
     let mut end = start;
     for chunk in chunks {
@@ -199,7 +257,13 @@ fn whole_batches_from(chunks: &[Bytes], start: i64) -> (Vec<(i64, i64, Bytes)>, 
             };
             let last = header.last_offset();
             if last >= start {
-                out.push((header.base_offset, last, chunk.slice(at..at + size)));
+                out.push(ReadBatch {
+                    base: header.base_offset,
+                    last,
+                    bytes: chunk.slice(at..at + size),
+                    txn_producer_id: (header.is_transactional() && !header.is_control())
+                        .then_some(header.producer_id),
+                });
                 end = end.max(last + 1);
             }
             at += size;
@@ -231,7 +295,8 @@ mod tests {
         bytes.extend(&cut[..cut.len() / 2]);
         let (batches, end) = whole_batches_from(&[Bytes::from(bytes)], 4);
         assert_eq!(batches.len(), 1, "the first ends before 4, the last is cut");
-        assert_eq!((batches[0].0, batches[0].1), (3, 4));
+        assert_eq!((batches[0].base, batches[0].last), (3, 4));
+        assert_eq!(batches[0].txn_producer_id, None);
         assert_eq!(end, 5);
         let (none, end) = whole_batches_from(&[Bytes::from(cut[..10].to_vec())], 5);
         assert!(none.is_empty());

@@ -97,6 +97,19 @@ pub enum StateOp {
     },
 }
 
+impl StateOp {
+    /// The state API the operation is, for the log.
+    fn name(&self) -> &'static str {
+        match self {
+            StateOp::Initialize { .. } => "Initialize",
+            StateOp::Read { .. } => "Read",
+            StateOp::Write { .. } => "Write",
+            StateOp::Delete => "Delete",
+            StateOp::Summary { .. } => "ReadSummary",
+        }
+    }
+}
+
 /// The coordinator's answer to a [`StateOp`] that succeeded.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum StateAnswer {
@@ -304,6 +317,7 @@ impl ShareStateCoordinator {
         if !self.is_current(partition, &p) {
             return Err(error_code::NOT_COORDINATOR);
         }
+        let op_name = op.name();
         let per_snapshot = self.config.snapshot_update_records_per_snapshot;
         let now = now_ms();
         let (records, answer) = {
@@ -333,10 +347,15 @@ impl ShareStateCoordinator {
                 StateOp::Summary { .. } => (Vec::new(), StateAnswer::Summary(store.summary(key)?)),
             }
         };
-        if records.is_empty() {
-            return Ok(answer);
+        if !records.is_empty() {
+            self.append(shard, partition, &p, &records).await?;
         }
-        self.append(shard, partition, &p, &records).await?;
+        tracing::debug!(
+            partition,
+            group = %key.group_id,
+            share_partition = key.partition,
+            "share state {op_name} served: {records:?}"
+        );
         Ok(answer)
     }
 

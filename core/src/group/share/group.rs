@@ -325,6 +325,47 @@ impl ShareGroup {
         self.remove_member_records(member_id, topics, now_ms)
     }
 
+    /// The tombstones that delete the group (DeleteGroups of an empty
+    /// group), in Kafka's order: each member's and each target's records,
+    /// the target and state-partition metadata, and the group's metadata
+    /// last, whose tombstone removes the group when replayed.
+    pub fn tombstones(&self) -> Vec<ShareGroupRecord> {
+        let g = || self.group_id.clone();
+        let mut records = Vec::new();
+        for member_id in self.members.keys() {
+            records.push(ShareGroupRecord::CurrentMemberAssignment {
+                group_id: g(),
+                member_id: member_id.clone(),
+                value: None,
+            });
+            records.push(ShareGroupRecord::MemberMetadata {
+                group_id: g(),
+                member_id: member_id.clone(),
+                value: None,
+            });
+        }
+        for member_id in self.target.keys() {
+            records.push(ShareGroupRecord::TargetAssignmentMember {
+                group_id: g(),
+                member_id: member_id.clone(),
+                value: None,
+            });
+        }
+        records.push(ShareGroupRecord::TargetAssignmentMetadata {
+            group_id: g(),
+            value: None,
+        });
+        records.push(ShareGroupRecord::StatePartitionMetadata {
+            group_id: g(),
+            value: None,
+        });
+        records.push(ShareGroupRecord::GroupMetadata {
+            group_id: g(),
+            value: None,
+        });
+        records
+    }
+
     /// Applies one persisted record.
     pub fn replay(&mut self, record: &ShareGroupRecord) {
         assert_eq!(record.group_id(), self.group_id);

@@ -396,3 +396,31 @@ fn the_state_partitions_record_grows_with_the_targets_and_outlives_the_members()
     assert_eq!(f.group.state(), ShareGroupState::Empty);
     assert_eq!(f.group.state_partitions.len(), 2);
 }
+
+/// DeleteGroups of an empty group: its tombstones, replayed through their
+/// bytes as a load does, leave no trace of it.
+#[test]
+fn the_tombstones_of_an_empty_group_delete_it_on_replay() {
+    let mut f = Fixture::new(TopicsImage::default().with_topic("t", 2));
+    let mut log: Vec<ShareGroupRecord> = Vec::new();
+    for req in [join("a", &["t"]), beat("a", 1), beat("a", -1)] {
+        log.extend(f.send(req).records);
+    }
+    assert_eq!(f.group.state(), ShareGroupState::Empty);
+    assert!(!f.group.state_partitions.is_empty(), "the group read t");
+    let tombstones = f.group.tombstones();
+    assert!(tombstones.iter().all(ShareGroupRecord::is_tombstone));
+    assert!(matches!(
+        tombstones.last(),
+        Some(ShareGroupRecord::GroupMetadata { value: None, .. })
+    ));
+    log.extend(tombstones);
+    let mut groups = std::collections::BTreeMap::new();
+    for r in &log {
+        let back = ShareGroupRecord::decode(r.encode_key(), r.encode_value())
+            .unwrap()
+            .unwrap();
+        crate::group::share::replay_into(&mut groups, &back);
+    }
+    assert!(groups.is_empty(), "{groups:?}");
+}

@@ -461,6 +461,55 @@ impl SharePartition {
         }
     }
 
+    /// The group's share configs changed (its dynamic configs): later
+    /// acquisitions take the new lock duration, delivery limit and window.
+    /// Nothing held changes: a record past a lowered limit is archived at
+    /// its next release, a window above a lowered maximum only stops
+    /// growing.
+    pub fn set_config(&mut self, config: SharePartitionConfig) {
+        self.config = config;
+    }
+
+    /// Archives the records `member` holds in `ranges` (inclusive): under
+    /// read_committed, what it just acquired from aborted transactions,
+    /// which is never delivered (Kafka's
+    /// `filterAbortedTransactionalAcquiredRecords`).
+    /// `acquired` (the acquisition's ranges) loses the archived offsets.
+    pub fn archive_acquired(
+        &mut self,
+        member: &str,
+        ranges: &[(i64, i64)],
+        acquired: &mut Vec<AcquiredRecords>,
+    ) -> Option<StateWrite> {
+        let mut changed = Vec::new();
+        let window_last = self.end_offset();
+        for &(first, last) in ranges {
+            for offset in first.max(self.start_offset)..=last.min(window_last) {
+                let Some(i) = self.index_of(offset) else {
+                    continue;
+                };
+                let r = &mut self.records[i];
+                if r.state == RecordState::Acquired && r.owner.as_deref() == Some(member) {
+                    settle(r, RecordState::Archived);
+                    changed.push(offset);
+                }
+            }
+        }
+        if !changed.is_empty() {
+            changed.sort_unstable();
+            let mut kept = Vec::new();
+            for a in acquired.iter() {
+                for offset in a.first_offset..=a.last_offset {
+                    if changed.binary_search(&offset).is_err() {
+                        push_acquired(&mut kept, offset, a.delivery_count);
+                    }
+                }
+            }
+            *acquired = kept;
+        }
+        self.finish(changed)
+    }
+
     /// Expires the locks due at `now_ms`: their records become available
     /// again, or archived at the delivery limit. For the caller's timer.
     pub fn expire_locks(&mut self, now_ms: i64) -> Option<StateWrite> {

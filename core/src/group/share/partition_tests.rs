@@ -478,3 +478,45 @@ fn durable_state_takes_extreme_offsets_without_overflowing() {
     );
     assert_eq!(d.state_batches().len(), 1);
 }
+
+/// read_committed: what a member acquired from an aborted transaction is
+/// archived, never delivered again, and the SPSO moves past it.
+#[test]
+fn records_of_aborted_transactions_are_archived_not_delivered() {
+    let mut p = SharePartition::new(config(), 0, 0);
+    let mut got = p.acquire("m", 100, 10, 0).acquired;
+    assert_eq!(got, vec![range(0, 9, 1)]);
+    // Offsets 0-3 were an aborted transaction; 8-20 another, partly
+    // past the window.
+    let write = p
+        .archive_acquired("m", &[(0, 3), (8, 20)], &mut got)
+        .expect("a write");
+    assert_eq!(write.start_offset, 4);
+    assert_eq!(got, vec![range(4, 7, 1)], "the member gets 4-7 only");
+    assert_eq!(p.record(8), Some((RecordState::Archived, 1)));
+    assert_eq!(p.record(5).map(|r| r.0), Some(RecordState::Acquired));
+    // Another member's records are not its to archive.
+    let mut theirs = vec![range(4, 7, 1)];
+    assert!(p
+        .archive_acquired("other", &[(4, 7)], &mut theirs)
+        .is_none());
+    assert_eq!(theirs, vec![range(4, 7, 1)]);
+    p.check_invariants();
+}
+
+/// A group's configs change under a loaded partition: the next
+/// acquisition takes the new lock duration.
+#[test]
+fn a_changed_config_applies_to_later_acquisitions() {
+    let mut p = SharePartition::new(config(), 0, 0);
+    p.acquire("m", 1, 10, 0);
+    p.set_config(SharePartitionConfig {
+        record_lock_duration_ms: 15_000,
+        ..config()
+    });
+    p.acquire("m", 1, 10, 0);
+    assert_eq!(p.next_lock_deadline_ms(), Some(15_000));
+    assert_eq!(p.expire_locks(15_000).map(|w| w.start_offset), Some(0));
+    assert_eq!(p.record(1).map(|r| r.0), Some(RecordState::Available));
+    assert_eq!(p.record(0).map(|r| r.0), Some(RecordState::Acquired));
+}
