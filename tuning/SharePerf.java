@@ -24,6 +24,7 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
  *                   --records R [--record-bytes S] [--stall-s S]
  * SharePerf latency --bootstrap B --topic T --group G --kind K --consumers N
  *                   --rate X --seconds D --warmup W [--record-bytes S]
+ *                   (both: [--consumer-props k=v,k=v] more consumer settings)
  * SharePerf features --bootstrap B
  * </pre>
  *
@@ -193,6 +194,14 @@ public class SharePerf {
         p.put("group.protocol", "classic");
         p.put("auto.offset.reset", "latest");
         p.put("enable.auto.commit", Boolean.toString(!sync));
+      }
+      // --consumer-props k=v,k=v: more consumer settings (for a diagnosis;
+      // the script passes none).
+      for (String kv : A.getOrDefault("consumer-props", "").split(",")) {
+        if (kv.isBlank()) continue;
+        String[] x = kv.split("=", 2);
+        if (x.length != 2) throw new IllegalArgumentException("--consumer-props: not k=v: " + kv);
+        p.put(x[0], x[1]);
       }
       return p;
     }
