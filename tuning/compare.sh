@@ -69,7 +69,8 @@
 #                  to drain a backlog, and produce-to-acknowledgement
 #                  p50/p99 at a fixed rate (tuning/SharePerf.java,
 #                  tuning/share.sh; report in tuning/results-share.md
-#                  unless --out; --quick: one round, about 6 minutes)
+#                  unless --out; full: about 9 minutes; --quick: one
+#                  round, about 3 minutes)
 #
 # What runs (all on loopback, free ports, one work directory on the same
 # disk as the repository, removed at the end):
