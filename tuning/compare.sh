@@ -5,7 +5,7 @@
 # Usage: tuning/compare.sh [--quick] [--out FILE] [--skip-build] [--keep]
 #                          [--no-kafka-p4]
 #                          [--replicated | --transactional | --reassign | --balance
-#                           | --tls | --groups]
+#                           | --tls | --groups | --share]
 #   --quick        about 4 minutes: one round per workload, short runs,
 #                  P3 over 1 GiB instead of 2 GiB, P4 on pinlog only
 #   --out FILE     where to write the report (default tuning/results.md)
@@ -62,6 +62,15 @@
 #                  (cooperative-sticky) on pinlog, KIP-848 on Kafka
 #                  (tuning/groups.sh; report in tuning/results-groups.md
 #                  unless --out; --quick: one round)
+#   --share        instead of the above: one pinlog broker and one Kafka
+#                  broker, a topic of 6 partitions; share groups (KIP-932,
+#                  implicit and explicit acknowledgement) against classic
+#                  groups on the same topic, 3 and 6 consumers: records/s
+#                  to drain a backlog, and produce-to-acknowledgement
+#                  p50/p99 at a fixed rate (tuning/SharePerf.java,
+#                  tuning/share.sh; report in tuning/results-share.md
+#                  unless --out; full: about 9 minutes; --quick: one
+#                  round, about 3 minutes)
 #
 # What runs (all on loopback, free ports, one work directory on the same
 # disk as the repository, removed at the end):
@@ -100,6 +109,7 @@ REASSIGN=0
 BALANCE=0
 TLS=0
 GROUPS_MODE=0
+SHARE_MODE=0
 OUT_SET=0
 THROTTLE_MBPS=0
 ARGV_STR="$*"
@@ -118,6 +128,7 @@ while [ $# -gt 0 ]; do
     --balance) BALANCE=1; REPLICATED=1 ;;
     --tls) TLS=1; REPLICATED=1 ;;
     --groups) GROUPS_MODE=1; REPLICATED=1 ;;
+    --share) SHARE_MODE=1; REPLICATED=1 ;;
     -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d'; exit 0 ;;
     *) echo "compare.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
@@ -125,12 +136,14 @@ while [ $# -gt 0 ]; do
 done
 
 if [ "$REPLICATED" = 1 ]; then
-  [ -z "$ONLY" ] || { echo "compare.sh: --replicated (and --transactional, --reassign, --balance, --tls, --groups) run their own workloads; they do not take --only" >&2; exit 2; }
+  [ -z "$ONLY" ] || { echo "compare.sh: --replicated (and --transactional, --reassign, --balance, --tls, --groups, --share) run their own workloads; they do not take --only" >&2; exit 2; }
   ONLY="replicated"
   if [ "$TLS" = 1 ]; then
     [ "$OUT_SET" = 1 ] || OUT="$REPO/tuning/results-tls.md"
   elif [ "$GROUPS_MODE" = 1 ]; then
     [ "$OUT_SET" = 1 ] || OUT="$REPO/tuning/results-groups.md"
+  elif [ "$SHARE_MODE" = 1 ]; then
+    [ "$OUT_SET" = 1 ] || OUT="$REPO/tuning/results-share.md"
   elif [ "$REASSIGN" = 1 ]; then
     [ "$OUT_SET" = 1 ] || OUT="$REPO/tuning/results-reassign.md"
   elif [ "$BALANCE" = 1 ]; then
@@ -375,7 +388,7 @@ done
 WORK_PARENT="${COMPARE_WORK_PARENT:-$REPO/target}"
 mkdir -p "$WORK_PARENT"
 [ "$(stat -f -c %T "$WORK_PARENT")" != tmpfs ] || die "$WORK_PARENT is tmpfs: O_DIRECT needs a real disk"
-need_gib=$([ "$MODE" = full ] && [ "$GROUPS_MODE" = 0 ] && echo 30 || echo 10)  # --groups writes little
+need_gib=$([ "$MODE" = full ] && [ "$GROUPS_MODE" = 0 ] && [ "$SHARE_MODE" = 0 ] && echo 30 || echo 10)  # --groups and --share write little
 avail_gib=$(df -P -BG "$WORK_PARENT" | awk 'NR==2{gsub("G","",$4); print $4}')
 [ "$avail_gib" -ge "$need_gib" ] || die "only ${avail_gib} GiB free on the disk of $WORK_PARENT; a $MODE run needs about ${need_gib} GiB"
 if [ "$THROTTLE_MBPS" != 0 ]; then
@@ -405,10 +418,11 @@ if [ "$SKIP_BUILD" = 0 ]; then
       || { tail -30 "$LOGS/build-raw.log" >&2; die "raw-sink build failed"; }
   fi
 fi
-# The replicated modes have no raw baseline; the transactional mode's
-# client is Java (tuning/TxnPerf.java), not the load generator.
+# The replicated modes have no raw baseline; the transactional and share
+# modes' clients are Java (tuning/TxnPerf.java, tuning/SharePerf.java), not
+# the load generator.
 NEEDED_BINS=("$PINLOG_BIN")
-[ "$TRANSACTIONAL" = 1 ] || NEEDED_BINS+=("$LOADGEN_BIN")
+[ "$TRANSACTIONAL" = 1 ] || [ "$SHARE_MODE" = 1 ] || NEEDED_BINS+=("$LOADGEN_BIN")
 [ "$REPLICATED" = 1 ] || NEEDED_BINS+=("$RAWSINK_BIN")
 for b in "${NEEDED_BINS[@]}"; do
   [ -x "$b" ] || die "missing $b (run without --skip-build)"
@@ -651,6 +665,12 @@ if [ "$GROUPS_MODE" = 1 ]; then
   # The consumer-group rebalance mode's brokers, workloads and report.
   # shellcheck source=tuning/groups.sh
   source "$REPO/tuning/groups.sh"
+  exit 0
+fi
+if [ "$SHARE_MODE" = 1 ]; then
+  # The share-group mode's brokers, workloads and report.
+  # shellcheck source=tuning/share.sh
+  source "$REPO/tuning/share.sh"
   exit 0
 fi
 if [ "$BALANCE" = 1 ]; then
