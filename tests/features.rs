@@ -152,3 +152,109 @@ fn kafka_features_tool_describes_downgrades_upgrades_and_levels_survive_restart(
     );
     broker.stop();
 }
+
+/// `share.version` (KIP-932): a new cluster serves share groups at level
+/// 1; `kafka-features.sh downgrade` to 0 switches them off, and a
+/// ShareGroupHeartbeat is then answered UNSUPPORTED_VERSION with what to
+/// do; an upgrade back to 1 serves it again.
+#[test]
+fn share_version_switches_share_groups_on_and_off() {
+    use bytes::BytesMut;
+    use pinlog::metadata::features::{SHARE_VERSION, SHARE_VERSION_LEVEL_NEW_CLUSTER};
+    use pinlog::protocol::api::ApiKey;
+    use pinlog::protocol::error_code;
+    use pinlog::protocol::messages::share_group_heartbeat::*;
+    use std::net::SocketAddr;
+    use std::time::Duration;
+    use support::kafka_conn::Conn;
+
+    if skipped() {
+        return;
+    }
+    let mut broker = Broker::start(BrokerOpts::new());
+    let level = || {
+        let out = kafka_features(&broker.bootstrap(), &["describe"]);
+        described_feature(&out.stdout, SHARE_VERSION)
+            .unwrap_or_else(|| broker.fail(&format!("no {SHARE_VERSION} in:\n{out}")))
+    };
+    let fresh = level();
+    assert_eq!(
+        fresh.finalized_level, SHARE_VERSION_LEVEL_NEW_CLUSTER,
+        "{fresh:?}"
+    );
+    assert_eq!(
+        (fresh.supported_min, fresh.supported_max),
+        (0, 1),
+        "{fresh:?}"
+    );
+    let heartbeat = || {
+        let mut c = Conn::open(
+            SocketAddr::from(([127, 0, 0, 1], broker.port())),
+            "features-test",
+            Duration::from_secs(30),
+        )
+        .expect("connect to the broker");
+        let req = ShareGroupHeartbeatRequest {
+            group_id: "queue".into(),
+            member_id: "m-0000000000000000001".into(),
+            member_epoch: 0,
+            rack_id: None,
+            subscribed_topic_names: Some(vec!["t".into()]),
+        };
+        let mut r = c.call(ApiKey::ShareGroupHeartbeat, 1, |w: &mut BytesMut| {
+            req.encode(w, 1)
+        });
+        ShareGroupHeartbeatResponse::decode(&mut r, 1).expect("a ShareGroupHeartbeat answer")
+    };
+    // As a client does, find the coordinator first: that creates
+    // __consumer_offsets. Then it may still be loading: retried, bounded.
+    {
+        use pinlog::protocol::messages::find_coordinator::FindCoordinatorRequest;
+        let mut c = Conn::open(
+            SocketAddr::from(([127, 0, 0, 1], broker.port())),
+            "features-test",
+            Duration::from_secs(30),
+        )
+        .expect("connect to the broker");
+        let req = FindCoordinatorRequest {
+            key: "queue".into(),
+            key_type: 0,
+            coordinator_keys: vec!["queue".into()],
+        };
+        c.call(ApiKey::FindCoordinator, 4, |w: &mut BytesMut| {
+            req.encode(w, 4)
+        });
+    }
+    let mut on = heartbeat();
+    for _ in 0..50 {
+        if on.error_code != error_code::COORDINATOR_LOAD_IN_PROGRESS
+            && on.error_code != error_code::COORDINATOR_NOT_AVAILABLE
+            && on.error_code != error_code::NOT_COORDINATOR
+        {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+        on = heartbeat();
+    }
+    assert_eq!(on.error_code, error_code::NONE, "{on:?}");
+    update(
+        &broker,
+        &["downgrade", "--feature", &format!("{SHARE_VERSION}=0")],
+        "share.version was downgraded to 0.",
+    );
+    let off = heartbeat();
+    assert_eq!(off.error_code, error_code::UNSUPPORTED_VERSION, "{off:?}");
+    assert!(
+        off.error_message
+            .as_deref()
+            .is_some_and(|m| m.contains("upgrade --feature share.version=1")),
+        "{off:?}"
+    );
+    update(
+        &broker,
+        &["upgrade", "--feature", &format!("{SHARE_VERSION}=1")],
+        "share.version was upgraded to 1.",
+    );
+    assert_eq!(heartbeat().error_code, error_code::NONE);
+    broker.stop();
+}

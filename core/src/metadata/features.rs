@@ -7,8 +7,9 @@
 //!
 //! This file is the one place that says which features pinlog implements
 //! and at which levels: `transaction.version` (KIP-890), which Kafka 4's
-//! producers read to decide whether to use transaction version 2, is the
-//! only one pinlog advertises. Kafka's other features
+//! producers read to decide whether to use transaction version 2, and
+//! `share.version` (KIP-932), which switches share groups on. Kafka's
+//! other features
 //! (`metadata.version`, `kraft.version`, `group.version`, ...) describe
 //! Kafka's own record formats and protocols, which pinlog does not share,
 //! and no client or tool pinlog is tested with needs them: Kafka's Admin
@@ -43,6 +44,22 @@ const _: () = assert!(
         && TRANSACTION_VERSION_LEVEL_NEW_CLUSTER <= TRANSACTION_VERSION_LEVEL_MAX
 );
 
+/// KIP-932's share groups: level 1 serves them (ShareGroupHeartbeat,
+/// ShareFetch, ShareAcknowledge); at 0 they answer UNSUPPORTED_VERSION, as
+/// Kafka's do. Kafka's level 2 (dead-letter queues) is not implemented.
+pub const SHARE_VERSION: &str = "share.version";
+pub const SHARE_VERSION_LEVEL_MIN: i16 = 0;
+pub const SHARE_VERSION_LEVEL_MAX: i16 = 1;
+/// A new cluster serves share groups, as Kafka 4.2+ formats one. A cluster
+/// whose metadata log has no level stays at 0 until an operator runs
+/// `kafka-features.sh upgrade --feature share.version=1`.
+pub const SHARE_VERSION_LEVEL_NEW_CLUSTER: i16 = 1;
+
+/// Whether a cluster at `level` of `share.version` serves share groups.
+pub fn share_groups_enabled(level: i16) -> bool {
+    level >= 1
+}
+
 /// A feature pinlog implements.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SupportedFeature {
@@ -56,12 +73,20 @@ pub struct SupportedFeature {
 }
 
 /// Every feature pinlog implements, sorted by name.
-pub const SUPPORTED_FEATURES: &[SupportedFeature] = &[SupportedFeature {
-    name: TRANSACTION_VERSION,
-    level_min: TRANSACTION_VERSION_LEVEL_MIN,
-    level_max: TRANSACTION_VERSION_LEVEL_MAX,
-    level_new_cluster: TRANSACTION_VERSION_LEVEL_NEW_CLUSTER,
-}];
+pub const SUPPORTED_FEATURES: &[SupportedFeature] = &[
+    SupportedFeature {
+        name: SHARE_VERSION,
+        level_min: SHARE_VERSION_LEVEL_MIN,
+        level_max: SHARE_VERSION_LEVEL_MAX,
+        level_new_cluster: SHARE_VERSION_LEVEL_NEW_CLUSTER,
+    },
+    SupportedFeature {
+        name: TRANSACTION_VERSION,
+        level_min: TRANSACTION_VERSION_LEVEL_MIN,
+        level_max: TRANSACTION_VERSION_LEVEL_MAX,
+        level_new_cluster: TRANSACTION_VERSION_LEVEL_NEW_CLUSTER,
+    },
+];
 
 /// The feature called `name`, if pinlog implements it.
 pub fn supported(name: &str) -> Option<&'static SupportedFeature> {
@@ -100,13 +125,21 @@ mod tests {
     }
 
     #[test]
-    fn a_new_cluster_finalizes_its_transaction_version() {
+    fn a_new_cluster_finalizes_its_share_and_transaction_versions() {
         assert_eq!(
             new_cluster_records(),
-            vec![MetadataRecord::FeatureLevel {
-                name: TRANSACTION_VERSION.into(),
-                level: TRANSACTION_VERSION_LEVEL_NEW_CLUSTER,
-            }]
+            vec![
+                MetadataRecord::FeatureLevel {
+                    name: SHARE_VERSION.into(),
+                    level: SHARE_VERSION_LEVEL_NEW_CLUSTER,
+                },
+                MetadataRecord::FeatureLevel {
+                    name: TRANSACTION_VERSION.into(),
+                    level: TRANSACTION_VERSION_LEVEL_NEW_CLUSTER,
+                }
+            ]
         );
+        assert!(share_groups_enabled(SHARE_VERSION_LEVEL_NEW_CLUSTER));
+        assert!(!share_groups_enabled(0));
     }
 }

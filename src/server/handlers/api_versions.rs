@@ -135,15 +135,22 @@ mod tests {
     }
 
     #[test]
-    fn version_4_hears_of_transaction_version_0_to_2_and_its_finalized_level() {
+    fn version_4_hears_of_every_feature_and_the_finalized_levels() {
         let resp = answer(&image_with_transaction_version(2, 17), 4);
         assert_eq!(
             resp.supported_features,
-            vec![SupportedFeatureKey {
-                name: TRANSACTION_VERSION.into(),
-                min_version: 0,
-                max_version: 2,
-            }]
+            vec![
+                SupportedFeatureKey {
+                    name: crate::metadata::features::SHARE_VERSION.into(),
+                    min_version: 0,
+                    max_version: 1,
+                },
+                SupportedFeatureKey {
+                    name: TRANSACTION_VERSION.into(),
+                    min_version: 0,
+                    max_version: 2,
+                }
+            ]
         );
         assert_eq!(
             resp.finalized_features,
@@ -182,7 +189,7 @@ mod tests {
             },
         );
         let resp = answer(&image, 4);
-        assert_eq!(resp.supported_features.len(), 1);
+        assert_eq!(resp.supported_features.len(), SUPPORTED_FEATURES.len());
         assert!(resp.finalized_features.is_empty());
         assert_eq!(resp.finalized_features_epoch, 3);
         // Removed by a level 0 record: the same.

@@ -94,6 +94,24 @@ pub fn duplicate_resource() -> (i16, String) {
     )
 }
 
+/// Kafka's answer to a share-group request (ShareGroupHeartbeat,
+/// ShareFetch, ShareAcknowledge) while the cluster's `share.version` is 0,
+/// with what to do; `None` when share groups are on.
+pub fn share_groups_disabled(
+    image: &crate::metadata::image::MetadataImage,
+) -> Option<(i16, String)> {
+    use crate::metadata::features::{share_groups_enabled, SHARE_VERSION};
+    (!share_groups_enabled(image.feature_level(SHARE_VERSION))).then(|| {
+        (
+            error_code::UNSUPPORTED_VERSION,
+            format!(
+                "share groups are off on this cluster ({SHARE_VERSION} is 0); switch them on with \
+                 kafka-features.sh --bootstrap-server HOST:PORT upgrade --feature {SHARE_VERSION}=1"
+            ),
+        )
+    })
+}
+
 /// Kafka's error code for a storage-layer error (named in `node/`, below
 /// the coordinators that map log errors too).
 pub use crate::node::error_codes::error_code_for;

@@ -28,7 +28,15 @@ pub async fn handle(
     access: &Access<'_>,
 ) -> ShareAcknowledgeResponse {
     let broker = BrokerState::of(shard);
-    let lock_ms = broker.config.share_group.partition.record_lock_duration_ms as i32;
+    // The lock duration the client times its acquisitions by: the
+    // group's own share.record.lock.duration.ms, else the broker's.
+    let lock_ms = req
+        .group_id
+        .as_deref()
+        .map_or(broker.config.share_group.partition, |g| {
+            broker.group_config(g).share.partition
+        })
+        .record_lock_duration_ms as i32;
     let top_level = |code: i16, message: Option<String>| ShareAcknowledgeResponse {
         error_code: code,
         error_message: message,
@@ -45,6 +53,9 @@ pub async fn handle(
         }
     };
     let image = broker.image();
+    if let Some((code, message)) = super::share_groups_disabled(&image) {
+        return top_level(code, Some(message));
+    }
     if !access.allows(&image, matrix::SHARE_ACKNOWLEDGE_GROUP, &group_id) {
         return top_level(error_code::GROUP_AUTHORIZATION_FAILED, None);
     }

@@ -23,6 +23,9 @@ pub async fn handle(
     // Kafka's KafkaApis: READ on the group, then DESCRIBE on every
     // subscribed topic name.
     let image = BrokerState::of(shard).image();
+    if let Some((code, message)) = super::share_groups_disabled(&image) {
+        return refused(code, Some(message));
+    }
     if !access.allows(&image, matrix::SHARE_GROUP_HEARTBEAT_GROUP, &req.group_id) {
         return refused(error_code::GROUP_AUTHORIZATION_FAILED, None);
     }
