@@ -206,7 +206,7 @@ mod tests {
             (tv(-1, UPGRADE_TYPE_SAFE_DOWNGRADE), "cannot be less than 0"),
             (
                 update("metadata.version", 5, UPGRADE_TYPE_UPGRADE),
-                "does not support this feature; it supports transaction.version",
+                "does not support this feature; it supports share.version, transaction.version",
             ),
             (tv(3, UPGRADE_TYPE_UPGRADE), "supports versions 0-2"),
             (
