@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use crate::acl::matrix;
 use crate::group::share::session::SharePartitionId;
+use crate::metadata::group_config::IsolationLevel;
 use crate::metadata::image::MetadataImage;
 use crate::node::append_waiters::AppendWaiters;
 use crate::node::state::BrokerState;
@@ -292,12 +293,20 @@ pub async fn handle(
         let got: i64 = reads.values().map(AcquiredRead::record_count).sum();
         let max_wait = req.max_wait_ms.clamp(0, SHARE_FETCH_MAX_WAIT_MS_MAX);
         if got == 0 && max_wait > 0 && acked.is_empty() {
-            let tps: Vec<TopicPartition> = session
+            let seen: Vec<(TopicPartition, Option<i64>)> = session
                 .iter()
-                .filter_map(|n| n.tp.clone())
-                .filter(|tp| !denied.contains(&tp.topic))
+                .filter_map(|n| Some((n.tp.clone()?, reads.get(&n.id).and_then(|r| r.seen_end))))
+                .filter(|(tp, _)| !denied.contains(&tp.topic))
                 .collect();
-            wait_for_appends(shard, &tps, Duration::from_millis(max_wait as u64)).await;
+            let read_committed = broker.group_config(&group_id).share_isolation_level
+                == IsolationLevel::ReadCommitted;
+            wait_for_appends(
+                shard,
+                seen,
+                read_committed,
+                Duration::from_millis(max_wait as u64),
+            )
+            .await;
             reads = acquire_all(
                 shard,
                 &group_id,
@@ -430,14 +439,22 @@ fn error_read(code: i16) -> AcquiredRead {
     }
 }
 
-/// Waits until any of `tps` gets an append, or `timeout` passes.
-async fn wait_for_appends(shard: &Rc<Shard>, tps: &[TopicPartition], timeout: Duration) {
-    let mut by_owner: BTreeMap<usize, Vec<TopicPartition>> = BTreeMap::new();
-    for tp in tps {
+/// Waits until any of the partitions gets an append, or `timeout` passes.
+/// Each comes with the end its acquisition saw: registered first, then
+/// checked, so records that arrived between the acquisition and the wait
+/// answer at once instead of after the whole wait.
+async fn wait_for_appends(
+    shard: &Rc<Shard>,
+    seen: Vec<(TopicPartition, Option<i64>)>,
+    read_committed: bool,
+    timeout: Duration,
+) {
+    let mut by_owner: BTreeMap<usize, Vec<(TopicPartition, Option<i64>)>> = BTreeMap::new();
+    for (tp, end) in seen {
         by_owner
-            .entry(shard.owner(tp))
+            .entry(shard.owner(&tp))
             .or_default()
-            .push(tp.clone());
+            .push((tp, end));
     }
     if by_owner.is_empty() {
         glommio::timer::sleep(timeout).await;
@@ -450,7 +467,21 @@ async fn wait_for_appends(shard: &Rc<Shard>, tps: &[TopicPartition], timeout: Du
         glommio::spawn_local(async move {
             let _ = shard
                 .submit_to(owner, move |s| async move {
-                    let wait = AppendWaiters::of(&s).register(&tps);
+                    let names: Vec<TopicPartition> = tps.iter().map(|(tp, _)| tp.clone()).collect();
+                    let wait = AppendWaiters::of(&s).register(&names);
+                    for (tp, seen) in &tps {
+                        let (Some(seen), Some(log)) = (seen, s.local_log(tp)) else {
+                            continue;
+                        };
+                        let end = match log.read().await {
+                            Ok(l) if read_committed => l.last_stable_offset(),
+                            Ok(l) => l.high_watermark(),
+                            Err(_) => continue,
+                        };
+                        if end > *seen {
+                            return;
+                        }
+                    }
                     futures_lite::future::or(wait, glommio::timer::sleep(timeout)).await;
                 })
                 .await;

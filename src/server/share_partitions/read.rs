@@ -27,12 +27,25 @@ pub struct AcquiredRead {
     pub error_code: i16,
     pub records: Vec<Bytes>,
     pub acquired: Vec<AcquiredRecords>,
+    /// The end of what could be handed out (the high watermark, or the
+    /// LSO under read_committed) when the acquisition found nothing new
+    /// there: a fetch that then waits for appends answers at once if the
+    /// end has moved past it meanwhile. `None` when an append would not
+    /// help (an error, or a window full of locked records).
+    pub seen_end: Option<i64>,
 }
 
 impl AcquiredRead {
     fn error(code: i16) -> AcquiredRead {
         AcquiredRead {
             error_code: code,
+            ..AcquiredRead::default()
+        }
+    }
+
+    fn nothing_below(end: i64) -> AcquiredRead {
+        AcquiredRead {
+            seen_end: Some(end),
             ..AcquiredRead::default()
         }
     }
@@ -117,7 +130,7 @@ pub async fn acquire(
             log.high_watermark()
         };
         if start >= end {
-            return AcquiredRead::default();
+            return AcquiredRead::nothing_below(end);
         }
         let aborted = if read_committed {
             log.aborted_txns(start, end)
@@ -144,7 +157,7 @@ pub async fn acquire(
     let (batches, read_end) = whole_batches_from(&chunks, start);
     let end = fetchable_end.min(read_end);
     if end <= start {
-        return AcquiredRead::default();
+        return AcquiredRead::nothing_below(fetchable_end);
     }
     let (mut acquisition, archived) = {
         let mut partition = entry.partition.borrow_mut();
@@ -174,9 +187,11 @@ pub async fn acquire(
         acquisition.acquired.first().map(|a| a.first_offset),
         acquisition.acquired.last().map(|a| a.last_offset),
     ) else {
-        return AcquiredRead::default();
+        // Everything read was another member's or archived.
+        return AcquiredRead::nothing_below(fetchable_end);
     };
     AcquiredRead {
+        seen_end: Some(fetchable_end),
         error_code: error_code::NONE,
         records: batches
             .into_iter()
