@@ -38,8 +38,12 @@
 //! Kafka's Java client), a reader of every partition from offset 0, two
 //! consumer-group members committing every 50 records, one of a classic
 //! group and one of a KIP-848 consumer group (`group.protocol=consumer`),
-//! each with a watcher of its group's committed offsets (tests/faults/workload.py,
-//! tests/faults/FaultProducer.java); tests/faults/checker.py checks.
+//! each with a watcher of its group's committed offsets, and a member of a
+//! share group (KIP-932) that accepts every record it is delivered and
+//! commits each poll, reading from offset 0 (group configs
+//! `share.auto.offset.reset=earliest`, a 15 s lock) and draining after the
+//! stop (tests/faults/workload.py, tests/faults/FaultProducer.java,
+//! tests/faults/FaultShareConsumer.java); tests/faults/checker.py checks.
 
 mod common;
 mod support;
@@ -69,6 +73,14 @@ const GROUP: &str = "faults-group";
 /// A second group of the same topic whose member speaks KIP-848's
 /// protocol (`group.protocol=consumer`).
 const CONSUMER_PROTOCOL_GROUP: &str = "faults-group-848";
+/// The share group of the topic (KIP-932, `FaultShareConsumer.java`).
+const SHARE_GROUP: &str = "faults-share";
+/// Its `share.record.lock.duration.ms` (Kafka's lowest): records a lost
+/// share session held come back this soon.
+const SHARE_LOCK_MS: u64 = 15_000;
+/// After the stop, the share member drains until no record came for this
+/// long: longer than the lock, so held records come back first.
+const SHARE_DRAIN_IDLE_SECONDS: u64 = SHARE_LOCK_MS / 1000 + 5;
 /// The seed of the first half of every run, so that CI always covers one
 /// known schedule.
 const FIXED_SEED: u64 = 20_261_201;
@@ -383,11 +395,51 @@ fn checker_finds_lost_duplicated_and_vanished_records() {
         "watch-1.jsonl",
         &[r#"{"committed":{"0":1}}"#, r#"{"committed":{"0":3}}"#],
     );
+    // The share group: 0@0 delivered again after its acceptance was
+    // committed, 0@2 delivered as something the log does not hold there,
+    // 0@3 delivered past the delivery count limit, 1@2 never delivered.
+    let rec = |p: u32, o: u32, id: &str, dc: u32, t: u32| {
+        format!(r#"{{"share":"rec","p":{p},"o":{o},"id":"{id}","dc":{dc},"t":{t}}}"#)
+    };
+    let faulty = [
+        rec(0, 0, "a-0", 1, 10),
+        r#"{"share":"committed","acks":[[0,0]],"t":11}"#.to_string(),
+        rec(0, 0, "a-0", 2, 12),
+        rec(0, 1, "a-1", 1, 10),
+        r#"{"share":"commit_failed","acks":[[0,1]],"err":"TimeoutException","t":13}"#.to_string(),
+        rec(0, 2, "zz", 1, 10),
+        rec(0, 3, "a-3", 6, 10),
+        rec(1, 0, "b-0", 1, 10),
+        rec(1, 1, "b-1", 1, 10),
+    ];
+    std::fs::write(dir.path().join("share-1.jsonl"), faulty.join("\n") + "\n")
+        .expect("write a share history");
+    let out = checker(dir.path());
+    let summary = checker_summary(&out);
+    assert_eq!(summary["share_redelivered"], 1, "{out}");
+    assert_eq!(summary["share_vanished"], 1, "{out}");
+    assert_eq!(summary["share_over_limit"], 1, "{out}");
+    assert_eq!(summary["share_lost"], 1, "{out}");
+    assert!(out.stdout.contains("SHARE_LOST: b-2"), "{out}");
+    let clean: Vec<String> = [(0, "a-0"), (0, "a-1"), (0, "a-2"), (0, "a-3")]
+        .iter()
+        .enumerate()
+        .map(|(o, (p, id))| rec(*p, o as u32, id, 1, 10))
+        .chain((0..3).map(|o| rec(1, o, &format!("b-{o}"), 1, 10)))
+        .chain([
+            r#"{"share":"committed","acks":[[0,0],[0,1],[0,2],[0,3],[1,0],[1,1],[1,2]],"t":20}"#
+                .to_string(),
+        ])
+        .collect();
+    std::fs::write(dir.path().join("share-1.jsonl"), clean.join("\n") + "\n")
+        .expect("write a share history");
+
     let out = checker(dir.path());
     assert!(out.success(), "a clean history must pass:\n{out}");
     let summary = checker_summary(&out);
     assert_eq!(summary["acknowledged"], 6, "{out}");
     assert_eq!(summary["live_reads"], 2, "{out}");
+    assert_eq!(summary["share_accepted"], 7, "{out}");
 }
 
 #[test]
@@ -863,7 +915,8 @@ fn run_under_nemesis(
          backwards {}, fatal producer errors {}, divergent replicas {}; records read live {}, \
          partitions with checked commits {}; transactions committed {}, aborted {}, unknown {}, \
          inputs processed {}, aborted reads {}, torn {}, processed twice {}, unprocessed {}, \
-         LSO stuck {}",
+         LSO stuck {}; share group: delivered {}, accepted {}, redeliveries {}, lost {}, \
+         redelivered after acceptance {}, vanished {}, over the delivery limit {}",
         if run.testbed.is_some() { "on" } else { "OFF" },
         run.tally.faults,
         summary["acknowledged"],
@@ -886,7 +939,14 @@ fn run_under_nemesis(
         summary["torn"],
         summary["processed_twice"],
         summary["unprocessed"],
-        summary["lso_stuck"]
+        summary["lso_stuck"],
+        summary["share_delivered"],
+        summary["share_accepted"],
+        summary["share_redeliveries"],
+        summary["share_lost"],
+        summary["share_redelivered"],
+        summary["share_vanished"],
+        summary["share_over_limit"]
     );
     eprintln!("{record}");
     std::fs::write(run.history.join("RESULT"), &record).expect("write the result");
@@ -914,6 +974,10 @@ fn run_under_nemesis(
         summary["txn_committed"].as_u64().unwrap_or(0) > 0
             && summary["txn_aborted"].as_u64().unwrap_or(0) > 0,
         "the transactional processor committed or aborted nothing: {record}"
+    );
+    assert!(
+        summary["share_accepted"].as_u64().unwrap_or(0) > acknowledged / 2,
+        "the share group accepted too little: {record}"
     );
     let _ = std::fs::remove_dir_all(&run.history);
 }
@@ -1081,6 +1145,40 @@ impl FaultRun {
                     &FIXED_SEED.to_string(),
                     &h("txn-1.jsonl"),
                     &stop,
+                ]),
+        );
+        // The share group reads from the start with a short lock, set
+        // before its member first comes (group configs, kafka-configs.sh).
+        let configs = run_command(
+            Command::new("java")
+                .args(["-Xmx256m", "-cp", &classpath])
+                .arg("org.apache.kafka.tools.ConfigCommand")
+                .args(["--bootstrap-server", &bootstrap])
+                .args(["--entity-type", "groups", "--entity-name", SHARE_GROUP])
+                .args(["--alter", "--add-config"])
+                .arg(format!(
+                    "share.auto.offset.reset=earliest,share.record.lock.duration.ms={SHARE_LOCK_MS}"
+                )),
+            None,
+            CLI_TIMEOUT,
+        );
+        if !configs.success() {
+            self.fail(&format!(
+                "kafka-configs.sh on the share group failed:\n{configs}"
+            ));
+        }
+        spawn(
+            "share-1",
+            Command::new("java")
+                .args(["-XX:TieredStopAtLevel=1", "-Xmx256m", "-cp", &classpath])
+                .arg("FaultShareConsumer")
+                .args([
+                    bootstrap.as_str(),
+                    SHARE_GROUP,
+                    TOPIC,
+                    &h("share-1.jsonl"),
+                    &stop,
+                    &SHARE_DRAIN_IDLE_SECONDS.to_string(),
                 ]),
         );
         Clients(clients)
@@ -1669,7 +1767,7 @@ fn log_bytes(dir: &Path) -> Vec<u8> {
         .collect()
 }
 
-/// Compiles FaultProducer.java into `dir`; the classpath to run it with.
+/// Compiles the Java clients into `dir`; the classpath to run them with.
 fn compile_java(dir: &Path) -> String {
     let jars = format!("{}/*", kafka_libs().display());
     let classes = dir.join("classes");
@@ -1679,7 +1777,8 @@ fn compile_java(dir: &Path) -> String {
             .args(["-cp", &jars, "-d"])
             .arg(&classes)
             .arg(Path::new(FAULTS_DIR).join("FaultProducer.java"))
-            .arg(Path::new(FAULTS_DIR).join("TxnProcessor.java")),
+            .arg(Path::new(FAULTS_DIR).join("TxnProcessor.java"))
+            .arg(Path::new(FAULTS_DIR).join("FaultShareConsumer.java")),
         None,
         CLIENT_EXIT_TIMEOUT,
     )

@@ -53,6 +53,19 @@ It checks:
               time, or finally (below the last acknowledged commit);
   fatal       a producer got a fatal error (an idempotence violation the
               broker reported);
+and, for the share group (share-*.jsonl, tests/faults/FaultShareConsumer.java:
+{"share": "rec", "p", "o", "id", "dc", "t"} per delivery, {"share":
+"committed", "acks": [[p, o], ...], "t"} when commitSync returned clean for
+them, {"share": "commit_failed", ...} otherwise):
+  share_lost        a record of the final log was never delivered to the
+                    share group (it reads from offset 0 and drains after
+                    healing);
+  share_redelivered a record was delivered again after the commitSync that
+                    accepted it returned (accepted more than once);
+  share_vanished    a record delivered is not the one the final log holds
+                    at its offset;
+  share_over_limit  a record was delivered more often than the delivery
+                    count limit (it must be archived at it);
 and, for the transactional processor:
   aborted_read    a read_committed read returned a record of a transaction
                   the processor aborted;
@@ -79,7 +92,10 @@ from collections import defaultdict
 LIMIT = 20
 KINDS = ["lost", "moved", "duplicated", "phantom", "gaps", "reordered",
          "vanished", "backwards", "fatal", "aborted_read", "torn",
-         "processed_twice", "unprocessed", "lso_stuck"]
+         "processed_twice", "unprocessed", "lso_stuck", "share_lost",
+         "share_redelivered", "share_vanished", "share_over_limit"]
+# group.share.delivery.count.limit: the fault suite keeps Kafka's default.
+SHARE_DELIVERY_COUNT_LIMIT = 5
 
 
 def load_batches(directory):
@@ -269,9 +285,11 @@ def check(directory):
                                  % (group, p, o, final.get(p)))
 
     txn_summary = check_transactions(directory, report)
+    share_summary = check_share(directory, report, at)
 
     summary = dict(report.counts)
     summary.update(txn_summary)
+    summary.update(share_summary)
     summary.update({
         "resent_after_epoch_bump": resent,
         "acknowledged": acknowledged,
@@ -285,6 +303,47 @@ def check(directory):
     })
     print(json.dumps(summary, sort_keys=True))
     return report.ok()
+
+
+def check_share(directory, report, at):
+    """The share group's checks against the final log `at`; its counts."""
+    histories = files(directory, "share-*.jsonl")
+    if not histories:
+        return {}
+    deliveries = defaultdict(list)   # (p, o) -> [(t, id, dc)]
+    accepted_at = {}                 # (p, o) -> when its commitSync returned
+    for path in histories:
+        for e in lines(path):
+            kind = e.get("share")
+            if kind == "rec":
+                deliveries[(e["p"], e["o"])].append((e["t"], e["id"], e["dc"]))
+            elif kind == "committed":
+                for p, o in e["acks"]:
+                    accepted_at.setdefault((p, o), e["t"])
+    for (p, o), seen in sorted(deliveries.items()):
+        for t, rid, dc in seen:
+            if at.get((p, o)) != rid:
+                report.violation("share_vanished", "%s delivered at %d@%d, the final log "
+                                 "has %r" % (rid, p, o, at.get((p, o))))
+            if dc > SHARE_DELIVERY_COUNT_LIMIT:
+                report.violation("share_over_limit", "%d@%d delivered with delivery count "
+                                 "%d" % (p, o, dc))
+        accepted = accepted_at.get((p, o))
+        if accepted is not None:
+            later = [t for t, _, _ in seen if t > accepted]
+            if later:
+                report.violation("share_redelivered", "%d@%d was accepted (commitSync "
+                                 "returned at %d) and delivered again at %s"
+                                 % (p, o, accepted, later))
+    for (p, o), rid in sorted(at.items()):
+        if (p, o) not in deliveries:
+            report.violation("share_lost", "%s at %d@%d never reached the share group"
+                             % (rid, p, o))
+    return {
+        "share_delivered": len(deliveries),
+        "share_accepted": len(accepted_at),
+        "share_redeliveries": sum(len(v) - 1 for v in deliveries.values()),
+    }
 
 
 def check_transactions(directory, report):
