@@ -42,6 +42,7 @@ use crate::log::data_dir::PartitionOffsets;
 use crate::node::partition_load::PartitionLoad;
 use crate::node::replicas;
 use crate::protocol::error_code;
+use crate::server::share_partitions::SharePartitions;
 use crate::shard::partition_table::ShardId;
 use crate::shard::shard::Shard;
 use crate::topic_partition::TopicPartition;
@@ -246,5 +247,9 @@ async fn release(shard: &Rc<Shard>, tp: &TopicPartition) -> Result<PartitionOffs
     // drops the partition from its next round.
     replicas::forget(shard, tp);
     PartitionLoad::of(shard).forget(tp);
+    // Its share partitions go too: the shard it moves to loads their
+    // durable state, and a copy left here would answer (and write) from
+    // stale memory if the partition came back at the same leader epoch.
+    SharePartitions::of(shard).on_lost_leadership(tp);
     shard.close_for_move(tp, log).await
 }

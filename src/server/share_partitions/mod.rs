@@ -35,11 +35,14 @@ mod read;
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
-use std::rc::Rc;
+use std::rc::{Rc, Weak};
 use std::time::Duration;
+
+use glommio::sync::RwLock;
 
 use crate::broker_config::share_group::SharePartitionConfig;
 use crate::group::share::{SharePartition, SharePartitionKey, StateWrite};
+use crate::log::partition_log::PartitionLog;
 use crate::metadata::group_config::{AutoOffsetReset, EffectiveGroupConfig};
 use crate::node::replicas;
 use crate::node::state::BrokerState;
@@ -64,6 +67,10 @@ pub(crate) struct Entry {
     /// The leader epoch it was loaded at: writes carry it, so the share
     /// coordinator fences a deposed leader's writes.
     leader_epoch: Cell<i32>,
+    /// The partition's log it was loaded under. A move to another shard
+    /// and back keeps the leader epoch but opens a new log: the entry is
+    /// then loaded again rather than trusted.
+    log: RefCell<Weak<RwLock<PartitionLog>>>,
     /// One change (or load) at a time.
     permit: Rc<glommio::sync::Semaphore>,
     /// The partition's earliest lock deadline as of its last change, so
@@ -137,6 +144,7 @@ impl SharePartitions {
                     tp: tp.clone(),
                     partition: RefCell::new(None),
                     leader_epoch: Cell::new(leader_epoch),
+                    log: RefCell::new(Weak::new()),
                     permit: Rc::new(glommio::sync::Semaphore::new(1)),
                     next_deadline: Cell::new(None),
                 })
@@ -155,8 +163,13 @@ impl SharePartitions {
         // The group's own share configs over the broker's, read at every
         // use so that kafka-configs.sh changes apply to loaded partitions.
         let group = BrokerState::of(shard).group_config(group_id);
-        if entry.partition.borrow().is_none() || entry.leader_epoch.get() != leader_epoch {
+        let same_log = Weak::ptr_eq(&entry.log.borrow(), &Rc::downgrade(&led.log));
+        if entry.partition.borrow().is_none()
+            || entry.leader_epoch.get() != leader_epoch
+            || !same_log
+        {
             entry.leader_epoch.set(leader_epoch);
+            *entry.log.borrow_mut() = Rc::downgrade(&led.log);
             let loaded = load(shard, &entry, &led.log, &group).await;
             match loaded {
                 Ok(p) => *entry.partition.borrow_mut() = Some(p),
@@ -249,6 +262,14 @@ impl SharePartitions {
             let Ok(_permit) = entry.permit.acquire_permit(1).await else {
                 continue;
             };
+            // Only while this shard still leads it under the log it was
+            // loaded with: stale memory must not be written.
+            let current = replicas::led_partition(shard, &entry.tp)
+                .is_some_and(|led| Weak::ptr_eq(&entry.log.borrow(), &Rc::downgrade(&led.log)));
+            if !current {
+                self.drop_entry(&entry.key.group_id, &entry.tp);
+                continue;
+            }
             let write = match entry.partition.borrow_mut().as_mut() {
                 Some(p) => p.expire_locks(now_ms()),
                 None => continue,
