@@ -655,8 +655,23 @@ fn share_group_configs_reset_earliest_and_read_committed() {
         }
         std::thread::sleep(POLL_INTERVAL);
     }
-    // Whatever else could still come would have come by now.
-    std::thread::sleep(Duration::from_secs(2));
+    // Nothing more to come: each member polled empty after its last record
+    // (the broker had nothing left to hand it), so what it got is all.
+    let drained = |name: &str| {
+        let events = s.members[s.idx(name)].events();
+        let last_rec = events.iter().rposition(|e| e.ev == "rec");
+        events
+            .iter()
+            .enumerate()
+            .any(|(i, e)| e.ev == "polled" && e.int("n") == Some(0) && Some(i) > last_rec)
+    };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !(drained("rc") && drained("ru")) {
+        if Instant::now() >= deadline {
+            s.fail("the share group members did not poll empty within 30 s after their records");
+        }
+        std::thread::sleep(POLL_INTERVAL);
+    }
     let mut rc = delivered_values(&s, "rc");
     rc.sort();
     let mut want: Vec<String> = (0..10)

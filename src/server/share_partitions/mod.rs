@@ -43,7 +43,7 @@ use glommio::sync::RwLock;
 use crate::broker_config::share_group::SharePartitionConfig;
 use crate::group::share::{SharePartition, SharePartitionKey, StateWrite};
 use crate::log::partition_log::PartitionLog;
-use crate::metadata::group_config::{AutoOffsetReset, EffectiveGroupConfig};
+use crate::metadata::group_config::{AutoOffsetReset, EffectiveGroupConfig, IsolationLevel};
 use crate::node::replicas;
 use crate::node::state::BrokerState;
 use crate::protocol::error_code;
@@ -71,6 +71,9 @@ pub(crate) struct Entry {
     /// and back keeps the leader epoch but opens a new log: the entry is
     /// then loaded again rather than trusted.
     log: RefCell<Weak<RwLock<PartitionLog>>>,
+    /// The group's `share.isolation.level`, as of the entry's latest use
+    /// (read with its other configs there, once per use).
+    pub(crate) isolation: Cell<IsolationLevel>,
     /// One change (or load) at a time.
     permit: Rc<glommio::sync::Semaphore>,
     /// The partition's earliest lock deadline as of its last change, so
@@ -145,6 +148,7 @@ impl SharePartitions {
                     partition: RefCell::new(None),
                     leader_epoch: Cell::new(leader_epoch),
                     log: RefCell::new(Weak::new()),
+                    isolation: Cell::new(IsolationLevel::default()),
                     permit: Rc::new(glommio::sync::Semaphore::new(1)),
                     next_deadline: Cell::new(None),
                 })
@@ -163,6 +167,7 @@ impl SharePartitions {
         // The group's own share configs over the broker's, read at every
         // use so that kafka-configs.sh changes apply to loaded partitions.
         let group = BrokerState::of(shard).group_config(group_id);
+        entry.isolation.set(group.share_isolation_level);
         let same_log = Weak::ptr_eq(&entry.log.borrow(), &Rc::downgrade(&led.log));
         if entry.partition.borrow().is_none()
             || entry.leader_epoch.get() != leader_epoch

@@ -11,7 +11,6 @@ use crate::log::batch;
 use crate::log::read_through;
 use crate::metadata::group_config::IsolationLevel;
 use crate::node::replicas;
-use crate::node::state::BrokerState;
 use crate::protocol::error_code;
 use crate::protocol::messages::share_fetch::{AcknowledgementBatch, AcquiredRecords};
 use crate::shard::shard::{now_ms, Shard};
@@ -116,10 +115,7 @@ pub async fn acquire(
     };
     // Under read_committed only what is below the last stable offset is
     // handed out, and records of aborted transactions are archived.
-    let read_committed = BrokerState::of(shard)
-        .group_config(group_id)
-        .share_isolation_level
-        == IsolationLevel::ReadCommitted;
+    let read_committed = entry.isolation.get() == IsolationLevel::ReadCommitted;
     let (result, fetchable_end, aborted) = {
         let Ok(mut log) = led.log.write().await else {
             return AcquiredRead::error(error_code::KAFKA_STORAGE_ERROR);
