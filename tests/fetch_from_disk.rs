@@ -175,9 +175,9 @@ const SMALL_READ_CACHE_BYTES: i64 = 4 * 1024 * 1024;
 /// times the cache, so that a cache that outgrew its bound would show in
 /// the broker's resident memory.
 const BULK_RECORDS: usize = 48_000;
-/// Growth of the broker's resident memory allowed while the bulk is
-/// produced and read twice: the cache's bound plus room for the allocator
-/// and in-flight fetch buffers, well below the 96 MB read.
+/// Growth of the broker's resident memory allowed while the bulk is read
+/// twice: the cache's bound plus room for the allocator and in-flight
+/// fetch buffers, well below the 96 MB read.
 const RSS_GROWTH_MAX_KIB: u64 = 40 * 1024;
 
 #[test]
@@ -206,9 +206,14 @@ fn reads_through_a_small_cache_return_exactly_what_was_written_within_its_bound(
     assert!(metric("pinlog_read_cache_evictions_total") > 0.0);
     assert!(metric("pinlog_read_cache_capacity_bytes") == SMALL_READ_CACHE_BYTES as f64);
 
-    let rss_before = broker.rss_kib().expect("broker RSS");
     let total = RECORDS + MORE_RECORDS;
     produce(&broker, total..total + BULK_RECORDS);
+    // Measured after the produce: what the bound is about is the reads.
+    // The produce's own peak (up to IN_FLIGHT_REQUESTS_MAX pipelined
+    // batches per connection while a slow disk holds their writes) stays
+    // in the allocator and would show here on a machine whose disk
+    // stalls, whatever the cache does.
+    let rss_before = broker.rss_kib().expect("broker RSS");
     for round in 0..2 {
         consume_and_check(
             &broker,
