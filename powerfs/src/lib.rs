@@ -113,16 +113,29 @@ impl PowerFs {
     /// Unmounts and waits for the serving thread.
     pub fn unmount(mut self) -> io::Result<()> {
         match self.session.take() {
-            Some(session) => session.umount_and_join(),
+            Some(session) => ended_by_unmount(session.umount_and_join()),
             None => Ok(()),
         }
+    }
+}
+
+/// The serving thread's result once the file system was unmounted. Its
+/// read of the FUSE device ends with ENODEV, which fuser counts as a
+/// clean end, or (1 run in about 30 here) with ECONNABORTED when the
+/// kernel aborted the connection as the unmount tore it down; fuser
+/// reports that as an error, but the mount is gone either way and nothing
+/// was left unanswered that a test could still observe.
+fn ended_by_unmount(result: io::Result<()>) -> io::Result<()> {
+    match result {
+        Err(e) if e.kind() == io::ErrorKind::ConnectionAborted => Ok(()),
+        other => other,
     }
 }
 
 impl Drop for PowerFs {
     fn drop(&mut self) {
         if let Some(session) = self.session.take() {
-            if let Err(e) = session.umount_and_join() {
+            if let Err(e) = ended_by_unmount(session.umount_and_join()) {
                 eprintln!("pinlog-powerfs: unmount {}: {e}", self.mountpoint.display());
             }
         }

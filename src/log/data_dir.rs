@@ -178,9 +178,21 @@ fn previous_broker_epoch(dir: &Path, clean_shutdown: bool) -> LogResult<Option<i
     })
 }
 
+/// Test hook: a boot id that replaces the kernel's. The power-loss tests
+/// set a new one for each simulated power cut, as the reboot that follows
+/// a real one would; their file system forgets unsynced writes but cannot
+/// change the kernel's boot id.
+pub const TEST_BOOT_ID_ENV: &str = "PINLOG_TEST_BOOT_ID";
+
 /// The id of the running boot of this machine, `None` where the kernel
 /// does not say (then no crash is trusted).
 pub fn current_boot_id() -> Option<String> {
+    if let Some(id) = std::env::var(TEST_BOOT_ID_ENV)
+        .ok()
+        .filter(|id| !id.is_empty())
+    {
+        return Some(id);
+    }
     let id = std::fs::read_to_string(BOOT_ID_PATH).ok()?;
     let id = id.trim();
     (!id.is_empty()).then(|| id.to_string())

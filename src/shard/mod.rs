@@ -11,5 +11,6 @@ pub mod messages;
 pub mod runtime;
 #[allow(clippy::module_inception)]
 pub mod shard;
+pub mod startup_progress;
 
 pub use pinlog_core::shard::{balancer, partition_table};

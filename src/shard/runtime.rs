@@ -27,6 +27,7 @@ use crate::error::{LogError, LogResult};
 use crate::log::data_dir::{self, DataDirState, PartitionOffsets};
 use crate::shard::messages::ShardRequest;
 use crate::shard::shard::Shard;
+use crate::shard::startup_progress::StartupProgress;
 
 /// How the shards run.
 #[derive(Debug, Clone)]
@@ -54,6 +55,8 @@ pub struct ShardConfig {
     /// the controller that the shutdown was clean (KIP-966). Written once,
     /// by shard 0's registration; never on the data path.
     pub registered_broker_epoch: Arc<AtomicI64>,
+    /// Each shard's stage while the broker starts, for the log.
+    pub startup_progress: Arc<StartupProgress>,
 }
 
 /// The online CPUs this process may run on.
@@ -83,6 +86,7 @@ impl ShardConfig {
             data_dir: data_dir.into(),
             log_defaults: LogConfig::default(),
             registered_broker_epoch: Arc::new(AtomicI64::new(-1)),
+            startup_progress: Arc::new(StartupProgress::default()),
         }
     }
 
@@ -144,6 +148,7 @@ where
             .map_err(|e| LogError::io("start shard", format!("shard-{id}"), -1, e))?;
         handles.push(handle);
     }
+    let progress = config.startup_progress.clone();
     let mut results = Vec::with_capacity(handles.len());
     let mut offsets: Vec<PartitionOffsets> = Vec::new();
     let mut clean = true;
@@ -170,6 +175,7 @@ where
             }
         }
     }
+    progress.end();
     if let Some(e) = failure {
         return Err(e);
     }
@@ -197,6 +203,8 @@ where
     F: Fn(Rc<Shard>) -> Fut,
     Fut: std::future::Future<Output = T>,
 {
+    let progress = config.startup_progress.clone();
+    progress.set(id, "joining the other shards' channel mesh");
     let (senders, mut receivers) = mesh.join().await.map_err(|_| {
         LogError::io(
             "join shard mesh",
@@ -211,6 +219,7 @@ where
     // Open this shard's partitions before serving peers, so that no peer
     // request races the startup recovery of a partition.
     shard.open_owned_partitions().await?;
+    progress.set(id, "starting the broker on this shard");
     for (_peer, stream) in receivers.streams() {
         let shard = shard.clone();
         let done_tx = done_tx.clone();

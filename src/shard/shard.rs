@@ -417,13 +417,26 @@ impl Shard {
         // open would stop at the first error.
         let failed = Rc::new(Cell::new(false));
         let shard = self.clone();
+        let total = mine.len();
+        let opened = Rc::new(Cell::new(0usize));
+        let progress = self.config.startup_progress.clone();
+        progress.set(self.id, format!("opening its {total} partitions"));
         let results = map_concurrently(mine, PARTITION_OPENS_IN_FLIGHT, move |tp| {
             let (shard, failed) = (shard.clone(), failed.clone());
+            let (opened, progress) = (opened.clone(), progress.clone());
             async move {
                 if failed.get() {
                     return Ok(());
                 }
+                progress.set(
+                    shard.id,
+                    format!(
+                        "opening its {total} partitions ({} done, now {tp})",
+                        opened.get()
+                    ),
+                );
                 let r = shard.open_local(tp, None).await;
+                opened.set(opened.get() + 1);
                 failed.set(failed.get() || r.is_err());
                 r
             }

@@ -604,6 +604,14 @@ impl Broker {
         self.write_config();
     }
 
+    /// Sets an environment variable for the next [`Broker::restart`],
+    /// replacing its value if [`BrokerOpts::env`] set one.
+    #[allow(dead_code)]
+    pub fn set_env(&mut self, key: &str, value: &str) {
+        self.clear_env(key);
+        self.opts.env.push((key.to_string(), value.to_string()));
+    }
+
     /// Drops an environment variable set with [`BrokerOpts::env`], for the
     /// next [`Broker::restart`].
     #[allow(dead_code)]
@@ -711,6 +719,46 @@ impl Broker {
         self.child = Some(cmd.spawn().expect("spawn pinlog serve"));
     }
 
+    /// Appends every thread's kernel wait channel and, where gdb is
+    /// installed, its stack to the broker's log: a start that hangs (rare,
+    /// tests/README.md "Open: a start that hangs") then says where.
+    fn append_stacks_to_log(&self) {
+        let Some(pid) = self.child.as_ref().map(|c| c.id()) else {
+            return;
+        };
+        let mut report = format!("=== test harness: the start hung; threads of pid {pid} ===\n");
+        if let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) {
+            for task in tasks.flatten() {
+                let read = |f: &str| {
+                    std::fs::read_to_string(task.path().join(f))
+                        .unwrap_or_default()
+                        .trim()
+                        .to_string()
+                };
+                report.push_str(&format!(
+                    "{} {} wchan={} stat={}\n",
+                    task.file_name().to_string_lossy(),
+                    read("comm"),
+                    read("wchan"),
+                    read("stat")
+                ));
+            }
+        }
+        // Bounded: gdb on a process it cannot attach to gives up at once.
+        if let Ok(out) = Command::new("timeout")
+            .args(["60", "gdb", "-batch", "-p", &pid.to_string()])
+            .args(["-ex", "thread apply all bt"])
+            .stdin(Stdio::null())
+            .output()
+        {
+            report.push_str(&String::from_utf8_lossy(&out.stdout));
+        }
+        report.push_str("=== end of threads ===\n");
+        if let Ok(mut log) = OpenOptions::new().append(true).open(self.log_path()) {
+            let _ = log.write_all(report.as_bytes());
+        }
+    }
+
     /// Polls until ApiVersions works, the process exits, or the deadline.
     fn wait_ready(&mut self) -> Result<(), Startup> {
         let deadline = Instant::now() + READY_TIMEOUT;
@@ -740,6 +788,7 @@ impl Broker {
             match api_versions_probe(addr) {
                 Ok(()) => return Ok(()),
                 Err(e) if Instant::now() >= deadline => {
+                    self.append_stacks_to_log();
                     let _ = self.child.as_mut().expect("spawned").kill();
                     let _ = self.child.take().expect("spawned").wait();
                     return Err(Startup::NotReady(format!(

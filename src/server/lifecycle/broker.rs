@@ -38,6 +38,7 @@ use crate::shard::cache_budget;
 use crate::shard::checkpoints;
 use crate::shard::runtime::{run_shards, ShardConfig, Shutdown};
 use crate::shard::shard::Shard;
+use crate::shard::startup_progress::{StartupProgress, StartupWait, STARTUP_PROGRESS_LOG_INTERVAL};
 
 /// How often idle shards look at the stop flag and run the flush timer.
 const TICK: Duration = Duration::from_millis(50);
@@ -214,6 +215,7 @@ pub fn run(config: BrokerConfig, stop: StopHandle) -> Result<(), String> {
     shard_config.io_memory_bytes = config.io_memory_bytes;
     shard_config.log_defaults = config.log.clone();
     let shards = shard_config.shard_count;
+    let progress = shard_config.startup_progress.clone();
     let config = Arc::new(config);
     tracing::info!(
         data_dir = %config.data_dir.display(),
@@ -229,6 +231,7 @@ pub fn run(config: BrokerConfig, stop: StopHandle) -> Result<(), String> {
         "starting pinlog {}",
         env!("CARGO_PKG_VERSION")
     );
+    let watch = watch_startup(progress, shards);
     let outcome = run_shards(shard_config, Shutdown::Clean, move |shard| {
         let config = config.clone();
         let cluster_id = cluster_id.clone();
@@ -257,7 +260,10 @@ pub fn run(config: BrokerConfig, stop: StopHandle) -> Result<(), String> {
             .await
         }
     })
-    .map_err(|e| e.to_string())?;
+    .map_err(|e| e.to_string());
+    // run_shards ended the watch (the shards stopped); it returns at once.
+    let _ = watch.join();
+    let outcome = outcome?;
     let mut failed = None;
     for r in outcome.results {
         if let Err(e) = r {
@@ -269,6 +275,20 @@ pub fn run(config: BrokerConfig, stop: StopHandle) -> Result<(), String> {
     }
     tracing::info!(clean = outcome.clean, "pinlog stopped");
     Ok(())
+}
+
+/// Logs every shard's stage each `STARTUP_PROGRESS_LOG_INTERVAL` until all
+/// serve or the shards stop (see `shard::startup_progress`).
+fn watch_startup(progress: Arc<StartupProgress>, shards: usize) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || {
+        let started = Instant::now();
+        while let StartupWait::Slow(stages) = progress.wait(shards, STARTUP_PROGRESS_LOG_INTERVAL) {
+            tracing::warn!(
+                "pinlog is still starting after {} s: {stages}",
+                started.elapsed().as_secs()
+            );
+        }
+    })
 }
 
 async fn shard_main(
@@ -296,13 +316,25 @@ async fn shard_main(
     }
     // Before any shard can serve a request that writes checkpoints.
     checkpoints::install(&shard);
+    let progress = shard.config().startup_progress.clone();
     if shard.id() == CONTROLLER_SHARD {
         glommio::spawn_local(controlled_shutdown::watch(shard.clone(), stop.clone())).detach();
+        progress.set(
+            shard.id(),
+            "starting the metadata quorum, then registering with its controller",
+        );
         start_controller(&shard, &config, &cluster_id, &stop).await?;
         if !config.cluster.broker_role {
+            // The quorum has caught up; a controller-only node's other
+            // shards serve nothing, so its start is over.
+            progress.end();
             return serve_controller_only(&shard, &config, metrics_listener, &stop).await;
         }
     } else {
+        progress.set(
+            shard.id(),
+            "waiting for shard 0 to start the metadata quorum",
+        );
         let deadline = Instant::now() + STARTUP_TIMEOUT;
         while shard.extension::<BrokerState>().is_none() {
             if Instant::now() > deadline {
@@ -314,6 +346,10 @@ async fn shard_main(
         // quorum; serve only once it has caught up and applied the roles
         // of the image current then. (On a controller-only node, never:
         // these shards wait here for the stop.)
+        progress.set(
+            shard.id(),
+            "waiting for shard 0 to catch up with the quorum and register",
+        );
         while !BrokerState::of(&shard).is_serving() {
             if stop.is_requested() {
                 return Ok(());
@@ -332,6 +368,7 @@ async fn shard_main(
         })?;
         bound.push((socket, served.clone()));
     }
+    progress.serving(shard.id(), shard.shard_count());
     if shard.id() == 0 {
         let partitions: usize = BrokerState::of(&shard)
             .image()

@@ -1,0 +1,572 @@
+//! Power loss in a replicated cluster (issue 34): three combined nodes, each
+//! with its data directory on its own power-loss file system (`powerfs/`),
+//! the default flush settings (no fsync per record: durability comes from
+//! replication, as in Kafka), a topic with RF 3 and `min.insync.replicas=2`,
+//! and confluent-kafka's idempotent acks=all producer
+//! (`tests/clients/replication_client.py`). One cluster runs the phases in
+//! turn; each checks its own topic.
+//!
+//! 1. **One node at a time loses power** under load: kill -9, the disk
+//!    forgets what no sync made durable (or keeps a random prefix of each
+//!    file's unsynced writes), start again. Three cuts: the leader, a
+//!    follower, the leader again. Each time the node registers after an
+//!    unclean shutdown (KIP-966: it leaves every ISR and ELR, and may not
+//!    lead from its shorter log) and rejoins the ISR. Kafka's promise holds
+//!    here, as a replica that kept its memory had every acknowledged
+//!    record: **no acknowledged record is lost**, none is duplicated, and
+//!    the log holds them in the order sent.
+//! 2. **All three lose power at once** (a rack or a zone going dark). Kafka
+//!    promises nothing for acknowledged records that no replica synced:
+//!    every copy was in memory. What it does promise, and this checks, is
+//!    that the cluster comes back without an operator: the metadata
+//!    quorum keeps every committed record (its writes are synced), the
+//!    partition gets a leader again (the last one standing, KIP-966's
+//!    last-known-ELR rule, as no replica shut down cleanly), the replicas
+//!    converge on its log byte for byte, the log holds only records that
+//!    were sent, once each and in the order sent, and acks=all writes
+//!    succeed again. How many acknowledged records the cut took is
+//!    printed, not asserted.
+//!
+//! Needs root, /dev/fuse and python3 with confluent-kafka; prints `NOT RUN`
+//! otherwise. A seed (printed; `PINLOG_POWER_LOSS_SEED` replays one) picks
+//! each cut's mode.
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use pinlog::log::batch::{BatchIter, CountRule};
+use pinlog::log::data_dir::TEST_BOOT_ID_ENV;
+use pinlog_powerfs::{CutMode, PowerFs};
+use serde_json::Value;
+use support::{run_command, wait_for, which, BrokerOpts, Cluster, CmdOutput, PINLOG_BIN};
+
+const CLIENTS_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/clients");
+const SEED_ENV: &str = "PINLOG_POWER_LOSS_SEED";
+const NODES: usize = 3;
+/// Phase 1's topic.
+const ONE_AT_A_TIME: &str = "power-one";
+/// Phase 2's topic.
+const ALL_AT_ONCE: &str = "power-all";
+/// How long any single CLI or client step may take.
+const STEP_TIMEOUT: Duration = Duration::from_secs(120);
+/// How long the cluster may take to settle after a cut.
+const SETTLE_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long the restarted nodes of phase 2 may take to form the quorum
+/// and serve again.
+const ALL_RESTART_TIMEOUT: Duration = Duration::from_secs(90);
+/// Phase 1's producer runs this long; its cuts start after
+/// [`LOAD_BEFORE_CUT`] and each waits for the ISR to be whole again.
+const ONE_AT_A_TIME_PRODUCE_SECONDS: u64 = 25;
+/// Load before each cut.
+const LOAD_BEFORE_CUT: Duration = Duration::from_millis(1500);
+/// Phase 2's producer is cut off after this much load.
+const ALL_AT_ONCE_LOAD: Duration = Duration::from_secs(4);
+/// A short lag limit: a node that lost power leaves the ISR in seconds.
+const LAG_TIME_MAX_MS: i64 = 1000;
+
+/// splitmix64: the cut modes replay from the seed.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// Half the cuts model a disk with a write cache: a random prefix of
+    /// each file's unsynced writes survives (torn tails).
+    fn cut_mode(&mut self) -> CutMode {
+        if self.next() % 2 == 0 {
+            CutMode::DropAll
+        } else {
+            CutMode::KeepRandomPrefix { seed: self.next() }
+        }
+    }
+}
+
+fn can_run() -> bool {
+    if std::env::var_os("PINLOG_SKIP_CLIENT_TESTS").is_some() {
+        eprintln!("power loss in a cluster: NOT RUN (PINLOG_SKIP_CLIENT_TESTS is set)");
+        return false;
+    }
+    // SAFETY: geteuid(2) has no preconditions.
+    let ok = unsafe { libc::geteuid() } == 0
+        && Path::new("/dev/fuse").exists()
+        && which("python3").is_some()
+        && run_command(
+            Command::new("python3").args(["-c", "import confluent_kafka"]),
+            None,
+            STEP_TIMEOUT,
+        )
+        .success();
+    if !ok {
+        eprintln!(
+            "power loss in a cluster: NOT RUN (needs root, /dev/fuse and python3 with \
+             confluent-kafka)"
+        );
+    }
+    ok
+}
+
+fn pinlog(args: &[&str]) -> CmdOutput {
+    run_command(Command::new(PINLOG_BIN).args(args), None, STEP_TIMEOUT)
+}
+
+fn python(args: &[&str]) -> Command {
+    let mut cmd = Command::new("python3");
+    cmd.arg(Path::new(CLIENTS_DIR).join("replication_client.py"))
+        .args(args)
+        .env("PYTHONDONTWRITEBYTECODE", "1");
+    cmd
+}
+
+/// One power-loss file system per node, each in its own temporary
+/// directory; the data directory each node gets.
+struct Disks {
+    _dirs: Vec<tempfile::TempDir>,
+    fs: Vec<PowerFs>,
+    data: Vec<PathBuf>,
+}
+
+impl Disks {
+    fn mount(n: usize) -> Disks {
+        let (mut dirs, mut fs, mut data) = (Vec::new(), Vec::new(), Vec::new());
+        for _ in 0..n {
+            let dir = tempfile::Builder::new()
+                .prefix("pinlog-power-cluster-")
+                .tempdir()
+                .expect("a temporary directory");
+            let (mnt, backing) = (dir.path().join("mnt"), dir.path().join("backing"));
+            std::fs::create_dir(&mnt).expect("mkdir mnt");
+            std::fs::create_dir(&backing).expect("mkdir backing");
+            fs.push(PowerFs::mount(&mnt, &backing).expect("mount the power-loss file system"));
+            data.push(mnt.join("data"));
+            dirs.push(dir);
+        }
+        Disks {
+            _dirs: dirs,
+            fs,
+            data,
+        }
+    }
+
+    fn unmount(self) {
+        for fs in self.fs {
+            fs.unmount().expect("unmount");
+        }
+    }
+}
+
+/// One partition as `pinlog topic describe --json` shows it.
+#[derive(Debug, Clone)]
+struct PartitionView {
+    leader: i64,
+    isr: Vec<i64>,
+    topic_id: String,
+}
+
+fn describe(cluster: &mut Cluster, topic: &str) -> Option<PartitionView> {
+    for i in 1..=NODES {
+        if !cluster.node(i).is_running() {
+            continue;
+        }
+        let out = pinlog(&[
+            "topic",
+            "describe",
+            topic,
+            "--json",
+            "--timeout",
+            "3s",
+            "--bootstrap-server",
+            &cluster.node(i).bootstrap(),
+        ]);
+        let Some(v) = out
+            .success()
+            .then(|| serde_json::from_str::<Value>(&out.stdout).ok())
+            .flatten()
+        else {
+            continue;
+        };
+        let t = &v["topics"][0];
+        let p = &t["partitions"][0];
+        return Some(PartitionView {
+            leader: p["leader"].as_i64().unwrap_or(-1),
+            isr: p["isr"]
+                .as_array()
+                .map(|a| a.iter().filter_map(Value::as_i64).collect())
+                .unwrap_or_default(),
+            topic_id: t["topic_id"].as_str().unwrap_or_default().to_string(),
+        });
+    }
+    None
+}
+
+/// Waits until `topic`'s partition has a leader and all three in its ISR.
+fn await_whole_isr(cluster: &mut Cluster, topic: &str, what: &str) -> PartitionView {
+    let mut last = None;
+    let ok = wait_for(SETTLE_TIMEOUT, || {
+        last = describe(cluster, topic);
+        last.as_ref()
+            .is_some_and(|p| p.leader > 0 && p.isr.len() == NODES)
+    });
+    if !ok {
+        cluster.fail(&format!(
+            "{topic} did not have a leader and {NODES} in sync {what} within {SETTLE_TIMEOUT:?}; \
+             last seen {last:?}"
+        ));
+    }
+    last.expect("seen")
+}
+
+fn create_topic(cluster: &Cluster, topic: &str) {
+    let out = pinlog(&[
+        "topic",
+        "create",
+        topic,
+        "--partitions",
+        "1",
+        "--replication-factor",
+        "3",
+        "--config",
+        "min.insync.replicas=2",
+        "--bootstrap-server",
+        &cluster.bootstrap(),
+    ]);
+    if !out.success() {
+        cluster.fail(&format!("creating {topic} failed:\n{out}"));
+    }
+}
+
+/// Starts the producer in the background, its stdout in `out`.
+fn start_producer(cluster: &Cluster, topic: &str, seconds: u64, out: &Path) -> Child {
+    let stdout = File::create(out).expect("the producer's output file");
+    python(&["produce", &cluster.bootstrap(), topic, &seconds.to_string()])
+        .stdout(Stdio::from(stdout))
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start the producer")
+}
+
+/// What the producer printed: acknowledged record numbers to offsets, the
+/// highest record number it sent, and its fatal errors.
+struct ProducerReport {
+    acked: BTreeMap<u64, i64>,
+    fatal: Vec<String>,
+    done: bool,
+}
+
+fn producer_report(out: &Path) -> ProducerReport {
+    let text = std::fs::read_to_string(out).unwrap_or_default();
+    let mut report = ProducerReport {
+        acked: BTreeMap::new(),
+        fatal: Vec::new(),
+        done: false,
+    };
+    for line in text.lines() {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        match words.as_slice() {
+            ["ACK", n, offset] => {
+                if let (Ok(n), Ok(o)) = (n.parse(), offset.parse()) {
+                    report.acked.insert(n, o);
+                }
+            }
+            ["ERR", n, name, "fatal"] => report.fatal.push(format!("{n} {name}")),
+            ["DONE", ..] => report.done = true,
+            _ => {}
+        }
+    }
+    report
+}
+
+/// Every record value of `topic`'s partition, in offset order from 0 (the
+/// producer writes no control records, so value `i` is at offset `i`).
+fn read_log(cluster: &Cluster, topic: &str) -> Vec<u64> {
+    let out = run_command(
+        &mut python(&["consume", &cluster.bootstrap(), topic]),
+        None,
+        STEP_TIMEOUT,
+    );
+    if !out.success() {
+        cluster.fail(&format!("reading {topic} failed:\n{out}"));
+    }
+    out.stdout.lines().filter_map(|l| l.parse().ok()).collect()
+}
+
+/// The log holds only records that were sent, each once, in the order
+/// sent: record numbers strictly increase with the offset.
+fn assert_in_send_order(cluster: &Cluster, topic: &str, log: &[u64]) {
+    if let Some(w) = log.windows(2).position(|w| w[0] >= w[1]) {
+        cluster.fail(&format!(
+            "{topic}: record {} at offset {} follows record {} at offset {w}: duplicated or \
+             out of the order sent",
+            log[w + 1],
+            w + 1,
+            log[w]
+        ));
+    }
+}
+
+/// Cuts the power of node `id`, already killed: its disk forgets what was
+/// not synced, and its machine boots again (a new boot id, which tells the
+/// broker that a crash may have lost completed writes).
+fn power_cut(cluster: &mut Cluster, disks: &Disks, id: usize, mode: CutMode, boot: &str) {
+    let report = disks.fs[id - 1].power_cut(mode).expect("power cut");
+    eprintln!(
+        "node {id} lost power ({mode:?}): {} data and {} name changes undone",
+        report.data_undone, report.names_undone
+    );
+    cluster.node(id).set_env(TEST_BOOT_ID_ENV, boot);
+}
+
+/// Kills node `id`, cuts its power, and starts it again.
+fn cut_one(cluster: &mut Cluster, disks: &Disks, id: usize, mode: CutMode, boot: &str) {
+    cluster.node(id).kill9();
+    power_cut(cluster, disks, id, mode, boot);
+    cluster.node(id).restart();
+}
+
+/// The batches of each segment file of `topic`'s partition in `data`, by
+/// file name. Only whole batches count: an active segment's file may end
+/// in zeros up to the next block boundary, the padding of its last direct
+/// write (`src/log/segment.rs`), which differs between replicas.
+fn segment_bytes(data: &Path, topic: &str) -> BTreeMap<String, Vec<u8>> {
+    let dir = data.join(format!("{topic}-0"));
+    let mut files = BTreeMap::new();
+    if let Ok(entries) = std::fs::read_dir(&dir) {
+        for e in entries.flatten() {
+            let name = e.file_name().to_string_lossy().to_string();
+            if name.ends_with(".log") {
+                let mut bytes = std::fs::read(e.path()).unwrap_or_default();
+                let end = BatchIter::new(&bytes, CountRule::Compacted)
+                    .map_while(Result::ok)
+                    .last()
+                    .map_or(0, |(at, h)| at + h.size_bytes());
+                bytes.truncate(end);
+                files.insert(name, bytes);
+            }
+        }
+    }
+    files
+}
+
+fn seed() -> u64 {
+    std::env::var(SEED_ENV)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_nanos() as u64)
+                .unwrap_or(1)
+        })
+}
+
+#[test]
+fn a_cluster_keeps_acknowledged_records_through_one_power_loss_and_recovers_from_all() {
+    if !can_run() {
+        return;
+    }
+    let seed = seed();
+    eprintln!("power loss in a cluster: seed {seed} (replay with {SEED_ENV}={seed})");
+    let mut rng = Rng(seed);
+    // Declared before the cluster: dropped after it (the nodes die first,
+    // then the mounts go).
+    let disks = Disks::mount(NODES);
+    let opts = BrokerOpts::new()
+        .setting("replica.lag.time.max.ms", LAG_TIME_MAX_MS)
+        .setting("replica.fetch.backoff.ms", 100);
+    let mut cluster = Cluster::start_each(NODES, opts, |id, node| {
+        node.data_dir(disks.data[id - 1].clone())
+    });
+    let work = tempfile::tempdir().expect("a directory for the producers' output");
+
+    // 1. One node at a time.
+    create_topic(&cluster, ONE_AT_A_TIME);
+    let first = await_whole_isr(&mut cluster, ONE_AT_A_TIME, "at the start");
+    let out = work.path().join("one-at-a-time.out");
+    let mut producer = start_producer(&cluster, ONE_AT_A_TIME, ONE_AT_A_TIME_PRODUCE_SECONDS, &out);
+    let mut leader = first.leader as usize;
+    for cut in 0..3 {
+        std::thread::sleep(LOAD_BEFORE_CUT);
+        // The leader, a follower, the leader again.
+        let id = if cut == 1 { leader % NODES + 1 } else { leader };
+        let mode = rng.cut_mode();
+        cut_one(&mut cluster, &disks, id, mode, &format!("{seed}-cut-{cut}"));
+        let view = await_whole_isr(&mut cluster, ONE_AT_A_TIME, "after a node lost power");
+        leader = view.leader as usize;
+    }
+    let deadline = Instant::now() + STEP_TIMEOUT;
+    while producer.try_wait().expect("poll the producer").is_none() {
+        if Instant::now() > deadline {
+            let _ = producer.kill();
+            cluster.fail("the producer did not finish");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let report = producer_report(&out);
+    assert!(report.done, "the producer did not finish its run");
+    assert!(
+        report.fatal.is_empty(),
+        "the producer saw fatal errors: {:?}",
+        report.fatal
+    );
+    assert!(
+        report.acked.len() > 100,
+        "too few records acknowledged ({}) to prove anything",
+        report.acked.len()
+    );
+    let unclean = cluster
+        .nodes
+        .iter()
+        .map(|n| {
+            n.log()
+                .matches("registers after an unclean shutdown")
+                .count()
+        })
+        .sum::<usize>();
+    assert!(
+        unclean >= 3,
+        "each node that lost power registers after an unclean shutdown (KIP-966); the \
+         controllers logged {unclean}"
+    );
+    let log = read_log(&cluster, ONE_AT_A_TIME);
+    assert_in_send_order(&cluster, ONE_AT_A_TIME, &log);
+    let lost: Vec<(u64, i64)> = report
+        .acked
+        .iter()
+        .filter(|(&n, &o)| log.get(o as usize) != Some(&n))
+        .map(|(&n, &o)| (n, o))
+        .collect();
+    if !lost.is_empty() {
+        cluster.fail(&format!(
+            "{} acknowledged records are not at their offsets after single power losses, \
+             first {:?}",
+            lost.len(),
+            &lost[..lost.len().min(10)]
+        ));
+    }
+    eprintln!(
+        "one at a time: 3 power losses, {} acknowledged, {} in the log, none lost",
+        report.acked.len(),
+        log.len()
+    );
+
+    // 2. All three at once.
+    create_topic(&cluster, ALL_AT_ONCE);
+    let before = await_whole_isr(&mut cluster, ALL_AT_ONCE, "at the start");
+    let out = work.path().join("all-at-once.out");
+    let mut producer = start_producer(&cluster, ALL_AT_ONCE, 600, &out);
+    std::thread::sleep(ALL_AT_ONCE_LOAD);
+    // The power goes everywhere at once: the producer's machine too, so
+    // that nothing is resent into the recovered log.
+    for id in 1..=NODES {
+        cluster.node(id).kill9();
+    }
+    let _ = producer.kill();
+    let _ = producer.wait();
+    for id in 1..=NODES {
+        let mode = rng.cut_mode();
+        power_cut(&mut cluster, &disks, id, mode, &format!("{seed}-all"));
+    }
+    for id in 1..=NODES {
+        cluster.node(id).relaunch();
+    }
+    // No node answers before a majority forms the quorum again: wait for
+    // all, starting again any whose port the dead process still held.
+    let deadline = Instant::now() + ALL_RESTART_TIMEOUT;
+    for id in 1..=NODES {
+        loop {
+            match cluster.node(id).try_await_ready() {
+                Ok(()) => break,
+                Err(e) if Instant::now() > deadline => {
+                    cluster.fail(&format!(
+                        "node {id} did not serve again after all lost power: {e}"
+                    ));
+                }
+                Err(_) => cluster.node(id).relaunch(),
+            }
+        }
+    }
+    let after = await_whole_isr(&mut cluster, ALL_AT_ONCE, "after all lost power");
+    // The metadata quorum synced what it committed: both topics are there,
+    // under the same ids.
+    assert_eq!(
+        after.topic_id, before.topic_id,
+        "{ALL_AT_ONCE}'s topic id changed"
+    );
+    assert_eq!(
+        describe(&mut cluster, ONE_AT_A_TIME).map(|p| p.topic_id),
+        Some(first.topic_id.clone()),
+        "{ONE_AT_A_TIME} lost or changed its id"
+    );
+    let report = producer_report(&out);
+    let log = read_log(&cluster, ALL_AT_ONCE);
+    assert_in_send_order(&cluster, ALL_AT_ONCE, &log);
+    let kept = report
+        .acked
+        .iter()
+        .filter(|(&n, &o)| log.get(o as usize) == Some(&n))
+        .count();
+    // Identical replicas: every follower truncated to the leader's log.
+    let converged = wait_for(SETTLE_TIMEOUT, || {
+        let first = segment_bytes(&disks.data[0], ALL_AT_ONCE);
+        !first.is_empty()
+            && disks.data[1..]
+                .iter()
+                .all(|d| segment_bytes(d, ALL_AT_ONCE) == first)
+    });
+    if !converged {
+        let first = segment_bytes(&disks.data[0], ALL_AT_ONCE);
+        let diffs: Vec<String> = disks
+            .data
+            .iter()
+            .enumerate()
+            .flat_map(|(i, d)| {
+                let first = &first;
+                segment_bytes(d, ALL_AT_ONCE)
+                    .into_iter()
+                    .map(move |(name, bytes)| {
+                        let other = first.get(&name).map(Vec::as_slice).unwrap_or_default();
+                        let differs_at = bytes.iter().zip(other).position(|(a, b)| a != b);
+                        format!(
+                            "node {}: {name} {} bytes, first difference from node 1 at {differs_at:?}",
+                            i + 1,
+                            bytes.len()
+                        )
+                    })
+            })
+            .collect();
+        cluster.fail(&format!(
+            "the replicas of {ALL_AT_ONCE} did not converge after all lost power: {diffs:#?}"
+        ));
+    }
+    // And the partition takes acks=all writes again.
+    let once = run_command(
+        &mut python(&["once", &cluster.bootstrap(), ALL_AT_ONCE]),
+        None,
+        STEP_TIMEOUT,
+    );
+    if !once.stdout.contains("ACK") {
+        cluster.fail(&format!(
+            "an acks=all write after all lost power failed:\n{once}"
+        ));
+    }
+    eprintln!(
+        "all at once: {} acknowledged before the cut, {kept} of them kept, {} records in the \
+         recovered log (leader {} before, {} after)",
+        report.acked.len(),
+        log.len(),
+        before.leader,
+        after.leader
+    );
+    drop(cluster);
+    disks.unmount();
+}
