@@ -735,12 +735,18 @@ impl Broker {
                         .trim()
                         .to_string()
                 };
+                // The state letter follows the command name in `stat`.
+                let stat = read("stat");
+                let state = stat
+                    .rsplit_once(')')
+                    .and_then(|(_, rest)| rest.split_whitespace().next())
+                    .unwrap_or("?")
+                    .to_string();
                 report.push_str(&format!(
-                    "{} {} wchan={} stat={}\n",
+                    "{} {} state={state} wchan={}\n",
                     task.file_name().to_string_lossy(),
                     read("comm"),
                     read("wchan"),
-                    read("stat")
                 ));
             }
         }
