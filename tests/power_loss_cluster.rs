@@ -50,6 +50,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use pinlog::constants::RECOVERY_POINT_CHECKPOINT_FILE;
+use pinlog::log::checkpoint::decode_offset_checkpoint;
 use pinlog::log::data_dir::TEST_BOOT_ID_ENV;
 use pinlog_powerfs::{CutMode, PowerFs};
 use serde_json::Value;
@@ -78,6 +80,8 @@ const LOAD_BEFORE_CUT: Duration = Duration::from_millis(1500);
 const ALL_AT_ONCE_LOAD: Duration = Duration::from_secs(4);
 /// A bound on phase 3's topic creations (one every few tens of ms).
 const META_TOPICS_MAX: usize = 2000;
+/// The periodic offset checkpoints' interval: past the test's end.
+const CHECKPOINT_INTERVAL_MS: i64 = 3_600_000;
 /// A short lag limit: a node that lost power leaves the ISR in seconds.
 const LAG_TIME_MAX_MS: i64 = 1000;
 
@@ -362,6 +366,20 @@ fn segment_bytes(data: &Path, topic: &str) -> BTreeMap<String, Vec<u8>> {
     files
 }
 
+/// The offset a replica fetcher's truncation log line names, if `line` is
+/// one ("truncated to offset X (...)" or "truncated N records from offset
+/// X after an unclean election").
+fn truncated_to(line: &str) -> Option<i64> {
+    let rest = line
+        .split_once("truncated to offset ")
+        .or_else(|| line.split_once(" records from offset "))?
+        .1;
+    rest.split(|c: char| !c.is_ascii_digit())
+        .next()?
+        .parse()
+        .ok()
+}
+
 fn seed() -> u64 {
     std::env::var(SEED_ENV)
         .ok()
@@ -386,6 +404,11 @@ fn a_cluster_keeps_acknowledged_records_through_one_power_loss_and_recovers_from
     // then the mounts go).
     let disks = Disks::mount(NODES);
     let opts = BrokerOpts::new()
+        // Offset checkpoints only when something asks for one (phase 2).
+        .setting(
+            "replica.high.watermark.checkpoint.interval.ms",
+            CHECKPOINT_INTERVAL_MS,
+        )
         .setting("replica.lag.time.max.ms", LAG_TIME_MAX_MS)
         .setting("replica.fetch.backoff.ms", 100);
     let mut cluster = Cluster::start_each(NODES, opts, |id, node| {
@@ -553,6 +576,44 @@ fn a_cluster_keeps_acknowledged_records_through_one_power_loss_and_recovers_from
             "the replicas of {ALL_AT_ONCE} did not converge after all lost power: {diffs:#?}"
         ));
     }
+    // A truncation's lowered recovery point is checkpointed before the
+    // follower appends past it (the periodic checkpoint is held off in this
+    // test, so nothing else writes it): a node whose last truncation of the
+    // partition since its restart went to offset X has a checkpointed
+    // recovery point of at most X. Whether a follower truncates depends on
+    // whose log the elected leader had; the count is printed.
+    let mut truncations = 0;
+    for (i, node) in cluster.nodes.iter().enumerate() {
+        let log = node.log();
+        let this_start = log.rsplit("=== test harness: start #").next().unwrap_or("");
+        let partition = format!("partition={ALL_AT_ONCE}-0");
+        let Some(to) = this_start
+            .lines()
+            .rev()
+            .filter(|l| l.contains(&partition))
+            .find_map(truncated_to)
+        else {
+            continue;
+        };
+        let path = disks.data[i].join(RECOVERY_POINT_CHECKPOINT_FILE);
+        let checkpointed = std::fs::read(&path)
+            .ok()
+            .and_then(|text| decode_offset_checkpoint(&path, &text).ok())
+            .and_then(|entries| {
+                entries
+                    .into_iter()
+                    .find(|e| e.topic == ALL_AT_ONCE && e.partition == 0)
+            })
+            .map(|e| e.offset);
+        if checkpointed.is_none_or(|c| c > to) {
+            cluster.fail(&format!(
+                "node {} truncated {ALL_AT_ONCE}-0 to {to}, but its checkpointed recovery point \
+                 is {checkpointed:?}",
+                i + 1
+            ));
+        }
+        truncations += 1;
+    }
     // And the partition takes acks=all writes again.
     let once = run_command(
         &mut python(&["once", &cluster.bootstrap(), ALL_AT_ONCE]),
@@ -566,7 +627,8 @@ fn a_cluster_keeps_acknowledged_records_through_one_power_loss_and_recovers_from
     }
     eprintln!(
         "all at once: {} acknowledged before the cut, {kept} of them kept, {} records in the \
-         recovered log (leader {} before, {} after)",
+         recovered log (leader {} before, {} after); {truncations} followers truncated, each \
+         checkpointed its recovery point",
         report.acked.len(),
         log.len(),
         before.leader,

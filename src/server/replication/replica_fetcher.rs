@@ -50,6 +50,7 @@ use crate::replica::{
 use crate::server::replication::fetcher_test_hooks::FetcherTestHooks;
 use crate::server::replication::kafka_peer::KafkaPeer;
 use crate::server::replication::quotas::{ReplicationQuotas, Side};
+use crate::shard::checkpoints;
 use crate::shard::shard::{now_ms, Shard};
 use crate::topic_partition::TopicPartition;
 
@@ -318,6 +319,7 @@ async fn truncate(
         )
         .await?;
     let mut progressed = false;
+    let mut truncated = false;
     for t in response.topics {
         for a in t.partitions {
             let tp = TopicPartition::new(t.topic.clone(), a.partition);
@@ -383,6 +385,7 @@ async fn truncate(
                     tracing::error!(partition = %tp, "truncation to {offset} failed: {e}");
                     continue;
                 }
+                truncated = true;
                 let lost_served = part
                     .state
                     .borrow_mut()
@@ -422,6 +425,15 @@ async fn truncate(
                 fetchers.truncate_first.borrow_mut().remove(&tp);
             }
         }
+    }
+    if truncated {
+        // As Kafka after a truncation: the lowered recovery points are
+        // checkpointed before the first fetch appends past them. Otherwise
+        // a power loss after those appends would leave a checkpoint above
+        // the truncation, and recovery would trust the rewritten, unflushed
+        // region below it without a scan. One write per truncation round,
+        // which happens only when leadership changes.
+        checkpoints::checkpoint_now(shard).await;
     }
     Ok(progressed)
 }
