@@ -231,7 +231,7 @@ pub fn run(config: BrokerConfig, stop: StopHandle) -> Result<(), String> {
         "starting pinlog {}",
         env!("CARGO_PKG_VERSION")
     );
-    let watch = watch_startup(progress, shards);
+    let watch = watch_startup(progress.clone(), shards);
     let outcome = run_shards(shard_config, Shutdown::Clean, move |shard| {
         let config = config.clone();
         let cluster_id = cluster_id.clone();
@@ -261,7 +261,9 @@ pub fn run(config: BrokerConfig, stop: StopHandle) -> Result<(), String> {
         }
     })
     .map_err(|e| e.to_string());
-    // run_shards ended the watch (the shards stopped); it returns at once.
+    // The shards stopped, or never started (run_shards returns early on a
+    // data directory it cannot read): the watch ends at once either way.
+    progress.end();
     let _ = watch.join();
     let outcome = outcome?;
     let mut failed = None;
