@@ -148,7 +148,6 @@ where
             .map_err(|e| LogError::io("start shard", format!("shard-{id}"), -1, e))?;
         handles.push(handle);
     }
-    let progress = config.startup_progress.clone();
     let mut results = Vec::with_capacity(handles.len());
     let mut offsets: Vec<PartitionOffsets> = Vec::new();
     let mut clean = true;
@@ -175,7 +174,6 @@ where
             }
         }
     }
-    progress.end();
     if let Some(e) = failure {
         return Err(e);
     }

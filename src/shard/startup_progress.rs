@@ -24,7 +24,6 @@ pub struct StartupProgress {
 #[derive(Debug, Default)]
 struct Stages {
     by_shard: BTreeMap<usize, String>,
-    serving: usize,
     /// Set when the shards stopped (or failed) before all served.
     ended: bool,
 }
@@ -48,11 +47,8 @@ impl StartupProgress {
     /// Records that `shard` serves; once `shards` do, the watch ends.
     pub fn serving(&self, shard: usize, shards: usize) {
         let mut state = self.lock();
-        if state.by_shard.get(&shard).map(String::as_str) != Some(SERVING) {
-            state.by_shard.insert(shard, SERVING.to_string());
-            state.serving += 1;
-        }
-        if state.serving >= shards {
+        state.by_shard.insert(shard, SERVING.to_string());
+        if state.all_serving(shards) {
             self.changed.notify_all();
         }
     }
@@ -69,7 +65,7 @@ impl StartupProgress {
         let deadline = Instant::now() + interval;
         let mut state = self.lock();
         loop {
-            if state.ended || state.serving >= shards {
+            if state.ended || state.all_serving(shards) {
                 return StartupWait::Done;
             }
             let now = Instant::now();
@@ -92,6 +88,12 @@ impl StartupProgress {
 }
 
 const SERVING: &str = "serving";
+
+impl Stages {
+    fn all_serving(&self, shards: usize) -> bool {
+        self.by_shard.values().filter(|s| *s == SERVING).count() >= shards
+    }
+}
 
 fn describe(state: &Stages, shards: usize) -> String {
     (0..shards)

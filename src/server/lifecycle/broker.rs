@@ -264,7 +264,9 @@ pub fn run(config: BrokerConfig, stop: StopHandle) -> Result<(), String> {
     // The shards stopped, or never started (run_shards returns early on a
     // data directory it cannot read): the watch ends at once either way.
     progress.end();
-    let _ = watch.join();
+    if watch.join().is_err() {
+        tracing::error!("the start-progress watch panicked");
+    }
     let outcome = outcome?;
     let mut failed = None;
     for r in outcome.results {
