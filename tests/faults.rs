@@ -460,7 +460,11 @@ fn long_fault_run() {
 const SHARD_MOVE_SECONDS: u64 = 40;
 /// Every this many steps of it, a node restarts instead of a move.
 const SHARD_MOVE_STEPS_PER_RESTART: usize = 12;
-const SHARD_MOVE_ATTEMPTS: usize = 3;
+/// How long a move may keep failing before the test fails. A move is
+/// retried as an operator would: while the node restarts, is briefly fenced
+/// (its heartbeats late on a loaded machine), or has not opened the
+/// partition yet, the CLI cannot reach it or it has nothing to move.
+const SHARD_MOVE_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Live moves of partitions between the shards (cores) of each node while
 /// the workload runs: the leader's replica and the followers', each node
@@ -991,6 +995,7 @@ impl FaultRun {
         self.cluster.bootstrap()
     }
 
+    #[track_caller]
     fn fail(&self, msg: &str) -> ! {
         self.cluster
             .fail(&format!("{msg}\n(histories in {})", self.history.display()))
@@ -1322,8 +1327,9 @@ impl FaultRun {
     fn move_shard(&self, node: usize, p: usize, to: i64) -> i64 {
         let (tp, to_arg, node_arg) = (format!("{TOPIC}-{p}"), to.to_string(), node.to_string());
         let bootstrap = self.bootstrap();
-        let mut last = None;
-        for _ in 0..SHARD_MOVE_ATTEMPTS {
+        let deadline = Instant::now() + SHARD_MOVE_TIMEOUT;
+        let mut failures = 0;
+        loop {
             let out = pinlog(&[
                 "partition",
                 "move",
@@ -1342,13 +1348,19 @@ impl FaultRun {
                 assert_eq!(v["to_shard"], to, "{out}");
                 return v["from_shard"].as_i64().expect("from_shard");
             }
-            last = Some(out);
+            failures += 1;
+            if Instant::now() >= deadline {
+                self.fail(&format!(
+                    "moving {tp} on node {node} to shard {to} failed {failures} times in \
+                     {SHARD_MOVE_TIMEOUT:?}; the last attempt:\n{out}"
+                ));
+            }
+            self.note(&format!(
+                "moving {tp} on node {node} failed, retrying: {}",
+                out.stderr.trim()
+            ));
             std::thread::sleep(Duration::from_secs(1));
         }
-        self.fail(&format!(
-            "moving {tp} on node {node} to shard {to} failed {SHARD_MOVE_ATTEMPTS} times:\n{}",
-            last.expect("an attempt")
-        ))
     }
 
     /// Every partition moved on `node` is still on the shard its last move

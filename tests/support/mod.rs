@@ -16,9 +16,10 @@
 //! Every broker gets its own temporary directory: `<tmp>/data` is the data
 //! directory (kept across restarts), `<tmp>/broker.log` collects the
 //! broker's stdout and stderr from every start, and `<tmp>/pinlog.toml` is
-//! its settings file. The log is printed when a test panics while the
-//! broker is alive (through `Drop`) and in every panic message of this
-//! module, so a failing test shows what the broker said. The directory is
+//! its settings file. The log's tail is printed when a test panics while
+//! the broker is alive (through `Drop`), followed by the panic's message
+//! again: CI shows only the end of a failed run's output, and the logs of a
+//! cluster's nodes would otherwise push the reason out of it. The directory is
 //! deleted when the `Broker` is dropped, except after a panic: then it is
 //! kept, and its path printed, for inspection.
 #![allow(dead_code)]
@@ -620,6 +621,7 @@ impl Broker {
     }
 
     /// Panics with `msg` and the broker's log.
+    #[track_caller]
     pub fn fail(&self, msg: &str) -> ! {
         panic!(
             "{msg}\n--- broker log ({}) ---\n{}--- end of broker log ---",
@@ -645,6 +647,7 @@ impl Broker {
     }
 
     fn spawn(&mut self) {
+        remember_panics();
         self.starts += 1;
         let mut log = OpenOptions::new()
             .create(true)
@@ -818,11 +821,12 @@ impl Drop for Broker {
             None => false,
         };
         if std::thread::panicking() && was_running {
-            // The test failed with the broker alive: show its side.
+            // The test failed with the broker alive: show its side, then
+            // why the test failed once more, so that it ends the output.
             eprintln!(
-                "--- broker log ({}) ---\n{}--- end of broker log ---",
+                "--- broker log ({}) ---\n{}\n--- end of broker log ---",
                 self.log_path().display(),
-                self.log()
+                tail(&self.log(), BROKER_LOG_TAIL_ON_PANIC),
             );
         }
         // Keep the data directory and log of a failed test, or of every
@@ -834,6 +838,9 @@ impl Drop for Broker {
                     root.keep().display()
                 );
             }
+        }
+        if std::thread::panicking() && was_running {
+            eprintln!("{}", last_panic_summary());
         }
     }
 }
@@ -1033,6 +1040,7 @@ impl Cluster {
     }
 
     /// Panics with `msg` and every node's log.
+    #[track_caller]
     pub fn fail(&self, msg: &str) -> ! {
         let mut logs = String::new();
         for (i, n) in self.nodes.iter().enumerate() {
@@ -1218,6 +1226,63 @@ impl std::fmt::Display for CmdOutput {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&self.display_with(200))
     }
+}
+
+/// How many of a live broker's last log lines its `Drop` prints when the
+/// test panicked (the whole log stays in the kept directory).
+const BROKER_LOG_TAIL_ON_PANIC: usize = 150;
+
+/// How much of a panic's message [`last_panic_summary`] repeats: its first
+/// lines, before any log the message carries.
+const PANIC_SUMMARY_LINES: usize = 25;
+
+thread_local! {
+    /// The message of the last panic on this thread: a test's brokers
+    /// are dropped on the thread whose panic ended it, and tests run in
+    /// parallel on threads of their own.
+    static LAST_PANIC: std::cell::RefCell<Option<String>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Installs (once) a panic hook that remembers each panic's message and
+/// location for [`last_panic_summary`], then reports it as before.
+fn remember_panics() {
+    static HOOK: std::sync::Once = std::sync::Once::new();
+    HOOK.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            let payload = info.payload();
+            let msg = payload
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| payload.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "(a panic without a message)".into());
+            let at = info
+                .location()
+                .map(|l| format!(" at {}:{}", l.file(), l.line()))
+                .unwrap_or_default();
+            let thread = std::thread::current().name().unwrap_or("?").to_string();
+            LAST_PANIC.with(|last| {
+                *last.borrow_mut() = Some(format!("thread '{thread}' panicked{at}:\n{msg}"));
+            });
+            previous(info);
+        }));
+    });
+}
+
+/// The last panic's location and the first lines of its message, framed
+/// as the test's failure.
+fn last_panic_summary() -> String {
+    let Some(msg) = LAST_PANIC.with(|last| last.borrow().clone()) else {
+        return String::new();
+    };
+    // A message that carries logs (Broker::fail, Cluster::fail) repeats
+    // only what comes before them.
+    let head = msg.split("\n--- ").next().unwrap_or(&msg);
+    let head: Vec<&str> = head.lines().take(PANIC_SUMMARY_LINES).collect();
+    format!(
+        "=== the test failed: ===\n{}\n=== (the whole message is above) ===",
+        head.join("\n")
+    )
 }
 
 /// The last `lines` lines of `s`, with a note of how many were left out.
