@@ -55,14 +55,15 @@ use pinlog::protocol::messages::produce::{
 };
 use pinlog::quorum::log_store::QUORUM_STATE_FILE;
 use pinlog::tools::verify::verify_partition_dir;
-use pinlog_powerfs::{CutMode, PowerFs};
 use support::kafka_conn::read_frame;
+use support::power::{seed_from_env, PowerDisk, Rng, SEED_ENV};
 use support::{kcat_produce, run_command, which, Broker, BrokerOpts};
 
 const TOPIC: &str = "power";
 const FIXED_SEED: u64 = 20261234;
+/// The temporary directories of the mounts are named with it.
+const MOUNT_PREFIX: &str = "pinlog-power-loss-";
 const POINTS_ENV: &str = "PINLOG_POWER_LOSS_POINTS";
-const SEED_ENV: &str = "PINLOG_POWER_LOSS_SEED";
 /// Cuts per seed in CI: two seeds of this many keep the test near a minute.
 const POINTS_DEFAULT: usize = 3;
 const PRODUCE_VERSION: i16 = 9;
@@ -79,19 +80,6 @@ const CLEANER_BACKOFF_MS: i64 = 100;
 /// The default-flush test's HW checkpoint interval: short, so that cuts
 /// land during its writes too (Kafka's default is 5 s).
 const HW_CHECKPOINT_INTERVAL_MS: i64 = 100;
-
-/// splitmix64: the cut moments replay from the seed.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-}
 
 /// What the producer learnt: record number to the offset it was
 /// acknowledged at.
@@ -240,39 +228,16 @@ fn points_and_random_seed() -> (usize, u64) {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(POINTS_DEFAULT);
-    let random = std::env::var(SEED_ENV)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_nanos() as u64)
-                .unwrap_or(1)
-        });
-    (points, random)
-}
-
-/// Mounts the power-loss file system in a new temporary directory; the
-/// directory (kept alive with it) and where the data directory goes.
-fn mount() -> (tempfile::TempDir, PowerFs, std::path::PathBuf) {
-    let dir = tempfile::Builder::new()
-        .prefix("pinlog-power-loss-")
-        .tempdir()
-        .expect("a temporary directory");
-    let (mnt, backing) = (dir.path().join("mnt"), dir.path().join("backing"));
-    std::fs::create_dir(&mnt).expect("mkdir mnt");
-    std::fs::create_dir(&backing).expect("mkdir backing");
-    let fs = PowerFs::mount(&mnt, &backing).expect("mount the power-loss file system");
-    (dir, fs, mnt.join("data"))
+    (points, seed_from_env())
 }
 
 fn run_seed(seed: u64, points: usize) {
     // Declared before the broker: dropped after it (the broker dies
     // first, then the mount goes).
-    let (_dir, fs, data) = mount();
+    let disk = PowerDisk::mount(MOUNT_PREFIX);
     let mut broker = Broker::start(
         BrokerOpts::new()
-            .data_dir(data)
+            .data_dir(&disk.data)
             .setting("log.flush.interval.messages", 1)
             .setting("num.partitions", 1)
             // Small segments: rolls (new files) happen between cuts.
@@ -297,14 +262,8 @@ fn run_seed(seed: u64, points: usize) {
         broker.kill9();
         stop.store(true, Ordering::Relaxed);
         next = producer.join().expect("the producer thread");
-        // Half the cuts model a disk with a write cache: a random prefix
-        // of each file's unsynced writes survives (torn tails).
-        let mode = if rng.next() % 2 == 0 {
-            CutMode::DropAll
-        } else {
-            CutMode::KeepRandomPrefix { seed: rng.next() }
-        };
-        let report = fs.power_cut(mode).expect("power cut");
+        let mode = rng.cut_mode();
+        let report = disk.fs.power_cut(mode).expect("power cut");
         broker.restart();
         let log = read_all(&broker);
         let mut expected = acks.lock().expect("acks").clone();
@@ -331,7 +290,7 @@ fn run_seed(seed: u64, points: usize) {
         started.elapsed()
     );
     drop(broker);
-    fs.unmount().expect("unmount");
+    disk.unmount();
 }
 
 #[test]
@@ -462,7 +421,8 @@ fn check_prefix(
 }
 
 fn run_default_flush_seed(seed: u64, points: usize) {
-    let (_dir, fs, data) = mount();
+    let disk = PowerDisk::mount(MOUNT_PREFIX);
+    let data = disk.data.clone();
     let mut broker = Broker::start(
         BrokerOpts::new()
             .data_dir(&data)
@@ -508,12 +468,8 @@ fn run_default_flush_seed(seed: u64, points: usize) {
         broker.kill9();
         stop.store(true, Ordering::Relaxed);
         next = producer.join().expect("the producer thread");
-        let mode = if rng.next() % 2 == 0 {
-            CutMode::DropAll
-        } else {
-            CutMode::KeepRandomPrefix { seed: rng.next() }
-        };
-        fs.power_cut(mode).expect("power cut");
+        let mode = rng.cut_mode();
+        disk.fs.power_cut(mode).expect("power cut");
         checkpoints += check_checkpoints(&data, &at);
         let log_before = broker.log().len();
         // A crash at start, or a refused index, fails here.
@@ -553,7 +509,7 @@ fn run_default_flush_seed(seed: u64, points: usize) {
         started.elapsed()
     );
     drop(broker);
-    fs.unmount().expect("unmount");
+    disk.unmount();
 }
 
 /// Not in CI yet: in 2 of 22 runs a restart (once after a clean stop,

@@ -44,7 +44,7 @@ mod support;
 
 use std::collections::BTreeMap;
 use std::fs::File;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -53,12 +53,12 @@ use std::time::{Duration, Instant};
 use pinlog::constants::RECOVERY_POINT_CHECKPOINT_FILE;
 use pinlog::log::checkpoint::decode_offset_checkpoint;
 use pinlog::log::data_dir::TEST_BOOT_ID_ENV;
-use pinlog_powerfs::{CutMode, PowerFs};
+use pinlog_powerfs::CutMode;
 use serde_json::Value;
+use support::power::{seed_from_env, PowerDisk, Rng, SEED_ENV};
 use support::{run_command, wait_for, which, BrokerOpts, Cluster, CmdOutput, PINLOG_BIN};
 
 const CLIENTS_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/clients");
-const SEED_ENV: &str = "PINLOG_POWER_LOSS_SEED";
 const NODES: usize = 3;
 /// Phase 1's topic.
 const ONE_AT_A_TIME: &str = "power-one";
@@ -84,29 +84,6 @@ const META_TOPICS_MAX: usize = 2000;
 const CHECKPOINT_INTERVAL_MS: i64 = 3_600_000;
 /// A short lag limit: a node that lost power leaves the ISR in seconds.
 const LAG_TIME_MAX_MS: i64 = 1000;
-
-/// splitmix64: the cut modes replay from the seed.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// Half the cuts model a disk with a write cache: a random prefix of
-    /// each file's unsynced writes survives (torn tails).
-    fn cut_mode(&mut self) -> CutMode {
-        if self.next() % 2 == 0 {
-            CutMode::DropAll
-        } else {
-            CutMode::KeepRandomPrefix { seed: self.next() }
-        }
-    }
-}
 
 fn can_run() -> bool {
     if std::env::var_os("PINLOG_SKIP_CLIENT_TESTS").is_some() {
@@ -142,43 +119,6 @@ fn python(args: &[&str]) -> Command {
         .args(args)
         .env("PYTHONDONTWRITEBYTECODE", "1");
     cmd
-}
-
-/// One power-loss file system per node, each in its own temporary
-/// directory; the data directory each node gets.
-struct Disks {
-    _dirs: Vec<tempfile::TempDir>,
-    fs: Vec<PowerFs>,
-    data: Vec<PathBuf>,
-}
-
-impl Disks {
-    fn mount(n: usize) -> Disks {
-        let (mut dirs, mut fs, mut data) = (Vec::new(), Vec::new(), Vec::new());
-        for _ in 0..n {
-            let dir = tempfile::Builder::new()
-                .prefix("pinlog-power-cluster-")
-                .tempdir()
-                .expect("a temporary directory");
-            let (mnt, backing) = (dir.path().join("mnt"), dir.path().join("backing"));
-            std::fs::create_dir(&mnt).expect("mkdir mnt");
-            std::fs::create_dir(&backing).expect("mkdir backing");
-            fs.push(PowerFs::mount(&mnt, &backing).expect("mount the power-loss file system"));
-            data.push(mnt.join("data"));
-            dirs.push(dir);
-        }
-        Disks {
-            _dirs: dirs,
-            fs,
-            data,
-        }
-    }
-
-    fn unmount(self) {
-        for fs in self.fs {
-            fs.unmount().expect("unmount");
-        }
-    }
 }
 
 /// One partition as `pinlog topic describe --json` shows it.
@@ -333,8 +273,8 @@ fn assert_in_send_order(cluster: &Cluster, topic: &str, log: &[u64]) {
 /// Cuts the power of node `id`, already killed: its disk forgets what was
 /// not synced, and its machine boots again (a new boot id, which tells the
 /// broker that a crash may have lost completed writes).
-fn power_cut(cluster: &mut Cluster, disks: &Disks, id: usize, mode: CutMode, boot: &str) {
-    let report = disks.fs[id - 1].power_cut(mode).expect("power cut");
+fn power_cut(cluster: &mut Cluster, disks: &[PowerDisk], id: usize, mode: CutMode, boot: &str) {
+    let report = disks[id - 1].fs.power_cut(mode).expect("power cut");
     eprintln!(
         "node {id} lost power ({mode:?}): {} data and {} name changes undone",
         report.data_undone, report.names_undone
@@ -343,7 +283,7 @@ fn power_cut(cluster: &mut Cluster, disks: &Disks, id: usize, mode: CutMode, boo
 }
 
 /// Kills node `id`, cuts its power, and starts it again.
-fn cut_one(cluster: &mut Cluster, disks: &Disks, id: usize, mode: CutMode, boot: &str) {
+fn cut_one(cluster: &mut Cluster, disks: &[PowerDisk], id: usize, mode: CutMode, boot: &str) {
     cluster.node(id).kill9();
     power_cut(cluster, disks, id, mode, boot);
     cluster.node(id).restart();
@@ -380,29 +320,19 @@ fn truncated_to(line: &str) -> Option<i64> {
         .ok()
 }
 
-fn seed() -> u64 {
-    std::env::var(SEED_ENV)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_nanos() as u64)
-                .unwrap_or(1)
-        })
-}
-
 #[test]
 fn a_cluster_keeps_acknowledged_records_through_one_power_loss_and_recovers_from_all() {
     if !can_run() {
         return;
     }
-    let seed = seed();
+    let seed = seed_from_env();
     eprintln!("power loss in a cluster: seed {seed} (replay with {SEED_ENV}={seed})");
     let mut rng = Rng(seed);
     // Declared before the cluster: dropped after it (the nodes die first,
     // then the mounts go).
-    let disks = Disks::mount(NODES);
+    let disks: Vec<PowerDisk> = (0..NODES)
+        .map(|_| PowerDisk::mount("pinlog-power-cluster-"))
+        .collect();
     let opts = BrokerOpts::new()
         // Offset checkpoints only when something asks for one (phase 2).
         .setting(
@@ -412,7 +342,7 @@ fn a_cluster_keeps_acknowledged_records_through_one_power_loss_and_recovers_from
         .setting("replica.lag.time.max.ms", LAG_TIME_MAX_MS)
         .setting("replica.fetch.backoff.ms", 100);
     let mut cluster = Cluster::start_each(NODES, opts, |id, node| {
-        node.data_dir(disks.data[id - 1].clone())
+        node.data_dir(disks[id - 1].data.clone())
     });
     let work = tempfile::tempdir().expect("a directory for the producers' output");
 
@@ -545,17 +475,17 @@ fn a_cluster_keeps_acknowledged_records_through_one_power_loss_and_recovers_from
         .count();
     // Identical replicas: every follower truncated to the leader's log.
     let converged = wait_for(SETTLE_TIMEOUT, || {
-        let first = segment_bytes(&disks.data[0], ALL_AT_ONCE);
+        let first = segment_bytes(&disks[0].data, ALL_AT_ONCE);
         !first.is_empty()
-            && disks.data[1..]
+            && disks[1..]
                 .iter()
-                .all(|d| segment_bytes(d, ALL_AT_ONCE) == first)
+                .all(|d| segment_bytes(&d.data, ALL_AT_ONCE) == first)
     });
     if !converged {
-        let first = segment_bytes(&disks.data[0], ALL_AT_ONCE);
+        let first = segment_bytes(&disks[0].data, ALL_AT_ONCE);
         let diffs: Vec<String> = disks
-            .data
             .iter()
+            .map(|d| &d.data)
             .enumerate()
             .flat_map(|(i, d)| {
                 let first = &first;
@@ -595,7 +525,7 @@ fn a_cluster_keeps_acknowledged_records_through_one_power_loss_and_recovers_from
         else {
             continue;
         };
-        let path = disks.data[i].join(RECOVERY_POINT_CHECKPOINT_FILE);
+        let path = disks[i].data.join(RECOVERY_POINT_CHECKPOINT_FILE);
         let checkpointed = std::fs::read(&path)
             .ok()
             .and_then(|text| decode_offset_checkpoint(&path, &text).ok())
@@ -757,5 +687,7 @@ fn a_cluster_keeps_acknowledged_records_through_one_power_loss_and_recovers_from
         leaders.len()
     );
     drop(cluster);
-    disks.unmount();
+    for disk in disks {
+        disk.unmount();
+    }
 }

@@ -27,6 +27,7 @@
 pub mod cli;
 pub mod kafka_conn;
 pub mod netns;
+pub mod power;
 pub mod test_ca;
 
 use std::collections::BTreeSet;
