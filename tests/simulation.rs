@@ -421,6 +421,7 @@ impl Sim {
             last_known_elr: Vec::new(),
             adding_replicas: Vec::new(),
             removing_replicas: Vec::new(),
+            last_unclean_election_epoch: None,
         });
         records.push(MetadataRecord::Config {
             resource_type: RESOURCE_TOPIC,
@@ -1225,7 +1226,7 @@ impl Sim {
                     Truncation::To(o) => (o, false),
                     Truncation::ThenAskAgain(o) => (o, true),
                 };
-                let unclean = b.partition().is_some_and(|p| p.last_election_unclean);
+                let unclean = b.partition().is_some_and(|p| p.last_election_unclean());
                 if to < leo {
                     b.log.truncate(to as usize);
                     let lost = b.replica.on_truncated(to, unclean);
@@ -1734,7 +1735,7 @@ fn kip966_last_replica_standing() {
     fixed_case("KIP-966", |sim| {
         last_replica_down(sim, Fault::Crash);
         let p = sim_partition(sim);
-        if ![2, 3].contains(&p.leader) || p.last_election_unclean {
+        if ![2, 3].contains(&p.leader) || p.last_election_unclean() {
             return Err(format!(
                 "an eligible replica should lead cleanly while the last ISR member is down: {p:?}"
             ));

@@ -527,6 +527,7 @@ mod tests {
                 last_known_elr: Vec::new(),
                 adding_replicas: Vec::new(),
                 removing_replicas: Vec::new(),
+                last_unclean_election_epoch: None,
             },
         );
         let records = plan_unregister_broker(&image, 3).unwrap();

@@ -259,7 +259,7 @@ mod tests {
                     leader: *leader,
                     leader_epoch: 3,
                     partition_epoch: 5,
-                    last_election_unclean: false,
+                    last_unclean_election_epoch: None,
                     elr: Vec::new(),
                     last_known_elr: Vec::new(),
                     adding_replicas: Vec::new(),

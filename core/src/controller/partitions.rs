@@ -575,6 +575,7 @@ mod tests {
                 last_known_elr: Vec::new(),
                 adding_replicas: Vec::new(),
                 removing_replicas: Vec::new(),
+                last_unclean_election_epoch: None,
             },
         );
         img
@@ -766,7 +767,7 @@ mod tests {
         let p = img.partition("t", 0).unwrap();
         assert_eq!((p.leader, p.isr.clone()), (1, vec![1]));
         assert!(p.elr.is_empty() && p.last_known_elr.is_empty());
-        assert!(!p.last_election_unclean);
+        assert!(!p.last_election_unclean());
     }
 
     #[test]
@@ -777,7 +778,7 @@ mod tests {
         assert_eq!(p.leader, 3);
         assert_eq!(p.isr, vec![3]);
         assert!(p.elr.is_empty() && p.last_known_elr.is_empty());
-        assert!(p.last_election_unclean);
+        assert!(p.last_election_unclean());
     }
 
     /// A former leader that returns after an unclean election truncates
@@ -788,7 +789,7 @@ mod tests {
     fn an_isr_change_keeps_the_unclean_flag_and_the_next_election_sets_it() {
         let mut img = with_config(image(1, &[1]), "unclean.leader.election.enable", "true");
         fail_over(&mut img, &[3], None);
-        assert!(img.partition("t", 0).unwrap().last_election_unclean);
+        assert!(img.partition("t", 0).unwrap().last_election_unclean());
         // The new leader adds broker 2 to its ISR (AlterPartition).
         apply(
             &mut img,
@@ -807,14 +808,14 @@ mod tests {
         );
         let p = img.partition("t", 0).unwrap();
         assert_eq!(p.isr, vec![3, 2]);
-        assert!(p.last_election_unclean, "an ISR change elects nobody");
+        assert!(p.last_election_unclean(), "an ISR change elects nobody");
         let unclean_epoch = img.partition("t", 0).unwrap().leader_epoch;
         assert_eq!(img.last_unclean_election_epoch("t", 0), Some(unclean_epoch));
         // 3 fails: 2, in sync, leads cleanly.
         fail_over(&mut img, &[2], None);
         let p = img.partition("t", 0).unwrap();
         assert_eq!(p.leader, 2);
-        assert!(!p.last_election_unclean);
+        assert!(!p.last_election_unclean());
         // The epoch of the unclean election is kept: broker 1, the leader
         // before it (its log's last epoch is 4), returns and truncates below
         // the HW it served, which that election explains.
@@ -828,9 +829,23 @@ mod tests {
             img.last_unclean_election_epoch("t", 0),
             Some(unclean_epoch)
         ));
+        // A node that loads a snapshot of the image knows it too, and the
+        // snapshot's records survive their encoding.
+        let snapshot: Vec<MetadataRecord> = img
+            .to_records()
+            .iter()
+            .map(|r| MetadataRecord::decode(r.encode()).expect("a snapshot record decodes"))
+            .collect();
+        let mut loaded = MetadataImage::empty();
+        apply(&mut loaded, &snapshot);
+        assert_eq!(
+            loaded.last_unclean_election_epoch("t", 0),
+            Some(unclean_epoch)
+        );
+        assert_eq!(loaded.partition("t", 0), img.partition("t", 0));
         // Deleting the topic forgets it.
         apply(&mut img, &[MetadataRecord::RemoveTopic { topic_id: T }]);
-        assert!(img.unclean_election_epochs.is_empty());
+        assert_eq!(img.last_unclean_election_epoch("t", 0), None);
     }
 
     /// Bug 9 (tests/README.md): broker 3 of the ISR [1, 3] loses power
@@ -860,7 +875,7 @@ mod tests {
         let p = img.partition("t", 0).unwrap();
         assert_eq!((p.leader, p.isr.clone()), (1, vec![1]));
         assert!(p.elr.is_empty() && p.last_known_elr.is_empty());
-        assert!(!p.last_election_unclean);
+        assert!(!p.last_election_unclean());
     }
 
     /// KIP-966's last known leader: the only replica that was in sync
@@ -877,7 +892,7 @@ mod tests {
         fail_over(&mut img, &[1, 2, 3], None);
         let p = img.partition("t", 0).unwrap();
         assert_eq!((p.leader, p.isr.clone()), (1, vec![1]));
-        assert!(p.last_election_unclean);
+        assert!(p.last_election_unclean());
         assert!(p.last_known_elr.is_empty());
     }
 

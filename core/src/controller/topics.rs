@@ -132,6 +132,7 @@ fn new_partition(
         last_known_elr: Vec::new(),
         adding_replicas: Vec::new(),
         removing_replicas: Vec::new(),
+        last_unclean_election_epoch: None,
     }
 }
 

@@ -30,11 +30,13 @@ pub struct PartitionImage {
     /// the ISR. The target is `replicas` without `removing_replicas`.
     pub adding_replicas: Vec<i32>,
     pub removing_replicas: Vec<i32>,
-    /// The last election chose an out-of-sync leader (unclean election):
-    /// its followers may truncate below an HW they served. Changes that
-    /// elect nobody keep it. Not in snapshots: it
-    /// matters only to the replicas that apply the change as it happens.
-    pub last_election_unclean: bool,
+    /// The leader epoch that the partition's last unclean election (an
+    /// out-of-sync leader, or KIP-966's last known leader after an unclean
+    /// shutdown) started. A clean election after it keeps it: a former
+    /// leader that returns after both must still be told that its lost
+    /// records are explained ([`unclean_election_explains`]). Snapshots
+    /// keep it, so a node that loads one knows it too.
+    pub last_unclean_election_epoch: Option<i32>,
 }
 
 impl PartitionImage {
@@ -128,14 +130,19 @@ impl PartitionImage {
             self.leader_epoch += 1;
         }
         self.partition_epoch += 1;
-        // Only an election says how the leader was chosen. A change of the
-        // ISR alone keeps the flag (Kafka's LeaderRecoveryState is likewise
-        // "no change" in such records): a former leader that comes back
-        // after an unclean election must still be let to truncate below
-        // the HW it served, after the new leader's ISR has changed.
-        if leader.is_some() {
-            self.last_election_unclean = *unclean;
+        // Only an election says how the leader was chosen; a change of the
+        // ISR alone elects nobody (Kafka's LeaderRecoveryState is likewise
+        // "no change" in such records).
+        if leader.is_some() && *unclean {
+            self.last_unclean_election_epoch = Some(self.leader_epoch);
         }
+    }
+
+    /// Whether the current leader came of an unclean election: its
+    /// followers may truncate below an HW they served. Changes that elect
+    /// nobody keep it; the next election ends it.
+    pub fn last_election_unclean(&self) -> bool {
+        self.last_unclean_election_epoch == Some(self.leader_epoch)
     }
 }
 
@@ -217,14 +224,6 @@ pub struct MetadataImage {
     pub scram_credentials: BTreeMap<(String, i8), StoredScramCredential>,
     /// Client quotas by entity and key.
     pub client_quotas: crate::quota::QuotaConfigs,
-    /// By (topic id, partition): the leader epoch that the partition's
-    /// last unclean election started. Unlike a partition's
-    /// `last_election_unclean`, a clean election after it keeps it: a
-    /// former leader that returns after both must still be told its lost
-    /// records are explained ([`unclean_election_explains`]). Not in
-    /// snapshots, like the flag: a node that loads one after the election
-    /// does not know it.
-    pub unclean_election_epochs: BTreeMap<(Uuid, i32), i32>,
 }
 
 /// Whether an unclean election explains a truncation below a high
@@ -260,10 +259,10 @@ impl MetadataImage {
     }
 
     /// The leader epoch the last unclean election of a partition started,
-    /// if this node saw one ([`MetadataImage::unclean_election_epochs`]).
+    /// if it had one ([`PartitionImage::last_unclean_election_epoch`]).
     pub fn last_unclean_election_epoch(&self, topic: &str, partition: i32) -> Option<i32> {
-        let id = self.topics.get(topic)?.id;
-        self.unclean_election_epochs.get(&(id, partition)).copied()
+        self.partition(topic, partition)?
+            .last_unclean_election_epoch
     }
 
     /// The finalized level of feature `name`: 0 when the cluster has none.
@@ -305,6 +304,7 @@ impl MetadataImage {
                 last_known_elr,
                 adding_replicas,
                 removing_replicas,
+                last_unclean_election_epoch,
             } => {
                 let Some(topic) = self
                     .topic_names_by_id
@@ -326,7 +326,7 @@ impl MetadataImage {
                         last_known_elr: last_known_elr.clone(),
                         adding_replicas: adding_replicas.clone(),
                         removing_replicas: removing_replicas.clone(),
-                        last_election_unclean: false,
+                        last_unclean_election_epoch: *last_unclean_election_epoch,
                     },
                 );
                 report_broken_invariant(
@@ -372,8 +372,6 @@ impl MetadataImage {
                 if let Some(name) = self.topic_names_by_id.remove(topic_id) {
                     self.topics.remove(&name);
                 }
-                self.unclean_election_epochs
-                    .retain(|(id, _), _| id != topic_id);
             }
             MetadataRecord::ProducerIds { next_producer_id } => {
                 self.next_producer_id = (*next_producer_id).max(self.next_producer_id);
@@ -556,15 +554,6 @@ impl MetadataImage {
                     return;
                 };
                 p.apply_change(record);
-                if let MetadataRecord::PartitionChange {
-                    leader: Some(_),
-                    unclean: true,
-                    ..
-                } = record
-                {
-                    self.unclean_election_epochs
-                        .insert((*topic_id, *partition), p.leader_epoch);
-                }
                 report_broken_invariant(offset, &topic.name, *partition, p);
             }
         }
@@ -645,6 +634,7 @@ impl MetadataImage {
                     last_known_elr: p.last_known_elr.clone(),
                     adding_replicas: p.adding_replicas.clone(),
                     removing_replicas: p.removing_replicas.clone(),
+                    last_unclean_election_epoch: p.last_unclean_election_epoch,
                 });
             }
             for (name, value) in &topic.configs {
@@ -787,7 +777,7 @@ mod tests {
             last_known_elr: Vec::new(),
             adding_replicas: Vec::new(),
             removing_replicas: Vec::new(),
-            last_election_unclean: false,
+            last_unclean_election_epoch: None,
         };
         assert_eq!(ok.check_invariants(), Ok(()));
         let leaderless = PartitionImage {
@@ -839,6 +829,7 @@ mod tests {
                 last_known_elr: Vec::new(),
                 adding_replicas: Vec::new(),
                 removing_replicas: Vec::new(),
+                last_unclean_election_epoch: None,
             },
             MetadataRecord::Config {
                 resource_type: RESOURCE_TOPIC,

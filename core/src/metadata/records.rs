@@ -45,6 +45,11 @@ pub enum MetadataRecord {
         /// every target replica is in the ISR).
         adding_replicas: Vec<i32>,
         removing_replicas: Vec<i32>,
+        /// The leader epoch that the partition's last unclean election
+        /// started, if there was one. Only a snapshot sets it: the log has
+        /// the election's `PartitionChange` instead, and a node that loads
+        /// the snapshot must know it as well as one that replayed the log.
+        last_unclean_election_epoch: Option<i32>,
     },
     Config {
         resource_type: i8,
@@ -233,6 +238,10 @@ const VERSION: i8 = 0;
 /// something, so that a log without them stays readable by the release
 /// before them (a rolling upgrade).
 const VERSION_1_FIELDS: i8 = 1;
+/// `Partition` with the last unclean election's epoch appended (after the
+/// version-1 fields). Written only when there was one, for the same
+/// reason.
+const VERSION_2_FIELDS: i8 = 2;
 
 /// The compact arrays of ids the records hold.
 fn put_ids(w: &mut BytesMut, ids: Option<&Vec<i32>>) {
@@ -261,13 +270,18 @@ impl MetadataRecord {
                 last_known_elr,
                 adding_replicas,
                 removing_replicas,
+                last_unclean_election_epoch,
             } => {
-                let with_v1_fields = !elr.is_empty()
+                let with_v2_fields = last_unclean_election_epoch.is_some();
+                let with_v1_fields = with_v2_fields
+                    || !elr.is_empty()
                     || !last_known_elr.is_empty()
                     || !adding_replicas.is_empty()
                     || !removing_replicas.is_empty();
                 w.put_i8(PARTITION);
-                w.put_i8(if with_v1_fields {
+                w.put_i8(if with_v2_fields {
+                    VERSION_2_FIELDS
+                } else if with_v1_fields {
                     VERSION_1_FIELDS
                 } else {
                     VERSION
@@ -284,6 +298,9 @@ impl MetadataRecord {
                     put_ids(&mut w, Some(last_known_elr));
                     put_ids(&mut w, Some(adding_replicas));
                     put_ids(&mut w, Some(removing_replicas));
+                }
+                if let Some(epoch) = last_unclean_election_epoch {
+                    w.put_i32(*epoch);
                 }
             }
             MetadataRecord::Config {
@@ -534,7 +551,8 @@ impl MetadataRecord {
         let kind = r.i8("record type")?;
         let version = r.i8("record version")?;
         let newest = match kind {
-            PARTITION | PARTITION_CHANGE | REGISTER_BROKER => VERSION_1_FIELDS,
+            PARTITION => VERSION_2_FIELDS,
+            PARTITION_CHANGE | REGISTER_BROKER => VERSION_1_FIELDS,
             _ => VERSION,
         };
         if !(VERSION..=newest).contains(&version) {
@@ -575,6 +593,11 @@ impl MetadataRecord {
                 last_known_elr: ids(&mut r, "last_known_elr")?,
                 adding_replicas: ids(&mut r, "adding_replicas")?,
                 removing_replicas: ids(&mut r, "removing_replicas")?,
+                last_unclean_election_epoch: if version >= VERSION_2_FIELDS {
+                    Some(r.i32("last_unclean_election_epoch")?)
+                } else {
+                    None
+                },
             },
             CONFIG => MetadataRecord::Config {
                 resource_type: r.i8("resource_type")?,
@@ -722,6 +745,7 @@ mod tests {
                 last_known_elr: Vec::new(),
                 adding_replicas: Vec::new(),
                 removing_replicas: Vec::new(),
+                last_unclean_election_epoch: None,
             },
             MetadataRecord::Config {
                 resource_type: RESOURCE_TOPIC,
@@ -881,6 +905,7 @@ mod tests {
                 last_known_elr: vec![1],
                 adding_replicas: vec![3],
                 removing_replicas: vec![],
+                last_unclean_election_epoch: None,
             },
             MetadataRecord::PartitionChange {
                 topic_id: id,
@@ -899,6 +924,30 @@ mod tests {
             let bytes = r.encode();
             assert_eq!(bytes[1] as i8, VERSION_1_FIELDS);
             assert_eq!(MetadataRecord::decode(bytes).unwrap(), r);
+        }
+        // A snapshot's partition after an unclean election.
+        let unclean = MetadataRecord::Partition {
+            topic_id: id,
+            partition: 0,
+            replicas: vec![1, 2, 3],
+            isr: vec![2],
+            leader: 2,
+            leader_epoch: 7,
+            partition_epoch: 9,
+            elr: vec![],
+            last_known_elr: vec![],
+            adding_replicas: vec![],
+            removing_replicas: vec![],
+            last_unclean_election_epoch: Some(6),
+        };
+        let bytes = unclean.encode();
+        assert_eq!(bytes[1] as i8, VERSION_2_FIELDS);
+        assert_eq!(MetadataRecord::decode(bytes.clone()).unwrap(), unclean);
+        for n in 0..bytes.len() {
+            assert!(
+                MetadataRecord::decode(bytes.slice(..n)).is_err(),
+                "prefix {n}"
+            );
         }
         assert!(MetadataRecord::decode(Bytes::from_static(&[9, 0])).is_err());
         assert!(MetadataRecord::decode(Bytes::from_static(&[1])).is_err());

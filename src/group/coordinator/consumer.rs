@@ -737,7 +737,7 @@ mod tests {
             last_known_elr: Vec::new(),
             adding_replicas: Vec::new(),
             removing_replicas: Vec::new(),
-            last_election_unclean: false,
+            last_unclean_election_epoch: None,
         }
     }
 

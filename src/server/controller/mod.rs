@@ -884,7 +884,7 @@ async fn alter_partition(
             partition_epoch: -1,
             elr: Vec::new(),
             last_known_elr: Vec::new(),
-            last_election_unclean: false,
+            last_unclean_election_epoch: None,
             adding_replicas: Vec::new(),
             removing_replicas: Vec::new(),
         });

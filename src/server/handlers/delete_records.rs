@@ -251,7 +251,7 @@ mod tests {
                 leader: 1,
                 leader_epoch: 0,
                 partition_epoch: 0,
-                last_election_unclean: false,
+                last_unclean_election_epoch: None,
                 elr: Vec::new(),
                 last_known_elr: Vec::new(),
                 adding_replicas: Vec::new(),
