@@ -297,6 +297,12 @@ impl Model {
         self.unflushed_records = 0;
     }
 
+    /// A roll (asked for, or a full segment's) flushes every segment
+    /// before the new active one, as Kafka's flush up to its base offset.
+    fn rolled_to(&mut self, active_base: i64) {
+        self.durable_end = self.durable_end.max(active_base);
+    }
+
     /// The epoch cache the batches imply: each epoch starts at its first
     /// batch. Epochs in the model only grow, so this is exactly what the
     /// log's cache must hold.
@@ -421,6 +427,13 @@ async fn run_case(data_dir: PathBuf, case: Case) {
     log.close().await.expect("final close");
 }
 
+/// The base offset of the log's active segment.
+fn active_base(log: &PartitionLog) -> i64 {
+    *log.segment_base_offsets()
+        .last()
+        .expect("a log has an active segment")
+}
+
 async fn apply(
     h: &Harness,
     mut log: PartitionLog,
@@ -509,12 +522,14 @@ async fn apply(
             if model.unflushed_records >= h.config.flush_messages {
                 model.flushed();
             }
+            model.rolled_to(active_base(&log));
         }
         Op::Roll => {
             let leo = log.log_end_offset();
             log.roll(leo, h.now_ms)
                 .await
                 .unwrap_or_else(|e| panic!("{ctx}: roll failed: {e}"));
+            model.rolled_to(active_base(&log));
         }
         Op::Flush => {
             log.flush()

@@ -726,3 +726,60 @@ fn a_crash_after_a_clean_start_recovers_only_past_the_recovery_point() {
         log.close().await.unwrap();
     });
 }
+
+/// Bug 18 (tests/README.md): with the default flush settings a roll is
+/// where bytes become durable, as Kafka's roll flushes up to the new
+/// segment: every segment before the new one is fdatasync'ed before it
+/// gets a byte, and the recovery point moves to its base. Before, nothing
+/// moved the recovery point until a shutdown, so a crash rescanned every
+/// segment written since the start, and a power loss could keep a new
+/// segment's bytes while it took the tail of the one before (a hole in the
+/// offsets that recovery cannot see).
+#[test]
+fn a_roll_makes_the_earlier_segments_durable_and_moves_the_recovery_point() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().to_path_buf();
+    run(move || async move {
+        let tp = TopicPartition::new("rolls", 0);
+        let mut log = PartitionLog::open(&path, tp.clone(), small_config(), params(false), None)
+            .await
+            .unwrap();
+        let mut rolls = 0;
+        for i in 0..600 {
+            let before = log.segment_count();
+            log.append_as_leader(producer_batch(1, 300, i), 1, None, 0)
+                .await
+                .unwrap();
+            if log.segment_count() > before {
+                rolls += 1;
+                let active = *log.segment_base_offsets().last().unwrap();
+                assert_eq!(
+                    log.recovery_point(),
+                    active,
+                    "after roll {rolls}: everything before the new segment is durable"
+                );
+            }
+        }
+        assert!(rolls >= 2, "small segments roll: {rolls} rolls");
+        let recovery_point = log.recovery_point();
+        let before = log.read_all().await.unwrap();
+        // A crash (no close) with that recovery point checkpointed: only
+        // the active segment is scanned.
+        drop(log);
+        let params = OpenParams {
+            recovery_point,
+            ..params(false)
+        };
+        let mut log = PartitionLog::open(&path, tp, small_config(), params, None)
+            .await
+            .unwrap();
+        assert_eq!(
+            log.recovery_report().segments_recovered,
+            1,
+            "{:?}",
+            log.recovery_report()
+        );
+        assert_eq!(log.read_all().await.unwrap(), before);
+        log.close().await.unwrap();
+    });
+}

@@ -274,7 +274,7 @@ fn assert_in_send_order(cluster: &Cluster, topic: &str, log: &[u64]) {
 /// not synced, and its machine boots again (a new boot id, which tells the
 /// broker that a crash may have lost completed writes).
 fn power_cut(cluster: &mut Cluster, disks: &[PowerDisk], id: usize, mode: CutMode, boot: &str) {
-    let report = disks[id - 1].fs.power_cut(mode).expect("power cut");
+    let report = disks[id - 1].fs().power_cut(mode).expect("power cut");
     eprintln!(
         "node {id} lost power ({mode:?}): {} data and {} name changes undone",
         report.data_undone, report.names_undone

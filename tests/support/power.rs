@@ -48,13 +48,14 @@ pub fn seed_from_env() -> u64 {
 }
 
 /// A power-loss file system over a backing directory, both in a new
-/// temporary directory (named with `prefix`).
+/// temporary directory (named with `prefix`). After a test's panic the
+/// directory is kept, and its path printed: the backing directory holds
+/// the data as the file system last served it.
 pub struct PowerDisk {
-    /// Declared first, dropped first: unmounted before its directory goes.
-    pub fs: PowerFs,
+    fs: Option<PowerFs>,
     /// Where a broker's data directory goes, inside the mount.
     pub data: PathBuf,
-    _dir: tempfile::TempDir,
+    dir: Option<tempfile::TempDir>,
 }
 
 impl PowerDisk {
@@ -68,14 +69,35 @@ impl PowerDisk {
         std::fs::create_dir(&backing).expect("mkdir backing");
         let fs = PowerFs::mount(&mnt, &backing).expect("mount the power-loss file system");
         PowerDisk {
-            fs,
+            fs: Some(fs),
             data: mnt.join("data"),
-            _dir: dir,
+            dir: Some(dir),
         }
     }
 
+    pub fn fs(&self) -> &PowerFs {
+        self.fs.as_ref().expect("mounted until dropped")
+    }
+
     /// Unmounts, checking that the file system ended cleanly.
-    pub fn unmount(self) {
-        self.fs.unmount().expect("unmount");
+    pub fn unmount(mut self) {
+        if let Some(fs) = self.fs.take() {
+            fs.unmount().expect("unmount");
+        }
+    }
+}
+
+impl Drop for PowerDisk {
+    fn drop(&mut self) {
+        // Unmounted first (the file system's own drop), then the directory.
+        drop(self.fs.take());
+        if std::thread::panicking() {
+            if let Some(dir) = self.dir.take() {
+                eprintln!(
+                    "kept the power-loss disk for inspection (the data under backing/): {}",
+                    dir.keep().display()
+                );
+            }
+        }
     }
 }

@@ -1129,6 +1129,13 @@ impl PartitionLog {
         }
         let r = self.active_mut().on_become_inactive().await;
         self.fail(r)?;
+        // As Kafka's roll (its flush up to the new segment's base offset):
+        // every byte before the new segment is durable before the new one
+        // gets any, and the recovery point moves there. A power loss then
+        // cannot keep later segments' bytes while it takes earlier ones
+        // (offsets with a hole in the middle, which recovery cannot see),
+        // and a crash recovers only the active segment.
+        self.flush_up_to(base_offset).await?;
         if self.active().is_empty() {
             // An empty active segment is replaced rather than kept around.
             let (&b, _) = self.segments.iter().next_back().expect("active");
@@ -1165,13 +1172,32 @@ impl PartitionLog {
     /// moves the recovery point to the LEO.
     pub async fn flush(&mut self) -> LogResult<()> {
         self.ensure_online()?;
+        let log_end = self.log_end_offset();
+        self.flush_up_to(log_end).await?;
+        self.unflushed_records = 0;
+        self.first_unflushed_ms = None;
+        Ok(())
+    }
+
+    /// fdatasyncs every segment holding bytes between the recovery point
+    /// and `offset` (a segment boundary, or the LEO), and moves the
+    /// recovery point to `offset` (Kafka's `flushUptoOffsetExclusive`).
+    async fn flush_up_to(&mut self, offset: i64) -> LogResult<()> {
+        if offset <= self.recovery_point {
+            return Ok(());
+        }
         let from = self
             .segments
             .range(..=self.recovery_point)
             .next_back()
             .map(|(b, _)| *b)
             .unwrap_or(i64::MIN);
-        let bases: Vec<i64> = self.segments.range(from..).map(|(b, _)| *b).collect();
+        let bases: Vec<i64> = self
+            .segments
+            .range(from..)
+            .map(|(b, _)| *b)
+            .take_while(|&b| b < offset)
+            .collect();
         for b in bases {
             let r = match self.segments.get_mut(&b) {
                 Some(s) => s.flush().await,
@@ -1179,9 +1205,7 @@ impl PartitionLog {
             };
             self.fail(r)?;
         }
-        self.recovery_point = self.log_end_offset();
-        self.unflushed_records = 0;
-        self.first_unflushed_ms = None;
+        self.recovery_point = offset;
         Ok(())
     }
 
