@@ -110,7 +110,11 @@ fn record_batch_of_len(n: u64, len: usize) -> Vec<u8> {
         let pad = len - overhead - (batch.len() - len);
         batch = record_batch(n, pad);
     }
-    assert_eq!(batch.len(), len, "a batch of record {n} of exactly {len} bytes");
+    assert_eq!(
+        batch.len(),
+        len,
+        "a batch of record {n} of exactly {len} bytes"
+    );
     batch
 }
 
@@ -389,7 +393,10 @@ fn a_roll_makes_the_segment_before_it_durable_when_it_ends_on_a_block_boundary()
                 .is_ok_and(|e| e.file_name().to_string_lossy().ends_with(".log"))
         })
         .count();
-    assert_eq!(segments, 3, "two rolls: the first segment ended on a block boundary");
+    assert_eq!(
+        segments, 3,
+        "two rolls: the first segment ended on a block boundary"
+    );
     broker.kill9();
     let report = disk.fs().power_cut(CutMode::DropAll).expect("power cut");
     broker.restart();
@@ -405,7 +412,11 @@ fn a_roll_makes_the_segment_before_it_durable_when_it_ends_on_a_block_boundary()
     );
     for (i, (offset, value)) in log.iter().enumerate() {
         assert_eq!(*offset, i as i64, "offsets dense from 0");
-        assert_eq!(value.trim_end_matches('.'), format!("p{i}"), "offset {offset}");
+        assert_eq!(
+            value.trim_end_matches('.'),
+            format!("p{i}"),
+            "offset {offset}"
+        );
     }
     drop(broker);
     disk.unmount();

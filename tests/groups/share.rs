@@ -469,7 +469,10 @@ fn share_acknowledgements_survive_a_node_killed_in_a_cluster() {
 /// `group.share.record.lock.duration.ms`: a member that takes records and
 /// then dies without acknowledging them (kill -9: its share session is
 /// never closed) holds them until their locks expire; then another member
-/// gets them, with their delivery count moved on, and not before.
+/// gets them, with their delivery count moved on, and not before. That
+/// member is in a long poll ([`RESCUER_FETCH_MAX_WAIT_MS`]) when the locks
+/// expire: the expiry wakes it, as an append would, instead of leaving the
+/// records until its wait ends.
 #[test]
 fn share_records_of_a_dead_member_come_back_when_their_locks_expire() {
     if skipped("share_records_of_a_dead_member_come_back_when_their_locks_expire") {
@@ -507,7 +510,17 @@ fn share_records_of_a_dead_member_come_back_when_their_locks_expire() {
     );
     let held_at = Instant::now();
     s.kill9("stuck");
-    s.share_member(&java, "rescuer", "lockers", topic, &[]);
+    s.share_member(
+        &java,
+        "rescuer",
+        "lockers",
+        topic,
+        &[
+            &format!("fetch.max.wait.ms={RESCUER_FETCH_MAX_WAIT_MS}"),
+            // Above the long poll, so the client waits it out.
+            "request.timeout.ms=60000",
+        ],
+    );
     let d = s.wait_deliveries(
         topic,
         Duration::from_secs(60),
@@ -538,13 +551,34 @@ fn share_records_of_a_dead_member_come_back_when_their_locks_expire() {
     // Not before the locks expired: the rescuer's first delivery of a held
     // record came at least most of a lock duration after it was held.
     let rescued_in = held_at.elapsed();
+    eprintln!(
+        "the held records reached the rescuer {rescued_in:?} after the kill (locks: {lock_ms} ms)"
+    );
     if rescued_in < Duration::from_millis((lock_ms / 2) as u64) {
         s.fail(&format!(
             "held records came back {rescued_in:?} after the kill, before their locks expired"
         ));
     }
+    // Soon after they expired, not once the rescuer's long poll, begun
+    // before the expiry, ran out.
+    let woken_by = Duration::from_millis(lock_ms as u64) + RESCUE_AFTER_EXPIRY_MAX;
+    if rescued_in > woken_by {
+        s.fail(&format!(
+            "held records came back {rescued_in:?} after the kill, not within {woken_by:?}: \
+             the rescuer's share fetch waited out its {RESCUER_FETCH_MAX_WAIT_MS} ms instead \
+             of waking when the locks expired"
+        ));
+    }
     s.stop("rescuer");
 }
+
+/// The rescuer's `fetch.max.wait.ms`: a share fetch that finds nothing
+/// waits this long unless woken (pinlog caps it at 30 s).
+const RESCUER_FETCH_MAX_WAIT_MS: u64 = 29_000;
+/// How long after their locks expire the held records may take to reach
+/// the rescuer: the expiry tick, the state write, the client's delivery
+/// and the harness's polling, far below the long poll's remaining wait.
+const RESCUE_AFTER_EXPIRY_MAX: Duration = Duration::from_secs(9);
 
 /// Kafka's ConfigCommand (kafka-configs.sh) on a group.
 fn group_configs_tool(s: &Scene, libs: &Path, group: &str, args: &[&str]) -> CmdOutput {

@@ -24,7 +24,7 @@ use crate::protocol::messages::fetch::LeaderIdAndEpoch;
 use crate::protocol::messages::share_fetch::*;
 use crate::server::handlers::access::Access;
 use crate::server::handlers::share_sessions::ShareSessions;
-use crate::server::share_partitions::{self, AcquiredRead};
+use crate::server::share_partitions::{self, AcquiredRead, SharePartitions};
 use crate::shard::shard::{now_ms, Shard};
 use crate::topic_partition::TopicPartition;
 
@@ -300,7 +300,7 @@ pub async fn handle(
                 .collect();
             let read_committed = broker.group_config(&group_id).share_isolation_level
                 == IsolationLevel::ReadCommitted;
-            wait_for_appends(
+            wait_for_records(
                 shard,
                 seen,
                 read_committed,
@@ -439,11 +439,13 @@ fn error_read(code: i16) -> AcquiredRead {
     }
 }
 
-/// Waits until any of the partitions gets an append, or `timeout` passes.
-/// Each comes with the end its acquisition saw: registered first, then
-/// checked, so records that arrived between the acquisition and the wait
-/// answer at once instead of after the whole wait.
-async fn wait_for_appends(
+/// Waits until any of the partitions gets an append, or records of its
+/// share window become acquirable again (released, or their lock
+/// expired), or `timeout` passes. Each comes with the end its acquisition
+/// saw: registered first, then checked, so records that arrived between
+/// the acquisition and the wait answer at once instead of after the whole
+/// wait.
+async fn wait_for_records(
     shard: &Rc<Shard>,
     seen: Vec<(TopicPartition, Option<i64>)>,
     read_committed: bool,
@@ -468,7 +470,12 @@ async fn wait_for_appends(
             let _ = shard
                 .submit_to(owner, move |s| async move {
                     let names: Vec<TopicPartition> = tps.iter().map(|(tp, _)| tp.clone()).collect();
-                    let wait = AppendWaiters::of(&s).register(&names);
+                    let appended = AppendWaiters::of(&s).register(&names);
+                    // Not checked for records released since the
+                    // acquisition: one that found such records and still
+                    // acquired none (another member's fetch took them
+                    // first, say) would answer at once, again and again.
+                    let released = SharePartitions::of(&s).wait_acquirable(&names);
                     for (tp, seen) in &tps {
                         let (Some(seen), Some(log)) = (seen, s.local_log(tp)) else {
                             continue;
@@ -482,7 +489,8 @@ async fn wait_for_appends(
                             return;
                         }
                     }
-                    futures_lite::future::or(wait, glommio::timer::sleep(timeout)).await;
+                    let woken = futures_lite::future::or(appended, released);
+                    futures_lite::future::or(woken, glommio::timer::sleep(timeout)).await;
                 })
                 .await;
             let _ = tx.try_send(());

@@ -44,6 +44,7 @@ use crate::broker_config::share_group::SharePartitionConfig;
 use crate::group::share::{SharePartition, SharePartitionKey, StateWrite};
 use crate::log::partition_log::PartitionLog;
 use crate::metadata::group_config::{AutoOffsetReset, EffectiveGroupConfig, IsolationLevel};
+use crate::node::append_waiters::{AppendWait, AppendWaiters};
 use crate::node::replicas;
 use crate::node::state::BrokerState;
 use crate::protocol::error_code;
@@ -99,6 +100,11 @@ impl Entry {
 pub struct SharePartitions {
     entries: RefCell<HashMap<(String, TopicPartition), Rc<Entry>>>,
     ticking: Cell<bool>,
+    /// Share fetches that found nothing to acquire and wait, by partition:
+    /// a change that makes records of a window acquirable again (a
+    /// release, an expired lock) wakes them, as an append does for new
+    /// records, rather than leaving them until their `max_wait_ms`.
+    acquirable: AppendWaiters,
 }
 
 impl SharePartitions {
@@ -109,6 +115,12 @@ impl SharePartitions {
         let s = Rc::new(SharePartitions::default());
         shard.set_extension(s.clone());
         s
+    }
+
+    /// A wait that completes when records of a window of any of `tps`
+    /// become acquirable again (see [`SharePartitions::acquirable`]).
+    pub fn wait_acquirable(&self, tps: &[TopicPartition]) -> AppendWait {
+        self.acquirable.register(tps)
     }
 
     /// Forgets the share partitions of `tp`: this shard no longer leads
@@ -219,6 +231,15 @@ impl SharePartitions {
             state_epoch,
             "share partition state written ({result:?}): {write:?}"
         );
+        let acquirable = result.is_ok()
+            && entry
+                .partition
+                .borrow()
+                .as_ref()
+                .is_some_and(|p| p.has_acquirable_records(now_ms()));
+        if acquirable {
+            self.acquirable.notify(&entry.tp);
+        }
         if let Err(code) = result {
             tracing::warn!(
                 group = %entry.key.group_id,

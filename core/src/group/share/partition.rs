@@ -298,6 +298,14 @@ impl SharePartition {
             .map_or_else(|| self.next_offset_past_window(), |i| self.offset_at(i))
     }
 
+    /// Whether an acquisition at `now_ms` would hand out a record of the
+    /// window: one was released, its lock expired, or it was loaded
+    /// available. The shell wakes share fetches waiting on the partition
+    /// then, as an append wakes them for new records.
+    pub fn has_acquirable_records(&self, now_ms: i64) -> bool {
+        self.first_acquirable_offset(now_ms) < self.next_offset_past_window()
+    }
+
     /// Whether the window is full (`group.share.partition.max.record.locks`)
     /// with nothing available: an acquisition would hand out nothing.
     pub fn is_full(&self, now_ms: i64) -> bool {

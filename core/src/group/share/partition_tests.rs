@@ -520,3 +520,24 @@ fn a_changed_config_applies_to_later_acquisitions() {
     assert_eq!(p.record(1).map(|r| r.0), Some(RecordState::Available));
     assert_eq!(p.record(0).map(|r| r.0), Some(RecordState::Acquired));
 }
+
+#[test]
+fn records_are_acquirable_again_once_released_or_their_lock_expires() {
+    let mut p = SharePartition::new(config(), 0, 0);
+    assert!(!p.has_acquirable_records(0), "an empty window");
+    assert_eq!(p.acquire("m1", 3, 3, 0).acquired, vec![range(0, 2, 1)]);
+    assert!(!p.has_acquirable_records(1), "all three are held");
+    // Accepting one makes nothing acquirable.
+    let out = p.acknowledge("m1", &[ack(0, 0, &[ACKNOWLEDGE_TYPE_ACCEPT])], 1);
+    assert_eq!(out.error, None);
+    assert!(!p.has_acquirable_records(1));
+    // Releasing one does.
+    let out = p.acknowledge("m1", &[ack(1, 1, &[ACKNOWLEDGE_TYPE_RELEASE])], 2);
+    assert_eq!(out.error, None);
+    assert!(p.has_acquirable_records(2));
+    assert_eq!(p.acquire("m2", 10, 3, 3).acquired, vec![range(1, 1, 2)]);
+    assert!(!p.has_acquirable_records(3));
+    // A lock that expired counts, before anything expired it.
+    assert!(p.has_acquirable_records(LOCK_MS + 1));
+    p.check_invariants();
+}
