@@ -43,20 +43,22 @@ use pinlog::constants::{
     CLEANER_OFFSET_CHECKPOINT_FILE, LEADER_EPOCH_CHECKPOINT_FILE, LOG_START_OFFSET_CHECKPOINT_FILE,
     RECOVERY_POINT_CHECKPOINT_FILE, REPLICATION_OFFSET_CHECKPOINT_FILE, SHARD_PLACEMENT_FILE,
 };
-use pinlog::log::batch::{build_batch, BatchSpec};
+use pinlog::log::batch::{self, build_batch, BatchIter, BatchSpec, CountRule};
 use pinlog::log::checkpoint::{decode_epoch_checkpoint, decode_offset_checkpoint};
 use pinlog::log::partition_metadata::{self, PARTITION_METADATA_FILE};
 use pinlog::log::producer_state::{decode_snapshot, SNAPSHOT_FILE_SUFFIX};
 use pinlog::protocol::api::ApiKey;
+use pinlog::protocol::chunks::RecordData;
 use pinlog::protocol::codec::Reader;
 use pinlog::protocol::header::{decode_response_header, RequestHeader};
+use pinlog::protocol::messages::fetch::{FetchPartition, FetchRequest, FetchResponse, FetchTopic};
 use pinlog::protocol::messages::produce::{
     PartitionProduceData, ProduceRequest, ProduceResponse, TopicProduceData,
 };
 use pinlog::quorum::log_store::QUORUM_STATE_FILE;
 use pinlog::tools::verify::verify_partition_dir;
 use pinlog_powerfs::CutMode;
-use support::kafka_conn::read_frame;
+use support::kafka_conn::{read_frame, Conn};
 use support::power::{seed_from_env, PowerDisk, Rng, SEED_ENV};
 use support::{kcat_produce, run_command, which, Broker, BrokerOpts};
 
@@ -68,6 +70,14 @@ const POINTS_ENV: &str = "PINLOG_POWER_LOSS_POINTS";
 /// Cuts per seed in CI: two seeds of this many keep the test near a minute.
 const POINTS_DEFAULT: usize = 3;
 const PRODUCE_VERSION: i16 = 9;
+const FETCH_VERSION: i16 = 12;
+/// The byte limit of each Fetch of [`read_all`].
+const READ_ALL_FETCH_BYTES: i32 = 8 << 20;
+/// How long [`read_all`] may take.
+const READ_ALL_TIMEOUT: Duration = Duration::from_secs(120);
+/// How long [`read_all`] waits for the high watermark to reach the end
+/// its caller expects.
+const READ_SETTLE: Duration = Duration::from_secs(10);
 /// How long the load runs before a cut, at most.
 const LOAD_MS_MAX: u64 = 1500;
 /// The default-flush test's compacted topic: each cut's round writes the
@@ -191,25 +201,74 @@ fn produce_until(addr: SocketAddr, mut next: u64, acks: Acks, stop: Arc<AtomicBo
     next
 }
 
-/// Every record of the topic as `(offset, value)`, read by kcat.
-fn read_all(broker: &Broker) -> Vec<(i64, String)> {
-    let out = run_command(
-        Command::new("kcat")
-            .args(["-C", "-b", &broker.bootstrap(), "-t", TOPIC])
-            .args(["-o", "beginning", "-e", "-q", "-f", "%o %s\\n"])
-            .stdin(std::process::Stdio::null()),
-        None,
-        Duration::from_secs(60),
-    );
-    assert!(out.success(), "kcat read: {out}");
-    out.stdout
-        .lines()
-        .filter(|l| !l.is_empty())
-        .map(|l| {
-            let (offset, value) = l.split_once(' ').expect("OFFSET VALUE");
-            (offset.parse().expect("an offset"), value.to_string())
-        })
-        .collect()
+/// Every record of the topic as `(offset, value)`, read with Fetch
+/// requests from offset 0 to the high watermark. Faster than a client
+/// that formats every record, which matters in long runs: the whole log
+/// is read back after every cut. Right after a start the high watermark
+/// may not have caught up with the log yet (the partition's leadership
+/// is applied after the listener opens): the read goes on until it
+/// reaches `expected_end` or [`READ_SETTLE`] passes, and the caller's
+/// checks then say what is missing.
+fn read_all(broker: &Broker, expected_end: i64) -> Vec<(i64, String)> {
+    let settle_until = Instant::now() + READ_SETTLE;
+    let addr: SocketAddr = broker.bootstrap().parse().expect("an address");
+    let mut conn = Conn::open(addr, "power-loss-reader", Duration::from_secs(30))
+        .expect("connect to the broker");
+    let deadline = Instant::now() + READ_ALL_TIMEOUT;
+    let mut out = Vec::new();
+    let mut next = 0i64;
+    loop {
+        assert!(
+            Instant::now() < deadline,
+            "reading {TOPIC} back took over {READ_ALL_TIMEOUT:?} (at offset {next})"
+        );
+        let req = FetchRequest {
+            max_bytes: READ_ALL_FETCH_BYTES,
+            topics: vec![FetchTopic {
+                topic: TOPIC.into(),
+                partitions: vec![FetchPartition {
+                    partition: 0,
+                    fetch_offset: next,
+                    partition_max_bytes: READ_ALL_FETCH_BYTES,
+                    ..FetchPartition::default()
+                }],
+            }],
+            ..FetchRequest::default()
+        };
+        let mut r = conn.call(ApiKey::Fetch, FETCH_VERSION, |w| {
+            req.encode(w, FETCH_VERSION)
+        });
+        let resp = FetchResponse::decode(&mut r, FETCH_VERSION).expect("decode Fetch");
+        let p = &resp.responses[0].partitions[0];
+        if p.error_code != 0 {
+            // Leadership or the log not open yet right after a start.
+            std::thread::sleep(Duration::from_millis(100));
+            continue;
+        }
+        let bytes = match &p.records {
+            Some(RecordData::Bytes(b)) => b.clone(),
+            Some(RecordData::Chunks(_)) => panic!("a decoded Fetch holds bytes"),
+            None => Bytes::new(),
+        };
+        // The last batch may be cut by the byte limit: stop at it.
+        for batch in BatchIter::new(&bytes, CountRule::Exact) {
+            let Ok((at, h)) = batch else { break };
+            let records = batch::records(&bytes[at..at + h.size_bytes()]).expect("records");
+            for record in records {
+                let record = record.expect("a record");
+                let offset = h.base_offset + record.offset_delta;
+                let value = String::from_utf8_lossy(record.value.unwrap_or_default());
+                out.push((offset, value.into_owned()));
+            }
+            next = h.next_offset();
+        }
+        if next >= p.high_watermark {
+            if next >= expected_end || Instant::now() >= settle_until {
+                return out;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
 }
 
 /// The checks after a restart: every acknowledged record at its offset,
@@ -296,10 +355,11 @@ fn run_seed(seed: u64, points: usize) {
         let mode = rng.cut_mode();
         let report = disk.fs().power_cut(mode).expect("power cut");
         broker.restart();
-        let log = read_all(&broker);
         let mut expected = acks.lock().expect("acks").clone();
         // The first record came from kcat: value v0 at offset 0.
         expected.remove(&u64::MAX);
+        let acknowledged_end = expected.values().max().map_or(1, |o| o + 1);
+        let log = read_all(&broker, acknowledged_end);
         assert_eq!(
             log.first().map(|(_, v)| v.as_str()),
             Some("v0"),
@@ -400,8 +460,8 @@ fn a_roll_makes_the_segment_before_it_durable_when_it_ends_on_a_block_boundary()
     broker.kill9();
     let report = disk.fs().power_cut(CutMode::DropAll).expect("power cut");
     broker.restart();
-    let log = read_all(&broker);
     let kept = first + second;
+    let log = read_all(&broker, kept as i64);
     assert!(
         log.len() as u64 >= kept,
         "{} records after the power cut, expected at least the {kept} of the two rolled \
@@ -562,7 +622,7 @@ fn run_default_flush_seed(seed: u64, points: usize) {
         Duration::from_secs(60),
     );
     assert!(created.success(), "create {COMPACTED}: {created}");
-    let mut kept = read_all(&broker);
+    let mut kept = read_all(&broker, 1);
     let mut rng = Rng(seed);
     let (mut next, mut acknowledged, mut lost, mut rebuilt, mut checkpoints) = (0, 0, 0, 0, 0);
     let started = Instant::now();
@@ -596,7 +656,8 @@ fn run_default_flush_seed(seed: u64, points: usize) {
             .unwrap_or("")
             .matches("recovered partition")
             .count();
-        let log = read_all(&broker);
+        // What the clean stop before this point made durable must be back.
+        let log = read_all(&broker, kept.len() as i64);
         let acks = acks.lock().expect("acks").clone();
         acknowledged += acks.len();
         let lost_now = check_prefix(&log, &kept, &acks, &at);

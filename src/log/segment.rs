@@ -908,11 +908,18 @@ impl Segment {
             .await
             .map_err(|e| LogError::io("stat segment", &self.log_path, -1, e))?;
         if on_disk != self.size_bytes {
-            // The caller makes it durable: a roll flushes the segment
-            // before the next one gets bytes, and a close flushes it too.
             crate::blocking_pool::gated(self.file.truncate(self.size_bytes))
                 .await
                 .map_err(|e| LogError::io("truncate segment", &self.log_path, -1, e))?;
+            // Durable at once, whatever the recovery point says: with
+            // `flush.messages=1` every byte was flushed already, so a
+            // roll's flush up to the new segment has nothing to do, and a
+            // power loss that brought the padding back would make recovery
+            // see a torn segment here and delete every later one (bug 14).
+            self.file
+                .fdatasync()
+                .await
+                .map_err(|e| LogError::io("fdatasync segment", &self.log_path, -1, e))?;
         }
         Ok(())
     }
