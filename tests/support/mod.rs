@@ -731,29 +731,7 @@ impl Broker {
             return;
         };
         let mut report = format!("=== test harness: the start hung; threads of pid {pid} ===\n");
-        if let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) {
-            for task in tasks.flatten() {
-                let read = |f: &str| {
-                    std::fs::read_to_string(task.path().join(f))
-                        .unwrap_or_default()
-                        .trim()
-                        .to_string()
-                };
-                // The state letter follows the command name in `stat`.
-                let stat = read("stat");
-                let state = stat
-                    .rsplit_once(')')
-                    .and_then(|(_, rest)| rest.split_whitespace().next())
-                    .unwrap_or("?")
-                    .to_string();
-                report.push_str(&format!(
-                    "{} {} state={state} wchan={}\n",
-                    task.file_name().to_string_lossy(),
-                    read("comm"),
-                    read("wchan"),
-                ));
-            }
-        }
+        report.push_str(&thread_states(&format!("/proc/{pid}/task")));
         // Bounded: gdb on a process it cannot attach to gives up at once.
         if let Ok(out) = Command::new("timeout")
             .args(["60", "gdb", "-batch", "-p", &pid.to_string()])
@@ -763,6 +741,10 @@ impl Broker {
         {
             report.push_str(&String::from_utf8_lossy(&out.stdout));
         }
+        // The broker may wait on this process: a test's FUSE file system
+        // serves its requests from threads here (tests/power_loss.rs).
+        report.push_str("=== the test process's own threads (kernel stacks) ===\n");
+        report.push_str(&thread_states("/proc/self/task"));
         report.push_str("=== end of threads ===\n");
         if let Ok(mut log) = OpenOptions::new().append(true).open(self.log_path()) {
             let _ = log.write_all(report.as_bytes());
@@ -1227,6 +1209,44 @@ impl std::fmt::Display for CmdOutput {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&self.display_with(200))
     }
+}
+
+/// Each thread under `tasks` (a `/proc/<pid>/task` directory): its id,
+/// name, state, kernel wait channel and, where readable (as root), its
+/// kernel stack.
+fn thread_states(tasks: &str) -> String {
+    let mut report = String::new();
+    let Ok(tasks) = std::fs::read_dir(tasks) else {
+        return report;
+    };
+    for task in tasks.flatten() {
+        let read = |f: &str| {
+            std::fs::read_to_string(task.path().join(f))
+                .unwrap_or_default()
+                .trim()
+                .to_string()
+        };
+        // The state letter follows the command name in `stat`.
+        let stat = read("stat");
+        let state = stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().next())
+            .unwrap_or("?")
+            .to_string();
+        report.push_str(&format!(
+            "{} {} state={state} wchan={}\n",
+            task.file_name().to_string_lossy(),
+            read("comm"),
+            read("wchan"),
+        ));
+        let stack = read("stack");
+        if state == "D" || (!stack.is_empty() && state != "R") {
+            for line in stack.lines() {
+                report.push_str(&format!("    {line}\n"));
+            }
+        }
+    }
+    report
 }
 
 /// How many of a live broker's last log lines its `Drop` prints when the
