@@ -706,25 +706,36 @@ fn a_crash_after_a_clean_start_recovers_only_past_the_recovery_point() {
         log.append_as_leader(producer_batch(1, 300, 0), 1, None, 0)
             .await
             .unwrap();
-        let before = log.read_all().await.unwrap();
-        // A crash: no close.
-        drop(log);
-        let params = OpenParams {
-            recovery_point,
-            ..params(false)
-        };
-        let mut log = PartitionLog::open(&path, tp, small_config(), params, None)
-            .await
-            .unwrap();
-        assert_eq!(
-            log.recovery_report().segments_recovered,
-            1,
-            "only the active segment holds offsets past the recovery point: {:?}",
-            log.recovery_report()
-        );
-        assert_eq!(log.read_all().await.unwrap(), before);
-        log.close().await.unwrap();
+        crash_and_recover_only_the_active_segment(log, &path, tp, recovery_point).await;
     });
+}
+
+/// Drops `log` without closing it (a crash), opens it again with
+/// `recovery_point` checkpointed, and checks that only the active segment
+/// was recovered and that every batch is still there.
+async fn crash_and_recover_only_the_active_segment(
+    mut log: PartitionLog,
+    path: &std::path::Path,
+    tp: TopicPartition,
+    recovery_point: i64,
+) {
+    let before = log.read_all().await.unwrap();
+    drop(log);
+    let params = OpenParams {
+        recovery_point,
+        ..params(false)
+    };
+    let mut log = PartitionLog::open(path, tp, small_config(), params, None)
+        .await
+        .unwrap();
+    assert_eq!(
+        log.recovery_report().segments_recovered,
+        1,
+        "only the active segment holds offsets past the recovery point: {:?}",
+        log.recovery_report()
+    );
+    assert_eq!(log.read_all().await.unwrap(), before);
+    log.close().await.unwrap();
 }
 
 /// Bug 18 (tests/README.md): with the default flush settings a roll is
@@ -761,25 +772,9 @@ fn a_roll_makes_the_earlier_segments_durable_and_moves_the_recovery_point() {
             }
         }
         assert!(rolls >= 2, "small segments roll: {rolls} rolls");
+        // A crash with that recovery point checkpointed: only the active
+        // segment is scanned.
         let recovery_point = log.recovery_point();
-        let before = log.read_all().await.unwrap();
-        // A crash (no close) with that recovery point checkpointed: only
-        // the active segment is scanned.
-        drop(log);
-        let params = OpenParams {
-            recovery_point,
-            ..params(false)
-        };
-        let mut log = PartitionLog::open(&path, tp, small_config(), params, None)
-            .await
-            .unwrap();
-        assert_eq!(
-            log.recovery_report().segments_recovered,
-            1,
-            "{:?}",
-            log.recovery_report()
-        );
-        assert_eq!(log.read_all().await.unwrap(), before);
-        log.close().await.unwrap();
+        crash_and_recover_only_the_active_segment(log, &path, tp, recovery_point).await;
     });
 }
