@@ -675,3 +675,175 @@ fn kip848_protocol_boundaries_and_member_epochs_on_offsets() {
     let resp = join_group::JoinGroupResponse::decode(&mut r, 3).expect("decode JoinGroup");
     assert_eq!(resp.error_code, NONE, "{resp:?}");
 }
+
+/// A group write that times out is answered COORDINATOR_NOT_AVAILABLE, as
+/// Kafka's coordinators answer it, never REQUEST_TIMED_OUT: the KIP-848 and
+/// share consumers take REQUEST_TIMED_OUT on a heartbeat for an unexpected
+/// error and stop for good (the fault suite's share member did, after a
+/// node was killed: it consumed nothing more). The offsets partition's two
+/// followers are stopped while they are still in its ISR (a long
+/// `replica.lag.time.max.ms`, and no quorum to fence them), so no write can
+/// reach its high watermark: a ConsumerGroupHeartbeat join, a
+/// ShareGroupHeartbeat join and an OffsetCommit each meet the write
+/// timeout. Once the followers go on, the same requests succeed.
+#[test]
+fn group_writes_that_time_out_answer_coordinator_not_available() {
+    use pinlog::protocol::api::ApiKey;
+    use pinlog::protocol::error_code::*;
+    use pinlog::protocol::messages::*;
+    use support::kafka_conn::Conn;
+    if skipped("group_writes_that_time_out_answer_coordinator_not_available") {
+        return;
+    }
+    let _serial = serial();
+    /// Far longer than the followers' stop: they stay in the ISR, and
+    /// every write waits for them.
+    const LAG_TIME_MAX_MS: i64 = 300_000;
+    const GROUP: &str = "g-write-timeout";
+    const TRANSIENT: [i16; 3] = [
+        COORDINATOR_NOT_AVAILABLE,
+        COORDINATOR_LOAD_IN_PROGRESS,
+        NOT_COORDINATOR,
+    ];
+    let opts = BrokerOpts::new()
+        .setting("offsets.topic.num.partitions", 1)
+        .setting("offsets.topic.replication.factor", 3)
+        .setting("replica.lag.time.max.ms", LAG_TIME_MAX_MS);
+    let nodes = support::Cluster::start(3, opts).nodes;
+    // OffsetCommit wants a topic that exists.
+    let created = run_command(
+        Command::new(support::PINLOG_BIN)
+            .args(["topic", "create", "t", "--partitions", "1"])
+            .args(["--bootstrap-server", &nodes[0].bootstrap()]),
+        None,
+        STEP_TIMEOUT,
+    );
+    assert!(created.success(), "create t: {created}");
+    let connect = |node: &Broker| {
+        let addr: std::net::SocketAddr = node.bootstrap().parse().expect("an address");
+        Conn::open(addr, "pinlog-write-timeout", STEP_TIMEOUT).expect("connect")
+    };
+    // The coordinator's index in `nodes` (numbered from 1, in order), or
+    // None while there is none. FindCoordinator creates __consumer_offsets.
+    let find = |c: &mut Conn| -> Option<usize> {
+        let find = find_coordinator::FindCoordinatorRequest {
+            key: GROUP.into(),
+            key_type: find_coordinator::KEY_TYPE_GROUP,
+            coordinator_keys: Vec::new(),
+        };
+        let mut r = c.call(ApiKey::FindCoordinator, 3, |w| find.encode(w, 3));
+        let resp = find_coordinator::FindCoordinatorResponse::decode(&mut r, 3)
+            .expect("decode FindCoordinator");
+        (resp.error_code == NONE).then(|| resp.node_id as usize - 1)
+    };
+    let consumer_join = |c: &mut Conn, member: &str| -> i16 {
+        let req = consumer_group_heartbeat::ConsumerGroupHeartbeatRequest {
+            group_id: GROUP.into(),
+            member_id: member.into(),
+            member_epoch: 0,
+            rebalance_timeout_ms: 30_000,
+            subscribed_topic_names: Some(vec!["t".into()]),
+            topic_partitions: Some(Vec::new()),
+            ..Default::default()
+        };
+        let mut r = c.call(ApiKey::ConsumerGroupHeartbeat, 1, |w| req.encode(w, 1));
+        consumer_group_heartbeat::ConsumerGroupHeartbeatResponse::decode(&mut r, 1)
+            .expect("decode ConsumerGroupHeartbeat")
+            .error_code
+    };
+    // Its group shares the consumer group's offsets partition (there is
+    // one).
+    let share_join = |c: &mut Conn, member: &str| -> i16 {
+        let req = share_group_heartbeat::ShareGroupHeartbeatRequest {
+            group_id: format!("{GROUP}-share"),
+            member_id: member.into(),
+            member_epoch: 0,
+            rack_id: None,
+            subscribed_topic_names: Some(vec!["t".into()]),
+        };
+        let mut r = c.call(ApiKey::ShareGroupHeartbeat, 1, |w| req.encode(w, 1));
+        share_group_heartbeat::ShareGroupHeartbeatResponse::decode(&mut r, 1)
+            .expect("decode ShareGroupHeartbeat")
+            .error_code
+    };
+    let commit = |c: &mut Conn| -> i16 {
+        let req = offset_commit::OffsetCommitRequest {
+            group_id: format!("{GROUP}-admin"),
+            generation_id_or_member_epoch: -1,
+            topics: vec![offset_commit::OffsetCommitRequestTopic {
+                name: "t".into(),
+                partitions: vec![offset_commit::OffsetCommitRequestPartition {
+                    partition_index: 0,
+                    committed_offset: 7,
+                    committed_leader_epoch: -1,
+                    ..Default::default()
+                }],
+            }],
+            ..Default::default()
+        };
+        let mut r = c.call(ApiKey::OffsetCommit, 9, |w| req.encode(w, 9));
+        let resp = offset_commit::OffsetCommitResponse::decode(&mut r, 9).expect("decode");
+        resp.topics[0].partitions[0].error_code
+    };
+    // `call` on the group's coordinator, wherever it is, until it succeeds
+    // (a node's restart or fencing may move it).
+    let settled = |what: &str, call: &dyn Fn(&mut Conn) -> i16| {
+        let deadline = Instant::now() + STEP_TIMEOUT;
+        let mut any = connect(&nodes[0]);
+        loop {
+            let code = match find(&mut any) {
+                Some(at) => call(&mut connect(&nodes[at])),
+                None => COORDINATOR_NOT_AVAILABLE,
+            };
+            if code == NONE {
+                return;
+            }
+            assert!(
+                TRANSIENT.contains(&code) && Instant::now() < deadline,
+                "{what}: error {code}"
+            );
+            std::thread::sleep(POLL_INTERVAL);
+        }
+    };
+    // Writes go through while every replica follows.
+    settled("a consumer join", &|c| {
+        consumer_join(c, "member-a-0000000000001")
+    });
+    settled("a share join", &|c| share_join(c, "share-a-0000000000001"));
+    settled("a commit", &commit);
+
+    let mut c = connect(&nodes[0]);
+    let at = find(&mut c).expect("the group has a coordinator");
+    let mut c = connect(&nodes[at]);
+    let followers: Vec<&Broker> = (0..nodes.len())
+        .filter(|i| *i != at)
+        .map(|i| &nodes[i])
+        .collect();
+    for f in &followers {
+        f.signal(libc::SIGSTOP);
+    }
+    let answers = [
+        (
+            "a consumer join",
+            consumer_join(&mut c, "member-b-0000000000001"),
+        ),
+        ("a share join", share_join(&mut c, "share-b-0000000000001")),
+        ("a commit", commit(&mut c)),
+    ];
+    for f in &followers {
+        f.signal(libc::SIGCONT);
+    }
+    for (what, code) in answers {
+        assert_eq!(
+            code, COORDINATOR_NOT_AVAILABLE,
+            "{what} whose write timed out (REQUEST_TIMED_OUT is {REQUEST_TIMED_OUT})"
+        );
+    }
+    settled("a consumer join after the followers resumed", &|c| {
+        consumer_join(c, "member-b-0000000000001")
+    });
+    settled("a share join after the followers resumed", &|c| {
+        share_join(c, "share-b-0000000000001")
+    });
+    settled("a commit after the followers resumed", &commit);
+}

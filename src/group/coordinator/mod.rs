@@ -443,7 +443,12 @@ impl GroupCoordinator {
         match append_replicated(shard, &tp, records, None, timeout).await {
             Ok(_) => Ok(()),
             Err(InternalWriteError::NotLeader) => Err(error_code::NOT_COORDINATOR),
-            Err(InternalWriteError::Timeout) => Err(error_code::REQUEST_TIMED_OUT),
+            // Kafka's coordinators answer a write that timed out with
+            // COORDINATOR_NOT_AVAILABLE (`handleOperationException`), which
+            // every client retries after finding the coordinator again. The
+            // KIP-848 and share consumers take REQUEST_TIMED_OUT on a
+            // heartbeat for an unexpected error and stop for good.
+            Err(InternalWriteError::Timeout) => Err(error_code::COORDINATOR_NOT_AVAILABLE),
             Err(InternalWriteError::Unavailable) => Err(error_code::COORDINATOR_NOT_AVAILABLE),
             Err(InternalWriteError::Log(e)) => {
                 tracing::error!(partition = %tp, "writing group state failed: {e}");

@@ -133,7 +133,8 @@ impl GroupCoordinator {
             Err(InternalWriteError::NotLeader) => Err(error_code::NOT_COORDINATOR),
             // The batch is in the log and may still commit: its offsets
             // stay pending for the marker, as they would after a reload.
-            Err(InternalWriteError::Timeout) => Err(error_code::REQUEST_TIMED_OUT),
+            // Kafka's answer to a write that timed out (see `append`).
+            Err(InternalWriteError::Timeout) => Err(error_code::COORDINATOR_NOT_AVAILABLE),
             Err(InternalWriteError::Unavailable) => {
                 forget();
                 Err(error_code::COORDINATOR_NOT_AVAILABLE)
