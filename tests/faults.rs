@@ -113,6 +113,34 @@ const RESTART_TIMEOUT: Duration = Duration::from_secs(40);
 /// failed assertion), so that none outlives it.
 struct Clients(Vec<(String, Child)>);
 
+/// The lines of each client's own log a failed run shows: the clients'
+/// errors (a share member's failed polls, a producer's retries) are often
+/// why the checker found what it found.
+const CLIENT_LOG_TAIL_LINES: usize = 30;
+
+impl Clients {
+    /// The last [`CLIENT_LOG_TAIL_LINES`] of every client's log that has
+    /// anything in it.
+    fn log_tails(&self, history: &Path) -> String {
+        let mut out = String::new();
+        for (name, _) in &self.0 {
+            let log = support::read_logged(history, name);
+            let lines: Vec<&str> = log.lines().collect();
+            if lines.is_empty() {
+                continue;
+            }
+            let from = lines.len().saturating_sub(CLIENT_LOG_TAIL_LINES);
+            out.push_str(&format!(
+                "--- client {name}: last {} of {} log lines ---\n{}\n",
+                lines.len() - from,
+                lines.len(),
+                lines[from..].join("\n")
+            ));
+        }
+        out
+    }
+}
+
 impl Drop for Clients {
     fn drop(&mut self) {
         for (_, child) in &mut self.0 {
@@ -956,7 +984,8 @@ fn run_under_nemesis(
     std::fs::write(run.history.join("RESULT"), &record).expect("write the result");
     if !out.success() || !divergent.is_empty() {
         run.fail(&format!(
-            "{record}\nchecker:\n{out}\ndivergent replicas: {divergent:?}\nhistories kept in {}",
+            "{record}\nchecker:\n{out}\ndivergent replicas: {divergent:?}\n{}histories kept in {}",
+            clients.log_tails(&run.history),
             run.history.display()
         ));
     }

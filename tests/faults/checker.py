@@ -135,6 +135,18 @@ def lines(path):
                 print("note: %s:%d is not JSON (a torn last line?)" % (path, n))
 
 
+def ranges(offsets):
+    """'[a-b, c, ...]' of sorted offsets, at most eight ranges."""
+    out = []
+    for o in offsets:
+        if out and out[-1][1] == o - 1:
+            out[-1][1] = o
+        else:
+            out.append([o, o])
+    shown = ["%d" % a if a == b else "%d-%d" % (a, b) for a, b in out[:8]]
+    return "[" + ", ".join(shown) + (", ..." if len(out) > 8 else "") + "]"
+
+
 def files(directory, pattern):
     return sorted(glob.glob(os.path.join(directory, pattern)))
 
@@ -335,10 +347,24 @@ def check_share(directory, report, at):
                 report.violation("share_redelivered", "%d@%d was accepted (commitSync "
                                  "returned at %d) and delivered again at %s"
                                  % (p, o, accepted, later))
+    lost = defaultdict(list)         # p -> [offsets never delivered]
     for (p, o), rid in sorted(at.items()):
         if (p, o) not in deliveries:
             report.violation("share_lost", "%s at %d@%d never reached the share group"
                              % (rid, p, o))
+            lost[p].append(o)
+    if lost:
+        # A stalled share partition loses a whole tail, far more than the
+        # violations printed: say which partitions, which offsets, and when
+        # each partition last delivered, relative to the member's start.
+        start = min((t for seen in deliveries.values() for t, _, _ in seen), default=0)
+        for p in sorted({p for p, _ in at}):
+            last = max((seen[-1][0] for (q, _), seen in deliveries.items() if q == p),
+                       default=None)
+            print("share partition %d: %d records, %d never delivered %s; last delivery %s"
+                  % (p, len([1 for q, _ in at if q == p]), len(lost.get(p, [])),
+                     ranges(lost.get(p, [])),
+                     "at +%.1f s" % ((last - start) / 1000) if last is not None else "never"))
     return {
         "share_delivered": len(deliveries),
         "share_accepted": len(accepted_at),
