@@ -25,7 +25,7 @@ use fuser::{
     ReplyEntry, ReplyOpen, ReplyStatfs, ReplyWrite, Request, TimeOrNow, WriteFlags,
 };
 
-use crate::journal::{CutMode, CutReport, Journal, Undo};
+use crate::journal::{CutMode, CutReport, Journal, OldBytes, Undo};
 
 /// The backing directory's entry that holds removed inodes until their
 /// removal is durable; the mount does not show it.
@@ -167,8 +167,7 @@ impl State {
     ) -> io::Result<()> {
         let old_len = file.metadata()?.len();
         let end = (offset.saturating_add(len)).min(old_len);
-        let mut old_bytes = vec![0; end.saturating_sub(offset) as usize];
-        file.read_exact_at(&mut old_bytes, offset)?;
+        let old_bytes = OldBytes::read(file, offset, end.saturating_sub(offset))?;
         self.journal.push(Undo::Data {
             ino: ino.0,
             file: Arc::clone(file),

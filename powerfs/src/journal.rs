@@ -34,7 +34,7 @@ pub(crate) enum Undo {
         ino: u64,
         file: Arc<File>,
         offset: u64,
-        old_bytes: Vec<u8>,
+        old_bytes: OldBytes,
         old_len: u64,
     },
     /// A name appeared (create, mknod, mkdir): remove it (a directory with
@@ -64,6 +64,71 @@ pub(crate) enum Undo {
         replaced: Option<OsString>,
         synced: [bool; 2],
     },
+}
+
+/// The bytes a data change replaced, without their run of trailing zeros,
+/// which is kept as a count. A broker's mapped indexes are preallocated
+/// sparse files (10 MiB by default) that recovery trims to their few live
+/// bytes at every start; keeping each trimmed region whole cost a long
+/// power-loss run gigabytes of memory, and every cut as many bytes of
+/// zeros written back.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct OldBytes {
+    prefix: Vec<u8>,
+    zeros: u64,
+}
+
+/// How much of a file [`OldBytes`] reads, or writes back as zeros, at once.
+const CHUNK: usize = 1 << 20;
+
+impl OldBytes {
+    /// Reads `[offset, offset + len)` of `file` (which must hold it).
+    pub(crate) fn read(file: &File, offset: u64, len: u64) -> io::Result<OldBytes> {
+        let mut old = OldBytes {
+            prefix: Vec::new(),
+            zeros: 0,
+        };
+        let mut chunk = vec![0; CHUNK.min(len as usize)];
+        let mut at = offset;
+        while at < offset + len {
+            let n = CHUNK.min((offset + len - at) as usize);
+            file.read_exact_at(&mut chunk[..n], at)?;
+            old.push(&chunk[..n]);
+            at += n as u64;
+        }
+        old.prefix.shrink_to_fit();
+        Ok(old)
+    }
+
+    fn push(&mut self, bytes: &[u8]) {
+        match bytes.iter().rposition(|b| *b != 0) {
+            None => self.zeros += bytes.len() as u64,
+            Some(last) => {
+                let zeros = self.prefix.len() + self.zeros as usize;
+                self.prefix.resize(zeros, 0);
+                self.prefix.extend_from_slice(&bytes[..=last]);
+                self.zeros = (bytes.len() - last - 1) as u64;
+            }
+        }
+    }
+
+    /// Puts the bytes back at `offset` of `file`, whose bytes from
+    /// `zero_from` on are known to be zeros already (a length the file
+    /// was just extended from), so that only the zeros below it are
+    /// written.
+    fn write_back(&self, file: &File, offset: u64, zero_from: u64) -> io::Result<()> {
+        file.write_all_at(&self.prefix, offset)?;
+        let start = offset + self.prefix.len() as u64;
+        let end = (start + self.zeros).min(zero_from.max(start));
+        let zeros = vec![0; CHUNK.min((end - start) as usize)];
+        let mut at = start;
+        while at < end {
+            let n = CHUNK.min((end - at) as usize);
+            file.write_all_at(&zeros[..n], at)?;
+            at += n as u64;
+        }
+        Ok(())
+    }
 }
 
 /// What a cut keeps of the changes no sync made durable.
@@ -233,8 +298,11 @@ impl Journal {
                     old_len,
                     ..
                 } => {
+                    // Past the file's present length, the extension to
+                    // `old_len` reads as zeros.
+                    let present = file.metadata()?.len();
                     file.set_len(old_len)?;
-                    file.write_all_at(&old_bytes, offset)?;
+                    old_bytes.write_back(&file, offset, present)?;
                     report.data_undone += 1;
                 }
                 Undo::Created { dir, name, .. } => {
@@ -269,5 +337,67 @@ impl Journal {
         let left = std::fs::read_dir(at(&self.trash, &OsString::new()))?.count();
         assert_eq!(left, 0, "the trash is empty after a cut");
         Ok(report)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Live bytes, a zero run inside them, a nonzero byte past the first
+    /// chunk, then a long zero tail: what a trimmed index looks like.
+    fn sample() -> Vec<u8> {
+        let mut bytes = vec![0u8; 3 * CHUNK + 777];
+        bytes[..3].copy_from_slice(&[1, 2, 3]);
+        bytes[CHUNK + 5] = 9;
+        bytes
+    }
+
+    fn file_with(bytes: &[u8]) -> (tempfile::NamedTempFile, File) {
+        let tmp = tempfile::NamedTempFile::new().expect("a temporary file");
+        let file = tmp.reopen().expect("open it");
+        file.write_all_at(bytes, 0).expect("write");
+        (tmp, file)
+    }
+
+    fn contents(file: &File) -> Vec<u8> {
+        let mut out = vec![0; file.metadata().expect("stat").len() as usize];
+        file.read_exact_at(&mut out, 0).expect("read");
+        out
+    }
+
+    #[test]
+    fn keeps_the_trailing_zeros_as_a_count() {
+        let bytes = sample();
+        let (_tmp, file) = file_with(&bytes);
+        let old = OldBytes::read(&file, 0, bytes.len() as u64).expect("read");
+        assert_eq!(old.prefix.len(), CHUNK + 6);
+        assert_eq!(old.prefix.len() as u64 + old.zeros, bytes.len() as u64);
+        assert_eq!(old.prefix[..], bytes[..CHUNK + 6]);
+        let zeros = OldBytes::read(&file, (CHUNK + 6) as u64, 100).expect("read");
+        assert_eq!((zeros.prefix.len(), zeros.zeros), (0, 100));
+    }
+
+    #[test]
+    fn an_overwrite_is_undone_zeros_included() {
+        let bytes = sample();
+        let (_tmp, file) = file_with(&bytes);
+        let old = OldBytes::read(&file, 2, bytes.len() as u64 - 2).expect("read");
+        file.write_all_at(&vec![0xff; bytes.len() - 2], 2)
+            .expect("overwrite");
+        let present = file.metadata().expect("stat").len();
+        old.write_back(&file, 2, present).expect("write back");
+        assert_eq!(contents(&file), bytes);
+    }
+
+    #[test]
+    fn a_truncate_is_undone_from_the_extension() {
+        let bytes = sample();
+        let (_tmp, file) = file_with(&bytes);
+        let old = OldBytes::read(&file, 10, bytes.len() as u64 - 10).expect("read");
+        file.set_len(10).expect("truncate");
+        file.set_len(bytes.len() as u64).expect("extend");
+        old.write_back(&file, 10, 10).expect("write back");
+        assert_eq!(contents(&file), bytes);
     }
 }
