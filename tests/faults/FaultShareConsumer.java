@@ -12,8 +12,9 @@
 //       an error, returned at t (durable from then on)
 //   {"share": "commit_failed", "acks": [[P, OFFSET], ...], "err": NAME, "t": MS}
 // Once the file STOP exists it drains: it goes on until no record came for
-// DRAIN_IDLE_SECONDS (longer than the group's lock duration, so records a
-// lost session held come back first), then closes.
+// DRAIN_IDLE_SECONDS since the later of its last record and the drain's
+// start (longer than the group's lock duration, so records a lost session
+// held come back first), then closes.
 
 import java.io.FileOutputStream;
 import java.io.OutputStreamWriter;
@@ -42,6 +43,8 @@ public class FaultShareConsumer {
     static final Duration MAX_RUN = Duration.ofHours(3);
     /** Bound on the drain after STOP. */
     static final Duration MAX_DRAIN = Duration.ofSeconds(120);
+    /** A commitSync slower than this is noted in the client's log. */
+    static final Duration SLOW_COMMIT = Duration.ofSeconds(5);
 
     public static void main(String[] args) throws Exception {
         String bootstrap = args[0], group = args[1], topic = args[2];
@@ -66,7 +69,10 @@ public class FaultShareConsumer {
                 if (drainFrom == null && Files.exists(stop)) {
                     drainFrom = now;
                 }
-                if (drainFrom != null && (now - lastRecord > drainIdleNanos
+                // Idle since the later of the last record and the drain's
+                // start: a commitSync that waited out a coordinator's
+                // failover must not count as the drain's quiet time.
+                if (drainFrom != null && (now - Math.max(lastRecord, drainFrom) > drainIdleNanos
                         || now - drainFrom > MAX_DRAIN.toNanos())) {
                     break;
                 }
@@ -91,8 +97,14 @@ public class FaultShareConsumer {
                     consumer.acknowledge(r, AcknowledgeType.ACCEPT);
                     acks.add(new long[] {r.partition(), r.offset()});
                 }
+                long committing = System.nanoTime();
                 try {
                     Map<TopicIdPartition, Optional<KafkaException>> outcome = consumer.commitSync();
+                    long tookMs = (System.nanoTime() - committing) / 1_000_000;
+                    if (tookMs > SLOW_COMMIT.toMillis()) {
+                        // In the client's log, which a failed run shows.
+                        System.err.println("commitSync took " + tookMs + " ms");
+                    }
                     List<long[]> clean = new ArrayList<>(), failed = new ArrayList<>();
                     String err = "";
                     for (long[] a : acks) {
