@@ -160,18 +160,32 @@ pub async fn handle(
                 );
                 for (name, value, is_own) in effective.describe(own) {
                     if wanted(name) {
+                        // Kafka marks what the group does not set as a
+                        // default, whatever the broker's setting.
+                        let source = if is_own {
+                            CONFIG_SOURCE_GROUP
+                        } else {
+                            CONFIG_SOURCE_DEFAULT
+                        };
+                        // Kafka's one synonym of a group config: itself,
+                        // from where its value came (a group config's
+                        // name is no broker setting's).
+                        let synonyms = if req.include_synonyms {
+                            vec![DescribeConfigsSynonym {
+                                name: name.to_string(),
+                                value: Some(value.clone()),
+                                source,
+                            }]
+                        } else {
+                            Vec::new()
+                        };
                         result.configs.push(DescribeConfigsResourceResult {
                             name: name.to_string(),
                             value: Some(value),
                             read_only: false,
-                            // Kafka marks what the group does not set as
-                            // a default, whatever the broker's setting.
-                            config_source: if is_own {
-                                CONFIG_SOURCE_GROUP
-                            } else {
-                                CONFIG_SOURCE_DEFAULT
-                            },
+                            config_source: source,
                             is_sensitive: false,
+                            synonyms,
                             ..Default::default()
                         });
                     }
