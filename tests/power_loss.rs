@@ -88,8 +88,12 @@ const COMPACTED_KEYS: usize = 200;
 /// The cleaner's pause between passes in the default-flush test (Kafka's
 /// default is 15 s).
 const CLEANER_BACKOFF_MS: i64 = 100;
-/// The default-flush test's HW checkpoint interval: short, so that cuts
-/// land during its writes too (Kafka's default is 5 s).
+/// The HW checkpoint interval of both tests (the recovery points are
+/// checkpointed with it): short, so that cuts land during its writes too,
+/// and so that a restart recovers what came since the last checkpoint,
+/// not the whole log. At Kafka's default (5 s) no checkpoint was ever
+/// written between two cuts, and a long run's restarts scanned every
+/// segment: 4 s a cut after 130 cuts, growing with the log.
 const HW_CHECKPOINT_INTERVAL_MS: i64 = 100;
 
 /// What the producer learnt: record number to the offset it was
@@ -331,7 +335,11 @@ fn run_seed(seed: u64, points: usize) {
             .setting("log.flush.interval.messages", 1)
             .setting("num.partitions", 1)
             // Small segments: rolls (new files) happen between cuts.
-            .setting("log.segment.bytes", 16 * 1024),
+            .setting("log.segment.bytes", 16 * 1024)
+            .setting(
+                "replica.high.watermark.checkpoint.interval.ms",
+                HW_CHECKPOINT_INTERVAL_MS,
+            ),
     );
     assert!(kcat_produce(&broker.bootstrap(), TOPIC, 0, 1).success());
     let acks: Acks = Arc::default();
@@ -395,8 +403,6 @@ fn acknowledged_records_survive_power_cuts() {
     run_seed(random, points);
 }
 
-/// The partition directories of the data directory `data` (the metadata
-/// quorum's included; those of deleted partitions not).
 /// Bug 18 (tests/README.md): a segment whose last batch ends on a block
 /// boundary leaves no direct-I/O padding to cut at its roll, and only the
 /// padding cut was fdatasync'ed then. A power loss took such a segment's
@@ -415,26 +421,10 @@ fn a_roll_makes_the_segment_before_it_durable_when_it_ends_on_a_block_boundary()
     const ALIGNED_BATCH: usize = 512;
     const UNALIGNED_BATCH: usize = 500;
     let disk = PowerDisk::mount(MOUNT_PREFIX);
-    let mut broker = Broker::start(
-        BrokerOpts::new()
-            .data_dir(&disk.data)
-            .setting("num.partitions", 1)
-            .setting("log.segment.bytes", SEGMENT_BYTES as i64),
+    let (mut broker, mut stream) = broker_with_topic(
+        &disk,
+        BrokerOpts::new().setting("log.segment.bytes", SEGMENT_BYTES as i64),
     );
-    let created = run_command(
-        Command::new(support::PINLOG_BIN)
-            .args(["topic", "create", TOPIC, "--partitions", "1"])
-            .args(["--bootstrap-server", &broker.bootstrap()]),
-        None,
-        Duration::from_secs(60),
-    );
-    assert!(created.success(), "create {TOPIC}: {created}");
-    let addr: SocketAddr = broker.bootstrap().parse().expect("an address");
-    let mut stream =
-        TcpStream::connect_timeout(&addr, Duration::from_secs(5)).expect("connect to the broker");
-    stream
-        .set_read_timeout(Some(Duration::from_secs(15)))
-        .expect("a read timeout");
     let first = (SEGMENT_BYTES / ALIGNED_BATCH) as u64;
     let second = (SEGMENT_BYTES / UNALIGNED_BATCH) as u64;
     let mut n = 0;
@@ -482,6 +472,95 @@ fn a_roll_makes_the_segment_before_it_durable_when_it_ends_on_a_block_boundary()
     disk.unmount();
 }
 
+/// A broker on `disk` with `opts`, [`TOPIC`] created with one partition,
+/// and a connection to it for [`produce_batch`].
+fn broker_with_topic(disk: &PowerDisk, opts: BrokerOpts) -> (Broker, TcpStream) {
+    let broker = Broker::start(opts.data_dir(&disk.data).setting("num.partitions", 1));
+    let created = run_command(
+        Command::new(support::PINLOG_BIN)
+            .args(["topic", "create", TOPIC, "--partitions", "1"])
+            .args(["--bootstrap-server", &broker.bootstrap()]),
+        None,
+        Duration::from_secs(60),
+    );
+    assert!(created.success(), "create {TOPIC}: {created}");
+    let addr: SocketAddr = broker.bootstrap().parse().expect("an address");
+    let stream =
+        TcpStream::connect_timeout(&addr, Duration::from_secs(5)).expect("connect to the broker");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(15)))
+        .expect("a read timeout");
+    (broker, stream)
+}
+
+/// With `flush.messages=1` every byte is durable before a roll, so the
+/// roll's flush has nothing to do; but the roll seals the old segment: the
+/// time index gets its last entry and both indexes are cut from their
+/// preallocated 10 MiB to what they use. That seal was not synced, so a
+/// power loss brought the preallocated indexes back, recovery rebuilt them
+/// at the next start (and, the rebuild not synced either, at every start
+/// after: a long power-loss run rebuilt 20 to 30 segments per restart).
+/// Now the roll syncs the seal: after a cut every rolled segment's indexes
+/// have their used size, and the time index its entry.
+#[test]
+fn a_roll_under_flush_every_message_makes_the_sealed_indexes_durable() {
+    if !can_run() {
+        return;
+    }
+    const SEGMENT_BYTES: usize = 16 * 1024;
+    const BATCH: usize = 500;
+    /// Kafka's `segment.index.bytes` default: what a new index is
+    /// preallocated to.
+    const PREALLOCATED: u64 = 10 * 1024 * 1024;
+    let disk = PowerDisk::mount(MOUNT_PREFIX);
+    let (mut broker, mut stream) = broker_with_topic(
+        &disk,
+        BrokerOpts::new()
+            .setting("log.flush.interval.messages", 1)
+            .setting("log.segment.bytes", SEGMENT_BYTES as i64),
+    );
+    // Three segments: two rolled, one active.
+    let records = (2 * SEGMENT_BYTES / BATCH + 1) as u64;
+    for n in 0..records {
+        let offset = produce_batch(&mut stream, n, record_batch_of_len(n, BATCH))
+            .unwrap_or_else(|e| panic!("produce record {n}: {e}"));
+        assert_eq!(offset, n as i64, "record {n}'s offset");
+    }
+    broker.kill9();
+    disk.fs().power_cut(CutMode::DropAll).expect("power cut");
+    let dir = disk.data.join(format!("{TOPIC}-0"));
+    let mut bases: Vec<String> = std::fs::read_dir(&dir)
+        .expect("list the partition directory")
+        .filter_map(|e| e.ok())
+        .filter_map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            name.strip_suffix(".log").map(str::to_string)
+        })
+        .collect();
+    bases.sort();
+    assert!(bases.len() >= 3, "two rolls at least: {bases:?}");
+    for base in &bases[..bases.len() - 1] {
+        for (suffix, entry) in [("index", 8), ("timeindex", 12)] {
+            let path = dir.join(format!("{base}.{suffix}"));
+            let len = std::fs::metadata(&path)
+                .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+                .len();
+            assert!(
+                len < PREALLOCATED && len >= entry && len % entry == 0,
+                "{}: {len} bytes after the power cut (preallocated: {PREALLOCATED})",
+                path.display()
+            );
+        }
+    }
+    broker.restart();
+    let log = read_all(&broker, records as i64);
+    assert_eq!(log.len() as u64, records, "every record after the cut");
+    drop(broker);
+    disk.unmount();
+}
+
+/// The partition directories of the data directory `data` (the metadata
+/// quorum's included; those of deleted partitions not).
 fn partition_dirs(data: &Path) -> Vec<std::path::PathBuf> {
     let mut dirs: Vec<_> = std::fs::read_dir(data)
         .expect("list the data directory")

@@ -1129,6 +1129,15 @@ impl PartitionLog {
         }
         let r = self.active_mut().on_become_inactive().await;
         self.fail(r)?;
+        if self.recovery_point >= base_offset {
+            // Every byte was flushed already (`flush.messages=1`), so the
+            // flush below has nothing to do; but the seal is new: the time
+            // index's last entry and both indexes cut to their used size.
+            // Unsynced, a power loss brings the preallocated indexes back,
+            // and every later start rebuilds them.
+            let r = self.active_mut().flush().await;
+            self.fail(r)?;
+        }
         // As Kafka's roll (its flush up to the new segment's base offset):
         // every byte before the new segment is durable before the new one
         // gets any, and the recovery point moves there. A power loss then
