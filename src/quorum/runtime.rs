@@ -187,7 +187,10 @@ impl AsyncRuntime for GlommioRuntime {
         self.executor
             .as_ref()
             .expect("block_on needs a runtime made by new()")
-            .run(future)
+            .run(async move {
+                crate::blocking_pool::keep_reactor_ticking();
+                future.await
+            })
     }
 }
 

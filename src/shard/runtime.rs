@@ -142,9 +142,10 @@ where
             .spin_before_park(config.spin_before_park)
             .io_memory(config.io_memory_bytes);
         let handle = builder
-            .spawn(
-                move || async move { shard_main(id, config, startup, mesh, shutdown, body).await },
-            )
+            .spawn(move || async move {
+                crate::blocking_pool::keep_reactor_ticking();
+                shard_main(id, config, startup, mesh, shutdown, body).await
+            })
             .map_err(|e| LogError::io("start shard", format!("shard-{id}"), -1, e))?;
         handles.push(handle);
     }

@@ -14,7 +14,10 @@ where
     T: Send + 'static,
 {
     LocalExecutorBuilder::new(Placement::Unbound)
-        .spawn(move || async move { f().await })
+        .spawn(move || async move {
+            pinlog::blocking_pool::keep_reactor_ticking();
+            f().await
+        })
         .expect("start glommio executor")
         .join()
         .expect("executor panicked")
