@@ -427,15 +427,8 @@ fn a_roll_makes_the_segment_before_it_durable_when_it_ends_on_a_block_boundary()
     );
     let first = (SEGMENT_BYTES / ALIGNED_BATCH) as u64;
     let second = (SEGMENT_BYTES / UNALIGNED_BATCH) as u64;
-    let mut n = 0;
-    for (count, len) in [(first, ALIGNED_BATCH), (second + 1, UNALIGNED_BATCH)] {
-        for _ in 0..count {
-            let offset = produce_batch(&mut stream, n, record_batch_of_len(n, len))
-                .unwrap_or_else(|e| panic!("produce record {n}: {e}"));
-            assert_eq!(offset, n as i64, "record {n}'s offset");
-            n += 1;
-        }
-    }
+    produce_in_order(&mut stream, 0..first, ALIGNED_BATCH);
+    produce_in_order(&mut stream, first..first + second + 1, UNALIGNED_BATCH);
     let segments = std::fs::read_dir(disk.data.join(format!("{TOPIC}-0")))
         .expect("list the partition directory")
         .filter(|e| {
@@ -493,6 +486,16 @@ fn broker_with_topic(disk: &PowerDisk, opts: BrokerOpts) -> (Broker, TcpStream) 
     (broker, stream)
 }
 
+/// Produces records `numbers` of `len` bytes each, one batch each, and
+/// checks that record n lands at offset n.
+fn produce_in_order(stream: &mut TcpStream, numbers: std::ops::Range<u64>, len: usize) {
+    for n in numbers {
+        let offset = produce_batch(stream, n, record_batch_of_len(n, len))
+            .unwrap_or_else(|e| panic!("produce record {n}: {e}"));
+        assert_eq!(offset, n as i64, "record {n}'s offset");
+    }
+}
+
 /// With `flush.messages=1` every byte is durable before a roll, so the
 /// roll's flush has nothing to do; but the roll seals the old segment: the
 /// time index gets its last entry and both indexes are cut from their
@@ -521,11 +524,7 @@ fn a_roll_under_flush_every_message_makes_the_sealed_indexes_durable() {
     );
     // Three segments: two rolled, one active.
     let records = (2 * SEGMENT_BYTES / BATCH + 1) as u64;
-    for n in 0..records {
-        let offset = produce_batch(&mut stream, n, record_batch_of_len(n, BATCH))
-            .unwrap_or_else(|e| panic!("produce record {n}: {e}"));
-        assert_eq!(offset, n as i64, "record {n}'s offset");
-    }
+    produce_in_order(&mut stream, 0..records, BATCH);
     broker.kill9();
     disk.fs().power_cut(CutMode::DropAll).expect("power cut");
     let dir = disk.data.join(format!("{TOPIC}-0"));

@@ -880,7 +880,8 @@ impl Segment {
 
     /// Prepares a segment that stops being the active one: the time index gets
     /// its final entry, indexes shrink to their used size, and the log file is
-    /// cut back to its logical size (dropping DMA padding).
+    /// cut back to its logical size (dropping DMA padding). None of it is
+    /// synced here: the caller flushes the segment after.
     pub async fn on_become_inactive(&mut self) -> LogResult<()> {
         self.seal_time_index()?;
         self.offset_index.trim_to_valid_size()?;
@@ -908,18 +909,13 @@ impl Segment {
             .await
             .map_err(|e| LogError::io("stat segment", &self.log_path, -1, e))?;
         if on_disk != self.size_bytes {
+            // Not durable yet: the caller flushes the sealed segment next
+            // (`PartitionLog::roll`, `close`). Padding a power loss brought
+            // back would make recovery see a torn segment here and delete
+            // every later one (bug 14).
             crate::blocking_pool::gated(self.file.truncate(self.size_bytes))
                 .await
                 .map_err(|e| LogError::io("truncate segment", &self.log_path, -1, e))?;
-            // Durable at once, whatever the recovery point says: with
-            // `flush.messages=1` every byte was flushed already, so a
-            // roll's flush up to the new segment has nothing to do, and a
-            // power loss that brought the padding back would make recovery
-            // see a torn segment here and delete every later one (bug 14).
-            self.file
-                .fdatasync()
-                .await
-                .map_err(|e| LogError::io("fdatasync segment", &self.log_path, -1, e))?;
         }
         Ok(())
     }

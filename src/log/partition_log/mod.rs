@@ -1131,10 +1131,10 @@ impl PartitionLog {
         self.fail(r)?;
         if self.recovery_point >= base_offset {
             // Every byte was flushed already (`flush.messages=1`), so the
-            // flush below has nothing to do; but the seal is new: the time
-            // index's last entry and both indexes cut to their used size.
-            // Unsynced, a power loss brings the preallocated indexes back,
-            // and every later start rebuilds them.
+            // flush below has nothing to do; but the seal is new: the
+            // padding cut (bug 14), the time index's last entry and both
+            // indexes cut to their used size (bug 20). Otherwise that flush
+            // covers the sealed segment.
             let r = self.active_mut().flush().await;
             self.fail(r)?;
         }
