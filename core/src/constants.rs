@@ -145,6 +145,13 @@ pub const READ_CACHE_SHRINK_DIVISOR: u64 = 8;
 /// How often each shard reads the machine's memory and resets its cache's
 /// budget: three small file reads, on a timer.
 pub const READ_CACHE_CHECK_INTERVAL_MS: u64 = 1000;
+/// When a shard's read cache holds at least this much less than at its
+/// last check (a deleted topic, retention, a truncation, a lower budget),
+/// the allocator's free pages go back to the kernel (`malloc_trim`). The
+/// allocator keeps freed 4 MiB buffers for reuse otherwise, and a broker
+/// that deleted a 15 GiB topic held all of it. Below this, what was freed
+/// is left for the cache's next fills.
+pub const READ_CACHE_GIVE_BACK_MIN_BYTES: usize = 64 * 1024 * 1024;
 /// The read cache's size when the machine's memory cannot be read.
 pub const READ_CACHE_FALLBACK_BYTES: usize = 256 * 1024 * 1024;
 /// A buffer whose cached batches are less than this fraction of it (1/4)

@@ -3,7 +3,10 @@
 //! limits and the memory pressure (`memory::read_memory`), and sets its
 //! read cache's budget to what `memory::cache_budget` decides from them. A
 //! lower budget evicts at once, and the memory freed goes back to the
-//! kernel (`malloc_trim`), so another process can have it.
+//! kernel (`malloc_trim`), so another process can have it. So does memory
+//! the cache let go of for any other reason (a deleted topic, retention, a
+//! truncation): the kernel drops a deleted file's page cache at once, and
+//! an operator who deletes a large topic expects the same here.
 //!
 //! One glommio timer a shard, no spinning: a check is three small reads of
 //! files the kernel answers from memory, and the decision. Each shard
@@ -12,7 +15,7 @@
 
 use std::time::Duration;
 
-use crate::constants::READ_CACHE_CHECK_INTERVAL_MS;
+use crate::constants::{READ_CACHE_CHECK_INTERVAL_MS, READ_CACHE_GIVE_BACK_MIN_BYTES};
 use crate::log::batch_cache::SharedBatchCache;
 use crate::memory::{self, ShardCache};
 
@@ -20,13 +23,66 @@ use crate::memory::{self, ShardCache};
 /// `keep_going` says so.
 pub async fn watch(cache: SharedBatchCache, shards: usize, keep_going: impl Fn() -> bool) {
     let interval = Duration::from_millis(READ_CACHE_CHECK_INTERVAL_MS);
+    let mut watch = BudgetWatch::default();
     while keep_going() {
-        check(&cache, shards, &memory::read_memory());
+        let outcome = watch.check(&cache, shards, &memory::read_memory());
+        if outcome.give_back {
+            give_back_freed_memory();
+        }
         glommio::timer::sleep(interval).await;
     }
 }
 
-/// One check against `reading`: sets and returns the cache's budget.
+/// What one check decided.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CheckOutcome {
+    /// The cache's budget from now on.
+    pub budget_bytes: usize,
+    /// The cache holds at least [`READ_CACHE_GIVE_BACK_MIN_BYTES`] less
+    /// than at the last check (evicted for a lower budget, or let go of by
+    /// a deletion, retention or truncation), so the allocator's free pages
+    /// should go back to the kernel.
+    pub give_back: bool,
+}
+
+/// A shard's watch between checks: the memory its cache held at the last
+/// one, to notice what was let go of since.
+#[derive(Debug, Default)]
+pub struct BudgetWatch {
+    used_at_last_check: usize,
+}
+
+impl BudgetWatch {
+    /// One check against `reading`: sets the cache's budget, and says
+    /// whether enough memory was let go of to give back.
+    pub fn check(
+        &mut self,
+        cache: &SharedBatchCache,
+        shards: usize,
+        reading: &memory::MemoryReading,
+    ) -> CheckOutcome {
+        let budget_bytes = check(cache, shards, reading);
+        let used = cache.borrow().used_bytes();
+        let freed = self.used_at_last_check.saturating_sub(used);
+        self.used_at_last_check = used;
+        let give_back = freed >= READ_CACHE_GIVE_BACK_MIN_BYTES;
+        if give_back {
+            tracing::debug!(
+                freed,
+                used,
+                budget_bytes,
+                "the read cache let go of memory; giving it back to the kernel"
+            );
+        }
+        CheckOutcome {
+            budget_bytes,
+            give_back,
+        }
+    }
+}
+
+/// One check against `reading`: sets and returns the cache's budget (a
+/// lower one evicts at once).
 pub fn check(cache: &SharedBatchCache, shards: usize, reading: &memory::MemoryReading) -> usize {
     let now = {
         let c = cache.borrow();
@@ -53,9 +109,8 @@ pub fn check(cache: &SharedBatchCache, shards: usize, reading: &memory::MemoryRe
             freed,
             free = ?reading.free_bytes(),
             pressure = ?reading.pressure_some_avg10,
-            "the read cache gave memory back"
+            "the read cache's budget fell; evicted"
         );
-        give_back_freed_memory();
     }
     budget
 }
@@ -65,7 +120,8 @@ pub fn check(cache: &SharedBatchCache, shards: usize, reading: &memory::MemoryRe
 /// was freed), where the kernel cannot give it to anyone else; then a
 /// smaller cache would free nothing that another process could use.
 /// `malloc_trim` releases every arena's free pages; it runs at most once a
-/// check interval, and only after an eviction freed memory.
+/// check interval, and only after the cache let go of at least
+/// [`READ_CACHE_GIVE_BACK_MIN_BYTES`].
 fn give_back_freed_memory() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: malloc_trim only walks the allocator's own free lists, under
@@ -120,5 +176,48 @@ mod tests {
             512 * MIB as usize
         );
         assert_eq!(cache.borrow().stats().ceiling_bytes, 512 * MIB);
+    }
+
+    /// A deleted topic's batches leave the cache without any change of
+    /// budget; the next check still gives their memory back (a broker
+    /// that deleted a 15 GiB topic kept all of it resident before).
+    #[test]
+    fn memory_the_cache_let_go_of_is_given_back_once() {
+        let cache = BatchCache::shared(512 * MIB as usize);
+        let k = cache.borrow_mut().register();
+        for i in 0..128 {
+            let batch = CachedBatch::owned(i, i, Bytes::from(vec![1u8; MIB as usize]));
+            cache.borrow_mut().insert(k, batch);
+        }
+        let mut watch = BudgetWatch::default();
+        let plenty = reading(20 * GIB, 0.0);
+        // Filling is not letting go.
+        assert!(!watch.check(&cache, 1, &plenty).give_back);
+        // A few batches gone: below the threshold, kept for reuse.
+        cache.borrow_mut().truncate(k, 120);
+        assert!(!watch.check(&cache, 1, &plenty).give_back);
+        // The partition deleted: 120 MiB let go of, given back once.
+        cache.borrow_mut().unregister(k);
+        let outcome = watch.check(&cache, 1, &plenty);
+        assert_eq!(outcome.budget_bytes, 512 * MIB as usize);
+        assert!(outcome.give_back);
+        assert!(!watch.check(&cache, 1, &plenty).give_back);
+    }
+
+    /// An eviction for a lower budget counts as letting go, as before.
+    #[test]
+    fn an_eviction_under_pressure_gives_back() {
+        let cache = BatchCache::shared(1024 * MIB as usize);
+        let k = cache.borrow_mut().register();
+        for i in 0..1024 {
+            let batch = CachedBatch::owned(i, i, Bytes::from(vec![1u8; MIB as usize]));
+            cache.borrow_mut().insert(k, batch);
+        }
+        let mut watch = BudgetWatch::default();
+        assert!(!watch.check(&cache, 1, &reading(20 * GIB, 0.0)).give_back);
+        // An eighth of 1 GiB is evicted: 128 MiB.
+        let outcome = watch.check(&cache, 1, &reading(20 * GIB, 50.0));
+        assert_eq!(outcome.budget_bytes, 896 * MIB as usize);
+        assert!(outcome.give_back);
     }
 }
