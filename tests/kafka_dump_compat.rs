@@ -1121,6 +1121,8 @@ fn kafka_dump_log_segments_decodes_consumer_group_records() {
         "\"subscribedTopicRegex\":\"ord.*\"",
         "\"assignmentEpoch\"",
         "\"memberEpoch\":2",
+        // Kafka 4.4's per-partition assignment epochs (KIP-1251).
+        "\"assignmentEpochs\":[",
         "\"protocolType\":\"consumer\"",
         "\"offset\":42",
     ] {

@@ -10,6 +10,9 @@
 //! - no partition is held (assigned or pending revocation) by two members;
 //! - the assignment epoch never passes the group epoch, and member epochs
 //!   never go backwards;
+//! - each held partition keeps its assignment epoch (KIP-1251) while its
+//!   member holds it, never above the member's epoch, and a partition a
+//!   member newly holds was given at the member's new epoch;
 //! - a new target moves no more partitions between members than the
 //!   change of their counts requires (sticky);
 //!
@@ -89,6 +92,9 @@ struct Sim {
     next_id: u64,
     /// The last member epoch seen of each member id.
     epochs: BTreeMap<String, i32>,
+    /// Each member's held partitions and their assignment epochs at the
+    /// last check.
+    holdings: BTreeMap<String, BTreeMap<([u8; 16], i32), i32>>,
     /// How often the interesting paths ran, so that a change that stops
     /// exercising them fails the test instead of passing it vacuously.
     seen: Coverage,
@@ -121,6 +127,7 @@ impl Sim {
             classic_deadlines: BTreeMap::new(),
             next_id: 0,
             epochs: BTreeMap::new(),
+            holdings: BTreeMap::new(),
             seen: Coverage::default(),
         }
     }
@@ -491,6 +498,44 @@ impl Sim {
             );
             *seen = m.member_epoch;
         }
+        // Assignment epochs (KIP-1251), which let a commit with an older
+        // member epoch through for the partitions given at or before it: a
+        // held partition keeps its epoch while the member holds it, never
+        // above the member's epoch, and a partition a member (seen at the
+        // last check) newly holds was given at its new epoch, so no commit
+        // from an epoch at which it did not hold it passes. A static
+        // member's replacement takes its partitions over at epoch 0, and
+        // is new here.
+        let mut holdings = BTreeMap::new();
+        for m in g.members().values() {
+            let held = m.held_assignment_epochs();
+            if m.member_epoch >= 0 {
+                let before = self.holdings.get(&m.member_id);
+                for (tp, epoch) in &held {
+                    assert!(
+                        *epoch <= m.member_epoch,
+                        "{} holds {tp:?} from epoch {epoch}, after its epoch {}",
+                        m.member_id,
+                        m.member_epoch
+                    );
+                    match before.map(|b| b.get(tp)) {
+                        Some(Some(was)) => assert_eq!(
+                            was, epoch,
+                            "{} kept {tp:?} but its assignment epoch moved",
+                            m.member_id
+                        ),
+                        Some(None) => assert_eq!(
+                            *epoch, m.member_epoch,
+                            "{} was given {tp:?} at another epoch than its own",
+                            m.member_id
+                        ),
+                        None => {}
+                    }
+                }
+            }
+            holdings.insert(m.member_id.clone(), held);
+        }
+        self.holdings = holdings;
         // Sticky: partitions leave a member only as far as its count falls.
         if let Some((old_epoch, old)) = before {
             if g.assignment_epoch() != old_epoch {

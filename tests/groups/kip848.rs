@@ -584,24 +584,34 @@ fn kip848_protocol_boundaries_and_member_epochs_on_offsets() {
     assert_eq!(resp.groups[1].error_code, GROUP_ID_NOT_FOUND);
 
     // Commits and fetches with the member's epoch.
-    let commit = |c: &mut Conn, member: &str, epoch: i32| -> i16 {
+    let commit_partitions = |c: &mut Conn, member: &str, epoch: i32, ps: &[i32]| -> Vec<i16> {
         let req = offset_commit::OffsetCommitRequest {
             group_id: "g-edges".into(),
             generation_id_or_member_epoch: epoch,
             member_id: member.into(),
             topics: vec![offset_commit::OffsetCommitRequestTopic {
                 name: "edges".into(),
-                partitions: vec![offset_commit::OffsetCommitRequestPartition {
-                    partition_index: 0,
-                    committed_offset: 0,
-                    ..Default::default()
-                }],
+                partitions: ps
+                    .iter()
+                    .map(|p| offset_commit::OffsetCommitRequestPartition {
+                        partition_index: *p,
+                        committed_offset: 0,
+                        ..Default::default()
+                    })
+                    .collect(),
             }],
             ..Default::default()
         };
         let mut r = c.call(ApiKey::OffsetCommit, 9, |w| req.encode(w, 9));
         let resp = offset_commit::OffsetCommitResponse::decode(&mut r, 9).expect("decode");
-        resp.topics[0].partitions[0].error_code
+        resp.topics[0]
+            .partitions
+            .iter()
+            .map(|p| p.error_code)
+            .collect()
+    };
+    let commit = |c: &mut Conn, member: &str, epoch: i32| -> i16 {
+        commit_partitions(c, member, epoch, &[0])[0]
     };
     let member = join.member_id.as_str();
     assert_eq!(commit(&mut c, member, epoch), NONE);
@@ -633,6 +643,92 @@ fn kip848_protocol_boundaries_and_member_epochs_on_offsets() {
         UNKNOWN_MEMBER_ID
     );
     assert_eq!(fetch(&mut c, None, -1), NONE, "an admin's fetch");
+
+    // Kafka 4.4's assignment epochs (KIP-1251): a second member joins, the
+    // first gives up one partition and moves to the new epoch, keeping the
+    // other, which it was given at the old epoch. A commit still in flight
+    // with the old epoch is the owner's commit for the kept partition, and
+    // is refused for the partition it gave up (the whole request, as Kafka
+    // refuses it).
+    let second = "edge-member-0000000000002";
+    let joined_second = heartbeat(
+        &mut c,
+        &consumer_group_heartbeat::ConsumerGroupHeartbeatRequest {
+            member_id: second.into(),
+            ..join.clone()
+        },
+    );
+    assert_eq!(joined_second.error_code, NONE, "{joined_second:?}");
+    let topic_id = g.members[0].assignment[0].topic_id;
+    let owned = |ps: Vec<i32>| {
+        Some(vec![consumer_group_heartbeat::TopicPartitions {
+            topic_id,
+            partitions: ps,
+        }])
+    };
+    let revoking = heartbeat(
+        &mut c,
+        &consumer_group_heartbeat::ConsumerGroupHeartbeatRequest {
+            member_id: member.into(),
+            group_id: "g-edges".into(),
+            member_epoch: epoch,
+            topic_partitions: owned(vec![0, 1]),
+            ..Default::default()
+        },
+    );
+    assert_eq!(revoking.error_code, NONE, "{revoking:?}");
+    let kept: Vec<i32> = revoking.assignment.expect("a revocation")[0]
+        .partitions
+        .clone();
+    assert_eq!(kept.len(), 1, "one partition each");
+    let (kept, given_up) = (kept[0], 1 - kept[0]);
+    let moved = heartbeat(
+        &mut c,
+        &consumer_group_heartbeat::ConsumerGroupHeartbeatRequest {
+            member_id: member.into(),
+            group_id: "g-edges".into(),
+            member_epoch: revoking.member_epoch,
+            topic_partitions: owned(vec![kept]),
+            ..Default::default()
+        },
+    );
+    assert_eq!(moved.error_code, NONE, "{moved:?}");
+    assert!(moved.member_epoch > epoch, "{moved:?}");
+    assert_eq!(
+        commit_partitions(&mut c, member, epoch, &[kept]),
+        vec![NONE],
+        "the kept partition was given at the old epoch"
+    );
+    assert_eq!(
+        commit_partitions(&mut c, member, epoch, &[kept, given_up]),
+        vec![STALE_MEMBER_EPOCH; 2],
+        "the partition given up is no longer the member's"
+    );
+    assert_eq!(
+        commit_partitions(&mut c, member, moved.member_epoch + 1, &[kept]),
+        vec![STALE_MEMBER_EPOCH]
+    );
+    let fetched_second = heartbeat(
+        &mut c,
+        &consumer_group_heartbeat::ConsumerGroupHeartbeatRequest {
+            member_id: second.into(),
+            group_id: "g-edges".into(),
+            member_epoch: joined_second.member_epoch,
+            topic_partitions: owned(Vec::new()),
+            ..Default::default()
+        },
+    );
+    assert_eq!(fetched_second.error_code, NONE, "{fetched_second:?}");
+    let left_second = heartbeat(
+        &mut c,
+        &consumer_group_heartbeat::ConsumerGroupHeartbeatRequest {
+            group_id: "g-edges".into(),
+            member_id: second.into(),
+            member_epoch: -1,
+            ..Default::default()
+        },
+    );
+    assert_eq!(left_second.error_code, NONE, "{left_second:?}");
 
     // A classic group with a member whose metadata is no consumer-protocol
     // subscription: a KIP-848 join cannot upgrade it, GROUP_ID_NOT_FOUND.

@@ -21,13 +21,14 @@
 
 use std::collections::BTreeMap;
 
+use crate::group::consumer::commit::{validate_offset_commit, CommitRequest};
 use crate::group::consumer::heartbeat::{
     unknown_group_error, validate_request, HeartbeatContext, HeartbeatError, HeartbeatRequest,
     HeartbeatResponse, TimerOp,
 };
 use crate::group::consumer::member::LEAVE_GROUP_MEMBER_EPOCH;
 use crate::group::consumer::records::ConsumerGroupRecord;
-use crate::group::consumer::topics::{TopicInfo, TopicsImage};
+use crate::group::consumer::topics::{TopicId, TopicInfo, TopicsImage};
 use crate::group::consumer::{replay_into, ConsumerGroup, ConsumerGroupState};
 use crate::metadata::image::MetadataImage;
 
@@ -489,41 +490,42 @@ impl GroupCoordinator {
         }
     }
 
-    /// The member checks of an OffsetCommit to a consumer group (Kafka's
-    /// `ConsumerGroup.validateOffsetCommit`): `None` when `group_id` is
-    /// not a consumer group, else the error, if any. Epoch -1 with no
-    /// members is an admin's or a standalone consumer's commit.
+    /// The member checks of an offset commit to a consumer group (Kafka's
+    /// `ConsumerGroup.validateOffsetCommit`, with Kafka 4.4's assignment
+    /// epochs: see `group::consumer::commit`): `None` when `group_id` is
+    /// not a consumer group, else the error for the whole request, if any.
+    /// Epoch -1 with no members is an admin's or a standalone consumer's
+    /// commit.
     pub(super) fn consumer_commit_check(
         &self,
+        shard: &Shard,
         group_id: &str,
         member_id: &str,
         member_epoch: i32,
-        api_version: i16,
+        request: CommitRequest,
+        topics: &[(String, Vec<CommitPartition>)],
     ) -> Option<i16> {
+        if !self.is_consumer_group(group_id) {
+            return None;
+        }
+        // Kafka checks by topic id; a name this broker does not know has
+        // none, and counts as a partition the member does not hold.
+        let image = self.consumer_topics(shard);
+        let partitions: Vec<(Option<TopicId>, i32)> = topics
+            .iter()
+            .flat_map(|(name, ps)| {
+                let id = image.by_name(name).map(|t| t.id);
+                ps.iter().map(move |p| (id, p.partition))
+            })
+            .collect();
         let c = self.consumer.borrow();
         let g = c.groups.get(group_id)?;
-        if member_epoch < 0 && g.is_empty() {
-            return Some(error_code::NONE);
-        }
-        let Some(m) = g.member(member_id) else {
-            return Some(error_code::UNKNOWN_MEMBER_ID);
-        };
-        if m.uses_classic_protocol() {
-            // A classic member commits with its generation, which is its
-            // member epoch, in any version.
-            return Some(if m.member_epoch == member_epoch {
-                error_code::NONE
-            } else {
-                error_code::ILLEGAL_GENERATION
-            });
-        }
-        if api_version < OFFSET_COMMIT_CONSUMER_VERSION {
-            return Some(error_code::UNSUPPORTED_VERSION);
-        }
-        if m.member_epoch != member_epoch {
-            return Some(error_code::STALE_MEMBER_EPOCH);
-        }
-        Some(error_code::NONE)
+        Some(
+            match validate_offset_commit(g, member_id, member_epoch, request, &partitions) {
+                Ok(()) => error_code::NONE,
+                Err(code) => code,
+            },
+        )
     }
 
     /// The member checks of an OffsetFetch from a consumer-group member
@@ -716,10 +718,6 @@ impl GroupCoordinator {
             .map(|g| g.state())
     }
 }
-
-/// OffsetCommit's first version for members of a consumer group: KIP-848
-/// members must commit with v9+ (Kafka's UNSUPPORTED_VERSION otherwise).
-const OFFSET_COMMIT_CONSUMER_VERSION: i16 = 9;
 
 #[cfg(test)]
 mod tests {

@@ -25,6 +25,7 @@ use bytes::Bytes;
 
 use crate::broker_config::group::GroupConfig;
 use crate::error::LogError;
+use crate::group::consumer::commit::CommitRequest;
 use crate::group::group::{
     Group, GroupLimits, GroupState, JoinOutcome, JoinParams, JoinStep, SyncOutcome, SyncStep,
 };
@@ -796,7 +797,14 @@ impl GroupCoordinator {
             return all(code);
         }
         let now = now_ms();
-        let consumer = self.consumer_commit_check(&group_id, &member_id, generation, api_version);
+        let consumer = self.consumer_commit_check(
+            &shard,
+            &group_id,
+            &member_id,
+            generation,
+            CommitRequest::Offsets { api_version },
+            &topics,
+        );
         // Kafka's doCommitOffsets checks.
         let group_error = if let Some(code) = consumer {
             let mut groups = self.groups.borrow_mut();

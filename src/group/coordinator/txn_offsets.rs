@@ -58,7 +58,14 @@ impl GroupCoordinator {
         let now = now_ms();
         // A consumer group's member commits with its member epoch.
         let consumer = if generation >= 0 || !member_id.is_empty() {
-            self.consumer_commit_check(&group_id, &member_id, generation, i16::MAX)
+            self.consumer_commit_check(
+                &shard,
+                &group_id,
+                &member_id,
+                generation,
+                CommitRequest::Transactional,
+                &topics,
+            )
         } else {
             None
         };

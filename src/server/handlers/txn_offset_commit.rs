@@ -39,6 +39,9 @@ const PRODUCER_FENCED_FROM: i16 = 2;
 const TRANSACTION_VERSION_2_FROM: i16 = 5;
 /// v4 is the first version whose clients know TRANSACTION_ABORTABLE.
 const TRANSACTION_ABORTABLE_FROM: i16 = 4;
+/// Clients before v6 do not know STALE_MEMBER_EPOCH: Kafka answers them
+/// ILLEGAL_GENERATION (`TxnOffsetCommitRequest.supportsStaleMemberEpochError`).
+const STALE_MEMBER_EPOCH_FROM: i16 = 6;
 /// Clients before v2 do not retry COORDINATOR_LOAD_IN_PROGRESS.
 const LOAD_IN_PROGRESS_FROM: i16 = 2;
 
@@ -185,6 +188,7 @@ pub async fn handle(
     };
     results.extend(refused);
     let old_client = header.api_version < PRODUCER_FENCED_FROM;
+    let knows_stale_epoch = header.api_version >= STALE_MEMBER_EPOCH_FROM;
     TxnOffsetCommitResponse {
         throttle_time_ms: 0,
         topics: results
@@ -196,10 +200,14 @@ pub async fn handle(
                     .into_iter()
                     .map(|(partition_index, code)| TxnOffsetCommitResponsePartition {
                         partition_index,
-                        error_code: if old_client && code == error_code::PRODUCER_FENCED {
-                            error_code::INVALID_PRODUCER_EPOCH
-                        } else {
-                            code
+                        error_code: match code {
+                            error_code::PRODUCER_FENCED if old_client => {
+                                error_code::INVALID_PRODUCER_EPOCH
+                            }
+                            error_code::STALE_MEMBER_EPOCH if !knows_stale_epoch => {
+                                error_code::ILLEGAL_GENERATION
+                            }
+                            code => code,
                         },
                     })
                     .collect(),

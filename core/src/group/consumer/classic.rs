@@ -637,6 +637,9 @@ impl ConsumerGroup {
                     m.assigned_partitions.insert(t, p);
                 }
             }
+            // Kafka gives a converted member's partitions the classic
+            // generation as their assignment epoch.
+            m.set_assignment_epochs(|_, _| epoch);
             m.classic = Some(ClassicMemberMetadata {
                 session_timeout_ms: cm.session_timeout_ms,
                 supported_protocols: if cm.protocols.is_empty() {

@@ -308,6 +308,7 @@ impl ConsumerGroup {
                         m.previous_member_epoch = LEAVE_GROUP_MEMBER_EPOCH;
                         m.assigned_partitions = Assignment::new();
                         m.partitions_pending_revocation = Assignment::new();
+                        m.assignment_epochs.clear();
                     }
                 }
                 self.remove_owners(&old);
@@ -407,6 +408,7 @@ fn apply_current(m: &mut ConsumerGroupMember, v: &CurrentAssignmentValue) {
     m.state = v.state;
     m.assigned_partitions = v.assigned_partitions.clone();
     m.partitions_pending_revocation = v.partitions_pending_revocation.clone();
+    m.assignment_epochs = v.assignment_epochs.clone();
 }
 
 /// The records that remove a member, in Kafka's order: its current
@@ -442,6 +444,7 @@ pub fn current_assignment_record(group_id: &str, m: &ConsumerGroupMember) -> Con
             state: m.state,
             assigned_partitions: m.assigned_partitions.clone(),
             partitions_pending_revocation: m.partitions_pending_revocation.clone(),
+            assignment_epochs: m.held_assignment_epochs(),
         }),
     }
 }

@@ -697,6 +697,10 @@ impl ConsumerGroup {
             let mut away = member.clone();
             away.member_epoch = LEAVE_GROUP_STATIC_MEMBER_EPOCH;
             away.partitions_pending_revocation = Assignment::new();
+            // Kafka resets a leaving static member's assignment epochs to
+            // 0: its replacement takes the partitions over at epoch 0 and
+            // may commit for them at any epoch it has been given since.
+            away.set_assignment_epochs(|_, _| 0);
             return Ok(HeartbeatOutcome {
                 records: vec![current_assignment_record(&self.group_id, &away)],
                 response,

@@ -5,7 +5,9 @@
 
 use bytes::Bytes;
 
-use crate::group::consumer::topics::Assignment;
+use std::collections::BTreeMap;
+
+use crate::group::consumer::topics::{Assignment, TopicId};
 
 /// The member epoch a member sends to leave the group.
 pub const LEAVE_GROUP_MEMBER_EPOCH: i32 = -1;
@@ -109,6 +111,13 @@ pub struct ConsumerGroupMember {
     pub assigned_partitions: Assignment,
     /// Partitions the member still owns but must give up.
     pub partitions_pending_revocation: Assignment,
+    /// The epoch at which the member was given each partition it holds,
+    /// assigned or pending revocation (Kafka 4.4's assignment epochs,
+    /// KIP-1251): a partition kept across epochs keeps its epoch. An offset
+    /// commit with an older member epoch is still the owner's commit for a
+    /// partition given at or before that epoch. A partition held without
+    /// an entry counts as given at the member's epoch, the strict check.
+    pub assignment_epochs: BTreeMap<(TopicId, i32), i32>,
     /// Set while the member speaks the classic protocol.
     pub classic: Option<ClassicMemberMetadata>,
 }
@@ -131,8 +140,39 @@ impl ConsumerGroupMember {
             server_assignor: None,
             assigned_partitions: Assignment::new(),
             partitions_pending_revocation: Assignment::new(),
+            assignment_epochs: BTreeMap::new(),
             classic: None,
         }
+    }
+
+    /// The epoch at which the member was given `partition` of `topic`, while
+    /// it holds it (assigned, or pending revocation); `None` otherwise.
+    pub fn assignment_epoch(&self, topic: &TopicId, partition: i32) -> Option<i32> {
+        if !self.assigned_partitions.contains(topic, partition)
+            && !self
+                .partitions_pending_revocation
+                .contains(topic, partition)
+        {
+            return None;
+        }
+        Some(
+            self.assignment_epochs
+                .get(&(*topic, partition))
+                .copied()
+                .unwrap_or_else(|| default_assignment_epoch(self.member_epoch)),
+        )
+    }
+
+    /// Sets the assignment epochs to `epoch_of` of every partition the
+    /// member holds now, and forgets the others: called after its
+    /// assignment changed.
+    pub fn set_assignment_epochs(&mut self, epoch_of: impl Fn(&TopicId, i32) -> i32) {
+        self.assignment_epochs = self
+            .assigned_partitions
+            .iter()
+            .chain(self.partitions_pending_revocation.iter())
+            .map(|(t, p)| ((t, p), epoch_of(&t, p)))
+            .collect();
     }
 
     /// Whether the member joined with JoinGroup (the classic protocol).
@@ -186,5 +226,23 @@ impl ConsumerGroupMember {
             && self.state == other.state
             && self.assigned_partitions == other.assigned_partitions
             && self.partitions_pending_revocation == other.partitions_pending_revocation
+            && self.held_assignment_epochs() == other.held_assignment_epochs()
     }
+
+    /// Every held partition's assignment epoch, defaults filled in.
+    pub fn held_assignment_epochs(&self) -> BTreeMap<(TopicId, i32), i32> {
+        self.assigned_partitions
+            .iter()
+            .chain(self.partitions_pending_revocation.iter())
+            .filter_map(|(t, p)| Some(((t, p), self.assignment_epoch(&t, p)?)))
+            .collect()
+    }
+}
+
+/// The assignment epoch of a partition whose record carries none (a log
+/// written before Kafka 4.4): the member's epoch, as Kafka reads it, so
+/// only a commit at the member's own epoch passes for it. A static member
+/// that left holds epoch -2, and its partitions count from 0.
+pub fn default_assignment_epoch(member_epoch: i32) -> i32 {
+    member_epoch.max(0)
 }

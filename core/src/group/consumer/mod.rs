@@ -25,6 +25,7 @@
 
 pub mod assignor;
 pub mod classic;
+pub mod commit;
 #[allow(clippy::module_inception)]
 pub mod group;
 pub mod heartbeat;

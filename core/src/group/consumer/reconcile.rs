@@ -130,6 +130,17 @@ impl Step<'_> {
             next.assigned_partitions = kept;
             next.partitions_pending_revocation = Assignment::new();
         }
+        // Kafka's assignment epochs: what the member held before (kept, or
+        // now pending revocation) keeps the epoch it was given at; what it
+        // is given now is given at the target epoch.
+        let before = self.member;
+        next.set_assignment_epochs(|t, p| {
+            if before.assigned_partitions.contains(t, p) {
+                before.assignment_epoch(t, p).unwrap_or(self.target_epoch)
+            } else {
+                self.target_epoch
+            }
+        });
         next
     }
 }
@@ -156,6 +167,56 @@ mod tests {
     fn owners(held: &[(i32, i32)]) -> impl Fn(&TopicId, i32) -> Option<i32> {
         let map: BTreeMap<i32, i32> = held.iter().copied().collect();
         move |_t, p| map.get(&p).copied()
+    }
+
+    fn epochs(m: &ConsumerGroupMember) -> Vec<(i32, i32)> {
+        m.held_assignment_epochs()
+            .into_iter()
+            .map(|((_, p), e)| (p, e))
+            .collect()
+    }
+
+    /// KIP-1251: a partition kept across epochs keeps the epoch it was
+    /// given at; a partition given now is given at the target epoch; a
+    /// revoked one keeps its epoch while it is pending revocation.
+    #[test]
+    fn assignment_epochs_follow_each_partition() {
+        let mut m = member(3, &[0, 1]);
+        m.set_assignment_epochs(|_, p| if p == 0 { 2 } else { 3 });
+        // 2 is free and given at 5; 0 and 1 are kept with their epochs.
+        let next = reconcile(
+            &m,
+            5,
+            &parts(&[0, 1, 2]),
+            &owners(&[(0, 3), (1, 3)]),
+            Some(&parts(&[0, 1])),
+        )
+        .unwrap();
+        assert_eq!(next.member_epoch, 5);
+        assert_eq!(epochs(&next), vec![(0, 2), (1, 3), (2, 5)]);
+        // 1 is taken away: pending revocation, still at epoch 3.
+        let revoking = reconcile(
+            &next,
+            6,
+            &parts(&[0, 2]),
+            &owners(&[(0, 5), (1, 5), (2, 5)]),
+            Some(&parts(&[0, 1, 2])),
+        )
+        .unwrap();
+        assert_eq!(revoking.state, MemberState::UnrevokedPartitions);
+        assert_eq!(epochs(&revoking), vec![(0, 2), (1, 3), (2, 5)]);
+        // Revoked: 1 is gone, the rest keep their epochs at epoch 6.
+        let done = reconcile(
+            &revoking,
+            6,
+            &parts(&[0, 2]),
+            &owners(&[(0, 5), (2, 5)]),
+            Some(&parts(&[0, 2])),
+        )
+        .unwrap();
+        assert_eq!(done.member_epoch, 6);
+        assert_eq!(epochs(&done), vec![(0, 2), (2, 5)]);
+        assert_eq!(done.assignment_epoch(&T, 1), None);
     }
 
     #[test]

@@ -26,7 +26,11 @@
 
 use bytes::{BufMut, Bytes, BytesMut};
 
-use crate::group::consumer::member::{ClassicMemberMetadata, MemberState};
+use std::collections::BTreeMap;
+
+use crate::group::consumer::member::{
+    default_assignment_epoch, ClassicMemberMetadata, MemberState,
+};
 use crate::group::consumer::topics::{Assignment, TopicId};
 use crate::protocol::codec::{parse_tag, put_tag, DecodeError, DecodeResult, Reader, Writer};
 
@@ -44,6 +48,9 @@ const METADATA_HASH_TAG: u32 = 0;
 /// ConsumerGroupMemberMetadataValue's tagged field with a classic
 /// member's metadata.
 const CLASSIC_MEMBER_METADATA_TAG: u32 = 0;
+/// A current assignment's `TopicPartitions` tagged field with each
+/// partition's assignment epoch (Kafka 4.4, KIP-1251).
+const ASSIGNMENT_EPOCHS_TAG: u32 = 0;
 
 /// ConsumerGroupMetadataValue.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -78,6 +85,11 @@ pub struct CurrentAssignmentValue {
     pub state: MemberState,
     pub assigned_partitions: Assignment,
     pub partitions_pending_revocation: Assignment,
+    /// Each held partition's assignment epoch (KIP-1251), written as each
+    /// topic's AssignmentEpochs tagged field (tag 0) in both lists. A log
+    /// without them reads every partition at the member epoch
+    /// ([`default_assignment_epoch`]).
+    pub assignment_epochs: BTreeMap<(TopicId, i32), i32>,
 }
 
 /// ConsumerGroupRegularExpressionValue: what a regex resolved to.
@@ -253,8 +265,18 @@ impl ConsumerGroupRecord {
                 w.put_i32(v.member_epoch);
                 w.put_i32(v.previous_member_epoch);
                 w.put_i8(v.state.value());
-                put_topic_partitions(&mut w, &v.assigned_partitions);
-                put_topic_partitions(&mut w, &v.partitions_pending_revocation);
+                let epoch_of = |t: &TopicId, p: i32| {
+                    v.assignment_epochs
+                        .get(&(*t, p))
+                        .copied()
+                        .unwrap_or_else(|| default_assignment_epoch(v.member_epoch))
+                };
+                put_topic_partitions_with_epochs(&mut w, &v.assigned_partitions, &epoch_of);
+                put_topic_partitions_with_epochs(
+                    &mut w,
+                    &v.partitions_pending_revocation,
+                    &epoch_of,
+                );
                 w.put_empty_tagged_fields();
             }
             ConsumerGroupRecord::RegularExpression { value, .. } => {
@@ -359,6 +381,70 @@ pub(crate) fn put_topic_partitions(w: &mut BytesMut, a: &Assignment) {
         }
         w.put_empty_tagged_fields();
     }
+}
+
+/// A current assignment's `TopicPartitions`, each topic with its
+/// AssignmentEpochs tagged field (tag 0): one epoch per partition, in the
+/// partitions' order.
+fn put_topic_partitions_with_epochs(
+    w: &mut BytesMut,
+    a: &Assignment,
+    epoch_of: &dyn Fn(&TopicId, i32) -> i32,
+) {
+    w.put_array_len(Some(a.0.len()), true);
+    for (t, ps) in &a.0 {
+        w.put_slice(t);
+        w.put_array_len(Some(ps.len()), true);
+        for p in ps {
+            w.put_i32(*p);
+        }
+        let mut epochs = BytesMut::new();
+        epochs.put_array_len(Some(ps.len()), true);
+        for p in ps {
+            epochs.put_i32(epoch_of(t, *p));
+        }
+        w.put_uvarint(1);
+        put_tag(w, ASSIGNMENT_EPOCHS_TAG, &epochs);
+    }
+}
+
+/// Reads a current assignment's `TopicPartitions` into `a` and each
+/// partition's assignment epoch into `epochs`. A topic without the
+/// AssignmentEpochs field, or with one whose length differs from its
+/// partitions', gets `default_epoch` for every partition (as Kafka reads
+/// it, logging the mismatch).
+fn read_topic_partitions_with_epochs(
+    r: &mut Reader,
+    default_epoch: i32,
+    epochs: &mut BTreeMap<(TopicId, i32), i32>,
+) -> DecodeResult<Assignment> {
+    let topics = r.array("topic_partitions", true, 18, |r| {
+        let t = r.uuid("topic_id")?;
+        let ps = r.array("partitions", true, 4, |r| r.i32("partition"))?;
+        let mut given: Option<Vec<i32>> = None;
+        r.tagged_fields(|tag, value| {
+            if tag == ASSIGNMENT_EPOCHS_TAG {
+                given = parse_tag(tag, value, |r| {
+                    r.nullable_array("assignment_epochs", true, 4, |r| r.i32("epoch"))
+                })?;
+            }
+            Ok(())
+        })?;
+        match given {
+            Some(es) if es.len() == ps.len() => {
+                for (p, e) in ps.iter().zip(es) {
+                    epochs.insert((t, *p), e);
+                }
+            }
+            _ => {
+                for p in &ps {
+                    epochs.insert((t, *p), default_epoch);
+                }
+            }
+        }
+        Ok((t, ps))
+    })?;
+    Ok(Assignment::from_topic_partitions(&topics))
 }
 
 pub(crate) fn read_topic_partitions(r: &mut Reader) -> DecodeResult<Assignment> {
@@ -481,8 +567,12 @@ fn decode_current_assignment(r: &mut Reader) -> DecodeResult<CurrentAssignmentVa
     let member_epoch = r.i32("member_epoch")?;
     let previous_member_epoch = r.i32("previous_member_epoch")?;
     let state = MemberState::from_value(r.i8("state")?);
-    let assigned_partitions = read_topic_partitions(r)?;
-    let partitions_pending_revocation = read_topic_partitions(r)?;
+    let default_epoch = default_assignment_epoch(member_epoch);
+    let mut assignment_epochs = BTreeMap::new();
+    let assigned_partitions =
+        read_topic_partitions_with_epochs(r, default_epoch, &mut assignment_epochs)?;
+    let partitions_pending_revocation =
+        read_topic_partitions_with_epochs(r, default_epoch, &mut assignment_epochs)?;
     r.skip_tagged_fields()?;
     Ok(CurrentAssignmentValue {
         member_epoch,
@@ -490,6 +580,7 @@ fn decode_current_assignment(r: &mut Reader) -> DecodeResult<CurrentAssignmentVa
         state,
         assigned_partitions,
         partitions_pending_revocation,
+        assignment_epochs,
     })
 }
 
@@ -593,6 +684,7 @@ mod tests {
                     state: MemberState::UnrevokedPartitions,
                     assigned_partitions: Assignment::from_pairs([(T, 0)]),
                     partitions_pending_revocation: Assignment::from_pairs([(T, 1)]),
+                    assignment_epochs: BTreeMap::from([((T, 0), 3), ((T, 1), 2)]),
                 }),
             },
             ConsumerGroupRecord::RegularExpression {
@@ -645,6 +737,7 @@ mod tests {
                 state: MemberState::Stable,
                 assigned_partitions: Assignment::from_pairs([(T, 1), (T, 2)]),
                 partitions_pending_revocation: Assignment::new(),
+                assignment_epochs: BTreeMap::from([((T, 1), 5), ((T, 2), 3)]),
             }),
         };
         // Key: type 8, then GroupId and MemberId as INT16-length strings.
@@ -660,7 +753,9 @@ mod tests {
         want.extend_from_slice(&[
             3, // Partitions: compact array of 2
             0, 0, 0, 1, 0, 0, 0, 2, //
-            0, // the topic entry's tagged fields
+            1, // the topic entry's tagged fields: one
+            0, 9, // tag 0 (AssignmentEpochs), 9 bytes
+            3, 0, 0, 0, 5, 0, 0, 0, 3, // compact array of 2: [5, 3]
             1, // PartitionsPendingRevocation: compact array of 0
             0, // the value's tagged fields
         ]);
@@ -811,6 +906,44 @@ mod tests {
         };
         assert_eq!(v.assigned_partitions, Assignment::from_pairs([(T, 7)]));
         assert_eq!(v.member_epoch, 5);
+        assert_eq!(v.assignment_epochs, BTreeMap::from([((T, 7), 5)]));
+    }
+
+    /// A log written before Kafka 4.4 (no AssignmentEpochs), or one whose
+    /// epochs do not match its partitions, reads every partition at the
+    /// member epoch (never below 0), as Kafka does.
+    #[test]
+    fn missing_or_mismatched_assignment_epochs_default_to_the_member_epoch() {
+        let key = ConsumerGroupRecord::CurrentMemberAssignment {
+            group_id: "g".into(),
+            member_id: "m".into(),
+            value: None,
+        }
+        .encode_key();
+        let decode = |member_epoch: i32, topic_tags: &[u8]| {
+            let mut value = vec![0, 0];
+            value.extend_from_slice(&member_epoch.to_be_bytes());
+            value.extend_from_slice(&[0, 0, 0, 4, 0, 2]);
+            value.extend_from_slice(&T);
+            value.extend_from_slice(&[3, 0, 0, 0, 7, 0, 0, 0, 8]); // Partitions [7, 8]
+            value.extend_from_slice(topic_tags);
+            value.extend_from_slice(&[1, 0]);
+            let decoded = ConsumerGroupRecord::decode(key.clone(), Some(Bytes::from(value)));
+            match decoded.unwrap() {
+                Some(ConsumerGroupRecord::CurrentMemberAssignment { value: Some(v), .. }) => {
+                    v.assignment_epochs
+                }
+                other => panic!("{other:?}"),
+            }
+        };
+        let both = |e: i32| BTreeMap::from([((T, 7), e), ((T, 8), e)]);
+        assert_eq!(decode(6, &[0]), both(6));
+        // One epoch for two partitions.
+        assert_eq!(decode(6, &[1, 0, 5, 2, 0, 0, 0, 1]), both(6));
+        // A null array.
+        assert_eq!(decode(6, &[1, 0, 1, 0]), both(6));
+        // A static member that left (epoch -2).
+        assert_eq!(decode(-2, &[0]), both(0));
     }
 
     /// The other records' bytes, worked out from Kafka 4.4's schemas.
