@@ -353,6 +353,7 @@ fn offset_commit(conn: &mut Conn, group: &str, topic: &str) -> i16 {
         retention_time_ms: -1,
         topics: vec![OffsetCommitRequestTopic {
             name: topic.into(),
+            topic_id: [0; 16],
             partitions: vec![OffsetCommitRequestPartition {
                 partition_index: 0,
                 committed_offset: 1,

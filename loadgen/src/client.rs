@@ -21,6 +21,7 @@ use pinlog::protocol::header::{decode_response_header, RequestHeader};
 use pinlog::protocol::messages::api_versions::{
     ApiVersionRange, ApiVersionsRequest, ApiVersionsResponse,
 };
+use pinlog::protocol::messages::offset_commit;
 use pinlog::protocol::messages::sasl_authenticate::{
     SaslAuthenticateRequest, SaslAuthenticateResponse,
 };
@@ -71,7 +72,10 @@ impl Versions {
             sync_group: pick(ApiKey::SyncGroup),
             heartbeat: pick(ApiKey::Heartbeat),
             leave_group: pick(ApiKey::LeaveGroup),
-            offset_commit: pick(ApiKey::OffsetCommit),
+            // The soak's classic members commit by topic name, so at most
+            // the last version before topic ids.
+            offset_commit: pick(ApiKey::OffsetCommit)
+                .map(|v| v.min(offset_commit::TOPIC_ID_FROM - 1)),
         }
     }
 

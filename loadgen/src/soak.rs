@@ -439,6 +439,7 @@ fn member_life(
                         retention_time_ms: -1,
                         topics: vec![OffsetCommitRequestTopic {
                             name: topic.name.clone(),
+                            topic_id: [0; 16],
                             partitions: mine
                                 .iter()
                                 .map(|&p| OffsetCommitRequestPartition {

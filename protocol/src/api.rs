@@ -121,13 +121,13 @@ pub const SUPPORTED_APIS: &[ApiSupport] = &[
     ApiSupport {
         key: ApiKey::OffsetCommit,
         min_version: 2,
-        max_version: 9,
+        max_version: 10,
         first_flexible_version: 8,
     },
     ApiSupport {
         key: ApiKey::OffsetFetch,
         min_version: 1,
-        max_version: 9,
+        max_version: 10,
         first_flexible_version: 6,
     },
     ApiSupport {

@@ -143,6 +143,7 @@ pub fn offset_fetch(c: &mut Conn, n: &Names) -> i16 {
             member_epoch: -1,
             topics: Some(vec![OffsetFetchRequestTopic {
                 name: n.topic.into(),
+                topic_id: [0; 16],
                 partition_indexes: vec![0],
             }]),
         }],

@@ -591,6 +591,7 @@ fn kip848_protocol_boundaries_and_member_epochs_on_offsets() {
             member_id: member.into(),
             topics: vec![offset_commit::OffsetCommitRequestTopic {
                 name: "edges".into(),
+                topic_id: [0; 16],
                 partitions: ps
                     .iter()
                     .map(|p| offset_commit::OffsetCommitRequestPartition {
@@ -708,6 +709,90 @@ fn kip848_protocol_boundaries_and_member_epochs_on_offsets() {
         commit_partitions(&mut c, member, moved.member_epoch + 1, &[kept]),
         vec![STALE_MEMBER_EPOCH]
     );
+    // v10 names topics by id (Kafka 4.1+), as Kafka's own consumer does
+    // once every topic it commits has an id; an unknown id is answered
+    // UNKNOWN_TOPIC_ID on its own partitions only.
+    let by_id = offset_commit::OffsetCommitRequest {
+        group_id: "g-edges".into(),
+        generation_id_or_member_epoch: moved.member_epoch,
+        member_id: member.into(),
+        topics: [topic_id, [0xee; 16]]
+            .into_iter()
+            .map(|id| offset_commit::OffsetCommitRequestTopic {
+                topic_id: id,
+                partitions: vec![offset_commit::OffsetCommitRequestPartition {
+                    partition_index: kept,
+                    committed_offset: 17,
+                    ..Default::default()
+                }],
+                ..Default::default()
+            })
+            .collect(),
+        ..Default::default()
+    };
+    let mut r = c.call(ApiKey::OffsetCommit, 10, |w| by_id.encode(w, 10));
+    let resp = offset_commit::OffsetCommitResponse::decode(&mut r, 10).expect("decode");
+    let codes: Vec<([u8; 16], i16)> = resp
+        .topics
+        .iter()
+        .map(|t| (t.topic_id, t.partitions[0].error_code))
+        .collect();
+    assert_eq!(
+        codes,
+        vec![(topic_id, NONE), ([0xee; 16], UNKNOWN_TOPIC_ID)],
+        "{resp:?}"
+    );
+    let fetch_by_id = offset_fetch::OffsetFetchRequest {
+        groups: vec![offset_fetch::OffsetFetchRequestGroup {
+            group_id: "g-edges".into(),
+            member_id: Some(member.into()),
+            member_epoch: moved.member_epoch,
+            topics: Some(
+                [topic_id, [0xee; 16]]
+                    .into_iter()
+                    .map(|id| offset_fetch::OffsetFetchRequestTopic {
+                        topic_id: id,
+                        partition_indexes: vec![kept],
+                        ..Default::default()
+                    })
+                    .collect(),
+            ),
+        }],
+        ..Default::default()
+    };
+    let mut r = c.call(ApiKey::OffsetFetch, 10, |w| fetch_by_id.encode(w, 10));
+    let resp = offset_fetch::OffsetFetchResponse::decode(&mut r, 10).expect("decode");
+    let got: Vec<([u8; 16], i64, i16)> = resp.groups[0]
+        .topics
+        .iter()
+        .map(|t| {
+            let p = &t.partitions[0];
+            (t.topic_id, p.committed_offset, p.error_code)
+        })
+        .collect();
+    assert_eq!(
+        got,
+        vec![(topic_id, 17, NONE), ([0xee; 16], -1, UNKNOWN_TOPIC_ID)],
+        "{resp:?}"
+    );
+    let all_by_id = offset_fetch::OffsetFetchRequest {
+        groups: vec![offset_fetch::OffsetFetchRequestGroup {
+            group_id: "g-edges".into(),
+            topics: None,
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    let mut r = c.call(ApiKey::OffsetFetch, 10, |w| all_by_id.encode(w, 10));
+    let resp = offset_fetch::OffsetFetchResponse::decode(&mut r, 10).expect("decode");
+    assert!(
+        resp.groups[0]
+            .topics
+            .iter()
+            .all(|t| t.topic_id == topic_id && t.name.is_empty()),
+        "{resp:?}"
+    );
+
     let fetched_second = heartbeat(
         &mut c,
         &consumer_group_heartbeat::ConsumerGroupHeartbeatRequest {
@@ -868,6 +953,7 @@ fn group_writes_that_time_out_answer_coordinator_not_available() {
             generation_id_or_member_epoch: -1,
             topics: vec![offset_commit::OffsetCommitRequestTopic {
                 name: "t".into(),
+                topic_id: [0; 16],
                 partitions: vec![offset_commit::OffsetCommitRequestPartition {
                     partition_index: 0,
                     committed_offset: 7,

@@ -1,10 +1,9 @@
-//! OffsetCommit (key 8), versions 2-9; flexible from version 8.
+//! OffsetCommit (key 8), versions 2-10; flexible from version 8.
 //!
-//! v2 is the floor because Kafka 4.0 removed v0 and v1 (KIP-896). v9 is the
-//! ceiling although Kafka accepts v10 from 4.1: v10 names topics by id
-//! instead of by name, which pinlog does not implement yet. v9 itself is v8
+//! v2 is the floor because Kafka 4.0 removed v0 and v1 (KIP-896). v9 is v8
 //! on the wire; it tells the broker that the client understands the errors
-//! of the consumer group protocol of KIP-848.
+//! of the consumer group protocol of KIP-848. v10 (Kafka 4.1+) names topics
+//! by id instead of by name, in the request and the response.
 
 use bytes::{BufMut, BytesMut};
 
@@ -12,6 +11,8 @@ use super::min_topic_bytes;
 use crate::codec::{min_string_bytes, min_tags_bytes, DecodeResult, Reader, Writer};
 
 const FLEXIBLE_FROM: i16 = 8;
+/// The first version that names topics by id (and no longer by name).
+pub const TOPIC_ID_FROM: i16 = 10;
 /// Versions that carry `retention_time_ms`; v5 left retention to the
 /// broker's `offsets.retention.minutes`.
 const RETENTION_VERSIONS: std::ops::RangeInclusive<i16> = 2..=4;
@@ -49,7 +50,10 @@ impl Default for OffsetCommitRequest {
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct OffsetCommitRequestTopic {
+    /// v2-9; empty from v10.
     pub name: String,
+    /// v10+; zero before.
+    pub topic_id: [u8; 16],
     pub partitions: Vec<OffsetCommitRequestPartition>,
 }
 
@@ -98,7 +102,7 @@ impl OffsetCommitRequest {
             + min_string_bytes(flexible)
             + min_tags_bytes(flexible);
         req.topics = r.array("topics", flexible, min_topic_bytes(flexible), |r| {
-            let name = r.string("name", flexible)?;
+            let (name, topic_id) = read_topic(r, version, flexible)?;
             let partitions = r.array("partitions", flexible, min_partition, |r| {
                 let mut p = OffsetCommitRequestPartition {
                     partition_index: r.i32("partition_index")?,
@@ -117,7 +121,11 @@ impl OffsetCommitRequest {
             if flexible {
                 r.skip_tagged_fields()?;
             }
-            Ok(OffsetCommitRequestTopic { name, partitions })
+            Ok(OffsetCommitRequestTopic {
+                name,
+                topic_id,
+                partitions,
+            })
         })?;
         if flexible {
             r.skip_tagged_fields()?;
@@ -138,7 +146,7 @@ impl OffsetCommitRequest {
         }
         w.put_array_len(Some(self.topics.len()), flexible);
         for t in &self.topics {
-            w.put_string(&t.name, flexible);
+            put_topic(w, &t.name, &t.topic_id, version, flexible);
             w.put_array_len(Some(t.partitions.len()), flexible);
             for p in &t.partitions {
                 w.put_i32(p.partition_index);
@@ -170,7 +178,10 @@ pub struct OffsetCommitResponse {
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct OffsetCommitResponseTopic {
+    /// v2-9; empty from v10.
     pub name: String,
+    /// v10+; zero before.
+    pub topic_id: [u8; 16],
     pub partitions: Vec<OffsetCommitResponsePartition>,
 }
 
@@ -190,7 +201,7 @@ impl OffsetCommitResponse {
         // Partition, error and tags.
         let min_partition = 4 + 2 + min_tags_bytes(flexible);
         resp.topics = r.array("topics", flexible, min_topic_bytes(flexible), |r| {
-            let name = r.string("name", flexible)?;
+            let (name, topic_id) = read_topic(r, version, flexible)?;
             let partitions = r.array("partitions", flexible, min_partition, |r| {
                 let p = OffsetCommitResponsePartition {
                     partition_index: r.i32("partition_index")?,
@@ -204,7 +215,11 @@ impl OffsetCommitResponse {
             if flexible {
                 r.skip_tagged_fields()?;
             }
-            Ok(OffsetCommitResponseTopic { name, partitions })
+            Ok(OffsetCommitResponseTopic {
+                name,
+                topic_id,
+                partitions,
+            })
         })?;
         if flexible {
             r.skip_tagged_fields()?;
@@ -219,7 +234,7 @@ impl OffsetCommitResponse {
         }
         w.put_array_len(Some(self.topics.len()), flexible);
         for t in &self.topics {
-            w.put_string(&t.name, flexible);
+            put_topic(w, &t.name, &t.topic_id, version, flexible);
             w.put_array_len(Some(t.partitions.len()), flexible);
             for p in &t.partitions {
                 w.put_i32(p.partition_index);
@@ -238,12 +253,38 @@ impl OffsetCommitResponse {
     }
 }
 
+/// A topic's name (v2-9) or id (v10+).
+fn read_topic(r: &mut Reader, version: i16, flexible: bool) -> DecodeResult<(String, [u8; 16])> {
+    Ok(if version >= TOPIC_ID_FROM {
+        (String::new(), r.uuid("topic_id")?)
+    } else {
+        (r.string("name", flexible)?, [0; 16])
+    })
+}
+
+fn put_topic(w: &mut BytesMut, name: &str, topic_id: &[u8; 16], version: i16, flexible: bool) {
+    if version >= TOPIC_ID_FROM {
+        w.put_slice(topic_id);
+    } else {
+        w.put_string(name, flexible);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::messages::test_support::*;
 
-    const VERSIONS: std::ops::RangeInclusive<i16> = 2..=9;
+    const VERSIONS: std::ops::RangeInclusive<i16> = 2..=10;
+
+    /// The name below v10, the id from v10.
+    fn named(version: i16, name: &str, id: u8) -> (String, [u8; 16]) {
+        if version >= TOPIC_ID_FROM {
+            (String::new(), [id; 16])
+        } else {
+            (name.into(), [0; 16])
+        }
+    }
 
     /// A request with a non-default value in every field `version` carries.
     fn request(version: i16) -> OffsetCommitRequest {
@@ -259,7 +300,8 @@ mod tests {
             },
             topics: vec![
                 OffsetCommitRequestTopic {
-                    name: "orders".into(),
+                    name: named(version, "orders", 0x5a).0,
+                    topic_id: named(version, "orders", 0x5a).1,
                     partitions: vec![
                         OffsetCommitRequestPartition {
                             partition_index: 3,
@@ -271,7 +313,8 @@ mod tests {
                     ],
                 },
                 OffsetCommitRequestTopic {
-                    name: "empty".into(),
+                    name: named(version, "empty", 0x11).0,
+                    topic_id: named(version, "empty", 0x11).1,
                     partitions: Vec::new(),
                 },
             ],
@@ -283,7 +326,8 @@ mod tests {
         OffsetCommitResponse {
             throttle_time_ms: if version >= 3 { 20 } else { 0 },
             topics: vec![OffsetCommitResponseTopic {
-                name: "orders".into(),
+                name: named(version, "orders", 0x5a).0,
+                topic_id: named(version, "orders", 0x5a).1,
                 partitions: vec![
                     OffsetCommitResponsePartition {
                         partition_index: 3,
@@ -311,6 +355,60 @@ mod tests {
                 assert_round_trip(&resp, v);
             }
         }
+    }
+
+    /// v10's bytes, from Kafka 4.4's OffsetCommitRequest.json: the topic's
+    /// 16-byte id where v9 had its name.
+    #[test]
+    fn v10_names_topics_by_id() {
+        let req = OffsetCommitRequest {
+            group_id: "g".into(),
+            generation_id_or_member_epoch: 3,
+            member_id: "m".into(),
+            topics: vec![OffsetCommitRequestTopic {
+                name: String::new(),
+                topic_id: [7; 16],
+                partitions: vec![OffsetCommitRequestPartition {
+                    partition_index: 1,
+                    committed_offset: 42,
+                    committed_leader_epoch: 2,
+                    committed_metadata: None,
+                }],
+            }],
+            ..OffsetCommitRequest::default()
+        };
+        let mut want = vec![
+            2, b'g', // GroupId
+            0, 0, 0, 3, // GenerationIdOrMemberEpoch
+            2, b'm', // MemberId
+            0,    // GroupInstanceId: null
+            2,    // Topics: one
+        ];
+        want.extend_from_slice(&[7; 16]); // TopicId
+        want.extend_from_slice(&[
+            2, // Partitions: one
+            0, 0, 0, 1, // PartitionIndex
+            0, 0, 0, 0, 0, 0, 0, 42, // CommittedOffset
+            0, 0, 0, 2, // CommittedLeaderEpoch
+            0, // CommittedMetadata: null
+            0, 0, 0, // tags: partition, topic, request
+        ]);
+        assert_eq!(&encode(&req, 10)[..], &want[..]);
+        let resp = OffsetCommitResponse {
+            throttle_time_ms: 0,
+            topics: vec![OffsetCommitResponseTopic {
+                name: String::new(),
+                topic_id: [7; 16],
+                partitions: vec![OffsetCommitResponsePartition {
+                    partition_index: 1,
+                    error_code: 100,
+                }],
+            }],
+        };
+        let mut want = vec![0, 0, 0, 0, 2];
+        want.extend_from_slice(&[7; 16]);
+        want.extend_from_slice(&[2, 0, 0, 0, 1, 0, 100, 0, 0, 0]);
+        assert_eq!(&encode(&resp, 10)[..], &want[..]);
     }
 
     #[test]

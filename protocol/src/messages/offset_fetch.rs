@@ -1,8 +1,8 @@
-//! OffsetFetch (key 9), versions 1-9; flexible from version 6.
+//! OffsetFetch (key 9), versions 1-10; flexible from version 6.
 //!
 //! Consumers call it on their group coordinator to learn where the group
-//! committed. Kafka 4.4 defines v1-v10; v10 names topics by id instead of by
-//! name and is left out until pinlog resolves topic ids here.
+//! committed. v10 (Kafka 4.1+) names topics by id instead of by name, in
+//! the request and the response.
 //!
 //! The request has two shapes, and Kafka keeps both fields in one message,
 //! as we do:
@@ -28,6 +28,8 @@ use crate::codec::{
 const FLEXIBLE_FROM: i16 = 6;
 /// First version with the multi-group form.
 const GROUPS_FROM: i16 = 8;
+/// The first version that names topics by id (and no longer by name).
+pub const TOPIC_ID_FROM: i16 = 10;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OffsetFetchRequest {
@@ -58,7 +60,10 @@ impl Default for OffsetFetchRequest {
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct OffsetFetchRequestTopic {
+    /// v1-9; empty from v10.
     pub name: String,
+    /// v10+; zero before.
+    pub topic_id: [u8; 16],
     pub partition_indexes: Vec<i32>,
 }
 
@@ -91,7 +96,7 @@ impl OffsetFetchRequest {
         let mut req = OffsetFetchRequest::default();
         if version < GROUPS_FROM {
             req.group_id = r.string("group_id", flexible)?;
-            req.topics = decode_topics(r, flexible)?;
+            req.topics = decode_topics(r, version)?;
         } else {
             let s = min_string_bytes(flexible);
             let group_min = s
@@ -107,7 +112,7 @@ impl OffsetFetchRequest {
                     group.member_id = r.nullable_string("member_id", flexible)?;
                     group.member_epoch = r.i32("member_epoch")?;
                 }
-                group.topics = decode_topics(r, flexible)?;
+                group.topics = decode_topics(r, version)?;
                 if flexible {
                     r.skip_tagged_fields()?;
                 }
@@ -127,7 +132,7 @@ impl OffsetFetchRequest {
         let flexible = version >= FLEXIBLE_FROM;
         if version < GROUPS_FROM {
             w.put_string(&self.group_id, flexible);
-            encode_topics(w, self.topics.as_deref(), flexible);
+            encode_topics(w, self.topics.as_deref(), version);
         } else {
             w.put_array_len(Some(self.groups.len()), flexible);
             for g in &self.groups {
@@ -136,7 +141,7 @@ impl OffsetFetchRequest {
                     w.put_nullable_string(g.member_id.as_deref(), flexible);
                     w.put_i32(g.member_epoch);
                 }
-                encode_topics(w, g.topics.as_deref(), flexible);
+                encode_topics(w, g.topics.as_deref(), version);
                 if flexible {
                     w.put_empty_tagged_fields();
                 }
@@ -167,10 +172,11 @@ impl OffsetFetchRequest {
 
 fn decode_topics(
     r: &mut Reader,
-    flexible: bool,
+    version: i16,
 ) -> DecodeResult<Option<Vec<OffsetFetchRequestTopic>>> {
+    let flexible = version >= FLEXIBLE_FROM;
     r.nullable_array("topics", flexible, min_topic_bytes(flexible), |r| {
-        let name = r.string("name", flexible)?;
+        let (name, topic_id) = read_topic(r, version, flexible)?;
         let partition_indexes = r.array("partition_indexes", flexible, 4, |r| {
             r.i32("partition_index")
         })?;
@@ -179,19 +185,21 @@ fn decode_topics(
         }
         Ok(OffsetFetchRequestTopic {
             name,
+            topic_id,
             partition_indexes,
         })
     })
 }
 
-fn encode_topics(w: &mut BytesMut, topics: Option<&[OffsetFetchRequestTopic]>, flexible: bool) {
+fn encode_topics(w: &mut BytesMut, topics: Option<&[OffsetFetchRequestTopic]>, version: i16) {
+    let flexible = version >= FLEXIBLE_FROM;
     let Some(topics) = topics else {
         w.put_array_len(None, flexible);
         return;
     };
     w.put_array_len(Some(topics.len()), flexible);
     for t in topics {
-        w.put_string(&t.name, flexible);
+        put_topic(w, &t.name, &t.topic_id, version, flexible);
         w.put_array_len(Some(t.partition_indexes.len()), flexible);
         for p in &t.partition_indexes {
             w.put_i32(*p);
@@ -216,7 +224,10 @@ pub struct OffsetFetchResponse {
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct OffsetFetchResponseTopic {
+    /// v1-9; empty from v10.
     pub name: String,
+    /// v10+; zero before.
+    pub topic_id: [u8; 16],
     pub partitions: Vec<OffsetFetchResponsePartition>,
 }
 
@@ -326,7 +337,7 @@ fn decode_results(r: &mut Reader, version: i16) -> DecodeResult<Vec<OffsetFetchR
         + 2
         + min_tags_bytes(flexible);
     r.array("topics", flexible, min_topic_bytes(flexible), |r| {
-        let name = r.string("name", flexible)?;
+        let (name, topic_id) = read_topic(r, version, flexible)?;
         let partitions = r.array("partitions", flexible, partition_min, |r| {
             let mut p = OffsetFetchResponsePartition {
                 partition_index: r.i32("partition_index")?,
@@ -346,7 +357,11 @@ fn decode_results(r: &mut Reader, version: i16) -> DecodeResult<Vec<OffsetFetchR
         if flexible {
             r.skip_tagged_fields()?;
         }
-        Ok(OffsetFetchResponseTopic { name, partitions })
+        Ok(OffsetFetchResponseTopic {
+            name,
+            topic_id,
+            partitions,
+        })
     })
 }
 
@@ -354,7 +369,7 @@ fn encode_results(w: &mut BytesMut, topics: &[OffsetFetchResponseTopic], version
     let flexible = version >= FLEXIBLE_FROM;
     w.put_array_len(Some(topics.len()), flexible);
     for t in topics {
-        w.put_string(&t.name, flexible);
+        put_topic(w, &t.name, &t.topic_id, version, flexible);
         w.put_array_len(Some(t.partitions.len()), flexible);
         for p in &t.partitions {
             w.put_i32(p.partition_index);
@@ -374,22 +389,50 @@ fn encode_results(w: &mut BytesMut, topics: &[OffsetFetchResponseTopic], version
     }
 }
 
+/// A topic's name (v1-9) or id (v10+).
+fn read_topic(r: &mut Reader, version: i16, flexible: bool) -> DecodeResult<(String, [u8; 16])> {
+    Ok(if version >= TOPIC_ID_FROM {
+        (String::new(), r.uuid("topic_id")?)
+    } else {
+        (r.string("name", flexible)?, [0; 16])
+    })
+}
+
+fn put_topic(w: &mut BytesMut, name: &str, topic_id: &[u8; 16], version: i16, flexible: bool) {
+    if version >= TOPIC_ID_FROM {
+        w.put_slice(topic_id);
+    } else {
+        w.put_string(name, flexible);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::messages::test_support::*;
     use bytes::Bytes;
 
-    const VERSIONS: std::ops::RangeInclusive<i16> = 1..=9;
+    const VERSIONS: std::ops::RangeInclusive<i16> = 1..=10;
 
-    fn topics() -> Vec<OffsetFetchRequestTopic> {
+    /// The name below v10, the id from v10.
+    fn named(version: i16, name: &str, id: u8) -> (String, [u8; 16]) {
+        if version >= TOPIC_ID_FROM {
+            (String::new(), [id; 16])
+        } else {
+            (name.into(), [0; 16])
+        }
+    }
+
+    fn topics(version: i16) -> Vec<OffsetFetchRequestTopic> {
         vec![
             OffsetFetchRequestTopic {
-                name: "orders".into(),
+                name: named(version, "orders", 0x5a).0,
+                topic_id: named(version, "orders", 0x5a).1,
                 partition_indexes: vec![0, 3, 7],
             },
             OffsetFetchRequestTopic {
-                name: "audit".into(),
+                name: named(version, "audit", 0x11).0,
+                topic_id: named(version, "audit", 0x11).1,
                 partition_indexes: vec![],
             },
         ]
@@ -403,7 +446,7 @@ mod tests {
         };
         if version < GROUPS_FROM {
             req.group_id = "billing".into();
-            req.topics = Some(topics());
+            req.topics = Some(topics(version));
         } else {
             let v9 = version >= 9;
             req.groups = vec![
@@ -411,7 +454,7 @@ mod tests {
                     group_id: "billing".into(),
                     member_id: v9.then(|| "member-1".into()),
                     member_epoch: if v9 { 12 } else { -1 },
-                    topics: Some(topics()),
+                    topics: Some(topics(version)),
                 },
                 OffsetFetchRequestGroup {
                     group_id: "everything".into(),
@@ -435,7 +478,8 @@ mod tests {
     fn results(version: i16) -> Vec<OffsetFetchResponseTopic> {
         vec![
             OffsetFetchResponseTopic {
-                name: "orders".into(),
+                name: named(version, "orders", 0x5a).0,
+                topic_id: named(version, "orders", 0x5a).1,
                 partitions: vec![
                     OffsetFetchResponsePartition {
                         partition_index: 3,
@@ -452,7 +496,8 @@ mod tests {
                 ],
             },
             OffsetFetchResponseTopic {
-                name: "audit".into(),
+                name: named(version, "audit", 0x11).0,
+                topic_id: named(version, "audit", 0x11).1,
                 partitions: vec![],
             },
         ]
@@ -513,11 +558,77 @@ mod tests {
                 group_id: "billing".into(),
                 member_id: None,
                 member_epoch: -1,
-                topics: Some(topics()),
+                topics: Some(topics(7)),
             }]
         );
         assert_eq!(request(9).into_groups(9), request(9).groups);
         assert_eq!(request_all_topics().into_groups(2)[0].topics, None);
+    }
+
+    /// v10's bytes, from Kafka 4.4's OffsetFetch JSON: each topic's 16-byte
+    /// id where v9 had its name.
+    #[test]
+    fn v10_names_topics_by_id() {
+        let req = OffsetFetchRequest {
+            groups: vec![OffsetFetchRequestGroup {
+                group_id: "g".into(),
+                member_id: Some("m".into()),
+                member_epoch: 4,
+                topics: Some(vec![OffsetFetchRequestTopic {
+                    name: String::new(),
+                    topic_id: [7; 16],
+                    partition_indexes: vec![2],
+                }]),
+            }],
+            ..OffsetFetchRequest::default()
+        };
+        let mut want = vec![
+            2, // Groups: one
+            2, b'g', // GroupId
+            2, b'm', // MemberId
+            0, 0, 0, 4, // MemberEpoch
+            2, // Topics: one
+        ];
+        want.extend_from_slice(&[7; 16]); // TopicId
+        want.extend_from_slice(&[
+            2, 0, 0, 0, 2, // PartitionIndexes [2]
+            0, 0, // tags: topic, group
+            0, // RequireStable
+            0, // tags
+        ]);
+        assert_eq!(&encode(&req, 10)[..], &want[..]);
+        let resp = OffsetFetchResponse {
+            groups: vec![OffsetFetchResponseGroup {
+                group_id: "g".into(),
+                topics: vec![OffsetFetchResponseTopic {
+                    name: String::new(),
+                    topic_id: [7; 16],
+                    partitions: vec![OffsetFetchResponsePartition {
+                        partition_index: 2,
+                        committed_offset: 9,
+                        committed_leader_epoch: -1,
+                        metadata: None,
+                        error_code: 100,
+                    }],
+                }],
+                error_code: 0,
+            }],
+            ..OffsetFetchResponse::default()
+        };
+        let mut want = vec![0, 0, 0, 0, 2, 2, b'g', 2];
+        want.extend_from_slice(&[7; 16]);
+        want.extend_from_slice(&[
+            2, // Partitions: one
+            0, 0, 0, 2, // PartitionIndex
+            0, 0, 0, 0, 0, 0, 0, 9, // CommittedOffset
+            0xff, 0xff, 0xff, 0xff, // CommittedLeaderEpoch
+            0,    // Metadata: null
+            0, 100, // ErrorCode
+            0, 0, // tags: partition, topic
+            0, 0, // group ErrorCode
+            0, 0, // tags: group, response
+        ]);
+        assert_eq!(&encode(&resp, 10)[..], &want[..]);
     }
 
     #[test]

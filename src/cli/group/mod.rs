@@ -35,16 +35,20 @@ use crate::protocol::messages::find_coordinator::{FindCoordinatorRequest, KEY_TY
 use crate::protocol::messages::list_groups::ListGroupsRequest;
 use crate::protocol::messages::list_offsets::{EARLIEST_TIMESTAMP, LATEST_TIMESTAMP};
 use crate::protocol::messages::offset_commit::{
-    OffsetCommitRequest, OffsetCommitRequestPartition, OffsetCommitRequestTopic,
+    self, OffsetCommitRequest, OffsetCommitRequestPartition, OffsetCommitRequestTopic,
 };
 use crate::protocol::messages::offset_fetch::{
-    OffsetFetchRequest, OffsetFetchRequestGroup, OffsetFetchRequestTopic,
+    self, OffsetFetchRequest, OffsetFetchRequestGroup, OffsetFetchRequestTopic,
 };
 
 /// The first FindCoordinator version that asks about a list of keys.
 const FIND_COORDINATOR_BATCHED_FROM: i16 = 4;
 /// The first OffsetFetch version that asks about a list of groups.
 const OFFSET_FETCH_GROUPS_FROM: i16 = 8;
+/// The tool names topics, as Kafka's admin client does: OffsetFetch and
+/// OffsetCommit at most at the last version before topic ids.
+const OFFSET_FETCH_BY_NAME_MAX: i16 = offset_fetch::TOPIC_ID_FROM - 1;
+const OFFSET_COMMIT_BY_NAME_MAX: i16 = offset_commit::TOPIC_ID_FROM - 1;
 
 /// The highest `ConsumerProtocolAssignment` version known; later versions
 /// only add fields at the end, so they are read as this one, as Kafka's
@@ -235,12 +239,15 @@ fn committed_offsets(
     group: &str,
     topics: Option<&BTreeMap<String, Vec<i32>>>,
 ) -> CliResult<BTreeMap<(String, i32), i64>> {
-    let version = client.version_of(ApiKey::OffsetFetch)?;
+    let version = client
+        .version_of(ApiKey::OffsetFetch)?
+        .min(OFFSET_FETCH_BY_NAME_MAX);
     let wanted = topics.map(|ts| {
         ts.iter()
             .map(|(name, ps)| OffsetFetchRequestTopic {
                 name: name.clone(),
                 partition_indexes: ps.clone(),
+                ..Default::default()
             })
             .collect::<Vec<_>>()
     });
@@ -538,12 +545,16 @@ fn reset_offsets(
             .map(|(name, partitions)| OffsetCommitRequestTopic {
                 name: name.to_string(),
                 partitions,
+                ..Default::default()
             })
             .collect(),
         ..Default::default()
     };
     let client = cluster.node(node)?;
-    let resp = client.send(&req)?;
+    let version = client
+        .version_of(ApiKey::OffsetCommit)?
+        .min(OFFSET_COMMIT_BY_NAME_MAX);
+    let resp = client.send_at(&req, version)?;
     for t in &resp.topics {
         for p in &t.partitions {
             match p.error_code {

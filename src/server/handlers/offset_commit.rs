@@ -1,6 +1,8 @@
 //! OffsetCommit: from group members (with their generation) and from
-//! admin tools and standalone consumers (generation -1, empty groups only).
+//! admin tools and standalone consumers (generation -1, empty groups only);
+//! v10 names topics by id.
 
+use std::collections::HashMap;
 use std::rc::Rc;
 
 use crate::acl::matrix;
@@ -22,10 +24,38 @@ pub async fn handle(
     access: &Access<'_>,
 ) -> OffsetCommitResponse {
     let with_epoch = header.api_version >= LEADER_EPOCH_FROM;
+    let by_id = header.api_version >= TOPIC_ID_FROM;
+    let image = BrokerState::of(shard).image();
+    // v10 names topics by id: the name each id stands for now, and the ids
+    // to answer with. An unknown id is answered UNKNOWN_TOPIC_ID on its
+    // partitions, and the rest of the request goes on, as in Kafka.
+    let mut ids_by_name: HashMap<String, [u8; 16]> = HashMap::new();
+    let mut unknown_ids: Vec<OffsetCommitResponseTopic> = Vec::new();
     let topics: Vec<(String, Vec<CommitPartition>)> = req
         .topics
         .into_iter()
-        .map(|t| {
+        .filter_map(|t| {
+            let name = if by_id {
+                let Some(name) = image.topic_names_by_id.get(&t.topic_id) else {
+                    unknown_ids.push(OffsetCommitResponseTopic {
+                        name: String::new(),
+                        topic_id: t.topic_id,
+                        partitions: t
+                            .partitions
+                            .iter()
+                            .map(|p| OffsetCommitResponsePartition {
+                                partition_index: p.partition_index,
+                                error_code: error_code::UNKNOWN_TOPIC_ID,
+                            })
+                            .collect(),
+                    });
+                    return None;
+                };
+                ids_by_name.insert(name.clone(), t.topic_id);
+                name.clone()
+            } else {
+                t.name
+            };
             let parts = t
                 .partitions
                 .into_iter()
@@ -40,7 +70,7 @@ pub async fn handle(
                     metadata: p.committed_metadata,
                 })
                 .collect();
-            (t.name, parts)
+            Some((name, parts))
         })
         .collect();
     let every = |code: i16, topics: &[(String, Vec<CommitPartition>)]| {
@@ -51,7 +81,6 @@ pub async fn handle(
     };
     // Kafka's rules: READ on the group, else every partition is refused;
     // READ on each topic, else its partitions are.
-    let image = BrokerState::of(shard).image();
     let group_allowed = access.allows(&image, matrix::OFFSET_COMMIT_GROUP, &req.group_id);
     let denied = if group_allowed {
         access.denied(
@@ -104,7 +133,8 @@ pub async fn handle(
         topics: results
             .into_iter()
             .map(|(name, parts)| OffsetCommitResponseTopic {
-                name,
+                topic_id: ids_by_name.get(&name).copied().unwrap_or_default(),
+                name: if by_id { String::new() } else { name },
                 partitions: parts
                     .into_iter()
                     .map(
@@ -115,6 +145,7 @@ pub async fn handle(
                     )
                     .collect(),
             })
+            .chain(unknown_ids)
             .collect(),
     }
 }

@@ -1,10 +1,12 @@
 //! OffsetFetch: committed offsets of one group (v1-7) or of several (v8+),
-//! for listed partitions or, with a null topic list, all of them.
+//! for listed partitions or, with a null topic list, all of them; v10 names
+//! topics by id.
 
 use std::rc::Rc;
 
 use crate::acl::matrix;
 use crate::group::coordinator::{on_coordinator, FetchedOffset, GroupCoordinator};
+use crate::metadata::image::MetadataImage;
 use crate::node::state::BrokerState;
 use crate::protocol::error_code;
 use crate::protocol::header::RequestHeader;
@@ -68,6 +70,7 @@ async fn fetch_one(
             .iter()
             .map(move |(name, ps)| OffsetFetchResponseTopic {
                 name: name.clone(),
+                topic_id: [0; 16],
                 partitions: ps
                     .iter()
                     .map(|p| OffsetFetchResponsePartition {
@@ -97,6 +100,7 @@ async fn fetch_one(
                 .into_iter()
                 .map(|(name, ps)| OffsetFetchResponseTopic {
                     name,
+                    topic_id: [0; 16],
                     partitions: ps
                         .into_iter()
                         .map(|p| OffsetFetchResponsePartition {
@@ -119,6 +123,7 @@ fn to_topics(found: Vec<(String, Vec<FetchedOffset>)>) -> Vec<OffsetFetchRespons
         .into_iter()
         .map(|(name, parts)| OffsetFetchResponseTopic {
             name,
+            topic_id: [0; 16],
             partitions: parts
                 .into_iter()
                 .map(|f| OffsetFetchResponsePartition {
@@ -141,6 +146,62 @@ fn requested(topics: Option<Vec<OffsetFetchRequestTopic>>) -> Topics {
     })
 }
 
+/// v10 names topics by id: the requested ids this broker knows, as names,
+/// and an UNKNOWN_TOPIC_ID answer for each partition of the others (Kafka's
+/// answer for an id it cannot resolve; the rest of the group's request
+/// goes on).
+fn resolve_ids(
+    image: &MetadataImage,
+    topics: Option<Vec<OffsetFetchRequestTopic>>,
+) -> (Topics, Vec<OffsetFetchResponseTopic>) {
+    let Some(topics) = topics else {
+        return (None, Vec::new());
+    };
+    let mut known = Vec::with_capacity(topics.len());
+    let mut unknown = Vec::new();
+    for t in topics {
+        match image.topic_names_by_id.get(&t.topic_id) {
+            Some(name) => known.push((name.clone(), t.partition_indexes)),
+            None => unknown.push(OffsetFetchResponseTopic {
+                name: String::new(),
+                topic_id: t.topic_id,
+                partitions: t
+                    .partition_indexes
+                    .into_iter()
+                    .map(|p| OffsetFetchResponsePartition {
+                        partition_index: p,
+                        committed_offset: -1,
+                        committed_leader_epoch: -1,
+                        metadata: Some(String::new()),
+                        error_code: error_code::UNKNOWN_TOPIC_ID,
+                    })
+                    .collect(),
+            }),
+        }
+    }
+    (Some(known), unknown)
+}
+
+/// Names the answer's topics by id for v10. A topic the group committed
+/// that no longer exists has no id a client could ask about, and is left
+/// out of an all-topics answer.
+fn name_by_id(
+    image: &MetadataImage,
+    topics: Vec<OffsetFetchResponseTopic>,
+) -> Vec<OffsetFetchResponseTopic> {
+    topics
+        .into_iter()
+        .filter_map(|t| {
+            let id = image.topics.get(&t.name)?.id;
+            Some(OffsetFetchResponseTopic {
+                name: String::new(),
+                topic_id: id,
+                partitions: t.partitions,
+            })
+        })
+        .collect()
+}
+
 pub async fn handle(
     shard: &Rc<Shard>,
     header: &RequestHeader,
@@ -148,17 +209,28 @@ pub async fn handle(
     access: &Access<'_>,
 ) -> OffsetFetchResponse {
     if header.api_version >= GROUPS_FROM {
+        let by_id = header.api_version >= TOPIC_ID_FROM;
         let mut groups = Vec::with_capacity(req.groups.len());
         for g in req.groups {
-            let (code, topics) = fetch_one(
+            let image = BrokerState::of(shard).image();
+            let (topics, unknown_ids) = if by_id {
+                resolve_ids(&image, g.topics)
+            } else {
+                (requested(g.topics), Vec::new())
+            };
+            let (code, mut topics) = fetch_one(
                 shard,
                 &g.group_id,
-                requested(g.topics),
+                topics,
                 req.require_stable,
                 g.member_id.map(|m| (m, g.member_epoch)),
                 access,
             )
             .await;
+            if by_id {
+                topics = name_by_id(&BrokerState::of(shard).image(), topics);
+                topics.extend(unknown_ids);
+            }
             groups.push(OffsetFetchResponseGroup {
                 group_id: g.group_id,
                 topics,
