@@ -8,6 +8,10 @@
 //!   Heartbeat, each partition owned once;
 //! - that member leaves cleanly, the group turns classic again and the
 //!   classic members rebalance between themselves;
+//! - a static member joins with the consumer protocol, closes, and comes
+//!   back as a classic member under its `group.instance.id`: taking the
+//!   place of the last consumer-protocol member, it turns the group
+//!   classic at once;
 //! - every record produced along the way is consumed, and the group's
 //!   committed offsets reach the end of the topic, so no conversion lost
 //!   them.
@@ -71,6 +75,41 @@ fn kip848_a_live_classic_group_upgrades_online_and_downgrades_back() {
     }
     delivered.extend(s.produce(topic, 700, 300));
     s.wait_consumed(topic, &delivered, CONSUME_TIMEOUT);
+
+    // A static member moves back: it joins with the consumer protocol,
+    // closes (a static member's leave keeps its place for its session), and
+    // comes back as a classic member under the same group.instance.id. Its
+    // JoinGroup takes the place of the last consumer-protocol member, and
+    // the group turns classic at once, not after the session timeout
+    // (Kafka's downgrade with a replaced member).
+    let pod = "group.instance.id=pod-s";
+    s.java_member_with(&java, "s1", group, topic, &protocol, &[pod]);
+    s.wait_converged(&["c1", "c2", "s1"], PARTITIONS, CONVERGE_TIMEOUT);
+    let static_consumer = group_type(&s, &libs, group);
+    if static_consumer != "Consumer" {
+        s.fail(&format!(
+            "with a static consumer-protocol member the group is {static_consumer}, not Consumer"
+        ));
+    }
+    s.stop("s1");
+    s.java_member_with(&java, "s2", group, topic, &[], &[pod]);
+    s.wait_converged(&["c1", "c2", "s2"], PARTITIONS, CONVERGE_TIMEOUT);
+    let replaced = group_type(&s, &libs, group);
+    if replaced != "Classic" {
+        s.fail(&format!(
+            "after a static classic member replaced the last consumer-protocol member the \
+             group is {replaced}, not Classic"
+        ));
+    }
+    let log = s.broker.log();
+    if !log.contains("took the place of the last consumer-protocol member") {
+        s.fail(
+            "the group turned classic, but not because the static member was replaced \
+             (its session expired first?)",
+        );
+    }
+    delivered.extend(s.produce(topic, 1000, 300));
+    s.wait_consumed(topic, &delivered, CONSUME_TIMEOUT);
     s.check_all_consumed(topic, &delivered);
 
     // The auto-commits of all three phases reach the end offsets.
@@ -78,4 +117,5 @@ fn kip848_a_live_classic_group_upgrades_online_and_downgrades_back() {
     s.wait_committed_at(group, topic, &ends, CONVERGE_TIMEOUT, "");
     s.stop("c1");
     s.stop("c2");
+    s.stop("s2");
 }

@@ -15,7 +15,9 @@
 //! - **Downgrade:** when fencing the last consumer-protocol member leaves
 //!   classic members only, one append deletes the consumer group and
 //!   stores the classic group's metadata; the classic group then
-//!   rebalances.
+//!   rebalances. So does a static classic member's JoinGroup that takes
+//!   the place (its `group.instance.id`) of the last consumer-protocol
+//!   member (`downgrade_after_replacement`).
 
 use crate::group::consumer::classic::{ClassicJoinRequest, Downgrade, CONSUMER_PROTOCOL_TYPE};
 use crate::group::consumer::heartbeat::{HeartbeatContext, HeartbeatError};
@@ -46,6 +48,45 @@ impl GroupCoordinator {
             now_ms(),
             &topics,
         )
+    }
+
+    /// After a static classic member took the place of a member speaking
+    /// the consumer protocol: if that was the last one, the group turns
+    /// classic (Kafka's `validateOnlineDowngradeWithReplacedMember`). The
+    /// classic group then rebalances, as after a downgrade on fencing, and
+    /// the joining member learns of it at its SyncGroup and joins again;
+    /// Kafka skips that rebalance when the assignment is current. A failed
+    /// write leaves the consumer group as it was. The caller holds the
+    /// partition's write permit.
+    async fn downgrade_after_replacement(
+        self: &Rc<Self>,
+        shard: &Rc<Shard>,
+        partition: i32,
+        group_id: &str,
+    ) {
+        let topics = self.consumer_topics(shard);
+        let policy = BrokerState::of(shard)
+            .config
+            .consumer_group
+            .migration_policy;
+        let downgrade = {
+            let c = self.consumer.borrow();
+            c.groups.get(group_id).and_then(|g| {
+                g.downgrade_after_replacement(
+                    policy,
+                    self.config.max_size.max(1) as usize,
+                    now_ms(),
+                    &topics,
+                )
+            })
+        };
+        let Some(d) = downgrade else {
+            return;
+        };
+        tracing::info!(group = %group_id, "a static classic member took the place of the last consumer-protocol member; converting the group to a classic group");
+        if let Err(code) = self.apply_downgrade(shard, partition, group_id, d).await {
+            tracing::warn!(group = %group_id, code, "converting the group to a classic group after a static member's replacement failed; it stays a consumer group");
+        }
     }
 
     /// Writes a downgrade and puts the classic group in place; the caller
@@ -184,7 +225,7 @@ impl GroupCoordinator {
             client_host: params.client_host.clone(),
             require_known_member_id: params.require_known_member_id,
         };
-        let outcome = {
+        let (outcome, replaces_consumer_member) = {
             let c = self.consumer.borrow();
             // The group went away (or emptied, and a classic group may
             // take its id) while this waited: the client finds the
@@ -192,13 +233,20 @@ impl GroupCoordinator {
             let Some(g) = c.groups.get(group_id).filter(|g| !g.is_empty()) else {
                 return failed(error_code::COORDINATOR_NOT_AVAILABLE);
             };
+            // Kafka's downgrade with a replaced member: this static join
+            // takes the place of a consumer-protocol member.
+            let replaces = params
+                .instance_id
+                .as_deref()
+                .and_then(|i| g.static_member(i))
+                .is_some_and(|m| !m.uses_classic_protocol());
             let ctx = HeartbeatContext {
                 now_ms: now_ms(),
                 config: &config,
                 topics: &topics,
                 fresh_member_id: &fresh,
             };
-            g.classic_join(&req, &ctx)
+            (g.classic_join(&req, &ctx), replaces)
         };
         let outcome = match outcome {
             Ok(o) => o,
@@ -222,6 +270,10 @@ impl GroupCoordinator {
         let r = outcome.response;
         if r.error_code != error_code::NONE {
             return JoinOutcome::error(r.error_code, &r.member_id);
+        }
+        if replaces_consumer_member {
+            self.downgrade_after_replacement(shard, partition, group_id)
+                .await;
         }
         JoinOutcome {
             error_code: error_code::NONE,

@@ -550,6 +550,45 @@ impl ConsumerGroup {
             .values()
             .filter(|m| m.member_id != fenced)
             .collect();
+        Some(self.to_classic(&members, now_ms, topics))
+    }
+
+    /// The downgrade a static classic member's join triggers when it took
+    /// the place of the last member speaking the consumer protocol (Kafka's
+    /// `validateOnlineDowngradeWithReplacedMember`), called once the join
+    /// is applied: every member now speaks the classic protocol, the
+    /// policy allows it, and they fit in a classic group.
+    pub fn downgrade_after_replacement(
+        &self,
+        policy: MigrationPolicy,
+        classic_max_size: usize,
+        now_ms: i64,
+        topics: &TopicsImage,
+    ) -> Option<Downgrade> {
+        if self.members.is_empty() || !self.members.values().all(|m| m.uses_classic_protocol()) {
+            return None;
+        }
+        if !policy.downgrade_enabled() {
+            tracing::info!(group = %self.group_id, "not downgrading to a classic group: group.consumer.migration.policy does not allow it");
+            return None;
+        }
+        if self.members.len() > classic_max_size {
+            tracing::info!(group = %self.group_id, "not downgrading to a classic group: more members than group.max.size");
+            return None;
+        }
+        let members: Vec<&ConsumerGroupMember> = self.members.values().collect();
+        Some(self.to_classic(&members, now_ms, topics))
+    }
+
+    /// The records deleting this group and the classic group of `members`
+    /// (all speaking the classic protocol, at least one) at the group
+    /// epoch, each keeping its assignment.
+    fn to_classic(
+        &self,
+        members: &[&ConsumerGroupMember],
+        now_ms: i64,
+        topics: &TopicsImage,
+    ) -> Downgrade {
         let classic = |m: &ConsumerGroupMember| m.classic.clone().expect("all classic");
         // A protocol every remaining member supports, in the first
         // member's order of preference.
@@ -586,7 +625,7 @@ impl ConsumerGroup {
                 }
             })
             .collect();
-        Some(Downgrade {
+        Downgrade {
             records: self.delete_records(),
             classic: GroupValue {
                 protocol_type: CONSUMER_PROTOCOL_TYPE.to_string(),
@@ -596,7 +635,7 @@ impl ConsumerGroup {
                 current_state_timestamp: now_ms,
                 members: stored,
             },
-        })
+        }
     }
 
     /// The records that turn a live classic group into a consumer group

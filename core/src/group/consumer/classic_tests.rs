@@ -403,3 +403,96 @@ fn a_classic_member_reports_what_it_still_owns_when_cooperative() {
         assert_eq!(a.generation_id, 4);
     }
 }
+
+/// Kafka's `validateOnlineDowngradeWithReplacedMember`: a static classic
+/// member that takes the place of the last member speaking the consumer
+/// protocol (same `group.instance.id`) turns the group classic again, with
+/// the replacement keeping the partitions of the member it replaced.
+#[test]
+fn a_static_classic_member_replacing_the_last_consumer_member_turns_the_group_classic() {
+    let mut h = upgraded();
+    let t = h.t();
+    h.consumer_heartbeat(HeartbeatRequest {
+        api_version: 1,
+        group_id: "g".into(),
+        member_id: "c".into(),
+        instance_id: Some("pod-c".into()),
+        member_epoch: 0,
+        rebalance_timeout_ms: 30_000,
+        subscribed_topic_names: Some(vec!["t".into()]),
+        topic_partitions: Some(vec![]),
+        ..HeartbeatRequest::default()
+    });
+    let downgrade = |g: &ConsumerGroup, image: &TopicsImage, policy| {
+        g.downgrade_after_replacement(policy, CLASSIC_MAX_SIZE, 5, image)
+    };
+    assert!(
+        downgrade(h.group(), &h.image, MigrationPolicy::Bidirectional).is_none(),
+        "a consumer member remains"
+    );
+    // The static member leaves for a restart (epoch -2) and comes back
+    // speaking the classic protocol.
+    h.consumer_heartbeat(HeartbeatRequest {
+        api_version: 1,
+        group_id: "g".into(),
+        member_id: "c".into(),
+        instance_id: Some("pod-c".into()),
+        member_epoch: -2,
+        ..HeartbeatRequest::default()
+    });
+    let held_by_c = h.group().member("c").unwrap().assigned_partitions.clone();
+    let req = ClassicJoinRequest {
+        member_id: String::new(),
+        instance_id: Some("pod-c".into()),
+        ..join_request("", &[])
+    };
+    let out = h.group().classic_join(&req, &h.ctx()).unwrap();
+    h.apply(&out.records);
+    let replacement = out.response.member_id.clone();
+    assert_ne!(replacement, "c");
+    let g = h.group();
+    assert!(g.members().values().all(|m| m.uses_classic_protocol()));
+    assert_eq!(
+        g.member(&replacement).unwrap().assigned_partitions,
+        held_by_c,
+        "the replacement keeps what the member it replaced held"
+    );
+    assert!(
+        downgrade(g, &h.image, MigrationPolicy::Upgrade).is_none(),
+        "the policy forbids it"
+    );
+    assert!(
+        g.downgrade_after_replacement(MigrationPolicy::Bidirectional, 2, 5, &h.image)
+            .is_none(),
+        "three members, group.max.size 2"
+    );
+    let d = downgrade(g, &h.image, MigrationPolicy::Bidirectional).unwrap();
+    let mut ids: Vec<&str> = d
+        .classic
+        .members
+        .iter()
+        .map(|m| m.member_id.as_str())
+        .collect();
+    ids.sort();
+    let mut want = vec!["a", "b", replacement.as_str()];
+    want.sort();
+    assert_eq!(ids, want);
+    assert_eq!(d.classic.generation, g.group_epoch());
+    let stored = d
+        .classic
+        .members
+        .iter()
+        .find(|m| m.member_id == replacement)
+        .unwrap();
+    assert_eq!(stored.group_instance_id.as_deref(), Some("pod-c"));
+    let named = decode_assignment(&stored.assignment).unwrap();
+    let parts: Vec<i32> = named.into_iter().flat_map(|(_, ps)| ps).collect();
+    assert_eq!(
+        parts,
+        held_by_c
+            .iter()
+            .filter(|(x, _)| *x == t)
+            .map(|(_, p)| p)
+            .collect::<Vec<_>>()
+    );
+}
