@@ -26,6 +26,8 @@ mod support;
 
 #[path = "authorization/matrix.rs"]
 mod matrix;
+#[path = "authorization/regex.rs"]
+mod regex;
 #[path = "authorization/requests.rs"]
 mod requests;
 
@@ -711,6 +713,51 @@ fn what_is_listed_is_what_may_be_described(s: &Setup) {
     acls.clear();
 }
 
+/// A KIP-848 member subscribed by regex (`rx-.*`) is given `rx-open`,
+/// which it may DESCRIBE, and not `rx-hidden`, which it may not; with
+/// DESCRIBE on both (an ACL change moves the metadata image, so the next
+/// heartbeat resolves the regex again), a new member is given both.
+fn a_regex_gives_a_member_only_topics_it_may_describe(s: &Setup) {
+    let mut admin = s.sasl_conn(ADMIN);
+    for topic in ["rx-open", "rx-hidden"] {
+        create_topic(&mut admin, topic);
+    }
+    let mut alice = s.sasl_conn(ALICE);
+    let mut admin_for_acls = s.sasl_conn(ADMIN);
+    let mut acls = Acls {
+        admin: &mut admin_for_acls,
+        principal: ALICE_PRINCIPAL,
+    };
+    acls.clear();
+    let open = Names {
+        topic: "rx-open",
+        group: "rx-group",
+        transactional_id: "rx-txn",
+    };
+    acls.grant(
+        &open,
+        &[
+            (On::Group, AclOperation::Read),
+            (On::Group, AclOperation::Describe),
+            (On::Topic, AclOperation::Describe),
+        ],
+    );
+    assert_eq!(
+        regex::regex_member_targets(&mut alice, &mut admin, "rx-group", "rx-.*"),
+        vec!["rx-open".to_string()]
+    );
+    let hidden = Names {
+        topic: "rx-hidden",
+        ..open
+    };
+    acls.grant(&hidden, &[(On::Topic, AclOperation::Describe)]);
+    assert_eq!(
+        regex::regex_member_targets(&mut alice, &mut admin, "rx-group", "rx-.*"),
+        vec!["rx-hidden".to_string(), "rx-open".to_string()]
+    );
+    acls.clear();
+}
+
 /// Kafka's Java client as alice: a transactional producer with WRITE on
 /// its transactional id (and on the topic, READ on the group for its
 /// offsets) commits; one with DESCRIBE alone on its id is refused with
@@ -943,5 +990,6 @@ fn acls_decide_what_a_principal_may_do() {
 
     the_matrix_holds(&s);
     what_is_listed_is_what_may_be_described(&s);
+    a_regex_gives_a_member_only_topics_it_may_describe(&s);
     a_transactional_producer_needs_write_on_its_id(&s);
 }

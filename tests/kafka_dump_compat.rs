@@ -1050,6 +1050,7 @@ fn kafka_dump_log_segments_decodes_consumer_group_records() {
                 config: &group_config,
                 topics: &topics,
                 fresh_member_id: "unused",
+                may_describe: None,
             },
         )
         .expect("the join");

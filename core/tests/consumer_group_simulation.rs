@@ -211,6 +211,7 @@ impl Sim {
             config: &self.config,
             topics: &self.image,
             fresh_member_id: "unused",
+            may_describe: None,
         };
         let out = group.heartbeat(&req, &ctx).map_err(|e| e.error_code)?;
         self.apply(out.records, out.timers);
@@ -356,6 +357,7 @@ impl Sim {
             config: &self.config,
             topics: &self.image,
             fresh_member_id: &fresh,
+            may_describe: None,
         };
         let joined = match g.classic_join(&req, &ctx) {
             Ok(o) => o,

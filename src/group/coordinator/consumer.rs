@@ -21,6 +21,7 @@
 
 use std::collections::BTreeMap;
 
+use crate::acl::{matrix, Authorizer, AuthorizerConfig};
 use crate::group::consumer::commit::{validate_offset_commit, CommitRequest};
 use crate::group::consumer::heartbeat::{
     unknown_group_error, validate_request, HeartbeatContext, HeartbeatError, HeartbeatRequest,
@@ -166,6 +167,37 @@ impl ConsumerGroups {
     }
 }
 
+/// The principal and host a ConsumerGroupHeartbeat came from: a regex it
+/// resolves keeps only the topics they may DESCRIBE (Kafka 4.x,
+/// KAFKA-18813), which the coordinator asks of the authorizer itself, on
+/// its own shard, as the topics are only known there.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HeartbeatPrincipal {
+    /// `User:<name>`.
+    pub principal: String,
+    pub host: String,
+}
+
+impl HeartbeatPrincipal {
+    fn may_describe(
+        &self,
+        authorizer: Option<&AuthorizerConfig>,
+        image: &MetadataImage,
+        topic: &str,
+    ) -> bool {
+        let rule = matrix::CONSUMER_GROUP_HEARTBEAT_TOPIC;
+        authorizer.is_none_or(|config| {
+            Authorizer::new(config, &image.acls).authorize(
+                &self.principal,
+                &self.host,
+                rule.operation,
+                rule.resource_type,
+                topic,
+            )
+        })
+    }
+}
+
 /// The cluster's topics as the coordinator core sees them: ids, partition
 /// counts and each partition's replica racks, at the image's offset (so a
 /// new topic or more partitions is a new version, which the next heartbeat
@@ -304,12 +336,15 @@ impl GroupCoordinator {
         }
     }
 
-    /// ConsumerGroupHeartbeat on the group's coordinator shard.
+    /// ConsumerGroupHeartbeat on the group's coordinator shard, from
+    /// `member` (whose DESCRIBE rights filter the topics of a regex this
+    /// heartbeat resolves).
     pub async fn consumer_heartbeat(
         self: Rc<Self>,
         shard: Rc<Shard>,
         partition: i32,
         req: HeartbeatRequest,
+        member: HeartbeatPrincipal,
     ) -> Result<HeartbeatResponse, HeartbeatError> {
         let fail = |code: i16| HeartbeatError {
             error_code: code,
@@ -369,6 +404,10 @@ impl GroupCoordinator {
         let now = now_ms();
         let mut records = Vec::new();
         let mut timers = Vec::new();
+        let state = BrokerState::of(&shard);
+        let image = state.image();
+        let may_describe =
+            |topic: &str| member.may_describe(state.config.authorizer.as_ref(), &image, topic);
         let outcome = {
             let c = self.consumer.borrow();
             let ctx = HeartbeatContext {
@@ -376,6 +415,11 @@ impl GroupCoordinator {
                 config: &config,
                 topics: &topics,
                 fresh_member_id: &fresh,
+                may_describe: state
+                    .config
+                    .authorizer
+                    .is_some()
+                    .then_some(&may_describe as &dyn Fn(&str) -> bool),
             };
             match (&upgrade, c.groups.get(&group_id)) {
                 (Some((converted, group)), _) => {

@@ -245,6 +245,7 @@ impl GroupCoordinator {
                 config: &config,
                 topics: &topics,
                 fresh_member_id: &fresh,
+                may_describe: None,
             };
             (g.classic_join(&req, &ctx), replaces)
         };

@@ -144,7 +144,7 @@ mod migration;
 mod share;
 mod timers;
 
-pub use self::consumer::{topics_image, CONSUMER_GROUP_TYPE};
+pub use self::consumer::{topics_image, HeartbeatPrincipal, CONSUMER_GROUP_TYPE};
 pub use self::share::SHARE_GROUP_TYPE;
 
 pub use self::timers::start;

@@ -6,7 +6,7 @@ use std::rc::Rc;
 
 use crate::acl::matrix;
 use crate::group::consumer::heartbeat::{HeartbeatError, HeartbeatRequest};
-use crate::group::coordinator::{on_coordinator, GroupCoordinator};
+use crate::group::coordinator::{on_coordinator, GroupCoordinator, HeartbeatPrincipal};
 use crate::node::state::BrokerState;
 use crate::protocol::error_code;
 use crate::protocol::header::RequestHeader;
@@ -65,10 +65,14 @@ pub async fn handle(
         client_id: header.client_id.clone().unwrap_or_default(),
         client_host: format!("/{client_host}"),
     };
+    let member = HeartbeatPrincipal {
+        principal: access.principal().to_string(),
+        host: client_host.to_string(),
+    };
     let answer = on_coordinator(
         shard,
         &req.group_id,
-        move |c: Rc<GroupCoordinator>, s, p| c.consumer_heartbeat(s, p, core_req),
+        move |c: Rc<GroupCoordinator>, s, p| c.consumer_heartbeat(s, p, core_req, member),
     )
     .await
     .unwrap_or_else(|code| {

@@ -55,6 +55,7 @@ impl Harness {
             config: &self.config,
             topics: &self.image,
             fresh_member_id: "fresh",
+            may_describe: None,
         }
     }
 

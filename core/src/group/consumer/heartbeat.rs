@@ -152,6 +152,23 @@ pub struct HeartbeatContext<'a> {
     /// A fresh UUID string, the member id of a v0 member joining without
     /// one. The caller draws it so that this code draws no randomness.
     pub fresh_member_id: &'a str,
+    /// Whether the member sending this heartbeat may DESCRIBE a topic;
+    /// `None` when no authorizer runs. A regex resolved at this heartbeat
+    /// keeps only the topics it may (Kafka 4.x resolves with the context
+    /// of the member whose heartbeat triggers the resolution, KAFKA-18813):
+    /// a regex must not hand a member topics it may not even see.
+    pub may_describe: Option<&'a dyn Fn(&str) -> bool>,
+}
+
+impl HeartbeatContext<'_> {
+    /// The topics `regex` matches that the member may describe.
+    fn resolve_regex(&self, regex: &str) -> Vec<String> {
+        let mut topics = resolve(regex, self.topics);
+        if let Some(may_describe) = self.may_describe {
+            topics.retain(|t| may_describe(t));
+        }
+        topics
+    }
 }
 
 /// The records, answer and timers of one request.
@@ -510,7 +527,7 @@ impl ConsumerGroup {
             let known = self.regexes.get(regex);
             let topics = match known {
                 Some(v) if !refresh => v.topics.clone(),
-                _ => resolve(regex, ctx.topics),
+                _ => ctx.resolve_regex(regex),
             };
             if known.is_none_or(|v| v.topics != topics) {
                 records.push(ConsumerGroupRecord::RegularExpression {

@@ -54,6 +54,7 @@ impl Harness {
             config: &self.config,
             topics: &self.image,
             fresh_member_id: "fresh-id",
+            may_describe: None,
         };
         let out = group.heartbeat(&req, &ctx)?;
         self.timers.extend(out.timers.clone());
