@@ -716,7 +716,10 @@ fn what_is_listed_is_what_may_be_described(s: &Setup) {
 /// A KIP-848 member subscribed by regex (`rx-.*`) is given `rx-open`,
 /// which it may DESCRIBE, and not `rx-hidden`, which it may not; with
 /// DESCRIBE on both (an ACL change moves the metadata image, so the next
-/// heartbeat resolves the regex again), a new member is given both.
+/// heartbeat resolves the regex again), a new member is given both. Then,
+/// with DESCRIBE on `rx-hidden` taken away again, ConsumerGroupDescribe
+/// refuses the group to alice (TOPIC_AUTHORIZATION_FAILED), and still
+/// describes it to the super user.
 fn a_regex_gives_a_member_only_topics_it_may_describe(s: &Setup) {
     let mut admin = s.sasl_conn(ADMIN);
     for topic in ["rx-open", "rx-hidden"] {
@@ -734,27 +737,47 @@ fn a_regex_gives_a_member_only_topics_it_may_describe(s: &Setup) {
         group: "rx-group",
         transactional_id: "rx-txn",
     };
-    acls.grant(
-        &open,
-        &[
-            (On::Group, AclOperation::Read),
-            (On::Group, AclOperation::Describe),
-            (On::Topic, AclOperation::Describe),
-        ],
-    );
-    assert_eq!(
-        regex::regex_member_targets(&mut alice, &mut admin, "rx-group", "rx-.*"),
-        vec!["rx-open".to_string()]
-    );
     let hidden = Names {
         topic: "rx-hidden",
         ..open
     };
-    acls.grant(&hidden, &[(On::Topic, AclOperation::Describe)]);
+    let group_and_open = [
+        (On::Group, AclOperation::Read),
+        (On::Group, AclOperation::Describe),
+        (On::Topic, AclOperation::Describe),
+    ];
+    acls.grant(&open, &group_and_open);
+    let group = open.group;
+    regex::join_regex_member(&mut alice, group, "rx-.*");
     assert_eq!(
-        regex::regex_member_targets(&mut alice, &mut admin, "rx-group", "rx-.*"),
-        vec!["rx-hidden".to_string(), "rx-open".to_string()]
+        regex::described(&mut admin, group),
+        (error_code::NONE, vec!["rx-open".to_string()])
     );
+    regex::leave(&mut alice, group);
+
+    acls.grant(&hidden, &[(On::Topic, AclOperation::Describe)]);
+    regex::join_regex_member(&mut alice, group, "rx-.*");
+    let both = vec!["rx-hidden".to_string(), "rx-open".to_string()];
+    assert_eq!(
+        regex::described(&mut admin, group),
+        (error_code::NONE, both.clone())
+    );
+    assert_eq!(
+        regex::described(&mut alice, group),
+        (error_code::NONE, both.clone())
+    );
+    acls.clear();
+    acls.grant(&open, &group_and_open);
+    assert_eq!(
+        regex::described(&mut alice, group),
+        (error_code::TOPIC_AUTHORIZATION_FAILED, Vec::new()),
+        "alice may not see rx-hidden, which the group holds"
+    );
+    assert_eq!(
+        regex::described(&mut admin, group),
+        (error_code::NONE, both)
+    );
+    regex::leave(&mut alice, group);
     acls.clear();
 }
 

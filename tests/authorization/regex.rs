@@ -1,7 +1,9 @@
-//! A KIP-848 member subscribed by regular expression is given only the
-//! matching topics it may DESCRIBE (Kafka 4.x, KAFKA-18813): the broker
-//! resolves the regex, so without the filter a member would be handed,
-//! and could learn the names of, topics it may not even see.
+//! KAFKA-18813's rules, in Kafka 4.x: a KIP-848 member subscribed by
+//! regular expression is given only the matching topics it may DESCRIBE
+//! (the broker resolves the regex, so without the filter a member would
+//! be handed, and could learn the names of, topics it may not even see),
+//! and ConsumerGroupDescribe refuses a group whose members hold a topic
+//! the client may not DESCRIBE.
 
 use std::time::{Duration, Instant};
 
@@ -31,20 +33,19 @@ fn heartbeat(c: &mut Conn, req: &ConsumerGroupHeartbeatRequest) -> ConsumerGroup
         .expect("decode ConsumerGroupHeartbeat")
 }
 
-/// The topic names of the member's target assignment in `group`, as the
-/// super user sees them.
-fn target_topics(admin: &mut Conn, group: &str) -> Vec<String> {
+/// ConsumerGroupDescribe of `group` through `conn`: its error, and the
+/// topic names of its members' target assignments.
+pub fn described(conn: &mut Conn, group: &str) -> (i16, Vec<String>) {
     let req = ConsumerGroupDescribeRequest {
         group_ids: vec![group.into()],
         include_authorized_operations: false,
     };
-    let mut r = admin.call(ApiKey::ConsumerGroupDescribe, DESCRIBE_VERSION, |w| {
+    let mut r = conn.call(ApiKey::ConsumerGroupDescribe, DESCRIBE_VERSION, |w| {
         req.encode(w, DESCRIBE_VERSION)
     });
     let resp = ConsumerGroupDescribeResponse::decode(&mut r, DESCRIBE_VERSION)
         .expect("decode ConsumerGroupDescribe");
     let g = &resp.groups[0];
-    assert_eq!(g.error_code, error_code::NONE, "{resp:?}");
     let mut names: Vec<String> = g
         .members
         .iter()
@@ -52,23 +53,18 @@ fn target_topics(admin: &mut Conn, group: &str) -> Vec<String> {
         .collect();
     names.sort();
     names.dedup();
-    names
+    (g.error_code, names)
 }
 
+/// The member this file joins.
+const MEMBER_ID: &str = "regex-member-00000000001";
+
 /// Joins `group` as the member of `member` (whose ACLs the caller set),
-/// subscribed to `regex`, heartbeats until it is given partitions, and
-/// returns the topics of its target as the super user describes them;
-/// then leaves.
-pub fn regex_member_targets(
-    member: &mut Conn,
-    admin: &mut Conn,
-    group: &str,
-    regex: &str,
-) -> Vec<String> {
-    let member_id = "regex-member-00000000001";
+/// subscribed to `regex`, and heartbeats until it is given partitions.
+pub fn join_regex_member(member: &mut Conn, group: &str, regex: &str) {
     let mut req = ConsumerGroupHeartbeatRequest {
         group_id: group.into(),
-        member_id: member_id.into(),
+        member_id: MEMBER_ID.into(),
         member_epoch: 0,
         rebalance_timeout_ms: 30_000,
         subscribed_topic_regex: Some(regex.into()),
@@ -89,7 +85,7 @@ pub fn regex_member_targets(
         }
         assert_eq!(resp.error_code, error_code::NONE, "{resp:?}");
         if resp.assignment.as_ref().is_some_and(|a| !a.is_empty()) {
-            break;
+            return;
         }
         assert!(
             Instant::now() < deadline,
@@ -97,22 +93,24 @@ pub fn regex_member_targets(
         );
         req = ConsumerGroupHeartbeatRequest {
             group_id: group.into(),
-            member_id: member_id.into(),
+            member_id: MEMBER_ID.into(),
             member_epoch: resp.member_epoch,
             ..Default::default()
         };
         std::thread::sleep(POLL);
     }
-    let topics = target_topics(admin, group);
+}
+
+/// The member of `join_regex_member` leaves `group`.
+pub fn leave(member: &mut Conn, group: &str) {
     let left = heartbeat(
         member,
         &ConsumerGroupHeartbeatRequest {
             group_id: group.into(),
-            member_id: member_id.into(),
+            member_id: MEMBER_ID.into(),
             member_epoch: -1,
             ..Default::default()
         },
     );
     assert_eq!(left.error_code, error_code::NONE, "{left:?}");
-    topics
 }

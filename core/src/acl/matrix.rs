@@ -111,14 +111,18 @@ pub const DELETE_GROUPS_GROUP: Rule = rule(Group, Delete);
 /// each subscribed topic name (else TOPIC_AUTHORIZATION_FAILED).
 pub const CONSUMER_GROUP_HEARTBEAT_GROUP: Rule = rule(Group, Read);
 pub const CONSUMER_GROUP_HEARTBEAT_TOPIC: Rule = rule(Topic, Describe);
-/// ConsumerGroupDescribe: DESCRIBE on each group.
+/// ConsumerGroupDescribe: DESCRIBE on each group, and on every topic its
+/// members are assigned (else the group is TOPIC_AUTHORIZATION_FAILED).
 pub const CONSUMER_GROUP_DESCRIBE_GROUP: Rule = rule(Group, Describe);
+pub const CONSUMER_GROUP_DESCRIBE_TOPIC: Rule = rule(Topic, Describe);
 /// Share groups (KIP-932, Kafka's KafkaApis): ShareGroupHeartbeat needs
 /// READ on the group and DESCRIBE on each subscribed topic.
 pub const SHARE_GROUP_HEARTBEAT_GROUP: Rule = rule(Group, Read);
 pub const SHARE_GROUP_HEARTBEAT_TOPIC: Rule = rule(Topic, Describe);
-/// ShareGroupDescribe: DESCRIBE on each group.
+/// ShareGroupDescribe: DESCRIBE on each group, and on every topic its
+/// members are assigned (else the group is TOPIC_AUTHORIZATION_FAILED).
 pub const SHARE_GROUP_DESCRIBE_GROUP: Rule = rule(Group, Describe);
+pub const SHARE_GROUP_DESCRIBE_TOPIC: Rule = rule(Topic, Describe);
 /// ShareFetch and ShareAcknowledge: READ on the group, READ on each topic.
 pub const SHARE_FETCH_GROUP: Rule = rule(Group, Read);
 pub const SHARE_FETCH_TOPIC: Rule = rule(Topic, Read);
@@ -290,9 +294,11 @@ pub fn rules_of(api: ApiKey) -> &'static [Rule] {
             CONSUMER_GROUP_HEARTBEAT_GROUP,
             CONSUMER_GROUP_HEARTBEAT_TOPIC,
         ],
-        ApiKey::ConsumerGroupDescribe => &[CONSUMER_GROUP_DESCRIBE_GROUP],
+        ApiKey::ConsumerGroupDescribe => {
+            &[CONSUMER_GROUP_DESCRIBE_GROUP, CONSUMER_GROUP_DESCRIBE_TOPIC]
+        }
         ApiKey::ShareGroupHeartbeat => &[SHARE_GROUP_HEARTBEAT_GROUP, SHARE_GROUP_HEARTBEAT_TOPIC],
-        ApiKey::ShareGroupDescribe => &[SHARE_GROUP_DESCRIBE_GROUP],
+        ApiKey::ShareGroupDescribe => &[SHARE_GROUP_DESCRIBE_GROUP, SHARE_GROUP_DESCRIBE_TOPIC],
         ApiKey::ShareFetch => &[SHARE_FETCH_GROUP, SHARE_FETCH_TOPIC],
         ApiKey::ShareAcknowledge => &[SHARE_ACKNOWLEDGE_GROUP, SHARE_ACKNOWLEDGE_TOPIC],
         ApiKey::InitializeShareGroupState

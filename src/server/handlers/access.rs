@@ -19,6 +19,10 @@ use crate::server::controller::Caller;
 
 /// The message of a refusal, as Kafka words its authorization errors.
 pub const AUTHORIZATION_FAILED: &str = "Authorization failed.";
+/// A described consumer or share group whose members hold topics the
+/// client may not DESCRIBE is refused whole, in Kafka's words (KAFKA-18813).
+pub const DESCRIBED_TOPICS_AUTHORIZATION_FAILED: &str =
+    "The group has described topic(s) that the client is not authorized to describe.";
 
 /// A request's access, borrowed for the time it is served.
 #[derive(Debug, Clone, Copy)]

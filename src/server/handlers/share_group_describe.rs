@@ -10,7 +10,7 @@ use crate::node::state::BrokerState;
 use crate::protocol::error_code;
 use crate::protocol::header::RequestHeader;
 use crate::protocol::messages::share_group_describe::*;
-use crate::server::handlers::access::Access;
+use crate::server::handlers::access::{Access, DESCRIBED_TOPICS_AUTHORIZATION_FAILED};
 use crate::shard::shard::Shard;
 
 pub async fn handle(
@@ -48,6 +48,24 @@ pub async fn handle(
                 group_id,
                 ..DescribedGroup::default()
             });
+        // As for consumer groups (KAFKA-18813): a group holding topics the
+        // client may not DESCRIBE is refused whole.
+        let held = described
+            .members
+            .iter()
+            .flat_map(|m| m.assignment.iter().map(|t| t.topic_name.as_str()));
+        if !access
+            .denied(&image, matrix::SHARE_GROUP_DESCRIBE_TOPIC, held)
+            .is_empty()
+        {
+            groups.push(DescribedGroup {
+                error_code: error_code::TOPIC_AUTHORIZATION_FAILED,
+                error_message: Some(DESCRIBED_TOPICS_AUTHORIZATION_FAILED.into()),
+                group_id: described.group_id,
+                ..DescribedGroup::default()
+            });
+            continue;
+        }
         if req.include_authorized_operations && described.error_code == error_code::NONE {
             described.authorized_operations =
                 access.authorized_operations(&image, ResourceType::Group, &described.group_id);
