@@ -167,8 +167,9 @@ impl ConsumerGroups {
     }
 }
 
-/// The principal and host a ConsumerGroupHeartbeat came from: a regex it
-/// resolves keeps only the topics they may DESCRIBE (Kafka 4.x,
+/// The principal and host a ConsumerGroupHeartbeat (or a classic member's
+/// JoinGroup to a consumer group) came from: a regex it resolves keeps
+/// only the topics they may DESCRIBE (Kafka 4.x,
 /// KAFKA-18813), which the coordinator asks of the authorizer itself, on
 /// its own shard, as the topics are only known there.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -179,7 +180,9 @@ pub struct HeartbeatPrincipal {
 }
 
 impl HeartbeatPrincipal {
-    fn may_describe(
+    /// Whether the principal may DESCRIBE `topic`: always, without an
+    /// authorizer.
+    pub(super) fn may_describe(
         &self,
         authorizer: Option<&AuthorizerConfig>,
         image: &MetadataImage,

@@ -195,6 +195,7 @@ impl GroupCoordinator {
         partition: i32,
         group_id: &str,
         params: JoinParams,
+        principal: HeartbeatPrincipal,
     ) -> JoinOutcome {
         let failed = |code: i16| JoinOutcome::error(code, &params.member_id);
         let Some(p) = self.partitions.borrow().get(&partition).cloned() else {
@@ -225,6 +226,10 @@ impl GroupCoordinator {
             client_host: params.client_host.clone(),
             require_known_member_id: params.require_known_member_id,
         };
+        let state = BrokerState::of(shard);
+        let image = state.image();
+        let may_describe =
+            |topic: &str| principal.may_describe(state.config.authorizer.as_ref(), &image, topic);
         let (outcome, replaces_consumer_member) = {
             let c = self.consumer.borrow();
             // The group went away (or emptied, and a classic group may
@@ -245,7 +250,11 @@ impl GroupCoordinator {
                 config: &config,
                 topics: &topics,
                 fresh_member_id: &fresh,
-                may_describe: None,
+                may_describe: state
+                    .config
+                    .authorizer
+                    .is_some()
+                    .then_some(&may_describe as &dyn Fn(&str) -> bool),
             };
             (g.classic_join(&req, &ctx), replaces)
         };

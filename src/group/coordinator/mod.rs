@@ -566,6 +566,7 @@ impl GroupCoordinator {
         partition: i32,
         group_id: String,
         params: JoinParams,
+        principal: HeartbeatPrincipal,
     ) -> JoinOutcome {
         if let Err(code) = self
             .ready(&shard, partition)
@@ -579,7 +580,7 @@ impl GroupCoordinator {
             .is_some_and(|s| s != crate::group::consumer::ConsumerGroupState::Empty)
         {
             return self
-                .classic_join_to_consumer(&shard, partition, &group_id, params)
+                .classic_join_to_consumer(&shard, partition, &group_id, params, principal)
                 .await;
         }
         if let Err(code) = self.consumer_join_check(&shard, partition, &group_id).await {

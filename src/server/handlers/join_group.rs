@@ -4,7 +4,7 @@
 use std::rc::Rc;
 
 use crate::acl::matrix;
-use crate::group::coordinator::{on_coordinator, GroupCoordinator};
+use crate::group::coordinator::{on_coordinator, GroupCoordinator, HeartbeatPrincipal};
 use crate::group::group::{JoinOutcome, JoinParams};
 use crate::node::state::BrokerState;
 use crate::protocol::error_code;
@@ -71,10 +71,16 @@ pub async fn handle(
     };
     let group_id = req.group_id.clone();
     let member_id = req.member_id.clone();
+    // A classic member joining a consumer group may resolve its regexes
+    // again, with its own DESCRIBE rights (see HeartbeatPrincipal).
+    let principal = HeartbeatPrincipal {
+        principal: access.principal().to_string(),
+        host: client_host.to_string(),
+    };
     let outcome = on_coordinator(
         shard,
         &req.group_id,
-        move |c: Rc<GroupCoordinator>, s, p| c.join(s, p, group_id, params),
+        move |c: Rc<GroupCoordinator>, s, p| c.join(s, p, group_id, params, principal),
     )
     .await
     .unwrap_or_else(|code| JoinOutcome::error(code, &member_id));

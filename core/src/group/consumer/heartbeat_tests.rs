@@ -392,3 +392,35 @@ fn replaying_the_log_rebuilds_the_same_group() {
     h.apply(records);
     assert!(h.groups.is_empty());
 }
+
+/// Under an authorizer, a regex resolved at a heartbeat keeps only the
+/// topics the heartbeat's principal may DESCRIBE (KAFKA-18813): the member
+/// is not given, and the regex record does not name, the others.
+#[test]
+fn a_regex_keeps_only_the_topics_the_member_may_describe() {
+    let image = TopicsImage::default()
+        .with_topic("rx-open", 2)
+        .with_topic("rx-hidden", 2);
+    let h = Harness::new(image);
+    let may_describe = |t: &str| t != "rx-hidden";
+    let ctx = HeartbeatContext {
+        now_ms: h.now_ms,
+        config: &h.config,
+        topics: &h.image,
+        fresh_member_id: "fresh-id",
+        may_describe: Some(&may_describe),
+    };
+    let mut j = join("a", &[]);
+    j.subscribed_topic_names = None;
+    j.subscribed_topic_regex = Some("rx-.*".into());
+    let out = ConsumerGroup::new("g").heartbeat(&j, &ctx).unwrap();
+    let mut groups = BTreeMap::new();
+    for r in &out.records {
+        replay_into(&mut groups, r);
+    }
+    assert_eq!(groups["g"].regexes()["rx-.*"].topics, vec!["rx-open"]);
+    let open = h.image.by_name("rx-open").unwrap().id;
+    let given = owned(&out.response);
+    assert_eq!(given.len(), 2);
+    assert!(given.iter().all(|(t, _)| t == open), "{given:?}");
+}
