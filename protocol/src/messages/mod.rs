@@ -78,10 +78,44 @@ pub mod write_txn_markers;
 #[cfg(test)]
 mod test_support;
 
-use crate::codec::{min_array_bytes, min_string_bytes, min_tags_bytes};
+use bytes::{BufMut, BytesMut};
+
+use crate::codec::{
+    min_array_bytes, min_string_bytes, min_tags_bytes, DecodeResult, Reader, Writer,
+};
 
 /// The smallest encoding of a topic entry: an empty name, an empty
 /// partition array and (when flexible) an empty tagged-field section.
 const fn min_topic_bytes(flexible: bool) -> usize {
     min_string_bytes(flexible) + min_array_bytes(flexible) + min_tags_bytes(flexible)
+}
+
+/// A topic named by its name, or (`by_id`: the versions that replaced the
+/// name with the id, such as OffsetCommit v10) by its 16-byte id; the
+/// other field reads as its default.
+fn read_topic_name_or_id(
+    r: &mut Reader,
+    by_id: bool,
+    flexible: bool,
+) -> DecodeResult<(String, [u8; 16])> {
+    Ok(if by_id {
+        (String::new(), r.uuid("topic_id")?)
+    } else {
+        (r.string("name", flexible)?, [0; 16])
+    })
+}
+
+/// Writes what [`read_topic_name_or_id`] reads.
+fn put_topic_name_or_id(
+    w: &mut BytesMut,
+    name: &str,
+    topic_id: &[u8; 16],
+    by_id: bool,
+    flexible: bool,
+) {
+    if by_id {
+        w.put_slice(topic_id);
+    } else {
+        w.put_string(name, flexible);
+    }
 }

@@ -7,7 +7,7 @@
 
 use bytes::{BufMut, BytesMut};
 
-use super::min_topic_bytes;
+use super::{min_topic_bytes, put_topic_name_or_id, read_topic_name_or_id};
 use crate::codec::{min_string_bytes, min_tags_bytes, DecodeResult, Reader, Writer};
 
 const FLEXIBLE_FROM: i16 = 8;
@@ -102,7 +102,7 @@ impl OffsetCommitRequest {
             + min_string_bytes(flexible)
             + min_tags_bytes(flexible);
         req.topics = r.array("topics", flexible, min_topic_bytes(flexible), |r| {
-            let (name, topic_id) = read_topic(r, version, flexible)?;
+            let (name, topic_id) = read_topic_name_or_id(r, version >= TOPIC_ID_FROM, flexible)?;
             let partitions = r.array("partitions", flexible, min_partition, |r| {
                 let mut p = OffsetCommitRequestPartition {
                     partition_index: r.i32("partition_index")?,
@@ -146,7 +146,7 @@ impl OffsetCommitRequest {
         }
         w.put_array_len(Some(self.topics.len()), flexible);
         for t in &self.topics {
-            put_topic(w, &t.name, &t.topic_id, version, flexible);
+            put_topic_name_or_id(w, &t.name, &t.topic_id, version >= TOPIC_ID_FROM, flexible);
             w.put_array_len(Some(t.partitions.len()), flexible);
             for p in &t.partitions {
                 w.put_i32(p.partition_index);
@@ -201,7 +201,7 @@ impl OffsetCommitResponse {
         // Partition, error and tags.
         let min_partition = 4 + 2 + min_tags_bytes(flexible);
         resp.topics = r.array("topics", flexible, min_topic_bytes(flexible), |r| {
-            let (name, topic_id) = read_topic(r, version, flexible)?;
+            let (name, topic_id) = read_topic_name_or_id(r, version >= TOPIC_ID_FROM, flexible)?;
             let partitions = r.array("partitions", flexible, min_partition, |r| {
                 let p = OffsetCommitResponsePartition {
                     partition_index: r.i32("partition_index")?,
@@ -234,7 +234,7 @@ impl OffsetCommitResponse {
         }
         w.put_array_len(Some(self.topics.len()), flexible);
         for t in &self.topics {
-            put_topic(w, &t.name, &t.topic_id, version, flexible);
+            put_topic_name_or_id(w, &t.name, &t.topic_id, version >= TOPIC_ID_FROM, flexible);
             w.put_array_len(Some(t.partitions.len()), flexible);
             for p in &t.partitions {
                 w.put_i32(p.partition_index);
@@ -253,23 +253,6 @@ impl OffsetCommitResponse {
     }
 }
 
-/// A topic's name (v2-9) or id (v10+).
-fn read_topic(r: &mut Reader, version: i16, flexible: bool) -> DecodeResult<(String, [u8; 16])> {
-    Ok(if version >= TOPIC_ID_FROM {
-        (String::new(), r.uuid("topic_id")?)
-    } else {
-        (r.string("name", flexible)?, [0; 16])
-    })
-}
-
-fn put_topic(w: &mut BytesMut, name: &str, topic_id: &[u8; 16], version: i16, flexible: bool) {
-    if version >= TOPIC_ID_FROM {
-        w.put_slice(topic_id);
-    } else {
-        w.put_string(name, flexible);
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -279,11 +262,7 @@ mod tests {
 
     /// The name below v10, the id from v10.
     fn named(version: i16, name: &str, id: u8) -> (String, [u8; 16]) {
-        if version >= TOPIC_ID_FROM {
-            (String::new(), [id; 16])
-        } else {
-            (name.into(), [0; 16])
-        }
+        name_or_id(version, TOPIC_ID_FROM, name, id)
     }
 
     /// A request with a non-default value in every field `version` carries.

@@ -20,7 +20,7 @@
 
 use bytes::{BufMut, BytesMut};
 
-use super::min_topic_bytes;
+use super::{min_topic_bytes, put_topic_name_or_id, read_topic_name_or_id};
 use crate::codec::{
     min_array_bytes, min_string_bytes, min_tags_bytes, DecodeResult, Reader, Writer,
 };
@@ -176,7 +176,7 @@ fn decode_topics(
 ) -> DecodeResult<Option<Vec<OffsetFetchRequestTopic>>> {
     let flexible = version >= FLEXIBLE_FROM;
     r.nullable_array("topics", flexible, min_topic_bytes(flexible), |r| {
-        let (name, topic_id) = read_topic(r, version, flexible)?;
+        let (name, topic_id) = read_topic_name_or_id(r, version >= TOPIC_ID_FROM, flexible)?;
         let partition_indexes = r.array("partition_indexes", flexible, 4, |r| {
             r.i32("partition_index")
         })?;
@@ -199,7 +199,7 @@ fn encode_topics(w: &mut BytesMut, topics: Option<&[OffsetFetchRequestTopic]>, v
     };
     w.put_array_len(Some(topics.len()), flexible);
     for t in topics {
-        put_topic(w, &t.name, &t.topic_id, version, flexible);
+        put_topic_name_or_id(w, &t.name, &t.topic_id, version >= TOPIC_ID_FROM, flexible);
         w.put_array_len(Some(t.partition_indexes.len()), flexible);
         for p in &t.partition_indexes {
             w.put_i32(*p);
@@ -337,7 +337,7 @@ fn decode_results(r: &mut Reader, version: i16) -> DecodeResult<Vec<OffsetFetchR
         + 2
         + min_tags_bytes(flexible);
     r.array("topics", flexible, min_topic_bytes(flexible), |r| {
-        let (name, topic_id) = read_topic(r, version, flexible)?;
+        let (name, topic_id) = read_topic_name_or_id(r, version >= TOPIC_ID_FROM, flexible)?;
         let partitions = r.array("partitions", flexible, partition_min, |r| {
             let mut p = OffsetFetchResponsePartition {
                 partition_index: r.i32("partition_index")?,
@@ -369,7 +369,7 @@ fn encode_results(w: &mut BytesMut, topics: &[OffsetFetchResponseTopic], version
     let flexible = version >= FLEXIBLE_FROM;
     w.put_array_len(Some(topics.len()), flexible);
     for t in topics {
-        put_topic(w, &t.name, &t.topic_id, version, flexible);
+        put_topic_name_or_id(w, &t.name, &t.topic_id, version >= TOPIC_ID_FROM, flexible);
         w.put_array_len(Some(t.partitions.len()), flexible);
         for p in &t.partitions {
             w.put_i32(p.partition_index);
@@ -389,23 +389,6 @@ fn encode_results(w: &mut BytesMut, topics: &[OffsetFetchResponseTopic], version
     }
 }
 
-/// A topic's name (v1-9) or id (v10+).
-fn read_topic(r: &mut Reader, version: i16, flexible: bool) -> DecodeResult<(String, [u8; 16])> {
-    Ok(if version >= TOPIC_ID_FROM {
-        (String::new(), r.uuid("topic_id")?)
-    } else {
-        (r.string("name", flexible)?, [0; 16])
-    })
-}
-
-fn put_topic(w: &mut BytesMut, name: &str, topic_id: &[u8; 16], version: i16, flexible: bool) {
-    if version >= TOPIC_ID_FROM {
-        w.put_slice(topic_id);
-    } else {
-        w.put_string(name, flexible);
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -416,11 +399,7 @@ mod tests {
 
     /// The name below v10, the id from v10.
     fn named(version: i16, name: &str, id: u8) -> (String, [u8; 16]) {
-        if version >= TOPIC_ID_FROM {
-            (String::new(), [id; 16])
-        } else {
-            (name.into(), [0; 16])
-        }
+        name_or_id(version, TOPIC_ID_FROM, name, id)
     }
 
     fn topics(version: i16) -> Vec<OffsetFetchRequestTopic> {

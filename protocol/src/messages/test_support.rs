@@ -173,6 +173,21 @@ messages!(
 );
 
 /// `m` encoded at `version`.
+/// A topic as a message of `version` names it: by `name` below
+/// `topic_id_from`, by the id `[id; 16]` from it.
+pub(crate) fn name_or_id(
+    version: i16,
+    topic_id_from: i16,
+    name: &str,
+    id: u8,
+) -> (String, [u8; 16]) {
+    if version >= topic_id_from {
+        (String::new(), [id; 16])
+    } else {
+        (name.into(), [0; 16])
+    }
+}
+
 pub(crate) fn encode<M: Message>(m: &M, version: i16) -> Bytes {
     let mut b = BytesMut::new();
     m.encode_at(&mut b, version);

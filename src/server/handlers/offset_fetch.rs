@@ -71,16 +71,7 @@ async fn fetch_one(
             .map(move |(name, ps)| OffsetFetchResponseTopic {
                 name: name.clone(),
                 topic_id: [0; 16],
-                partitions: ps
-                    .iter()
-                    .map(|p| OffsetFetchResponsePartition {
-                        partition_index: *p,
-                        committed_offset: -1,
-                        committed_leader_epoch: -1,
-                        metadata: Some(String::new()),
-                        error_code: code,
-                    })
-                    .collect(),
+                partitions: ps.iter().map(|p| failed_partition(*p, code)).collect(),
             })
     };
     match result {
@@ -101,20 +92,22 @@ async fn fetch_one(
                 .map(|(name, ps)| OffsetFetchResponseTopic {
                     name,
                     topic_id: [0; 16],
-                    partitions: ps
-                        .into_iter()
-                        .map(|p| OffsetFetchResponsePartition {
-                            partition_index: p,
-                            committed_offset: -1,
-                            committed_leader_epoch: -1,
-                            metadata: Some(String::new()),
-                            error_code: code,
-                        })
-                        .collect(),
+                    partitions: ps.into_iter().map(|p| failed_partition(p, code)).collect(),
                 })
                 .collect();
             (code, topics)
         }
+    }
+}
+
+/// A partition answered with `code` and no offset, as Kafka answers one.
+fn failed_partition(partition_index: i32, code: i16) -> OffsetFetchResponsePartition {
+    OffsetFetchResponsePartition {
+        partition_index,
+        committed_offset: -1,
+        committed_leader_epoch: -1,
+        metadata: Some(String::new()),
+        error_code: code,
     }
 }
 
@@ -168,13 +161,7 @@ fn resolve_ids(
                 partitions: t
                     .partition_indexes
                     .into_iter()
-                    .map(|p| OffsetFetchResponsePartition {
-                        partition_index: p,
-                        committed_offset: -1,
-                        committed_leader_epoch: -1,
-                        metadata: Some(String::new()),
-                        error_code: error_code::UNKNOWN_TOPIC_ID,
-                    })
+                    .map(|p| failed_partition(p, error_code::UNKNOWN_TOPIC_ID))
                     .collect(),
             }),
         }
