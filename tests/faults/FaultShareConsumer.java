@@ -12,9 +12,9 @@
 //       an error, returned at t (durable from then on)
 //   {"share": "commit_failed", "acks": [[P, OFFSET], ...], "err": NAME, "t": MS}
 // Once the file STOP exists it drains: it goes on until no record came for
-// DRAIN_IDLE_SECONDS since the later of its last record and the drain's
-// start (longer than the group's lock duration, so records a lost session
-// held come back first), then closes.
+// DRAIN_IDLE_SECONDS since the latest of its last record, the return of its
+// last commitSync, and the drain's start (longer than the group's lock
+// duration, so records a lost session held come back first), then closes.
 
 import java.io.FileOutputStream;
 import java.io.OutputStreamWriter;
@@ -61,7 +61,9 @@ public class FaultShareConsumer {
         props.put("share.acknowledgement.mode", "explicit");
         long started = System.nanoTime();
         Long drainFrom = null;
-        long lastRecord = System.nanoTime();
+        // The later of the last record and the last commitSync's return:
+        // time spent blocked in commitSync is not time without records.
+        long lastProgress = System.nanoTime();
         try (KafkaShareConsumer<String, String> consumer = new KafkaShareConsumer<>(props)) {
             consumer.subscribe(List.of(topic));
             while (System.nanoTime() - started < MAX_RUN.toNanos()) {
@@ -69,10 +71,11 @@ public class FaultShareConsumer {
                 if (drainFrom == null && Files.exists(stop)) {
                     drainFrom = now;
                 }
-                // Idle since the later of the last record and the drain's
+                // Idle since the later of the last progress and the drain's
                 // start: a commitSync that waited out a coordinator's
-                // failover must not count as the drain's quiet time.
-                if (drainFrom != null && (now - Math.max(lastRecord, drainFrom) > drainIdleNanos
+                // failover (24 s once, on a loaded machine) must not count
+                // as the drain's quiet time.
+                if (drainFrom != null && (now - Math.max(lastProgress, drainFrom) > drainIdleNanos
                         || now - drainFrom > MAX_DRAIN.toNanos())) {
                     break;
                 }
@@ -88,7 +91,7 @@ public class FaultShareConsumer {
                 if (records.isEmpty()) {
                     continue;
                 }
-                lastRecord = System.nanoTime();
+                lastProgress = System.nanoTime();
                 List<long[]> acks = new ArrayList<>();
                 for (ConsumerRecord<String, String> r : records) {
                     out.println("{\"share\":\"rec\",\"p\":" + r.partition() + ",\"o\":" + r.offset()
@@ -100,7 +103,8 @@ public class FaultShareConsumer {
                 long committing = System.nanoTime();
                 try {
                     Map<TopicIdPartition, Optional<KafkaException>> outcome = consumer.commitSync();
-                    long tookMs = (System.nanoTime() - committing) / 1_000_000;
+                    lastProgress = System.nanoTime();
+                    long tookMs = (lastProgress - committing) / 1_000_000;
                     if (tookMs > SLOW_COMMIT.toMillis()) {
                         // In the client's log, which a failed run shows.
                         System.err.println("commitSync took " + tookMs + " ms");
@@ -130,6 +134,7 @@ public class FaultShareConsumer {
                                 + ",\"err\":\"" + err + "\",\"t\":" + t + "}");
                     }
                 } catch (KafkaException e) {
+                    lastProgress = System.nanoTime();
                     out.println("{\"share\":\"commit_failed\",\"acks\":" + json(acks) + ",\"err\":\""
                             + e.getClass().getSimpleName() + "\",\"t\":" + System.currentTimeMillis() + "}");
                 }
