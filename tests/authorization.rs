@@ -30,6 +30,8 @@ mod matrix;
 mod regex;
 #[path = "authorization/requests.rs"]
 mod requests;
+#[path = "authorization/share_describe.rs"]
+mod share_describe;
 
 use std::net::SocketAddr;
 use std::path::Path;
@@ -781,6 +783,60 @@ fn a_regex_gives_a_member_only_topics_it_may_describe(s: &Setup) {
     acls.clear();
 }
 
+/// A share member holds `sh-open` and `sh-hidden`, both of which alice may
+/// DESCRIBE, and ShareGroupDescribe shows alice both; with DESCRIBE on
+/// `sh-hidden` taken away, it refuses the group to alice
+/// (TOPIC_AUTHORIZATION_FAILED) and still describes it to the super user.
+fn share_describe_refuses_a_group_holding_a_hidden_topic(s: &Setup) {
+    let mut admin = s.sasl_conn(ADMIN);
+    for topic in ["sh-open", "sh-hidden"] {
+        create_topic(&mut admin, topic);
+    }
+    let mut alice = s.sasl_conn(ALICE);
+    let mut admin_for_acls = s.sasl_conn(ADMIN);
+    let mut acls = Acls {
+        admin: &mut admin_for_acls,
+        principal: ALICE_PRINCIPAL,
+    };
+    acls.clear();
+    let open = Names {
+        topic: "sh-open",
+        group: "sh-group",
+        transactional_id: "sh-txn",
+    };
+    let hidden = Names {
+        topic: "sh-hidden",
+        ..open
+    };
+    let group_and_open = [
+        (On::Group, AclOperation::Read),
+        (On::Group, AclOperation::Describe),
+        (On::Topic, AclOperation::Describe),
+    ];
+    acls.grant(&open, &group_and_open);
+    acls.grant(&hidden, &[(On::Topic, AclOperation::Describe)]);
+    let group = open.group;
+    share_describe::join_share_member(&mut alice, group, &["sh-open", "sh-hidden"]);
+    let both = vec!["sh-hidden".to_string(), "sh-open".to_string()];
+    assert_eq!(
+        share_describe::described(&mut alice, group),
+        (error_code::NONE, both.clone())
+    );
+    acls.clear();
+    acls.grant(&open, &group_and_open);
+    assert_eq!(
+        share_describe::described(&mut alice, group),
+        (error_code::TOPIC_AUTHORIZATION_FAILED, Vec::new()),
+        "alice may not see sh-hidden, which the group holds"
+    );
+    assert_eq!(
+        share_describe::described(&mut admin, group),
+        (error_code::NONE, both)
+    );
+    share_describe::leave(&mut alice, group);
+    acls.clear();
+}
+
 /// Kafka's Java client as alice: a transactional producer with WRITE on
 /// its transactional id (and on the topic, READ on the group for its
 /// offsets) commits; one with DESCRIBE alone on its id is refused with
@@ -1014,5 +1070,6 @@ fn acls_decide_what_a_principal_may_do() {
     the_matrix_holds(&s);
     what_is_listed_is_what_may_be_described(&s);
     a_regex_gives_a_member_only_topics_it_may_describe(&s);
+    share_describe_refuses_a_group_holding_a_hidden_topic(&s);
     a_transactional_producer_needs_write_on_its_id(&s);
 }
