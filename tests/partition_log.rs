@@ -666,9 +666,12 @@ fn recovery_reads_past_a_batch_prefix_cut_by_its_read_chunk() {
                 .unwrap();
             let report = log.recovery_report();
             assert_eq!(report.segments_recovered, 1);
-            // Only the zeros a direct-I/O write leaves past the data go.
+            // Only zeros past the data go: a direct-I/O write's padding and
+            // the space allocated ahead of the writes.
             assert!(
-                report.bytes_truncated < pinlog::constants::DMA_ALIGNMENT,
+                report.bytes_truncated
+                    < pinlog::constants::DMA_ALIGNMENT
+                        + pinlog::constants::SEGMENT_ALLOCATE_AHEAD_BYTES,
                 "gap {gap}: {report:?}"
             );
             assert_eq!(log.log_end_offset(), leo, "gap {gap}");
@@ -776,5 +779,115 @@ fn a_roll_makes_the_earlier_segments_durable_and_moves_the_recovery_point() {
         // segment is scanned.
         let recovery_point = log.recovery_point();
         crash_and_recover_only_the_active_segment(log, &path, tp, recovery_point).await;
+    });
+}
+
+/// The length of segment `base`'s `.log` file in `dir` (a partition's).
+fn log_file_len(dir: &std::path::Path, base: i64) -> u64 {
+    let path = pinlog::log::segment::segment_file_path(dir, base, "log");
+    std::fs::metadata(&path).expect("segment file").len()
+}
+
+/// Issue 33's appends that stay on the shard: the active segment's file is
+/// grown ahead of its writes (zeros in its length, up to
+/// `SEGMENT_ALLOCATE_AHEAD_BYTES` ahead), so that its O_DIRECT writes land inside
+/// it. Appends of odd sizes cross the partial tail block again and again,
+/// and each such write is split into that block and the blocks after it:
+/// the file must still hold exactly the batches. A crash's recovery drops
+/// the zeros and keeps every batch; a roll and a clean close cut each file
+/// back to its batches, so that no sealed segment keeps the zeros.
+#[test]
+fn space_allocated_ahead_is_cut_at_roll_and_close_and_recovered_after_a_crash() {
+    use pinlog::constants::SEGMENT_ALLOCATE_AHEAD_BYTES as AHEAD;
+    use pinlog::constants::SEGMENT_ALLOCATE_AHEAD_MIN_BYTES as AHEAD_MIN;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().to_path_buf();
+    run(move || async move {
+        let tp = TopicPartition::new("ahead", 0);
+        let config = LogConfig {
+            segment_bytes: 4 * AHEAD,
+            ..LogConfig::default()
+        };
+        let pdir = path.join(tp.dir_name());
+        let mut log = PartitionLog::open(&path, tp.clone(), config.clone(), params(false), None)
+            .await
+            .unwrap();
+        // About 1.5 steps of odd-sized batches: 3,001 to 30,001 bytes of
+        // values, so that almost every append starts inside a block.
+        let mut i = 0i64;
+        while log.size_bytes() < AHEAD * 3 / 2 {
+            let value_len = 3_001 + (i as usize * 7_919) % 27_000;
+            log.append_as_leader(producer_batch(3, value_len / 3, i), 1, None, 0)
+                .await
+                .unwrap();
+            i += 1;
+        }
+        assert_eq!(log.segment_count(), 1, "no roll yet");
+        let logical = log.size_bytes();
+        let on_disk = log_file_len(&pdir, 0);
+        assert_eq!(on_disk % AHEAD_MIN, 0, "grown in whole units: {on_disk}");
+        assert!(
+            on_disk > logical && on_disk - logical <= AHEAD + AHEAD_MIN,
+            "allocated ahead of {logical} logical bytes, by at most a step: {on_disk}"
+        );
+        let file = std::fs::read(pinlog::log::segment::segment_file_path(&pdir, 0, "log")).unwrap();
+        let before = log.read_all().await.unwrap();
+        assert_eq!(
+            batch::whole_batches_len(&file) as u64,
+            logical,
+            "the file's batches end at the logical size"
+        );
+        assert_eq!(
+            &file[..logical as usize],
+            &before[..],
+            "the file holds the batches"
+        );
+        assert!(
+            file[logical as usize..].iter().all(|&b| b == 0),
+            "zeros after them"
+        );
+
+        // A crash: recovery keeps every batch and cuts the zeros.
+        drop(log);
+        let mut log = PartitionLog::open(&path, tp.clone(), config.clone(), params(false), None)
+            .await
+            .unwrap();
+        assert_eq!(log.read_all().await.unwrap(), before);
+        assert_eq!(log_file_len(&pdir, 0), logical, "recovery cut the zeros");
+
+        // Appends go on after recovery, the file grows ahead again, and a
+        // roll cuts the sealed segment back to its batches.
+        for j in 0..20 {
+            log.append_as_leader(producer_batch(3, 2_001, i + j), 1, None, 0)
+                .await
+                .unwrap();
+        }
+        assert!(
+            log_file_len(&pdir, 0) > log.size_bytes(),
+            "grown ahead again"
+        );
+        let sealed_size = log.size_bytes();
+        let leo = log.log_end_offset();
+        log.roll(leo, 0).await.unwrap();
+        assert_eq!(
+            log_file_len(&pdir, 0),
+            sealed_size,
+            "the roll cut the sealed segment"
+        );
+        log.append_as_leader(producer_batch(3, 2_001, 0), 1, None, 0)
+            .await
+            .unwrap();
+        assert!(log_file_len(&pdir, leo) > log.size_bytes() - sealed_size);
+        let all = log.read_all().await.unwrap();
+        log.close().await.unwrap();
+        assert_eq!(
+            log_file_len(&pdir, leo),
+            all.len() as u64 - sealed_size,
+            "the close cut the active segment"
+        );
+        let mut log = PartitionLog::open(&path, tp, config, params(true), None)
+            .await
+            .unwrap();
+        assert_eq!(log.read_all().await.unwrap(), all);
     });
 }

@@ -8,6 +8,13 @@
 //! logical size (`size_bytes`) is what counts, and the file is cut back to it
 //! when the segment is closed or rolled. After a crash recovery treats the
 //! padding as a torn tail and truncates it.
+//!
+//! The active segment's file is also grown ahead of its writes, zeros
+//! included in its size (`SEGMENT_ALLOCATE_AHEAD_BYTES`, or the whole
+//! segment with Kafka's `preallocate`): an O_DIRECT write that extends a
+//! file waits for block allocation, so io_uring hands it to a worker thread,
+//! while a write inside the file is submitted inline. The same cut at roll
+//! and close, and the same recovery, deal with those zeros.
 
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
@@ -17,7 +24,8 @@ use glommio::io::{DmaFile, OpenOptions, ReadResult};
 use crate::config::LogConfig;
 use crate::constants::{
     DMA_ALIGNMENT, DMA_WRITE_BYTES_MAX, LOG_OVERHEAD, READ_SCAN_CHUNK_BYTES,
-    RECORD_BATCH_HEADER_SIZE, RECOVERY_READ_CHUNK_BYTES, SEGMENT_NAME_DIGITS,
+    RECORD_BATCH_HEADER_SIZE, RECOVERY_READ_CHUNK_BYTES, SEGMENT_ALLOCATE_AHEAD_BYTES,
+    SEGMENT_ALLOCATE_AHEAD_MIN_BYTES, SEGMENT_NAME_DIGITS,
 };
 use crate::error::{LogError, LogResult};
 use crate::log::batch::{self, BatchHeader};
@@ -88,6 +96,17 @@ pub struct Segment {
     tail_block: Vec<u8>,
     /// Bytes written but not yet fdatasync'ed start here.
     flushed_size_bytes: u64,
+    /// The file's length as this segment last set it: at least the logical
+    /// size and its DMA padding, and up to the space allocated ahead.
+    file_len: u64,
+    /// Whether to grow the file ahead of the writes. Cleared for this
+    /// segment when the file system refuses `fallocate` (then each write
+    /// extends the file, as before) or it fails otherwise (the write that
+    /// follows reports what is wrong, if anything is).
+    allocates_ahead: bool,
+    /// `segment.bytes` when the segment was made: space is never allocated
+    /// ahead past it.
+    segment_bytes: u64,
     /// False for a segment this process created until the first flush
     /// fsyncs its directory: until then a power loss may take the new
     /// files' names, whatever was fdatasync'ed into them.
@@ -159,14 +178,6 @@ impl Segment {
             .dma_open(&log_path)
             .await
             .map_err(|e| LogError::io("create segment", &log_path, base_offset, e))?;
-        if config.preallocate {
-            // KEEP_SIZE reserves blocks without moving the file size, so the
-            // size on disk stays the logical size plus at most one block of
-            // padding, and recovery never mistakes reserved space for data.
-            file.pre_allocate(config.segment_bytes, true)
-                .await
-                .map_err(|e| LogError::io("preallocate segment", &log_path, base_offset, e))?;
-        }
         let offset_index =
             OffsetIndex::create(path("index"), base_offset, config.segment_index_bytes)?;
         let time_index =
@@ -174,13 +185,16 @@ impl Segment {
         let txn_index = TransactionIndex::empty(path(TXN_INDEX_FILE_SUFFIX));
         // A stale index of that name would describe other batches.
         txn_index.delete_stale().await?;
-        Ok(Segment {
+        let mut segment = Segment {
             base_offset,
             log_path,
             file: Rc::new(file),
             size_bytes: 0,
             tail_block: Vec::new(),
             flushed_size_bytes: 0,
+            file_len: 0,
+            allocates_ahead: true,
+            segment_bytes: config.segment_bytes,
             names_durable: false,
             offset_index,
             time_index,
@@ -194,7 +208,13 @@ impl Segment {
             next_offset: base_offset,
             indexes_missing: false,
             txn_index,
-        })
+        };
+        if config.preallocate {
+            // Kafka's `preallocate`: the file is `segment.bytes` long from
+            // the start (Kafka's setLength), and cut back at roll and close.
+            segment.allocate_to(align_up(config.segment_bytes)).await;
+        }
+        Ok(segment)
     }
 
     /// Opens the files of an existing segment without validating its batches.
@@ -256,6 +276,9 @@ impl Segment {
             size_bytes,
             tail_block: Vec::new(),
             flushed_size_bytes: size_bytes,
+            file_len: size_bytes,
+            allocates_ahead: true,
+            segment_bytes: config.segment_bytes,
             names_durable: true,
             offset_index,
             time_index,
@@ -450,13 +473,23 @@ impl Segment {
     }
 
     /// Writes `parts`, in order, at the logical end with aligned DMA writes
-    /// that start at the block holding the current tail. Each write is at
-    /// most [`DMA_WRITE_BYTES_MAX`] and rewrites the previous partial block,
-    /// so the writes of one segment never overlap in flight.
+    /// that start at the block holding the current tail. Each step writes
+    /// at most [`DMA_WRITE_BYTES_MAX`] and rewrites the previous partial
+    /// block, so the writes of one segment never overlap in flight.
+    ///
+    /// A step that rewrites a partial block and goes on past it is two
+    /// writes, submitted together: that block, and the blocks after it. The
+    /// partial block is written already, while the blocks after it are
+    /// allocated ahead and not yet written, and ext4 submits a direct write
+    /// inline only when it falls within one extent (an "overwrite"); a
+    /// write across both would be handed to an io-wq worker every time.
     async fn write_bytes(&mut self, parts: &[&[u8]]) -> LogResult<()> {
         let total: usize = parts.iter().map(|p| p.len()).sum();
-        // The next byte to copy: part index and position inside it.
-        let (mut part, mut within) = (0usize, 0usize);
+        let mut source = WriteSource {
+            parts,
+            part: 0,
+            within: 0,
+        };
         let mut written = 0usize;
         while written < total {
             let block_start = align_down(self.size_bytes + written as u64);
@@ -464,45 +497,120 @@ impl Segment {
             let chunk_len = (total - written).min(DMA_WRITE_BYTES_MAX - tail_len);
             let data_len = tail_len + chunk_len;
             let padded_len = align_up(data_len as u64) as usize;
-            let mut buf = self.file.alloc_dma_buffer(padded_len);
-            let out = buf.as_bytes_mut();
+            let write_end = block_start + padded_len as u64;
+            self.allocate_for(write_end).await;
+            // The first write: the partial block alone when there is one
+            // and the step goes past it, the whole step otherwise.
+            let block = DMA_ALIGNMENT as usize;
+            let first_len = if tail_len > 0 && padded_len > block {
+                block
+            } else {
+                padded_len
+            };
+            let mut first = self.file.alloc_dma_buffer(first_len);
+            let out = first.as_bytes_mut();
             out[..tail_len].copy_from_slice(&self.tail_block);
-            let mut filled = tail_len;
-            while filled < data_len {
-                let src = &parts[part][within..];
-                let n = src.len().min(data_len - filled);
-                out[filled..filled + n].copy_from_slice(&src[..n]);
-                filled += n;
-                within += n;
-                if within == parts[part].len() {
-                    part += 1;
-                    within = 0;
-                }
+            let first_data = data_len.min(first_len);
+            source.copy_into(&mut out[tail_len..first_data]);
+            out[first_data..].fill(0);
+            let mut second = None;
+            if first_len < padded_len {
+                let mut rest = self.file.alloc_dma_buffer(padded_len - first_len);
+                let out = rest.as_bytes_mut();
+                source.copy_into(&mut out[..data_len - first_len]);
+                out[data_len - first_len..].fill(0);
+                second = Some(rest);
             }
-            out[data_len..].fill(0);
-            // The new tail is whatever of this write lies past its last full
-            // block; keep it before the buffer moves into the write.
+            // The new tail is whatever of this step lies past its last full
+            // block; keep it before the buffers move into the writes.
             let full_blocks_len = align_down(data_len as u64) as usize;
-            let new_tail = out[full_blocks_len..data_len].to_vec();
-            let n =
-                self.file.write_at(buf, block_start).await.map_err(|e| {
+            let new_tail = match &second {
+                Some(rest) => {
+                    rest.as_bytes()[full_blocks_len - first_len..data_len - first_len].to_vec()
+                }
+                None => first.as_bytes()[full_blocks_len..data_len].to_vec(),
+            };
+            let file = self.file.clone();
+            let write_first = file.write_at(first, block_start);
+            let results = match second {
+                Some(rest) => {
+                    let write_rest = file.write_at(rest, block_start + first_len as u64);
+                    let (a, b) = futures_lite::future::zip(write_first, write_rest).await;
+                    [(a, first_len), (b, padded_len - first_len)]
+                        .into_iter()
+                        .collect::<Vec<_>>()
+                }
+                None => vec![(write_first.await, padded_len)],
+            };
+            for (result, expected) in results {
+                let n = result.map_err(|e| {
                     LogError::io("write segment", &self.log_path, self.next_offset, e)
                 })?;
-            if n != padded_len {
-                return Err(LogError::io(
-                    "write segment",
-                    &self.log_path,
-                    self.next_offset,
-                    std::io::Error::new(
-                        std::io::ErrorKind::WriteZero,
-                        format!("short direct write: {n} of {padded_len} bytes"),
-                    ),
-                ));
+                if n != expected {
+                    return Err(LogError::io(
+                        "write segment",
+                        &self.log_path,
+                        self.next_offset,
+                        std::io::Error::new(
+                            std::io::ErrorKind::WriteZero,
+                            format!("short direct write: {n} of {expected} bytes"),
+                        ),
+                    ));
+                }
             }
             self.tail_block = new_tail;
+            self.file_len = self.file_len.max(write_end);
             written += chunk_len;
         }
         Ok(())
+    }
+
+    /// Grows the file ahead of a write that would end at `write_end` past
+    /// its length, so that this write and the next ones land inside the
+    /// file and io_uring submits them inline: by as much as the segment
+    /// holds, between `SEGMENT_ALLOCATE_AHEAD_MIN_BYTES` and
+    /// `SEGMENT_ALLOCATE_AHEAD_BYTES` (a segment that fills slowly reserves
+    /// little disk), and not past `segment.bytes` unless the write is.
+    async fn allocate_for(&mut self, write_end: u64) {
+        if !self.allocates_ahead || write_end <= self.file_len {
+            return;
+        }
+        let ahead = write_end.clamp(
+            SEGMENT_ALLOCATE_AHEAD_MIN_BYTES,
+            SEGMENT_ALLOCATE_AHEAD_BYTES,
+        );
+        let target = (write_end + ahead)
+            .next_multiple_of(SEGMENT_ALLOCATE_AHEAD_MIN_BYTES)
+            .min(align_up(self.segment_bytes))
+            .max(write_end);
+        self.allocate_to(target).await;
+    }
+
+    /// `fallocate` of the file up to `len`, its size included: the blocks
+    /// are reserved and read as zeros until written. Not fatal when it
+    /// fails: the segment then extends its file by writing, as a file
+    /// system without `fallocate` needs, and a real fault (a full disk)
+    /// shows in the write that follows.
+    async fn allocate_to(&mut self, len: u64) {
+        match self.file.pre_allocate(len, false).await {
+            Ok(()) => self.file_len = self.file_len.max(len),
+            Err(e) => {
+                self.allocates_ahead = false;
+                let e = std::io::Error::from(e);
+                if e.raw_os_error() == Some(libc::EOPNOTSUPP) {
+                    tracing::debug!(
+                        segment = %self.log_path.display(),
+                        "the file system does not allocate ahead (fallocate): writes extend the file"
+                    );
+                } else {
+                    tracing::warn!(
+                        segment = %self.log_path.display(),
+                        len,
+                        "could not allocate segment space ahead of the writes: {e}"
+                    );
+                }
+            }
+        }
     }
 
     /// Re-reads the partial last block after the logical size changed
@@ -610,6 +718,7 @@ impl Segment {
             .await
             .map_err(|e| LogError::io("truncate segment", &self.log_path, offset, e))?;
         self.size_bytes = found.position;
+        self.file_len = found.position;
         self.flushed_size_bytes = self.flushed_size_bytes.min(found.position);
         // A rolled segment had its indexes trimmed; it is active again now.
         self.resize_indexes(self.index_max_bytes)?;
@@ -769,11 +878,10 @@ impl Segment {
                 match self.accept_recovered(rest, position + at as u64) {
                     Ok(size) => at += size as usize,
                     Err(why) => {
-                        // Zeros up to the end of the last block are what a
-                        // direct-I/O write leaves past the data: not damage.
-                        padding_only = rest.len() < DMA_ALIGNMENT as usize
-                            && position + chunk.len() as u64 == file_size
-                            && rest.iter().all(|&b| b == 0);
+                        // Zeros past the data are what a direct-I/O write
+                        // leaves up to the end of its block, and what space
+                        // allocated ahead reads as: not damage.
+                        padding_only = rest.iter().all(|&b| b == 0);
                         position += at as u64;
                         failure = Some(why);
                         break 'scan;
@@ -791,7 +899,7 @@ impl Segment {
                     segment = %self.log_path.display(),
                     position = valid_end,
                     bytes = truncated,
-                    "recovery dropped direct-I/O padding at the segment tail"
+                    "recovery dropped the zeros past the last batch (direct-I/O padding or space allocated ahead)"
                 );
             } else {
                 tracing::warn!(
@@ -806,6 +914,7 @@ impl Segment {
                 .map_err(|e| LogError::io("truncate segment", &self.log_path, -1, e))?;
         }
         self.size_bytes = valid_end;
+        self.file_len = valid_end;
         self.flushed_size_bytes = valid_end;
         self.indexes_missing = false;
         // As Kafka's LogSegment.recover: the time index gets the segment's
@@ -917,6 +1026,7 @@ impl Segment {
                 .await
                 .map_err(|e| LogError::io("truncate segment", &self.log_path, -1, e))?;
         }
+        self.file_len = self.size_bytes;
         Ok(())
     }
 
@@ -981,6 +1091,32 @@ impl Segment {
             position += h.size_bytes() as u64;
         }
         Ok(None)
+    }
+}
+
+/// The bytes an append writes, consumed in order across its parts.
+struct WriteSource<'a> {
+    parts: &'a [&'a [u8]],
+    /// The next byte: part index and position inside it.
+    part: usize,
+    within: usize,
+}
+
+impl WriteSource<'_> {
+    /// Fills `out` with the next `out.len()` bytes.
+    fn copy_into(&mut self, out: &mut [u8]) {
+        let mut filled = 0;
+        while filled < out.len() {
+            let src = &self.parts[self.part][self.within..];
+            let n = src.len().min(out.len() - filled);
+            out[filled..filled + n].copy_from_slice(&src[..n]);
+            filled += n;
+            self.within += n;
+            if self.within == self.parts[self.part].len() {
+                self.part += 1;
+                self.within = 0;
+            }
+        }
     }
 }
 
