@@ -88,6 +88,13 @@ pub async fn checkpoint_all(shard: &Rc<Shard>) {
     let dir = shard.config().data_dir.clone();
     if let Err(e) = crate::log::data_dir::write_checkpoints(&dir, offsets).await {
         tracing::error!("writing offset checkpoints failed: {e}");
+        // As Kafka's checkpoint files do, a checkpoint that cannot be
+        // written fails the data directory, and a broker of a cluster
+        // stops (`lifecycle::storage_failure`). A full disk shows here
+        // first while the active segments still write into the room
+        // allocated ahead of them.
+        let failures = shard.storage_failures();
+        failures.set(failures.get() + 1);
     }
 }
 

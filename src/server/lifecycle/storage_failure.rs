@@ -25,7 +25,7 @@ pub const EXIT_STORAGE_FAILURE: i32 = 74;
 const POLL_INTERVAL: Duration = Duration::from_millis(50);
 
 /// Exits the process once any log of `shard` went offline from an I/O
-/// error, until `stop`.
+/// error, or a checkpoint or the metadata log failed to write, until `stop`.
 pub async fn exit_on_storage_failure(shard: Rc<Shard>, data_dir: &Path, stop: StopHandle) {
     let failures = shard.storage_failures();
     while !stop.is_requested() {
@@ -34,7 +34,8 @@ pub async fn exit_on_storage_failure(shard: Rc<Shard>, data_dir: &Path, stop: St
             tracing::error!(
                 shard = shard.id(),
                 data_dir = %data_dir.display(),
-                "a storage error took {} partition(s) offline (see the error above; \"No space \
+                "{} storage error(s): a partition taken offline, or a checkpoint or the \
+                 metadata log that could not be written (see the error above; \"No space \
                  left on device\" is a full disk): a broker of a cluster stops so that replicas \
                  on healthy disks take over its leaderships. Free space or repair the disk \
                  under {}, then start the broker again: it recovers its logs and catches up. \
