@@ -891,3 +891,56 @@ fn space_allocated_ahead_is_cut_at_roll_and_close_and_recovered_after_a_crash() 
         assert_eq!(log.read_all().await.unwrap(), all);
     });
 }
+
+/// Kafka's `preallocate`: a new segment's file is `segment.bytes` long from
+/// the start (zeros until written, as Kafka's `setLength`); a crash's
+/// recovery stops at the zeros and keeps every batch, and a clean close
+/// cuts the file back to them.
+#[test]
+fn preallocate_makes_the_file_segment_bytes_long_until_it_is_cut() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().to_path_buf();
+    run(move || async move {
+        let tp = TopicPartition::new("prealloc", 0);
+        let config = LogConfig {
+            segment_bytes: 4 * 1024 * 1024,
+            preallocate: true,
+            ..LogConfig::default()
+        };
+        let pdir = path.join(tp.dir_name());
+        let mut log = PartitionLog::open(&path, tp.clone(), config.clone(), params(false), None)
+            .await
+            .unwrap();
+        for i in 0..50 {
+            log.append_as_leader(producer_batch(2, 1_500, i), 1, None, 0)
+                .await
+                .unwrap();
+        }
+        assert_eq!(log_file_len(&pdir, 0), config.segment_bytes);
+        let before = log.read_all().await.unwrap();
+        drop(log);
+        let mut log = PartitionLog::open(&path, tp.clone(), config.clone(), params(false), None)
+            .await
+            .unwrap();
+        assert_eq!(
+            log.read_all().await.unwrap(),
+            before,
+            "recovery kept every batch"
+        );
+        assert_eq!(
+            log_file_len(&pdir, 0),
+            before.len() as u64,
+            "and cut the zeros"
+        );
+        log.append_as_leader(producer_batch(2, 1_500, 50), 1, None, 0)
+            .await
+            .unwrap();
+        let all = log.read_all().await.unwrap();
+        log.close().await.unwrap();
+        assert_eq!(
+            log_file_len(&pdir, 0),
+            all.len() as u64,
+            "the close cut the file"
+        );
+    });
+}

@@ -75,7 +75,8 @@ pub struct LogConfig {
     pub retention_bytes: i64,
     /// `max.message.bytes`: largest record batch accepted.
     pub max_batch_bytes: usize,
-    /// `preallocate`: reserve `segment.bytes` of disk when a segment is created.
+    /// `preallocate`: a new segment's file is `segment.bytes` long at once
+    /// (allocated, read as zeros), as Kafka's; cut back at roll and close.
     pub preallocate: bool,
     /// `cleanup.policy`: retention applies only with `delete`, the log
     /// cleaner only with `compact`.
