@@ -120,7 +120,7 @@ pub const FILE_READS_AHEAD: usize = 4;
 /// `__consumer_offsets`) reserves little.
 pub const SEGMENT_ALLOCATE_AHEAD_BYTES: u64 = 8 * 1024 * 1024;
 /// The least a segment's file is grown ahead by, and the unit it is grown in.
-pub const SEGMENT_ALLOCATE_AHEAD_MIN_BYTES: u64 = 1024 * 1024;
+pub const SEGMENT_ALLOCATE_AHEAD_MIN_BYTES: u64 = 256 * 1024;
 
 /// A read that missed the read cache reads at least this much of the
 /// segment (as far as it is written), and caches what the fetch does not
