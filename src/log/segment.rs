@@ -532,35 +532,40 @@ impl Segment {
             };
             let file = self.file.clone();
             let write_first = file.write_at(first, block_start);
-            let results = match second {
+            let (first_written, rest_written) = match second {
                 Some(rest) => {
                     let write_rest = file.write_at(rest, block_start + first_len as u64);
                     let (a, b) = futures_lite::future::zip(write_first, write_rest).await;
-                    [(a, first_len), (b, padded_len - first_len)]
-                        .into_iter()
-                        .collect::<Vec<_>>()
+                    (a, Some((b, padded_len - first_len)))
                 }
-                None => vec![(write_first.await, padded_len)],
+                None => (write_first.await, None),
             };
-            for (result, expected) in results {
-                let n = result.map_err(|e| {
-                    LogError::io("write segment", &self.log_path, self.next_offset, e)
-                })?;
-                if n != expected {
-                    return Err(LogError::io(
-                        "write segment",
-                        &self.log_path,
-                        self.next_offset,
-                        std::io::Error::new(
-                            std::io::ErrorKind::WriteZero,
-                            format!("short direct write: {n} of {expected} bytes"),
-                        ),
-                    ));
-                }
+            self.check_written(first_written, first_len)?;
+            if let Some((written, len)) = rest_written {
+                self.check_written(written, len)?;
             }
             self.tail_block = new_tail;
             self.file_len = self.file_len.max(write_end);
             written += chunk_len;
+        }
+        Ok(())
+    }
+
+    /// The outcome of one direct write of `expected` bytes: a short write
+    /// is an error too, since the log's bytes would not all be there.
+    fn check_written(&self, written: glommio::Result<usize, ()>, expected: usize) -> LogResult<()> {
+        let n = written
+            .map_err(|e| LogError::io("write segment", &self.log_path, self.next_offset, e))?;
+        if n != expected {
+            return Err(LogError::io(
+                "write segment",
+                &self.log_path,
+                self.next_offset,
+                std::io::Error::new(
+                    std::io::ErrorKind::WriteZero,
+                    format!("short direct write: {n} of {expected} bytes"),
+                ),
+            ));
         }
         Ok(())
     }
