@@ -715,6 +715,32 @@ fn what_is_listed_is_what_may_be_described(s: &Setup) {
     acls.clear();
 }
 
+/// alice's rights in the KAFKA-18813 cases: READ and DESCRIBE on the
+/// group, DESCRIBE on the open topic (and none on the hidden one).
+const GROUP_AND_OPEN_TOPIC: [(On, AclOperation); 3] = [
+    (On::Group, AclOperation::Read),
+    (On::Group, AclOperation::Describe),
+    (On::Topic, AclOperation::Describe),
+];
+
+/// Creates the two topics of a KAFKA-18813 case, `open.topic` and
+/// `hidden_topic`, and returns the names alice's ACLs are about: `open`,
+/// and the hidden topic with the same group.
+fn open_and_hidden<'a>(
+    admin: &mut Conn,
+    open: Names<'a>,
+    hidden_topic: &'a str,
+) -> (Names<'a>, Names<'a>) {
+    let hidden = Names {
+        topic: hidden_topic,
+        ..open
+    };
+    for names in [&open, &hidden] {
+        create_topic(admin, names.topic);
+    }
+    (open, hidden)
+}
+
 /// A KIP-848 member subscribed by regex (`rx-.*`) is given `rx-open`,
 /// which it may DESCRIBE, and not `rx-hidden`, which it may not; with
 /// DESCRIBE on both (an ACL change moves the metadata image, so the next
@@ -724,9 +750,12 @@ fn what_is_listed_is_what_may_be_described(s: &Setup) {
 /// describes it to the super user.
 fn a_regex_gives_a_member_only_topics_it_may_describe(s: &Setup) {
     let mut admin = s.sasl_conn(ADMIN);
-    for topic in ["rx-open", "rx-hidden"] {
-        create_topic(&mut admin, topic);
-    }
+    let open = Names {
+        topic: "rx-open",
+        group: "rx-group",
+        transactional_id: "rx-txn",
+    };
+    let (open, hidden) = open_and_hidden(&mut admin, open, "rx-hidden");
     let mut alice = s.sasl_conn(ALICE);
     let mut admin_for_acls = s.sasl_conn(ADMIN);
     let mut acls = Acls {
@@ -734,20 +763,7 @@ fn a_regex_gives_a_member_only_topics_it_may_describe(s: &Setup) {
         principal: ALICE_PRINCIPAL,
     };
     acls.clear();
-    let open = Names {
-        topic: "rx-open",
-        group: "rx-group",
-        transactional_id: "rx-txn",
-    };
-    let hidden = Names {
-        topic: "rx-hidden",
-        ..open
-    };
-    let group_and_open = [
-        (On::Group, AclOperation::Read),
-        (On::Group, AclOperation::Describe),
-        (On::Topic, AclOperation::Describe),
-    ];
+    let group_and_open = GROUP_AND_OPEN_TOPIC;
     acls.grant(&open, &group_and_open);
     let group = open.group;
     regex::join_regex_member(&mut alice, group, "rx-.*");
@@ -789,9 +805,12 @@ fn a_regex_gives_a_member_only_topics_it_may_describe(s: &Setup) {
 /// (TOPIC_AUTHORIZATION_FAILED) and still describes it to the super user.
 fn share_describe_refuses_a_group_holding_a_hidden_topic(s: &Setup) {
     let mut admin = s.sasl_conn(ADMIN);
-    for topic in ["sh-open", "sh-hidden"] {
-        create_topic(&mut admin, topic);
-    }
+    let open = Names {
+        topic: "sh-open",
+        group: "sh-group",
+        transactional_id: "sh-txn",
+    };
+    let (open, hidden) = open_and_hidden(&mut admin, open, "sh-hidden");
     let mut alice = s.sasl_conn(ALICE);
     let mut admin_for_acls = s.sasl_conn(ADMIN);
     let mut acls = Acls {
@@ -799,20 +818,7 @@ fn share_describe_refuses_a_group_holding_a_hidden_topic(s: &Setup) {
         principal: ALICE_PRINCIPAL,
     };
     acls.clear();
-    let open = Names {
-        topic: "sh-open",
-        group: "sh-group",
-        transactional_id: "sh-txn",
-    };
-    let hidden = Names {
-        topic: "sh-hidden",
-        ..open
-    };
-    let group_and_open = [
-        (On::Group, AclOperation::Read),
-        (On::Group, AclOperation::Describe),
-        (On::Topic, AclOperation::Describe),
-    ];
+    let group_and_open = GROUP_AND_OPEN_TOPIC;
     acls.grant(&open, &group_and_open);
     acls.grant(&hidden, &[(On::Topic, AclOperation::Describe)]);
     let group = open.group;
