@@ -530,11 +530,10 @@ impl Segment {
                 }
                 None => first.as_bytes()[full_blocks_len..data_len].to_vec(),
             };
-            let file = self.file.clone();
-            let write_first = file.write_at(first, block_start);
+            let write_first = self.file.write_at(first, block_start);
             let (first_written, rest_written) = match second {
                 Some(rest) => {
-                    let write_rest = file.write_at(rest, block_start + first_len as u64);
+                    let write_rest = self.file.write_at(rest, block_start + first_len as u64);
                     let (a, b) = futures_lite::future::zip(write_first, write_rest).await;
                     (a, Some((b, padded_len - first_len)))
                 }
@@ -838,7 +837,7 @@ impl Segment {
         let file_size = self.size_bytes;
         let mut position = 0u64;
         let mut failure: Option<String> = None;
-        let mut padding_only = false;
+        let mut zeros_only = false;
         'scan: while position < file_size {
             let want = (file_size - position).min(RECOVERY_READ_CHUNK_BYTES as u64);
             let chunk = self.read_range(position, want as usize).await?;
@@ -886,7 +885,7 @@ impl Segment {
                         // Zeros past the data are what a direct-I/O write
                         // leaves up to the end of its block, and what space
                         // allocated ahead reads as: not damage.
-                        padding_only = rest.iter().all(|&b| b == 0);
+                        zeros_only = rest.iter().all(|&b| b == 0);
                         position += at as u64;
                         failure = Some(why);
                         break 'scan;
@@ -899,7 +898,7 @@ impl Segment {
         let truncated = file_size - valid_end;
         if truncated > 0 {
             let why = failure.unwrap_or_else(|| "incomplete batch".to_string());
-            if padding_only {
+            if zeros_only {
                 tracing::debug!(
                     segment = %self.log_path.display(),
                     position = valid_end,
