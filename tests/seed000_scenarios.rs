@@ -40,6 +40,7 @@ use pinlog::log::epoch_cache::{EpochEntry, UNDEFINED_EPOCH};
 use pinlog::log::partition_log::{OpenParams, PartitionLog};
 use pinlog::replica::{
     truncation_offset, Assignment, FetchedAnswer, LocalLog, ReplicaState, Transition, Truncation,
+    UNKNOWN_BROKER_EPOCH,
 };
 use pinlog::topic_partition::TopicPartition;
 
@@ -325,7 +326,7 @@ async fn leader_handle_fetch(
     }
     leader
         .core()
-        .on_follower_fetch(follower_id, fetch_offset, NOW_MS)
+        .on_follower_fetch(follower_id, fetch_offset, NOW_MS, UNKNOWN_BROKER_EPOCH)
         .expect("the leader's core accepts its follower's fetch");
     leader.sync_hw();
     let read = leader

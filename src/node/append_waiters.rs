@@ -40,6 +40,10 @@ impl Waiter {
 #[derive(Default)]
 pub struct AppendWaiters {
     waiters: RefCell<HashMap<TopicPartition, Vec<Weak<Waiter>>>>,
+    /// Followers' waits again, woken also when a leader's group commit
+    /// starts its write (`in_flight_appends`): a consumer's could read
+    /// nothing new then.
+    followers: RefCell<HashMap<TopicPartition, Vec<Weak<Waiter>>>>,
 }
 
 /// Completes on the next notification of any partition it was registered
@@ -72,9 +76,22 @@ impl AppendWaiters {
 
     /// Wakes every fetch waiting on `tp`.
     pub fn notify(&self, tp: &TopicPartition) {
+        Self::wake_all(&self.waiters, tp);
+    }
+
+    /// Wakes the followers' fetches waiting on `tp`: a group commit
+    /// started its write, and they may fetch it now.
+    pub fn notify_followers(&self, tp: &TopicPartition) {
+        Self::wake_all(&self.followers, tp);
+    }
+
+    fn wake_all(
+        registry: &RefCell<HashMap<TopicPartition, Vec<Weak<Waiter>>>>,
+        tp: &TopicPartition,
+    ) {
         // Taken out before waking: a woken task runs later, never inside
         // this call, but the borrow must not outlive the removal anyway.
-        let list = self.waiters.borrow_mut().remove(tp);
+        let list = registry.borrow_mut().remove(tp);
         for waiter in list.into_iter().flatten() {
             // A wait that ended is gone already.
             if let Some(w) = waiter.upgrade() {
@@ -88,14 +105,31 @@ impl AppendWaiters {
     /// between the check and the wait is not missed.
     pub fn register(&self, tps: &[TopicPartition]) -> AppendWait {
         let waiter = Rc::new(Waiter::default());
-        let mut waiters = self.waiters.borrow_mut();
+        Self::add(&self.waiters, tps, &waiter);
+        AppendWait { waiter }
+    }
+
+    /// A follower's wait: as [`AppendWaiters::register`], and woken by
+    /// [`AppendWaiters::notify_followers`] too.
+    pub fn register_follower(&self, tps: &[TopicPartition]) -> AppendWait {
+        let waiter = Rc::new(Waiter::default());
+        Self::add(&self.waiters, tps, &waiter);
+        Self::add(&self.followers, tps, &waiter);
+        AppendWait { waiter }
+    }
+
+    fn add(
+        registry: &RefCell<HashMap<TopicPartition, Vec<Weak<Waiter>>>>,
+        tps: &[TopicPartition],
+        waiter: &Rc<Waiter>,
+    ) {
+        let mut waiters = registry.borrow_mut();
         for tp in tps {
             let list = waiters.entry(tp.clone()).or_default();
             // Sweep the waits that ended, so a list holds only live ones.
             list.retain(|w| w.strong_count() > 0);
-            list.push(Rc::downgrade(&waiter));
+            list.push(Rc::downgrade(waiter));
         }
-        AppendWait { waiter }
     }
 
     /// Entries held for `tp`, ended waits not yet swept included.
@@ -133,6 +167,19 @@ mod tests {
         w.notify(&tp(0));
         w.notify(&tp(2));
         assert!(is_ready(&mut other));
+    }
+
+    #[test]
+    fn a_write_starting_wakes_only_the_followers() {
+        let w = AppendWaiters::default();
+        let mut consumer = w.register(&[tp(0)]);
+        let mut follower = w.register_follower(&[tp(0)]);
+        w.notify_followers(&tp(0));
+        assert!(is_ready(&mut follower));
+        assert!(!is_ready(&mut consumer));
+        let mut follower = w.register_follower(&[tp(0)]);
+        w.notify(&tp(0));
+        assert!(is_ready(&mut consumer) && is_ready(&mut follower));
     }
 
     #[test]

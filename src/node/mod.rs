@@ -6,6 +6,8 @@
 //! - [`state::BrokerState`]: settings, identity and the current metadata
 //!   image, one per shard;
 //! - [`append_waiters::AppendWaiters`]: long polls woken by appends;
+//! - [`in_flight_appends::InFlightAppends`]: the leader's group commits
+//!   being written, which followers may fetch meanwhile;
 //! - [`replicas::Replicas`]: each local partition's replication state, and
 //!   the helpers that move a log's HW from it;
 //! - [`internal_log`]: a coordinator's replicated write to a partition of
@@ -24,6 +26,7 @@
 pub mod append_waiters;
 pub mod error_codes;
 pub mod ids;
+pub mod in_flight_appends;
 pub mod internal_log;
 pub mod partition_load;
 pub mod replicas;

@@ -108,10 +108,16 @@ pub fn still_local(shard: &Shard, tp: &TopicPartition, log: &Rc<RwLock<Partition
 /// After an append on the leader (or a follower's append of fetched
 /// batches): moves the state's LEO, copies an advanced HW into the log, and
 /// wakes the waiting fetches and produces.
+///
+/// A leader's HW may have advanced before, without the log's lock, while
+/// its write was in flight (a follower's fetch of it), so the log takes the
+/// state's HW whether or not this append moved it.
 pub fn after_append(shard: &Shard, tp: &TopicPartition, log: &mut PartitionLog) {
     if let Some(state) = Replicas::of(shard).get(tp) {
-        let hw = state.borrow_mut().on_appended(log.log_end_offset());
-        if let Some(hw) = hw {
+        let mut state = state.borrow_mut();
+        state.on_appended(log.log_end_offset());
+        let hw = state.high_watermark();
+        if state.is_leader() && hw > log.high_watermark() {
             log.set_high_watermark(hw);
         }
     }

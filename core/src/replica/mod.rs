@@ -51,5 +51,5 @@ pub use fetch_session::{FetchPlan, FollowerFetchSession, PartitionFetch};
 
 pub use state::{
     truncation_offset, AlterIsr, Assignment, FetchRefused, FetchedActions, FetchedAnswer,
-    FollowerFetch, LocalLog, ReplicaState, Role, Transition, Truncation,
+    FollowerFetch, LocalLog, ReplicaState, Role, Transition, Truncation, UNKNOWN_BROKER_EPOCH,
 };

@@ -8,6 +8,9 @@ const UNDEFINED_EPOCH: i32 = -1;
 const UNKNOWN_OFFSET: i64 = -1;
 /// "No broker" in leader fields.
 const NO_LEADER: i32 = -1;
+/// A broker epoch the leader does not know; the controller accepts it for
+/// a member already in the ISR.
+pub const UNKNOWN_BROKER_EPOCH: i64 = -1;
 
 /// What this replica does for its partition.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -70,6 +73,12 @@ struct FollowerProgress {
     /// The leader's LEO at the follower's previous fetch.
     last_fetch_leader_leo: i64,
     last_fetch_ms: i64,
+    /// The follower's broker epoch when it made the fetch that set
+    /// `log_end_offset` (-1: unknown). An ISR expansion sends it (KIP-903),
+    /// and the controller refuses the expansion if the broker registered
+    /// again since: a restart after a power loss may have cost it the
+    /// records that fetch reported.
+    broker_epoch: i64,
 }
 
 impl FollowerProgress {
@@ -81,6 +90,7 @@ impl FollowerProgress {
             last_caught_up_ms: if in_sync { now_ms } else { 0 },
             last_fetch_leader_leo: UNKNOWN_OFFSET,
             last_fetch_ms: 0,
+            broker_epoch: UNKNOWN_BROKER_EPOCH,
         }
     }
 }
@@ -104,7 +114,14 @@ pub struct ReplicaState {
     pending_isr: Option<Vec<i32>>,
     followers: BTreeMap<i32, FollowerProgress>,
     log_start_offset: i64,
+    /// The end of what this replica has written.
     log_end_offset: i64,
+    /// As leader, the end of the append whose write is in flight, or the
+    /// LEO when none is. Followers may fetch up to it, so that their fetch
+    /// and write overlap the leader's own write; the HW counts only what
+    /// the leader has written (`log_end_offset`), so nothing is
+    /// acknowledged before the leader's write completes.
+    fetchable_end: i64,
     high_watermark: i64,
     /// The first offset of the current leader epoch on this leader: a
     /// follower joins the ISR only once it has reached it (KAFKA-7128).
@@ -140,6 +157,7 @@ impl ReplicaState {
             followers: BTreeMap::new(),
             log_start_offset: log_start,
             log_end_offset: log_end,
+            fetchable_end: log_end,
             high_watermark: checkpointed_hw.clamp(log_start, log_end.max(log_start)),
             epoch_start_offset: log_end,
             exposed: log_start,
@@ -311,6 +329,7 @@ impl ReplicaState {
             self.log_end_offset
         );
         self.log_end_offset = log_end_offset;
+        self.fetchable_end = log_end_offset;
         let advanced = if self.is_leader() {
             self.advance_high_watermark()
         } else {
@@ -320,13 +339,50 @@ impl ReplicaState {
         advanced
     }
 
+    /// As leader, an append up to `end` is being written: followers may
+    /// fetch it now. [`ReplicaState::on_appended`] ends it, with the log
+    /// end the write left (the old one when it failed).
+    pub fn on_append_started(&mut self, end: i64) {
+        assert!(
+            self.is_leader(),
+            "an append started on a replica that does not lead"
+        );
+        assert!(
+            end >= self.fetchable_end,
+            "an append in flight moved the fetchable end back from {} to {end}",
+            self.fetchable_end
+        );
+        self.fetchable_end = end;
+        self.check_invariants();
+    }
+
+    /// The broker epoch `replica` had when it made the fetch the leader
+    /// last counted (KIP-903's epoch for AlterPartition's `NewIsrWithEpochs`),
+    /// or [`UNKNOWN_BROKER_EPOCH`].
+    pub fn fetched_broker_epoch(&self, replica: i32) -> i64 {
+        self.followers
+            .get(&replica)
+            .map_or(UNKNOWN_BROKER_EPOCH, |p| p.broker_epoch)
+    }
+
+    /// The end of what followers may fetch: the LEO, or the end of the
+    /// leader's append in flight.
+    pub fn fetchable_end(&self) -> i64 {
+        self.fetchable_end
+    }
+
     /// A follower fetched from `fetch_offset`: everything below it is in its
-    /// log. Kafka's `updateFollowerFetchState` and `maybeExpandIsr`.
+    /// log. Kafka's `updateFollowerFetchState` and `maybeExpandIsr`. The
+    /// offset may be past the leader's LEO, up to the end of its append in
+    /// flight: the follower wrote that append before the leader did.
+    /// `broker_epoch` is the follower's broker epoch as this broker's image
+    /// holds it when it serves the fetch.
     pub fn on_follower_fetch(
         &mut self,
         replica: i32,
         fetch_offset: i64,
         now_ms: i64,
+        broker_epoch: i64,
     ) -> Result<FollowerFetch, FetchRefused> {
         if !self.is_leader() {
             return Err(FetchRefused::NotLeader);
@@ -345,7 +401,8 @@ impl ReplicaState {
         }
         p.last_fetch_leader_leo = leader_leo;
         p.last_fetch_ms = now_ms;
-        p.log_end_offset = fetch_offset.min(leader_leo);
+        p.log_end_offset = fetch_offset.min(self.fetchable_end);
+        p.broker_epoch = broker_epoch;
         let follower_leo = p.log_end_offset;
         let mut out = FollowerFetch {
             high_watermark_advanced: self.advance_high_watermark(),
@@ -484,6 +541,7 @@ impl ReplicaState {
     pub fn on_truncated(&mut self, log_end_offset: i64, unclean: bool) -> Option<i64> {
         let served = self.exposed;
         self.log_end_offset = log_end_offset;
+        self.fetchable_end = log_end_offset;
         // A truncation below the log start restarts the log lower (after an
         // unclean election): the HW's floor must come down with it, or the
         // next leader HW would lift this replica's HW past its log end.
@@ -503,6 +561,7 @@ impl ReplicaState {
         );
         self.log_start_offset = offset;
         self.log_end_offset = offset;
+        self.fetchable_end = offset;
         self.high_watermark = offset;
         self.check_invariants();
     }
@@ -549,6 +608,12 @@ impl ReplicaState {
     /// keeps leading; the HW only rises otherwise by construction
     /// (`advance_high_watermark`).
     fn check_invariants(&self) {
+        assert!(
+            self.fetchable_end >= self.log_end_offset,
+            "the fetchable end {} is below the log end {}",
+            self.fetchable_end,
+            self.log_end_offset
+        );
         assert!(
             self.high_watermark <= self.log_end_offset.max(self.log_start_offset),
             "HW {} is above the log end {} (log start {})",
@@ -727,8 +792,8 @@ mod tests {
     fn a_leader_hw_above_an_isr_members_leo_breaks_an_invariant() {
         let mut s = leader_of_three();
         s.on_appended(10);
-        s.on_follower_fetch(2, 10, 0).unwrap();
-        s.on_follower_fetch(3, 4, 0).unwrap();
+        s.on_follower_fetch(2, 10, 0, UNKNOWN_BROKER_EPOCH).unwrap();
+        s.on_follower_fetch(3, 4, 0, UNKNOWN_BROKER_EPOCH).unwrap();
         assert_eq!(s.high_watermark(), 4);
         s.high_watermark = 5;
         s.check_hw_within_isr();
@@ -752,7 +817,7 @@ mod tests {
         assert_eq!(s.below_min_insync(3), None);
         assert_eq!(s.below_min_insync(4), Some(3));
         s.on_appended(10);
-        s.on_follower_fetch(2, 10, 0).unwrap();
+        s.on_follower_fetch(2, 10, 0, UNKNOWN_BROKER_EPOCH).unwrap();
         // Replica 3 lags and is proposed for removal: until the image
         // commits it, the committed ISR still counts it.
         s.tick(LAG + 1).expect("3 lags");
@@ -849,14 +914,14 @@ mod tests {
         let mut s = leader_of_three();
         assert_eq!(s.on_appended(10), None, "followers not heard from yet");
         assert_eq!(
-            s.on_follower_fetch(2, 10, 1)
+            s.on_follower_fetch(2, 10, 1, UNKNOWN_BROKER_EPOCH)
                 .unwrap()
                 .high_watermark_advanced,
             None
         );
-        let f = s.on_follower_fetch(3, 4, 1).unwrap();
+        let f = s.on_follower_fetch(3, 4, 1, UNKNOWN_BROKER_EPOCH).unwrap();
         assert_eq!(f.high_watermark_advanced, Some(4));
-        let f = s.on_follower_fetch(3, 10, 2).unwrap();
+        let f = s.on_follower_fetch(3, 10, 2, UNKNOWN_BROKER_EPOCH).unwrap();
         assert_eq!(f.high_watermark_advanced, Some(10));
         assert_eq!(s.high_watermark(), 10);
     }
@@ -865,11 +930,11 @@ mod tests {
     fn hw_never_goes_back() {
         let mut s = leader_of_three();
         s.on_appended(10);
-        s.on_follower_fetch(2, 10, 1).unwrap();
-        s.on_follower_fetch(3, 10, 1).unwrap();
+        s.on_follower_fetch(2, 10, 1, UNKNOWN_BROKER_EPOCH).unwrap();
+        s.on_follower_fetch(3, 10, 1, UNKNOWN_BROKER_EPOCH).unwrap();
         assert_eq!(s.high_watermark(), 10);
         // A follower that restarted and fetches from an older offset.
-        let f = s.on_follower_fetch(3, 3, 2).unwrap();
+        let f = s.on_follower_fetch(3, 3, 2, UNKNOWN_BROKER_EPOCH).unwrap();
         assert_eq!(f.high_watermark_advanced, None);
         assert_eq!(s.high_watermark(), 10);
     }
@@ -878,13 +943,17 @@ mod tests {
     fn lagging_follower_is_proposed_for_removal_and_counts_until_committed() {
         let mut s = leader_of_three();
         s.on_appended(10);
-        s.on_follower_fetch(2, 10, 1_000).unwrap();
-        s.on_follower_fetch(3, 2, 1_000).unwrap();
+        s.on_follower_fetch(2, 10, 1_000, UNKNOWN_BROKER_EPOCH)
+            .unwrap();
+        s.on_follower_fetch(3, 2, 1_000, UNKNOWN_BROKER_EPOCH)
+            .unwrap();
         assert_eq!(s.high_watermark(), 2);
         // Follower 2 keeps up; 3 stops fetching.
-        s.on_follower_fetch(2, 10, LAG).unwrap();
+        s.on_follower_fetch(2, 10, LAG, UNKNOWN_BROKER_EPOCH)
+            .unwrap();
         assert_eq!(s.tick(LAG), None, "3 still within its lag allowance");
-        s.on_follower_fetch(2, 10, LAG + 2_000).unwrap();
+        s.on_follower_fetch(2, 10, LAG + 2_000, UNKNOWN_BROKER_EPOCH)
+            .unwrap();
         let shrink = s.tick(LAG + 2_000).expect("3 lags");
         assert_eq!(shrink.new_isr, vec![1, 2]);
         assert_eq!(shrink.partition_epoch, 1);
@@ -915,9 +984,12 @@ mod tests {
     fn a_newer_partition_epoch_settles_a_pending_change_whatever_its_isr() {
         let mut s = leader_of_three();
         s.on_appended(10);
-        s.on_follower_fetch(2, 10, 1_000).unwrap();
-        s.on_follower_fetch(3, 10, 1_000).unwrap();
-        s.on_follower_fetch(2, 10, LAG + 2_000).unwrap();
+        s.on_follower_fetch(2, 10, 1_000, UNKNOWN_BROKER_EPOCH)
+            .unwrap();
+        s.on_follower_fetch(3, 10, 1_000, UNKNOWN_BROKER_EPOCH)
+            .unwrap();
+        s.on_follower_fetch(2, 10, LAG + 2_000, UNKNOWN_BROKER_EPOCH)
+            .unwrap();
         let shrink = s.tick(LAG + 2_000).expect("3 lags");
         assert_eq!(shrink.new_isr, vec![1, 2]);
         // Committed at partition epoch 2 (never seen here), then the
@@ -931,7 +1003,9 @@ mod tests {
         );
         assert_eq!(s.pending_isr(), None);
         // The followers are back and caught up: an expansion is proposed.
-        let f = s.on_follower_fetch(2, 10, LAG + 4_000).unwrap();
+        let f = s
+            .on_follower_fetch(2, 10, LAG + 4_000, UNKNOWN_BROKER_EPOCH)
+            .unwrap();
         assert_eq!(f.expand.map(|c| c.new_isr), Some(vec![1, 2]));
         // An older or equal image does not settle the change in flight.
         s.apply_assignment(
@@ -949,17 +1023,17 @@ mod tests {
         let mut s = ReplicaState::new(1, 0, 0, 0, LAG);
         s.apply_assignment(&assignment(1, 1, &[1, 2]), 0);
         s.on_appended(10);
-        s.on_follower_fetch(2, 10, 1).unwrap();
+        s.on_follower_fetch(2, 10, 1, UNKNOWN_BROKER_EPOCH).unwrap();
         assert_eq!(s.high_watermark(), 10);
-        let f = s.on_follower_fetch(3, 5, 1).unwrap();
+        let f = s.on_follower_fetch(3, 5, 1, UNKNOWN_BROKER_EPOCH).unwrap();
         assert_eq!(f.expand, None, "below the HW");
-        let f = s.on_follower_fetch(3, 10, 2).unwrap();
+        let f = s.on_follower_fetch(3, 10, 2, UNKNOWN_BROKER_EPOCH).unwrap();
         let expand = f.expand.expect("caught up");
         assert_eq!(expand.new_isr, vec![1, 2, 3]);
         assert_eq!(s.in_sync_count(), 2, "not committed yet");
         // The pending member now holds the HW too (maximal ISR).
         s.on_appended(20);
-        s.on_follower_fetch(2, 20, 3).unwrap();
+        s.on_follower_fetch(2, 20, 3, UNKNOWN_BROKER_EPOCH).unwrap();
         assert_eq!(s.high_watermark(), 10);
         s.apply_assignment(
             &Assignment {
@@ -977,9 +1051,9 @@ mod tests {
         let mut s = ReplicaState::new(1, 0, 10, 4, LAG);
         s.apply_assignment(&assignment(1, 2, &[1]), 0);
         assert_eq!(s.high_watermark(), 10, "alone in the ISR");
-        let f = s.on_follower_fetch(2, 8, 1).unwrap();
+        let f = s.on_follower_fetch(2, 8, 1, UNKNOWN_BROKER_EPOCH).unwrap();
         assert_eq!(f.expand, None);
-        let f = s.on_follower_fetch(2, 10, 1).unwrap();
+        let f = s.on_follower_fetch(2, 10, 1, UNKNOWN_BROKER_EPOCH).unwrap();
         assert!(f.expand.is_some());
     }
 
@@ -1008,7 +1082,7 @@ mod tests {
         let mut s = leader_of_three();
         // Follower 3 drops out of the ISR, then catches up again.
         s.on_appended(10);
-        s.on_follower_fetch(2, 10, 1).unwrap();
+        s.on_follower_fetch(2, 10, 1, UNKNOWN_BROKER_EPOCH).unwrap();
         let shrink = s.tick(LAG + 1).expect("3 is lagging");
         assert_eq!(shrink.new_isr, vec![1, 2]);
         s.apply_assignment(
@@ -1023,7 +1097,7 @@ mod tests {
             LAG + 1,
         );
         let grow = s
-            .on_follower_fetch(3, 10, LAG + 2)
+            .on_follower_fetch(3, 10, LAG + 2, UNKNOWN_BROKER_EPOCH)
             .unwrap()
             .expand
             .expect("3 caught up");
@@ -1031,17 +1105,24 @@ mod tests {
         // and 3 still holds the HW back.
         assert_eq!(s.pending_alter(), Some(grow));
         s.on_appended(20);
-        s.on_follower_fetch(2, 20, LAG + 3).unwrap();
+        s.on_follower_fetch(2, 20, LAG + 3, UNKNOWN_BROKER_EPOCH)
+            .unwrap();
         assert_eq!(s.high_watermark(), 10, "3 has only 10");
     }
 
     #[test]
     fn fetch_from_a_non_replica_or_on_a_follower_is_refused() {
         let mut s = leader_of_three();
-        assert_eq!(s.on_follower_fetch(9, 0, 0), Err(FetchRefused::NotAReplica));
+        assert_eq!(
+            s.on_follower_fetch(9, 0, 0, UNKNOWN_BROKER_EPOCH),
+            Err(FetchRefused::NotAReplica)
+        );
         let mut f = ReplicaState::new(2, 0, 0, 0, LAG);
         f.apply_assignment(&assignment(1, 1, &[1, 2, 3]), 0);
-        assert_eq!(f.on_follower_fetch(3, 0, 0), Err(FetchRefused::NotLeader));
+        assert_eq!(
+            f.on_follower_fetch(3, 0, 0, UNKNOWN_BROKER_EPOCH),
+            Err(FetchRefused::NotLeader)
+        );
     }
 
     #[test]
@@ -1069,7 +1150,7 @@ mod tests {
             }
         );
         assert_eq!(s.high_watermark(), 7);
-        s.on_follower_fetch(3, 10, 6).unwrap();
+        s.on_follower_fetch(3, 10, 6, UNKNOWN_BROKER_EPOCH).unwrap();
         assert_eq!(s.high_watermark(), 10);
     }
 
@@ -1165,5 +1246,104 @@ mod tests {
             truncation_offset(UNDEFINED_EPOCH, -1, 3, &local),
             Truncation::To(0)
         );
+    }
+
+    /// Replication overlapping the leader's write (issue 33, direction 3):
+    /// followers may fetch and write an append before the leader's own
+    /// write completes; the HW waits for both, in either order.
+    #[test]
+    fn an_append_in_flight_is_fetchable_but_counts_for_the_hw_only_once_written() {
+        for leader_first in [true, false] {
+            let mut s = leader_of_three();
+            s.on_appended(10);
+            s.on_follower_fetch(2, 10, 0, UNKNOWN_BROKER_EPOCH).unwrap();
+            s.on_follower_fetch(3, 10, 0, UNKNOWN_BROKER_EPOCH).unwrap();
+            assert_eq!(s.high_watermark(), 10);
+            s.on_append_started(15);
+            assert_eq!(s.fetchable_end(), 15);
+            assert_eq!(s.log_end_offset, 10);
+            if leader_first {
+                assert_eq!(s.on_appended(15), None, "no follower has the append yet");
+                assert_eq!(s.fetchable_end(), 15);
+            }
+            // Both followers wrote the append and fetch past it.
+            let f2 = s.on_follower_fetch(2, 15, 1, UNKNOWN_BROKER_EPOCH).unwrap();
+            let f3 = s.on_follower_fetch(3, 15, 1, UNKNOWN_BROKER_EPOCH).unwrap();
+            if leader_first {
+                assert_eq!(f2.high_watermark_advanced, None, "3 lacks it still");
+                assert_eq!(f3.high_watermark_advanced, Some(15));
+            } else {
+                assert_eq!(f2.high_watermark_advanced, None);
+                assert_eq!(
+                    f3.high_watermark_advanced, None,
+                    "the leader's own write is still in flight"
+                );
+                assert_eq!(s.high_watermark(), 10);
+                assert_eq!(s.on_appended(15), Some(15));
+            }
+            assert_eq!(s.high_watermark(), 15);
+            assert_eq!(s.fetchable_end(), 15);
+        }
+    }
+
+    #[test]
+    fn a_fetch_past_the_append_in_flight_counts_only_up_to_its_end() {
+        let mut s = leader_of_three();
+        s.on_appended(10);
+        s.on_append_started(15);
+        s.on_follower_fetch(2, 99, 0, UNKNOWN_BROKER_EPOCH).unwrap();
+        s.on_follower_fetch(3, 99, 0, UNKNOWN_BROKER_EPOCH).unwrap();
+        assert_eq!(s.on_appended(15), Some(15));
+    }
+
+    #[test]
+    fn a_failed_write_leaves_the_hw_at_what_the_leader_wrote() {
+        let mut s = leader_of_three();
+        s.on_appended(10);
+        s.on_append_started(15);
+        s.on_follower_fetch(2, 15, 0, UNKNOWN_BROKER_EPOCH).unwrap();
+        let f3 = s.on_follower_fetch(3, 15, 0, UNKNOWN_BROKER_EPOCH).unwrap();
+        assert_eq!(
+            f3.high_watermark_advanced,
+            Some(10),
+            "what the leader wrote"
+        );
+        // The write failed: the log end did not move. The followers hold
+        // records the leader lacks, none of them acknowledged.
+        assert_eq!(s.on_appended(10), None);
+        assert_eq!(s.high_watermark(), 10);
+        assert_eq!(s.fetchable_end(), 10);
+        s.on_append_started(12);
+        assert_eq!(s.on_appended(12), Some(12));
+    }
+
+    #[test]
+    fn a_truncation_ends_an_append_in_flight() {
+        let mut s = leader_of_three();
+        s.on_appended(10);
+        s.on_append_started(15);
+        let _ = s.on_truncated(8, true);
+        assert_eq!(s.fetchable_end(), 8);
+    }
+
+    #[test]
+    fn an_expansion_names_the_broker_epoch_its_member_fetched_with() {
+        let mut s = ReplicaState::new(1, 0, 0, 0, LAG);
+        s.apply_assignment(&assignment(1, 1, &[1, 2]), 0);
+        s.on_appended(10);
+        assert_eq!(s.fetched_broker_epoch(3), UNKNOWN_BROKER_EPOCH);
+        let f = s.on_follower_fetch(3, 10, 0, 41).unwrap();
+        assert_eq!(f.expand.expect("3 caught up").new_isr, vec![1, 2, 3]);
+        assert_eq!(s.fetched_broker_epoch(3), 41);
+        s.on_follower_fetch(3, 10, 1, 42).unwrap();
+        assert_eq!(s.fetched_broker_epoch(3), 42);
+    }
+
+    #[test]
+    #[should_panic(expected = "does not lead")]
+    fn only_a_leader_starts_an_append() {
+        let mut s = ReplicaState::new(2, 0, 0, 0, LAG);
+        s.apply_assignment(&assignment(1, 1, &[1, 2, 3]), 0);
+        s.on_append_started(5);
     }
 }

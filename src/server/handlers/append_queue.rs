@@ -14,7 +14,7 @@
 //! the order a connection's requests arrive in. The writer is a detached
 //! task, so a client that disconnects cannot cancel a write half-done.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, VecDeque};
 use std::rc::Rc;
 
@@ -23,8 +23,10 @@ use futures_channel::oneshot;
 
 use crate::constants::GROUP_COMMIT_MAX_BYTES;
 use crate::error::LogError;
-use crate::log::partition_log::{AppendInfo, AppendOrigin, LeaderAppend};
+use crate::log::partition_log::{AppendInfo, AppendOrigin, LeaderAppend, LeaderWrite};
 use crate::log::producer_state::TxnVerification;
+use crate::node::append_waiters::AppendWaiters;
+use crate::node::in_flight_appends::{InFlightAppend, InFlightAppends};
 use crate::node::replicas;
 use crate::shard::shard::{now_ms, Shard};
 use crate::topic_partition::TopicPartition;
@@ -222,10 +224,35 @@ async fn write_group(shard: &Rc<Shard>, tp: &TopicPartition, group: Vec<Waiting>
         });
         answers.push((w.answer, log_append_time_ms));
     }
-    let results = log.append_many_as_leader(appends, leader_epoch, now).await;
-    if results
-        .iter()
-        .any(|r| matches!(r, Ok(info) if !info.duplicate))
+    // Followers may fetch each write of the group while it is in flight
+    // (`node::in_flight_appends`); the HW waits for the leader's write.
+    let in_flight = InFlightAppends::of(shard);
+    let published = Cell::new(false);
+    let on_write = |w: LeaderWrite<'_>| {
+        let mut state = led.state.borrow_mut();
+        if !state.is_leader() {
+            // Transitions take the log's lock, which this writer holds, so
+            // this does not happen; if it did, the write is not shared.
+            return;
+        }
+        let group =
+            InFlightAppend::new(w.parts, w.headers, w.log_start_offset, w.last_stable_offset);
+        state.on_append_started(group.end_offset());
+        drop(state);
+        in_flight.publish(tp, group);
+        published.set(true);
+        AppendWaiters::of(shard).notify_followers(tp);
+    };
+    let results = log
+        .append_many_as_leader_observed(appends, leader_epoch, now, &on_write)
+        .await;
+    in_flight.clear(tp);
+    // After a published write, even a failed one: the state's end of what
+    // followers may fetch falls back to what the log holds.
+    if published.get()
+        || results
+            .iter()
+            .any(|r| matches!(r, Ok(info) if !info.duplicate))
     {
         replicas::after_append(shard, tp, &mut log);
     }

@@ -14,7 +14,9 @@ use crate::fetch_session_cache::{ResolvedFetch, SentPartition, SessionPartition,
 use crate::log::partition_log::{PartitionLog, ReadSlice};
 use crate::log::read_through;
 use crate::log::segment_file::SegmentFile;
+use crate::metadata::image::MetadataImage;
 use crate::node::append_waiters::AppendWaiters;
+use crate::node::in_flight_appends::{InFlightAppend, InFlightAppends};
 use crate::node::partition_load::PartitionLoad;
 use crate::node::replicas;
 use crate::node::state::BrokerState;
@@ -22,7 +24,7 @@ use crate::protocol::chunks::{Chunk, FileRange, RecordData};
 use crate::protocol::error_code;
 use crate::protocol::header::RequestHeader;
 use crate::protocol::messages::fetch::*;
-use crate::replica::FetchRefused;
+use crate::replica::{FetchRefused, UNKNOWN_BROKER_EPOCH};
 use crate::server::handlers::access::Access;
 use crate::server::handlers::fetch_sessions::FetchSessions;
 use crate::server::handlers::{check_leader_epoch, error_code_for};
@@ -397,11 +399,21 @@ async fn read_on_owner(
     let broker = BrokerState::of(shard);
     let image = broker.image();
     let local = broker.node_id();
+    let in_flight = InFlightAppends::of(shard);
     for (i, tp, offset, max_bytes) in work {
         let Some(led) = replicas::led_partition(shard, &tp) else {
             out.push((i, PartitionRead::error(error_code::NOT_LEADER_OR_FOLLOWER)));
             continue;
         };
+        if is_follower {
+            if let Some(group) = in_flight.get(&tp).filter(|g| g.covers(offset)) {
+                // The leader is writing this group and holds the log's lock:
+                // replicate it meanwhile.
+                let read = read_in_flight(shard, &tp, &led, &group, replica_id, offset, max_bytes);
+                out.push((i, read));
+                continue;
+            }
+        }
         let Ok(mut log) = led.log.write().await else {
             out.push((i, PartitionRead::error(error_code::KAFKA_STORAGE_ERROR)));
             continue;
@@ -414,10 +426,12 @@ async fn read_on_owner(
         if is_follower && offset <= log.log_end_offset() {
             // The fetch offset is the follower's LEO: it may move the HW
             // (waking produces and consumers) or return it to the ISR.
-            let fetched = led
-                .state
-                .borrow_mut()
-                .on_follower_fetch(replica_id, offset, now_ms());
+            let fetched = led.state.borrow_mut().on_follower_fetch(
+                replica_id,
+                offset,
+                now_ms(),
+                fetcher_epoch(&image, replica_id),
+            );
             match fetched {
                 Ok(f) => {
                     if f.high_watermark_advanced.is_some() {
@@ -560,6 +574,80 @@ async fn read_on_owner(
     out
 }
 
+/// A follower's fetch from `offset`, within or at the end of `group`, the
+/// leader's group commit being written: served from the group's bytes
+/// without the log's lock (`node::in_flight_appends`). The fetch counts as
+/// under the lock: it may move the HW, which stays within what the leader
+/// has written (the writer copies it into the log when its write is done),
+/// or return the follower to the ISR.
+fn read_in_flight(
+    shard: &Rc<Shard>,
+    tp: &TopicPartition,
+    led: &replicas::LedPartition,
+    group: &InFlightAppend,
+    replica_id: i32,
+    offset: i64,
+    max_bytes: usize,
+) -> PartitionRead {
+    let broker = BrokerState::of(shard);
+    let image = broker.image();
+    let now = now_ms();
+    let fetched = led.state.borrow_mut().on_follower_fetch(
+        replica_id,
+        offset,
+        now,
+        fetcher_epoch(&image, replica_id),
+    );
+    match fetched {
+        Ok(f) => {
+            if f.high_watermark_advanced.is_some() {
+                // acks=all produces wait on the state's HW.
+                AppendWaiters::of(shard).notify(tp);
+            }
+            if let Some(change) = f.expand {
+                isr_changes::propose(shard, tp.clone(), change);
+            }
+        }
+        Err(FetchRefused::NotLeader) => {
+            return PartitionRead::error(error_code::NOT_LEADER_OR_FOLLOWER);
+        }
+        Err(FetchRefused::NotAReplica) => {
+            tracing::warn!(
+                partition = %tp,
+                replica = replica_id,
+                "refused a replica fetch from broker {replica_id}: it holds no replica \
+                 of this partition"
+            );
+            return PartitionRead::error(error_code::NOT_LEADER_OR_FOLLOWER);
+        }
+    }
+    let (high_watermark, in_isr) = {
+        let state = led.state.borrow();
+        (state.high_watermark(), state.isr().contains(&replica_id))
+    };
+    let offsets = ReadOffsets {
+        high_watermark,
+        last_stable_offset: group.last_stable_offset.min(high_watermark),
+        log_start_offset: group.log_start_offset,
+    };
+    let quotas = ReplicationQuotas::of(shard);
+    let local = broker.node_id();
+    if quotas.must_wait(&image, Side::Leader, tp, local, in_isr, now) {
+        return PartitionRead {
+            throttled: true,
+            ..PartitionRead::no_records(offsets)
+        };
+    }
+    let batches = group.read_from(offset, max_bytes);
+    let len: u64 = batches.iter().map(|b| b.len() as u64).sum();
+    PartitionLoad::of(shard).record_out(tp, len);
+    quotas.record(&image, Side::Leader, tp, local, len, now);
+    PartitionRead {
+        records: RecordData::Chunks(batches.into_iter().map(Chunk::Bytes).collect()),
+        ..PartitionRead::no_records(offsets)
+    }
+}
+
 /// Waits until any of `partitions` gets an append past its fetch offset, or
 /// `timeout` passes.
 async fn wait_for_appends(
@@ -607,9 +695,25 @@ async fn wait_on_owner(
     // Registered before the check, so an append between the check and the
     // wait (while another partition's lock is awaited) is not missed.
     let tps: Vec<TopicPartition> = work.iter().map(|(tp, _)| tp.clone()).collect();
-    let wait = AppendWaiters::of(shard).register(&tps);
+    let waiters = AppendWaiters::of(shard);
+    let wait = match reader.is_follower() {
+        // A follower is woken also when a write starts, to fetch it.
+        true => waiters.register_follower(&tps),
+        false => waiters.register(&tps),
+    };
+    let in_flight = InFlightAppends::of(shard);
     // Data may have arrived between the read and now: answer at once.
     for (tp, offset) in &work {
+        if reader.is_follower() {
+            if let Some(group) = in_flight.get(tp) {
+                if group.end_offset() > *offset {
+                    return;
+                }
+                // The writer holds the log's lock, and the log ends where
+                // the group begins: nothing else to look at.
+                continue;
+            }
+        }
         if let Some(log) = shard.local_log(tp) {
             if let Ok(log) = log.read().await {
                 if reader.visible_end(&log) > *offset {
@@ -619,6 +723,15 @@ async fn wait_on_owner(
         }
     }
     futures_lite::future::or(wait, glommio::timer::sleep(timeout)).await;
+}
+
+/// A follower's broker epoch as this broker's image has it while serving
+/// its fetch: what an ISR expansion based on the fetch sends (KIP-903).
+fn fetcher_epoch(image: &MetadataImage, replica_id: i32) -> i64 {
+    image
+        .brokers
+        .get(&replica_id)
+        .map_or(UNKNOWN_BROKER_EPOCH, |b| b.epoch)
 }
 
 /// The client id to name in log lines.

@@ -24,7 +24,7 @@ use crate::protocol::messages::alter_partition::{
     AlterPartitionData, AlterPartitionRequest, AlterPartitionResponse, AlterPartitionTopic,
     IsrMember,
 };
-use crate::replica::AlterIsr;
+use crate::replica::{AlterIsr, UNKNOWN_BROKER_EPOCH};
 use crate::server::controller;
 use crate::shard::shard::{now_ms, Shard};
 use crate::topic_partition::TopicPartition;
@@ -134,12 +134,21 @@ async fn request(
         .get(&me)
         .map(|b| b.epoch)
         .ok_or("this broker is not registered")?;
+    // KIP-903: each member's broker epoch as it was when the member made the
+    // fetch that the change counts, not as the image has it now. A member
+    // that lost power and registered again since holds less than that
+    // fetch reported, and the controller refuses it (INELIGIBLE_REPLICA).
+    let state = Replicas::of(shard).get(tp);
     let new_isr = change
         .new_isr
         .iter()
         .map(|&id| IsrMember {
             broker_id: id,
-            broker_epoch: image.brokers.get(&id).map_or(-1, |b| b.epoch),
+            broker_epoch: match (id == me, &state) {
+                (true, _) => my_epoch,
+                (false, Some(state)) => state.borrow().fetched_broker_epoch(id),
+                (false, None) => UNKNOWN_BROKER_EPOCH,
+            },
         })
         .collect();
     let request = AlterPartitionRequest {
