@@ -21,7 +21,7 @@
 //! The entry lives exactly while the writer runs the group: the writer
 //! removes it after the append returns, whatever its outcome.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::rc::Rc;
 
@@ -115,6 +115,9 @@ impl InFlightAppend {
 #[derive(Default)]
 pub struct InFlightAppends {
     groups: RefCell<HashMap<TopicPartition, Rc<InFlightAppend>>>,
+    /// Followers' fetches answered with records from a group in flight
+    /// (`pinlog_replica_fetches_of_writes_in_flight_total`).
+    fetches_served: Cell<u64>,
 }
 
 impl InFlightAppends {
@@ -140,6 +143,15 @@ impl InFlightAppends {
 
     pub fn get(&self, tp: &TopicPartition) -> Option<Rc<InFlightAppend>> {
         self.groups.borrow().get(tp).cloned()
+    }
+
+    /// A follower's fetch took records from a group in flight.
+    pub fn count_fetch_served(&self) {
+        self.fetches_served.set(self.fetches_served.get() + 1);
+    }
+
+    pub fn fetches_served(&self) -> u64 {
+        self.fetches_served.get()
     }
 }
 

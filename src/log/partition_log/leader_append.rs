@@ -63,7 +63,6 @@ fn finish(results: Vec<Option<LogResult<AppendInfo>>>) -> Vec<LogResult<AppendIn
         .collect()
 }
 
-
 impl PartitionLog {
     /// Validates producer batches, assigns their offsets from the LEO and the
     /// leader epoch, and appends them. Only header fields outside the CRC are

@@ -41,10 +41,10 @@ use crate::log::producer_state::{
 use crate::log::segment::{parse_segment_file_name, segment_file_path, Segment};
 use crate::log::swap;
 pub use crate::log::swap::{delete_cleaned_files, SwapFailpoint};
-pub use leader_append::LeaderWrite;
-use leader_append::{max_timestamp, StagedAppend};
 use crate::topic_partition::TopicPartition;
 use crate::transaction::partition::AbortedTxn;
+pub use leader_append::LeaderWrite;
+use leader_append::{max_timestamp, StagedAppend};
 
 mod cleaning;
 mod leader_append;

@@ -639,6 +639,9 @@ fn read_in_flight(
         };
     }
     let batches = group.read_from(offset, max_bytes);
+    if !batches.is_empty() {
+        InFlightAppends::of(shard).count_fetch_served();
+    }
     let len: u64 = batches.iter().map(|b| b.len() as u64).sum();
     PartitionLoad::of(shard).record_out(tp, len);
     quotas.record(&image, Side::Leader, tp, local, len, now);

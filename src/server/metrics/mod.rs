@@ -62,6 +62,8 @@ pub fn snapshot(shard: &Shard) -> ShardSnapshot {
         fetch_session_partitions,
         partition_load: PartitionLoad::of(shard).snapshot(),
         balancer_moves: crate::server::shard_placement::balancer::moves_off(shard),
+        fetches_of_writes_in_flight: crate::node::in_flight_appends::InFlightAppends::of(shard)
+            .fetches_served(),
     }
 }
 
@@ -93,6 +95,8 @@ pub struct ShardSnapshot {
     pub partition_load: Vec<(TopicPartition, LoadCounters)>,
     /// Partitions the core balancer moved off this shard.
     pub balancer_moves: u64,
+    /// Followers' fetches answered from a leader's write still in flight.
+    pub fetches_of_writes_in_flight: u64,
 }
 
 /// The Prometheus text exposition format version [`render`] writes.
@@ -308,6 +312,14 @@ pub fn render(shards: &[ShardSnapshot]) -> String {
     per_shard(
         &mut out,
         shards,
+        "pinlog_replica_fetches_of_writes_in_flight_total",
+        "counter",
+        "Followers' fetches answered with a leader's group commit while its write was still in flight.",
+        |s| s.fetches_of_writes_in_flight,
+    );
+    per_shard(
+        &mut out,
+        shards,
         "pinlog_shard_balancer_moves_total",
         "counter",
         "Partitions the core balancer moved off the shard (shard.balancer.enable).",
@@ -442,6 +454,7 @@ mod tests {
                 },
             )],
             balancer_moves: 1,
+            fetches_of_writes_in_flight: 4,
         }
     }
 
@@ -482,6 +495,7 @@ mod tests {
             "pinlog_fetch_sessions_follower",
             "pinlog_fetch_sessions_consumer",
             "pinlog_fetch_session_partitions",
+            "pinlog_replica_fetches_of_writes_in_flight_total",
         ] {
             assert_eq!(
                 text.matches(&format!("# TYPE {family} ")).count(),
