@@ -16,6 +16,8 @@
 //! LogAppendTime rewrite touches CRC-covered bytes, and then the CRC is
 //! recomputed over the unchanged record bytes.
 
+use bytes::Bytes;
+
 use crate::constants::{LOG_OVERHEAD, RECORD_BATCH_HEADER_SIZE, RECORD_BATCH_MAGIC_V2};
 use crate::error::BatchError;
 
@@ -297,6 +299,45 @@ pub fn set_log_append_time(batch: &mut [u8], now_ms: i64) {
     batch[MAX_TIMESTAMP_AT..MAX_TIMESTAMP_AT + 8].copy_from_slice(&now_ms.to_be_bytes());
     let crc = compute_crc(batch);
     batch[CRC_AT..CRC_AT + 4].copy_from_slice(&crc.to_be_bytes());
+}
+
+/// Cuts `parts` (whole batches back to back) into their batches, as
+/// `headers` describes them in order: (index of the part, header, the
+/// batch's bytes, sharing the part's buffer).
+pub fn split_parts<'a>(parts: &'a [Bytes], headers: &'a [BatchHeader]) -> SplitParts<'a> {
+    SplitParts {
+        parts,
+        headers: headers.iter(),
+        part: 0,
+        at: 0,
+    }
+}
+
+/// The iterator of [`split_parts`].
+pub struct SplitParts<'a> {
+    parts: &'a [Bytes],
+    headers: std::slice::Iter<'a, BatchHeader>,
+    part: usize,
+    at: usize,
+}
+
+impl<'a> Iterator for SplitParts<'a> {
+    type Item = (usize, &'a BatchHeader, Bytes);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            let part = self.parts.get(self.part)?;
+            if self.at >= part.len() {
+                self.part += 1;
+                self.at = 0;
+                continue;
+            }
+            let h = self.headers.next().expect("headers describe the parts");
+            let bytes = part.slice(self.at..self.at + h.size_bytes());
+            self.at += h.size_bytes();
+            return Some((self.part, h, bytes));
+        }
+    }
 }
 
 /// One record of a built batch: (timestamp delta, key, value).

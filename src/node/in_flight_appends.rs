@@ -27,7 +27,7 @@ use std::rc::Rc;
 
 use bytes::Bytes;
 
-use crate::log::batch::BatchHeader;
+use crate::log::batch::{self, BatchHeader};
 use crate::shard::shard::Shard;
 use crate::topic_partition::TopicPartition;
 
@@ -57,20 +57,13 @@ impl InFlightAppend {
         log_start_offset: i64,
         last_stable_offset: i64,
     ) -> InFlightAppend {
-        let mut batches = Vec::with_capacity(headers.len());
-        let mut described = headers.iter();
-        for part in parts {
-            let mut at = 0usize;
-            while at < part.len() {
-                let h = described.next().expect("headers describe the parts");
-                batches.push(InFlightBatch {
-                    base_offset: h.base_offset,
-                    next_offset: h.next_offset(),
-                    bytes: part.slice(at..at + h.size_bytes()),
-                });
-                at += h.size_bytes();
-            }
-        }
+        let batches: Vec<InFlightBatch> = batch::split_parts(parts, headers)
+            .map(|(_, h, bytes)| InFlightBatch {
+                base_offset: h.base_offset,
+                next_offset: h.next_offset(),
+                bytes,
+            })
+            .collect();
         assert!(!batches.is_empty(), "a group being written holds a batch");
         InFlightAppend {
             batches,

@@ -720,22 +720,14 @@ impl PartitionLog {
         let r = self.active_mut().append_parts(&slices, headers).await;
         self.fail(r)?;
         if let Some((cache, key)) = &self.cache {
-            let mut cached = Vec::with_capacity(headers.len());
-            let mut batches = headers.iter();
-            for part in parts {
-                let part_backing = backing.unwrap_or_else(|| Backing::of(part));
-                let mut at = 0usize;
-                while at < part.len() {
-                    let h = batches.next().expect("headers describe the parts");
-                    cached.push(CachedBatch {
-                        base_offset: h.base_offset,
-                        last_offset: h.last_offset(),
-                        bytes: part.slice(at..at + h.size_bytes()),
-                        backing: part_backing,
-                    });
-                    at += h.size_bytes();
-                }
-            }
+            let cached = batch::split_parts(parts, headers)
+                .map(|(part, h, bytes)| CachedBatch {
+                    base_offset: h.base_offset,
+                    last_offset: h.last_offset(),
+                    bytes,
+                    backing: backing.unwrap_or_else(|| Backing::of(&parts[part])),
+                })
+                .collect();
             cache.borrow_mut().append(*key, cached);
         }
         let records: i64 = headers.iter().map(|h| h.record_count as i64).sum();

@@ -426,33 +426,11 @@ async fn read_on_owner(
         if is_follower && offset <= log.log_end_offset() {
             // The fetch offset is the follower's LEO: it may move the HW
             // (waking produces and consumers) or return it to the ISR.
-            let fetched = led.state.borrow_mut().on_follower_fetch(
-                replica_id,
-                offset,
-                now_ms(),
-                fetcher_epoch(&image, replica_id),
-            );
-            match fetched {
-                Ok(f) => {
-                    if f.high_watermark_advanced.is_some() {
-                        replicas::sync_high_watermark(shard, &tp, &mut log);
-                    }
-                    if let Some(change) = f.expand {
-                        isr_changes::propose(shard, tp.clone(), change);
-                    }
-                }
-                Err(FetchRefused::NotLeader) => {
-                    out.push((i, PartitionRead::error(error_code::NOT_LEADER_OR_FOLLOWER)));
-                    continue;
-                }
-                Err(FetchRefused::NotAReplica) => {
-                    tracing::warn!(
-                        partition = %tp,
-                        replica = replica_id,
-                        "refused a replica fetch from broker {replica_id}: it holds no replica \
-                         of this partition"
-                    );
-                    out.push((i, PartitionRead::error(error_code::NOT_LEADER_OR_FOLLOWER)));
+            match count_follower_fetch(shard, &tp, &led, &image, replica_id, offset, now_ms()) {
+                Ok(true) => replicas::sync_high_watermark(shard, &tp, &mut log),
+                Ok(false) => {}
+                Err(refused) => {
+                    out.push((i, refused));
                     continue;
                 }
             }
@@ -592,34 +570,11 @@ fn read_in_flight(
     let broker = BrokerState::of(shard);
     let image = broker.image();
     let now = now_ms();
-    let fetched = led.state.borrow_mut().on_follower_fetch(
-        replica_id,
-        offset,
-        now,
-        fetcher_epoch(&image, replica_id),
-    );
-    match fetched {
-        Ok(f) => {
-            if f.high_watermark_advanced.is_some() {
-                // acks=all produces wait on the state's HW.
-                AppendWaiters::of(shard).notify(tp);
-            }
-            if let Some(change) = f.expand {
-                isr_changes::propose(shard, tp.clone(), change);
-            }
-        }
-        Err(FetchRefused::NotLeader) => {
-            return PartitionRead::error(error_code::NOT_LEADER_OR_FOLLOWER);
-        }
-        Err(FetchRefused::NotAReplica) => {
-            tracing::warn!(
-                partition = %tp,
-                replica = replica_id,
-                "refused a replica fetch from broker {replica_id}: it holds no replica \
-                 of this partition"
-            );
-            return PartitionRead::error(error_code::NOT_LEADER_OR_FOLLOWER);
-        }
+    match count_follower_fetch(shard, tp, led, &image, replica_id, offset, now) {
+        // acks=all produces wait on the state's HW.
+        Ok(true) => AppendWaiters::of(shard).notify(tp),
+        Ok(false) => {}
+        Err(refused) => return refused,
     }
     let (high_watermark, in_isr) = {
         let state = led.state.borrow();
@@ -726,6 +681,47 @@ async fn wait_on_owner(
         }
     }
     futures_lite::future::or(wait, glommio::timer::sleep(timeout)).await;
+}
+
+/// Counts a follower's fetch from `offset` (its LEO) in the partition's
+/// replica state, and proposes the ISR expansion it may complete. `Ok`
+/// says whether the state's HW advanced (the caller brings it to the log
+/// or to the waiters); `Err` is the answer for a refused fetch.
+fn count_follower_fetch(
+    shard: &Rc<Shard>,
+    tp: &TopicPartition,
+    led: &replicas::LedPartition,
+    image: &MetadataImage,
+    replica_id: i32,
+    offset: i64,
+    now: i64,
+) -> Result<bool, PartitionRead> {
+    let fetched = led.state.borrow_mut().on_follower_fetch(
+        replica_id,
+        offset,
+        now,
+        fetcher_epoch(image, replica_id),
+    );
+    match fetched {
+        Ok(f) => {
+            if let Some(change) = f.expand {
+                isr_changes::propose(shard, tp.clone(), change);
+            }
+            Ok(f.high_watermark_advanced.is_some())
+        }
+        Err(FetchRefused::NotLeader) => {
+            Err(PartitionRead::error(error_code::NOT_LEADER_OR_FOLLOWER))
+        }
+        Err(FetchRefused::NotAReplica) => {
+            tracing::warn!(
+                partition = %tp,
+                replica = replica_id,
+                "refused a replica fetch from broker {replica_id}: it holds no replica \
+                 of this partition"
+            );
+            Err(PartitionRead::error(error_code::NOT_LEADER_OR_FOLLOWER))
+        }
+    }
 }
 
 /// A follower's broker epoch as this broker's image has it while serving
