@@ -47,7 +47,9 @@ use std::time::{Duration, Instant};
 use pinlog::log::batch::{self, BatchIter, CountRule};
 use pinlog::server::replication::fetcher_test_hooks::FETCHER_HOOKS_ENV;
 use serde_json::Value;
-use support::{run_command, wait_for, which, Broker, BrokerOpts, Cluster, CmdOutput, PINLOG_BIN};
+use support::{
+    free_port, run_command, wait_for, which, Broker, BrokerOpts, Cluster, CmdOutput, PINLOG_BIN,
+};
 
 const CLIENTS_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/clients");
 /// How long any single CLI or client step may take.
@@ -218,6 +220,43 @@ fn produce_once_with(cluster: &Cluster, via: usize, topic: &str, settings: &[&st
     out.stdout.trim().to_string()
 }
 
+/// Records produced one at a time to see the followers fetch a write in
+/// flight.
+const OVERLAP_PRODUCES: usize = 5;
+
+/// Issue 33, direction 3: the followers' long polls wait on the leader, so
+/// a produce's group commit is handed to them while the leader's own write
+/// of it is in flight, and the leader counts those fetches. Each record is
+/// still acknowledged (the HW waits for the leader's write).
+fn followers_fetch_a_write_in_flight(cluster: &Cluster) {
+    const FAMILY: &str = "pinlog_replica_fetches_of_writes_in_flight_total";
+    create_topic(cluster, "overlap", "1", "3", &["min.insync.replicas=2"]);
+    let p = await_partition(cluster, 1, "overlap", 0, "three in sync", |p| {
+        p.leader > 0 && p.isr.len() == 3
+    });
+    let leader = &cluster.nodes[p.leader as usize - 1];
+    let before = leader.metric_total(FAMILY).unwrap_or(0.0);
+    for _ in 0..OVERLAP_PRODUCES {
+        let verdict = produce_once(cluster, p.leader as usize, "overlap");
+        if !verdict.starts_with("ACK") {
+            cluster.fail(&format!("acks=all with 3 of 3 in sync failed: {verdict}"));
+        }
+    }
+    let after = leader.metric_total(FAMILY).unwrap_or(0.0);
+    if after <= before {
+        cluster.fail(&format!(
+            "no follower fetched a write in flight over {OVERLAP_PRODUCES} produces \
+             ({FAMILY} on leader {} stayed at {before})",
+            p.leader
+        ));
+    }
+    eprintln!(
+        "leader {} served {} follower fetches from writes in flight over {OVERLAP_PRODUCES} produces",
+        p.leader,
+        after - before
+    );
+}
+
 /// The bytes of every `.log` file of `dir`, by name.
 fn segment_bytes(dir: &Path) -> Vec<(String, Vec<u8>)> {
     let mut out: Vec<(String, Vec<u8>)> = std::fs::read_dir(dir)
@@ -317,7 +356,12 @@ fn replicated_cluster_survives_kills_and_pauses() {
             FETCHER_HOOKS_ENV,
             hooks.path().to_str().expect("a UTF-8 temporary path"),
         );
-    let mut cluster = Cluster::start(3, opts);
+    let mut cluster = Cluster::start_each(3, opts, |_, node| {
+        node.setting("metrics.listen", format!("127.0.0.1:{}", free_port()))
+    });
+
+    // 0. Replication overlaps the leader's write.
+    followers_fetch_a_write_in_flight(&cluster);
 
     // 1. Leader kill under load.
     create_topic(&cluster, "acked", "1", "3", &["min.insync.replicas=2"]);
