@@ -1417,11 +1417,7 @@ impl Sim {
                     self.answer_produce(id, pid, Err(code));
                 }
             }
-            None if self.brokers[&id].writing_from.is_some() => {
-                // A held message cannot start a write, but keep the rule.
-                let b = self.brokers.get_mut(&id).expect("a broker");
-                b.queued.extend(queued);
-            }
+            // The held messages (images, epoch queries) start no write.
             None => self.start_leader_write(id, queued),
         }
     }

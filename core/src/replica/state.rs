@@ -365,10 +365,10 @@ impl ReplicaState {
             .map_or(UNKNOWN_BROKER_EPOCH, |p| p.broker_epoch)
     }
 
-    /// The end of what followers may fetch: the LEO, or the end of the
-    /// leader's append in flight.
-    pub fn fetchable_end(&self) -> i64 {
-        self.fetchable_end
+    /// As leader, whether any other replica fetches from this one: an
+    /// append in flight is worth sharing only then.
+    pub fn has_followers(&self) -> bool {
+        !self.followers.is_empty()
     }
 
     /// A follower fetched from `fetch_offset`: everything below it is in its
@@ -1260,11 +1260,11 @@ mod tests {
             s.on_follower_fetch(3, 10, 0, UNKNOWN_BROKER_EPOCH).unwrap();
             assert_eq!(s.high_watermark(), 10);
             s.on_append_started(15);
-            assert_eq!(s.fetchable_end(), 15);
+            assert_eq!(s.fetchable_end, 15);
             assert_eq!(s.log_end_offset, 10);
             if leader_first {
                 assert_eq!(s.on_appended(15), None, "no follower has the append yet");
-                assert_eq!(s.fetchable_end(), 15);
+                assert_eq!(s.fetchable_end, 15);
             }
             // Both followers wrote the append and fetch past it.
             let f2 = s.on_follower_fetch(2, 15, 1, UNKNOWN_BROKER_EPOCH).unwrap();
@@ -1282,7 +1282,7 @@ mod tests {
                 assert_eq!(s.on_appended(15), Some(15));
             }
             assert_eq!(s.high_watermark(), 15);
-            assert_eq!(s.fetchable_end(), 15);
+            assert_eq!(s.fetchable_end, 15);
         }
     }
 
@@ -1312,7 +1312,7 @@ mod tests {
         // records the leader lacks, none of them acknowledged.
         assert_eq!(s.on_appended(10), None);
         assert_eq!(s.high_watermark(), 10);
-        assert_eq!(s.fetchable_end(), 10);
+        assert_eq!(s.fetchable_end, 10);
         s.on_append_started(12);
         assert_eq!(s.on_appended(12), Some(12));
     }
@@ -1323,7 +1323,7 @@ mod tests {
         s.on_appended(10);
         s.on_append_started(15);
         let _ = s.on_truncated(8, true);
-        assert_eq!(s.fetchable_end(), 8);
+        assert_eq!(s.fetchable_end, 8);
     }
 
     #[test]
@@ -1337,6 +1337,21 @@ mod tests {
         assert_eq!(s.fetched_broker_epoch(3), 41);
         s.on_follower_fetch(3, 10, 1, 42).unwrap();
         assert_eq!(s.fetched_broker_epoch(3), 42);
+    }
+
+    #[test]
+    fn only_a_replicated_leader_has_followers_to_share_a_write_with() {
+        assert!(leader_of_three().has_followers());
+        let mut alone = ReplicaState::new(1, 0, 0, 0, LAG);
+        alone.apply_assignment(
+            &Assignment {
+                replicas: vec![1],
+                isr: vec![1],
+                ..assignment(1, 1, &[1])
+            },
+            0,
+        );
+        assert!(alone.is_leader() && !alone.has_followers());
     }
 
     #[test]

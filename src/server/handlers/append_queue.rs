@@ -230,9 +230,10 @@ async fn write_group(shard: &Rc<Shard>, tp: &TopicPartition, group: Vec<Waiting>
     let published = Cell::new(false);
     let on_write = |w: LeaderWrite<'_>| {
         let mut state = led.state.borrow_mut();
-        if !state.is_leader() {
-            // Transitions take the log's lock, which this writer holds, so
-            // this does not happen; if it did, the write is not shared.
+        if !state.is_leader() || !state.has_followers() {
+            // Nobody to share the write with (replication factor 1: the
+            // laptop's case). Transitions take the log's lock, which this
+            // writer holds, so leadership does not change meanwhile.
             return;
         }
         let group =
