@@ -56,6 +56,7 @@ use pinlog::protocol::messages::produce::{
     PartitionProduceData, ProduceRequest, ProduceResponse, TopicProduceData,
 };
 use pinlog::quorum::log_store::QUORUM_STATE_FILE;
+use pinlog::shard::flush_policy::FLUSH_POLICY_RESCAN;
 use pinlog::tools::verify::verify_partition_dir;
 use pinlog_powerfs::CutMode;
 use support::kafka_conn::{read_frame, Conn};
@@ -461,6 +462,45 @@ fn a_roll_makes_the_segment_before_it_durable_when_it_ends_on_a_block_boundary()
             "offset {offset}"
         );
     }
+    drop(broker);
+    disk.unmount();
+}
+
+/// `flush.ms` (here the broker's `log.flush.interval.ms`) makes records
+/// durable that no later append flushes: the flush policy's timer
+/// (src/shard/flush_policy.rs) finds the partition in its scan and syncs
+/// what has waited `flush.ms`. Records appended just before the power goes
+/// have not waited that long, so the cut takes them, which shows that the
+/// cut really drops what was not synced.
+#[test]
+fn flush_ms_makes_records_durable_that_no_append_flushes() {
+    if !can_run() {
+        return;
+    }
+    const FLUSH_MS: u64 = 200;
+    const RECORD_BYTES: usize = 100;
+    let disk = PowerDisk::mount(MOUNT_PREFIX);
+    let (mut broker, mut stream) = broker_with_topic(
+        &disk,
+        BrokerOpts::new().setting("log.flush.interval.ms", FLUSH_MS as i64),
+    );
+    produce_in_order(&mut stream, 0..3, RECORD_BYTES);
+    // The timer's scan comes within FLUSH_POLICY_RESCAN, and it syncs the
+    // records once they have waited FLUSH_MS.
+    std::thread::sleep(FLUSH_POLICY_RESCAN + Duration::from_millis(FLUSH_MS) * 4);
+    produce_in_order(&mut stream, 3..5, RECORD_BYTES);
+    broker.kill9();
+    let report = disk.fs().power_cut(CutMode::DropAll).expect("power cut");
+    broker.restart();
+    let log = read_all(&broker, 3);
+    let offsets: Vec<i64> = log.iter().map(|(o, _)| *o).collect();
+    assert_eq!(
+        offsets,
+        vec![0, 1, 2],
+        "the three records flush.ms synced survive, the two after them do not (the cut \
+         undid {} data changes)",
+        report.data_undone
+    );
     drop(broker);
     disk.unmount();
 }

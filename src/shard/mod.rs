@@ -7,6 +7,7 @@
 pub mod cache_budget;
 pub mod checkpoints;
 pub mod cross_shard;
+pub mod flush_policy;
 pub mod messages;
 pub mod runtime;
 #[allow(clippy::module_inception)]

@@ -354,6 +354,10 @@ impl Shard {
     pub fn cache(&self) -> &SharedBatchCache {
         &self.cache
     }
+    /// The open logs of the partitions this shard owns.
+    pub fn local_logs(&self) -> Vec<Rc<RwLock<PartitionLog>>> {
+        self.logs.borrow().values().cloned().collect()
+    }
     /// Partitions this shard owns and has open.
     pub fn local_partitions(&self) -> Vec<TopicPartition> {
         let mut v: Vec<_> = self.logs.borrow().keys().cloned().collect();
@@ -643,19 +647,6 @@ impl Shard {
             let mut log = log.write().await.map_err(|_| hop_failed(self.id))?;
             if !log.is_offline() {
                 log.flush().await?;
-            }
-        }
-        Ok(())
-    }
-
-    /// Applies the time-based flush policy (`flush.ms`) to local partitions.
-    pub async fn flush_tick(&self) -> LogResult<()> {
-        let logs: Vec<_> = self.logs.borrow().values().cloned().collect();
-        let now = now_ms();
-        for log in logs {
-            let mut log = log.write().await.map_err(|_| hop_failed(self.id))?;
-            if !log.is_offline() {
-                log.maybe_flush(now).await?;
             }
         }
         Ok(())

@@ -24,6 +24,7 @@ use bytes::{Bytes, BytesMut};
 use glommio::io::DmaFile;
 
 use crate::config::LogConfig;
+use crate::constants::{DEFAULT_FLUSH_MESSAGES, DEFAULT_FLUSH_MS};
 use crate::error::{BatchError, LogError, LogResult};
 use crate::log::batch::{self, BatchHeader, CountRule};
 use crate::log::batch_cache::{
@@ -835,6 +836,13 @@ impl PartitionLog {
         self.fail(r)?;
         self.check_invariants();
         Ok(())
+    }
+
+    /// Whether `flush.ms` or `flush.messages` is set (their defaults,
+    /// Long.MAX_VALUE as in Kafka, mean never).
+    pub fn has_flush_policy(&self) -> bool {
+        self.config.flush_ms < DEFAULT_FLUSH_MS
+            || self.config.flush_messages < DEFAULT_FLUSH_MESSAGES
     }
 
     /// Applies the flush policy (`flush.messages`, `flush.ms`).

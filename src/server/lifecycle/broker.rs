@@ -36,8 +36,9 @@ use crate::server::network::connection::{serve_connection, ServedListener};
 use crate::server::network::sasl::SaslServing;
 use crate::shard::cache_budget;
 use crate::shard::checkpoints;
+use crate::shard::flush_policy::FlushWatch;
 use crate::shard::runtime::{run_shards, ShardConfig, Shutdown};
-use crate::shard::shard::Shard;
+use crate::shard::shard::{now_ms, Shard};
 use crate::shard::startup_progress::{StartupProgress, StartupWait, STARTUP_PROGRESS_LOG_INTERVAL};
 
 /// How often idle shards look at the stop flag and run the flush timer.
@@ -839,9 +840,10 @@ fn spawn_timers(shard: &Rc<Shard>, config: &BrokerConfig, stop: StopHandle) {
     glommio::spawn_local(async move {
         let mut last_retention = Instant::now();
         let mut last_checkpoint = Instant::now();
+        let mut flush_watch = FlushWatch::new();
         while !stop.is_requested() {
             glommio::timer::sleep(TICK).await;
-            if let Err(e) = s.flush_tick().await {
+            if let Err(e) = flush_watch.tick(&s, Instant::now(), now_ms()).await {
                 tracing::error!(shard = s.id(), "flush failed: {e}");
             }
             if last_retention.elapsed() >= retention_check_interval {
