@@ -337,6 +337,10 @@ async fn read_all(
             .or_default()
             .push((i, tp, p.fetch_offset, max));
     }
+    // This shard's own partitions are read in this task, after the other
+    // shards have been asked: no task and no channel for the common case of
+    // a fetch whose partitions all live here.
+    let local = by_owner.remove(&shard.id());
     let mut tasks = Vec::new();
     for (owner, work) in by_owner {
         let shard = shard.clone();
@@ -347,6 +351,11 @@ async fn read_all(
                 })
                 .await
         }));
+    }
+    if let Some(work) = local {
+        for (i, r) in read_on_owner(shard, work, reader, response_max_bytes).await {
+            slots[i] = Some(r);
+        }
     }
     for task in tasks {
         match task.await {
@@ -621,6 +630,13 @@ async fn wait_for_appends(
             .entry(shard.owner(&tp))
             .or_default()
             .push((tp, p.fetch_offset));
+    }
+    if by_owner.len() == 1 {
+        if let Some(work) = by_owner.remove(&shard.id()) {
+            // All of them live here: wait in this task, on one timer.
+            wait_on_owner(shard, work, timeout, reader).await;
+            return;
+        }
     }
     let (tx, rx) = glommio::channels::local_channel::new_bounded::<()>(by_owner.len().max(1));
     let tx = Rc::new(tx);
