@@ -177,7 +177,7 @@ pub async fn serve(
     loop {
         let accepted = async { Some(listener.accept().await) }
             .or(async {
-                crate::ticks::sleep_to_next_tick(STOP_POLL).await;
+                glommio::timer::sleep(STOP_POLL).await;
                 None
             })
             .await;

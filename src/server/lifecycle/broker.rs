@@ -40,7 +40,6 @@ use crate::shard::flush_policy::FlushWatch;
 use crate::shard::runtime::{run_shards, ShardConfig, Shutdown};
 use crate::shard::shard::{now_ms, Shard};
 use crate::shard::startup_progress::{StartupProgress, StartupWait, STARTUP_PROGRESS_LOG_INTERVAL};
-use crate::ticks::sleep_to_next_tick;
 
 /// How often idle shards look at the stop flag and run the flush timer.
 const TICK: Duration = Duration::from_millis(50);
@@ -531,7 +530,7 @@ async fn serve_controller_only(
     );
     let metrics_task = metrics_listener.map(|l| metrics_http::spawn(shard, l, stop.clone()));
     while !stop.is_requested() {
-        sleep_to_next_tick(TICK).await;
+        glommio::timer::sleep(TICK).await;
     }
     if let Some(c) = shard.extension::<Controller>() {
         c.quorum().hand_over_leadership().await;
@@ -723,7 +722,7 @@ async fn accept_connections(
     loop {
         let accepted = futures_lite::future::or(async { Some(socket.accept().await) }, async {
             while !stop.is_requested() {
-                sleep_to_next_tick(TICK).await;
+                glommio::timer::sleep(TICK).await;
             }
             None
         })
@@ -824,7 +823,7 @@ fn spawn_cleaner(
             }
             let idle_since = Instant::now();
             while !stopping() && idle_since.elapsed() < backoff {
-                sleep_to_next_tick(TICK.min(backoff)).await;
+                glommio::timer::sleep(TICK.min(backoff)).await;
             }
         }
     }))
@@ -843,7 +842,7 @@ fn spawn_timers(shard: &Rc<Shard>, config: &BrokerConfig, stop: StopHandle) {
         let mut last_checkpoint = Instant::now();
         let mut flush_watch = FlushWatch::new();
         while !stop.is_requested() {
-            sleep_to_next_tick(TICK).await;
+            glommio::timer::sleep(TICK).await;
             if let Err(e) = flush_watch.tick(&s, Instant::now(), now_ms()).await {
                 tracing::error!(shard = s.id(), "flush failed: {e}");
             }

@@ -266,7 +266,7 @@ impl SharePartitions {
         let (me, shard) = (Rc::downgrade(self), shard.clone());
         glommio::spawn_local(async move {
             loop {
-                crate::ticks::sleep_to_next_tick(LOCK_EXPIRY_TICK).await;
+                glommio::timer::sleep(LOCK_EXPIRY_TICK).await;
                 let Some(me) = me.upgrade() else { return };
                 me.expire_due_locks(&shard).await;
             }
