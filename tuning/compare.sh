@@ -24,7 +24,8 @@
 #                  or P2_RATE=<records/s> in the environment)
 #   --replicated   instead of the above: 3 pinlog nodes against 3 Kafka
 #                  nodes, replication factor 3, acks=all,
-#                  min.insync.replicas=2 (tuning/replicated.sh; report in
+#                  min.insync.replicas=2, and both clusters idle with
+#                  1,000 such partitions (tuning/replicated.sh; report in
 #                  tuning/results-replicated.md unless --out)
 #   --transactional
 #                  instead of the above: the same two 3-node clusters,

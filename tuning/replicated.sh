@@ -7,6 +7,9 @@
 #
 #   R1  produce throughput, acks=all, flat out
 #   R2  produce latency, acks=all, at 50% of Kafka's R1 rate
+#   R3  idle: R3_PARTS partitions (default 1,000) of RF 3 on each cluster,
+#       nothing produced or consumed; each cluster's CPU over the same
+#       R3_SECS window, both idle at once
 #   CPU every node's CPU seconds (user + system) per GB of record values
 #       produced, summed over the three nodes of a cluster
 #
@@ -17,6 +20,38 @@
 # shellcheck source=tuning/rep_clusters.sh
 source "$REPO/tuning/rep_clusters.sh"
 start_rep_clusters replicated
+
+# ---------------------------------------------------------------- R3
+# First, while no deleted topic is left to clean up on either cluster.
+R3_PARTS=${R3_PARTS:-1000}
+R3_SECS=${R3_SECS:-$([ "$MODE" = quick ] && echo 15 || echo 30)}
+# After the topic appears: Kafka's followers join the ISR, pinlog's new
+# leaders write their epoch checkpoints; neither belongs to idle.
+R3_SETTLE=${R3_SETTLE:-20}
+say "R3: idle, $R3_PARTS partitions of RF $REP_RF on each cluster, CPU over ${R3_SECS}s (after ${R3_SETTLE}s)"
+for b in pinlog kafka; do
+  rep_target $b
+  admin create-replicated "$boot" r3-idle "$R3_PARTS" "$REP_RF" "$REP_MIN_ISR" >/dev/null \
+    || die "could not create r3-idle on $b"
+done
+for b in pinlog kafka; do
+  rep_target $b
+  wait_metadata "$addr" 120 r3-idle "$R3_PARTS" || die "r3-idle's $R3_PARTS partitions did not appear on $b"
+done
+sleep "$R3_SETTLE"
+r3_p0=$(cpu_ticks "$PLR_PIDS"); r3_k0=$(cpu_ticks "$KFR_PIDS")
+sleep "$R3_SECS"
+r3_p1=$(cpu_ticks "$PLR_PIDS"); r3_k1=$(cpu_ticks "$KFR_PIDS")
+alive "$PLR_PIDS" && alive "$KFR_PIDS" || die "a node exited during R3 (see the logs in $LOGS)"
+jq -n --argjson secs "$R3_SECS" --argjson parts "$R3_PARTS" \
+  --argjson p "$(awk -v a="$r3_p0" -v b="$r3_p1" -v t="$CLK_TCK" 'BEGIN{print (b - a) / t}')" \
+  --argjson k "$(awk -v a="$r3_k0" -v b="$r3_k1" -v t="$CLK_TCK" 'BEGIN{print (b - a) / t}')" \
+  '{secs: $secs, partitions: $parts, pinlog_cpu_s: $p, kafka_cpu_s: $k}' > "$RES/r3.json"
+say "  pinlog $(jq .pinlog_cpu_s "$RES/r3.json") CPU s, Kafka $(jq .kafka_cpu_s "$RES/r3.json") CPU s"
+for b in pinlog kafka; do
+  rep_target $b
+  admin delete "$boot" r3-idle >/dev/null || say "  (delete of r3-idle on $b failed)"
+done
 
 # ---------------------------------------------------------------- R1
 say "R1: produce, acks=all, RF $REP_RF, min.insync.replicas $REP_MIN_ISR, ${RECORD} B records, $PARTS partitions, ${P1_SECS}s (+${P1_WARM}s warmup), $P1_ROUNDS round(s) A/B"

@@ -39,6 +39,9 @@ for w_ in ("r1", "r2"):
     pairs = [ratio(a, b) for a, b in zip(p, k)]
     cpu[w_] = (p, k, med([x for x in pairs if x is not None]))
 
+# R3: both clusters idle over the same window.
+r3 = load("r3.json")
+
 
 def ms(x):
     return None if x is None else x / 1000
@@ -76,6 +79,11 @@ for k, label, target in (("p50", "p50", None), ("p99", "p99", 0.3), ("p999", "p9
 for w_, label in (("r1", "R1"), ("r2", "R2")):
     p, k, r = cpu[w_]
     w(f"| {label} | broker CPU seconds per GB produced | {rng(p)} | {rng(k)} | {xr(r)} | – | – |")
+if r3:
+    cores = {b: r3[b + "_cpu_s"] / r3["secs"] for b in ("pinlog", "kafka")}
+    r3_ratio = ratio(cores["pinlog"], cores["kafka"])
+    w(f"| R3 | idle, {r3['partitions']:,} partitions of RF {E['REP_RF']}: cluster CPU (cores) | "
+      f"{cores['pinlog']:.3f} | {cores['kafka']:.3f} | {xr(r3_ratio)} | ≤ 0.5x | {met(r3_ratio, '<=', 0.5)} |")
 w("")
 
 w("## Runs")
