@@ -4,12 +4,12 @@
 //! Kafka's own flusher is off by default (`log.flush.scheduler.interval.ms`
 //! is Long.MAX_VALUE), and so is the policy (`flush.ms` and
 //! `flush.messages` are Long.MAX_VALUE): the log relies on replication and
-//! on the OS. pinlog checks the policy every `TICK`, so a topic that sets
-//! it is served on time; but taking every partition's write lock 20 times
-//! a second, as the tick did, was a fifth of the CPU of an idle broker with
-//! a thousand partitions. So the tick looks only at the partitions whose
-//! policy is set, found by a scan of every partition each `RESCAN`: a
-//! change of `flush.ms` takes effect within that.
+//! on the OS. pinlog checks the policy on the shard's 50 ms timer tick, so
+//! a topic that sets it is served on time; but taking every partition's
+//! write lock 20 times a second, as the tick did, was a fifth of the CPU of
+//! an idle broker with a thousand partitions. So the tick looks only at the
+//! partitions whose policy is set, found by a scan of every partition each
+//! [`FLUSH_POLICY_RESCAN`]: a change of `flush.ms` takes effect within that.
 
 use std::rc::{Rc, Weak};
 use std::time::{Duration, Instant};
@@ -24,26 +24,14 @@ use crate::shard::shard::Shard;
 pub const FLUSH_POLICY_RESCAN: Duration = Duration::from_secs(1);
 
 /// The partitions of one shard whose flush policy is set, as of the last
-/// scan.
+/// scan (none yet: the first tick scans).
+#[derive(Default)]
 pub struct FlushWatch {
     watched: Vec<Weak<RwLock<PartitionLog>>>,
     scanned_at: Option<Instant>,
 }
 
-impl Default for FlushWatch {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
 impl FlushWatch {
-    pub fn new() -> Self {
-        FlushWatch {
-            watched: Vec::new(),
-            scanned_at: None,
-        }
-    }
-
     /// One tick: rescans the shard's partitions when `FLUSH_POLICY_RESCAN`
     /// has passed, then applies the policy to the watched ones.
     pub async fn tick(&mut self, shard: &Shard, now: Instant, now_ms: i64) -> LogResult<()> {

@@ -642,8 +642,7 @@ impl Shard {
 
     /// Flushes every partition this shard owns.
     pub async fn flush_local(&self) -> LogResult<()> {
-        let logs: Vec<_> = self.logs.borrow().values().cloned().collect();
-        for log in logs {
+        for log in self.local_logs() {
             let mut log = log.write().await.map_err(|_| hop_failed(self.id))?;
             if !log.is_offline() {
                 log.flush().await?;

@@ -840,7 +840,7 @@ fn spawn_timers(shard: &Rc<Shard>, config: &BrokerConfig, stop: StopHandle) {
     glommio::spawn_local(async move {
         let mut last_retention = Instant::now();
         let mut last_checkpoint = Instant::now();
-        let mut flush_watch = FlushWatch::new();
+        let mut flush_watch = FlushWatch::default();
         while !stop.is_requested() {
             glommio::timer::sleep(TICK).await;
             if let Err(e) = flush_watch.tick(&s, Instant::now(), now_ms()).await {
