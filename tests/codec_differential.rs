@@ -59,6 +59,10 @@ use pinlog::protocol::messages::{
     list_config_resources, list_offsets, list_partition_reassignments, metadata,
     offset_for_leader_epoch, produce, unregister_broker, update_features,
 };
+use pinlog::protocol::messages::{
+    alter_share_group_offsets, delete_share_group_offsets, describe_share_group_offsets,
+    share_acknowledge, share_fetch, share_group_describe, share_group_heartbeat,
+};
 use pinlog::protocol::messages::{consumer_group_describe, consumer_group_heartbeat};
 use pinlog::protocol::messages::{
     delete_groups, delete_records, describe_groups, describe_log_dirs, find_coordinator, heartbeat,
@@ -2445,6 +2449,331 @@ fn envelope_response(g: &mut Gen, _v: i16) -> kp::EnvelopeResponse {
         .with_error_code(g.i16())
 }
 
+// KIP-932's share-group APIs for clients and admins. kafka-protocol 0.18
+// has ShareGroupHeartbeat, ShareGroupDescribe, ShareFetch and
+// ShareAcknowledge at v1 and the offset admin APIs at v0: ShareFetch v2 and
+// ShareAcknowledge v2 (KIP-1206's acquire mode, KIP-1222's renew
+// acknowledgements) and DescribeShareGroupOffsets v1 (KIP-1226's lag) are
+// listed in `SERVED_BEYOND_KAFKA_PROTOCOL`.
+
+fn share_group_heartbeat_request(g: &mut Gen, _v: i16) -> kp::ShareGroupHeartbeatRequest {
+    new!(g, kp::ShareGroupHeartbeatRequest)
+        .with_group_id(g.group())
+        .with_member_id(g.str())
+        .with_member_epoch(g.i32())
+        .with_rack_id(g.opt(Gen::str))
+        .with_subscribed_topic_names(g.opt(|g| g.vec(Gen::topic)))
+}
+
+fn share_group_heartbeat_response(g: &mut Gen, _v: i16) -> kp::ShareGroupHeartbeatResponse {
+    use kp::share_group_heartbeat_response::{Assignment, TopicPartitions};
+    new!(g, kp::ShareGroupHeartbeatResponse)
+        .with_throttle_time_ms(g.i32())
+        .with_error_code(g.i16())
+        .with_error_message(g.opt(Gen::str))
+        .with_member_id(g.opt(Gen::str))
+        .with_member_epoch(g.i32())
+        .with_heartbeat_interval_ms(g.i32())
+        .with_assignment(g.opt(|g| {
+            new!(g, Assignment).with_topic_partitions(g.vec(|g| {
+                new!(g, TopicPartitions)
+                    .with_topic_id(g.uuid())
+                    .with_partitions(g.vec(Gen::i32))
+            }))
+        }))
+}
+
+fn share_group_describe_request(g: &mut Gen, _v: i16) -> kp::ShareGroupDescribeRequest {
+    new!(g, kp::ShareGroupDescribeRequest)
+        .with_group_ids(g.vec(Gen::group))
+        .with_include_authorized_operations(g.bool())
+}
+
+fn share_group_describe_response(g: &mut Gen, _v: i16) -> kp::ShareGroupDescribeResponse {
+    use kp::share_group_describe_response::{Assignment, DescribedGroup, Member, TopicPartitions};
+    new!(g, kp::ShareGroupDescribeResponse)
+        .with_throttle_time_ms(g.i32())
+        .with_groups(g.vec(|g| {
+            new!(g, DescribedGroup)
+                .with_error_code(g.i16())
+                .with_error_message(g.opt(Gen::str))
+                .with_group_id(g.group())
+                .with_group_state(g.str())
+                .with_group_epoch(g.i32())
+                .with_assignment_epoch(g.i32())
+                .with_assignor_name(g.str())
+                .with_members(g.vec(|g| {
+                    new!(g, Member)
+                        .with_member_id(g.str())
+                        .with_rack_id(g.opt(Gen::str))
+                        .with_member_epoch(g.i32())
+                        .with_client_id(g.str())
+                        .with_client_host(g.str())
+                        .with_subscribed_topic_names(g.vec(Gen::topic))
+                        .with_assignment(new!(g, Assignment).with_topic_partitions(g.vec(|g| {
+                            new!(g, TopicPartitions)
+                                .with_topic_id(g.uuid())
+                                .with_topic_name(g.topic())
+                                .with_partitions(g.vec(Gen::i32))
+                        })))
+                }))
+                .with_authorized_operations(g.i32())
+        }))
+}
+
+/// `PartitionMaxBytes` is v0's alone, a version neither pinlog nor
+/// kafka-protocol 0.18 implements.
+fn share_fetch_request(g: &mut Gen, _v: i16) -> kp::ShareFetchRequest {
+    use kp::share_fetch_request::{
+        AcknowledgementBatch, FetchPartition, FetchTopic, ForgottenTopic,
+    };
+    new!(g, kp::ShareFetchRequest)
+        .with_group_id(g.opt(Gen::group))
+        .with_member_id(g.opt(Gen::str))
+        .with_share_session_epoch(g.i32())
+        .with_max_wait_ms(g.i32())
+        .with_min_bytes(g.i32())
+        .with_max_bytes(g.i32())
+        .with_max_records(g.i32())
+        .with_batch_size(g.i32())
+        .with_topics(g.vec(|g| {
+            new!(g, FetchTopic)
+                .with_topic_id(g.uuid())
+                .with_partitions(g.vec(|g| {
+                    new!(g, FetchPartition)
+                        .with_partition_index(g.i32())
+                        .with_acknowledgement_batches(g.vec(|g| {
+                            new!(g, AcknowledgementBatch)
+                                .with_first_offset(g.i64())
+                                .with_last_offset(g.i64())
+                                .with_acknowledge_types(g.vec(Gen::i8))
+                        }))
+                }))
+        }))
+        .with_forgotten_topics_data(g.vec(|g| {
+            new!(g, ForgottenTopic)
+                .with_topic_id(g.uuid())
+                .with_partitions(g.vec(Gen::i32))
+        }))
+}
+
+fn share_fetch_response(g: &mut Gen, _v: i16) -> kp::ShareFetchResponse {
+    use kp::share_fetch_response::{
+        AcquiredRecords, LeaderIdAndEpoch, NodeEndpoint, PartitionData, ShareFetchableTopicResponse,
+    };
+    new!(g, kp::ShareFetchResponse)
+        .with_throttle_time_ms(g.i32())
+        .with_error_code(g.i16())
+        .with_error_message(g.opt(Gen::str))
+        .with_acquisition_lock_timeout_ms(g.i32())
+        .with_responses(g.vec(|g| {
+            new!(g, ShareFetchableTopicResponse)
+                .with_topic_id(g.uuid())
+                .with_partitions(g.vec(|g| {
+                    new!(g, PartitionData)
+                        .with_partition_index(g.i32())
+                        .with_error_code(g.i16())
+                        .with_error_message(g.opt(Gen::str))
+                        .with_acknowledge_error_code(g.i16())
+                        .with_acknowledge_error_message(g.opt(Gen::str))
+                        .with_current_leader(
+                            new!(g, LeaderIdAndEpoch)
+                                .with_leader_id(g.i32())
+                                .with_leader_epoch(g.i32()),
+                        )
+                        // Never null: Kafka 4.4's JSON makes the records
+                        // nullable at v0 only, and pinlog refuses null at
+                        // v1+; kafka-protocol 0.18 would encode None.
+                        .with_records(Some(g.records()))
+                        .with_acquired_records(g.vec(|g| {
+                            new!(g, AcquiredRecords)
+                                .with_first_offset(g.i64())
+                                .with_last_offset(g.i64())
+                                .with_delivery_count(g.i16())
+                        }))
+                }))
+        }))
+        .with_node_endpoints(g.vec(|g| {
+            new!(g, NodeEndpoint)
+                .with_node_id(g.broker())
+                .with_host(g.str())
+                .with_port(g.i32())
+                .with_rack(g.opt(Gen::str))
+        }))
+}
+
+fn share_acknowledge_request(g: &mut Gen, _v: i16) -> kp::ShareAcknowledgeRequest {
+    use kp::share_acknowledge_request::{
+        AcknowledgePartition, AcknowledgeTopic, AcknowledgementBatch,
+    };
+    new!(g, kp::ShareAcknowledgeRequest)
+        .with_group_id(g.opt(Gen::group))
+        .with_member_id(g.opt(Gen::str))
+        .with_share_session_epoch(g.i32())
+        .with_topics(g.vec(|g| {
+            new!(g, AcknowledgeTopic)
+                .with_topic_id(g.uuid())
+                .with_partitions(g.vec(|g| {
+                    new!(g, AcknowledgePartition)
+                        .with_partition_index(g.i32())
+                        .with_acknowledgement_batches(g.vec(|g| {
+                            new!(g, AcknowledgementBatch)
+                                .with_first_offset(g.i64())
+                                .with_last_offset(g.i64())
+                                .with_acknowledge_types(g.vec(Gen::i8))
+                        }))
+                }))
+        }))
+}
+
+fn share_acknowledge_response(g: &mut Gen, _v: i16) -> kp::ShareAcknowledgeResponse {
+    use kp::share_acknowledge_response::{
+        LeaderIdAndEpoch, NodeEndpoint, PartitionData, ShareAcknowledgeTopicResponse,
+    };
+    new!(g, kp::ShareAcknowledgeResponse)
+        .with_throttle_time_ms(g.i32())
+        .with_error_code(g.i16())
+        .with_error_message(g.opt(Gen::str))
+        .with_responses(g.vec(|g| {
+            new!(g, ShareAcknowledgeTopicResponse)
+                .with_topic_id(g.uuid())
+                .with_partitions(g.vec(|g| {
+                    new!(g, PartitionData)
+                        .with_partition_index(g.i32())
+                        .with_error_code(g.i16())
+                        .with_error_message(g.opt(Gen::str))
+                        .with_current_leader(
+                            new!(g, LeaderIdAndEpoch)
+                                .with_leader_id(g.i32())
+                                .with_leader_epoch(g.i32()),
+                        )
+                }))
+        }))
+        .with_node_endpoints(g.vec(|g| {
+            new!(g, NodeEndpoint)
+                .with_node_id(g.broker())
+                .with_host(g.str())
+                .with_port(g.i32())
+                .with_rack(g.opt(Gen::str))
+        }))
+}
+
+fn describe_share_group_offsets_request(
+    g: &mut Gen,
+    _v: i16,
+) -> kp::DescribeShareGroupOffsetsRequest {
+    use kp::describe_share_group_offsets_request::{
+        DescribeShareGroupOffsetsRequestGroup, DescribeShareGroupOffsetsRequestTopic,
+    };
+    new!(g, kp::DescribeShareGroupOffsetsRequest).with_groups(g.vec(|g| {
+        new!(g, DescribeShareGroupOffsetsRequestGroup)
+            .with_group_id(g.group())
+            .with_topics(g.opt(|g| {
+                g.vec(|g| {
+                    new!(g, DescribeShareGroupOffsetsRequestTopic)
+                        .with_topic_name(g.topic())
+                        .with_partitions(g.vec(Gen::i32))
+                })
+            }))
+    }))
+}
+
+fn describe_share_group_offsets_response(
+    g: &mut Gen,
+    _v: i16,
+) -> kp::DescribeShareGroupOffsetsResponse {
+    use kp::describe_share_group_offsets_response::{
+        DescribeShareGroupOffsetsResponseGroup, DescribeShareGroupOffsetsResponsePartition,
+        DescribeShareGroupOffsetsResponseTopic,
+    };
+    new!(g, kp::DescribeShareGroupOffsetsResponse)
+        .with_throttle_time_ms(g.i32())
+        .with_groups(g.vec(|g| {
+            new!(g, DescribeShareGroupOffsetsResponseGroup)
+                .with_group_id(g.group())
+                .with_topics(g.vec(|g| {
+                    new!(g, DescribeShareGroupOffsetsResponseTopic)
+                        .with_topic_name(g.topic())
+                        .with_topic_id(g.uuid())
+                        .with_partitions(g.vec(|g| {
+                            new!(g, DescribeShareGroupOffsetsResponsePartition)
+                                .with_partition_index(g.i32())
+                                .with_start_offset(g.i64())
+                                .with_leader_epoch(g.i32())
+                                .with_error_code(g.i16())
+                                .with_error_message(g.opt(Gen::str))
+                        }))
+                }))
+                .with_error_code(g.i16())
+                .with_error_message(g.opt(Gen::str))
+        }))
+}
+
+fn alter_share_group_offsets_request(g: &mut Gen, _v: i16) -> kp::AlterShareGroupOffsetsRequest {
+    use kp::alter_share_group_offsets_request::{
+        AlterShareGroupOffsetsRequestPartition, AlterShareGroupOffsetsRequestTopic,
+    };
+    new!(g, kp::AlterShareGroupOffsetsRequest)
+        .with_group_id(g.group())
+        .with_topics(g.vec(|g| {
+            new!(g, AlterShareGroupOffsetsRequestTopic)
+                .with_topic_name(g.topic())
+                .with_partitions(g.vec(|g| {
+                    new!(g, AlterShareGroupOffsetsRequestPartition)
+                        .with_partition_index(g.i32())
+                        .with_start_offset(g.i64())
+                }))
+        }))
+}
+
+fn alter_share_group_offsets_response(g: &mut Gen, _v: i16) -> kp::AlterShareGroupOffsetsResponse {
+    use kp::alter_share_group_offsets_response::{
+        AlterShareGroupOffsetsResponsePartition, AlterShareGroupOffsetsResponseTopic,
+    };
+    new!(g, kp::AlterShareGroupOffsetsResponse)
+        .with_throttle_time_ms(g.i32())
+        .with_error_code(g.i16())
+        .with_error_message(g.opt(Gen::str))
+        .with_responses(g.vec(|g| {
+            new!(g, AlterShareGroupOffsetsResponseTopic)
+                .with_topic_name(g.topic())
+                .with_topic_id(g.uuid())
+                .with_partitions(g.vec(|g| {
+                    new!(g, AlterShareGroupOffsetsResponsePartition)
+                        .with_partition_index(g.i32())
+                        .with_error_code(g.i16())
+                        .with_error_message(g.opt(Gen::str))
+                }))
+        }))
+}
+
+fn delete_share_group_offsets_request(g: &mut Gen, _v: i16) -> kp::DeleteShareGroupOffsetsRequest {
+    use kp::delete_share_group_offsets_request::DeleteShareGroupOffsetsRequestTopic;
+    new!(g, kp::DeleteShareGroupOffsetsRequest)
+        .with_group_id(g.group())
+        .with_topics(
+            g.vec(|g| new!(g, DeleteShareGroupOffsetsRequestTopic).with_topic_name(g.topic())),
+        )
+}
+
+fn delete_share_group_offsets_response(
+    g: &mut Gen,
+    _v: i16,
+) -> kp::DeleteShareGroupOffsetsResponse {
+    use kp::delete_share_group_offsets_response::DeleteShareGroupOffsetsResponseTopic;
+    new!(g, kp::DeleteShareGroupOffsetsResponse)
+        .with_throttle_time_ms(g.i32())
+        .with_error_code(g.i16())
+        .with_error_message(g.opt(Gen::str))
+        .with_responses(g.vec(|g| {
+            new!(g, DeleteShareGroupOffsetsResponseTopic)
+                .with_topic_name(g.topic())
+                .with_topic_id(g.uuid())
+                .with_error_code(g.i16())
+                .with_error_message(g.opt(Gen::str))
+        }))
+}
+
 // The share-group state APIs (KIP-932, between brokers). kafka-protocol
 // 0.18 has v0 of each: WriteShareGroupState v1 and
 // ReadShareGroupStateSummary v1 (KIP-1226's delivery complete count) are
@@ -2745,6 +3074,20 @@ pinlog_messages!(
     consumer_group_heartbeat::ConsumerGroupHeartbeatResponse,
     consumer_group_describe::ConsumerGroupDescribeRequest,
     consumer_group_describe::ConsumerGroupDescribeResponse,
+    share_group_heartbeat::ShareGroupHeartbeatRequest,
+    share_group_heartbeat::ShareGroupHeartbeatResponse,
+    share_group_describe::ShareGroupDescribeRequest,
+    share_group_describe::ShareGroupDescribeResponse,
+    share_fetch::ShareFetchRequest,
+    share_fetch::ShareFetchResponse,
+    share_acknowledge::ShareAcknowledgeRequest,
+    share_acknowledge::ShareAcknowledgeResponse,
+    describe_share_group_offsets::DescribeShareGroupOffsetsRequest,
+    describe_share_group_offsets::DescribeShareGroupOffsetsResponse,
+    alter_share_group_offsets::AlterShareGroupOffsetsRequest,
+    alter_share_group_offsets::AlterShareGroupOffsetsResponse,
+    delete_share_group_offsets::DeleteShareGroupOffsetsRequest,
+    delete_share_group_offsets::DeleteShareGroupOffsetsResponse,
     initialize_share_group_state::InitializeShareGroupStateRequest,
     initialize_share_group_state::InitializeShareGroupStateResponse,
     read_share_group_state::ReadShareGroupStateRequest,
@@ -2890,33 +3233,9 @@ fn first_difference(a: &[u8], b: &[u8]) -> String {
 /// such API. Their codecs have their own round-trip and fuzz tests.
 const PINLOG_ONLY: &str = "pinlog's own API: kafka-protocol does not define it";
 
-/// Why the share-group APIs (KIP-932, `SHARE_GROUP_APIS`) other than the
-/// five share-group state APIs have no row yet ([`SHARE_WITHOUT_ROWS`]):
-/// their sample builders are not written. Their codecs have round-trip
-/// proptests beside them and the `share_decoder` fuzz target, and Kafka's
-/// own KafkaShareConsumer and kafka-share-groups.sh run against them
-/// (`tests/groups/share.rs`).
-const SHARE_NOT_COMPARED: &str =
-    "a share-group API: no sample builders yet (see SHARE_NOT_COMPARED)";
-
-/// The share-group APIs without a row: `SHARE_GROUP_APIS` but the five
-/// share-group state APIs, which have theirs.
-const SHARE_WITHOUT_ROWS: &[ApiKey] = &[
-    ApiKey::ShareGroupHeartbeat,
-    ApiKey::ShareGroupDescribe,
-    ApiKey::ShareFetch,
-    ApiKey::ShareAcknowledge,
-    ApiKey::DescribeShareGroupOffsets,
-    ApiKey::AlterShareGroupOffsets,
-    ApiKey::DeleteShareGroupOffsets,
-];
-
-/// The APIs of `SUPPORTED_APIS` that Kafka defines, share-group APIs
-/// without rows aside.
+/// The APIs of `SUPPORTED_APIS` that Kafka defines.
 fn kafka_apis() -> impl Iterator<Item = &'static pinlog::protocol::api::ApiSupport> {
-    SUPPORTED_APIS
-        .iter()
-        .filter(|a| !a.key.is_pinlog_only() && !SHARE_WITHOUT_ROWS.contains(&a.key))
+    SUPPORTED_APIS.iter().filter(|a| !a.key.is_pinlog_only())
 }
 
 /// Versions pinlog serves that kafka-protocol 0.18 does not implement (on
@@ -2924,16 +3243,22 @@ fn kafka_apis() -> impl Iterator<Item = &'static pinlog::protocol::api::ApiSuppo
 /// own tests do. Kept
 /// exact by `version_table_and_header_versions_agree_with_kafka_protocol`,
 /// so a kafka-protocol that learns one forces its entry out and its cases
-/// in. WriteTxnMarkers v2 (KIP-890: each marker's transaction version) and
-/// TxnOffsetCommit v6, OffsetCommit v10 and OffsetFetch v10 (topics by id)
-/// were written from Kafka's message JSON files.
+/// in. WriteTxnMarkers v2 (KIP-890: each marker's transaction version),
+/// TxnOffsetCommit v6, OffsetCommit v10 and OffsetFetch v10 (topics by id),
+/// ShareFetch v2 (KIP-1206's acquire mode, KIP-1222's renew flag),
+/// ShareAcknowledge v2 (KIP-1222's renew flag and lock duration) and
+/// DescribeShareGroupOffsets v1 (KIP-1226's lag) were written from Kafka's
+/// message JSON files.
 const SERVED_BEYOND_KAFKA_PROTOCOL: &[(ApiKey, i16)] = &[
     (ApiKey::OffsetCommit, 10),
     (ApiKey::OffsetFetch, 10),
     (ApiKey::WriteTxnMarkers, 2),
     (ApiKey::TxnOffsetCommit, 6),
+    (ApiKey::ShareFetch, 2),
+    (ApiKey::ShareAcknowledge, 2),
     (ApiKey::WriteShareGroupState, 1),
     (ApiKey::ReadShareGroupStateSummary, 1),
+    (ApiKey::DescribeShareGroupOffsets, 1),
 ];
 
 /// The versions of `support` that kafka-protocol implements too.
@@ -2969,16 +3294,6 @@ macro_rules! api_table {
                         differential::<$kresp, $presp>(version, &$bresp(g, version)),
                 )*
                 (ApiKey::PartitionShards, _) => unreachable!("{PINLOG_ONLY}"),
-                (
-                    ApiKey::ShareGroupHeartbeat
-                    | ApiKey::ShareGroupDescribe
-                    | ApiKey::ShareFetch
-                    | ApiKey::ShareAcknowledge
-                    | ApiKey::DescribeShareGroupOffsets
-                    | ApiKey::AlterShareGroupOffsets
-                    | ApiKey::DeleteShareGroupOffsets,
-                    _,
-                ) => unreachable!("{SHARE_NOT_COMPARED}"),
             }
         }
 
@@ -3007,16 +3322,6 @@ macro_rules! api_table {
                     ),
                 )*
                 (ApiKey::PartitionShards, _) => unreachable!("{PINLOG_ONLY}"),
-                (
-                    ApiKey::ShareGroupHeartbeat
-                    | ApiKey::ShareGroupDescribe
-                    | ApiKey::ShareFetch
-                    | ApiKey::ShareAcknowledge
-                    | ApiKey::DescribeShareGroupOffsets
-                    | ApiKey::AlterShareGroupOffsets
-                    | ApiKey::DeleteShareGroupOffsets,
-                    _,
-                ) => unreachable!("{SHARE_NOT_COMPARED}"),
             }
         }
 
@@ -3028,16 +3333,6 @@ macro_rules! api_table {
                     (ApiKey::$key, Side::Response) => <$kresp as Message>::VERSIONS,
                 )*
                 (ApiKey::PartitionShards, _) => unreachable!("{PINLOG_ONLY}"),
-                (
-                    ApiKey::ShareGroupHeartbeat
-                    | ApiKey::ShareGroupDescribe
-                    | ApiKey::ShareFetch
-                    | ApiKey::ShareAcknowledge
-                    | ApiKey::DescribeShareGroupOffsets
-                    | ApiKey::AlterShareGroupOffsets
-                    | ApiKey::DeleteShareGroupOffsets,
-                    _,
-                ) => unreachable!("{SHARE_NOT_COMPARED}"),
             }
         }
     };
@@ -3403,6 +3698,56 @@ api_table! {
             read_share_group_state_summary::ReadShareGroupStateSummaryResponse,
             read_share_group_state_summary_response;
     }
+    ShareGroupHeartbeat => {
+        request: kp::ShareGroupHeartbeatRequest,
+            share_group_heartbeat::ShareGroupHeartbeatRequest,
+            share_group_heartbeat_request;
+        response: kp::ShareGroupHeartbeatResponse,
+            share_group_heartbeat::ShareGroupHeartbeatResponse,
+            share_group_heartbeat_response;
+    }
+    ShareGroupDescribe => {
+        request: kp::ShareGroupDescribeRequest,
+            share_group_describe::ShareGroupDescribeRequest,
+            share_group_describe_request;
+        response: kp::ShareGroupDescribeResponse,
+            share_group_describe::ShareGroupDescribeResponse,
+            share_group_describe_response;
+    }
+    ShareFetch => {
+        request: kp::ShareFetchRequest, share_fetch::ShareFetchRequest, share_fetch_request;
+        response: kp::ShareFetchResponse, share_fetch::ShareFetchResponse, share_fetch_response;
+    }
+    ShareAcknowledge => {
+        request: kp::ShareAcknowledgeRequest, share_acknowledge::ShareAcknowledgeRequest,
+            share_acknowledge_request;
+        response: kp::ShareAcknowledgeResponse, share_acknowledge::ShareAcknowledgeResponse,
+            share_acknowledge_response;
+    }
+    DescribeShareGroupOffsets => {
+        request: kp::DescribeShareGroupOffsetsRequest,
+            describe_share_group_offsets::DescribeShareGroupOffsetsRequest,
+            describe_share_group_offsets_request;
+        response: kp::DescribeShareGroupOffsetsResponse,
+            describe_share_group_offsets::DescribeShareGroupOffsetsResponse,
+            describe_share_group_offsets_response;
+    }
+    AlterShareGroupOffsets => {
+        request: kp::AlterShareGroupOffsetsRequest,
+            alter_share_group_offsets::AlterShareGroupOffsetsRequest,
+            alter_share_group_offsets_request;
+        response: kp::AlterShareGroupOffsetsResponse,
+            alter_share_group_offsets::AlterShareGroupOffsetsResponse,
+            alter_share_group_offsets_response;
+    }
+    DeleteShareGroupOffsets => {
+        request: kp::DeleteShareGroupOffsetsRequest,
+            delete_share_group_offsets::DeleteShareGroupOffsetsRequest,
+            delete_share_group_offsets_request;
+        response: kp::DeleteShareGroupOffsetsResponse,
+            delete_share_group_offsets::DeleteShareGroupOffsetsResponse,
+            delete_share_group_offsets_response;
+    }
 }
 
 // ---------------------------------------------------------------------------
@@ -3606,10 +3951,7 @@ const CODEC_ONLY_BEYOND_KAFKA_PROTOCOL: &[(ApiKey, i16)] = &[];
 fn codec_only_apis_round_trip_through_both_codecs() {
     let mut failures = Vec::new();
     let mut cases = 0;
-    for support in CODEC_ONLY_APIS
-        .iter()
-        .filter(|a| !SHARE_WITHOUT_ROWS.contains(&a.key))
-    {
+    for support in CODEC_ONLY_APIS {
         let api = support.key;
         assert!(!api.is_pinlog_only(), "{}: {PINLOG_ONLY}", api.name());
         let key =
