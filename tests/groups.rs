@@ -459,6 +459,17 @@ impl Member {
         self.status
     }
 
+    /// Sends `signal` to the process (SIGSTOP: it hangs with its
+    /// connections open).
+    fn signal(&self, signal: i32) {
+        if let Some(child) = &self.child {
+            // SAFETY: kill(2) on the pid of a child not yet reaped.
+            unsafe {
+                libc::kill(child.id() as i32, signal);
+            }
+        }
+    }
+
     /// kill -9, and reap.
     fn kill9(&mut self) {
         if let Some(mut child) = self.child.take() {
@@ -914,6 +925,10 @@ impl Scene {
     fn kill9(&mut self, name: &str) {
         let i = self.idx(name);
         self.members[i].kill9();
+    }
+
+    fn signal(&self, name: &str, signal: i32) {
+        self.members[self.idx(name)].signal(signal);
     }
 
     /// How many events each member has printed so far: a mark to read the

@@ -11,9 +11,11 @@
 //!   its delivery count moved on and accepted then; a rejected one is never
 //!   delivered again; one released at every delivery is archived at
 //!   `group.share.delivery.count.limit` and not delivered past it;
-//! - a member killed while it holds records: they come back to another
-//!   member once their locks expire (`group.share.record.lock.duration.ms`),
-//!   with their delivery count moved on, and not before;
+//! - a member killed while it holds records: its connection closes and
+//!   they come back to another member at once; a member that hangs
+//!   (SIGSTOP) keeps them until their locks expire
+//!   (`group.share.record.lock.duration.ms`), and not longer; either way
+//!   with their delivery count moved on;
 //! - a node killed in a 3-node cluster: no acknowledged record is
 //!   delivered again, and every record is delivered;
 //! - kafka-share-groups.sh lists the group and describes its members and
@@ -466,53 +468,129 @@ fn share_acknowledgements_survive_a_node_killed_in_a_cluster() {
     }
 }
 
-/// `group.share.record.lock.duration.ms`: a member that takes records and
-/// then dies without acknowledging them (kill -9: its share session is
-/// never closed) holds them until their locks expire; then another member
-/// gets them, with their delivery count moved on, and not before. That
-/// member is in a long poll ([`RESCUER_FETCH_MAX_WAIT_MS`]) when the locks
-/// expire: the expiry wakes it, as an append would, instead of leaving the
-/// records until its wait ends.
+/// What becomes of records a member holds when it goes away without
+/// acknowledging them, in two phases on one broker:
+/// - **killed** (kill -9): its connection closes, and the broker releases
+///   what its share session held at once, as Kafka's disconnect listener
+///   does. A member already in a long poll
+///   ([`RESCUER_FETCH_MAX_WAIT_MS`]) gets them well before their locks
+///   would have expired: the release wakes it.
+/// - **hung** (SIGSTOP): its connection stays open, so its records stay
+///   locked until `group.share.record.lock.duration.ms`; then a member in a
+///   long poll gets them, woken by the expiry, and not before.
+///
+/// Either way they come back with their delivery count moved on.
 #[test]
-fn share_records_of_a_dead_member_come_back_when_their_locks_expire() {
-    if skipped("share_records_of_a_dead_member_come_back_when_their_locks_expire") {
+fn share_records_of_a_dead_member_come_back_at_once_and_of_a_hung_one_when_their_locks_expire() {
+    if skipped(
+        "share_records_of_a_dead_member_come_back_at_once_and_of_a_hung_one_when_their_locks_expire",
+    ) {
         return;
     }
     let _serial = serial();
     let libs = kafka_libs();
     let java = JavaClasses::compile(&libs);
-    let lock_ms: i64 = 15_000;
-    let mut s = Scene::start_with(&[("group.share.record.lock.duration.ms", lock_ms)]);
+    let lock = Duration::from_millis(LOCK_MS as u64);
+    let mut s = Scene::start_with(&[("group.share.record.lock.duration.ms", LOCK_MS)]);
     let topic = "locks";
     s.create(topic, 1, &[]);
     // Warm up with a member that acknowledges, so the partition's state
-    // exists; it stops before the stuck one starts.
+    // exists; it stops before the holders start.
     s.share_member(&java, "w", "lockers", topic, &[]);
     s.warm_up_share_group(topic);
     s.stop("w");
+
+    // Killed: the rescuer is in the group, long-polling, when the holder
+    // dies.
+    let killed = FIRST_SEQ..FIRST_SEQ + HELD_RECORDS;
+    hold_records(&mut s, &java, "dead", topic, killed.clone());
+    start_rescuer(&mut s, &java, "rescuer-1", topic);
+    wait_assigned(&s, &libs, "rescuer-1", topic);
+    let killed_at = Instant::now();
+    s.kill9("dead");
+    let rescued_in = rescue(&mut s, topic, "rescuer-1", killed, killed_at);
+    eprintln!("a killed member's records reached the rescuer {rescued_in:?} after the kill");
+    if rescued_in >= lock / 2 {
+        s.fail(&format!(
+            "a killed member's records came back {rescued_in:?} after the kill, as if they \
+             waited for their {LOCK_MS} ms locks: its connection's close did not release them"
+        ));
+    }
+    s.stop("rescuer-1");
+
+    // Hung: the rescuer joins once the holder is stopped.
+    let hung = FIRST_SEQ + HELD_RECORDS..FIRST_SEQ + 2 * HELD_RECORDS;
+    hold_records(&mut s, &java, "hung", topic, hung.clone());
+    let stopped_at = Instant::now();
+    s.signal("hung", libc::SIGSTOP);
+    start_rescuer(&mut s, &java, "rescuer-2", topic);
+    let rescued_in = rescue(&mut s, topic, "rescuer-2", hung, stopped_at);
+    eprintln!(
+        "a hung member's records reached the rescuer {rescued_in:?} after it stopped (locks: {lock:?})"
+    );
+    if rescued_in < lock / 2 {
+        s.fail(&format!(
+            "a hung member's records came back {rescued_in:?} after it stopped, before their \
+             locks expired"
+        ));
+    }
+    // Soon after they expired, not once the rescuer's long poll, begun
+    // before the expiry, ran out.
+    let woken_by = lock + RESCUE_AFTER_EXPIRY_MAX;
+    if rescued_in > woken_by {
+        s.fail(&format!(
+            "a hung member's records came back {rescued_in:?} after it stopped, not within \
+             {woken_by:?}: the rescuer's share fetch waited out its \
+             {RESCUER_FETCH_MAX_WAIT_MS} ms instead of waking when the locks expired"
+        ));
+    }
+    s.kill9("hung");
+    s.stop("rescuer-2");
+}
+
+/// The records' lock duration in that test.
+const LOCK_MS: i64 = 15_000;
+/// The records produced for a holder to take, in each phase.
+const HELD_RECORDS: u64 = 20;
+
+/// Starts `name`, which takes records and then sleeps without
+/// acknowledging them, and produces `seqs` once it has fetched; returns
+/// once it holds some of them.
+fn hold_records(
+    s: &mut Scene,
+    java: &JavaClasses,
+    name: &str,
+    topic: &str,
+    seqs: std::ops::Range<u64>,
+) {
     s.share_member(
-        &java,
-        "stuck",
+        java,
+        name,
         "lockers",
         topic,
         &["pinlog.explicit=true", "pinlog.sleep.ms=120000"],
     );
-    let count = 20;
-    // The stuck member must have joined and fetched before the records
-    // exist, or it may not be the one that gets them.
-    s.wait_event("stuck", "polled", Duration::from_secs(30));
-    s.produce(topic, FIRST_SEQ, count);
-    let held = s.wait_deliveries(
+    // It must have joined and fetched before the records exist, or it may
+    // not be the one that gets them.
+    s.wait_event(name, "polled", Duration::from_secs(30));
+    s.produce(topic, seqs.start, seqs.end - seqs.start);
+    s.wait_deliveries(
         topic,
         Duration::from_secs(30),
-        "the stuck member got records",
-        |d| !d.is_empty(),
+        &format!("{name} got records"),
+        |d| {
+            d.range(seqs.clone())
+                .any(|(_, v)| v.iter().any(|(m, _)| m == name))
+        },
     );
-    let held_at = Instant::now();
-    s.kill9("stuck");
+}
+
+/// Starts a member in a long poll, so that only a wake-up, not its wait
+/// running out, brings records to it quickly.
+fn start_rescuer(s: &mut Scene, java: &JavaClasses, name: &str, topic: &str) {
     s.share_member(
-        &java,
-        "rescuer",
+        java,
+        name,
         "lockers",
         topic,
         &[
@@ -521,55 +599,67 @@ fn share_records_of_a_dead_member_come_back_when_their_locks_expire() {
             "request.timeout.ms=60000",
         ],
     );
+}
+
+/// Waits until kafka-share-groups.sh shows member `client` of "lockers"
+/// assigned `topic`: its client then fetches from it.
+fn wait_assigned(s: &Scene, libs: &Path, client: &str, topic: &str) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let described =
+            share_groups_tool(s, libs, &["--describe", "--members", "--group", "lockers"]);
+        let assigned = table(&described.stdout, "GROUP").iter().any(|r| {
+            r.get("CLIENT-ID").map(String::as_str) == Some(client)
+                && r.get("ASSIGNMENT").is_some_and(|a| a.contains(topic))
+        });
+        if assigned {
+            return;
+        }
+        if Instant::now() >= deadline {
+            s.fail(&format!(
+                "{client} was not assigned {topic} within 30 s:\n{described}"
+            ));
+        }
+        std::thread::sleep(POLL_INTERVAL * 3);
+    }
+}
+
+/// Waits until `rescuer` got every record of `seqs`, checks that those
+/// another member held came with delivery count 2, and returns how long
+/// after `since` that took.
+fn rescue(
+    s: &mut Scene,
+    topic: &str,
+    rescuer: &str,
+    seqs: std::ops::Range<u64>,
+    since: Instant,
+) -> Duration {
     let d = s.wait_deliveries(
         topic,
         Duration::from_secs(60),
-        "every record delivered to the rescuer",
+        &format!("every record delivered to {rescuer}"),
         |d| {
-            (FIRST_SEQ..FIRST_SEQ + count).all(|seq| {
+            seqs.clone().all(|seq| {
                 d.get(&seq)
-                    .is_some_and(|v| v.iter().any(|(m, _)| m == "rescuer"))
+                    .is_some_and(|v| v.iter().any(|(m, _)| m == rescuer))
             })
         },
     );
-    let mut problems = Vec::new();
-    for seq in held.keys() {
-        let rescued = d[seq]
-            .iter()
-            .find(|(m, _)| m == "rescuer")
-            .map(|(_, dc)| *dc);
-        if rescued != Some(2) {
-            problems.push(format!("seq {seq}: {:?}", d[seq]));
-        }
-    }
+    let rescued_in = since.elapsed();
+    let problems: Vec<String> = d
+        .range(seqs)
+        .filter(|(_, v)| v.len() > 1)
+        .filter(|(_, v)| v.iter().find(|(m, _)| m == rescuer).map(|(_, dc)| *dc) != Some(2))
+        .map(|(seq, v)| format!("seq {seq}: {v:?}"))
+        .collect();
     if !problems.is_empty() {
         s.fail(&format!(
-            "records the dead member held came back without their delivery count moved on:\n{}",
+            "records another member held came back to {rescuer} without their delivery count \
+             moved on:\n{}",
             problems.join("\n")
         ));
     }
-    // Not before the locks expired: the rescuer's first delivery of a held
-    // record came at least most of a lock duration after it was held.
-    let rescued_in = held_at.elapsed();
-    eprintln!(
-        "the held records reached the rescuer {rescued_in:?} after the kill (locks: {lock_ms} ms)"
-    );
-    if rescued_in < Duration::from_millis((lock_ms / 2) as u64) {
-        s.fail(&format!(
-            "held records came back {rescued_in:?} after the kill, before their locks expired"
-        ));
-    }
-    // Soon after they expired, not once the rescuer's long poll, begun
-    // before the expiry, ran out.
-    let woken_by = Duration::from_millis(lock_ms as u64) + RESCUE_AFTER_EXPIRY_MAX;
-    if rescued_in > woken_by {
-        s.fail(&format!(
-            "held records came back {rescued_in:?} after the kill, not within {woken_by:?}: \
-             the rescuer's share fetch waited out its {RESCUER_FETCH_MAX_WAIT_MS} ms instead \
-             of waking when the locks expired"
-        ));
-    }
-    s.stop("rescuer");
+    rescued_in
 }
 
 /// The rescuer's `fetch.max.wait.ms`: a share fetch that finds nothing

@@ -31,6 +31,8 @@ pub struct Access<'a> {
     authorizer: Option<&'a AuthorizerConfig>,
     principal: &'a str,
     host: &'a str,
+    /// The connection the request came on (`Session::connection_id`).
+    connection_id: u64,
 }
 
 impl<'a> Access<'a> {
@@ -39,6 +41,7 @@ impl<'a> Access<'a> {
             authorizer,
             principal: &session.principal,
             host: &session.peer_host,
+            connection_id: session.connection_id,
         }
     }
 
@@ -48,6 +51,7 @@ impl<'a> Access<'a> {
             authorizer: None,
             principal: "",
             host: "",
+            connection_id: 0,
         }
     }
 
@@ -59,6 +63,11 @@ impl<'a> Access<'a> {
             principal: self.principal.to_string(),
             host: self.host.to_string(),
         })
+    }
+
+    /// The connection the request came on; 0 for the broker's own calls.
+    pub fn connection_id(&self) -> u64 {
+        self.connection_id
     }
 
     /// The session's principal (`User:<name>`), which quotas meter.

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::rc::Rc;
 
 use crate::acl::matrix;
-use crate::group::share::session::SharePartitionId;
+use crate::group::share::session::{SessionRequest, SharePartitionId};
 use crate::node::state::BrokerState;
 use crate::protocol::error_code;
 use crate::protocol::header::RequestHeader;
@@ -74,13 +74,16 @@ pub async fn handle(
     let named: Vec<SharePartitionId> = acks.keys().copied().collect();
     let resolved = ShareSessions::of(shard).with(|c| {
         c.resolve(
-            &group_id,
-            &member_id,
-            req.share_session_epoch,
-            false,
-            &named,
-            &[],
-            !acks.is_empty(),
+            &SessionRequest {
+                group_id: &group_id,
+                member_id: &member_id,
+                epoch: req.share_session_epoch,
+                fetching: false,
+                named: &named,
+                forgotten: &[],
+                has_acknowledgements: !acks.is_empty(),
+                connection: access.connection_id(),
+            },
             now_ms(),
         )
     });

@@ -12,7 +12,7 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use crate::acl::matrix;
-use crate::group::share::session::SharePartitionId;
+use crate::group::share::session::{SessionRequest, SharePartitionId};
 use crate::metadata::group_config::IsolationLevel;
 use crate::metadata::image::MetadataImage;
 use crate::node::append_waiters::AppendWaiters;
@@ -237,13 +237,16 @@ pub async fn handle(
     let sessions = ShareSessions::of(shard);
     let resolved = sessions.with(|c| {
         c.resolve(
-            &group_id,
-            &member_id,
-            req.share_session_epoch,
-            true,
-            &named,
-            &forgotten,
-            !acks.is_empty(),
+            &SessionRequest {
+                group_id: &group_id,
+                member_id: &member_id,
+                epoch: req.share_session_epoch,
+                fetching: true,
+                named: &named,
+                forgotten: &forgotten,
+                has_acknowledgements: !acks.is_empty(),
+                connection: access.connection_id(),
+            },
             now_ms(),
         )
     });

@@ -2,14 +2,21 @@
 //! (`group::share::session`) kept as a shard extension on the shard that
 //! holds the member's connection, as fetch sessions are. A member that
 //! reconnects to another shard gets SHARE_SESSION_NOT_FOUND and opens a new
-//! session; the records it held stay locked until it acknowledges them or
-//! their locks expire.
+//! session. When a connection closes, the sessions it opened go with it and
+//! their members' records on this broker are released, as Kafka's
+//! disconnect listener does: a consumer that crashed gives its records back
+//! at once, not when their locks expire.
 
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use crate::group::share::session::{ShareSessionCache, DEFAULT_SHARE_GROUP_MAX_SHARE_SESSIONS};
+use crate::group::share::session::{
+    ConnectionId, ShareSessionCache, DEFAULT_SHARE_GROUP_MAX_SHARE_SESSIONS,
+};
+use crate::node::state::BrokerState;
+use crate::server::handlers::share_fetch::{release_all, Named};
 use crate::shard::shard::Shard;
+use crate::topic_partition::TopicPartition;
 
 pub struct ShareSessions {
     cache: RefCell<ShareSessionCache>,
@@ -30,5 +37,38 @@ impl ShareSessions {
 
     pub fn with<T>(&self, f: impl FnOnce(&mut ShareSessionCache) -> T) -> T {
         f(&mut self.cache.borrow_mut())
+    }
+}
+
+/// `connection` closed: its share sessions go, and what their members held
+/// in the sessions' partitions is released for other members.
+pub async fn on_connection_closed(shard: &Rc<Shard>, connection: ConnectionId) {
+    // A shard that never served a share fetch has no sessions to look at.
+    let Some(sessions) = shard.extension::<ShareSessions>() else {
+        return;
+    };
+    let closed = sessions.with(|c| c.remove_connection(connection));
+    if closed.is_empty() {
+        return;
+    }
+    let image = BrokerState::of(shard).image();
+    for ((group_id, member_id), partitions) in closed {
+        tracing::debug!(
+            group = %group_id,
+            member = %member_id,
+            partitions = partitions.len(),
+            "share session closed with its connection; releasing the member's records"
+        );
+        let named: Vec<Named> = partitions
+            .iter()
+            .map(|&(topic_id, partition)| Named {
+                id: (topic_id, partition),
+                tp: image
+                    .topic_names_by_id
+                    .get(&topic_id)
+                    .map(|name| TopicPartition::new(name.clone(), partition)),
+            })
+            .collect();
+        release_all(shard, &group_id, &member_id, &named).await;
     }
 }

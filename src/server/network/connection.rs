@@ -25,9 +25,10 @@ use crate::broker_config::listeners::Listener;
 use crate::node::state::BrokerState;
 use crate::node::stop::StopHandle;
 use crate::security::listener_tls::TlsServing;
-use crate::security::session::{Session, ANONYMOUS_PRINCIPAL};
+use crate::security::session::{next_connection_id, Session, ANONYMOUS_PRINCIPAL};
 use crate::security::tls::certificate_principal;
 use crate::security::tls_socket::TlsSocket;
+use crate::server::handlers::share_sessions;
 use crate::server::network::dispatch::{handle_frame, Outcome};
 use crate::server::network::frame_reader::{FrameError, FrameReader};
 use crate::server::network::request_probe::{self, RequestTimer, ShardProbe};
@@ -167,6 +168,7 @@ pub async fn serve_connection(
         protocol: listener.listener.protocol,
         peer_host,
         principal: ANONYMOUS_PRINCIPAL.into(),
+        connection_id: next_connection_id(),
     };
     let sasl = listener.sasl.clone().map(SaslAuthenticator::new);
     let unauthenticated = if listener.tls.is_some() || sasl.is_some() {
@@ -266,6 +268,7 @@ async fn serve_stream<S: AsyncRead + AsyncWrite + Unpin + 'static>(
         None => max_frame,
     }));
     let probe = ShardProbe::of(&shard);
+    let connection_id = session.connection_id;
     let (mut reader, mut writer) = futures_lite::io::split(stream);
     let mut frames = FrameReader::new(frame_limit.get());
     let (tx, rx) = local_channel::new_bounded::<(Bytes, RequestTimer)>(IN_FLIGHT_REQUESTS_MAX);
@@ -345,6 +348,12 @@ async fn serve_stream<S: AsyncRead + AsyncWrite + Unpin + 'static>(
     };
     drop(tx);
     let writer_end = writer_task.await;
+    // Every request of the connection is answered (or failed): what its
+    // share-group members still hold goes back to the group. Not when the
+    // broker stops: its partitions' locks lapse with it.
+    if !stop.is_requested() {
+        share_sessions::on_connection_closed(&shard, connection_id).await;
+    }
     match (end, writer_end) {
         (End::Protocol(why), _) | (_, End::Protocol(why)) => {
             tracing::warn!(%peer, "closing connection: {why}");

@@ -14,6 +14,13 @@
 //! - epoch -1 (final) closes it, after its acknowledgements; a ShareFetch
 //!   at -1 fetches nothing.
 //!
+//! A session is bound to the connection that opened it. When that
+//! connection closes, the session goes with it and the member's records on
+//! this broker are released (Kafka's `ShareSessionCache` disconnect
+//! listener), so a consumer that crashed gives its records back at once
+//! rather than when their locks expire. A session closed or reopened before
+//! its connection closes is no longer that connection's.
+//!
 //! The cache holds at most `group.share.max.share.sessions` sessions (split
 //! over the shards); a new session when it is full evicts the least
 //! recently used one if that one is idle longer than
@@ -40,13 +47,35 @@ pub const FINAL_SHARE_SESSION_EPOCH: i32 = -1;
 /// A share partition as a session names it: topic id and partition.
 pub type SharePartitionId = ([u8; 16], i32);
 
+/// A client connection, as the broker numbers them.
+pub type ConnectionId = u64;
+
 /// One member's session.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ShareSession {
     pub partitions: BTreeSet<SharePartitionId>,
     /// The epoch the member's next request must carry.
     pub next_epoch: i32,
+    /// The connection that opened it.
+    pub connection: ConnectionId,
     last_used_ms: i64,
+}
+
+/// A ShareFetch or ShareAcknowledge, as far as its session is concerned.
+#[derive(Debug, Clone, Copy)]
+pub struct SessionRequest<'a> {
+    pub group_id: &'a str,
+    pub member_id: &'a str,
+    pub epoch: i32,
+    /// A ShareFetch; else a ShareAcknowledge, which changes no partitions.
+    pub fetching: bool,
+    /// The partitions it names: added to the session, or acknowledged in it.
+    pub named: &'a [SharePartitionId],
+    pub forgotten: &'a [SharePartitionId],
+    /// An opening request may not acknowledge.
+    pub has_acknowledgements: bool,
+    /// The connection it came on.
+    pub connection: ConnectionId,
 }
 
 /// What a request resolved to.
@@ -89,22 +118,23 @@ impl ShareSessionCache {
             .get(&(group_id.to_string(), member_id.to_string()))
     }
 
-    /// Resolves a ShareFetch (`fetching`) or ShareAcknowledge of `epoch`
-    /// naming `named` partitions (added to the session, or acknowledged
-    /// in it) and forgetting `forgotten`. `has_acknowledgements`: an opening
-    /// request may not acknowledge. Errors are Kafka's top-level codes.
-    #[allow(clippy::too_many_arguments)]
+    /// Resolves `req`, a request of its session. Errors are Kafka's
+    /// top-level codes.
     pub fn resolve(
         &mut self,
-        group_id: &str,
-        member_id: &str,
-        epoch: i32,
-        fetching: bool,
-        named: &[SharePartitionId],
-        forgotten: &[SharePartitionId],
-        has_acknowledgements: bool,
+        req: &SessionRequest<'_>,
         now_ms: i64,
     ) -> Result<ResolvedShareSession, i16> {
+        let SessionRequest {
+            group_id,
+            member_id,
+            epoch,
+            fetching,
+            named,
+            forgotten,
+            has_acknowledgements,
+            connection,
+        } = *req;
         let key = (group_id.to_string(), member_id.to_string());
         match epoch {
             INITIAL_SHARE_SESSION_EPOCH => {
@@ -122,6 +152,7 @@ impl ShareSessionCache {
                     ShareSession {
                         partitions: partitions.clone(),
                         next_epoch: 1,
+                        connection,
                         last_used_ms: now_ms,
                     },
                 );
@@ -173,6 +204,27 @@ impl ShareSessionCache {
             .remove(&(group_id.to_string(), member_id.to_string()))
     }
 
+    /// Removes the sessions bound to `connection`, which closed: each
+    /// member's (group, member) and the partitions its records are to be
+    /// released from.
+    pub fn remove_connection(
+        &mut self,
+        connection: ConnectionId,
+    ) -> Vec<((String, String), BTreeSet<SharePartitionId>)> {
+        let keys: Vec<(String, String)> = self
+            .sessions
+            .iter()
+            .filter(|(_, s)| s.connection == connection)
+            .map(|(k, _)| k.clone())
+            .collect();
+        keys.into_iter()
+            .filter_map(|k| {
+                let s = self.sessions.remove(&k)?;
+                Some((k, s.partitions))
+            })
+            .collect()
+    }
+
     fn evict_one_idle(&mut self, now_ms: i64) -> Result<(), i16> {
         let oldest = self
             .sessions
@@ -194,57 +246,111 @@ mod tests {
     use super::*;
 
     const T: [u8; 16] = [7; 16];
+    const CONNECTION: ConnectionId = 1;
+
+    /// A ShareFetch of member `m` in group `g` at `epoch`, naming nothing,
+    /// on [`CONNECTION`].
+    fn fetch(member: &str, epoch: i32) -> SessionRequest<'_> {
+        SessionRequest {
+            group_id: "g",
+            member_id: member,
+            epoch,
+            fetching: true,
+            named: &[],
+            forgotten: &[],
+            has_acknowledgements: false,
+            connection: CONNECTION,
+        }
+    }
 
     #[test]
     fn a_session_opens_continues_and_closes_with_kafkas_epochs() {
         let mut c = ShareSessionCache::new(10);
+        let named = [(T, 0), (T, 1)];
         let r = c
-            .resolve("g", "m", 0, true, &[(T, 0), (T, 1)], &[], false, 0)
+            .resolve(
+                &SessionRequest {
+                    named: &named,
+                    ..fetch("m", 0)
+                },
+                0,
+            )
             .unwrap();
         assert!(r.full && !r.closed);
         assert_eq!(r.partitions.len(), 2);
         assert_eq!(c.get("g", "m").unwrap().next_epoch, 1);
         // A wrong epoch is refused and changes nothing.
         assert_eq!(
-            c.resolve("g", "m", 2, true, &[], &[], false, 1),
+            c.resolve(&fetch("m", 2), 1),
             Err(INVALID_SHARE_SESSION_EPOCH)
         );
         let r = c
-            .resolve("g", "m", 1, true, &[(T, 2)], &[(T, 0)], true, 2)
+            .resolve(
+                &SessionRequest {
+                    named: &[(T, 2)],
+                    forgotten: &[(T, 0)],
+                    has_acknowledgements: true,
+                    ..fetch("m", 1)
+                },
+                2,
+            )
             .unwrap();
         assert!(!r.full);
         assert_eq!(r.partitions, [(T, 1), (T, 2)].into_iter().collect());
         // An acknowledgement moves the epoch on, not the partitions.
-        let r = c
-            .resolve("g", "m", 2, false, &[(T, 1)], &[], true, 3)
-            .unwrap();
+        let acknowledge = |epoch| SessionRequest {
+            fetching: false,
+            named: &[(T, 1)],
+            has_acknowledgements: true,
+            ..fetch("m", epoch)
+        };
+        let r = c.resolve(&acknowledge(2), 3).unwrap();
         assert_eq!(r.partitions.len(), 2);
-        let r = c.resolve("g", "m", -1, false, &[], &[], true, 4).unwrap();
+        let r = c.resolve(&acknowledge(-1), 4).unwrap();
         assert!(r.closed);
         assert_eq!(r.partitions.len(), 2);
         assert!(c.is_empty());
-        assert_eq!(
-            c.resolve("g", "m", 3, true, &[], &[], false, 5),
-            Err(SHARE_SESSION_NOT_FOUND)
-        );
+        assert_eq!(c.resolve(&fetch("m", 3), 5), Err(SHARE_SESSION_NOT_FOUND));
     }
 
     #[test]
     fn an_opening_request_may_not_acknowledge_and_reopening_replaces() {
         let mut c = ShareSessionCache::new(10);
+        let named = [(T, 0)];
+        let open = SessionRequest {
+            named: &named,
+            ..fetch("m", 0)
+        };
         assert_eq!(
-            c.resolve("g", "m", 0, true, &[(T, 0)], &[], true, 0),
+            c.resolve(
+                &SessionRequest {
+                    has_acknowledgements: true,
+                    ..open
+                },
+                0
+            ),
             Err(INVALID_REQUEST)
         );
         assert_eq!(
-            c.resolve("g", "m", 0, false, &[(T, 0)], &[], false, 0),
+            c.resolve(
+                &SessionRequest {
+                    fetching: false,
+                    ..open
+                },
+                0
+            ),
             Err(INVALID_REQUEST)
         );
-        c.resolve("g", "m", 0, true, &[(T, 0)], &[], false, 0)
-            .unwrap();
-        c.resolve("g", "m", 1, true, &[], &[], false, 0).unwrap();
+        c.resolve(&open, 0).unwrap();
+        c.resolve(&fetch("m", 1), 0).unwrap();
         let r = c
-            .resolve("g", "m", 0, true, &[(T, 5)], &[], false, 0)
+            .resolve(
+                &SessionRequest {
+                    named: &[(T, 5)],
+                    ..fetch("m", 0)
+                },
+                0,
+            )
             .unwrap();
         assert_eq!(r.partitions, [(T, 5)].into_iter().collect());
         assert_eq!(c.get("g", "m").unwrap().next_epoch, 1);
@@ -252,37 +358,80 @@ mod tests {
     }
 
     #[test]
-    fn a_full_cache_evicts_only_an_idle_session() {
-        let mut c = ShareSessionCache::new(1);
-        c.resolve("g", "a", 0, true, &[], &[], false, 0).unwrap();
-        assert_eq!(
-            c.resolve("g", "b", 0, true, &[], &[], false, 1_000),
-            Err(SHARE_SESSION_LIMIT_REACHED)
-        );
+    fn a_closed_connection_takes_only_the_sessions_it_opened() {
+        let mut c = ShareSessionCache::new(10);
+        let named = [(T, 0), (T, 1)];
         c.resolve(
-            "g",
-            "b",
+            &SessionRequest {
+                named: &named,
+                ..fetch("a", 0)
+            },
             0,
-            true,
-            &[],
-            &[],
-            false,
-            SHARE_SESSION_EVICTION_IDLE_MS,
         )
         .unwrap();
+        // Member b opened its session on connection 2.
+        c.resolve(
+            &SessionRequest {
+                connection: 2,
+                ..fetch("b", 0)
+            },
+            0,
+        )
+        .unwrap();
+        // Member c's session moved: reopened on connection 3.
+        c.resolve(&fetch("c", 0), 0).unwrap();
+        c.resolve(
+            &SessionRequest {
+                connection: 3,
+                ..fetch("c", 0)
+            },
+            0,
+        )
+        .unwrap();
+        // A continuing request on another connection does not move it.
+        c.resolve(
+            &SessionRequest {
+                connection: 2,
+                ..fetch("a", 1)
+            },
+            0,
+        )
+        .unwrap();
+
+        let gone = c.remove_connection(CONNECTION);
+        assert_eq!(
+            gone,
+            vec![(("g".into(), "a".into()), named.into_iter().collect())]
+        );
+        assert!(c.get("g", "a").is_none());
+        assert!(c.get("g", "b").is_some() && c.get("g", "c").is_some());
+        // Nothing is left to remove twice.
+        assert!(c.remove_connection(CONNECTION).is_empty());
+        assert_eq!(c.remove_connection(3).len(), 1);
+    }
+
+    #[test]
+    fn a_full_cache_evicts_only_an_idle_session() {
+        let mut c = ShareSessionCache::new(1);
+        c.resolve(&fetch("a", 0), 0).unwrap();
+        assert_eq!(
+            c.resolve(&fetch("b", 0), 1_000),
+            Err(SHARE_SESSION_LIMIT_REACHED)
+        );
+        c.resolve(&fetch("b", 0), SHARE_SESSION_EVICTION_IDLE_MS)
+            .unwrap();
         assert!(c.get("g", "a").is_none() && c.get("g", "b").is_some());
     }
 
     #[test]
     fn the_epoch_wraps_to_one() {
         let mut c = ShareSessionCache::new(1);
-        c.resolve("g", "m", 0, true, &[], &[], false, 0).unwrap();
+        c.resolve(&fetch("m", 0), 0).unwrap();
         c.sessions
             .get_mut(&("g".into(), "m".into()))
             .unwrap()
             .next_epoch = i32::MAX;
-        c.resolve("g", "m", i32::MAX, true, &[], &[], false, 0)
-            .unwrap();
+        c.resolve(&fetch("m", i32::MAX), 0).unwrap();
         assert_eq!(c.get("g", "m").unwrap().next_epoch, 1);
     }
 }
