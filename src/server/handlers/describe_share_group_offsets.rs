@@ -3,24 +3,45 @@
 //! as the share coordinator stores it, for `kafka-share-groups.sh
 //! --describe`. The topics are the request's, or else those the group's
 //! members subscribe to; a partition the group never read is left out, as
-//! Kafka leaves it out. The lag is known where this broker leads the
-//! partition (its high watermark less the start offset and the records
-//! already done above it), and -1 elsewhere.
+//! Kafka leaves it out. The lag (KIP-1226) is the partition's high
+//! watermark less the start offset and the records already done above it.
+//! The high watermark comes from this broker where it leads the partition,
+//! and otherwise from the leader, with one ListOffsets per leader (Kafka's
+//! coordinator asks the leaders too); -1 where no leader answers.
 
+use std::collections::{BTreeMap, HashMap};
 use std::rc::Rc;
+use std::time::Duration;
 
 use crate::acl::matrix;
 use crate::group::coordinator::{on_coordinator, GroupCoordinator};
 use crate::group::share::state_records::DELIVERY_COMPLETE_COUNT_UNKNOWN;
 use crate::group::share::SharePartitionKey;
 use crate::node::state::BrokerState;
+use crate::protocol::api::ApiKey;
 use crate::protocol::error_code;
 use crate::protocol::header::RequestHeader;
 use crate::protocol::messages::describe_share_group_offsets::*;
+use crate::protocol::messages::list_offsets::{
+    ListOffsetsPartition, ListOffsetsRequest, ListOffsetsResponse, ListOffsetsTopic,
+    LATEST_TIMESTAMP,
+};
 use crate::server::handlers::access::Access;
+use crate::server::replication::kafka_peer::{inter_broker_security, KafkaPeer};
 use crate::server::share_state::persister;
 use crate::shard::shard::Shard;
 use crate::topic_partition::TopicPartition;
+
+/// The ListOffsets version asked of a leader for the lag.
+const LIST_OFFSETS_VERSION: i16 = 6;
+/// ListOffsets' replica id of a client that is not a follower.
+const CONSUMER_REPLICA_ID: i32 = -1;
+/// How long a leader may take to give its high watermarks; past it the
+/// lag shows as unknown (-1) rather than holding up the describe.
+const LAG_LIST_OFFSETS_TIMEOUT: Duration = Duration::from_secs(5);
+/// The largest ListOffsets answer read: far above what the partitions of
+/// one group's topics take (about 30 bytes each).
+const LIST_OFFSETS_MAX_RESPONSE_BYTES: usize = 16 << 20;
 
 pub async fn handle(
     shard: &Rc<Shard>,
@@ -87,6 +108,9 @@ async fn describe_group(
             .collect(),
     };
     let mut topics = Vec::new();
+    // The partitions whose lag is still to be had: where they are in
+    // `topics`, and their records already done above the start offset.
+    let mut lags: Vec<(usize, usize, TopicPartition, i32)> = Vec::new();
     for (name, partitions) in wanted {
         if !access.allows(&image, matrix::DESCRIBE_SHARE_GROUP_OFFSETS_TOPIC, &name) {
             continue;
@@ -120,12 +144,12 @@ async fn describe_group(
                 Ok(None) => {}
                 Ok(Some(s)) => {
                     let tp = TopicPartition::new(name.clone(), p);
-                    let lag = lag_of(shard, &tp, s.start_offset, s.delivery_complete_count).await;
+                    lags.push((topics.len(), described.len(), tp, s.delivery_complete_count));
                     described.push(DescribedPartition {
                         partition_index: p,
                         start_offset: s.start_offset,
                         leader_epoch: s.leader_epoch,
-                        lag,
+                        lag: -1,
                         error_code: error_code::NONE,
                         error_message: None,
                     });
@@ -148,6 +172,14 @@ async fn describe_group(
             });
         }
     }
+    let wanted: Vec<TopicPartition> = lags.iter().map(|(_, _, tp, _)| tp.clone()).collect();
+    let high_watermarks = high_watermarks(shard, &wanted).await;
+    for (t, p, tp, done) in lags {
+        let described = &mut topics[t].partitions[p];
+        if let Some(&hw) = high_watermarks.get(&tp) {
+            described.lag = lag(hw, described.start_offset, done);
+        }
+    }
     DescribedGroup {
         group_id: req.group_id,
         topics,
@@ -156,29 +188,136 @@ async fn describe_group(
     }
 }
 
-/// The records of `tp` from `start_offset` to its high watermark not yet
-/// acknowledged or archived, where this broker leads `tp`; -1 elsewhere.
-async fn lag_of(shard: &Rc<Shard>, tp: &TopicPartition, start_offset: i64, done: i32) -> i64 {
-    let owner = shard.owner(tp);
+/// The records from `start_offset` to `high_watermark` not yet
+/// acknowledged or archived.
+fn lag(high_watermark: i64, start_offset: i64, done: i32) -> i64 {
+    let done = if done == DELIVERY_COMPLETE_COUNT_UNKNOWN {
+        0
+    } else {
+        i64::from(done.max(0))
+    };
+    (high_watermark - start_offset - done).max(0)
+}
+
+/// The high watermarks of `tps` that can be had: this broker's where it
+/// leads, the leaders' (ListOffsets, latest) elsewhere.
+async fn high_watermarks(
+    shard: &Rc<Shard>,
+    tps: &[TopicPartition],
+) -> HashMap<TopicPartition, i64> {
+    let broker = BrokerState::of(shard);
+    let image = broker.image();
+    let mut by_leader: BTreeMap<i32, Vec<TopicPartition>> = BTreeMap::new();
+    for tp in tps {
+        let leader = image
+            .topic(&tp.topic)
+            .and_then(|t| t.partitions.get(&tp.partition))
+            .map_or(-1, |p| p.leader);
+        by_leader.entry(leader).or_default().push(tp.clone());
+    }
+    let mut out = HashMap::new();
+    for (leader, tps) in by_leader {
+        if leader == broker.node_id() {
+            for tp in tps {
+                if let Some(hw) = local_high_watermark(shard, &tp).await {
+                    out.insert(tp, hw);
+                }
+            }
+            continue;
+        }
+        let addr = image
+            .brokers
+            .get(&leader)
+            .filter(|_| image.is_live_broker(leader))
+            .map(|b| format!("{}:{}", b.host, b.port));
+        let Some(addr) = addr else { continue };
+        match leader_high_watermarks(shard, &addr, &tps).await {
+            Ok(hws) => out.extend(hws),
+            Err(e) => tracing::debug!(
+                leader,
+                "no high watermarks from the leader for a share group's lag: {e}"
+            ),
+        }
+    }
+    out
+}
+
+/// `tp`'s high watermark where this broker leads it.
+async fn local_high_watermark(shard: &Rc<Shard>, tp: &TopicPartition) -> Option<i64> {
     let tp = tp.clone();
-    let hw = shard
-        .submit_to(owner, move |s| async move {
+    shard
+        .submit_to(shard.owner(&tp), move |s| async move {
             let led = crate::node::replicas::led_partition(&s, &tp)?;
             let log = led.log.read().await.ok()?;
             Some(log.high_watermark())
         })
         .await
         .ok()
-        .flatten();
-    match hw {
-        Some(hw) => {
-            let done = if done == DELIVERY_COMPLETE_COUNT_UNKNOWN {
-                0
-            } else {
-                i64::from(done.max(0))
-            };
-            (hw - start_offset - done).max(0)
-        }
-        None => -1,
+        .flatten()
+}
+
+/// The high watermarks of `tps` from their leader at `addr`: one
+/// ListOffsets for the latest offsets, read uncommitted.
+async fn leader_high_watermarks(
+    shard: &Rc<Shard>,
+    addr: &str,
+    tps: &[TopicPartition],
+) -> std::io::Result<Vec<(TopicPartition, i64)>> {
+    let mut topics: BTreeMap<&str, Vec<ListOffsetsPartition>> = BTreeMap::new();
+    for tp in tps {
+        topics
+            .entry(&tp.topic)
+            .or_default()
+            .push(ListOffsetsPartition {
+                partition_index: tp.partition,
+                current_leader_epoch: -1,
+                timestamp: LATEST_TIMESTAMP,
+            });
     }
+    let request = ListOffsetsRequest {
+        replica_id: CONSUMER_REPLICA_ID,
+        isolation_level: 0,
+        topics: topics
+            .into_iter()
+            .map(|(name, partitions)| ListOffsetsTopic {
+                name: name.to_string(),
+                partitions,
+            })
+            .collect(),
+    };
+    let mut peer = KafkaPeer::new(
+        addr.to_string(),
+        format!(
+            "pinlog-share-lag-{}-shard-{}",
+            BrokerState::of(shard).node_id(),
+            shard.id()
+        ),
+        inter_broker_security(shard),
+    );
+    let response = peer
+        .call(
+            ApiKey::ListOffsets,
+            LIST_OFFSETS_VERSION,
+            |w| request.encode(w, LIST_OFFSETS_VERSION),
+            |r| ListOffsetsResponse::decode(r, LIST_OFFSETS_VERSION),
+            LAG_LIST_OFFSETS_TIMEOUT,
+            LIST_OFFSETS_MAX_RESPONSE_BYTES,
+        )
+        .await?;
+    Ok(response
+        .topics
+        .into_iter()
+        .flat_map(|t| {
+            let name = t.name;
+            t.partitions
+                .into_iter()
+                .filter(|p| p.error_code == error_code::NONE && p.offset >= 0)
+                .map(move |p| {
+                    (
+                        TopicPartition::new(name.clone(), p.partition_index),
+                        p.offset,
+                    )
+                })
+        })
+        .collect())
 }
