@@ -17,7 +17,7 @@ use pinlog::protocol::api::ApiKey;
 use pinlog::protocol::error_code::*;
 use pinlog::protocol::messages::delete_share_group_state::*;
 use pinlog::protocol::messages::find_coordinator::{
-    FindCoordinatorRequest, FindCoordinatorResponse, KEY_TYPE_SHARE,
+    FindCoordinatorRequest, FindCoordinatorResponse, KEY_TYPE_GROUP, KEY_TYPE_SHARE,
 };
 use pinlog::protocol::messages::initialize_share_group_state::*;
 use pinlog::protocol::messages::list_offsets::*;
@@ -28,6 +28,7 @@ use pinlog::protocol::messages::share_group_state::{
     DELIVERY_STATE_AVAILABLE,
 };
 use pinlog::protocol::messages::write_share_group_state::*;
+use pinlog::protocol::messages::{alter_share_group_offsets, share_group_heartbeat};
 use support::kafka_conn::Conn;
 use support::{Broker, BrokerOpts, Cluster};
 
@@ -426,5 +427,155 @@ fn another_broker_answers_with_the_same_state_after_the_coordinator_dies() {
     assert_eq!(
         (after.state_epoch, after.start_offset),
         (before.state_epoch, before.start_offset)
+    );
+}
+
+/// The partitions the reset below writes, one state each: enough that the
+/// reset takes a while on any machine.
+const RESET_PARTITIONS: i32 = 4_000;
+/// How long after the reset is sent the join is sent, so that the reset
+/// has begun; four times as long at each further attempt.
+const JOIN_AFTER: Duration = Duration::from_millis(15);
+/// Attempts after the first, should the join come before the reset began.
+const JOIN_ATTEMPTS: u32 = 2;
+/// Below this, what was left of the reset when the join came is too
+/// short to tell a join that waited from one that did not.
+const RESET_LEFT_MIN: Duration = Duration::from_millis(40);
+
+/// AlterShareGroupOffsets checks that the share group is empty, then
+/// writes each partition's new state to the share coordinator; no member
+/// may join in between, or it would read the state the reset is replacing
+/// (Kafka checks and writes in one coordinator step). A join sent while a
+/// reset of many partitions is under way is answered only once the reset
+/// is done, and both succeed.
+#[test]
+fn a_share_group_join_waits_for_an_offsets_reset_under_way() {
+    const RESET_GROUP: &str = "reset-group";
+    const TOPIC: &str = "reset-many";
+    let broker = Broker::start(BrokerOpts::new());
+    let created = support::run_command(
+        std::process::Command::new(support::PINLOG_BIN)
+            .args(["topic", "create", TOPIC, "--partitions"])
+            .arg(RESET_PARTITIONS.to_string())
+            .args(["--bootstrap-server", &broker.bootstrap()]),
+        None,
+        SETTLE_TIMEOUT,
+    );
+    assert!(created.success(), "create {TOPIC}: {created}");
+    let reset = |partitions: i32| {
+        let req = alter_share_group_offsets::AlterShareGroupOffsetsRequest {
+            group_id: RESET_GROUP.into(),
+            topics: vec![alter_share_group_offsets::AlterTopicRequest {
+                topic_name: TOPIC.into(),
+                partitions: (0..partitions)
+                    .map(|p| alter_share_group_offsets::AlterPartitionRequest {
+                        partition_index: p,
+                        start_offset: 0,
+                    })
+                    .collect(),
+            }],
+        };
+        move |w: &mut bytes::BytesMut| req.encode(w, 0)
+    };
+    let decode_reset = |mut r| {
+        alter_share_group_offsets::AlterShareGroupOffsetsResponse::decode(&mut r, 0)
+            .expect("decode AlterShareGroupOffsets")
+    };
+    let join = |w: &mut bytes::BytesMut| {
+        share_group_heartbeat::ShareGroupHeartbeatRequest {
+            group_id: RESET_GROUP.into(),
+            member_id: "member-0000000000000000001".into(),
+            member_epoch: 0,
+            rack_id: None,
+            subscribed_topic_names: Some(vec![TOPIC.into()]),
+        }
+        .encode(w, 1)
+    };
+    let decode_join = |mut r| {
+        share_group_heartbeat::ShareGroupHeartbeatResponse::decode(&mut r, 1)
+            .expect("decode ShareGroupHeartbeat")
+    };
+
+    // FindCoordinator creates __consumer_offsets, as a client's first
+    // call; the first reset creates __share_group_state.
+    let mut admin = connect(broker.port());
+    settled("finding the group's coordinator", || {
+        let req = FindCoordinatorRequest {
+            key_type: KEY_TYPE_GROUP,
+            coordinator_keys: vec![RESET_GROUP.into()],
+            ..FindCoordinatorRequest::default()
+        };
+        let mut r = admin.call(ApiKey::FindCoordinator, 6, |w| req.encode(w, 6));
+        let resp = FindCoordinatorResponse::decode(&mut r, 6).expect("decode FindCoordinator");
+        (resp.coordinators[0].error_code, ())
+    });
+    settled("a first reset", || {
+        let r = decode_reset(admin.call(ApiKey::AlterShareGroupOffsets, 0, reset(1)));
+        (r.error_code, ())
+    });
+
+    // The join must come once the reset has begun: if it came first, the
+    // reset is rightly refused (NON_EMPTY_GROUP), the member leaves, and
+    // the next attempt waits longer before joining.
+    let mut attempt = 0;
+    let (reset_sent, join_sent, reset_done, join_answer, join_done) = loop {
+        let join_after = JOIN_AFTER * 4u32.pow(attempt);
+        let mut member = connect(broker.port());
+        let reset_sent = Instant::now();
+        let reset_id = admin.send(ApiKey::AlterShareGroupOffsets, 0, reset(RESET_PARTITIONS));
+        std::thread::sleep(join_after);
+        let join_sent = Instant::now();
+        let join_id = member.send(ApiKey::ShareGroupHeartbeat, 1, join);
+        let joined = std::thread::spawn(move || {
+            let r = decode_join(member.receive(ApiKey::ShareGroupHeartbeat, 1, join_id));
+            (r, Instant::now(), member)
+        });
+        let reset_answer = decode_reset(admin.receive(ApiKey::AlterShareGroupOffsets, 0, reset_id));
+        let reset_done = Instant::now();
+        let (join_answer, join_done, mut member) = joined.join().expect("the join's reader");
+        if reset_answer.error_code == NON_EMPTY_GROUP && attempt < JOIN_ATTEMPTS {
+            eprintln!("the join came before the reset began ({join_after:?} after it); again");
+            let leave = |w: &mut bytes::BytesMut| {
+                share_group_heartbeat::ShareGroupHeartbeatRequest {
+                    group_id: RESET_GROUP.into(),
+                    member_id: join_answer.member_id.clone().unwrap_or_default(),
+                    member_epoch: -1,
+                    rack_id: None,
+                    subscribed_topic_names: None,
+                }
+                .encode(w, 1)
+            };
+            let left = decode_join(member.call(ApiKey::ShareGroupHeartbeat, 1, leave));
+            assert_eq!(left.error_code, NONE, "the member's leave: {left:?}");
+            attempt += 1;
+            continue;
+        }
+        assert_eq!(reset_answer.error_code, NONE, "{reset_answer:?}");
+        let refused: Vec<_> = reset_answer.responses[0]
+            .partitions
+            .iter()
+            .filter(|p| p.error_code != NONE)
+            .collect();
+        assert!(refused.is_empty(), "partitions not reset: {refused:?}");
+        break (reset_sent, join_sent, reset_done, join_answer, join_done);
+    };
+    assert_eq!(join_answer.error_code, NONE, "{join_answer:?}");
+    let reset_left = reset_done.saturating_duration_since(join_sent);
+    eprintln!(
+        "the reset took {:?}; the join, sent {:?} into it, was answered in {:?}",
+        reset_done - reset_sent,
+        join_sent - reset_sent,
+        join_done - join_sent
+    );
+    assert!(
+        reset_left >= RESET_LEFT_MIN,
+        "the reset of {RESET_PARTITIONS} partitions ended {reset_left:?} after the join was \
+         sent: too soon to tell whether the join waited; raise RESET_PARTITIONS"
+    );
+    assert!(
+        join_done - join_sent >= reset_left / 2,
+        "the join was answered {:?} after it was sent, while the reset went on {reset_left:?} \
+         after that: a member joined the group while its offsets were being reset",
+        join_done - join_sent
     );
 }

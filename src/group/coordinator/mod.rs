@@ -142,6 +142,7 @@ mod consumer;
 mod deletion;
 mod migration;
 mod share;
+mod share_admin;
 mod timers;
 
 pub use self::consumer::{topics_image, HeartbeatPrincipal, CONSUMER_GROUP_TYPE};

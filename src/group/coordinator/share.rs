@@ -33,9 +33,12 @@ pub const SHARE_GROUP_TYPE: &str = "share";
 /// The share groups of one shard, with their session deadlines.
 #[derive(Default)]
 pub(super) struct ShareGroups {
-    groups: BTreeMap<String, ShareGroup>,
+    pub(super) groups: BTreeMap<String, ShareGroup>,
     /// (group, member) to the session deadline.
     sessions: HashMap<(String, String), i64>,
+    /// The groups an admin change of their state may hold closed to new
+    /// members (`share_admin.rs`).
+    pub(super) admin_gates: HashMap<String, Rc<glommio::sync::Semaphore>>,
 }
 
 impl ShareGroups {
@@ -171,14 +174,26 @@ impl GroupCoordinator {
         let Some(p) = self.partitions.borrow().get(&partition).cloned() else {
             return fail(error_code::NOT_COORDINATOR, None);
         };
-        let Ok(_permit) = p.write.acquire_permit(1).await else {
-            return fail(error_code::COORDINATOR_NOT_AVAILABLE, None);
-        };
-        // The load may have been replaced while this waited.
-        if let Err(code) = self.ready(&shard, partition) {
-            return fail(code, None);
-        }
         let group_id = req.group_id.clone();
+        let _permit = loop {
+            let Ok(permit) = p.write.acquire_permit(1).await else {
+                return fail(error_code::COORDINATOR_NOT_AVAILABLE, None);
+            };
+            // The load may have been replaced while this waited.
+            if let Err(code) = self.ready(&shard, partition) {
+                return fail(code, None);
+            }
+            // A join waits while an admin change of the empty group's
+            // state is under way (`share_admin.rs`), then starts over.
+            match self.share_group_closed(&group_id) {
+                Some(gate) if req.member_epoch == 0 => {
+                    drop(permit);
+                    let _ = gate.acquire_permit(1).await;
+                    self.share_group_reopened(&group_id, gate);
+                }
+                _ => break permit,
+            }
+        };
         if self.is_consumer_group(&group_id) || self.has_classic_members(&group_id) {
             return fail(
                 error_code::GROUP_ID_NOT_FOUND,
@@ -375,57 +390,8 @@ impl GroupCoordinator {
         Ok(topics.into_iter().collect())
     }
 
-    /// Whether the offsets of share group `group_id` may be altered or
-    /// deleted (Kafka's rule: the group has no members): `Ok(true)` when it
-    /// exists and is empty, `Ok(false)` when there is no such group,
-    /// NON_EMPTY_GROUP with members, GROUP_ID_NOT_FOUND when the id is
-    /// another type's group.
-    pub async fn share_group_is_empty(
-        self: Rc<Self>,
-        shard: Rc<Shard>,
-        partition: i32,
-        group_id: String,
-    ) -> Result<bool, i16> {
-        self.ready(&shard, partition)?;
-        if self.is_consumer_group(&group_id) || self.has_classic_members(&group_id) {
-            return Err(error_code::GROUP_ID_NOT_FOUND);
-        }
-        match self.share.borrow().groups.get(&group_id) {
-            None => Ok(false),
-            Some(g) if g.members.is_empty() => Ok(true),
-            Some(_) => Err(error_code::NON_EMPTY_GROUP),
-        }
-    }
-
-    /// The share partitions whose state DeleteGroups of `group_id` must
-    /// delete first: `None` when it is not a share group, NON_EMPTY_GROUP
-    /// while it has members (Kafka's rule), else every (topic id,
-    /// partition) the group ever initialized.
-    pub async fn share_group_state_partitions(
-        self: Rc<Self>,
-        shard: Rc<Shard>,
-        partition: i32,
-        group_id: String,
-    ) -> Result<Option<Vec<([u8; 16], i32)>>, i16> {
-        self.ready(&shard, partition)?;
-        let s = self.share.borrow();
-        let Some(g) = s.groups.get(&group_id) else {
-            return Ok(None);
-        };
-        if !g.members.is_empty() {
-            return Err(error_code::NON_EMPTY_GROUP);
-        }
-        Ok(Some(
-            g.state_partitions
-                .values()
-                .flat_map(|t| t.partitions.iter().map(|&p| (t.topic_id, p)))
-                .collect(),
-        ))
-    }
-
-    /// DeleteGroups of a share group, once the handler had the share
-    /// coordinator delete its state: tombstones for its records, unless a
-    /// member came meanwhile.
+    /// DeleteGroups of a share group once its state is deleted
+    /// (`share_admin.rs`): tombstones for its records.
     pub(super) async fn delete_share_group(
         self: &Rc<Self>,
         shard: &Rc<Shard>,
@@ -468,7 +434,7 @@ impl GroupCoordinator {
 
     /// Whether a classic group of this id has members or a protocol (an
     /// offsets-only entry does not count: a share group may take the id).
-    fn has_classic_members(&self, group_id: &str) -> bool {
+    pub(super) fn has_classic_members(&self, group_id: &str) -> bool {
         self.groups
             .borrow()
             .get(group_id)

@@ -1,5 +1,7 @@
 //! AlterShareGroupOffsets (KIP-932; `kafka-share-groups.sh --reset-offsets`):
-//! moves the start offset of an empty share group's share partitions. Each
+//! moves the start offset of an empty share group's share partitions, with
+//! no member let in until it is done (`group/coordinator/share_admin.rs`).
+//! Each
 //! partition's state is initialized again at the new offset under the next
 //! state epoch, so a share-partition leader still holding the old state is
 //! fenced (FENCED_STATE_EPOCH) at its next write and loads the new one.
@@ -36,28 +38,10 @@ pub async fn handle(
     ) {
         return refused(error_code::GROUP_AUTHORIZATION_FAILED, None);
     }
-    let gid = req.group_id.clone();
-    let empty = on_coordinator(
-        shard,
-        &req.group_id,
-        move |c: Rc<GroupCoordinator>, s, p| c.share_group_is_empty(s, p, gid),
-    )
-    .await
-    .and_then(|r| r);
-    if let Err(code) = empty {
-        let message = match code {
-            error_code::NON_EMPTY_GROUP => Some(format!(
-                "The share group {} has members: stop them before resetting its offsets.",
-                req.group_id
-            )),
-            error_code::GROUP_ID_NOT_FOUND => {
-                Some(format!("Group {} is not a share group.", req.group_id))
-            }
-            _ => None,
-        };
-        return refused(code, message);
-    }
+    // What each partition gets: a refusal found here, or its new start
+    // offset, written below while the group stays empty.
     let mut responses = Vec::with_capacity(req.topics.len());
+    let mut resets: Vec<(usize, usize, SharePartitionKey, i64)> = Vec::new();
     for t in req.topics {
         let topic = image.topic(&t.topic_name);
         let denied = !access.allows(
@@ -80,10 +64,8 @@ pub async fn handle(
                         topic_id: tt.id,
                         partition: p.partition_index,
                     };
-                    match reinitialize(shard, &key, p.start_offset).await {
-                        Ok(()) => error_code::NONE,
-                        Err(code) => code,
-                    }
+                    resets.push((responses.len(), partitions.len(), key, p.start_offset));
+                    error_code::NONE
                 }
             };
             partitions.push(AlterPartitionResponse {
@@ -97,6 +79,50 @@ pub async fn handle(
             topic_id: topic.map_or([0; 16], |tt| tt.id),
             partitions,
         });
+    }
+    let keys: Vec<(SharePartitionKey, i64)> = resets
+        .iter()
+        .map(|(_, _, key, offset)| (key.clone(), *offset))
+        .collect();
+    let gid = req.group_id.clone();
+    let written = on_coordinator(
+        shard,
+        &req.group_id,
+        move |c: Rc<GroupCoordinator>, s, p| {
+            c.while_share_group_empty(s, p, gid, |s, _exists| async move {
+                let mut codes = Vec::with_capacity(keys.len());
+                for (key, offset) in keys {
+                    codes.push(
+                        reinitialize(&s, &key, offset)
+                            .await
+                            .err()
+                            .unwrap_or(error_code::NONE),
+                    );
+                }
+                codes
+            })
+        },
+    )
+    .await
+    .and_then(|r| r);
+    let codes = match written {
+        Ok(codes) => codes,
+        Err(code) => {
+            let message = match code {
+                error_code::NON_EMPTY_GROUP => Some(format!(
+                    "The share group {} has members: stop them before resetting its offsets.",
+                    req.group_id
+                )),
+                error_code::GROUP_ID_NOT_FOUND => {
+                    Some(format!("Group {} is not a share group.", req.group_id))
+                }
+                _ => None,
+            };
+            return refused(code, message);
+        }
+    };
+    for ((t, p, _, _), code) in resets.into_iter().zip(codes) {
+        responses[t].partitions[p].error_code = code;
     }
     AlterShareGroupOffsetsResponse {
         throttle_time_ms: 0,

@@ -1,6 +1,7 @@
 //! DeleteGroups: removes empty groups and their committed offsets. A share
 //! group's share-partition state is deleted from the share coordinator
-//! first (DeleteShareGroupState), then its records, as Kafka orders it.
+//! first (DeleteShareGroupState), then its records, as Kafka orders it,
+//! with no member let in between (`group/coordinator/share_admin.rs`).
 
 use std::rc::Rc;
 
@@ -30,15 +31,27 @@ pub async fn handle(
         } else if group_id.is_empty() {
             error_code::INVALID_GROUP_ID
         } else {
-            let deleted = match delete_share_state(shard, &group_id).await {
-                Ok(()) => {
-                    on_coordinator(shard, &group_id, move |c: Rc<GroupCoordinator>, s, p| {
-                        c.delete_group(s, p, gid)
-                    })
-                    .await
-                }
-                Err(code) => Ok(code),
-            };
+            let deleted = on_coordinator(
+                shard,
+                &group_id,
+                move |c: Rc<GroupCoordinator>, s, p| async move {
+                    let group = gid.clone();
+                    let delete_state = |s: Rc<Shard>, held| async move {
+                        delete_share_state(&s, &group, held).await
+                    };
+                    let share = c.clone().delete_share_group_with_state(
+                        s.clone(),
+                        p,
+                        gid.clone(),
+                        delete_state,
+                    );
+                    match share.await {
+                        Some(code) => code,
+                        None => c.delete_group(s, p, gid).await,
+                    }
+                },
+            )
+            .await;
             match deleted {
                 Ok(code) => code,
                 // Without __consumer_offsets there are no groups.
@@ -59,22 +72,14 @@ pub async fn handle(
     }
 }
 
-/// When `group_id` is an empty share group, deletes the state of each of
-/// its share partitions from the share coordinator; the group's error
-/// otherwise (NON_EMPTY_GROUP with members). Nothing for other groups.
-async fn delete_share_state(shard: &Rc<Shard>, group_id: &str) -> Result<(), i16> {
-    let gid = group_id.to_string();
-    let partitions = match on_coordinator(shard, group_id, move |c: Rc<GroupCoordinator>, s, p| {
-        c.share_group_state_partitions(s, p, gid)
-    })
-    .await
-    {
-        Ok(Ok(Some(partitions))) => partitions,
-        // Not a share group, or no coordinator: delete_group answers.
-        Ok(Ok(None)) | Err(_) => return Ok(()),
-        Ok(Err(code)) => return Err(code),
-    };
-    for (topic_id, partition) in partitions {
+/// Deletes the state of each share partition `group_id` held from the
+/// share coordinator.
+async fn delete_share_state(
+    shard: &Rc<Shard>,
+    group_id: &str,
+    held: Vec<([u8; 16], i32)>,
+) -> Result<(), i16> {
+    for (topic_id, partition) in held {
         let key = SharePartitionKey {
             group_id: group_id.to_string(),
             topic_id,

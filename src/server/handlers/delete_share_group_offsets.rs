@@ -1,7 +1,8 @@
 //! DeleteShareGroupOffsets (KIP-932; `kafka-share-groups.sh
 //! --delete-offsets`): forgets an empty share group's state of whole
 //! topics, so the group starts them afresh (at `share.auto.offset.reset`)
-//! when it reads them again.
+//! when it reads them again. No member is let in until the state is gone
+//! (`group/coordinator/share_admin.rs`).
 
 use std::rc::Rc;
 
@@ -35,17 +36,68 @@ pub async fn handle(
     ) {
         return refused(error_code::GROUP_AUTHORIZATION_FAILED, None);
     }
+    // Each topic: a refusal found here, or the share partitions whose state
+    // goes, deleted below while the group stays empty.
+    let mut responses = Vec::with_capacity(req.topic_names.len());
+    let mut deletions: Vec<(usize, Vec<SharePartitionKey>)> = Vec::new();
+    for name in req.topic_names {
+        let topic = image.topic(&name);
+        let code = match topic {
+            _ if !access.allows(&image, matrix::DELETE_SHARE_GROUP_OFFSETS_TOPIC, &name) => {
+                error_code::TOPIC_AUTHORIZATION_FAILED
+            }
+            None => error_code::UNKNOWN_TOPIC_OR_PARTITION,
+            Some(t) => {
+                let keys = t
+                    .partitions
+                    .keys()
+                    .map(|&p| SharePartitionKey {
+                        group_id: req.group_id.clone(),
+                        topic_id: t.id,
+                        partition: p,
+                    })
+                    .collect();
+                deletions.push((responses.len(), keys));
+                error_code::NONE
+            }
+        };
+        responses.push(DeleteTopicResponse {
+            topic_name: name,
+            topic_id: topic.map_or([0; 16], |t| t.id),
+            error_code: code,
+            error_message: None,
+        });
+    }
     let gid = req.group_id.clone();
-    let empty = on_coordinator(
+    let keys: Vec<Vec<SharePartitionKey>> = deletions.iter().map(|(_, k)| k.clone()).collect();
+    let deleted = on_coordinator(
         shard,
         &req.group_id,
-        move |c: Rc<GroupCoordinator>, s, p| c.share_group_is_empty(s, p, gid),
+        move |c: Rc<GroupCoordinator>, s, p| {
+            c.while_share_group_empty(s, p, gid, |s, exists| async move {
+                if !exists {
+                    return Err(error_code::GROUP_ID_NOT_FOUND);
+                }
+                let mut codes = Vec::with_capacity(keys.len());
+                for topic in keys {
+                    let mut code = error_code::NONE;
+                    for key in topic {
+                        if let Err(c) = persister::delete_state(&s, &key).await {
+                            code = c;
+                        }
+                    }
+                    codes.push(code);
+                }
+                Ok(codes)
+            })
+        },
     )
     .await
+    .and_then(|r| r)
     .and_then(|r| r);
-    match empty {
-        Ok(true) => {}
-        Ok(false) => {
+    let codes = match deleted {
+        Ok(codes) => codes,
+        Err(error_code::GROUP_ID_NOT_FOUND) => {
             return refused(
                 error_code::GROUP_ID_NOT_FOUND,
                 Some(format!("Group {} not found.", req.group_id)),
@@ -61,36 +113,9 @@ pub async fn handle(
             )
         }
         Err(code) => return refused(code, None),
-    }
-    let mut responses = Vec::with_capacity(req.topic_names.len());
-    for name in req.topic_names {
-        let topic = image.topic(&name);
-        let code = match topic {
-            _ if !access.allows(&image, matrix::DELETE_SHARE_GROUP_OFFSETS_TOPIC, &name) => {
-                error_code::TOPIC_AUTHORIZATION_FAILED
-            }
-            None => error_code::UNKNOWN_TOPIC_OR_PARTITION,
-            Some(t) => {
-                let mut code = error_code::NONE;
-                for &p in t.partitions.keys() {
-                    let key = SharePartitionKey {
-                        group_id: req.group_id.clone(),
-                        topic_id: t.id,
-                        partition: p,
-                    };
-                    if let Err(c) = persister::delete_state(shard, &key).await {
-                        code = c;
-                    }
-                }
-                code
-            }
-        };
-        responses.push(DeleteTopicResponse {
-            topic_name: name,
-            topic_id: topic.map_or([0; 16], |t| t.id),
-            error_code: code,
-            error_message: None,
-        });
+    };
+    for ((t, _), code) in deletions.into_iter().zip(codes) {
+        responses[t].error_code = code;
     }
     DeleteShareGroupOffsetsResponse {
         throttle_time_ms: 0,
