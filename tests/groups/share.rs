@@ -21,7 +21,8 @@
 //! - kafka-share-groups.sh lists the group and describes its members and
 //!   offsets (DescribeShareGroupOffsets: the start offset reaches the end
 //!   once every record is accepted), resets them to the earliest
-//!   (AlterShareGroupOffsets) and deletes them (DeleteShareGroupOffsets).
+//!   (AlterShareGroupOffsets; a new member then reads from offset 0) and
+//!   deletes them (DeleteShareGroupOffsets).
 //!
 //! A share group starts reading a partition at its end
 //! (`share.auto.offset.reset=latest`, Kafka's default), so each test first
@@ -239,6 +240,25 @@ fn share_members_share_a_partition_and_each_record_is_delivered_once() {
         Some(0),
         "after --reset-offsets --to-earliest:\n{reset}\n{offsets}"
     );
+    // A member of the reset group reads from the earliest offset: the
+    // partition's leader forgot the group's share partition as its members
+    // left, and loads the reset state instead of resuming from memory.
+    s.share_member(&java, "s4", "workers", topic, &[]);
+    let deadline = Instant::now() + WARM_UP_TIMEOUT;
+    while !s.members[s.idx("s4")]
+        .events()
+        .iter()
+        .any(|e| e.ev == "rec" && e.int("o") == Some(0))
+    {
+        if Instant::now() >= deadline {
+            s.fail(&format!(
+                "after --reset-offsets --to-earliest, a new member did not get offset 0 within \
+                 {WARM_UP_TIMEOUT:?}"
+            ));
+        }
+        std::thread::sleep(POLL_INTERVAL * 3);
+    }
+    s.stop("s4");
     // ... and are deleted (DeleteShareGroupOffsets).
     let deleted = share_groups_tool(
         &s,

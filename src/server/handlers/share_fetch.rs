@@ -153,11 +153,10 @@ pub(crate) async fn release_all(
         let Some(tp) = named.tp.clone() else { continue };
         let (group, member, shard) = (group_id.to_string(), member_id.to_string(), shard.clone());
         let owner = shard.owner(&tp);
-        let topic_id = named.id.0;
         tasks.push(glommio::spawn_local(async move {
             let _ = shard
                 .submit_to(owner, move |s| async move {
-                    share_partitions::release_member(&s, &group, &member, &tp, topic_id).await
+                    share_partitions::release_member(&s, &group, &member, &tp).await
                 })
                 .await;
         }));

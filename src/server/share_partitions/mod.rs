@@ -2,7 +2,9 @@
 //! shell around the pure `SharePartition` (`core/src/group/share/partition.rs`).
 //!
 //! One entry per (share group, topic partition) this shard leads and some
-//! member fetched. It is loaded from the share coordinator on first use
+//! member fetched, forgotten again once nothing in it is left that is not
+//! durable (no record acquired) after a member's release or a lock expiry
+//! ([`SharePartitions::forget_if_idle`]). It is loaded from the share coordinator on first use
 //! (ReadShareGroupState, through `share_state::persister`), or initialized
 //! there at the group's `share.auto.offset.reset` (Kafka's default,
 //! `latest`: the high watermark; `earliest`: the log start; or
@@ -253,6 +255,48 @@ impl SharePartitions {
         result
     }
 
+    /// The entry of `group_id`'s share partition of `tp` with its permit
+    /// held, if it is loaded here under the partition's current leadership
+    /// and log; `None` otherwise, and then nothing of it is held in memory
+    /// (a release has nothing to release).
+    pub(crate) async fn loaded_entry(
+        &self,
+        shard: &Rc<Shard>,
+        group_id: &str,
+        tp: &TopicPartition,
+    ) -> Option<(Rc<Entry>, glommio::sync::StaticPermit)> {
+        let entry = self
+            .entries
+            .borrow()
+            .get(&(group_id.to_string(), tp.clone()))
+            .cloned()?;
+        let permit = entry.permit.acquire_static_permit(1).await.ok()?;
+        let led = replicas::led_partition(shard, tp)?;
+        let current = entry.partition.borrow().is_some()
+            && entry.leader_epoch.get() == led.state.borrow().leader_epoch()
+            && Weak::ptr_eq(&entry.log.borrow(), &Rc::downgrade(&led.log));
+        current.then_some((entry, permit))
+    }
+
+    /// Forgets `entry` (its permit held) when all it holds is durable (no
+    /// record is acquired) and no other task holds or waits for it: its
+    /// next use loads it from the share coordinator again. So a group whose
+    /// members left keeps nothing here, and a group deleted, or whose
+    /// offsets were reset, starts from what the coordinator holds rather
+    /// than from this memory.
+    pub(crate) fn forget_if_idle(&self, entry: &Rc<Entry>) {
+        // The map's reference and the caller's: nobody else's.
+        let idle = entry.next_deadline.get().is_none() && Rc::strong_count(entry) == 2;
+        if !idle {
+            return;
+        }
+        let mut entries = self.entries.borrow_mut();
+        let key = (entry.key.group_id.clone(), entry.tp.clone());
+        if entries.get(&key).is_some_and(|e| Rc::ptr_eq(e, entry)) {
+            entries.remove(&key);
+        }
+    }
+
     fn drop_entry(&self, group_id: &str, tp: &TopicPartition) {
         self.entries
             .borrow_mut()
@@ -302,7 +346,9 @@ impl SharePartitions {
             };
             entry.changed();
             // A failed write is logged, and drops the entry, by `persist`.
-            let _ = self.persist(shard, &entry, write).await;
+            if self.persist(shard, &entry, write).await.is_ok() {
+                self.forget_if_idle(&entry);
+            }
         }
     }
 }

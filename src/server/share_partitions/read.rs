@@ -216,16 +216,17 @@ fn aborted_batches(batches: &[ReadBatch], aborted: &[AbortedTxn]) -> Vec<(i64, i
 }
 
 /// Releases every record `member_id` holds in `tp`: its share session
-/// closed.
+/// closed. Acquisitions live only in memory, so where `tp`'s share
+/// partition is not loaded the member holds nothing. The entry is then
+/// forgotten if nothing in it is left that is not durable.
 pub async fn release_member(
     shard: &Rc<Shard>,
     group_id: &str,
     member_id: &str,
     tp: &TopicPartition,
-    topic_id: [u8; 16],
 ) {
     let partitions = SharePartitions::of(shard);
-    let Ok((entry, _permit)) = partitions.entry(shard, group_id, tp, topic_id).await else {
+    let Some((entry, _permit)) = partitions.loaded_entry(shard, group_id, tp).await else {
         return;
     };
     let write = match entry.partition.borrow_mut().as_mut() {
@@ -235,7 +236,9 @@ pub async fn release_member(
     entry.changed();
     // A failed write is logged, and drops the entry, by `persist`: the
     // records come back from the coordinator's state, still available.
-    let _ = partitions.persist(shard, &entry, write).await;
+    if partitions.persist(shard, &entry, write).await.is_ok() {
+        partitions.forget_if_idle(&entry);
+    }
 }
 
 /// One whole batch an acquisition read.
