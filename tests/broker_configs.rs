@@ -10,7 +10,9 @@
 //!   with a reason;
 //! - a topic override beats the dynamic default, and removing the dynamic
 //!   default restores the static one;
-//! - the settings survive a restart (they live in the metadata log).
+//! - the settings survive a restart (they live in the metadata log);
+//! - a setting of the broker's config file is reported as
+//!   STATIC_BROKER_CONFIG, with its broker setting among its synonyms.
 //!
 //! Loopback only, free ports, bounded waits. `PINLOG_SKIP_CLIENT_TESTS=1`
 //! skips it, as in `tests/clients.rs`.
@@ -30,7 +32,10 @@ const STEP_TIMEOUT: Duration = Duration::from_secs(90);
 /// Kafka's ConfigSource codes.
 const DYNAMIC_TOPIC_CONFIG: i64 = 1;
 const DYNAMIC_DEFAULT_BROKER_CONFIG: i64 = 3;
+const STATIC_BROKER_CONFIG: i64 = 4;
 const DEFAULT_CONFIG: i64 = 5;
+/// `log.roll.ms` as the broker's config file sets it.
+const FILE_ROLL_MS: i64 = 86_400_000;
 
 fn step(broker: &Broker, topic: &str, step: &str) -> serde_json::Value {
     let out: CmdOutput = run_command(
@@ -68,7 +73,11 @@ fn dynamic_broker_defaults_apply_live_and_survive_restart() {
         eprintln!("*** SKIPPED (PINLOG_SKIP_CLIENT_TESTS=1): dynamic configs NOT checked ***");
         return;
     }
-    let mut broker = Broker::start(BrokerOpts::new().shards(2));
+    let mut broker = Broker::start(
+        BrokerOpts::new()
+            .shards(2)
+            .setting("log.roll.ms", FILE_ROLL_MS),
+    );
     let topic = "dyn";
     // Auto-created on first produce, with the static defaults.
     step(&broker, topic, "produce 5");
@@ -76,6 +85,19 @@ fn dynamic_broker_defaults_apply_live_and_survive_restart() {
     assert_eq!(
         source(&before, "segment.bytes").1,
         DEFAULT_CONFIG,
+        "{before}"
+    );
+    // A setting of the config file is the file's (STATIC_BROKER_CONFIG),
+    // with the broker setting behind it among its synonyms.
+    assert_eq!(
+        source(&before, "segment.ms"),
+        (FILE_ROLL_MS.to_string(), STATIC_BROKER_CONFIG),
+        "{before}"
+    );
+    assert!(
+        before["segment.ms"]["synonyms"]
+            .as_array()
+            .is_some_and(|s| s.iter().any(|n| n == "log.roll.ms")),
         "{before}"
     );
     assert_eq!(log_files(&broker, topic), 1);

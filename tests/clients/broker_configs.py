@@ -40,7 +40,8 @@ def describe(a, rtype, name, keys):
     for _, fut in a.describe_configs([res]).items():
         for k, e in fut.result(timeout=TIMEOUT_S).items():
             if k in keys:
-                out[k] = {"value": e.value, "source": e.source, "read_only": e.is_read_only}
+                out[k] = {"value": e.value, "source": e.source, "read_only": e.is_read_only,
+                          "synonyms": sorted(e.synonyms)}
     return out
 
 
@@ -70,7 +71,8 @@ def main():
         print(json.dumps({"refused": refused, "bad_value": bad_value, "broker": broker}))
     elif step == "describe":
         print(json.dumps(describe(a, ResourceType.TOPIC, topic,
-                                  {"segment.bytes", "retention.ms", "cleanup.policy"})))
+                                  {"segment.bytes", "retention.ms", "cleanup.policy",
+                                   "segment.ms"})))
     elif step.startswith("produce"):
         n = int(step.split()[1])
         p = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 0,

@@ -12,6 +12,7 @@
 //! Unknown keys are refused with the list of known ones, so a typo never
 //! silently falls back to a default.
 
+use std::collections::BTreeSet;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
@@ -61,6 +62,10 @@ pub enum TimestampType {
 
 #[derive(Debug, Clone)]
 pub struct BrokerConfig {
+    /// The names of the settings the config file set: DescribeConfigs
+    /// reports them as STATIC_BROKER_CONFIG, the others as Kafka's
+    /// defaults (DEFAULT_CONFIG).
+    pub file_settings: BTreeSet<String>,
     pub data_dir: PathBuf,
     /// Where the inter-broker listener binds (see `listeners`).
     pub listen: SocketAddr,
@@ -446,6 +451,7 @@ impl Default for BrokerConfig {
             balancer: ShardBalancerConfig::default(),
             authorizer_settings: AuthorizerSettings::default(),
             authorizer: None,
+            file_settings: BTreeSet::new(),
         }
     }
 }
@@ -741,6 +747,7 @@ impl BrokerConfig {
             .parse()
             .map_err(|e| format!("config file {} is not valid TOML: {e}", path.display()))?;
         for (key, v) in &flatten_dotted_keys(table) {
+            self.file_settings.insert(key.clone());
             match key.as_str() {
                 "data-dir" | "log.dirs" => self.data_dir = PathBuf::from(string(key, v)?),
                 "listen" => {

@@ -21,8 +21,19 @@ pub enum Source {
     Topic,
     /// A dynamic broker default.
     DynamicBrokerDefault,
-    /// The broker's config file or Kafka's default.
+    /// The broker's config file.
+    StaticBroker,
+    /// Kafka's default.
     Default,
+}
+
+/// One place a setting's value may come from, and the value there: what
+/// DescribeConfigs lists as its synonyms.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Synonym {
+    pub name: String,
+    pub value: String,
+    pub source: Source,
 }
 
 /// Broker setting name and the topic setting it is the default of. These
@@ -212,25 +223,76 @@ pub fn effective_overrides(
     all
 }
 
-/// Every setting of a topic with its effective value and where it comes
-/// from.
+/// Every setting of a topic with its effective value and its synonyms in
+/// Kafka's order of precedence: the topic's own value, the dynamic broker
+/// default, the config file's value, Kafka's default, each under its own
+/// name (the last three under the broker setting's). The first synonym is
+/// where the effective value comes from.
 pub fn describe_topic(
     broker: &BrokerConfig,
     image: &MetadataImage,
     topic: &BTreeMap<String, String>,
-) -> Vec<(ConfigEntry, Source)> {
+) -> Vec<(ConfigEntry, Vec<Synonym>)> {
     let dynamic = broker_defaults(image);
+    // `topic_config::describe` lists the settings in one order.
     topic_config::describe(broker, &effective_overrides(image, topic))
         .into_iter()
-        .map(|e| {
-            let source = if topic.contains_key(e.name) {
-                Source::Topic
-            } else if dynamic.contains_key(e.name) {
-                Source::DynamicBrokerDefault
+        .zip(broker_synonyms(broker, &dynamic))
+        .map(|(e, (_, below))| {
+            let own = topic.get(e.name).map(|v| Synonym {
+                name: e.name.to_string(),
+                value: v.clone(),
+                source: Source::Topic,
+            });
+            let synonyms = own.into_iter().chain(below).collect();
+            (e, synonyms)
+        })
+        .collect()
+}
+
+/// The topic settings' broker defaults (under topic names), each with its
+/// synonyms below a topic's own value: the dynamic broker default in
+/// `dynamic` (under topic names), the config file's value, Kafka's
+/// default, under the broker setting's name.
+pub fn broker_synonyms(
+    broker: &BrokerConfig,
+    dynamic: &BTreeMap<String, String>,
+) -> Vec<(ConfigEntry, Vec<Synonym>)> {
+    let none = BTreeMap::new();
+    let kafka = topic_config::describe(&BrokerConfig::default(), &none);
+    topic_config::describe(broker, dynamic)
+        .into_iter()
+        .zip(topic_config::describe(broker, &none))
+        .zip(kafka)
+        .map(|((effective, file), kafka)| {
+            // A topic-only setting has no broker setting behind it: its
+            // default goes under its own name.
+            let name = if topic_config::is_topic_only(effective.name) {
+                effective.name.to_string()
             } else {
-                Source::Default
+                broker_name(effective.name)
             };
-            (e, source)
+            let mut synonyms = Vec::new();
+            if let Some(v) = dynamic.get(effective.name) {
+                synonyms.push(Synonym {
+                    name: name.clone(),
+                    value: v.clone(),
+                    source: Source::DynamicBrokerDefault,
+                });
+            }
+            if broker.file_settings.contains(&name) {
+                synonyms.push(Synonym {
+                    name: name.clone(),
+                    value: file.value,
+                    source: Source::StaticBroker,
+                });
+            }
+            synonyms.push(Synonym {
+                name,
+                value: kafka.value,
+                source: Source::Default,
+            });
+            (effective, synonyms)
         })
         .collect()
 }
@@ -238,6 +300,58 @@ pub fn describe_topic(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn listed(synonyms: &[Synonym]) -> Vec<(&str, &str, Source)> {
+        synonyms
+            .iter()
+            .map(|s| (s.name.as_str(), s.value.as_str(), s.source))
+            .collect()
+    }
+
+    #[test]
+    fn topic_settings_list_their_synonyms_in_kafkas_order() {
+        let mut broker = BrokerConfig::default();
+        broker.log.retention_ms = 3_600_000;
+        broker.file_settings.insert("log.retention.ms".into());
+        let mut image = MetadataImage::default();
+        image
+            .broker_configs
+            .insert("log.retention.ms".into(), "7200000".into());
+        let topic = BTreeMap::from([("retention.ms".to_string(), "60000".to_string())]);
+        let described = describe_topic(&broker, &image, &topic);
+        let synonyms_of = |name: &str| {
+            let (e, s) = described.iter().find(|(e, _)| e.name == name).unwrap();
+            (e.value.clone(), listed(s))
+        };
+        let kafka_default = (7 * 24 * 3_600_000i64).to_string();
+        assert_eq!(
+            synonyms_of("retention.ms"),
+            (
+                "60000".to_string(),
+                vec![
+                    ("retention.ms", "60000", Source::Topic),
+                    ("log.retention.ms", "7200000", Source::DynamicBrokerDefault),
+                    ("log.retention.ms", "3600000", Source::StaticBroker),
+                    ("log.retention.ms", kafka_default.as_str(), Source::Default),
+                ]
+            )
+        );
+        // Set nowhere: Kafka's default alone, under the broker's name.
+        let (value, synonyms) = synonyms_of("segment.bytes");
+        assert_eq!(
+            synonyms,
+            vec![("log.segment.bytes", value.as_str(), Source::Default)]
+        );
+        // The broker resource: the same without the topic's own value.
+        let at_broker = broker_synonyms(&broker, &broker_defaults(&image));
+        let (e, s) = at_broker
+            .iter()
+            .find(|(e, _)| e.name == "retention.ms")
+            .unwrap();
+        assert_eq!(e.value, "7200000");
+        assert_eq!(listed(s)[0].2, Source::DynamicBrokerDefault);
+        assert_eq!(s.len(), 3);
+    }
 
     #[test]
     fn listener_tls_settings_are_per_broker_and_prefixed() {

@@ -3,7 +3,7 @@
 use std::rc::Rc;
 
 use crate::acl::matrix;
-use crate::metadata::dynamic_broker_config::{self, Source};
+use crate::metadata::dynamic_broker_config;
 use crate::node::state::BrokerState;
 use crate::protocol::error_code;
 use crate::protocol::header::RequestHeader;
@@ -11,23 +11,9 @@ use crate::protocol::messages::create_topics::*;
 use crate::quota::mutation;
 use crate::server::controller::{self, NewTopic};
 use crate::server::handlers::access::Access;
+use crate::server::handlers::config_sources::effective_source;
 use crate::server::handlers::quota;
 use crate::shard::shard::Shard;
-
-/// Kafka's ConfigSource values.
-pub const CONFIG_SOURCE_DYNAMIC_TOPIC: i8 = 1;
-pub const CONFIG_SOURCE_DEFAULT: i8 = 5;
-/// Kafka's ConfigSource for a dynamic cluster-wide broker default.
-pub const CONFIG_SOURCE_DYNAMIC_DEFAULT_BROKER: i8 = 3;
-
-/// Kafka's ConfigSource code of a topic setting's source.
-pub fn config_source(source: Source) -> i8 {
-    match source {
-        Source::Topic => CONFIG_SOURCE_DYNAMIC_TOPIC,
-        Source::DynamicBrokerDefault => CONFIG_SOURCE_DYNAMIC_DEFAULT_BROKER,
-        Source::Default => CONFIG_SOURCE_DEFAULT,
-    }
-}
 
 pub async fn handle(
     shard: &Rc<Shard>,
@@ -135,11 +121,11 @@ pub async fn handle(
                 let configs = (header.api_version >= 5).then(|| {
                     dynamic_broker_config::describe_topic(&broker.config, &image, &overrides)
                         .into_iter()
-                        .map(|(e, source)| CreatableTopicConfigs {
+                        .map(|(e, synonyms)| CreatableTopicConfigs {
                             name: e.name.to_string(),
                             value: Some(e.value),
                             read_only: false,
-                            config_source: config_source(source),
+                            config_source: effective_source(&synonyms),
                             is_sensitive: false,
                         })
                         .collect()

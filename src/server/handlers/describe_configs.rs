@@ -10,6 +10,7 @@ use std::rc::Rc;
 
 use crate::acl::matrix;
 use crate::metadata::dynamic_broker_config;
+use crate::metadata::dynamic_broker_config::Synonym;
 use crate::metadata::group_config::EffectiveGroupConfig;
 use crate::metadata::records::{RESOURCE_BROKER, RESOURCE_GROUP, RESOURCE_TOPIC};
 use crate::metadata::topic_config;
@@ -19,15 +20,13 @@ use crate::protocol::header::RequestHeader;
 use crate::protocol::messages::describe_configs::*;
 use crate::replica::throttle;
 use crate::server::handlers::access::{Access, AUTHORIZATION_FAILED};
-use crate::server::handlers::create_topics::{config_source, CONFIG_SOURCE_DYNAMIC_DEFAULT_BROKER};
+use crate::server::handlers::config_sources::{
+    config_source, effective_source, CONFIG_SOURCE_DEFAULT, CONFIG_SOURCE_DYNAMIC_DEFAULT_BROKER,
+};
 use crate::shard::shard::Shard;
 
-/// Kafka's ConfigSource for settings from the broker's config file.
-const CONFIG_SOURCE_STATIC_BROKER: i8 = 4;
 /// Kafka's ConfigSource for a dynamic setting of one broker.
 const CONFIG_SOURCE_DYNAMIC_BROKER: i8 = 2;
-/// Kafka's ConfigSource for a setting left at its default.
-const CONFIG_SOURCE_DEFAULT: i8 = 5;
 /// Kafka's ConfigSource for a group's own config (`GROUP_CONFIG`).
 const CONFIG_SOURCE_GROUP: i8 = 8;
 
@@ -64,7 +63,7 @@ pub async fn handle(
         match r.resource_type {
             RESOURCE_TOPIC => match image.topic(&r.resource_name) {
                 Some(t) => {
-                    for (e, source) in
+                    for (e, synonyms) in
                         dynamic_broker_config::describe_topic(&broker.config, &image, &t.configs)
                     {
                         if wanted(e.name) {
@@ -72,8 +71,13 @@ pub async fn handle(
                                 name: e.name.to_string(),
                                 value: Some(e.value),
                                 read_only: false,
-                                config_source: config_source(source),
+                                config_source: effective_source(&synonyms),
                                 is_sensitive: false,
+                                synonyms: if req.include_synonyms {
+                                    described_synonyms(synonyms)
+                                } else {
+                                    Vec::new()
+                                },
                                 ..Default::default()
                             });
                         }
@@ -95,17 +99,34 @@ pub async fn handle(
                         continue;
                     }
                     let own = node.and_then(|n| image.per_broker_configs.get(&n)?.get(name));
-                    let (value, source) = match (own, image.broker_configs.get(name)) {
-                        (Some(v), _) => (v.clone(), CONFIG_SOURCE_DYNAMIC_BROKER),
-                        (None, Some(v)) => (v.clone(), CONFIG_SOURCE_DYNAMIC_DEFAULT_BROKER),
-                        (None, None) => (i64::MAX.to_string(), CONFIG_SOURCE_DEFAULT),
-                    };
+                    let synonyms: Vec<DescribeConfigsSynonym> = [
+                        (own, CONFIG_SOURCE_DYNAMIC_BROKER),
+                        (
+                            image.broker_configs.get(name),
+                            CONFIG_SOURCE_DYNAMIC_DEFAULT_BROKER,
+                        ),
+                        (Some(&i64::MAX.to_string()), CONFIG_SOURCE_DEFAULT),
+                    ]
+                    .into_iter()
+                    .filter_map(|(value, source)| {
+                        Some(DescribeConfigsSynonym {
+                            name: name.to_string(),
+                            value: Some(value?.clone()),
+                            source,
+                        })
+                    })
+                    .collect();
                     result.configs.push(DescribeConfigsResourceResult {
                         name: name.to_string(),
-                        value: Some(value),
+                        value: synonyms[0].value.clone(),
                         read_only: false,
-                        config_source: source,
+                        config_source: synonyms[0].source,
                         is_sensitive: false,
+                        synonyms: if req.include_synonyms {
+                            synonyms
+                        } else {
+                            Vec::new()
+                        },
                         ..Default::default()
                     });
                 }
@@ -127,7 +148,9 @@ pub async fn handle(
                         ..Default::default()
                     });
                 }
-                for e in topic_config::describe(&broker.config, &dynamic) {
+                for (e, synonyms) in
+                    dynamic_broker_config::broker_synonyms(&broker.config, &dynamic)
+                {
                     if topic_config::is_topic_only(e.name) {
                         continue;
                     }
@@ -138,12 +161,13 @@ pub async fn handle(
                             name,
                             value: Some(e.value),
                             read_only: !changeable,
-                            config_source: if e.is_override {
-                                CONFIG_SOURCE_DYNAMIC_DEFAULT_BROKER
-                            } else {
-                                CONFIG_SOURCE_STATIC_BROKER
-                            },
+                            config_source: effective_source(&synonyms),
                             is_sensitive: false,
+                            synonyms: if req.include_synonyms {
+                                described_synonyms(synonyms)
+                            } else {
+                                Vec::new()
+                            },
                             ..Default::default()
                         });
                     }
@@ -204,4 +228,16 @@ pub async fn handle(
         throttle_time_ms: 0,
         results,
     }
+}
+
+/// The synonyms as DescribeConfigs answers them.
+fn described_synonyms(synonyms: Vec<Synonym>) -> Vec<DescribeConfigsSynonym> {
+    synonyms
+        .into_iter()
+        .map(|s| DescribeConfigsSynonym {
+            name: s.name,
+            value: Some(s.value),
+            source: config_source(s.source),
+        })
+        .collect()
 }
