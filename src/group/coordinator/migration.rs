@@ -17,7 +17,9 @@
 //!   stores the classic group's metadata; the classic group then
 //!   rebalances. So does a static classic member's JoinGroup that takes
 //!   the place (its `group.instance.id`) of the last consumer-protocol
-//!   member (`downgrade_after_replacement`).
+//!   member (`downgrade_after_replacement`), except that the classic group
+//!   stays Stable when every member holds its current target, as Kafka's
+//!   does.
 
 use crate::group::consumer::classic::{ClassicJoinRequest, Downgrade, CONSUMER_PROTOCOL_TYPE};
 use crate::group::consumer::heartbeat::{HeartbeatContext, HeartbeatError};
@@ -52,12 +54,13 @@ impl GroupCoordinator {
 
     /// After a static classic member took the place of a member speaking
     /// the consumer protocol: if that was the last one, the group turns
-    /// classic (Kafka's `validateOnlineDowngradeWithReplacedMember`). The
-    /// classic group then rebalances, as after a downgrade on fencing, and
-    /// the joining member learns of it at its SyncGroup and joins again;
-    /// Kafka skips that rebalance when the assignment is current. A failed
-    /// write leaves the consumer group as it was. The caller holds the
-    /// partition's write permit.
+    /// classic (Kafka's `validateOnlineDowngradeWithReplacedMember`). When
+    /// every member holds its current target, the classic group is Stable
+    /// with those assignments, and the joining member gets its own at its
+    /// SyncGroup, as in Kafka; otherwise it rebalances, as after a
+    /// downgrade on fencing, and the member learns of it at its SyncGroup
+    /// and joins again. A failed write leaves the consumer group as it
+    /// was. The caller holds the partition's write permit.
     async fn downgrade_after_replacement(
         self: &Rc<Self>,
         shard: &Rc<Shard>,
@@ -124,7 +127,9 @@ impl GroupCoordinator {
             .entry(group_id.to_string())
             .or_insert_with(|| Group::new(group_id.to_string(), now));
         g.load(d.classic, now);
-        g.rebalance_after_downgrade(now, &self.limits());
+        if d.rebalance {
+            g.rebalance_after_downgrade(now, &self.limits());
+        }
         self.group_partition
             .borrow_mut()
             .insert(group_id.to_string(), partition);

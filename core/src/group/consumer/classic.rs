@@ -93,6 +93,11 @@ pub struct ClassicOutcome<T> {
 pub struct Downgrade {
     pub records: Vec<ConsumerGroupRecord>,
     pub classic: GroupValue,
+    /// The classic group must rebalance: a member left, or the members do
+    /// not all hold the current target assignment. Kafka skips the
+    /// rebalance after a static member's replacement when the assignment
+    /// is current, and so does this.
+    pub rebalance: bool,
 }
 
 /// Kafka's `supportsClassicProtocols`: the consumer protocol type, and a
@@ -550,7 +555,7 @@ impl ConsumerGroup {
             .values()
             .filter(|m| m.member_id != fenced)
             .collect();
-        Some(self.to_classic(&members, now_ms, topics))
+        Some(self.to_classic(&members, now_ms, topics, true))
     }
 
     /// The downgrade a static classic member's join triggers when it took
@@ -577,17 +582,38 @@ impl ConsumerGroup {
             return None;
         }
         let members: Vec<&ConsumerGroupMember> = self.members.values().collect();
-        Some(self.to_classic(&members, now_ms, topics))
+        let rebalance = !self.assignment_is_current();
+        Some(self.to_classic(&members, now_ms, topics, rebalance))
+    }
+
+    /// Every member holds its target at the group epoch: the target is the
+    /// latest group epoch's, and each member reconciled with it (its epoch
+    /// is the group's, nothing awaits revocation, it holds exactly its
+    /// target). A classic group of these members has nothing to rebalance.
+    fn assignment_is_current(&self) -> bool {
+        self.assignment_epoch == self.group_epoch
+            && self.members.values().all(|m| {
+                m.member_epoch == self.group_epoch
+                    && m.partitions_pending_revocation.0.is_empty()
+                    && self
+                        .targets
+                        .get(&m.member_id)
+                        .map_or(m.assigned_partitions.0.is_empty(), |t| {
+                            *t == m.assigned_partitions
+                        })
+            })
     }
 
     /// The records deleting this group and the classic group of `members`
     /// (all speaking the classic protocol, at least one) at the group
-    /// epoch, each keeping its assignment.
+    /// epoch, each keeping its assignment; `rebalance` says whether the
+    /// classic group must then rebalance.
     fn to_classic(
         &self,
         members: &[&ConsumerGroupMember],
         now_ms: i64,
         topics: &TopicsImage,
+        rebalance: bool,
     ) -> Downgrade {
         let classic = |m: &ConsumerGroupMember| m.classic.clone().expect("all classic");
         // A protocol every remaining member supports, in the first
@@ -635,6 +661,7 @@ impl ConsumerGroup {
                 current_state_timestamp: now_ms,
                 members: stored,
             },
+            rebalance,
         }
     }
 

@@ -10,7 +10,7 @@ use bytes::Bytes;
 use super::classic::*;
 use super::group::{replay_into, ConsumerGroup, ConsumerGroupState};
 use super::heartbeat::*;
-use super::records::ConsumerGroupRecord;
+use super::records::{ConsumerGroupRecord, CurrentAssignmentValue};
 use super::topics::{Assignment, TopicsImage};
 use crate::broker_config::consumer_group::{ConsumerGroupConfig, MigrationPolicy};
 use crate::group::consumer_protocol::{
@@ -479,6 +479,9 @@ fn a_static_classic_member_replacing_the_last_consumer_member_turns_the_group_cl
     want.sort();
     assert_eq!(ids, want);
     assert_eq!(d.classic.generation, g.group_epoch());
+    // a and b, classic members, never reconciled with the target that made
+    // room for c: the classic group must rebalance.
+    assert!(d.rebalance, "a and b do not hold their targets");
     let stored = d
         .classic
         .members
@@ -496,4 +499,48 @@ fn a_static_classic_member_replacing_the_last_consumer_member_turns_the_group_cl
             .map(|(_, p)| p)
             .collect::<Vec<_>>()
     );
+}
+
+/// Kafka converts a group after a static member's replacement without a
+/// rebalance when the assignment is current: the target is the group
+/// epoch's and every member holds its own.
+#[test]
+fn a_downgrade_with_the_assignment_current_does_not_rebalance() {
+    let h = upgraded();
+    let g = h.group();
+    assert_eq!(g.assignment_epoch(), g.group_epoch());
+    let d = g
+        .downgrade_after_replacement(
+            MigrationPolicy::Bidirectional,
+            CLASSIC_MAX_SIZE,
+            5,
+            &h.image,
+        )
+        .unwrap();
+    assert!(!d.rebalance, "every member holds its current target");
+    // A member left holding less than its target: the group rebalances.
+    let mut h = upgraded();
+    let b = h.group().member("b").unwrap().clone();
+    h.apply(&[ConsumerGroupRecord::CurrentMemberAssignment {
+        group_id: "g".into(),
+        member_id: "b".into(),
+        value: Some(CurrentAssignmentValue {
+            member_epoch: b.member_epoch,
+            previous_member_epoch: b.previous_member_epoch,
+            state: b.state,
+            assigned_partitions: Assignment::new(),
+            partitions_pending_revocation: Assignment::new(),
+            assignment_epochs: BTreeMap::new(),
+        }),
+    }]);
+    let d = h
+        .group()
+        .downgrade_after_replacement(
+            MigrationPolicy::Bidirectional,
+            CLASSIC_MAX_SIZE,
+            5,
+            &h.image,
+        )
+        .unwrap();
+    assert!(d.rebalance, "b does not hold its target");
 }
