@@ -175,9 +175,14 @@ pub async fn serve(
 ) {
     let mut next_connection: ConnectionId = 0;
     loop {
+        // The accept is dropped only when the broker stops: an accept given
+        // up while the kernel completes it would lose that connection, and
+        // a peer would wait on it for an answer that never comes.
         let accepted = async { Some(listener.accept().await) }
             .or(async {
-                glommio::timer::sleep(STOP_POLL).await;
+                while !stop.is_requested() {
+                    glommio::timer::sleep(STOP_POLL).await;
+                }
                 None
             })
             .await;
@@ -185,7 +190,7 @@ pub async fn serve(
             return;
         }
         match accepted {
-            None => {}
+            None => return,
             Some(Ok(stream)) => {
                 let (raft, forward, stop) = (raft.clone(), forward.clone(), stop.clone());
                 let tls = tls.clone();

@@ -234,11 +234,12 @@ pub fn describe_topic(
     topic: &BTreeMap<String, String>,
 ) -> Vec<(ConfigEntry, Vec<Synonym>)> {
     let dynamic = broker_defaults(image);
-    // `topic_config::describe` lists the settings in one order.
+    // `topic_config::describe` lists the same settings in one order.
     topic_config::describe(broker, &effective_overrides(image, topic))
         .into_iter()
         .zip(broker_synonyms(broker, &dynamic))
-        .map(|(e, (_, below))| {
+        .map(|(e, (b, below))| {
+            debug_assert_eq!(e.name, b.name);
             let own = topic.get(e.name).map(|v| Synonym {
                 name: e.name.to_string(),
                 value: v.clone(),
@@ -265,6 +266,7 @@ pub fn broker_synonyms(
         .zip(topic_config::describe(broker, &none))
         .zip(kafka)
         .map(|((effective, file), kafka)| {
+            debug_assert!(effective.name == file.name && file.name == kafka.name);
             // A topic-only setting has no broker setting behind it: its
             // default goes under its own name.
             let name = if topic_config::is_topic_only(effective.name) {
@@ -280,7 +282,10 @@ pub fn broker_synonyms(
                     source: Source::DynamicBrokerDefault,
                 });
             }
-            if broker.file_settings.contains(&name) {
+            // The file may name a few settings as topics do
+            // (`message.timestamp.type`).
+            if broker.file_settings.contains(&name) || broker.file_settings.contains(effective.name)
+            {
                 synonyms.push(Synonym {
                     name: name.clone(),
                     value: file.value,
@@ -351,6 +356,26 @@ mod tests {
         assert_eq!(e.value, "7200000");
         assert_eq!(listed(s)[0].2, Source::DynamicBrokerDefault);
         assert_eq!(s.len(), 3);
+    }
+
+    #[test]
+    fn a_setting_the_file_names_as_topics_do_is_the_files() {
+        let broker = BrokerConfig::load(&crate::broker_config::Overrides {
+            config_file: Some(crate::broker_config::ConfigFile {
+                path: "pinlog.toml".into(),
+                text: "message.timestamp.type = \"LogAppendTime\"\n".into(),
+            }),
+            ..Default::default()
+        })
+        .unwrap();
+        let described = describe_topic(&broker, &MetadataImage::default(), &BTreeMap::new());
+        let (e, s) = described
+            .iter()
+            .find(|(e, _)| e.name == "message.timestamp.type")
+            .unwrap();
+        assert_eq!(e.value, "LogAppendTime");
+        assert_eq!(s[0].source, Source::StaticBroker);
+        assert_eq!(s[0].value, "LogAppendTime");
     }
 
     #[test]

@@ -1,10 +1,10 @@
 //! AlterShareGroupOffsets (KIP-932; `kafka-share-groups.sh --reset-offsets`):
 //! moves the start offset of an empty share group's share partitions, with
 //! no member let in until it is done (`group/coordinator/share_admin.rs`).
-//! Each
-//! partition's state is initialized again at the new offset under the next
-//! state epoch, so a share-partition leader still holding the old state is
-//! fenced (FENCED_STATE_EPOCH) at its next write and loads the new one.
+//! Each partition's state is initialized again at the new offset under the
+//! next state epoch, so a share-partition leader still holding the old
+//! state is fenced (FENCED_STATE_EPOCH) at its next write and loads the new
+//! one.
 
 use std::rc::Rc;
 

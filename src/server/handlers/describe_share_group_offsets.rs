@@ -13,6 +13,8 @@ use std::collections::{BTreeMap, HashMap};
 use std::rc::Rc;
 use std::time::Duration;
 
+use futures_lite::FutureExt;
+
 use crate::acl::matrix;
 use crate::group::coordinator::{on_coordinator, GroupCoordinator};
 use crate::group::share::state_records::DELIVERY_COMPLETE_COUNT_UNKNOWN;
@@ -36,8 +38,13 @@ use crate::topic_partition::TopicPartition;
 const LIST_OFFSETS_VERSION: i16 = 6;
 /// ListOffsets' replica id of a client that is not a follower.
 const CONSUMER_REPLICA_ID: i32 = -1;
-/// How long a leader may take to give its high watermarks; past it the
-/// lag shows as unknown (-1) rather than holding up the describe.
+/// ListOffsets' isolation level that answers the high watermark.
+const READ_UNCOMMITTED: i8 = 0;
+/// ListOffsets' current leader epoch of a caller that fences nothing.
+const ANY_LEADER_EPOCH: i32 = -1;
+/// How long a leader may take to give its high watermarks, connecting
+/// included; past it the lag shows as unknown (-1) rather than holding up
+/// the describe. The leaders are asked at once.
 const LAG_LIST_OFFSETS_TIMEOUT: Duration = Duration::from_secs(5);
 /// The largest ListOffsets answer read: far above what the partitions of
 /// one group's topics take (about 30 bytes each).
@@ -110,7 +117,7 @@ async fn describe_group(
     let mut topics = Vec::new();
     // The partitions whose lag is still to be had: where they are in
     // `topics`, and their records already done above the start offset.
-    let mut lags: Vec<(usize, usize, TopicPartition, i32)> = Vec::new();
+    let mut lag_pending: Vec<(usize, usize, TopicPartition, i32)> = Vec::new();
     for (name, partitions) in wanted {
         if !access.allows(&image, matrix::DESCRIBE_SHARE_GROUP_OFFSETS_TOPIC, &name) {
             continue;
@@ -144,7 +151,12 @@ async fn describe_group(
                 Ok(None) => {}
                 Ok(Some(s)) => {
                     let tp = TopicPartition::new(name.clone(), p);
-                    lags.push((topics.len(), described.len(), tp, s.delivery_complete_count));
+                    lag_pending.push((
+                        topics.len(),
+                        described.len(),
+                        tp,
+                        s.delivery_complete_count,
+                    ));
                     described.push(DescribedPartition {
                         partition_index: p,
                         start_offset: s.start_offset,
@@ -172,9 +184,9 @@ async fn describe_group(
             });
         }
     }
-    let wanted: Vec<TopicPartition> = lags.iter().map(|(_, _, tp, _)| tp.clone()).collect();
-    let high_watermarks = high_watermarks(shard, &wanted).await;
-    for (t, p, tp, done) in lags {
+    let lagging: Vec<TopicPartition> = lag_pending.iter().map(|(_, _, tp, _)| tp.clone()).collect();
+    let high_watermarks = high_watermarks(shard, &lagging).await;
+    for (t, p, tp, done) in lag_pending {
         let described = &mut topics[t].partitions[p];
         if let Some(&hw) = high_watermarks.get(&tp) {
             described.lag = lag(hw, described.start_offset, done);
@@ -216,6 +228,9 @@ async fn high_watermarks(
         by_leader.entry(leader).or_default().push(tp.clone());
     }
     let mut out = HashMap::new();
+    // The other leaders are asked all at once, each for at most
+    // LAG_LIST_OFFSETS_TIMEOUT, while this broker's own are read.
+    let mut asked = Vec::new();
     for (leader, tps) in by_leader {
         if leader == broker.node_id() {
             for tp in tps {
@@ -231,13 +246,29 @@ async fn high_watermarks(
             .filter(|_| image.is_live_broker(leader))
             .map(|b| format!("{}:{}", b.host, b.port));
         let Some(addr) = addr else { continue };
-        match leader_high_watermarks(shard, &addr, &tps).await {
-            Ok(hws) => out.extend(hws),
-            Err(e) => tracing::debug!(
-                leader,
-                "no high watermarks from the leader for a share group's lag: {e}"
-            ),
-        }
+        let shard = shard.clone();
+        asked.push(glommio::spawn_local(async move {
+            let answer = async { Some(leader_high_watermarks(&shard, &addr, &tps).await) }
+                .or(async {
+                    glommio::timer::sleep(LAG_LIST_OFFSETS_TIMEOUT).await;
+                    None
+                })
+                .await;
+            match answer {
+                Some(Ok(hws)) => hws,
+                Some(Err(e)) => {
+                    tracing::debug!(leader, "no high watermarks from the leader for a share group's lag: {e}");
+                    Vec::new()
+                }
+                None => {
+                    tracing::debug!(leader, "the leader gave no high watermarks for a share group's lag within {LAG_LIST_OFFSETS_TIMEOUT:?}");
+                    Vec::new()
+                }
+            }
+        }));
+    }
+    for answer in asked {
+        out.extend(answer.await);
     }
     out
 }
@@ -270,13 +301,13 @@ async fn leader_high_watermarks(
             .or_default()
             .push(ListOffsetsPartition {
                 partition_index: tp.partition,
-                current_leader_epoch: -1,
+                current_leader_epoch: ANY_LEADER_EPOCH,
                 timestamp: LATEST_TIMESTAMP,
             });
     }
     let request = ListOffsetsRequest {
         replica_id: CONSUMER_REPLICA_ID,
-        isolation_level: 0,
+        isolation_level: READ_UNCOMMITTED,
         topics: topics
             .into_iter()
             .map(|(name, partitions)| ListOffsetsTopic {
@@ -320,4 +351,17 @@ async fn leader_high_watermarks(
                 })
         })
         .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_lag_counts_what_is_not_yet_done_above_the_start_offset() {
+        assert_eq!(lag(100, 40, 10), 50);
+        assert_eq!(lag(100, 40, DELIVERY_COMPLETE_COUNT_UNKNOWN), 60);
+        // A start offset past a high watermark read a moment earlier.
+        assert_eq!(lag(100, 120, 0), 0);
+    }
 }

@@ -23,7 +23,7 @@ use crate::protocol::header::RequestHeader;
 use crate::protocol::messages::fetch::LeaderIdAndEpoch;
 use crate::protocol::messages::share_fetch::*;
 use crate::server::handlers::access::Access;
-use crate::server::handlers::share_sessions::ShareSessions;
+use crate::server::handlers::share_sessions::{self, ShareSessions};
 use crate::server::share_partitions::{self, AcquiredRead, SharePartitions};
 use crate::shard::shard::{now_ms, Shard};
 use crate::topic_partition::TopicPartition;
@@ -253,6 +253,9 @@ pub async fn handle(
         Ok(r) => r,
         Err(code) => return top_level(code, None),
     };
+    if resolved.full {
+        share_sessions::forget_elsewhere(shard, &group_id, &member_id).await;
+    }
     let resolution = Resolution::new(
         &image,
         access,

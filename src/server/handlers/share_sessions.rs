@@ -40,6 +40,28 @@ impl ShareSessions {
     }
 }
 
+/// A member opened a new session on this shard: its sessions on the other
+/// shards are forgotten, without releasing anything, before the new one
+/// serves. A member that reconnected to another shard thus never has its
+/// records released when its old connection is finally seen to close
+/// (Kafka's cache is one per broker, where a new session replaces the old
+/// one under the same key).
+pub async fn forget_elsewhere(shard: &Rc<Shard>, group_id: &str, member_id: &str) {
+    for other in (0..shard.shard_count()).filter(|&s| s != shard.id()) {
+        let (group, member) = (group_id.to_string(), member_id.to_string());
+        let forgotten = shard
+            .submit_to(other, move |s| async move {
+                if let Some(sessions) = s.extension::<ShareSessions>() {
+                    sessions.with(|c| c.remove(&group, &member));
+                }
+            })
+            .await;
+        if let Err(e) = forgotten {
+            tracing::debug!(shard = other, "could not forget a share session there: {e}");
+        }
+    }
+}
+
 /// `connection` closed: its share sessions go, and what their members held
 /// in the sessions' partitions is released for other members.
 pub async fn on_connection_closed(shard: &Rc<Shard>, connection: ConnectionId) {

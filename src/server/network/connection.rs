@@ -349,10 +349,16 @@ async fn serve_stream<S: AsyncRead + AsyncWrite + Unpin + 'static>(
     drop(tx);
     let writer_end = writer_task.await;
     // Every request of the connection is answered (or failed): what its
-    // share-group members still hold goes back to the group. Not when the
-    // broker stops: its partitions' locks lapse with it.
+    // share-group members still hold goes back to the group, in a task of
+    // its own, so that the socket closes now. Not when the broker stops:
+    // its partitions' locks lapse with it.
+    drop(reader);
     if !stop.is_requested() {
-        share_sessions::on_connection_closed(&shard, connection_id).await;
+        let shard = shard.clone();
+        glommio::spawn_local(async move {
+            share_sessions::on_connection_closed(&shard, connection_id).await;
+        })
+        .detach();
     }
     match (end, writer_end) {
         (End::Protocol(why), _) | (_, End::Protocol(why)) => {

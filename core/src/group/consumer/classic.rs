@@ -629,6 +629,15 @@ impl ConsumerGroup {
                     .all(|m| classic(m).supported_protocols.iter().any(|(p, _)| p == n))
             })
             .unwrap_or_else(|| first.protocol_name().to_string());
+        // A member whose own first choice is another protocol was told that
+        // one in its JoinGroup answer: its SyncGroup would not match the
+        // classic group's, so the group rebalances to settle one.
+        let unanimous = members.iter().all(|m| {
+            classic(m)
+                .supported_protocols
+                .first()
+                .is_some_and(|(n, _)| *n == protocol)
+        });
         let stored = members
             .iter()
             .map(|m| {
@@ -661,7 +670,7 @@ impl ConsumerGroup {
                 current_state_timestamp: now_ms,
                 members: stored,
             },
-            rebalance,
+            rebalance: rebalance || !unanimous,
         }
     }
 
