@@ -189,7 +189,7 @@ impl GroupCoordinator {
                 Some(gate) if req.member_epoch == 0 => {
                     drop(permit);
                     let _ = gate.acquire_permit(1).await;
-                    self.share_group_reopened(&group_id, gate);
+                    self.forget_share_admin_gate(&group_id, gate);
                 }
                 _ => break permit,
             }

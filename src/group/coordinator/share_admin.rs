@@ -143,8 +143,8 @@ impl GroupCoordinator {
     }
 
     /// Drops `gate` of `group_id`, and the gate itself once nobody else
-    /// holds or waits for it.
-    fn forget_share_admin_gate(&self, group_id: &str, gate: Rc<Semaphore>) {
+    /// holds or waits for it (an admin change done, or a join that waited).
+    pub(super) fn forget_share_admin_gate(&self, group_id: &str, gate: Rc<Semaphore>) {
         let mut s = self.share.borrow_mut();
         let unused = s
             .admin_gates
@@ -164,11 +164,5 @@ impl GroupCoordinator {
             .get(group_id)
             .filter(|g| g.available() == 0)
             .cloned()
-    }
-
-    /// A join waited for `gate` of `group_id`: forgets it if that was the
-    /// last use.
-    pub(super) fn share_group_reopened(&self, group_id: &str, gate: Rc<Semaphore>) {
-        self.forget_share_admin_gate(group_id, gate);
     }
 }

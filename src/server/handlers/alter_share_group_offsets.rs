@@ -41,7 +41,9 @@ pub async fn handle(
     // What each partition gets: a refusal found here, or its new start
     // offset, written below while the group stays empty.
     let mut responses = Vec::with_capacity(req.topics.len());
-    let mut resets: Vec<(usize, usize, SharePartitionKey, i64)> = Vec::new();
+    // Where each reset's answer goes in `responses`, and the reset itself.
+    let mut answers_at: Vec<(usize, usize)> = Vec::new();
+    let mut resets: Vec<(SharePartitionKey, i64)> = Vec::new();
     for t in req.topics {
         let topic = image.topic(&t.topic_name);
         let denied = !access.allows(
@@ -64,7 +66,8 @@ pub async fn handle(
                         topic_id: tt.id,
                         partition: p.partition_index,
                     };
-                    resets.push((responses.len(), partitions.len(), key, p.start_offset));
+                    answers_at.push((responses.len(), partitions.len()));
+                    resets.push((key, p.start_offset));
                     error_code::NONE
                 }
             };
@@ -80,18 +83,14 @@ pub async fn handle(
             partitions,
         });
     }
-    let keys: Vec<(SharePartitionKey, i64)> = resets
-        .iter()
-        .map(|(_, _, key, offset)| (key.clone(), *offset))
-        .collect();
     let gid = req.group_id.clone();
     let written = on_coordinator(
         shard,
         &req.group_id,
         move |c: Rc<GroupCoordinator>, s, p| {
             c.while_share_group_empty(s, p, gid, |s, _exists| async move {
-                let mut codes = Vec::with_capacity(keys.len());
-                for (key, offset) in keys {
+                let mut codes = Vec::with_capacity(resets.len());
+                for (key, offset) in resets {
                     codes.push(
                         reinitialize(&s, &key, offset)
                             .await
@@ -121,7 +120,7 @@ pub async fn handle(
             return refused(code, message);
         }
     };
-    for ((t, p, _, _), code) in resets.into_iter().zip(codes) {
+    for ((t, p), code) in answers_at.into_iter().zip(codes) {
         responses[t].partitions[p].error_code = code;
     }
     AlterShareGroupOffsetsResponse {

@@ -39,7 +39,9 @@ pub async fn handle(
     // Each topic: a refusal found here, or the share partitions whose state
     // goes, deleted below while the group stays empty.
     let mut responses = Vec::with_capacity(req.topic_names.len());
-    let mut deletions: Vec<(usize, Vec<SharePartitionKey>)> = Vec::new();
+    // Where each topic's answer goes in `responses`, and its partitions.
+    let mut answers_at: Vec<usize> = Vec::new();
+    let mut deletions: Vec<Vec<SharePartitionKey>> = Vec::new();
     for name in req.topic_names {
         let topic = image.topic(&name);
         let code = match topic {
@@ -57,7 +59,8 @@ pub async fn handle(
                         partition: p,
                     })
                     .collect();
-                deletions.push((responses.len(), keys));
+                answers_at.push(responses.len());
+                deletions.push(keys);
                 error_code::NONE
             }
         };
@@ -69,7 +72,6 @@ pub async fn handle(
         });
     }
     let gid = req.group_id.clone();
-    let keys: Vec<Vec<SharePartitionKey>> = deletions.iter().map(|(_, k)| k.clone()).collect();
     let deleted = on_coordinator(
         shard,
         &req.group_id,
@@ -78,8 +80,8 @@ pub async fn handle(
                 if !exists {
                     return Err(error_code::GROUP_ID_NOT_FOUND);
                 }
-                let mut codes = Vec::with_capacity(keys.len());
-                for topic in keys {
+                let mut codes = Vec::with_capacity(deletions.len());
+                for topic in deletions {
                     let mut code = error_code::NONE;
                     for key in topic {
                         if let Err(c) = persister::delete_state(&s, &key).await {
@@ -114,7 +116,7 @@ pub async fn handle(
         }
         Err(code) => return refused(code, None),
     };
-    for ((t, _), code) in deletions.into_iter().zip(codes) {
+    for (t, code) in answers_at.into_iter().zip(codes) {
         responses[t].error_code = code;
     }
     DeleteShareGroupOffsetsResponse {

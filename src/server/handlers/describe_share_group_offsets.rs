@@ -229,7 +229,9 @@ async fn high_watermarks(
     }
     let mut out = HashMap::new();
     // The other leaders are asked all at once, each for at most
-    // LAG_LIST_OFFSETS_TIMEOUT, while this broker's own are read.
+    // LAG_LIST_OFFSETS_TIMEOUT, while this broker's own are read. Their
+    // tasks do network I/O on this shard only, never wait on another
+    // shard's reply, so keeping their handles is safe.
     let mut asked = Vec::new();
     for (leader, tps) in by_leader {
         if leader == broker.node_id() {
