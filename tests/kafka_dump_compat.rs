@@ -1051,6 +1051,7 @@ fn kafka_dump_log_segments_decodes_consumer_group_records() {
                 topics: &topics,
                 fresh_member_id: "unused",
                 may_describe: None,
+                session_deadline_ms: None,
             },
         )
         .expect("the join");

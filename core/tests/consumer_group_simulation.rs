@@ -206,12 +206,14 @@ impl Sim {
             None if req.member_epoch == 0 => &fresh,
             None => return Err(unknown_group_error("g").error_code),
         };
+        let session_deadline = |m: &str| self.sessions.get(m).copied();
         let ctx = HeartbeatContext {
             now_ms: self.now_ms,
             config: &self.config,
             topics: &self.image,
             fresh_member_id: "unused",
             may_describe: None,
+            session_deadline_ms: Some(&session_deadline),
         };
         let out = group.heartbeat(&req, &ctx).map_err(|e| e.error_code)?;
         self.apply(out.records, out.timers);
@@ -358,6 +360,7 @@ impl Sim {
             topics: &self.image,
             fresh_member_id: &fresh,
             may_describe: None,
+            session_deadline_ms: None,
         };
         let joined = match g.classic_join(&req, &ctx) {
             Ok(o) => o,

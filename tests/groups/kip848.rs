@@ -12,7 +12,8 @@
 //! - three Java members share a topic (each partition owned once, every
 //!   record consumed, the auto-commits reach the broker); one leaves
 //!   cleanly and one is killed, and the last one takes over every
-//!   partition (after the session timeout for the killed one);
+//!   partition (for the killed one, after its closed connection's
+//!   heartbeat interval and grace, before its session would expire);
 //! - `kafka-consumer-groups` lists the group with its type "Consumer",
 //!   describes its members and their assignments, and resets the offsets
 //!   of the group once it is empty;
@@ -29,6 +30,8 @@ use super::*;
 const CONSUMER_SESSION_MS: i64 = 6000;
 /// `group.consumer.heartbeat.interval.ms` of the test broker.
 const CONSUMER_HEARTBEAT_MS: i64 = 500;
+/// `group.consumer.disconnect.grace.ms`: pinlog's default.
+const DISCONNECT_GRACE_MS: i64 = 2000;
 
 /// A broker whose consumer groups time out quickly.
 fn consumer_scene() -> Scene {
@@ -132,14 +135,22 @@ fn kip848_java_members_share_leave_crash_and_the_tool_sees_them() {
     // A clean leave: the two others take its partitions.
     s.stop("j3");
     s.wait_converged(&["j1", "j2"], PARTITIONS, CONVERGE_TIMEOUT);
-    // A crash: the last member gets everything once the session expires.
+    // A crash: the killed process's connections close, and the last
+    // member gets everything once the killed one's heartbeat interval and
+    // group.consumer.disconnect.grace.ms have passed without a heartbeat
+    // on another connection: sooner than its session would have expired
+    // (at least the session timeout less one heartbeat interval after
+    // the kill), and not at the close itself.
     let killed = Instant::now();
     s.kill9("j2");
     s.wait_converged(&["j1"], PARTITIONS, CONVERGE_TIMEOUT);
     let took = killed.elapsed();
-    if took < Duration::from_millis(CONSUMER_SESSION_MS as u64 / 2) {
+    let disconnect_deadline =
+        Duration::from_millis((CONSUMER_HEARTBEAT_MS + DISCONNECT_GRACE_MS) as u64);
+    let session_floor = Duration::from_millis((CONSUMER_SESSION_MS - CONSUMER_HEARTBEAT_MS) as u64);
+    if took < disconnect_deadline - Duration::from_millis(200) || took >= session_floor {
         s.fail(&format!(
-            "the killed member's partitions moved after {took:?}, before its session could expire"
+            "the killed member's partitions moved after {took:?}: expected after about {disconnect_deadline:?} (its closed connection's grace), before {session_floor:?} (the earliest its session could expire)"
         ));
     }
     let more = s.produce(topic, 600, 300);
@@ -855,6 +866,54 @@ fn kip848_protocol_boundaries_and_member_epochs_on_offsets() {
     let mut r = c.call(ApiKey::JoinGroup, 3, |w| classic_join.encode(w, 3));
     let resp = join_group::JoinGroupResponse::decode(&mut r, 3).expect("decode JoinGroup");
     assert_eq!(resp.error_code, NONE, "{resp:?}");
+
+    // group.consumer.disconnect.grace.ms: a member whose connection closes
+    // keeps its place if it heartbeats again on another connection; one
+    // that does not is fenced after its heartbeat interval and the grace
+    // (2.5 s here), before its session (6 s) would have ended.
+    let open = || Conn::open(addr, "pinlog-kip848-test", STEP_TIMEOUT).expect("connect");
+    let mut first = open();
+    let disconnecting = consumer_group_heartbeat::ConsumerGroupHeartbeatRequest {
+        group_id: "g-disconnect".into(),
+        member_id: "disconnect-member-000000001".into(),
+        ..join.clone()
+    };
+    let joined = heartbeat(&mut first, &disconnecting);
+    assert_eq!(joined.error_code, NONE, "{joined:?}");
+    let again = |c: &mut Conn, owned: Option<Vec<consumer_group_heartbeat::TopicPartitions>>| {
+        heartbeat(
+            c,
+            &consumer_group_heartbeat::ConsumerGroupHeartbeatRequest {
+                group_id: "g-disconnect".into(),
+                member_id: disconnecting.member_id.clone(),
+                member_epoch: joined.member_epoch,
+                topic_partitions: owned,
+                ..Default::default()
+            },
+        )
+    };
+    let owned_all = joined.assignment.clone();
+    drop(first);
+    let mut second = open();
+    let reconnected = again(&mut second, owned_all.clone());
+    assert_eq!(reconnected.error_code, NONE, "{reconnected:?}");
+    let past_grace =
+        Duration::from_millis((CONSUMER_HEARTBEAT_MS + DISCONNECT_GRACE_MS + 1500) as u64);
+    assert!(past_grace < Duration::from_millis(CONSUMER_SESSION_MS as u64 - 500));
+    std::thread::sleep(past_grace);
+    let still = again(&mut second, None);
+    assert_eq!(
+        still.error_code, NONE,
+        "a member that heartbeated on a new connection keeps its place: {still:?}"
+    );
+    drop(second);
+    let mut third = open();
+    std::thread::sleep(past_grace);
+    let fenced = again(&mut third, None);
+    assert_eq!(
+        fenced.error_code, UNKNOWN_MEMBER_ID,
+        "a member whose connection closed and that did not heartbeat again is fenced before its session ends: {fenced:?}"
+    );
 }
 
 /// A group write that times out is answered COORDINATOR_NOT_AVAILABLE, as

@@ -14,6 +14,21 @@ pub const DEFAULT_CONSUMER_GROUP_MAX_SESSION_TIMEOUT_MS: i32 = 60_000;
 pub const DEFAULT_CONSUMER_GROUP_HEARTBEAT_INTERVAL_MS: i32 = 5_000;
 pub const DEFAULT_CONSUMER_GROUP_MIN_HEARTBEAT_INTERVAL_MS: i32 = 5_000;
 pub const DEFAULT_CONSUMER_GROUP_MAX_HEARTBEAT_INTERVAL_MS: i32 = 15_000;
+/// `group.consumer.disconnect.grace.ms`, pinlog's own: a member without
+/// `group.instance.id` whose connection to the coordinator closes, and
+/// that heartbeats on no other connection within its heartbeat interval
+/// plus this grace, is fenced then instead of at the end of its session.
+/// A process that dies (a crash, kill -9, an OOM kill) closes its
+/// connections at once, and its partitions then move in seconds instead
+/// of `group.consumer.session.timeout.ms` (45 s by default). A live
+/// member whose connection broke reconnects and heartbeats well within
+/// the grace. A host that vanishes closes nothing, and the session
+/// timeout still applies; static members keep their session, which is
+/// what lets them restart without a rebalance. -1 turns it off, which is
+/// Kafka's behaviour.
+pub const DEFAULT_CONSUMER_GROUP_DISCONNECT_GRACE_MS: i32 = 2_000;
+/// The value of `group.consumer.disconnect.grace.ms` that turns it off.
+pub const DISCONNECT_GRACE_DISABLED: i32 = -1;
 /// `group.consumer.max.size`: unlimited, as in Kafka.
 pub const DEFAULT_CONSUMER_GROUP_MAX_SIZE: i32 = i32::MAX;
 /// `group.consumer.assignors`: the server-side assignors a member may name
@@ -73,6 +88,7 @@ pub const CONSUMER_GROUP_KEYS: &[&str] = &[
     "group.consumer.max.size",
     "group.consumer.assignors",
     "group.consumer.migration.policy",
+    "group.consumer.disconnect.grace.ms",
 ];
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -91,6 +107,9 @@ pub struct ConsumerGroupConfig {
     pub assignors: Vec<String>,
     /// `group.consumer.migration.policy`.
     pub migration_policy: MigrationPolicy,
+    /// `group.consumer.disconnect.grace.ms`, or
+    /// [`DISCONNECT_GRACE_DISABLED`].
+    pub disconnect_grace_ms: i32,
 }
 
 impl Default for ConsumerGroupConfig {
@@ -108,6 +127,7 @@ impl Default for ConsumerGroupConfig {
                 .map(|s| s.to_string())
                 .collect(),
             migration_policy: DEFAULT_CONSUMER_GROUP_MIGRATION_POLICY,
+            disconnect_grace_ms: DEFAULT_CONSUMER_GROUP_DISCONNECT_GRACE_MS,
         }
     }
 }
@@ -159,6 +179,15 @@ impl ConsumerGroupConfig {
                 self.max_heartbeat_interval_ms = positive()?
             }
             "group.consumer.max.size" => self.max_size = positive()?,
+            "group.consumer.disconnect.grace.ms" => {
+                if v != DISCONNECT_GRACE_DISABLED as i64 && !(0..=i32::MAX as i64).contains(&v) {
+                    return Err(format!(
+                        "setting {key:?}: must be -1 (off) or between 0 and {}",
+                        i32::MAX
+                    ));
+                }
+                self.disconnect_grace_ms = v as i32;
+            }
             other => return Err(format!("{other:?} is not a consumer group setting")),
         }
         Ok(())
@@ -238,6 +267,11 @@ mod tests {
         c.set("group.consumer.max.size", "3").unwrap();
         assert_eq!(c.max_size, 3);
         assert!(c.set("group.consumer.max.size", "0").is_err());
+        assert_eq!(c.disconnect_grace_ms, 2_000);
+        c.set("group.consumer.disconnect.grace.ms", "-1").unwrap();
+        assert_eq!(c.disconnect_grace_ms, DISCONNECT_GRACE_DISABLED);
+        c.set("group.consumer.disconnect.grace.ms", "0").unwrap();
+        assert!(c.set("group.consumer.disconnect.grace.ms", "-2").is_err());
         c.set("group.consumer.heartbeat.interval.ms", "15000")
             .unwrap();
         c.set("group.consumer.session.timeout.ms", "45000").unwrap();

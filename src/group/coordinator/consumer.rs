@@ -19,7 +19,7 @@
 //! under the group's id), so OffsetFetch, expiry and the offsets' load are
 //! shared; the listing and describing of groups skip that entry.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 
 use crate::acl::{matrix, Authorizer, AuthorizerConfig};
 use crate::group::consumer::commit::{validate_offset_commit, CommitRequest};
@@ -34,6 +34,10 @@ use crate::group::consumer::{replay_into, ConsumerGroup, ConsumerGroupState};
 use crate::metadata::image::MetadataImage;
 
 use super::*;
+
+/// A client connection's number (`Session::connection_id`); 0 for
+/// internal callers.
+pub type ConnectionId = u64;
 
 /// The group type ListGroups and kafka-consumer-groups.sh show.
 pub const CONSUMER_GROUP_TYPE: &str = "consumer";
@@ -53,6 +57,12 @@ pub(super) struct ConsumerGroups {
     classic_syncs: HashMap<(String, String), i64>,
     /// The topics as the groups see them, rebuilt when the image moves.
     topics: Option<Rc<TopicsImage>>,
+    /// (group, member) to the connection its last heartbeat came on, for
+    /// dynamic members (`group.consumer.disconnect.grace.ms`).
+    connections: HashMap<(String, String), ConnectionId>,
+    /// Members whose connection closed and that have not heartbeated
+    /// since: their session deadline was brought forward.
+    disconnected: HashSet<(String, String)>,
 }
 
 /// A timer that fired.
@@ -86,6 +96,8 @@ impl ConsumerGroups {
                     self.rebalances.remove(&key(member_id));
                 }
                 TimerOp::CancelAll { member_id } => {
+                    self.connections.remove(&key(member_id));
+                    self.disconnected.remove(&key(member_id));
                     self.sessions.remove(&key(member_id));
                     self.rebalances.remove(&key(member_id));
                     self.classic_joins.remove(&key(member_id));
@@ -115,6 +127,13 @@ impl ConsumerGroups {
         }
     }
 
+    /// The session deadline of `member_id` in `group_id`, if it has one.
+    pub(super) fn session_deadline(&self, group_id: &str, member_id: &str) -> Option<i64> {
+        self.sessions
+            .get(&(group_id.to_string(), member_id.to_string()))
+            .copied()
+    }
+
     /// Forgets `ids` and their deadlines (their partition was unloaded).
     pub(super) fn drop_groups(&mut self, ids: &[String]) {
         for id in ids {
@@ -128,6 +147,22 @@ impl ConsumerGroups {
             .retain(|(g, _), _| self.groups.contains_key(g));
         self.classic_syncs
             .retain(|(g, _), _| self.groups.contains_key(g));
+        self.connections
+            .retain(|(g, _), _| self.groups.contains_key(g));
+        self.disconnected
+            .retain(|(g, _)| self.groups.contains_key(g));
+    }
+
+    /// A dynamic member heartbeated on `connection` (0: an internal caller,
+    /// which has no connection to close).
+    fn heard_on(&mut self, group_id: &str, member_id: &str, connection: ConnectionId) {
+        let key = (group_id.to_string(), member_id.to_string());
+        self.disconnected.remove(&key);
+        if connection != 0 {
+            self.connections.insert(key, connection);
+        } else {
+            self.connections.remove(&key);
+        }
     }
 
     /// The deadlines due at `now`, each taken out (the expiry re-arms
@@ -348,6 +383,7 @@ impl GroupCoordinator {
         partition: i32,
         req: HeartbeatRequest,
         member: HeartbeatPrincipal,
+        connection: ConnectionId,
     ) -> Result<HeartbeatResponse, HeartbeatError> {
         let fail = |code: i16| HeartbeatError {
             error_code: code,
@@ -413,6 +449,7 @@ impl GroupCoordinator {
             |topic: &str| member.may_describe(state.config.authorizer.as_ref(), &image, topic);
         let outcome = {
             let c = self.consumer.borrow();
+            let session_deadline = |m: &str| c.session_deadline(&group_id, m);
             let ctx = HeartbeatContext {
                 now_ms: now,
                 config: &config,
@@ -423,6 +460,7 @@ impl GroupCoordinator {
                     .authorizer
                     .is_some()
                     .then_some(&may_describe as &dyn Fn(&str) -> bool),
+                session_deadline_ms: Some(&session_deadline),
             };
             match (&upgrade, c.groups.get(&group_id)) {
                 (Some((converted, group)), _) => {
@@ -454,6 +492,11 @@ impl GroupCoordinator {
         self.persist_consumer_after(&shard, partition, &group_id, prefix, &records, &timers)
             .await
             .map_err(fail)?;
+        if req.member_epoch != LEAVE_GROUP_MEMBER_EPOCH && req.instance_id.is_none() {
+            self.consumer
+                .borrow_mut()
+                .heard_on(&group_id, &outcome.response.member_id, connection);
+        }
         if let Some(g) = self.groups.borrow_mut().get_mut(&group_id) {
             if !self.consumer.borrow().groups.contains_key(&group_id) {
                 // The heartbeat wrote nothing that made a group.
@@ -462,6 +505,49 @@ impl GroupCoordinator {
             }
         }
         Ok(outcome.response)
+    }
+
+    /// The connection `member_id` of `group_id` heartbeated on closed. If
+    /// it was the member's last, a dynamic member's session now ends after
+    /// its heartbeat interval and `group.consumer.disconnect.grace.ms`,
+    /// unless it heartbeats again first (on another connection), which
+    /// gives it its whole session back. Only a timer moves: nothing is
+    /// written, so no write permit is needed.
+    pub async fn consumer_connection_closed(
+        self: Rc<Self>,
+        shard: Rc<Shard>,
+        group_id: String,
+        member_id: String,
+        connection: ConnectionId,
+    ) {
+        let config = BrokerState::of(&shard).group_config(&group_id).consumer;
+        let now = now_ms();
+        let mut c = self.consumer.borrow_mut();
+        let key = (group_id, member_id);
+        if c.connections.get(&key) != Some(&connection) {
+            return;
+        }
+        c.connections.remove(&key);
+        let Some(deadline) = c
+            .groups
+            .get(&key.0)
+            .and_then(|g| g.disconnected_session_deadline(&key.1, now, &config))
+        else {
+            return;
+        };
+        let Some(session) = c.sessions.get_mut(&key) else {
+            return;
+        };
+        if deadline < *session {
+            *session = deadline;
+            tracing::debug!(
+                group = %key.0,
+                member = %key.1,
+                in_ms = deadline - now,
+                "the consumer group member's connection closed: fenced unless it heartbeats again soon"
+            );
+            c.disconnected.insert(key);
+        }
     }
 
     /// The consumer-group deadlines due now, each handled in a task of
@@ -487,7 +573,13 @@ impl GroupCoordinator {
         let Ok(_permit) = p.write.acquire_permit(1).await else {
             return;
         };
+        let disconnected = matches!(&e, Expired::Session(m)
+            if self.consumer.borrow().disconnected.contains(&(group_id.clone(), m.clone())));
         let (member_id, why) = match &e {
+            Expired::Session(m) if disconnected => (
+                m,
+                "its connection closed and it did not heartbeat again within its heartbeat interval and group.consumer.disconnect.grace.ms",
+            ),
             Expired::Session(m) => (m, "its session expired"),
             Expired::Rebalance(m, _) => (m, "it did not revoke in time"),
             Expired::ClassicJoin(m) => (m, "it did not rejoin in time"),

@@ -237,6 +237,7 @@ impl GroupCoordinator {
             |topic: &str| principal.may_describe(state.config.authorizer.as_ref(), &image, topic);
         let (outcome, replaces_consumer_member) = {
             let c = self.consumer.borrow();
+            let session_deadline = |m: &str| c.session_deadline(group_id, m);
             // The group went away (or emptied, and a classic group may
             // take its id) while this waited: the client finds the
             // coordinator again and joins anew.
@@ -260,6 +261,7 @@ impl GroupCoordinator {
                     .authorizer
                     .is_some()
                     .then_some(&may_describe as &dyn Fn(&str) -> bool),
+                session_deadline_ms: Some(&session_deadline),
             };
             (g.classic_join(&req, &ctx), replaces)
         };

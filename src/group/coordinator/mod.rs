@@ -145,7 +145,7 @@ mod share;
 mod share_admin;
 mod timers;
 
-pub use self::consumer::{topics_image, HeartbeatPrincipal, CONSUMER_GROUP_TYPE};
+pub use self::consumer::{topics_image, ConnectionId, HeartbeatPrincipal, CONSUMER_GROUP_TYPE};
 pub use self::share::SHARE_GROUP_TYPE;
 
 pub use self::timers::start;

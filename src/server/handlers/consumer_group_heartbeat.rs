@@ -6,12 +6,14 @@ use std::rc::Rc;
 
 use crate::acl::matrix;
 use crate::group::consumer::heartbeat::{HeartbeatError, HeartbeatRequest};
+use crate::group::consumer::member::LEAVE_GROUP_MEMBER_EPOCH;
 use crate::group::coordinator::{on_coordinator, GroupCoordinator, HeartbeatPrincipal};
 use crate::node::state::BrokerState;
 use crate::protocol::error_code;
 use crate::protocol::header::RequestHeader;
 use crate::protocol::messages::consumer_group_heartbeat::*;
 use crate::server::handlers::access::Access;
+use crate::server::handlers::consumer_connections;
 use crate::shard::shard::Shard;
 
 pub async fn handle(
@@ -69,10 +71,15 @@ pub async fn handle(
         principal: access.principal().to_string(),
         host: client_host.to_string(),
     };
+    let connection = access.connection_id();
+    let dynamic = core_req.instance_id.is_none();
+    let left = core_req.member_epoch == LEAVE_GROUP_MEMBER_EPOCH;
     let answer = on_coordinator(
         shard,
         &req.group_id,
-        move |c: Rc<GroupCoordinator>, s, p| c.consumer_heartbeat(s, p, core_req, member),
+        move |c: Rc<GroupCoordinator>, s, p| {
+            c.consumer_heartbeat(s, p, core_req, member, connection)
+        },
     )
     .await
     .unwrap_or_else(|code| {
@@ -81,6 +88,15 @@ pub async fn handle(
             message: String::new(),
         })
     });
+    if let (Ok(r), true) = (&answer, dynamic) {
+        consumer_connections::heartbeat_answered(
+            shard,
+            connection,
+            &req.group_id,
+            &r.member_id,
+            left,
+        );
+    }
     match answer {
         Ok(r) => ConsumerGroupHeartbeatResponse {
             throttle_time_ms: 0,

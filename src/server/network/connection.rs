@@ -28,7 +28,7 @@ use crate::security::listener_tls::TlsServing;
 use crate::security::session::{next_connection_id, Session, ANONYMOUS_PRINCIPAL};
 use crate::security::tls::certificate_principal;
 use crate::security::tls_socket::TlsSocket;
-use crate::server::handlers::share_sessions;
+use crate::server::handlers::{consumer_connections, share_sessions};
 use crate::server::network::dispatch::{handle_frame, Outcome};
 use crate::server::network::frame_reader::{FrameError, FrameReader};
 use crate::server::network::request_probe::{self, RequestTimer, ShardProbe};
@@ -348,7 +348,9 @@ async fn serve_stream<S: AsyncRead + AsyncWrite + Unpin + 'static>(
     };
     drop(tx);
     let writer_end = writer_task.await;
-    // Every request of the connection is answered (or failed): what its
+    // Every request of the connection is answered (or failed): the
+    // coordinators of the consumer-group members it heartbeated for are
+    // told (consumer_connections), and what its
     // share-group members still hold goes back to the group, in a task of
     // its own, so that the socket closes now. Not when the broker stops:
     // its partitions' locks lapse with it.
@@ -357,6 +359,7 @@ async fn serve_stream<S: AsyncRead + AsyncWrite + Unpin + 'static>(
         let shard = shard.clone();
         glommio::spawn_local(async move {
             share_sessions::on_connection_closed(&shard, connection_id).await;
+            consumer_connections::on_connection_closed(&shard, connection_id).await;
         })
         .detach();
     }

@@ -56,6 +56,7 @@ impl Harness {
             topics: &self.image,
             fresh_member_id: "fresh",
             may_describe: None,
+            session_deadline_ms: None,
         }
     }
 

@@ -16,7 +16,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::broker_config::consumer_group::ConsumerGroupConfig;
+use crate::broker_config::consumer_group::{ConsumerGroupConfig, DISCONNECT_GRACE_DISABLED};
 use crate::group::consumer::assignor::AssignorKind;
 use crate::group::consumer::group::{
     current_assignment_record, member_metadata_record, member_tombstones, ConsumerGroup,
@@ -31,6 +31,28 @@ use crate::group::consumer::subscription::{compile, metadata_hash, resolve};
 use crate::group::consumer::target::{self, TargetMember};
 use crate::group::consumer::topics::{Assignment, TopicId, TopicsImage};
 use crate::protocol::error_code;
+
+/// The heartbeat interval told to a member waiting for partitions that
+/// other members still own (UNRELEASED_PARTITIONS), when the group's is
+/// longer. Such a member learns that its partitions are free only from a
+/// heartbeat answer: at the group's interval (5 s by default) that wait
+/// would add up to a whole interval to every rebalance that moves
+/// partitions to it. A pinlog choice within the protocol: Kafka always
+/// answers with the group's interval, and clients follow the interval of
+/// each answer. The member is back at the group's interval once it holds
+/// its target.
+pub const UNRELEASED_PARTITIONS_HEARTBEAT_INTERVAL_MS: i32 = 100;
+
+/// The interval told to `member` in its heartbeat answer.
+pub fn heartbeat_interval_for(member: &ConsumerGroupMember, config: &ConsumerGroupConfig) -> i32 {
+    if member.state == MemberState::UnreleasedPartitions {
+        config
+            .heartbeat_interval_ms
+            .min(UNRELEASED_PARTITIONS_HEARTBEAT_INTERVAL_MS)
+    } else {
+        config.heartbeat_interval_ms
+    }
+}
 
 /// ConsumerGroupHeartbeat v1 (KIP-1082): the client makes up its member
 /// id, so every request must carry one.
@@ -158,7 +180,14 @@ pub struct HeartbeatContext<'a> {
     /// of the member whose heartbeat triggers the resolution, KAFKA-18813):
     /// a regex must not hand a member topics it may not even see.
     pub may_describe: Option<&'a dyn Fn(&str) -> bool>,
+    /// Each member's session deadline, as the caller's timers hold it;
+    /// `None` when the caller keeps none (see
+    /// [`MemberSpec::session_deadline_ms`](crate::group::consumer::assignor::MemberSpec)).
+    pub session_deadline_ms: Option<SessionDeadlines<'a>>,
 }
+
+/// Each member's session deadline by member id, as the caller holds it.
+pub type SessionDeadlines<'a> = &'a dyn Fn(&str) -> Option<i64>;
 
 impl HeartbeatContext<'_> {
     /// The topics `regex` matches that the member may describe.
@@ -471,7 +500,7 @@ impl ConsumerGroup {
         let response = HeartbeatResponse {
             member_id: member_id.clone(),
             member_epoch: reconciled.member_epoch,
-            heartbeat_interval_ms: ctx.config.heartbeat_interval_ms,
+            heartbeat_interval_ms: heartbeat_interval_for(&reconciled, ctx.config),
             assignment: (full_request || changed)
                 .then(|| reconciled.assigned_partitions.to_topic_partitions()),
         };
@@ -577,15 +606,18 @@ impl ConsumerGroup {
                 members.push(TargetMember {
                     member: m,
                     current_target: self.targets.get(id),
+                    session_deadline_ms: ctx.session_deadline_ms.and_then(|f| f(id)),
                 });
             }
             let inherited = match replaced {
                 Some(r) => self.targets.get(&r.member_id),
                 None => self.targets.get(&member_id),
             };
+            // This member was heard from just now: due last.
             members.push(TargetMember {
                 member: &updated,
                 current_target: inherited,
+                session_deadline_ms: Some(ctx.now_ms + ctx.config.session_timeout_ms as i64),
             });
             let assignor = self.preferred_assignor(&members, ctx.config);
             let mut old_targets = self.targets.clone();
@@ -773,6 +805,29 @@ impl ConsumerGroup {
             }),
         });
         (records, timers)
+    }
+
+    /// The session deadline of `member_id` now that the connection it
+    /// last heartbeated on closed at `now_ms`
+    /// (`group.consumer.disconnect.grace.ms`): its heartbeat interval and
+    /// the grace from now, for the caller to keep if earlier than the
+    /// session's. `None` for a member that keeps its session: a static
+    /// member (its point is to restart without a rebalance), a classic
+    /// member, an unknown one, or when the grace is off.
+    pub fn disconnected_session_deadline(
+        &self,
+        member_id: &str,
+        now_ms: i64,
+        config: &ConsumerGroupConfig,
+    ) -> Option<i64> {
+        if config.disconnect_grace_ms == DISCONNECT_GRACE_DISABLED {
+            return None;
+        }
+        let m = self.members.get(member_id)?;
+        if m.instance_id.is_some() || m.uses_classic_protocol() {
+            return None;
+        }
+        Some(now_ms + config.heartbeat_interval_ms as i64 + config.disconnect_grace_ms as i64)
     }
 
     /// The session timer of `member_id` fired: the member is fenced.

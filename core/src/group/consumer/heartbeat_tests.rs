@@ -55,6 +55,7 @@ impl Harness {
             topics: &self.image,
             fresh_member_id: "fresh-id",
             may_describe: None,
+            session_deadline_ms: None,
         };
         let out = group.heartbeat(&req, &ctx)?;
         self.timers.extend(out.timers.clone());
@@ -126,10 +127,20 @@ fn a_second_member_gets_partitions_only_after_the_first_revokes_them() {
         h.group().member("b").unwrap().state,
         MemberState::UnreleasedPartitions
     );
+    // b waits on a: it is told to heartbeat sooner than the group's 5 s,
+    // to learn at once when its partitions are free.
+    assert_eq!(
+        b.heartbeat_interval_ms,
+        UNRELEASED_PARTITIONS_HEARTBEAT_INTERVAL_MS
+    );
 
     // a learns what to revoke and stays at epoch 1.
     let a2 = h.hb(beat("a", 1, &a_owned)).unwrap();
     assert_eq!(a2.member_epoch, 1);
+    assert_eq!(
+        a2.heartbeat_interval_ms, 5_000,
+        "a revoker answers when done"
+    );
     let keep = owned(&a2);
     assert_eq!(keep.len(), 2);
     assert_eq!(
@@ -148,12 +159,17 @@ fn a_second_member_gets_partitions_only_after_the_first_revokes_them() {
     // b still waits while a has not confirmed.
     let b2 = h.hb(beat("b", 2, &Assignment::new())).unwrap();
     assert!(b2.assignment.is_none());
+    assert_eq!(
+        b2.heartbeat_interval_ms,
+        UNRELEASED_PARTITIONS_HEARTBEAT_INTERVAL_MS
+    );
     // a confirms: it moves to epoch 2, and then b gets the rest.
     let a3 = h.hb(beat("a", 1, &keep)).unwrap();
     assert_eq!(a3.member_epoch, 2);
     let b3 = h.hb(beat("b", 2, &Assignment::new())).unwrap();
     assert_eq!(owned(&b3).len(), 2);
     assert!(!owned(&b3).intersects(&keep));
+    assert_eq!(b3.heartbeat_interval_ms, 5_000, "b holds its target");
     assert_eq!(h.group().state(), ConsumerGroupState::Stable);
 }
 
@@ -409,6 +425,7 @@ fn a_regex_keeps_only_the_topics_the_member_may_describe() {
         topics: &h.image,
         fresh_member_id: "fresh-id",
         may_describe: Some(&may_describe),
+        session_deadline_ms: None,
     };
     let mut j = join("a", &[]);
     j.subscribed_topic_names = None;
@@ -423,4 +440,31 @@ fn a_regex_keeps_only_the_topics_the_member_may_describe() {
     let given = owned(&out.response);
     assert_eq!(given.len(), 2);
     assert!(given.iter().all(|(t, _)| t == open), "{given:?}");
+}
+
+#[test]
+fn a_dynamic_member_whose_connection_closed_is_due_after_its_interval_and_the_grace() {
+    let mut h = Harness::new(image());
+    h.hb(join("a", &["t"])).unwrap();
+    let mut stat = join("s", &["t"]);
+    stat.instance_id = Some("instance-s".into());
+    h.hb(stat).unwrap();
+    let g = h.group();
+    // 5 s heartbeat interval and 2 s of grace from the close.
+    assert_eq!(
+        g.disconnected_session_deadline("a", 10_000, &h.config),
+        Some(17_000)
+    );
+    assert_eq!(
+        g.disconnected_session_deadline("s", 10_000, &h.config),
+        None,
+        "a static member keeps its session"
+    );
+    assert_eq!(
+        g.disconnected_session_deadline("gone", 10_000, &h.config),
+        None
+    );
+    let mut off = h.config.clone();
+    off.disconnect_grace_ms = -1;
+    assert_eq!(g.disconnected_session_deadline("a", 10_000, &off), None);
 }

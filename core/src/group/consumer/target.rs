@@ -19,6 +19,8 @@ use crate::group::consumer::topics::{Assignment, TopicId, TopicsImage};
 pub struct TargetMember<'a> {
     pub member: &'a ConsumerGroupMember,
     pub current_target: Option<&'a Assignment>,
+    /// See [`MemberSpec::session_deadline_ms`].
+    pub session_deadline_ms: Option<i64>,
 }
 
 /// The result: every member's new target and the records to persist.
@@ -71,6 +73,7 @@ pub fn build(
                 rack_id: m.member.rack_id.clone(),
                 topics,
                 current: m.current_target.cloned().unwrap_or_default(),
+                session_deadline_ms: m.session_deadline_ms,
             },
         );
     }

@@ -24,6 +24,14 @@ pub struct MemberSpec {
     /// The member's current target assignment, which a sticky assignor
     /// keeps where it can.
     pub current: Assignment,
+    /// When the member's session ends unless it heartbeats again: the
+    /// member heard from longest ago has the earliest deadline and is due
+    /// to heartbeat first. A member learns of a new target only from a
+    /// heartbeat answer, so among equally loaded members the `uniform`
+    /// assignor moves partitions from and to those due first, and a
+    /// rebalance reaches the members it involves sooner. `None` when
+    /// unknown, which counts as due last.
+    pub session_deadline_ms: Option<i64>,
 }
 
 /// One subscribed topic: its partitions' replica racks, by partition.
@@ -159,6 +167,7 @@ pub(crate) mod test_support {
                     rack_id: rack.map(str::to_string),
                     topics: subs.iter().map(|t| topic(*t)).collect(),
                     current: Assignment::new(),
+                    session_deadline_ms: None,
                 },
             );
         }

@@ -16,6 +16,10 @@
 //!    sum of the squared counts, so the pass ends; with one subscription
 //!    shared by all (homogeneous) it ends with counts within one of each
 //!    other, as Kafka's uniform assignor does.
+//!
+//! Which of equally loaded members gives or takes a partition is free, as
+//! in Kafka; pinlog picks the members due to heartbeat first
+//! (`MemberSpec::session_deadline_ms`), whom a new target reaches first.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -23,7 +27,17 @@ use crate::group::consumer::assignor::GroupSpec;
 use crate::group::consumer::topics::{Assignment, TopicId};
 
 pub fn assign(spec: &GroupSpec) -> BTreeMap<String, Assignment> {
-    let ids: Vec<&String> = spec.members.keys().collect();
+    // Members due to heartbeat first come first (then by id): among
+    // equally loaded members, partitions are placed on and moved from and
+    // to the lowest index, so a new target reaches the members it changes
+    // at their next heartbeats, the earliest in the group.
+    let mut ids: Vec<&String> = spec.members.keys().collect();
+    ids.sort_by_key(|id| {
+        (
+            spec.members[*id].session_deadline_ms.unwrap_or(i64::MAX),
+            *id,
+        )
+    });
     let mut state = State {
         spec,
         ids: &ids,
@@ -175,7 +189,9 @@ impl State<'_> {
         let mut moves_left = total.saturating_mul(total).saturating_add(1);
         loop {
             let mut moved = false;
-            let donors: Vec<(usize, usize)> = self.load.iter().rev().copied().collect();
+            // The most loaded first; among equals, the one due first.
+            let mut donors: Vec<(usize, usize)> = self.load.iter().copied().collect();
+            donors.sort_by_key(|&(count, i)| (std::cmp::Reverse(count), i));
             for (count, from) in donors {
                 if count < 2 {
                     break;
@@ -263,6 +279,7 @@ mod tests {
                 rack_id: None,
                 topics: [topic(1)].into(),
                 current: Assignment::new(),
+                session_deadline_ms: None,
             },
         );
         let after = assign(&three);
@@ -272,6 +289,66 @@ mod tests {
         for id in ["a", "b"] {
             assert!(after[id].is_subset_of(&before[id]), "{id} was not sticky");
         }
+    }
+
+    fn with_deadlines(mut s: GroupSpec, deadlines: &[(&str, i64)]) -> GroupSpec {
+        for (id, d) in deadlines {
+            s.members.get_mut(*id).unwrap().session_deadline_ms = Some(*d);
+        }
+        s
+    }
+
+    #[test]
+    fn partitions_move_from_the_members_due_to_heartbeat_first() {
+        let four = spec(
+            &[
+                ("a", &[1], None),
+                ("b", &[1], None),
+                ("c", &[1], None),
+                ("d", &[1], None),
+            ],
+            &[(1, 12, &[])],
+        );
+        let before = assign(&four);
+        let mut five = with_current(four, &before);
+        five.members.insert(
+            "e".into(),
+            crate::group::consumer::assignor::MemberSpec {
+                instance_id: None,
+                rack_id: None,
+                topics: [topic(1)].into(),
+                current: Assignment::new(),
+                session_deadline_ms: None,
+            },
+        );
+        // a and b heartbeated longest ago: they hear of the new target
+        // first, so they are the ones to give a partition up.
+        let five = with_deadlines(five, &[("a", 100), ("b", 200), ("c", 300), ("d", 400)]);
+        let after = assign(&five);
+        check_assignment(&five, &after).unwrap();
+        let gave: Vec<&str> = ["a", "b", "c", "d"]
+            .into_iter()
+            .filter(|id| after[*id].len() < before[*id].len())
+            .collect();
+        assert_eq!(gave, vec!["a", "b"]);
+        assert_eq!(after["e"].len(), 2);
+    }
+
+    #[test]
+    fn a_departed_members_partitions_go_to_the_members_due_first() {
+        let ids = ["a", "b", "c", "d", "e", "f"];
+        let six = spec(&ids.map(|id| (id, &[1u8][..], None)), &[(1, 12, &[])]);
+        let before = assign(&six);
+        let mut five = with_current(six, &before);
+        five.members.remove("f");
+        let five = with_deadlines(five, &[("e", 1), ("d", 2)]);
+        let after = assign(&five);
+        check_assignment(&five, &after).unwrap();
+        let took: Vec<&str> = ["a", "b", "c", "d", "e"]
+            .into_iter()
+            .filter(|id| after[*id].len() > before[*id].len())
+            .collect();
+        assert_eq!(took, vec!["d", "e"]);
     }
 
     #[test]
