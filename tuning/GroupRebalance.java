@@ -114,6 +114,7 @@ public class GroupRebalance {
     volatile String pollError;   // the first exception poll() threw (the member polls on)
     volatile int pollErrors;     // how many times poll() threw
     volatile long lastPollErrorAt = -1;
+    volatile long subscribedAt = -1;  // when subscribe() returned
     Thread thread;
 
     Member(int id) { this.id = id; }
@@ -141,6 +142,7 @@ public class GroupRebalance {
     @Override public void run() {
       try (KafkaConsumer<byte[], byte[]> c = new KafkaConsumer<>(consumerProps("m-" + id))) {
         c.subscribe(List.of(need("topic")), this);
+        subscribedAt = now();
         while (!stop) {
           ConsumerRecords<byte[], byte[]> rs;
           try {
@@ -333,6 +335,23 @@ public class GroupRebalance {
       out.put("unmoved_gap_over_1s", unmovedGaps.stream().filter(g -> g > 1000).count());
       out.put("max_gap_member", gapMember < 0 ? null : "m-" + gapMember + " (" + ms.get(gapMember).owned().size() + " partitions)");
       out.put("joiner_partitions", joiner == null ? null : joiner.owned().size());
+      // Where the window went: when the joiner had its consumer built and
+      // subscribed, when each member whose assignment changed first saw
+      // its change (a revocation, or for a crash a new partition), and the
+      // joiner's own changes, all in ms after the event.
+      if (joiner != null) {
+        out.put("joiner_subscribed_ms", joiner.subscribedAt < 0 ? null : joiner.subscribedAt - eventAt);
+        List<Long> jc = new ArrayList<>();
+        synchronized (joiner) { for (long t : joiner.changes) jc.add(t - eventAt); }
+        out.put("joiner_changes_ms", jc.toString());
+      }
+      List<Long> firstChange = new ArrayList<>();
+      for (Member m : ms) synchronized (m) {
+        int k = changesBefore.get(m.id);
+        if (m.changes.size() > k) firstChange.add(m.changes.get(k) - eventAt);
+      }
+      Collections.sort(firstChange);
+      out.put("moved_first_change_ms", firstChange.toString());
     }
     int pe = 0, pem = 0;
     String firstPe = null;

@@ -15,6 +15,7 @@
 //! write fails the group must be reloaded from the log.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::hash::{Hash, Hasher};
 
 use crate::broker_config::consumer_group::{ConsumerGroupConfig, DISCONNECT_GRACE_DISABLED};
 use crate::group::consumer::assignor::AssignorKind;
@@ -43,15 +44,39 @@ use crate::protocol::error_code;
 /// its target.
 pub const UNRELEASED_PARTITIONS_HEARTBEAT_INTERVAL_MS: i32 = 100;
 
-/// The interval told to `member` in its heartbeat answer.
-pub fn heartbeat_interval_for(member: &ConsumerGroupMember, config: &ConsumerGroupConfig) -> i32 {
+/// The interval told to `member` in its heartbeat answer; `settled` when
+/// the request acknowledged its target (it reported owning exactly its
+/// assignment, which clients send only when what they own changed).
+///
+/// A member that settles is told a shorter interval, by an amount spread
+/// over up to half the interval by a hash of its id and epoch. Members
+/// that settle together (every member acknowledging the end of one
+/// rebalance within milliseconds, each client restarting its timer at its
+/// acknowledgement) would otherwise heartbeat in step for good: nobody
+/// would be due for most of each interval, so the next rebalance, which
+/// reaches each member only at its next heartbeat, would wait for the
+/// whole bunch, and the coordinator would take the heartbeats in bursts.
+/// Spread out, some member is always due soon, and the uniform assignor
+/// moves partitions from and to exactly those. Only ever shorter, so no
+/// session comes closer to its end; and by at most half, so a client that
+/// reported what it owns in every heartbeat would heartbeat at most twice
+/// as often.
+pub fn heartbeat_interval_for(
+    member: &ConsumerGroupMember,
+    settled: bool,
+    config: &ConsumerGroupConfig,
+) -> i32 {
+    let interval = config.heartbeat_interval_ms;
     if member.state == MemberState::UnreleasedPartitions {
-        config
-            .heartbeat_interval_ms
-            .min(UNRELEASED_PARTITIONS_HEARTBEAT_INTERVAL_MS)
-    } else {
-        config.heartbeat_interval_ms
+        return interval.min(UNRELEASED_PARTITIONS_HEARTBEAT_INTERVAL_MS);
     }
+    if !settled || interval <= UNRELEASED_PARTITIONS_HEARTBEAT_INTERVAL_MS {
+        return interval;
+    }
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    (&member.member_id, member.member_epoch).hash(&mut h);
+    let span = (interval / 2) as u64;
+    interval - (h.finish() % span) as i32
 }
 
 /// ConsumerGroupHeartbeat v1 (KIP-1082): the client makes up its member
@@ -497,10 +522,17 @@ impl ConsumerGroup {
                 && (req.subscribed_topic_names.is_some() || req.subscribed_topic_regex.is_some())
                 && req.topic_partitions.is_some());
         let changed = reconciled.assigned_partitions != member.assigned_partitions;
+        // The member reports owning exactly its target: the
+        // acknowledgement that ends its reconciliation (clients send what
+        // they own only when it changed, or in a full request).
+        let settled = reconciled.state == MemberState::Stable
+            && owned
+                .as_ref()
+                .is_some_and(|o| *o == reconciled.assigned_partitions);
         let response = HeartbeatResponse {
             member_id: member_id.clone(),
             member_epoch: reconciled.member_epoch,
-            heartbeat_interval_ms: heartbeat_interval_for(&reconciled, ctx.config),
+            heartbeat_interval_ms: heartbeat_interval_for(&reconciled, settled, ctx.config),
             assignment: (full_request || changed)
                 .then(|| reconciled.assigned_partitions.to_topic_partitions()),
         };

@@ -108,6 +108,13 @@ fn the_first_member_gets_every_partition_at_epoch_one() {
     assert_eq!(r.member_epoch, 1);
     assert_eq!(owned(&r).len(), 4);
     assert_eq!(r.heartbeat_interval_ms, 5_000);
+    // Its acknowledgement (it owns its assignment now) is answered with an
+    // interval spread below the group's, by at most half.
+    let ack = h.hb(beat("a", 1, &owned(&r))).unwrap();
+    assert!(
+        (2_500..=5_000).contains(&ack.heartbeat_interval_ms),
+        "{ack:?}"
+    );
     assert_eq!(h.group().state(), ConsumerGroupState::Stable);
     assert!(h.timers.contains(&TimerOp::Session {
         member_id: "a".into(),
@@ -169,7 +176,24 @@ fn a_second_member_gets_partitions_only_after_the_first_revokes_them() {
     let b3 = h.hb(beat("b", 2, &Assignment::new())).unwrap();
     assert_eq!(owned(&b3).len(), 2);
     assert!(!owned(&b3).intersects(&keep));
-    assert_eq!(b3.heartbeat_interval_ms, 5_000, "b holds its target");
+    assert_eq!(b3.heartbeat_interval_ms, 5_000, "b has not acknowledged");
+    // Both acknowledge their targets: each is told an interval spread
+    // below the group's, so that they do not heartbeat in step.
+    let b4 = h.hb(beat("b", 2, &owned(&b3))).unwrap();
+    assert!(
+        (2_500..=5_000).contains(&a3.heartbeat_interval_ms),
+        "{a3:?}"
+    );
+    assert!(
+        (2_500..=5_000).contains(&b4.heartbeat_interval_ms),
+        "{b4:?}"
+    );
+    assert_ne!(a3.heartbeat_interval_ms, b4.heartbeat_interval_ms);
+    // Later heartbeats, which report nothing new, get the group's.
+    let mut later = beat("b", 2, &Assignment::new());
+    later.topic_partitions = None;
+    let b5 = h.hb(later).unwrap();
+    assert_eq!(b5.heartbeat_interval_ms, 5_000);
     assert_eq!(h.group().state(), ConsumerGroupState::Stable);
 }
 
