@@ -57,7 +57,7 @@ pub fn keep_reactor_ticking() {
     }
     glommio::spawn_local(async {
         loop {
-            glommio::timer::sleep(REACTOR_TICK).await;
+            crate::ticks::sleep_to_next_tick(REACTOR_TICK).await;
         }
     })
     .detach();

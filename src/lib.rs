@@ -14,6 +14,7 @@ pub mod quorum;
 pub mod security;
 pub mod server;
 pub mod shard;
+pub mod ticks;
 pub mod tools;
 
 // The crates below this one, under the names the modules used before the

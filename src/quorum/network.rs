@@ -181,7 +181,7 @@ pub async fn serve(
         let accepted = async { Some(listener.accept().await) }
             .or(async {
                 while !stop.is_requested() {
-                    glommio::timer::sleep(STOP_POLL).await;
+                    crate::ticks::sleep_to_next_tick(STOP_POLL).await;
                 }
                 None
             })

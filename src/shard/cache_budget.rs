@@ -29,7 +29,7 @@ pub async fn watch(cache: SharedBatchCache, shards: usize, keep_going: impl Fn()
         if outcome.give_back {
             give_back_freed_memory();
         }
-        glommio::timer::sleep(interval).await;
+        crate::ticks::sleep_to_next_tick(interval).await;
     }
 }
 

@@ -126,7 +126,7 @@ pub fn start(shard: &Rc<Shard>, stop: StopHandle) {
         let interval = Duration::from_millis(c.config.offsets_retention_check_interval_ms);
         let mut last_expiry = std::time::Instant::now();
         while !stop.is_requested() {
-            glommio::timer::sleep(COORDINATOR_TICK).await;
+            crate::ticks::sleep_to_next_tick(COORDINATOR_TICK).await;
             c.tick(&s);
             if last_expiry.elapsed() >= interval {
                 last_expiry = std::time::Instant::now();

@@ -339,7 +339,7 @@ pub(super) async fn broker_heartbeat(
 pub async fn fence_expired_brokers(shard: Rc<Shard>, every: Duration, stop: StopHandle) {
     let mut probed_epoch = None;
     while !stop.is_requested() {
-        glommio::timer::sleep(every).await;
+        crate::ticks::sleep_to_next_tick(every).await;
         let controller = controller(&shard);
         if !controller.quorum.is_leader() {
             continue;

@@ -1021,7 +1021,7 @@ pub async fn balance_preferred_leaders(
         // Short sleeps, so a stop is not held up by a long interval.
         let due = Instant::now() + every;
         while !stop.is_requested() && Instant::now() < due {
-            glommio::timer::sleep(STOP_POLL.min(every)).await;
+            crate::ticks::sleep_to_next_tick(STOP_POLL.min(every)).await;
         }
         if stop.is_requested() {
             return;

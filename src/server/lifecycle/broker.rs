@@ -40,6 +40,7 @@ use crate::shard::flush_policy::FlushWatch;
 use crate::shard::runtime::{run_shards, ShardConfig, Shutdown};
 use crate::shard::shard::{now_ms, Shard};
 use crate::shard::startup_progress::{StartupProgress, StartupWait, STARTUP_PROGRESS_LOG_INTERVAL};
+use crate::ticks::sleep_to_next_tick;
 
 /// How often idle shards look at the stop flag and run the flush timer.
 const TICK: Duration = Duration::from_millis(50);
@@ -530,7 +531,7 @@ async fn serve_controller_only(
     );
     let metrics_task = metrics_listener.map(|l| metrics_http::spawn(shard, l, stop.clone()));
     while !stop.is_requested() {
-        glommio::timer::sleep(TICK).await;
+        sleep_to_next_tick(TICK).await;
     }
     if let Some(c) = shard.extension::<Controller>() {
         c.quorum().hand_over_leadership().await;
@@ -722,7 +723,7 @@ async fn accept_connections(
     loop {
         let accepted = futures_lite::future::or(async { Some(socket.accept().await) }, async {
             while !stop.is_requested() {
-                glommio::timer::sleep(TICK).await;
+                sleep_to_next_tick(TICK).await;
             }
             None
         })
@@ -823,7 +824,7 @@ fn spawn_cleaner(
             }
             let idle_since = Instant::now();
             while !stopping() && idle_since.elapsed() < backoff {
-                glommio::timer::sleep(TICK.min(backoff)).await;
+                sleep_to_next_tick(TICK.min(backoff)).await;
             }
         }
     }))
@@ -842,7 +843,7 @@ fn spawn_timers(shard: &Rc<Shard>, config: &BrokerConfig, stop: StopHandle) {
         let mut last_checkpoint = Instant::now();
         let mut flush_watch = FlushWatch::default();
         while !stop.is_requested() {
-            glommio::timer::sleep(TICK).await;
+            sleep_to_next_tick(TICK).await;
             if let Err(e) = flush_watch.tick(&s, Instant::now(), now_ms()).await {
                 tracing::error!(shard = s.id(), "flush failed: {e}");
             }

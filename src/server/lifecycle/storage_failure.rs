@@ -29,7 +29,7 @@ const POLL_INTERVAL: Duration = Duration::from_millis(50);
 pub async fn exit_on_storage_failure(shard: Rc<Shard>, data_dir: &Path, stop: StopHandle) {
     let failures = shard.storage_failures();
     while !stop.is_requested() {
-        glommio::timer::sleep(POLL_INTERVAL).await;
+        crate::ticks::sleep_to_next_tick(POLL_INTERVAL).await;
         if failures.get() > 0 {
             tracing::error!(
                 shard = shard.id(),

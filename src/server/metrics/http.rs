@@ -74,7 +74,7 @@ async fn accept_loop(shard: Rc<Shard>, listener: TcpListener, stop: StopHandle) 
     loop {
         let accepted = futures_lite::future::or(async { Some(listener.accept().await) }, async {
             while !stop.is_requested() {
-                glommio::timer::sleep(STOP_CHECK_INTERVAL).await;
+                crate::ticks::sleep_to_next_tick(STOP_CHECK_INTERVAL).await;
             }
             None
         })

@@ -316,7 +316,7 @@ async fn serve_stream<S: AsyncRead + AsyncWrite + Unpin + 'static>(
                 {
                     return Err(Interrupt::Idle);
                 }
-                glommio::timer::sleep(STOP_CHECK_INTERVAL).await;
+                crate::ticks::sleep_to_next_tick(STOP_CHECK_INTERVAL).await;
             }
         })
         .await;

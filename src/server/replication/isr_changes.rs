@@ -205,7 +205,7 @@ pub async fn expire_lagging_followers(shard: Rc<Shard>, stop: StopHandle) {
     let lag_ms = BrokerState::of(&shard).config.replication.lag_time_max_ms;
     let every = Duration::from_millis((lag_ms / 2).max(10));
     while !stop.is_requested() {
-        glommio::timer::sleep(every).await;
+        crate::ticks::sleep_to_next_tick(every).await;
         let now = now_ms();
         for (tp, state) in Replicas::of(&shard).all() {
             let change = state.borrow_mut().tick(now);

@@ -310,7 +310,7 @@ impl SharePartitions {
         let (me, shard) = (Rc::downgrade(self), shard.clone());
         glommio::spawn_local(async move {
             loop {
-                glommio::timer::sleep(LOCK_EXPIRY_TICK).await;
+                crate::ticks::sleep_to_next_tick(LOCK_EXPIRY_TICK).await;
                 let Some(me) = me.upgrade() else { return };
                 me.expire_due_locks(&shard).await;
             }

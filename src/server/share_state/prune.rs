@@ -29,7 +29,7 @@ pub fn start(shard: &Rc<Shard>, stop: StopHandle) {
         let tick = interval.min(PRUNE_TICK_MAX);
         let mut last = std::time::Instant::now();
         while !stop.is_requested() {
-            glommio::timer::sleep(tick).await;
+            crate::ticks::sleep_to_next_tick(tick).await;
             if last.elapsed() >= interval {
                 last = std::time::Instant::now();
                 c.prune_all(&s).await;

@@ -152,7 +152,7 @@ pub fn start(shard: &Rc<Shard>, stop: StopHandle) {
         let mut last_expiry_check = std::time::Instant::now();
         let tick = interval.min(expiry_interval).min(Duration::from_secs(1));
         while !stop.is_requested() {
-            glommio::timer::sleep(tick).await;
+            crate::ticks::sleep_to_next_tick(tick).await;
             if c.last_abort_check.get().elapsed() >= interval {
                 c.last_abort_check.set(std::time::Instant::now());
                 c.abort_timed_out(&s).await;
