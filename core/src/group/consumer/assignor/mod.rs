@@ -190,6 +190,17 @@ pub(crate) mod test_support {
         s
     }
 
+    /// A member joining with `topics` and nothing assigned yet.
+    pub fn new_member(topics: &[u8]) -> MemberSpec {
+        MemberSpec {
+            instance_id: None,
+            rack_id: None,
+            topics: topics.iter().map(|t| topic(*t)).collect(),
+            current: Assignment::new(),
+            session_deadline_ms: None,
+        }
+    }
+
     /// Feeds an assignment back in as the members' current one.
     pub fn with_current(mut s: GroupSpec, out: &BTreeMap<String, Assignment>) -> GroupSpec {
         for (id, m) in s.members.iter_mut() {

@@ -272,16 +272,7 @@ mod tests {
         let two = spec(&[("a", &[1], None), ("b", &[1], None)], &[(1, 6, &[])]);
         let before = assign(&two);
         let mut three = with_current(two.clone(), &before);
-        three.members.insert(
-            "c".into(),
-            crate::group::consumer::assignor::MemberSpec {
-                instance_id: None,
-                rack_id: None,
-                topics: [topic(1)].into(),
-                current: Assignment::new(),
-                session_deadline_ms: None,
-            },
-        );
+        three.members.insert("c".into(), new_member(&[1]));
         let after = assign(&three);
         check_assignment(&three, &after).unwrap();
         assert_eq!(counts(&after), vec![2, 2, 2]);
@@ -311,16 +302,7 @@ mod tests {
         );
         let before = assign(&four);
         let mut five = with_current(four, &before);
-        five.members.insert(
-            "e".into(),
-            crate::group::consumer::assignor::MemberSpec {
-                instance_id: None,
-                rack_id: None,
-                topics: [topic(1)].into(),
-                current: Assignment::new(),
-                session_deadline_ms: None,
-            },
-        );
+        five.members.insert("e".into(), new_member(&[1]));
         // a and b heartbeated longest ago: they hear of the new target
         // first, so they are the ones to give a partition up.
         let five = with_deadlines(five, &[("a", 100), ("b", 200), ("c", 300), ("d", 400)]);
