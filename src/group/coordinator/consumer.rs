@@ -35,9 +35,9 @@ use crate::metadata::image::MetadataImage;
 
 use super::*;
 
-/// A client connection's number (`Session::connection_id`); 0 for
-/// internal callers.
-pub type ConnectionId = u64;
+/// A client connection's number (`Session::connection_id`; 0 for internal
+/// callers), the one share sessions are bound to.
+pub use crate::group::share::session::ConnectionId;
 
 /// The group type ListGroups and kafka-consumer-groups.sh show.
 pub const CONSUMER_GROUP_TYPE: &str = "consumer";
