@@ -1026,8 +1026,18 @@ impl FaultRun {
 
     #[track_caller]
     fn fail(&self, msg: &str) -> ! {
-        self.cluster
-            .fail(&format!("{msg}\n(histories in {})", self.history.display()))
+        // The nodes' directories go with the cluster; their whole logs stay
+        // with the histories, since the failure message shows only a tail.
+        for (i, node) in self.cluster.nodes.iter().enumerate() {
+            let kept = self.history.join(format!("node-{}.log", i + 1));
+            if let Err(e) = std::fs::copy(node.log_path(), &kept) {
+                eprintln!("fault run: cannot keep node {}'s log: {e}", i + 1);
+            }
+        }
+        self.cluster.fail(&format!(
+            "{msg}\n(histories and the nodes' logs in {})",
+            self.history.display()
+        ))
     }
 
     fn note(&self, what: &str) {
