@@ -813,7 +813,7 @@ fn kafka_dump_log_segments_reads_transaction_markers_and_indexes() {
     let root = tempfile::tempdir().expect("tempdir");
     let data_dir = root.path().to_path_buf();
     let dir = data_dir.join(TopicPartition::new("txn", 0).dir_name());
-    let (aborts, commits) = run(move || async move {
+    let (aborts, commits, sequences) = run(move || async move {
         let config = LogConfig {
             segment_bytes: 8 * 1024,
             ..config()
@@ -875,7 +875,7 @@ fn kafka_dump_log_segments_reads_transaction_markers_and_indexes() {
         let leo = log.log_end_offset();
         log.set_high_watermark(leo);
         log.close().await.expect("close");
-        (aborts, commits)
+        (aborts, commits, sequences)
     });
     let report = verify_partition_dir(&dir);
     assert!(report.problems.is_empty(), "{report}");
@@ -949,6 +949,30 @@ fn kafka_dump_log_segments_reads_transaction_markers_and_indexes() {
         .filter(|l| l.starts_with("| offset:") && l.contains("endTxnMarker"))
         .collect();
     assert_eq!(kafka_markers, pinlog_markers, "{deep}");
+
+    // Kafka reads the producer snapshots, which hold a record for each of a
+    // producer's retained batches: in the close snapshot, a producer's last
+    // record is its last batch, the one entry Kafka's loader keeps.
+    let snapshots: Vec<&PathBuf> = files["snapshot"].iter().collect();
+    let last_snapshot = snapshots.last().expect("the close snapshot");
+    let dump = dump_log_segments(
+        &java,
+        &libs,
+        &["--files".to_string(), last_snapshot.display().to_string()],
+    );
+    check_no_reports(&dump);
+    assert!(dump.stderr.trim().is_empty(), "{dump}");
+    for (producer, next_sequence) in sequences.iter().enumerate() {
+        let id = format!("producerId: {} ", 1000 + producer);
+        let records: Vec<&str> = dump.stdout.lines().filter(|l| l.starts_with(&id)).collect();
+        assert!(records.len() > 1, "{id}: {records:?}\n{dump}");
+        let last = records.last().unwrap();
+        assert_eq!(
+            field(last, "lastSequence:"),
+            Some((next_sequence - 1).to_string().as_str()),
+            "{last}"
+        );
+    }
 }
 
 /// Kafka's `--offsets-decoder` reads the consumer-group records pinlog

@@ -286,6 +286,51 @@ fn state_survives_a_clean_restart_through_the_close_snapshot() {
     });
 }
 
+/// A producer keeps up to 5 requests in flight (librdkafka's and the Java
+/// client's default), and after a broker restart it may retry any of
+/// them. Kafka's snapshot keeps only each producer's last batch, so it
+/// answers the older retries OUT_OF_ORDER_SEQUENCE_NUMBER, which
+/// librdkafka's idempotent producer treats as fatal (seen in
+/// `tests/faults.rs`, a rolling restart right after a partition's leader
+/// was cut off from its followers). pinlog's snapshot keeps all five.
+#[test]
+fn the_last_five_batches_are_retries_after_a_clean_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().to_path_buf();
+    run(move || async move {
+        let mut log = open(&path, small_config(), false).await;
+        let mut written = Vec::new();
+        for i in 0..7 {
+            written.push(append(&mut log, PID, 0, i * 2, 2).await.unwrap());
+            append(&mut log, OTHER_PID, 0, i, 1).await.unwrap();
+        }
+        let leo = log.log_end_offset();
+        log.close().await.unwrap();
+        assert_eq!(snapshot_files(&partition_dir(&path)), vec![leo]);
+
+        let mut log = open(&path, small_config(), true).await;
+        for (i, original) in written.iter().enumerate().skip(2) {
+            let retry = append(&mut log, PID, 0, i as i32 * 2, 2).await.unwrap();
+            assert!(retry.duplicate, "batch {i} is a retry");
+            assert_eq!(
+                (retry.first_offset, retry.last_offset),
+                (original.first_offset, original.last_offset)
+            );
+        }
+        // Older than the five retained: as Kafka, out of order.
+        assert!(matches!(
+            append(&mut log, PID, 0, 2, 2).await,
+            Err(LogError::OutOfOrderSequence {
+                expected_sequence: 14,
+                ..
+            })
+        ));
+        assert_eq!(log.log_end_offset(), leo);
+        append(&mut log, PID, 0, 14, 1).await.unwrap();
+        log.close().await.unwrap();
+    });
+}
+
 #[test]
 fn state_survives_a_crash_through_roll_snapshots_and_replay() {
     let dir = tempfile::tempdir().unwrap();

@@ -148,6 +148,19 @@ pub struct BatchMetadata {
     pub max_timestamp: i64,
 }
 
+impl BatchMetadata {
+    /// The metadata of the batch `h` describes.
+    pub fn of(h: &BatchHeader) -> Self {
+        BatchMetadata {
+            first_seq: h.base_sequence,
+            last_seq: last_sequence(h),
+            first_offset: h.base_offset,
+            last_offset: h.last_offset(),
+            max_timestamp: h.max_timestamp,
+        }
+    }
+}
+
 /// What the log knows about one producer id.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProducerStateEntry {
@@ -742,16 +755,7 @@ impl ProducerStateManager {
                 aborted: marker.kind.is_abort(),
             });
         }
-        entry.add_batch(
-            h.producer_epoch,
-            BatchMetadata {
-                first_seq: h.base_sequence,
-                last_seq: last_sequence(h),
-                first_offset: h.base_offset,
-                last_offset: h.last_offset(),
-                max_timestamp: h.max_timestamp,
-            },
-        );
+        entry.add_batch(h.producer_epoch, BatchMetadata::of(h));
         if h.is_transactional() && entry.current_txn_first_offset < 0 {
             entry.current_txn_first_offset = h.base_offset;
             self.txns.begin(h.producer_id, h.base_offset);
@@ -1075,35 +1079,67 @@ pub fn list_snapshot_offsets(dir: &Path) -> LogResult<BTreeSet<i64>> {
 ///   coordinator_epoch i32, current_txn_first_offset i64 }
 /// ```
 ///
-/// As in Kafka only each producer's last batch is kept: `last_offset` and
-/// `offset_delta` (last minus first offset) describe it, with -1 and 0 for a
-/// producer without batches.
+/// Each record describes one batch: `last_offset` and `offset_delta` (last
+/// minus first offset), with -1 and 0 for a producer without batches.
+///
+/// Kafka writes one record per producer, its last batch, so a producer
+/// loaded from a snapshot can have only its last batch recognised as a
+/// retry. A producer with 5 requests in flight (librdkafka's and the Java
+/// client's default) may retry any of its last 5 after a broker restart,
+/// and Kafka answers the older ones OUT_OF_ORDER_SEQUENCE_NUMBER, fatal to
+/// librdkafka's idempotent producer. pinlog therefore writes a record for
+/// each retained batch, oldest first and the last batch last, and reads
+/// consecutive records of one producer back into its retained batches.
+/// Kafka's reader keeps the last record of each producer, exactly the
+/// entry it would have written itself; the older records carry a timestamp
+/// no later than the last one's, so they expire with it.
 pub fn encode_snapshot<'a>(
     entries: impl ExactSizeIterator<Item = &'a ProducerStateEntry>,
 ) -> Vec<u8> {
-    let count = entries.len();
-    let mut out = Vec::with_capacity(SNAPSHOT_HEADER_BYTES + 4 + count * SNAPSHOT_ENTRY_BYTES);
+    let mut out = Vec::with_capacity(
+        SNAPSHOT_HEADER_BYTES + 4 + entries.len() * NUM_BATCHES_TO_RETAIN * SNAPSHOT_ENTRY_BYTES,
+    );
     out.extend_from_slice(&SNAPSHOT_VERSION.to_be_bytes());
     out.extend_from_slice(&0u32.to_be_bytes());
-    let count_i32 = i32::try_from(count).expect("fewer than 2^31 producers per partition");
-    out.extend_from_slice(&count_i32.to_be_bytes());
+    out.extend_from_slice(&0i32.to_be_bytes());
+    let mut count = 0usize;
     for e in entries {
-        let (last_offset, offset_delta) = match e.last_batch() {
-            Some(b) => (b.last_offset, (b.last_offset - b.first_offset) as i32),
-            None => (-1, 0),
-        };
-        out.extend_from_slice(&e.producer_id.to_be_bytes());
-        out.extend_from_slice(&e.producer_epoch.to_be_bytes());
-        out.extend_from_slice(&e.last_seq().to_be_bytes());
-        out.extend_from_slice(&last_offset.to_be_bytes());
-        out.extend_from_slice(&offset_delta.to_be_bytes());
-        out.extend_from_slice(&e.last_timestamp.to_be_bytes());
-        out.extend_from_slice(&e.coordinator_epoch.to_be_bytes());
-        out.extend_from_slice(&e.current_txn_first_offset.to_be_bytes());
+        let older = e.batches.len().saturating_sub(1);
+        for b in e.batches.iter().take(older) {
+            let timestamp = b.max_timestamp.min(e.last_timestamp);
+            encode_snapshot_record(&mut out, e, b.last_seq, Some(b), timestamp);
+            count += 1;
+        }
+        encode_snapshot_record(&mut out, e, e.last_seq(), e.last_batch(), e.last_timestamp);
+        count += 1;
     }
+    let count = i32::try_from(count).expect("fewer than 2^31 snapshot records per partition");
+    out[SNAPSHOT_HEADER_BYTES..SNAPSHOT_HEADER_BYTES + 4].copy_from_slice(&count.to_be_bytes());
     let crc = crc32c::crc32c(&out[SNAPSHOT_CRC_FROM..]);
     out[2..SNAPSHOT_HEADER_BYTES].copy_from_slice(&crc.to_be_bytes());
     out
+}
+
+/// One snapshot record of `e`: its producer fields with one batch's.
+fn encode_snapshot_record(
+    out: &mut Vec<u8>,
+    e: &ProducerStateEntry,
+    last_seq: i32,
+    batch: Option<&BatchMetadata>,
+    timestamp: i64,
+) {
+    let (last_offset, offset_delta) = match batch {
+        Some(b) => (b.last_offset, (b.last_offset - b.first_offset) as i32),
+        None => (-1, 0),
+    };
+    out.extend_from_slice(&e.producer_id.to_be_bytes());
+    out.extend_from_slice(&e.producer_epoch.to_be_bytes());
+    out.extend_from_slice(&last_seq.to_be_bytes());
+    out.extend_from_slice(&last_offset.to_be_bytes());
+    out.extend_from_slice(&offset_delta.to_be_bytes());
+    out.extend_from_slice(&timestamp.to_be_bytes());
+    out.extend_from_slice(&e.coordinator_epoch.to_be_bytes());
+    out.extend_from_slice(&e.current_txn_first_offset.to_be_bytes());
 }
 
 /// Decodes a snapshot written by [`encode_snapshot`] or by Kafka. Says why
@@ -1137,7 +1173,7 @@ pub fn decode_snapshot(bytes: &[u8]) -> Result<Vec<ProducerStateEntry>, String> 
             "entry count {count} does not match the {body} bytes of entries"
         ));
     }
-    let mut entries = Vec::with_capacity(count as usize);
+    let mut entries: Vec<ProducerStateEntry> = Vec::with_capacity(count as usize);
     for _ in 0..count {
         let producer_id = r.i64();
         let producer_epoch = r.i16();
@@ -1147,19 +1183,47 @@ pub fn decode_snapshot(bytes: &[u8]) -> Result<Vec<ProducerStateEntry>, String> 
         let timestamp = r.i64();
         let coordinator_epoch = r.i32();
         let current_txn_first_offset = r.i64();
+        let batch = (last_offset >= 0).then(|| BatchMetadata {
+            first_seq: decrement_sequence(last_seq, offset_delta),
+            last_seq,
+            first_offset: last_offset - offset_delta as i64,
+            last_offset,
+            max_timestamp: timestamp,
+        });
+        // A record that continues the previous one's producer (see
+        // `encode_snapshot`) keeps that record's batches before its own,
+        // if they are of the same epoch and come before it in the log.
+        // Anything else (another epoch, a gap, offsets out of order) keeps
+        // only this record's batch, as Kafka would.
+        let earlier = match entries.last() {
+            Some(previous)
+                if previous.producer_id == producer_id
+                    && previous.producer_epoch == producer_epoch =>
+            {
+                entries.pop().map(|p| p.batches).unwrap_or_default()
+            }
+            Some(previous) if previous.producer_id == producer_id => {
+                entries.pop();
+                VecDeque::new()
+            }
+            _ => VecDeque::new(),
+        };
         let mut entry = ProducerStateEntry::empty(producer_id);
         entry.producer_epoch = producer_epoch;
         entry.coordinator_epoch = coordinator_epoch;
         entry.last_timestamp = timestamp;
         entry.current_txn_first_offset = current_txn_first_offset;
-        if last_offset >= 0 {
-            entry.batches.push_back(BatchMetadata {
-                first_seq: decrement_sequence(last_seq, offset_delta),
-                last_seq,
-                first_offset: last_offset - offset_delta as i64,
-                last_offset,
-                max_timestamp: timestamp,
+        if let Some(batch) = batch {
+            let continued = earlier.back().is_some_and(|b| {
+                b.last_offset < batch.first_offset && in_sequence(b.last_seq, batch.first_seq)
             });
+            if continued {
+                entry.batches = earlier;
+                if entry.batches.len() == NUM_BATCHES_TO_RETAIN {
+                    entry.batches.pop_front();
+                }
+            }
+            entry.batches.push_back(batch);
         }
         entries.push(entry);
     }
@@ -1405,6 +1469,112 @@ mod tests {
         ));
     }
 
+    /// The records of a snapshot as (producer id, epoch, last sequence,
+    /// last offset, offset delta, timestamp), in file order.
+    fn snapshot_records(bytes: &[u8]) -> Vec<(i64, i16, i32, i64, i32, i64)> {
+        let mut r = Reader {
+            bytes,
+            at: SNAPSHOT_HEADER_BYTES,
+        };
+        let count = r.i32();
+        (0..count)
+            .map(|_| {
+                let record = (r.i64(), r.i16(), r.i32(), r.i64(), r.i32(), r.i64());
+                let _coordinator_epoch = r.i32();
+                let _txn_first_offset = r.i64();
+                record
+            })
+            .collect()
+    }
+
+    #[test]
+    fn snapshots_keep_every_retained_batch_and_end_each_producer_as_kafka_does() {
+        // Seven batches of PID: the last five are retained.
+        let batches: Vec<BatchHeader> = (0..7)
+            .map(|i| header(PID, 3, i * 2, 2, 100 + i as i64 * 3))
+            .collect();
+        let mut s = state_with(&batches);
+        s.apply(&[header(7, 0, 0, 1, 200)], &MarkersByOffset::new());
+        let bytes = s.encode_snapshot();
+        let records = snapshot_records(&bytes);
+        assert_eq!(records.len(), NUM_BATCHES_TO_RETAIN + 1);
+        // Oldest first, and the last record of PID is the one Kafka writes.
+        let of_pid: Vec<_> = records.iter().filter(|r| r.0 == PID).collect();
+        assert_eq!(of_pid.first().unwrap().3, 107);
+        let last = s.entry(PID).unwrap().last_batch().copied().unwrap();
+        assert_eq!(
+            *of_pid[of_pid.len() - 1],
+            (
+                PID,
+                3,
+                13,
+                last.last_offset,
+                1,
+                s.entry(PID).unwrap().last_timestamp
+            )
+        );
+        // Kafka's reader keeps a producer's last record: the state of the
+        // last batch, with nothing older than it carrying a later time.
+        assert!(of_pid
+            .windows(2)
+            .all(|w| w[0].5 <= w[1].5 && w[0].3 < w[1].3));
+
+        let decoded = decode_snapshot(&bytes).unwrap();
+        assert_eq!(decoded.len(), 2);
+        let pid = decoded.iter().find(|e| e.producer_id == PID).unwrap();
+        let retained: Vec<BatchMetadata> = pid.batches().copied().collect();
+        let expected: Vec<BatchMetadata> = s.entry(PID).unwrap().batches().copied().collect();
+        assert_eq!(retained, expected);
+        let mut loaded = ProducerStateManager::new(DEFAULT_PRODUCER_ID_EXPIRATION_MS);
+        loaded.load_entries(decoded, 100);
+        assert_eq!(loaded.encode_snapshot(), bytes);
+        // Every retained batch is a duplicate for the loaded state too.
+        for b in &batches[2..] {
+            assert!(matches!(
+                loaded.check_leader_append(&tp(), &[*b], TxnVerification::Off),
+                Ok(LeaderAppendCheck::Duplicate { .. })
+            ));
+        }
+    }
+
+    #[test]
+    fn snapshot_records_that_do_not_continue_a_producer_keep_only_the_last() {
+        let encode = |records: &[(i16, BatchHeader)]| {
+            let mut out = Vec::new();
+            out.extend_from_slice(&SNAPSHOT_VERSION.to_be_bytes());
+            out.extend_from_slice(&0u32.to_be_bytes());
+            out.extend_from_slice(&(records.len() as i32).to_be_bytes());
+            for (epoch, h) in records {
+                let mut e = ProducerStateEntry::empty(h.producer_id);
+                e.producer_epoch = *epoch;
+                e.last_timestamp = h.max_timestamp;
+                let b = BatchMetadata::of(h);
+                encode_snapshot_record(&mut out, &e, b.last_seq, Some(&b), h.max_timestamp);
+            }
+            let crc = crc32c::crc32c(&out[SNAPSHOT_CRC_FROM..]);
+            out[2..SNAPSHOT_HEADER_BYTES].copy_from_slice(&crc.to_be_bytes());
+            out
+        };
+        let retained = |bytes: &[u8]| -> Vec<i32> {
+            let decoded = decode_snapshot(bytes).unwrap();
+            assert_eq!(decoded.len(), 1);
+            decoded[0].batches().map(|b| b.first_seq).collect()
+        };
+        let a = header(PID, 1, 0, 2, 10);
+        let b = header(PID, 1, 2, 2, 20);
+        assert_eq!(retained(&encode(&[(1, a), (1, b)])), vec![0, 2]);
+        // Another epoch, a sequence gap, offsets going back.
+        assert_eq!(retained(&encode(&[(0, a), (1, b)])), vec![2]);
+        assert_eq!(
+            retained(&encode(&[(1, a), (1, header(PID, 1, 5, 2, 20))])),
+            vec![5]
+        );
+        assert_eq!(
+            retained(&encode(&[(1, a), (1, header(PID, 1, 2, 2, 5))])),
+            vec![2]
+        );
+    }
+
     #[test]
     fn snapshots_round_trip_the_last_batch_of_each_producer() {
         let mut s = state_with(&[
@@ -1420,9 +1590,10 @@ mod tests {
             &MarkersByOffset::new(),
         );
         let bytes = s.encode_snapshot();
+        // PID's two batches are two records.
         assert_eq!(
             bytes.len(),
-            SNAPSHOT_HEADER_BYTES + 4 + 3 * SNAPSHOT_ENTRY_BYTES
+            SNAPSHOT_HEADER_BYTES + 4 + 4 * SNAPSHOT_ENTRY_BYTES
         );
         let decoded = decode_snapshot(&bytes).unwrap();
         assert_eq!(decoded.len(), 3);
