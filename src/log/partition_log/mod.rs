@@ -270,11 +270,17 @@ impl PartitionLog {
         cache: Option<SharedBatchCache>,
     ) -> LogResult<PartitionLog> {
         let dir = data_dir.join(tp.dir_name());
-        // Opening a partition is rare (startup, topic creation): a blocking
-        // mkdir and directory listing are acceptable here and nowhere else.
         // A new directory's name is durable only once the data directory
-        // is fsynced (Kafka's LogManager does the same).
-        crate::log::data_dir::create_dir_durably(&dir)
+        // is fsynced (Kafka's LogManager does the same). Those fsyncs wait
+        // for the disk, so they run on the blocking pool: on the shard
+        // thread, creating a 1,000-partition topic blocked it about 3,000
+        // times (an off-CPU profile, tuning/results-groups.md), and every
+        // request of the shard waited. Opening a partition is rare
+        // (startup, topic creation): the directory listing below stays a
+        // blocking call here and nowhere else.
+        let created = dir.clone();
+        crate::blocking_pool::run(move || crate::log::data_dir::create_dir_durably(&created))
+            .await
             .map_err(|e| LogError::io("create partition dir", &dir, -1, e))?;
         swap::complete_interrupted_swaps(&dir)?;
         let base_offsets = list_segments(&dir)?;
