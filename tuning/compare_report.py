@@ -65,17 +65,6 @@ p5_cpu = (
 p5_cpu = (*p5_cpu, med([r for r in (ratio(x, y) for x, y in zip(*p5_cpu)) if r is not None]))
 
 
-def rng2(xs):
-    """rng with two decimals: CPU seconds per GB of a read from memory are
-    tenths of a second."""
-    xs = [x for x in xs if x is not None]
-    if not xs:
-        return "n/a"
-    if len(xs) == 1:
-        return f"{xs[0]:.2f}"
-    return f"{med(xs):.2f} ({min(xs):.2f}–{max(xs):.2f})"
-
-
 def cpu_gb_of(kind_pinlog, kind_kafka):
     """cpu_gb for runs named KIND1, KIND2, ... of each broker (the P3 and
     P3big rounds), or a single run named KIND."""
@@ -166,30 +155,30 @@ w(f"| P2 | produce latency at {E['P2_RATE']} records/s, p99 (ms) | {f1(p2['pinlo
 w(f"| P2 | the same against paced direct-I/O appends at that byte rate, no broker, p99 (ms) | {f1(p2['pinlog']['p99'] and p2['pinlog']['p99'] / 1000)} | raw {f1(p2_raw['p99'] and p2_raw['p99'] / 1000)} | {xr(p2_vs_raw)} of raw | – | – |")
 w(f"| P2 | the same, p99.9 (ms) | {f1(p2['pinlog']['p999'] and p2['pinlog']['p999'] / 1000)} | {f1(p2['kafka']['p999'] and p2['kafka']['p999'] / 1000)} | {xr(p2_999)} | ≤ 0.2x | {met(p2_999, '<=', 0.2)} |")
 if p2_cpu[0]:
-    w(f"| P2 | broker CPU seconds per GB produced at that rate | {rng2(p2_cpu[0])} | {rng2(p2_cpu[1])} | {xr(p2_cpu[2])} | – | – |")
+    w(f"| P2 | broker CPU seconds per GB produced at that rate | {rng(p2_cpu[0], 2)} | {rng(p2_cpu[1], 2)} | {xr(p2_cpu[2])} | – | – |")
 mib = int(E['P3_BYTES']) // 1048576
 if p1_cpu[0]:
     w(f"| P1 | broker CPU seconds per GB produced | {rng(p1_cpu[0])} | {rng(p1_cpu[1])} | {xr(p1_cpu[2])} | ≤ 0.4x | {met(p1_cpu[2], '<=', 0.4)} |")
 w(f"| P3 | consume catch-up over {mib} MiB, as written (MB/s) | {f1(mbps(load('p3.pinlog.written.json')))} | {f1(mbps(load('p3.kafka.written.json')))} | {xr(p3w)} | ≥ 1.5x | {met(p3w, '>=', 1.5)} |")
 if p3w_cpu[0]:
-    w(f"| P3 | broker CPU seconds per GB consumed, as written | {rng2(p3w_cpu[0])} | {rng2(p3w_cpu[1])} | {xr(p3w_cpu[2])} | – | – |")
+    w(f"| P3 | broker CPU seconds per GB consumed, as written | {rng(p3w_cpu[0], 2)} | {rng(p3w_cpu[1], 2)} | {xr(p3w_cpu[2])} | – | – |")
 if p3c[0]:
     w(f"| P3 | catch-up, page cache dropped before each run (MB/s) | {rng(p3c[0])} | {rng(p3c[1])} | {xr(p3c[2])} | ≥ 1.5x | {met(p3c[2], '>=', 1.5)} |")
 w(f"| P3 | catch-up, page cache warm for both (MB/s) | {rng(p3h[0])} | {rng(p3h[1])} | {xr(p3h[2])} | ≥ 1.5x | {met(p3h[2], '>=', 1.5)} |")
 if p3h_cpu[0]:
-    w(f"| P3 | broker CPU seconds per GB consumed, warm | {rng2(p3h_cpu[0])} | {rng2(p3h_cpu[1])} | {xr(p3h_cpu[2])} | – | – |")
+    w(f"| P3 | broker CPU seconds per GB consumed, warm | {rng(p3h_cpu[0], 2)} | {rng(p3h_cpu[1], 2)} | {xr(p3h_cpu[2])} | – | – |")
 if p3_cpu[0]:
     w(f"| P3 | broker CPU seconds per GB consumed, cold catch-up | {rng(p3_cpu[0])} | {rng(p3_cpu[1])} | {xr(p3_cpu[2])} | – | – |")
 w(f"| P3 | tailing: e2e, producer at full speed, consumed (MB/s) | {rng(p3t_p)} | {rng(p3t_k)} | {xr(p3t)} | ≥ 1.5x | {met(p3t, '>=', 1.5)} |")
 if p3t_cpu[0]:
-    w(f"| P3 | broker CPU seconds per GB, tailing (produced and consumed) | {rng2(p3t_cpu[0])} | {rng2(p3t_cpu[1])} | {xr(p3t_cpu[2])} | – | – |")
+    w(f"| P3 | broker CPU seconds per GB, tailing (produced and consumed) | {rng(p3t_cpu[0], 2)} | {rng(p3t_cpu[1], 2)} | {xr(p3t_cpu[2])} | – | – |")
 if p3bw[0] is not None or p3bw[1] is not None:
     gib = int(E['P3BIG_BYTES']) / 2**30
     share = int(E['P3BIG_BYTES']) / (int(E['MEM_BYTES']) / 4)
     w(f"| P3big | catch-up over {gib:.1f} GiB ({share:.1f}x a quarter of RAM), as written, one broker at a time (MB/s) | {f1(p3bw[0])} | {f1(p3bw[1])} | {xr(p3bw[2])} | ≥ 1.2x | {met(p3bw[2], '>=', 1.2)} |")
     w(f"| P3big | the same, re-read warm (MB/s) | {rng(p3bh[0])} | {rng(p3bh[1])} | {xr(p3bh[2])} | ≥ 1.2x | {met(p3bh[2], '>=', 1.2)} |")
     if p3bh_cpu[0]:
-        w(f"| P3big | broker CPU seconds per GB consumed, re-read warm | {rng2(p3bh_cpu[0])} | {rng2(p3bh_cpu[1])} | {xr(p3bh_cpu[2])} | – | – |")
+        w(f"| P3big | broker CPU seconds per GB consumed, re-read warm | {rng(p3bh_cpu[0], 2)} | {rng(p3bh_cpu[1], 2)} | {xr(p3bh_cpu[2])} | – | – |")
     w(f"| P3big | broker CPU seconds per GB consumed, as written | {f2(p3b_cpu[0])} | {f2(p3b_cpu[1])} | {xr(p3b_cpu[2])} | – | – |")
 parts = int((p4p or {}).get('partitions') or E['P4_PARTS'])
 def p4v(j, k, d=1):
@@ -203,7 +192,7 @@ w(f"| P4 | {parts:,} partitions{'' if parts == int(E['P4_PARTS']) else ' (not ' 
 w(f"| P4 | restart after a clean shutdown, to Metadata with all {parts:,} partitions (s) | {p4v(p4p, 'restart_s', 2)} | {p4v(p4k, 'restart_s', 2)} | - | ≤ 2 s (pinlog) | {met(p4p.get('restart_s') if p4p and p4p.get('restart_ok') else None, '<=', 2.0)} |")
 w(f"| P5 | P1 on pinlog, --shards 2 / --shards 1 (MB/s) | 2 shards: {rng(p5_2)} | 1 shard: {rng(p5_1)} | {xr(p5_ratio)} | ≥ 1.7x | {met(p5_ratio, '>=', 1.7)} |")
 if p5_cpu[0]:
-    w(f"| P5 | broker CPU seconds per GB produced, --shards 2 / --shards 1 | 2 shards: {rng2(p5_cpu[0])} | 1 shard: {rng2(p5_cpu[1])} | {xr(p5_cpu[2])} | – | – |")
+    w(f"| P5 | broker CPU seconds per GB produced, --shards 2 / --shards 1 | 2 shards: {rng(p5_cpu[0], 2)} | 1 shard: {rng(p5_cpu[1], 2)} | {xr(p5_cpu[2])} | – | – |")
 w("")
 
 # ------------------------------------------------------------ setup

@@ -85,13 +85,13 @@ def med(xs):
     return statistics.median(xs) if xs else None
 
 
-def rng(xs):
+def rng(xs, digits=1):
     xs = [x for x in xs if x is not None]
     if not xs:
         return "n/a"
     if len(xs) == 1:
-        return f"{xs[0]:.1f}"
-    return f"{med(xs):.1f} ({min(xs):.1f}–{max(xs):.1f})"
+        return f"{xs[0]:.{digits}f}"
+    return f"{med(xs):.{digits}f} ({min(xs):.{digits}f}–{max(xs):.{digits}f})"
 
 
 def f1(x, unit=""):
