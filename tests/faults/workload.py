@@ -13,7 +13,9 @@ first; nothing waits forever. tests/faults/checker.py reads the histories.
         {"id": ..., "p": P, "o": OFFSET}                  acknowledged
         {"id": ..., "err": NAME, "fatal": bool}           failed
       A fatal error ends the producer (after it is logged) and a new one
-      takes over, as an application would.
+      takes over, as an application would; the error itself is a line
+      {"id": "NAME-fatal-<generation>", "err": NAME, "fatal": true,
+      "reason": ...}, which the checker counts as a violation.
   workload.py read BOOTSTRAP TOPIC PARTITIONS OUT STOP
       A reader of every partition from offset 0, no group: one line per
       record, {"p": P, "o": OFFSET, "id": ...}, and {"err": NAME} per
@@ -90,9 +92,25 @@ def produce(bootstrap, topic, name, rate, out, stop):
     acked = failed = 0
     fatal = [False]
 
+    def on_error(err):
+        # Without an error callback, confluent-kafka raises a fatal error
+        # out of poll(), which ended this process before it could record
+        # the failed records or start a new producer (seen with a fatal
+        # OUT_OF_ORDER_SEQUENCE_NUMBER). The producer is replaced by the loop,
+        # and the error is recorded for the checker below.
+        # librdkafka logs the other errors itself (broker connections).
+        if err.fatal() and not fatal[0]:
+            progress("fatal producer error: %s" % err)
+            fatal[0] = True
+            # The failed records may not carry the fatal flag themselves:
+            # an event of its own makes the checker count the violation.
+            history.write({"id": "%s-fatal-%d" % (name, generation), "err": err.name(),
+                           "fatal": True, "reason": err.str()})
+
     def new_producer():
         return Producer({
             "bootstrap.servers": bootstrap,
+            "error_cb": on_error,
             "acks": "all",
             "enable.idempotence": True,
             "linger.ms": 5,
