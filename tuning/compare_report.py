@@ -82,11 +82,7 @@ p3bh_cpu = cpu_gb_of("p3big.pinlog.warm", "p3big.kafka.warm")
 # The catch-up reads are a fraction of a second each at memory speed, so
 # the broker's CPU ticks (10 ms) make these coarse; the cold rounds are the
 # longest.
-p3_cpu = (
-    [cpu_s_per_gb(f"p3.pinlog.cold{r}", int(E["RECORD"])) for r in range(1, 10) if os.path.exists(os.path.join(RES, f"p3.pinlog.cold{r}.json"))],
-    [cpu_s_per_gb(f"p3.kafka.cold{r}", int(E["RECORD"])) for r in range(1, 10) if os.path.exists(os.path.join(RES, f"p3.kafka.cold{r}.json"))],
-)
-p3_cpu = (*p3_cpu, med([r for r in (ratio(x, y) for x, y in zip(*p3_cpu)) if r is not None]))
+p3_cpu = cpu_gb_of("p3.pinlog.cold", "p3.kafka.cold")
 
 
 def p3_kind(kind):

@@ -1107,10 +1107,10 @@ pub fn encode_snapshot<'a>(
         let older = e.batches.len().saturating_sub(1);
         for b in e.batches.iter().take(older) {
             let timestamp = b.max_timestamp.min(e.last_timestamp);
-            encode_snapshot_record(&mut out, e, b.last_seq, Some(b), timestamp);
+            encode_snapshot_record(&mut out, e, Some(b), timestamp);
             count += 1;
         }
-        encode_snapshot_record(&mut out, e, e.last_seq(), e.last_batch(), e.last_timestamp);
+        encode_snapshot_record(&mut out, e, e.last_batch(), e.last_timestamp);
         count += 1;
     }
     let count = i32::try_from(count).expect("fewer than 2^31 snapshot records per partition");
@@ -1120,17 +1120,21 @@ pub fn encode_snapshot<'a>(
     out
 }
 
-/// One snapshot record of `e`: its producer fields with one batch's.
+/// One snapshot record of `e`: its producer fields with one batch's (none:
+/// -1 offsets and no sequence).
 fn encode_snapshot_record(
     out: &mut Vec<u8>,
     e: &ProducerStateEntry,
-    last_seq: i32,
     batch: Option<&BatchMetadata>,
     timestamp: i64,
 ) {
-    let (last_offset, offset_delta) = match batch {
-        Some(b) => (b.last_offset, (b.last_offset - b.first_offset) as i32),
-        None => (-1, 0),
+    let (last_seq, last_offset, offset_delta) = match batch {
+        Some(b) => (
+            b.last_seq,
+            b.last_offset,
+            (b.last_offset - b.first_offset) as i32,
+        ),
+        None => (NO_SEQUENCE, -1, 0),
     };
     out.extend_from_slice(&e.producer_id.to_be_bytes());
     out.extend_from_slice(&e.producer_epoch.to_be_bytes());
@@ -1196,15 +1200,13 @@ pub fn decode_snapshot(bytes: &[u8]) -> Result<Vec<ProducerStateEntry>, String> 
         // Anything else (another epoch, a gap, offsets out of order) keeps
         // only this record's batch, as Kafka would.
         let earlier = match entries.last() {
-            Some(previous)
-                if previous.producer_id == producer_id
-                    && previous.producer_epoch == producer_epoch =>
-            {
-                entries.pop().map(|p| p.batches).unwrap_or_default()
-            }
             Some(previous) if previous.producer_id == producer_id => {
-                entries.pop();
-                VecDeque::new()
+                let previous = entries.pop().expect("the last entry exists");
+                if previous.producer_epoch == producer_epoch {
+                    previous.batches
+                } else {
+                    VecDeque::new()
+                }
             }
             _ => VecDeque::new(),
         };
@@ -1219,11 +1221,9 @@ pub fn decode_snapshot(bytes: &[u8]) -> Result<Vec<ProducerStateEntry>, String> 
             });
             if continued {
                 entry.batches = earlier;
-                if entry.batches.len() == NUM_BATCHES_TO_RETAIN {
-                    entry.batches.pop_front();
-                }
             }
-            entry.batches.push_back(batch);
+            // Keeps at most NUM_BATCHES_TO_RETAIN, as appends do.
+            entry.add_batch(producer_epoch, batch);
         }
         entries.push(entry);
     }
@@ -1549,7 +1549,7 @@ mod tests {
                 e.producer_epoch = *epoch;
                 e.last_timestamp = h.max_timestamp;
                 let b = BatchMetadata::of(h);
-                encode_snapshot_record(&mut out, &e, b.last_seq, Some(&b), h.max_timestamp);
+                encode_snapshot_record(&mut out, &e, Some(&b), h.max_timestamp);
             }
             let crc = crc32c::crc32c(&out[SNAPSHOT_CRC_FROM..]);
             out[2..SNAPSHOT_HEADER_BYTES].copy_from_slice(&crc.to_be_bytes());
