@@ -144,6 +144,9 @@ pub async fn apply_image(shard: &Rc<Shard>, image: Arc<MetadataImage>) -> LogRes
             ));
         }
     }
+    // The followers this image makes join their fetchers together once
+    // all its transitions are done (`joining_followers.rs`).
+    let join_hold = ReplicaFetchers::hold_joins(shard);
     let applied = {
         let shard = shard.clone();
         map_concurrently(
@@ -160,6 +163,7 @@ pub async fn apply_image(shard: &Rc<Shard>, image: Arc<MetadataImage>) -> LogRes
         )
         .await
     };
+    drop(join_hold);
     let mut deferred = Vec::new();
     let mut failure = None;
     for (tp, result) in applied {

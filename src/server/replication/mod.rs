@@ -6,6 +6,7 @@
 
 pub mod fetcher_test_hooks;
 pub mod isr_changes;
+pub mod joining_followers;
 pub mod kafka_peer;
 pub mod quotas;
 pub mod replica_fetcher;

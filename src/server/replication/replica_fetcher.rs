@@ -48,6 +48,7 @@ use crate::replica::{
     Role, Truncation,
 };
 use crate::server::replication::fetcher_test_hooks::FetcherTestHooks;
+use crate::server::replication::joining_followers::JoiningFollowers;
 use crate::server::replication::kafka_peer::KafkaPeer;
 use crate::server::replication::quotas::{ReplicationQuotas, Side};
 use crate::shard::checkpoints;
@@ -75,6 +76,25 @@ pub struct ReplicaFetchers {
     running: RefCell<HashSet<i32>>,
     /// Partitions that must find their divergence point before fetching.
     truncate_first: RefCell<HashSet<TopicPartition>>,
+    /// Followers that wait for the image being applied, to join their
+    /// fetchers together.
+    joining: RefCell<JoiningFollowers>,
+}
+
+/// Holds new followers back from their fetchers until it is dropped: the
+/// image applier takes it for one image's transitions.
+pub struct JoinHold {
+    shard: Rc<Shard>,
+}
+
+impl Drop for JoinHold {
+    fn drop(&mut self) {
+        let fetchers = ReplicaFetchers::of(&self.shard);
+        let leaders = fetchers.joining.borrow_mut().release();
+        for leader in leaders {
+            fetchers.start(&self.shard, leader);
+        }
+    }
 }
 
 impl ReplicaFetchers {
@@ -89,8 +109,27 @@ impl ReplicaFetchers {
 
     /// `tp` now follows `leader` in a new epoch: it truncates to the
     /// divergence point, then fetches, on the fetcher for `leader`.
+    /// Under a [`JoinHold`], the fetcher takes it up when the hold ends.
     pub fn follow(&self, shard: &Rc<Shard>, tp: TopicPartition, leader: i32) {
-        self.truncate_first.borrow_mut().insert(tp);
+        self.truncate_first.borrow_mut().insert(tp.clone());
+        if self.joining.borrow_mut().join(tp, leader) {
+            self.start(shard, leader);
+        }
+    }
+
+    /// Holds the followers that `follow` adds from now on until the hold
+    /// is dropped, then hands them to their fetchers together.
+    pub fn hold_joins(shard: &Rc<Shard>) -> JoinHold {
+        ReplicaFetchers::of(shard).joining.borrow_mut().hold();
+        JoinHold {
+            shard: shard.clone(),
+        }
+    }
+
+    /// Runs the fetcher for `leader` unless it runs already: it then takes
+    /// the new followers up in its next round, after the Fetch it has in
+    /// flight, as Kafka's fetcher thread does.
+    fn start(&self, shard: &Rc<Shard>, leader: i32) {
         if self.running.borrow_mut().insert(leader) {
             glommio::spawn_local(run(shard.clone(), leader)).detach();
         }
@@ -110,11 +149,15 @@ fn stopped(shard: &Shard) -> bool {
         .is_some_and(|s| s.is_requested())
 }
 
-/// The partitions this shard follows from `leader`.
+/// The partitions this shard follows from `leader`, but for those that
+/// wait for the image being applied.
 fn followed(shard: &Shard, leader: i32) -> Vec<Followed> {
+    let fetchers = ReplicaFetchers::of(shard);
+    let joining = fetchers.joining.borrow();
     Replicas::of(shard)
         .all()
         .into_iter()
+        .filter(|(tp, _)| !joining.waits(tp))
         .filter_map(|(tp, state)| {
             let s = state.borrow();
             let epoch = s.leader_epoch();
@@ -192,18 +235,25 @@ async fn run(shard: Rc<Shard>, leader: i32) {
             ));
         }
         let peer = peer.as_mut().expect("set above");
-        let (to_truncate, ready): (Vec<Followed>, Vec<Followed>) = parts
+        let (to_truncate, mut ready): (Vec<Followed>, Vec<Followed>) = parts
             .into_iter()
             .partition(|p| fetchers.truncate_first.borrow().contains(&p.tp));
         // As Kafka's fetcher thread: the partitions that must truncate first
         // do, and the others fetch in the same round, so that one partition
         // the leader cannot answer OffsetsForLeaderEpoch for yet (its image
         // is behind, the partition is still opening) does not stop the
-        // replication of every other partition from this leader.
+        // replication of every other partition from this leader. Those
+        // that truncated fetch in this round too: left for the next, they
+        // waited for this round's fetch, which the leader parks for up to
+        // `replica.fetch.wait.max.ms` when the others have nothing new.
         let mut result = Ok(false);
         if !to_truncate.is_empty() {
             let hooks = hooks.as_ref();
             result = truncate(&shard, peer, leader, local_id, &to_truncate, &config, hooks).await;
+            ready.extend(to_truncate.into_iter().filter(|p| {
+                !fetchers.truncate_first.borrow().contains(&p.tp)
+                    && still_following(&p.state, leader, p.leader_epoch)
+            }));
         }
         if !ready.is_empty() {
             if let Ok(truncated) = result {
