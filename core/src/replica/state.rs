@@ -376,13 +376,33 @@ impl ReplicaState {
     /// offset may be past the leader's LEO, up to the end of its append in
     /// flight: the follower wrote that append before the leader did.
     /// `broker_epoch` is the follower's broker epoch as this broker's image
-    /// holds it when it serves the fetch.
+    /// holds it when it serves the fetch. The follower's broker is
+    /// registered, unfenced and not shutting down: see
+    /// [`ReplicaState::on_follower_fetch_from`].
     pub fn on_follower_fetch(
         &mut self,
         replica: i32,
         fetch_offset: i64,
         now_ms: i64,
         broker_epoch: i64,
+    ) -> Result<FollowerFetch, FetchRefused> {
+        self.on_follower_fetch_from(replica, fetch_offset, now_ms, broker_epoch, true)
+    }
+
+    /// [`ReplicaState::on_follower_fetch`], where `isr_eligible` says
+    /// whether the follower's broker may join the ISR as this broker's image
+    /// has it (Kafka's `isReplicaIsrEligible`, KIP-841): not when it is
+    /// fenced, in controlled shutdown, or not registered. Its fetch still
+    /// counts for its LEO and the HW; it is only not proposed for the ISR,
+    /// where the controller would refuse it (INELIGIBLE_REPLICA) and the
+    /// pending expansion would hold the HW for a broker that may be gone.
+    pub fn on_follower_fetch_from(
+        &mut self,
+        replica: i32,
+        fetch_offset: i64,
+        now_ms: i64,
+        broker_epoch: i64,
+        isr_eligible: bool,
     ) -> Result<FollowerFetch, FetchRefused> {
         if !self.is_leader() {
             return Err(FetchRefused::NotLeader);
@@ -408,7 +428,8 @@ impl ReplicaState {
             high_watermark_advanced: self.advance_high_watermark(),
             expand: None,
         };
-        let joins = !self.isr.contains(&replica)
+        let joins = isr_eligible
+            && !self.isr.contains(&replica)
             && self.pending_isr.is_none()
             && follower_leo >= self.high_watermark
             && follower_leo >= self.epoch_start_offset;
@@ -1324,6 +1345,27 @@ mod tests {
         s.on_append_started(15);
         let _ = s.on_truncated(8, true);
         assert_eq!(s.fetchable_end, 8);
+    }
+
+    #[test]
+    fn a_follower_whose_broker_may_not_join_the_isr_is_not_proposed() {
+        let mut s = ReplicaState::new(1, 0, 0, 0, LAG);
+        s.apply_assignment(&assignment(1, 1, &[1, 2]), 0);
+        s.on_appended(10);
+        s.on_follower_fetch(2, 10, 0, UNKNOWN_BROKER_EPOCH).unwrap();
+        // Broker 3 is fenced (or shutting down) in this broker's image: its
+        // caught-up fetch counts, but no expansion is proposed or pending.
+        let f = s
+            .on_follower_fetch_from(3, 10, 1, UNKNOWN_BROKER_EPOCH, false)
+            .unwrap();
+        assert_eq!(f.expand, None);
+        assert_eq!(s.pending_isr(), None);
+        assert_eq!(s.maximal_isr(), vec![1, 2]);
+        // Once eligible, the next fetch proposes it.
+        let f = s
+            .on_follower_fetch_from(3, 10, 2, UNKNOWN_BROKER_EPOCH, true)
+            .unwrap();
+        assert_eq!(f.expand.map(|c| c.new_isr), Some(vec![1, 2, 3]));
     }
 
     #[test]

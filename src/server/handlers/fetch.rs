@@ -712,11 +712,12 @@ fn count_follower_fetch(
     offset: i64,
     now: i64,
 ) -> Result<bool, PartitionRead> {
-    let fetched = led.state.borrow_mut().on_follower_fetch(
+    let fetched = led.state.borrow_mut().on_follower_fetch_from(
         replica_id,
         offset,
         now,
         fetcher_epoch(image, replica_id),
+        isr_eligible(image, replica_id),
     );
     match fetched {
         Ok(f) => {
@@ -738,6 +739,17 @@ fn count_follower_fetch(
             Err(PartitionRead::error(error_code::NOT_LEADER_OR_FOLLOWER))
         }
     }
+}
+
+/// Whether the follower's broker may join an ISR, as this broker's image
+/// has it (Kafka's `isReplicaIsrEligible`): registered, unfenced and not in
+/// controlled shutdown. A parked fetch of a broker killed meanwhile is
+/// answered, and counted, after the controller fenced it.
+fn isr_eligible(image: &MetadataImage, replica_id: i32) -> bool {
+    image
+        .brokers
+        .get(&replica_id)
+        .is_some_and(|b| !b.fenced && !b.in_controlled_shutdown)
 }
 
 /// A follower's broker epoch as this broker's image has it while serving
