@@ -23,17 +23,19 @@
 //! counts the follower's stale fetch offset then, after the newer Fetch of
 //! the new connection (ARCHITECTURE.md, "Replication").
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeSet, HashMap};
 
 use crate::topic_partition::TopicPartition;
 
-/// The followers waiting for the image being applied to finish, by leader.
+/// The followers waiting for the image being applied to finish.
 #[derive(Debug, Default)]
 pub struct JoiningFollowers {
     /// Images being applied now (a shard applies one at a time; a count
     /// keeps an overlapping hold correct anyway).
     holds: u32,
-    waiting: BTreeMap<i32, BTreeSet<TopicPartition>>,
+    /// Each waiting partition and the leader it follows: a partition that
+    /// joined another leader earlier in the same image follows the last.
+    waiting: HashMap<TopicPartition, i32>,
 }
 
 impl JoiningFollowers {
@@ -45,32 +47,28 @@ impl JoiningFollowers {
     /// `tp` now follows `leader`. Returns whether its fetcher takes it up
     /// now (no image is being applied); otherwise it waits for `release`.
     pub fn join(&mut self, tp: TopicPartition, leader: i32) -> bool {
-        // A partition that joined another leader earlier in the same image
-        // follows only the last one.
-        self.waiting.retain(|_, tps| {
-            tps.remove(&tp);
-            !tps.is_empty()
-        });
         if self.holds == 0 {
             return true;
         }
-        self.waiting.entry(leader).or_default().insert(tp);
+        self.waiting.insert(tp, leader);
         false
     }
 
     /// The image is applied. Returns the leaders whose fetchers take up the
-    /// partitions that waited, once the last hold is released.
+    /// partitions that waited (in order, once each), once the last hold is
+    /// released.
     pub fn release(&mut self) -> Vec<i32> {
         self.holds = self.holds.saturating_sub(1);
         if self.holds > 0 {
             return Vec::new();
         }
-        std::mem::take(&mut self.waiting).into_keys().collect()
+        let leaders: BTreeSet<i32> = self.waiting.drain().map(|(_, leader)| leader).collect();
+        leaders.into_iter().collect()
     }
 
     /// Whether `tp` waits for the image: its fetcher leaves it out.
     pub fn waits(&self, tp: &TopicPartition) -> bool {
-        self.waiting.values().any(|tps| tps.contains(tp))
+        self.waiting.contains_key(tp)
     }
 }
 
