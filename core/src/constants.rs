@@ -97,6 +97,16 @@ pub const DMA_WRITE_BYTES_MAX: usize = 4 * 1024 * 1024;
 /// into a write (it always takes at least one request): one DMA write, so a
 /// group never waits on a second one.
 pub const GROUP_COMMIT_MAX_BYTES: usize = DMA_WRITE_BYTES_MAX;
+/// A follower's Fetch that lacks a partition the follower just gained on
+/// this leader (`node::follower_gains`) is parked at most this long, not
+/// `replica.fetch.wait.max.ms`: the follower's fetcher adds the partition
+/// to its next Fetch as soon as it has applied the same image, usually
+/// within a few milliseconds of the leader.
+pub const FOLLOWER_JOIN_RECHECK_MS: u64 = 20;
+/// ... and a gain the follower's Fetches still lack after this long is
+/// forgotten (its replica may be offline there), so it cannot keep the
+/// follower's Fetches short for longer: at most 250 short answers.
+pub const FOLLOWER_JOIN_GRACE_MS: i64 = 5_000;
 
 /// Largest single read of a segment file range: one io_uring read, and the
 /// buffer one piece occupies until the socket has taken it.

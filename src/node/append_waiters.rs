@@ -12,6 +12,7 @@
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::future::Future;
+use std::hash::Hash;
 use std::pin::Pin;
 use std::rc::{Rc, Weak};
 use std::task::{Context, Poll, Waker};
@@ -44,6 +45,10 @@ pub struct AppendWaiters {
     /// starts its write (`in_flight_appends`): a consumer's could read
     /// nothing new then.
     followers: RefCell<HashMap<TopicPartition, Vec<Weak<Waiter>>>>,
+    /// Followers' fetches parked on this shard (the connection's), by
+    /// follower broker: woken when an image gives that follower a partition
+    /// on this leader (`follower_gains`), which the parked fetch lacks.
+    gains: RefCell<HashMap<i32, Vec<Weak<Waiter>>>>,
 }
 
 /// Completes on the next notification of any partition it was registered
@@ -85,13 +90,16 @@ impl AppendWaiters {
         Self::wake_all(&self.followers, tp);
     }
 
-    fn wake_all(
-        registry: &RefCell<HashMap<TopicPartition, Vec<Weak<Waiter>>>>,
-        tp: &TopicPartition,
-    ) {
+    /// Wakes the fetches of `follower` parked on this shard: an image gave
+    /// it a partition on this leader.
+    pub fn notify_gain(&self, follower: i32) {
+        Self::wake_all(&self.gains, &follower);
+    }
+
+    fn wake_all<K: Hash + Eq>(registry: &RefCell<HashMap<K, Vec<Weak<Waiter>>>>, key: &K) {
         // Taken out before waking: a woken task runs later, never inside
         // this call, but the borrow must not outlive the removal anyway.
-        let list = registry.borrow_mut().remove(tp);
+        let list = registry.borrow_mut().remove(key);
         for waiter in list.into_iter().flatten() {
             // A wait that ended is gone already.
             if let Some(w) = waiter.upgrade() {
@@ -118,14 +126,22 @@ impl AppendWaiters {
         AppendWait { waiter }
     }
 
-    fn add(
-        registry: &RefCell<HashMap<TopicPartition, Vec<Weak<Waiter>>>>,
-        tps: &[TopicPartition],
+    /// A wait that completes when an image gives `follower` a partition on
+    /// this leader ([`AppendWaiters::notify_gain`]).
+    pub fn register_gain(&self, follower: i32) -> AppendWait {
+        let waiter = Rc::new(Waiter::default());
+        Self::add(&self.gains, &[follower], &waiter);
+        AppendWait { waiter }
+    }
+
+    fn add<K: Hash + Eq + Clone>(
+        registry: &RefCell<HashMap<K, Vec<Weak<Waiter>>>>,
+        keys: &[K],
         waiter: &Rc<Waiter>,
     ) {
         let mut waiters = registry.borrow_mut();
-        for tp in tps {
-            let list = waiters.entry(tp.clone()).or_default();
+        for key in keys {
+            let list = waiters.entry(key.clone()).or_default();
             // Sweep the waits that ended, so a list holds only live ones.
             list.retain(|w| w.strong_count() > 0);
             list.push(Rc::downgrade(waiter));
@@ -180,6 +196,17 @@ mod tests {
         let mut follower = w.register_follower(&[tp(0)]);
         w.notify(&tp(0));
         assert!(is_ready(&mut consumer) && is_ready(&mut follower));
+    }
+
+    #[test]
+    fn a_gain_wakes_only_that_followers_waits() {
+        let w = AppendWaiters::default();
+        let mut two = w.register_gain(2);
+        let mut three = w.register_gain(3);
+        let mut fetch = w.register_follower(&[tp(0)]);
+        w.notify_gain(2);
+        assert!(is_ready(&mut two));
+        assert!(!is_ready(&mut three) && !is_ready(&mut fetch));
     }
 
     #[test]

@@ -6,6 +6,8 @@
 //! - [`state::BrokerState`]: settings, identity and the current metadata
 //!   image, one per shard;
 //! - [`append_waiters::AppendWaiters`]: long polls woken by appends;
+//! - [`follower_gains::FollowerGains`]: partitions followers just gained
+//!   on this leader, until their fetches ask for them;
 //! - [`in_flight_appends::InFlightAppends`]: the leader's group commits
 //!   being written, which followers may fetch meanwhile;
 //! - [`replicas::Replicas`]: each local partition's replication state, and
@@ -25,6 +27,7 @@
 
 pub mod append_waiters;
 pub mod error_codes;
+pub mod follower_gains;
 pub mod ids;
 pub mod in_flight_appends;
 pub mod internal_log;

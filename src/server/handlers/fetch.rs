@@ -10,12 +10,14 @@ use std::time::Duration;
 use bytes::Bytes;
 
 use crate::acl::matrix;
+use crate::constants::FOLLOWER_JOIN_RECHECK_MS;
 use crate::fetch_session_cache::{ResolvedFetch, SentPartition, SessionPartition, SessionRequest};
 use crate::log::partition_log::{PartitionLog, ReadSlice};
 use crate::log::read_through;
 use crate::log::segment_file::SegmentFile;
 use crate::metadata::image::MetadataImage;
 use crate::node::append_waiters::AppendWaiters;
+use crate::node::follower_gains::FollowerGains;
 use crate::node::in_flight_appends::{InFlightAppend, InFlightAppends};
 use crate::node::partition_load::PartitionLoad;
 use crate::node::replicas;
@@ -224,7 +226,14 @@ pub async fn handle(
         }
     };
     let max_wait = Duration::from_millis(req.max_wait_ms.clamp(0, FETCH_MAX_WAIT_MS_MAX) as u64);
-    let deadline = std::time::Instant::now() + max_wait;
+    let mut deadline = std::time::Instant::now() + max_wait;
+    // A follower whose Fetch lacks a partition it just gained here is
+    // parked only briefly: its next Fetch will carry the partition.
+    let lacked_gain = lacks_gain(shard, reader, &partitions);
+    if lacked_gain {
+        deadline = deadline
+            .min(std::time::Instant::now() + Duration::from_millis(FOLLOWER_JOIN_RECHECK_MS));
+    }
     // Kafka caps every fetch at its broker's `fetch.max.bytes`, whatever
     // the request asks: the response's bytes, and what is read into memory
     // for it, stay bounded. A `min_bytes` above the cap would only wait out
@@ -240,6 +249,22 @@ pub async fn handle(
         if total >= min_bytes || any_error || now >= deadline {
             break;
         }
+        // Taken before the check, so that a gain between the two wakes it.
+        let gained = match reader {
+            Reader::Follower(id) => Some(AppendWaiters::of(shard).register_gain(id)),
+            Reader::Consumer { .. } => None,
+        };
+        if !lacked_gain && lacks_gain(shard, reader, &partitions) {
+            // An image gave the follower a partition here since it asked:
+            // answer, so that its next Fetch carries it.
+            break;
+        }
+        let gained = async move {
+            match gained {
+                Some(wait) => wait.await,
+                None => std::future::pending().await,
+            }
+        };
         if reads.iter().any(|r| r.throttled) {
             // Throttled partitions have data they may not send yet: wait
             // for appends to the others, and look again after a while, as
@@ -251,9 +276,13 @@ pub async fn handle(
                 .map(|(p, _)| p.clone())
                 .collect();
             let wait = (deadline - now).min(THROTTLED_RECHECK);
-            wait_for_appends(shard, &others, wait, reader).await;
+            futures_lite::future::or(wait_for_appends(shard, &others, wait, reader), gained).await;
         } else {
-            wait_for_appends(shard, &partitions, deadline - now, reader).await;
+            futures_lite::future::or(
+                wait_for_appends(shard, &partitions, deadline - now, reader),
+                gained,
+            )
+            .await;
         }
         reads = read_all(shard, &partitions, response_max_bytes, reader, &denied).await;
     }
@@ -697,6 +726,22 @@ async fn wait_on_owner(
         }
     }
     futures_lite::future::or(wait, glommio::timer::sleep(timeout)).await;
+}
+
+/// Whether a follower's Fetch over `partitions` lacks a partition an image
+/// just gave the follower on this leader (`node::follower_gains`).
+fn lacks_gain(shard: &Shard, reader: Reader, partitions: &[SessionPartition]) -> bool {
+    let Reader::Follower(id) = reader else {
+        return false;
+    };
+    let fetched = |tp: &TopicPartition| {
+        partitions
+            .iter()
+            .any(|p| p.partition == tp.partition && p.topic == tp.topic)
+    };
+    FollowerGains::of(shard)
+        .borrow_mut()
+        .lacks(id, fetched, now_ms())
 }
 
 /// Counts a follower's fetch from `offset` (its LEO) in the partition's

@@ -5,11 +5,12 @@
 //! gone or that a reassignment moved away.
 
 use std::cell::RefCell;
+use std::collections::BTreeSet;
 use std::rc::Rc;
 use std::sync::Arc;
 
 use crate::config::LogConfig;
-use crate::constants::PARTITION_OPENS_IN_FLIGHT;
+use crate::constants::{FOLLOWER_JOIN_GRACE_MS, PARTITION_OPENS_IN_FLIGHT};
 use crate::controller::partitions::effective_min_isr;
 use crate::error::LogResult;
 use crate::group::coordinator::GroupCoordinator;
@@ -17,6 +18,8 @@ use crate::log::partition_metadata::{self, format_topic_id, TopicId, TopicIdChec
 use crate::metadata::image::MetadataImage;
 use crate::metadata::{dynamic_broker_config, topic_config};
 use crate::metadata::{OFFSETS_TOPIC, SHARE_GROUP_STATE_TOPIC, TRANSACTION_STATE_TOPIC};
+use crate::node::append_waiters::AppendWaiters;
+use crate::node::follower_gains::FollowerGains;
 use crate::node::replicas::{self, Replicas};
 use crate::node::state::BrokerState;
 use crate::replica::{Assignment, Transition};
@@ -164,6 +167,7 @@ pub async fn apply_image(shard: &Rc<Shard>, image: Arc<MetadataImage>) -> LogRes
         .await
     };
     drop(join_hold);
+    record_follower_gains(shard, &previous, &image, broker.node_id());
     let mut deferred = Vec::new();
     let mut failure = None;
     for (tp, result) in applied {
@@ -211,6 +215,44 @@ pub async fn apply_image(shard: &Rc<Shard>, image: Arc<MetadataImage>) -> LogRes
     }
     *applier.applied.borrow_mut() = Some(image);
     Ok(())
+}
+
+/// Records the partitions `image` gives followers on this leader (led here,
+/// the follower a replica, and not both in `previous`, what the shard was
+/// last brought in line with), and answers those followers' Fetches parked
+/// on this shard, which lack them (`node::follower_gains`). Every shard
+/// applies every image, so each records the whole node's gains: a
+/// follower's Fetch may come in on any of them. Runs after this shard's
+/// own transitions, so its new leaders are open when the follower asks.
+fn record_follower_gains(shard: &Shard, previous: &MetadataImage, image: &MetadataImage, me: i32) {
+    let until = now_ms() + FOLLOWER_JOIN_GRACE_MS;
+    let mut followers = BTreeSet::new();
+    {
+        let gains = FollowerGains::of(shard);
+        let mut gains = gains.borrow_mut();
+        for topic in image.topics.values() {
+            for (&p, part) in &topic.partitions {
+                if part.leader != me {
+                    continue;
+                }
+                let led_before = previous
+                    .partition(&topic.name, p)
+                    .filter(|before| before.leader == me);
+                for &follower in &part.replicas {
+                    if follower == me || led_before.is_some_and(|b| b.replicas.contains(&follower))
+                    {
+                        continue;
+                    }
+                    gains.gain(follower, TopicPartition::new(topic.name.clone(), p), until);
+                    followers.insert(follower);
+                }
+            }
+        }
+    }
+    let waiters = AppendWaiters::of(shard);
+    for follower in followers {
+        waiters.notify_gain(follower);
+    }
 }
 
 /// Stops every role of the local replica of `tp` and deletes its directory.
