@@ -58,6 +58,17 @@ impl FollowerGains {
             .insert(tp, until_ms);
     }
 
+    /// Forgets every gain past its time, of followers that stopped
+    /// fetching too (a removed broker): [`FollowerGains::lacks`] forgets
+    /// only the asking follower's. Called with each image's gains, so
+    /// what is kept is at most the gains of the last grace period.
+    pub fn forget_expired(&mut self, now_ms: i64) {
+        self.by_follower.retain(|_, gained| {
+            gained.retain(|_, until| now_ms < *until);
+            !gained.is_empty()
+        });
+    }
+
     /// Whether a Fetch by `follower` over `fetched` lacks a partition it
     /// gained here. The gains it carries, and those past their time, are
     /// forgotten.
@@ -125,6 +136,17 @@ mod tests {
         assert!(g.lacks(2, |_| false, 4_999));
         assert!(!g.lacks(2, |_| false, 5_000));
         assert_eq!(g.pending(2), 0);
+    }
+
+    #[test]
+    fn a_follower_that_never_fetches_again_is_forgotten_with_its_gains() {
+        let mut g = FollowerGains::default();
+        g.gain(4, tp(0), 1_000);
+        g.gain(2, tp(1), 9_000);
+        g.forget_expired(1_000);
+        assert_eq!(g.pending(4), 0);
+        assert!(!g.by_follower.contains_key(&4));
+        assert_eq!(g.pending(2), 1);
     }
 
     #[test]

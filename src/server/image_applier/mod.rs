@@ -225,11 +225,13 @@ pub async fn apply_image(shard: &Rc<Shard>, image: Arc<MetadataImage>) -> LogRes
 /// follower's Fetch may come in on any of them. Runs after this shard's
 /// own transitions, so its new leaders are open when the follower asks.
 fn record_follower_gains(shard: &Shard, previous: &MetadataImage, image: &MetadataImage, me: i32) {
-    let until = now_ms() + FOLLOWER_JOIN_GRACE_MS;
+    let now = now_ms();
+    let until = now + FOLLOWER_JOIN_GRACE_MS;
     let mut followers = BTreeSet::new();
     {
         let gains = FollowerGains::of(shard);
         let mut gains = gains.borrow_mut();
+        gains.forget_expired(now);
         for topic in image.topics.values() {
             for (&p, part) in &topic.partitions {
                 if part.leader != me {
