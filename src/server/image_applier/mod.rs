@@ -15,7 +15,7 @@ use crate::controller::partitions::effective_min_isr;
 use crate::error::LogResult;
 use crate::group::coordinator::GroupCoordinator;
 use crate::log::partition_metadata::{self, format_topic_id, TopicId, TopicIdCheck};
-use crate::metadata::image::MetadataImage;
+use crate::metadata::image::{MetadataImage, PartitionImage};
 use crate::metadata::{dynamic_broker_config, topic_config};
 use crate::metadata::{OFFSETS_TOPIC, SHARE_GROUP_STATE_TOPIC, TRANSACTION_STATE_TOPIC};
 use crate::node::append_waiters::AppendWaiters;
@@ -131,12 +131,19 @@ pub async fn apply_image(shard: &Rc<Shard>, image: Arc<MetadataImage>) -> LogRes
     // reach their checkpoints afterwards, in the background: written here,
     // one file creation and two fsyncs each, they held a restart with
     // 10,000 partitions for 3-5 s before it served.
+    // The same pass notes the partitions the image gives followers on this
+    // leader, recorded once the transitions are done.
+    let me = broker.node_id();
     let mut assigned = Vec::new();
+    let mut gains = Vec::new();
     for topic in image.topics.values() {
         let (config, min_insync_replicas) = topic_settings(&broker, &image, topic);
         for (&p, part) in &topic.partitions {
             let tp = TopicPartition::new(topic.name.clone(), p);
-            if shard.owner(&tp) != shard.id() || !part.replicas.contains(&broker.node_id()) {
+            for follower in gained_followers(&previous, &topic.name, p, part, me) {
+                gains.push((follower, tp.clone()));
+            }
+            if shard.owner(&tp) != shard.id() || !part.replicas.contains(&me) {
                 continue;
             }
             assigned.push((
@@ -167,7 +174,7 @@ pub async fn apply_image(shard: &Rc<Shard>, image: Arc<MetadataImage>) -> LogRes
         .await
     };
     drop(join_hold);
-    record_follower_gains(shard, &previous, &image, broker.node_id());
+    record_follower_gains(shard, gains);
     let mut deferred = Vec::new();
     let mut failure = None;
     for (tp, result) in applied {
@@ -192,7 +199,6 @@ pub async fn apply_image(shard: &Rc<Shard>, image: Arc<MetadataImage>) -> LogRes
     // way, once the reassignment has completed (the image no longer lists
     // this broker): its fetcher stops with it.
     let caught_up = broker.is_caught_up();
-    let me = broker.node_id();
     let assigned_here = |image: &MetadataImage, tp: &TopicPartition| {
         image
             .partition(&tp.topic, tp.partition)
@@ -217,38 +223,42 @@ pub async fn apply_image(shard: &Rc<Shard>, image: Arc<MetadataImage>) -> LogRes
     Ok(())
 }
 
-/// Records the partitions `image` gives followers on this leader (led here,
-/// the follower a replica, and not both in `previous`, what the shard was
-/// last brought in line with), and answers those followers' Fetches parked
-/// on this shard, which lack them (`node::follower_gains`). Every shard
-/// applies every image, so each records the whole node's gains: a
-/// follower's Fetch may come in on any of them. Runs after this shard's
-/// own transitions, so its new leaders are open when the follower asks.
-fn record_follower_gains(shard: &Shard, previous: &MetadataImage, image: &MetadataImage, me: i32) {
+/// The followers `part` (partition `p` of `topic` in the image being
+/// applied) gains on this leader: it is led here, they are replicas, and
+/// not both in `previous`, what the shard was last brought in line with.
+fn gained_followers<'a>(
+    previous: &'a MetadataImage,
+    topic: &'a str,
+    p: i32,
+    part: &'a PartitionImage,
+    me: i32,
+) -> impl Iterator<Item = i32> + 'a {
+    let led_here = part.leader == me;
+    let led_before = match led_here {
+        true => previous.partition(topic, p).filter(|b| b.leader == me),
+        false => None,
+    };
+    part.replicas.iter().copied().filter(move |&follower| {
+        led_here && follower != me && !led_before.is_some_and(|b| b.replicas.contains(&follower))
+    })
+}
+
+/// Records `gains` (follower, partition) and answers those followers'
+/// Fetches parked on this shard, which lack them (`node::follower_gains`).
+/// Every shard applies every image, so each records the whole node's
+/// gains: a follower's Fetch may come in on any of them. Called after this
+/// shard's own transitions, so its new leaders are open when the follower
+/// asks.
+fn record_follower_gains(shard: &Shard, gains: Vec<(i32, TopicPartition)>) {
     let now = now_ms();
     let until = now + FOLLOWER_JOIN_GRACE_MS;
-    let mut followers = BTreeSet::new();
+    let followers: BTreeSet<i32> = gains.iter().map(|(follower, _)| *follower).collect();
     {
-        let gains = FollowerGains::of(shard);
-        let mut gains = gains.borrow_mut();
-        gains.forget_expired(now);
-        for topic in image.topics.values() {
-            for (&p, part) in &topic.partitions {
-                if part.leader != me {
-                    continue;
-                }
-                let led_before = previous
-                    .partition(&topic.name, p)
-                    .filter(|before| before.leader == me);
-                for &follower in &part.replicas {
-                    if follower == me || led_before.is_some_and(|b| b.replicas.contains(&follower))
-                    {
-                        continue;
-                    }
-                    gains.gain(follower, TopicPartition::new(topic.name.clone(), p), until);
-                    followers.insert(follower);
-                }
-            }
+        let record = FollowerGains::of(shard);
+        let mut record = record.borrow_mut();
+        record.forget_expired(now);
+        for (follower, tp) in gains {
+            record.gain(follower, tp, until);
         }
     }
     let waiters = AppendWaiters::of(shard);
@@ -287,10 +297,7 @@ fn topic_settings(
     )
 }
 
-fn assignment_from(
-    part: &crate::metadata::image::PartitionImage,
-    min_insync_replicas: usize,
-) -> Assignment {
+fn assignment_from(part: &PartitionImage, min_insync_replicas: usize) -> Assignment {
     Assignment {
         leader: part.leader,
         leader_epoch: part.leader_epoch,

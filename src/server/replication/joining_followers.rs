@@ -16,9 +16,10 @@
 //!
 //! A fetcher that runs already (it follows other partitions of that
 //! leader) takes new followers up in its next round, after the Fetch it has
-//! in flight, which the leader may park for up to
-//! `replica.fetch.wait.max.ms`: Kafka's fetcher thread waits the same.
-//! Cutting that Fetch short (dropping its connection) was tried and left
+//! in flight. The leader answers that Fetch early, as it lacks a partition
+//! the follower gained there (`node::follower_gains`); Kafka's fetcher
+//! thread waits for it, up to `replica.fetch.wait.max.ms`. Cutting that
+//! Fetch short from this side (dropping its connection) was tried and left
 //! out: the leader still answers the dropped Fetch when its wait ends, and
 //! counts the follower's stale fetch offset then, after the newer Fetch of
 //! the new connection (ARCHITECTURE.md, "Replication").

@@ -128,7 +128,8 @@ impl ReplicaFetchers {
 
     /// Runs the fetcher for `leader` unless it runs already: it then takes
     /// the new followers up in its next round, after the Fetch it has in
-    /// flight, as Kafka's fetcher thread does.
+    /// flight, which the leader answers early for them
+    /// (`node::follower_gains`).
     fn start(&self, shard: &Rc<Shard>, leader: i32) {
         if self.running.borrow_mut().insert(leader) {
             glommio::spawn_local(run(shard.clone(), leader)).detach();
