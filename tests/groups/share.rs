@@ -552,7 +552,13 @@ fn share_records_of_a_dead_member_come_back_at_once_and_of_a_hung_one_when_their
              waited for their {LOCK_MS} ms locks: its connection's close did not release them"
         ));
     }
-    s.stop("rescuer-1");
+    stop_long_polling(
+        &mut s,
+        &java,
+        "rescuer-1",
+        topic,
+        FIRST_SEQ + 2 * HELD_RECORDS,
+    );
 
     // Hung: the rescuer joins once the holder is stopped.
     let hung = FIRST_SEQ + HELD_RECORDS..FIRST_SEQ + 2 * HELD_RECORDS;
@@ -580,8 +586,39 @@ fn share_records_of_a_dead_member_come_back_at_once_and_of_a_hung_one_when_their
              {RESCUER_FETCH_MAX_WAIT_MS} ms instead of waking when the locks expired"
         ));
     }
+    // The test is over: nothing the members hold matters any more, and a
+    // clean close would wait out the rescuer's long poll.
     s.kill9("hung");
-    s.stop("rescuer-2");
+    s.kill9("rescuer-2");
+}
+
+/// Stops `name`, a member in a long poll, cleanly and without waiting that
+/// poll out: its client sends the close (which acknowledges what it got)
+/// only once the parked share fetch is answered, so one record (`wake_seq`,
+/// outside every range the test checks) is produced after the stop file to
+/// answer it. When the woken fetch brought that record after the member's
+/// last poll, the close releases it; another member then takes and accepts
+/// it, so that it is not the first record of the next phase's holder.
+fn stop_long_polling(s: &mut Scene, java: &JavaClasses, name: &str, topic: &str, wake_seq: u64) {
+    let i = s.idx(name);
+    s.members[i].request_stop();
+    s.produce(topic, wake_seq, 1);
+    s.stop(name);
+    let got = |d: &BTreeMap<u64, Vec<(String, i64)>>, member: &str| {
+        d.get(&wake_seq)
+            .is_some_and(|v| v.iter().any(|(m, _)| m == member))
+    };
+    if got(&s.share_deliveries(topic), name) {
+        return;
+    }
+    s.share_member(java, "drain", "lockers", topic, &[]);
+    s.wait_deliveries(
+        topic,
+        Duration::from_secs(30),
+        "the released wake-up record delivered to drain",
+        |d| got(d, "drain"),
+    );
+    s.stop("drain");
 }
 
 /// The records' lock duration in that test.
