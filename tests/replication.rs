@@ -257,6 +257,62 @@ fn followers_fetch_a_write_in_flight(cluster: &Cluster) {
     );
 }
 
+/// How long the counter of early answers may take to show one after the
+/// new topic is in sync (the answers come before that; this covers the
+/// metrics scrape).
+const GAIN_ANSWER_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The followers of "overlap" (created by [`followers_fetch_a_write_in_flight`])
+/// have Fetches parked at its leader, which has nothing new for them. A new
+/// RF 3 topic of 3 partitions gives them a partition on that leader, and
+/// the leader answers their parked Fetches at once
+/// (`node::follower_gains`), so that their next Fetch carries it, rather
+/// than after `replica.fetch.wait.max.ms`. Counted, not timed: the counter
+/// moves only for a parked Fetch answered because of a gain, and nothing
+/// else wakes these Fetches (no records are produced meanwhile).
+fn parked_follower_fetches_are_answered_for_a_new_topic(cluster: &Cluster) {
+    const FAMILY: &str = "pinlog_replica_fetches_answered_for_gains_total";
+    let overlap = await_partition(cluster, 1, "overlap", 0, "three in sync", |p| {
+        p.leader > 0 && p.isr.len() == 3
+    });
+    let leader = &cluster.nodes[overlap.leader as usize - 1];
+    let before = leader.metric_total(FAMILY).unwrap_or(0.0);
+    create_topic(cluster, "gained", "3", "3", &[]);
+    let led_there: Vec<usize> = (0..3)
+        .filter(|&p| {
+            await_partition(cluster, 1, "gained", p, "three in sync", |v| {
+                v.leader > 0 && v.isr.len() == 3
+            })
+            .leader
+                == overlap.leader
+        })
+        .collect();
+    if led_there.is_empty() {
+        cluster.fail(&format!(
+            "node {} leads no partition of a 3-partition topic on 3 nodes",
+            overlap.leader
+        ));
+    }
+    let mut after = before;
+    let answered = wait_for(GAIN_ANSWER_TIMEOUT, || {
+        after = leader.metric_total(FAMILY).unwrap_or(0.0);
+        after > before
+    });
+    if !answered {
+        cluster.fail(&format!(
+            "leader {} answered none of its followers' parked Fetches for the partitions \
+             {led_there:?} of \"gained\" ({FAMILY} stayed at {before}): they waited out \
+             replica.fetch.wait.max.ms",
+            overlap.leader
+        ));
+    }
+    eprintln!(
+        "leader {} answered {} parked follower Fetches for the new topic",
+        overlap.leader,
+        after - before
+    );
+}
+
 /// The bytes of every `.log` file of `dir`, by name.
 fn segment_bytes(dir: &Path) -> Vec<(String, Vec<u8>)> {
     let mut out: Vec<(String, Vec<u8>)> = std::fs::read_dir(dir)
@@ -362,6 +418,8 @@ fn replicated_cluster_survives_kills_and_pauses() {
 
     // 0. Replication overlaps the leader's write.
     followers_fetch_a_write_in_flight(&cluster);
+    // 0b. A new topic's followers are not held by their parked Fetches.
+    parked_follower_fetches_are_answered_for_a_new_topic(&cluster);
 
     // 1. Leader kill under load.
     create_topic(&cluster, "acked", "1", "3", &["min.insync.replicas=2"]);

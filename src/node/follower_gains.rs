@@ -37,6 +37,9 @@ use crate::topic_partition::TopicPartition;
 #[derive(Debug, Default)]
 pub struct FollowerGains {
     by_follower: HashMap<i32, HashMap<TopicPartition, i64>>,
+    /// Parked follower Fetches answered early for a gain
+    /// (`pinlog_replica_fetches_answered_for_gains_total`).
+    answered_early: u64,
 }
 
 impl FollowerGains {
@@ -87,6 +90,16 @@ impl FollowerGains {
             return false;
         }
         true
+    }
+
+    /// A parked Fetch was answered early because it lacked a gain.
+    pub fn note_answered_early(&mut self) {
+        self.answered_early += 1;
+    }
+
+    /// Parked follower Fetches answered early for a gain, since start.
+    pub fn answered_early(&self) -> u64 {
+        self.answered_early
     }
 
     /// Followers with gains not yet asked for.

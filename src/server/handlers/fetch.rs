@@ -257,6 +257,7 @@ pub async fn handle(
         if !lacked_gain && lacks_gain(shard, reader, &partitions) {
             // An image gave the follower a partition here since it asked:
             // answer, so that its next Fetch carries it.
+            FollowerGains::of(shard).borrow_mut().note_answered_early();
             break;
         }
         let gained = async move {

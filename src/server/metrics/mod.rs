@@ -64,6 +64,9 @@ pub fn snapshot(shard: &Shard) -> ShardSnapshot {
         balancer_moves: crate::server::shard_placement::balancer::moves_off(shard),
         fetches_of_writes_in_flight: crate::node::in_flight_appends::InFlightAppends::of(shard)
             .fetches_served(),
+        fetches_answered_for_gains: crate::node::follower_gains::FollowerGains::of(shard)
+            .borrow()
+            .answered_early(),
     }
 }
 
@@ -97,6 +100,9 @@ pub struct ShardSnapshot {
     pub balancer_moves: u64,
     /// Followers' fetches answered from a leader's write still in flight.
     pub fetches_of_writes_in_flight: u64,
+    /// Followers' parked fetches answered early because an image gave the
+    /// follower a partition on this leader (`node::follower_gains`).
+    pub fetches_answered_for_gains: u64,
 }
 
 /// The Prometheus text exposition format version [`render`] writes.
@@ -320,6 +326,14 @@ pub fn render(shards: &[ShardSnapshot]) -> String {
     per_shard(
         &mut out,
         shards,
+        "pinlog_replica_fetches_answered_for_gains_total",
+        "counter",
+        "Followers' parked fetches answered early because the follower gained a partition on this leader.",
+        |s| s.fetches_answered_for_gains,
+    );
+    per_shard(
+        &mut out,
+        shards,
         "pinlog_shard_balancer_moves_total",
         "counter",
         "Partitions the core balancer moved off the shard (shard.balancer.enable).",
@@ -455,6 +469,7 @@ mod tests {
             )],
             balancer_moves: 1,
             fetches_of_writes_in_flight: 4,
+            fetches_answered_for_gains: 2,
         }
     }
 
@@ -496,6 +511,7 @@ mod tests {
             "pinlog_fetch_sessions_consumer",
             "pinlog_fetch_session_partitions",
             "pinlog_replica_fetches_of_writes_in_flight_total",
+            "pinlog_replica_fetches_answered_for_gains_total",
         ] {
             assert_eq!(
                 text.matches(&format!("# TYPE {family} ")).count(),
