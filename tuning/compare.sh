@@ -23,6 +23,9 @@
 #                  whose writes are limited to N MB/s (cgroup v1 blkio
 #                  throttle of the root group, so it also limits the
 #                  kernel's writeback of Kafka's page cache). Needs root.
+#   --p2-load PERCENT
+#                  pace P2 at PERCENT of Kafka's P1 median instead of 50
+#                  (the second load point is 80)
 #   --only "LIST"  run only these sections, among raw p1 p2 p3 p3big java p5 p4
 #                  (for development: the report then has gaps; p2 needs p1,
 #                  or P2_RATE=<records/s> in the environment)
@@ -81,7 +84,7 @@
 # disk as the repository, removed at the end):
 #   raw   tuning/raw-sink: TCP into O_DIRECT files (the physical limit)
 #   P1    produce throughput, acks=1, 1 KiB records, 12 partitions
-#   P2    produce latency at a fixed 50% of Kafka's P1 rate, beside the
+#   P2    produce latency at a fixed 50% (--p2-load) of Kafka's P1 rate, beside the
 #         disk's own latency at that byte rate (raw-sink pace)
 #   P3    consume: catch-up over the data set, and tailing (e2e)
 #   P3big consume from the earliest offset over a data set larger than the
@@ -118,6 +121,7 @@ GROUPS_MODE=0
 SHARE_MODE=0
 OUT_SET=0
 THROTTLE_MBPS=0
+P2_LOAD=50
 ARGV_STR="$*"
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -127,6 +131,7 @@ while [ $# -gt 0 ]; do
     --keep) KEEP=1 ;;
     --no-kafka-p4) KAFKA_P4=0 ;;
     --only) ONLY="$2"; shift ;;
+    --p2-load) P2_LOAD="$2"; shift ;;
     --report-only) REPORT_ONLY="$2"; shift ;;
     --throttle-mbps) THROTTLE_MBPS="$2"; shift ;;
     --replicated) REPLICATED=1 ;;
@@ -404,6 +409,7 @@ wait_partitions() {
 }
 
 # ---------------------------------------------------------------- preflight
+[[ "$P2_LOAD" =~ ^[1-9][0-9]?$ ]] || die "--p2-load takes a percentage of Kafka's P1 rate from 1 to 99, not $P2_LOAD"
 for tool in java javac kcat jq python3 /usr/bin/time cargo; do
   command -v "$tool" >/dev/null 2>&1 || die "needs $tool on PATH"
 done
@@ -829,16 +835,17 @@ done
 if [ "$MODE" = full ]; then say "raw baseline again (after P1)"; raw_round 2; fi
 fi
 
-# Kafka's P1 rate (median over rounds), records/s: P2 runs at half of it.
+# Kafka's P1 rate (median over rounds), records/s: P2 runs at P2_LOAD percent
+# of it.
 if want p2; then
 # With --only and no P1 run there are no files: cat fails, which under
 # pipefail would end the script without a word.
 KAFKA_P1_RPS=$( (cat "$RES"/p1.kafka.*.json 2>/dev/null || true) | jq -s '[.[] | .records_per_s // empty] | sort | if length == 0 then 0 else .[(length - 1) / 2 | floor] end')
-P2_RATE=${P2_RATE_ENV:-$(awk -v r="$KAFKA_P1_RPS" 'BEGIN{printf "%d", r / 2}')}
+P2_RATE=${P2_RATE_ENV:-$(awk -v r="$KAFKA_P1_RPS" -v l="$P2_LOAD" 'BEGIN{printf "%d", r * l / 100}')}
 [ "$P2_RATE" -gt 0 ] || die "no Kafka P1 result, cannot pace P2"
 
 # ---------------------------------------------------------------- P2
-P2_RATE_FROM="50% of Kafka's P1 median"; [ -n "$P2_RATE_ENV" ] && P2_RATE_FROM="P2_RATE"
+P2_RATE_FROM="$P2_LOAD% of Kafka's P1 median"; [ -n "$P2_RATE_ENV" ] && P2_RATE_FROM="P2_RATE"
 say "P2: produce latency at $P2_RATE records/s ($P2_RATE_FROM), linger ${LG_P2_LINGER} ms, ${P2_SECS}s"
 P2_RAW_MB=$(awk -v r="$P2_RATE" -v s="$RECORD" 'BEGIN{printf "%.1f", r * s / 1e6}')
 for r in $(seq 1 "$P2_ROUNDS"); do
@@ -1106,7 +1113,7 @@ TUNING_DIR="$REPO/tuning"
 # results too, so that --report-only can write a kept run's report again.
 REPORT_VARS=(TUNING_DIR RES OUT MODE ARGV_STR LOAD_START LOAD_END BUSY_START ELAPSED MACH_CPU MACH_CORES
   MACH_RAM MACH_KERNEL MACH_DISK MACH_HYP MACH_JAVA MACH_RUST GIT_REV GIT_DIRTY RECORD PARTS LG_BATCH
-  LG_LINGER LG_CONNS LG_P2_LINGER P1_SECS P1_WARM P1_ROUNDS P2_SECS P2_WARM P2_ROUNDS P2_RATE
+  LG_LINGER LG_CONNS LG_P2_LINGER P1_SECS P1_WARM P1_ROUNDS P2_SECS P2_WARM P2_ROUNDS P2_RATE P2_LOAD
   KAFKA_P1_RPS P3_BYTES P3_RECORDS P3_ROUNDS P3BIG_BYTES P3BIG_ROUNDS MEM_BYTES TAIL_SECS TAIL_WARM
   TAIL_ROUNDS P4_PARTS P5_SECS P5_WARM P5_ROUNDS RAW_SECS RAW_ROUNDS JAVA_RECORDS KAFKA_HEAP
   DROP_CACHES KAFKA_P4 KAFKA_VERSION THROTTLE_MBPS)

@@ -274,7 +274,7 @@ w("")
 
 w(f"## P2: produce latency at {E['P2_RATE']} records/s")
 w("")
-w(f"The rate is half of Kafka's P1 median ({float(E['KAFKA_P1_RPS']):.0f} records/s), open loop: latency is "
+w(f"The rate is {E.get('P2_LOAD') or 50}% of Kafka's P1 median ({float(E['KAFKA_P1_RPS']):.0f} records/s), open loop: latency is "
   "measured from each record's intended send time, so stalls are not hidden. "
   f"{E['P2_SECS']} s measured after {E['P2_WARM']} s warmup.")
 w("")
