@@ -508,6 +508,13 @@ fn map(file: &File, length_bytes: u64) -> io::Result<Option<MmapMut>> {
     // disk (or an I/O error) at the page fault of an entry write raises
     // SIGBUS instead of an error; see ARCHITECTURE.md, sharp edges.
     let mmap = unsafe { MmapOptions::new().len(length).map_mut(file)? };
+    // Entries are appended a few bytes at a time and looked up by binary
+    // search: no access here is sequential enough for read-ahead. Without
+    // this hint, the first write to each page of a new (sparse) index
+    // faulted in and zeroed a whole read-ahead window, on the shard's
+    // thread: a new topic's first burst of produce stalled tens of ms.
+    // Only a hint: a kernel that refuses it changes nothing else.
+    let _ = mmap.advise(memmap2::Advice::Random);
     Ok(Some(mmap))
 }
 
