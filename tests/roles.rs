@@ -7,8 +7,12 @@
 //! Kafka's ClusterTool stops observing. A
 //! broker-only node whose id is a voter's is refused.
 //!
+//! A single controller-only voter on a slow metadata disk answers its
+//! brokers' heartbeats behind a backlog of decisions without fencing them.
+//!
 //! Its own test binary: five processes on this machine's two cores should
-//! not share them with another cluster test.
+//! not share them with another cluster test (the slow-disk test's three
+//! are idle but for its nine seconds of CreateTopics).
 
 mod support;
 
@@ -255,4 +259,196 @@ fn a_broker_only_node_in_the_voter_list_is_refused() {
         ],
         &["process.roles", "node.id 2"],
     );
+}
+
+/// cgroup v1's per-device write-IOPS limit, which slows the controller's
+/// metadata disk in [`heartbeats_are_answered_behind_a_backlog_of_slow_decisions`].
+const BLKIO_WRITE_IOPS: &str = "/sys/fs/cgroup/blkio/blkio.throttle.write_iops_device";
+/// The slow disk's write operations a second: each metadata commit (a write
+/// and its fsync, ext4's journal) then takes a few hundred milliseconds.
+const SLOW_DISK_WRITE_IOPS: u32 = 2;
+/// Topics created at once against the slow controller: decisions queued
+/// for longer than the watch below.
+const BACKLOG_TOPICS: usize = 16;
+/// How long the backlog is watched for a fencing: several session
+/// timeouts (1.5 s in tests).
+const BACKLOG_WATCH: Duration = Duration::from_secs(8);
+
+/// An ext4 file system on a loop device whose writes the kernel can hold
+/// to [`SLOW_DISK_WRITE_IOPS`] ([`SlowDisk::slow_down`]); mounted at `at`,
+/// undone when dropped.
+struct SlowDisk {
+    at: std::path::PathBuf,
+    device: String,
+    major_minor: String,
+    _image_dir: tempfile::TempDir,
+}
+
+impl SlowDisk {
+    fn new(at: &std::path::Path) -> Result<SlowDisk, String> {
+        let image_dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+        let image = image_dir.path().join("slow.img");
+        let sh = |script: &str| {
+            let out = run_command(Command::new("sh").args(["-ec", script]), None, CLI_TIMEOUT);
+            if out.success() {
+                Ok(out.stdout.trim().to_string())
+            } else {
+                Err(format!("{script}: {out}"))
+            }
+        };
+        let device = sh(&format!(
+            "truncate -s 256M '{img}'; mkfs.ext4 -q -F '{img}'; losetup --find --show --direct-io=on '{img}'",
+            img = image.display()
+        ))?;
+        let mut disk = SlowDisk {
+            at: at.to_path_buf(),
+            device: device.clone(),
+            major_minor: String::new(),
+            _image_dir: image_dir,
+        };
+        sh(&format!(
+            "mkdir -p '{at}'; mount '{device}' '{at}'",
+            at = at.display()
+        ))?;
+        disk.major_minor = sh(&format!("lsblk -dno MAJ:MIN '{device}' | tr -d ' '"))?;
+        Ok(disk)
+    }
+
+    /// From now on, the disk takes [`SLOW_DISK_WRITE_IOPS`] writes a second.
+    fn slow_down(&self) -> Result<(), String> {
+        std::fs::write(
+            BLKIO_WRITE_IOPS,
+            format!("{} {SLOW_DISK_WRITE_IOPS}", self.major_minor),
+        )
+        .map_err(|e| format!("setting {BLKIO_WRITE_IOPS}: {e}"))
+    }
+
+    /// Lifts the limit.
+    fn speed_up(&self) {
+        let _ = std::fs::write(BLKIO_WRITE_IOPS, format!("{} 0", self.major_minor));
+    }
+}
+
+impl Drop for SlowDisk {
+    fn drop(&mut self) {
+        if !self.major_minor.is_empty() {
+            self.speed_up();
+        }
+        let _ = run_command(
+            Command::new("umount").arg("-l").arg(&self.at),
+            None,
+            CLI_TIMEOUT,
+        );
+        let _ = run_command(
+            Command::new("losetup").args(["-d", &self.device]),
+            None,
+            CLI_TIMEOUT,
+        );
+    }
+}
+
+/// A broker's heartbeat that changes nothing is answered at once, not after
+/// the controller's queued decisions: one controller-only voter whose
+/// metadata disk is slow (each commit a few hundred milliseconds) gets
+/// [`BACKLOG_TOPICS`] CreateTopics at once, seconds of decisions, several
+/// session timeouts' worth. Its two brokers must stay unfenced throughout.
+/// Before, each heartbeat waited its turn behind the backlog while the
+/// session-expiry check took its turn more often, and live brokers were
+/// fenced (on a loaded CI machine, the ISR changes of a failover made such
+/// a backlog, and each fencing made more of it, for a minute).
+#[test]
+fn heartbeats_are_answered_behind_a_backlog_of_slow_decisions() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 || !std::path::Path::new(BLKIO_WRITE_IOPS).exists() {
+        eprintln!(
+            "heartbeats_are_answered_behind_a_backlog_of_slow_decisions: NOT RUN: a slow disk \
+             needs root and cgroup v1's {BLKIO_WRITE_IOPS} (CI has both)"
+        );
+        return;
+    }
+    let root = tempfile::tempdir().expect("a directory for the slow disk");
+    let mount = root.path().join("slow");
+    let disk = SlowDisk::new(&mount).unwrap_or_else(|e| panic!("cannot make a slow disk: {e}"));
+    let port = free_port();
+    let voters = format!("1@127.0.0.1:{port}");
+    let base = support::BrokerOpts::new();
+    let mut controller = Broker::launch(
+        Cluster::node_opts(&base, 1, &voters, port)
+            .setting("process.roles", "controller")
+            .data_dir(mount.join("data")),
+    );
+    let mut brokers: Vec<Broker> = [2i64, 3]
+        .iter()
+        .map(|&id| {
+            Broker::launch(
+                Cluster::node_opts(&base, id, &voters, 0)
+                    .setting("process.roles", "broker")
+                    .without_setting("controller.listen"),
+            )
+        })
+        .collect();
+    for b in &mut brokers {
+        b.await_ready();
+    }
+    let live = |brokers: &[Broker]| {
+        describe(&brokers[0]).is_some_and(|v| v["brokers"].as_array().map(Vec::len) == Some(2))
+    };
+    assert!(
+        wait_for(START_TIMEOUT, || live(&brokers)),
+        "two live brokers"
+    );
+    // Slowed once the cluster runs: its start commits a dozen entries.
+    disk.slow_down()
+        .unwrap_or_else(|e| panic!("cannot slow the disk down: {e}"));
+
+    let bootstrap = brokers[0].bootstrap();
+    let mut creates: Vec<std::process::Child> = (0..BACKLOG_TOPICS)
+        .map(|i| {
+            Command::new(PINLOG_BIN)
+                .args(["topic", "create", &format!("backlog-{i}")])
+                .args([
+                    "--replication-factor",
+                    "2",
+                    "--bootstrap-server",
+                    &bootstrap,
+                ])
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .expect("spawn pinlog topic create")
+        })
+        .collect();
+    std::thread::sleep(BACKLOG_WATCH);
+    for c in &mut creates {
+        let _ = c.kill();
+        let _ = c.wait();
+    }
+    // The controller answered a forwarded CreateTopics later than the
+    // broker's request timeout (2 s, beyond the 1.5 s session): the
+    // backlog was real.
+    assert!(
+        brokers[0]
+            .log()
+            .contains("the active controller did not answer in time"),
+        "the controller kept up with {BACKLOG_TOPICS} CreateTopics: is its disk slow?"
+    );
+    assert!(
+        !controller
+            .log()
+            .contains("fenced brokers that sent no heartbeat"),
+        "the controller fenced live brokers whose heartbeats waited behind other requests"
+    );
+    for b in &brokers {
+        assert!(
+            !b.log().contains("the controller fenced this broker"),
+            "a broker was fenced while its heartbeats waited behind other requests"
+        );
+    }
+    // The brokers' controlled shutdowns need the controller's decisions.
+    disk.speed_up();
+    for b in &mut brokers {
+        b.stop();
+    }
+    controller.stop();
+    drop(disk);
 }

@@ -139,6 +139,23 @@ pub struct QuorumStatus {
     pub observers: Vec<VoterStatus>,
 }
 
+/// Which of a node's connections to the active controller a forwarded
+/// request takes. Each carries one request at a time, so a broker's
+/// registration and heartbeats have one of their own, as Kafka's broker
+/// lifecycle manager has its own channel: behind a slow admin request or
+/// ISR change (seconds, when the controller has a backlog) a heartbeat
+/// would wait out the broker's session, and the broker be fenced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ForwardLane {
+    /// BrokerRegistration and BrokerHeartbeat.
+    Lifecycle,
+    /// Every other request.
+    Requests,
+}
+
+/// A connection that several tasks take turns on.
+type SharedPeerConnection = Rc<glommio::sync::RwLock<PeerConnection>>;
+
 /// The metadata quorum of one node.
 pub struct Quorum {
     raft: Raft,
@@ -146,7 +163,7 @@ pub struct Quorum {
     log: LogCloser,
     settings: QuorumSettings,
     /// Connections to the other voters for forwarded requests.
-    forward_connections: RefCell<HashMap<i32, Rc<glommio::sync::RwLock<PeerConnection>>>>,
+    forward_connections: RefCell<HashMap<(i32, ForwardLane), SharedPeerConnection>>,
     /// Stops the controller listener and its connections. Its own, not the
     /// broker's: a stopping node stays a voter until the quorum shuts
     /// down, so that it acknowledges appends while it drains and learns
@@ -431,8 +448,13 @@ impl Quorum {
         }
     }
 
-    /// Sends `request` to the active controller's forward handler.
-    pub async fn forward(&self, request: Vec<u8>) -> Result<Vec<u8>, QuorumError> {
+    /// Sends `request` to the active controller's forward handler, on the
+    /// connection of `lane` (one request at a time on each).
+    pub async fn forward(
+        &self,
+        request: Vec<u8>,
+        lane: ForwardLane,
+    ) -> Result<Vec<u8>, QuorumError> {
         let Some(leader) = self.leader() else {
             return Err(QuorumError::NoLeader);
         };
@@ -442,7 +464,7 @@ impl Quorum {
         let connection = self
             .forward_connections
             .borrow_mut()
-            .entry(leader)
+            .entry((leader, lane))
             .or_insert_with(|| {
                 Rc::new(glommio::sync::RwLock::new(PeerConnection::new(
                     addr,

@@ -10,8 +10,8 @@ use super::{
     call, controller, wrong_answer, AdminAnswer, AdminRequest, Controller, ControllerResult,
 };
 use crate::controller::brokers::{
-    registrations, unclean_shutdown, BrokerControlState, Heartbeat, RegistrationDecision,
-    RegistrationRequest,
+    registrations, unclean_shutdown, BrokerControlState, Heartbeat, HeartbeatOutcome,
+    RegistrationDecision, RegistrationRequest,
 };
 use crate::controller::partitions::{fencing, with_leadership_changes, with_unclean_shutdown};
 use crate::metadata::features::new_cluster_records;
@@ -272,23 +272,13 @@ pub(super) async fn broker_heartbeat(
             )),
         ));
     };
-    let leads_partitions = image
-        .topics
-        .values()
-        .flat_map(|t| t.partitions.values())
-        .any(|p| p.leader == req.broker_id);
-    let hb = Heartbeat {
-        id: req.broker_id,
-        epoch: req.broker_epoch,
-        metadata_offset: req.current_metadata_offset,
-        want_fence: req.want_fence,
-        want_shut_down: req.want_shut_down,
-    };
     let epoch = controller.quorum.status().leader_epoch;
-    let outcome =
-        controller
-            .sessions(image, epoch, now)
-            .heartbeat(registration, &hb, leads_partitions, now);
+    let outcome = controller.sessions(image, epoch, now).heartbeat(
+        registration,
+        &heartbeat_of(&req),
+        leads_partitions(image, req.broker_id),
+        now,
+    );
     let outcome = match outcome {
         Ok(o) => o,
         Err((code, message)) => {
@@ -321,16 +311,87 @@ pub(super) async fn broker_heartbeat(
             .await?;
         tracing::info!(broker = req.broker_id, state = ?outcome.next, "broker {} is now {:?}", req.broker_id, outcome.next);
     }
-    Ok((
-        BrokerHeartbeatResponse {
-            error_code: error_code::NONE,
-            is_caught_up: outcome.caught_up,
-            is_fenced: matches!(outcome.next, Fenced | ShutdownNow),
-            should_shut_down: outcome.next == ShutdownNow,
-            ..Default::default()
-        },
-        None,
-    ))
+    Ok((heartbeat_response(&outcome), None))
+}
+
+/// Answers at once, without waiting for its turn among the decisions, a
+/// heartbeat that changes nothing (the broker stays as it is: the common
+/// case): its session is refreshed and its answer read from the committed
+/// image. `None` for every other heartbeat (one that fences, unfences or
+/// shuts its broker down, or is refused), which is decided in turn.
+///
+/// The decisions are one at a time, each with a read barrier and usually a
+/// commit: behind a backlog of them (the ISR changes of a failover on a
+/// slow disk or a loaded machine) a heartbeat waited for seconds, and a
+/// broker sends its next one only once answered, so the session-expiry
+/// check, which takes its turn more often, fenced live brokers; each
+/// fencing moved leaderships and made more decisions (a fault run on a
+/// loaded CI machine went on like this for a minute). Kafka's controller
+/// likewise records a heartbeat's contact before it queues the heartbeat
+/// (`BrokerHeartbeatTracker`).
+pub(super) fn answer_steady_heartbeat(
+    controller: &Controller,
+    version: i16,
+    body: &[u8],
+) -> Option<(Vec<u8>, Option<String>)> {
+    if !controller.quorum.is_leader() {
+        return None;
+    }
+    let req = BrokerHeartbeatRequest::decode(
+        &mut crate::protocol::codec::Reader::new(bytes::Bytes::copy_from_slice(body)),
+        version,
+    )
+    .ok()?;
+    let image = controller.quorum.image();
+    let registration = registrations(&image).remove(&req.broker_id)?;
+    let now = now_ms();
+    let epoch = controller.quorum.status().leader_epoch;
+    let outcome = controller
+        .sessions(&image, epoch, now)
+        .heartbeat(
+            &registration,
+            &heartbeat_of(&req),
+            leads_partitions(&image, req.broker_id),
+            now,
+        )
+        .ok()?;
+    if outcome.changed {
+        return None;
+    }
+    let mut w = bytes::BytesMut::new();
+    heartbeat_response(&outcome).encode(&mut w, version);
+    Some((w.to_vec(), None))
+}
+
+fn heartbeat_of(req: &BrokerHeartbeatRequest) -> Heartbeat {
+    Heartbeat {
+        id: req.broker_id,
+        epoch: req.broker_epoch,
+        metadata_offset: req.current_metadata_offset,
+        want_fence: req.want_fence,
+        want_shut_down: req.want_shut_down,
+    }
+}
+
+/// Whether `broker` leads any partition (a controlled shutdown waits until
+/// it leads none).
+fn leads_partitions(image: &MetadataImage, broker: i32) -> bool {
+    image
+        .topics
+        .values()
+        .flat_map(|t| t.partitions.values())
+        .any(|p| p.leader == broker)
+}
+
+fn heartbeat_response(outcome: &HeartbeatOutcome) -> BrokerHeartbeatResponse {
+    use BrokerControlState::*;
+    BrokerHeartbeatResponse {
+        error_code: error_code::NONE,
+        is_caught_up: outcome.caught_up,
+        is_fenced: matches!(outcome.next, Fenced | ShutdownNow),
+        should_shut_down: outcome.next == ShutdownNow,
+        ..Default::default()
+    }
 }
 
 /// On the active controller, fences the brokers whose session ran out.

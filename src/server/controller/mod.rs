@@ -56,7 +56,7 @@ use crate::protocol::messages::broker_registration::{
     BrokerHeartbeatRequest, BrokerRegistrationRequest,
 };
 use crate::quorum::network::{ConnectionId, Forwarded};
-use crate::quorum::{Quorum, QuorumError, QuorumStatus};
+use crate::quorum::{ForwardLane, Quorum, QuorumError, QuorumStatus};
 use crate::shard::shard::Shard;
 
 mod acls;
@@ -78,7 +78,9 @@ pub use self::requests::{
 pub use self::broker_sessions::{
     alter_partition_call, broker_heartbeat_call, broker_registration, fence_expired_brokers,
 };
-use self::broker_sessions::{broker_heartbeat, fence_if_gone, register_broker};
+use self::broker_sessions::{
+    answer_steady_heartbeat, broker_heartbeat, fence_if_gone, register_broker,
+};
 
 /// The shard that runs the controller and the quorum.
 pub const CONTROLLER_SHARD: usize = 0;
@@ -440,6 +442,12 @@ async fn call_on_controller_shard(
 ) -> ControllerResult<AdminAnswer> {
     let controller = controller(shard);
     let quorum = controller.quorum.clone();
+    let lane = match request {
+        AdminRequest::BrokerRegistration { .. } | AdminRequest::BrokerHeartbeat { .. } => {
+            ForwardLane::Lifecycle
+        }
+        _ => ForwardLane::Requests,
+    };
     if quorum.is_leader() {
         let response = decide(shard, request).await;
         if response.offset >= 0 {
@@ -451,7 +459,7 @@ async fn call_on_controller_shard(
         code: error_code::UNKNOWN_SERVER_ERROR,
         message: e.to_string(),
     })?;
-    let answer = quorum.forward(bytes).await?;
+    let answer = quorum.forward(bytes, lane).await?;
     let response: AdminResponse = postcard::from_bytes(&answer).map_err(|e| ControllerError {
         code: error_code::UNKNOWN_SERVER_ERROR,
         message: format!("the active controller's answer does not decode: {e}"),
@@ -545,6 +553,14 @@ impl Forwarded for Forwarding {
 /// of everything committed, committing the records it makes.
 async fn decide(shard: &Rc<Shard>, request: AdminRequest) -> AdminResponse {
     let controller = controller(shard);
+    if let AdminRequest::BrokerHeartbeat { version, body } = &request {
+        if let Some((body, message)) = answer_steady_heartbeat(&controller, *version, body) {
+            return AdminResponse {
+                result: Ok(AdminAnswer::Broker { body, message }),
+                offset: -1,
+            };
+        }
+    }
     let Ok(_permit) = controller.decisions.acquire_permit(1).await else {
         return AdminResponse {
             result: Err(QuorumError::Stopped("the controller has shut down".into()).into()),
