@@ -41,8 +41,8 @@
 //! each with a watcher of its group's committed offsets, and a member of a
 //! share group (KIP-932) that accepts every record it is delivered and
 //! commits each poll, reading from offset 0 (group configs
-//! `share.auto.offset.reset=earliest`, a 15 s lock) and draining after the
-//! stop (tests/faults/workload.py, tests/faults/FaultProducer.java,
+//! `share.auto.offset.reset=earliest`, a 15 s lock) and draining once the
+//! producers have stopped (tests/faults/workload.py, tests/faults/FaultProducer.java,
 //! tests/faults/FaultShareConsumer.java); tests/faults/checker.py checks.
 
 mod common;
@@ -75,6 +75,9 @@ const GROUP: &str = "faults-group";
 const CONSUMER_PROTOCOL_GROUP: &str = "faults-group-848";
 /// The share group of the topic (KIP-932, `FaultShareConsumer.java`).
 const SHARE_GROUP: &str = "faults-share";
+/// Its member's client name (`FaultShareConsumer.java`): the last client
+/// the workload starts, and the last one stopped.
+const SHARE_CLIENT: &str = "share-1";
 /// Its `share.record.lock.duration.ms` (Kafka's lowest): records a lost
 /// share session held come back this soon.
 const SHARE_LOCK_MS: u64 = 15_000;
@@ -913,7 +916,8 @@ fn run_under_nemesis(
     };
     run.create_topic();
     let stop = run.history.join("STOP");
-    let mut clients = run.start_workload(&stop);
+    let share_stop = run.history.join("STOP-SHARE");
+    let mut clients = run.start_workload(&stop, &share_stop);
 
     let started = Instant::now();
     while started.elapsed() < Duration::from_secs(seconds) {
@@ -925,7 +929,14 @@ fn run_under_nemesis(
     // Let the producers' retries land before they stop.
     std::thread::sleep(Duration::from_secs(5));
     std::fs::write(&stop, b"stop").expect("write the stop file");
+    // The share member starts its drain only once the producers are gone:
+    // a producer retries past the stop (a record its partition could not
+    // take during the faults lands seconds later), and every record of the
+    // final log must reach the share group.
     for (name, child) in &mut clients.0 {
+        if name == SHARE_CLIENT {
+            std::fs::write(&share_stop, b"stop").expect("write the share member's stop file");
+        }
         if wait_timeout(child, CLIENT_EXIT_TIMEOUT).is_none() {
             let _ = child.kill();
             let _ = child.wait();
@@ -1077,10 +1088,13 @@ impl FaultRun {
         }
     }
 
-    fn start_workload(&self, stop: &Path) -> Clients {
+    /// Starts the workload's clients; the share member, last of them,
+    /// stops at `share_stop`, every other client at `stop`.
+    fn start_workload(&self, stop: &Path, share_stop: &Path) -> Clients {
         let bootstrap = self.bootstrap();
         let h = |name: &str| self.history.join(name).display().to_string();
         let stop = stop.display().to_string();
+        let share_stop = share_stop.display().to_string();
         let partitions = PARTITIONS.to_string();
         let rate = PRODUCER_RATE.to_string();
         let mut clients = Vec::new();
@@ -1212,7 +1226,7 @@ impl FaultRun {
             ));
         }
         spawn(
-            "share-1",
+            SHARE_CLIENT,
             Command::new("java")
                 .args(["-XX:TieredStopAtLevel=1", "-Xmx256m", "-cp", &classpath])
                 .arg("FaultShareConsumer")
@@ -1221,7 +1235,7 @@ impl FaultRun {
                     SHARE_GROUP,
                     TOPIC,
                     &h("share-1.jsonl"),
-                    &stop,
+                    &share_stop,
                     &SHARE_DRAIN_IDLE_SECONDS.to_string(),
                 ]),
         );
