@@ -405,41 +405,36 @@ impl PeerConnection {
     }
 
     /// Sends `request` and waits up to `timeout` for the answer.
+    ///
+    /// A kept connection that the peer closed while it was idle (the peer
+    /// was killed or restarted) fails the exchange at once, before the peer
+    /// could read the request: the request then goes once more, on a new
+    /// connection (refused at once if the peer is gone, which callers take
+    /// for an unreachable controller). A connection that carries requests
+    /// only now and then meets this, unlike one that heartbeats every few
+    /// hundred milliseconds and notices a dead peer first. A peer that
+    /// died while it answered gets the request twice; every decision is
+    /// checked against the committed image, so a repeat is refused (a
+    /// topic that exists, a stale partition epoch) or changes nothing.
     pub async fn call(
         &mut self,
         request: &PeerRequest,
         timeout: Duration,
     ) -> Result<PeerResponse, PeerError> {
-        if self.stream.is_none() {
-            self.stream = Some(self.connect(timeout).await?);
-        }
-        let stream = self.stream.as_mut().expect("connected above");
         let bytes = postcard::to_stdvec(request).map_err(|e| PeerError::Network {
             addr: self.addr.clone(),
             source: invalid(e),
         })?;
-        let exchange = async {
-            write_frame(stream, &bytes).await?;
-            read_frame(stream).await
-        };
-        let answer = exchange
-            .or(async {
-                glommio::timer::sleep(timeout).await;
-                Err(io::Error::new(
-                    io::ErrorKind::TimedOut,
-                    format!("no answer within {timeout:?}"),
-                ))
-            })
-            .await;
-        let frame = match answer {
-            Ok(frame) => frame,
-            Err(source) => {
-                self.stream = None;
-                return Err(PeerError::Network {
-                    addr: self.addr.clone(),
-                    source,
-                });
+        let reused = self.stream.is_some();
+        let frame = match self.exchange(&bytes, timeout).await {
+            Err(PeerError::Network { source, .. }) if reused && closed_while_idle(&source) => {
+                tracing::debug!(
+                    addr = %self.addr,
+                    "the kept controller connection was closed ({source}); sending again on a new one"
+                );
+                self.exchange(&bytes, timeout).await?
             }
+            answer => answer?,
         };
         match postcard::from_bytes::<PeerResponse>(&frame) {
             Ok(PeerResponse::Error(message)) => Err(PeerError::Remote {
@@ -459,6 +454,35 @@ impl PeerConnection {
 }
 
 impl PeerConnection {
+    /// One request frame out and its answer frame back, connecting first
+    /// when no connection is kept; the connection is dropped on a failure.
+    async fn exchange(&mut self, bytes: &[u8], timeout: Duration) -> Result<Vec<u8>, PeerError> {
+        if self.stream.is_none() {
+            self.stream = Some(self.connect(timeout).await?);
+        }
+        let stream = self.stream.as_mut().expect("connected above");
+        let exchange = async {
+            write_frame(stream, bytes).await?;
+            read_frame(stream).await
+        };
+        let answer = exchange
+            .or(async {
+                glommio::timer::sleep(timeout).await;
+                Err(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    format!("no answer within {timeout:?}"),
+                ))
+            })
+            .await;
+        answer.map_err(|source| {
+            self.stream = None;
+            PeerError::Network {
+                addr: self.addr.clone(),
+                source,
+            }
+        })
+    }
+
     /// [`PeerConnection::call`], expecting the answer `pick` accepts; any
     /// other kind of answer is a network error.
     pub async fn call_for<T>(
@@ -473,6 +497,19 @@ impl PeerConnection {
             source: invalid("the answer is of the wrong kind"),
         })
     }
+}
+
+/// Whether an exchange failed because the peer had closed the connection
+/// (a reset, a broken pipe, the end of the stream), rather than by a
+/// timeout or a malformed answer.
+fn closed_while_idle(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::BrokenPipe
+            | io::ErrorKind::ConnectionReset
+            | io::ErrorKind::ConnectionAborted
+            | io::ErrorKind::UnexpectedEof
+    )
 }
 
 /// `HOST:PORT` to its first address (peer controllers, and the brokers the
