@@ -51,6 +51,17 @@ fn describe(broker: &Broker) -> Option<Value> {
     support::cluster_describe(broker)
 }
 
+/// Launches broker-only node `id` of the quorum `voters`. No
+/// controller.listen: the default, an ephemeral port, which the broker
+/// tells the active controller.
+fn launch_broker_only(base: &support::BrokerOpts, id: i64, voters: &str) -> Broker {
+    Broker::launch(
+        Cluster::node_opts(base, id, voters, 0)
+            .setting("process.roles", "broker")
+            .without_setting("controller.listen"),
+    )
+}
+
 #[test]
 fn controller_only_and_broker_only_nodes_form_a_cluster() {
     let ports: Vec<u16> = (0..3).map(|_| free_port()).collect();
@@ -71,17 +82,9 @@ fn controller_only_and_broker_only_nodes_form_a_cluster() {
             )
         })
         .collect();
-    let mut brokers: Vec<Broker> = [4i64, 5]
+    let mut brokers: Vec<Broker> = [4, 5]
         .iter()
-        .map(|&id| {
-            // No controller.listen: the default, an ephemeral port, which
-            // the broker tells the active controller.
-            Broker::launch(
-                Cluster::node_opts(&base, id, &voters, 0)
-                    .setting("process.roles", "broker")
-                    .without_setting("controller.listen"),
-            )
-        })
+        .map(|&id| launch_broker_only(&base, id, &voters))
         .collect();
     for (i, c) in controllers.iter().enumerate() {
         if !wait_for(START_TIMEOUT, || c.log().contains(CONTROLLER_ONLY_RUNNING)) {
@@ -377,15 +380,9 @@ fn heartbeats_are_answered_behind_a_backlog_of_slow_decisions() {
             .setting("process.roles", "controller")
             .data_dir(mount.join("data")),
     );
-    let mut brokers: Vec<Broker> = [2i64, 3]
+    let mut brokers: Vec<Broker> = [2, 3]
         .iter()
-        .map(|&id| {
-            Broker::launch(
-                Cluster::node_opts(&base, id, &voters, 0)
-                    .setting("process.roles", "broker")
-                    .without_setting("controller.listen"),
-            )
-        })
+        .map(|&id| launch_broker_only(&base, id, &voters))
         .collect();
     for b in &mut brokers {
         b.await_ready();
