@@ -319,16 +319,21 @@ impl SlowDisk {
 
     /// From now on, the disk takes [`SLOW_DISK_WRITE_IOPS`] writes a second.
     fn slow_down(&self) -> Result<(), String> {
-        std::fs::write(
-            BLKIO_WRITE_IOPS,
-            format!("{} {SLOW_DISK_WRITE_IOPS}", self.major_minor),
-        )
-        .map_err(|e| format!("setting {BLKIO_WRITE_IOPS}: {e}"))
+        self.limit_write_iops(SLOW_DISK_WRITE_IOPS)
     }
 
-    /// Lifts the limit.
+    /// Lifts the limit; a failure is reported, as the disk is then still
+    /// slow for whatever runs next.
     fn speed_up(&self) {
-        let _ = std::fs::write(BLKIO_WRITE_IOPS, format!("{} 0", self.major_minor));
+        if let Err(e) = self.limit_write_iops(0) {
+            eprintln!("the slow disk stays slow: {e}");
+        }
+    }
+
+    /// `0` lifts the limit.
+    fn limit_write_iops(&self, iops: u32) -> Result<(), String> {
+        std::fs::write(BLKIO_WRITE_IOPS, format!("{} {iops}", self.major_minor))
+            .map_err(|e| format!("setting {BLKIO_WRITE_IOPS}: {e}"))
     }
 }
 
@@ -337,16 +342,18 @@ impl Drop for SlowDisk {
         if !self.major_minor.is_empty() {
             self.speed_up();
         }
-        let _ = run_command(
-            Command::new("umount").arg("-l").arg(&self.at),
-            None,
-            CLI_TIMEOUT,
-        );
-        let _ = run_command(
-            Command::new("losetup").args(["-d", &self.device]),
-            None,
-            CLI_TIMEOUT,
-        );
+        let unmount = Command::new("umount").arg("-l").arg(&self.at).output();
+        let detach = Command::new("losetup").args(["-d", &self.device]).output();
+        for (what, out) in [("umount", unmount), ("losetup -d", detach)] {
+            match out {
+                Ok(o) if o.status.success() => {}
+                Ok(o) => eprintln!(
+                    "slow disk cleanup: {what} failed: {}",
+                    String::from_utf8_lossy(&o.stderr).trim()
+                ),
+                Err(e) => eprintln!("slow disk cleanup: cannot run {what}: {e}"),
+            }
+        }
     }
 }
 

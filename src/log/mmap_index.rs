@@ -514,7 +514,9 @@ fn map(file: &File, length_bytes: u64) -> io::Result<Option<MmapMut>> {
     // faulted in and zeroed a whole read-ahead window, on the shard's
     // thread: a new topic's first burst of produce stalled tens of ms.
     // Only a hint: a kernel that refuses it changes nothing else.
-    let _ = mmap.advise(memmap2::Advice::Random);
+    if let Err(e) = mmap.advise(memmap2::Advice::Random) {
+        tracing::debug!("madvise(MADV_RANDOM) of an index refused: {e}");
+    }
     Ok(Some(mmap))
 }
 

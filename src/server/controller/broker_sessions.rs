@@ -317,7 +317,7 @@ pub(super) async fn broker_heartbeat(
 /// Answers at once, without waiting for its turn among the decisions, a
 /// heartbeat that changes nothing (the broker stays as it is: the common
 /// case): its session is refreshed and its answer read from the committed
-/// image. `None` for every other heartbeat (one that fences, unfences or
+/// image; the answer's encoded body. `None` for every other heartbeat (one that fences, unfences or
 /// shuts its broker down, or is refused), which is decided in turn.
 ///
 /// The decisions are one at a time, each with a read barrier and usually a
@@ -333,7 +333,7 @@ pub(super) fn answer_steady_heartbeat(
     controller: &Controller,
     version: i16,
     body: &[u8],
-) -> Option<(Vec<u8>, Option<String>)> {
+) -> Option<Vec<u8>> {
     if !controller.quorum.is_leader() {
         return None;
     }
@@ -360,7 +360,7 @@ pub(super) fn answer_steady_heartbeat(
     }
     let mut w = bytes::BytesMut::new();
     heartbeat_response(&outcome).encode(&mut w, version);
-    Some((w.to_vec(), None))
+    Some(w.to_vec())
 }
 
 fn heartbeat_of(req: &BrokerHeartbeatRequest) -> Heartbeat {

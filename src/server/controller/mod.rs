@@ -554,9 +554,12 @@ impl Forwarded for Forwarding {
 async fn decide(shard: &Rc<Shard>, request: AdminRequest) -> AdminResponse {
     let controller = controller(shard);
     if let AdminRequest::BrokerHeartbeat { version, body } = &request {
-        if let Some((body, message)) = answer_steady_heartbeat(&controller, *version, body) {
+        if let Some(body) = answer_steady_heartbeat(&controller, *version, body) {
             return AdminResponse {
-                result: Ok(AdminAnswer::Broker { body, message }),
+                result: Ok(AdminAnswer::Broker {
+                    body,
+                    message: None,
+                }),
                 offset: -1,
             };
         }
