@@ -41,7 +41,7 @@ thread_local! {
 /// pool thread queues the answer and notifies a reactor that is not yet
 /// marked asleep, the reactor then sleeps in io_uring's wait with the
 /// answer queued, and nothing else is due. Seen here once, in
-/// `tests/compaction.rs`: the model test's executor parked in
+/// `tests/in_process/compaction.rs`: the model test's executor parked in
 /// `io_cqring_wait` for 9 minutes while its pool thread sat idle, and went
 /// on (and passed) the moment gdb attached to take its stacks. A broker
 /// shard waiting so at startup logs nothing after "starting pinlog", the

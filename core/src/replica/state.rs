@@ -997,7 +997,7 @@ mod tests {
         assert_eq!(s.in_sync_count(), 2);
     }
 
-    /// Found by the simulation (tests/simulation.rs, seed 2219): the image
+    /// Found by the simulation (tests/in_process/simulation.rs, seed 2219): the image
     /// that committed a shrink was lost, the next one (the controller
     /// fencing another member) had a different ISR, and the pending change
     /// then blocked every later ISR change for good.

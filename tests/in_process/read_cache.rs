@@ -9,12 +9,10 @@
 //! files, byte for byte. A cache that kept a removed batch, or joined two
 //! batches with one missing between them, fails.
 
-mod common;
-
 use std::path::Path;
 
+use crate::common::{producer_batch, run, SeededRng};
 use bytes::{Bytes, BytesMut};
-use common::{producer_batch, run, SeededRng};
 use glommio::sync::RwLock;
 use pinlog::config::{CleanupPolicy, LogConfig};
 use pinlog::error::LogError;

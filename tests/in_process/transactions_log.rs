@@ -3,12 +3,10 @@
 //! transactions, and how all three survive restarts, crashes (a torn or
 //! missing index is rebuilt), truncation and replication to a follower.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 
+use crate::common::{producer_batch, run};
 use bytes::{Bytes, BytesMut};
-use common::{producer_batch, run};
 use pinlog::config::LogConfig;
 use pinlog::error::LogError;
 use pinlog::log::batch;

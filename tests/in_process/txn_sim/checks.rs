@@ -1,4 +1,4 @@
-//! The invariants (numbered as in `tests/txn_simulation.rs`), checked
+//! The invariants (numbered as in `tests/in_process/txn_simulation.rs`), checked
 //! against the ground truth. Invariants 5 (zombies, late EndTxns) and 6
 //! (legal transitions) are checked where they could break, in the
 //! coordinator and partition code; invariant 1 each time a partition's

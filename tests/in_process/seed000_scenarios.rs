@@ -26,13 +26,11 @@
 //!   from the leader's. The tests assert that nothing is lost and that the
 //!   follower's log stays a prefix of the leader's.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 
 use bytes::{Bytes, BytesMut};
 
-use common::run;
+use crate::common::run;
 use pinlog::config::LogConfig;
 use pinlog::constants::RECORD_BATCH_HEADER_SIZE;
 use pinlog::log::batch::{build_batch, BatchIter, BatchSpec, CountRule};

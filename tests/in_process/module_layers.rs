@@ -402,7 +402,7 @@ fn the_crates_below_the_shell_depend_on_no_io_runtime() {
             "{dir}/Cargo.toml depends on {unexpected:?}, which this test does not know \
              to be free of I/O. The crate holds pure decisions (ARCHITECTURE.md, Layers): \
              keep I/O in the broker shell, or, if the crate does no I/O, add it to \
-             PURE_CRATE_DEPENDENCIES in tests/module_layers.rs."
+             PURE_CRATE_DEPENDENCIES in tests/in_process/module_layers.rs."
         );
     }
 }

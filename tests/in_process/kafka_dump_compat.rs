@@ -25,16 +25,14 @@
 //! fails, because CI installs both; set `PINLOG_SKIP_KAFKA_TESTS=1` to skip
 //! it on a machine without Java.
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
+use crate::common::run;
 use bytes::BytesMut;
-use common::run;
 use pinlog::config::LogConfig;
 use pinlog::log::batch::{build_batch, BatchHeader, BatchIter, BatchSpec, CountRule, RecordSpec};
 use pinlog::log::partition_log::{OpenParams, PartitionLog};

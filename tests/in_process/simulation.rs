@@ -63,14 +63,12 @@
 //! unflushed appends; the broker's next registration then says its
 //! shutdown was unclean); `PINLOG_SIM_POWER_LOSS=0` leaves them out.
 
-mod common;
-
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, HashMap, HashSet, VecDeque};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::rc::Rc;
 
-use common::SeededRng;
+use crate::common::SeededRng;
 use pinlog::controller::brokers::{
     registrations, unclean_shutdown, BrokerControlState, BrokerSessions, Heartbeat,
     RegistrationDecision, RegistrationRequest,

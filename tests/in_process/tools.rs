@@ -3,12 +3,10 @@
 //! kind of damage it names the right file and position and suggests an
 //! action that, when followed, makes the directory verify clean again.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 
+use crate::common::run;
 use bytes::BytesMut;
-use common::run;
 use pinlog::config::LogConfig;
 use pinlog::log::batch::{build_batch, BatchHeader, BatchIter, BatchSpec, CountRule, RecordSpec};
 use pinlog::log::partition_log::{OpenParams, PartitionLog};

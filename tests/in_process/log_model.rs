@@ -14,8 +14,6 @@
 //! The number of cases defaults to 48 and follows `PROPTEST_CASES`.
 //! `PINLOG_MODEL_TRACE=1` prints every step as it runs.
 
-mod common;
-
 use std::fmt;
 use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
@@ -25,7 +23,7 @@ use proptest::prelude::*;
 use proptest::sample::Index;
 use proptest::test_runner::Config as ProptestConfig;
 
-use common::run;
+use crate::common::run;
 use pinlog::config::LogConfig;
 use pinlog::error::LogError;
 use pinlog::log::batch::{

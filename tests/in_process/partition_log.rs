@@ -1,8 +1,6 @@
 //! Behaviour of one partition log against real files.
 
-mod common;
-
-use common::{producer_batch, run};
+use crate::common::{producer_batch, run};
 use pinlog::config::LogConfig;
 use pinlog::error::LogError;
 use pinlog::log::batch::{self, BatchIter, CountRule};

@@ -3,13 +3,11 @@
 //! offsets, reopening, crashes at every step of the segment swap, races
 //! with retention, and a property test against an in-memory model.
 
-mod common;
-
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
+use crate::common::run;
 use bytes::BytesMut;
-use common::run;
 use glommio::sync::RwLock;
 use pinlog::config::{CleanupPolicy, LogConfig};
 use pinlog::log::batch::{self, build_keyed_batch, BatchIter, CountRule, KeyedRecordSpec};

@@ -1,10 +1,8 @@
 //! A group coordinator's load of its `__consumer_offsets` partition, against
 //! a real partition log: what it reads back decides where groups resume.
 
-mod common;
-
+use crate::common::run;
 use bytes::{Bytes, BytesMut};
-use common::run;
 use glommio::sync::RwLock;
 use pinlog::config::LogConfig;
 use pinlog::group::offsets_log::read_latest_values;

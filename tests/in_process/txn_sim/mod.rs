@@ -3,7 +3,7 @@
 //! in their own files, each an `impl Sim` block over its state: the
 //! coordinator (`coordinator.rs`), the partition leaders (`partition.rs`)
 //! and the transactional clients (`client.rs`); the invariants are in
-//! `checks.rs`. `tests/txn_simulation.rs` describes what is real and what
+//! `checks.rs`. `tests/in_process/txn_simulation.rs` describes what is real and what
 //! is simulated.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};

@@ -25,7 +25,7 @@
 //!   resends the markers of every Prepare*. Partition logs are batch
 //!   headers in memory; a partition is a leader whose followers keep up
 //!   (the HW follows 3 ms behind), so replication faults are left to
-//!   `tests/simulation.rs`. The clients follow Kafka's Java client
+//!   `tests/in_process/simulation.rs`. The clients follow Kafka's Java client
 //!   (`txn_sim/client.rs`). Times are scaled down: a request times out
 //!   after 1.5 s, a transaction after 3 s.
 //! - **Late messages** (delivered after their sender gave up) are in the
@@ -70,16 +70,13 @@
 //! epoch). A live producer fenced while its last transaction's markers are
 //! written (instead of waiting with CONCURRENT_TRANSACTIONS) fails a seed.
 
-mod common;
-mod txn_sim;
-
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use common::SeededRng;
+use crate::common::SeededRng;
+use crate::txn_sim::client::Plan;
+use crate::txn_sim::partition::Defect;
+use crate::txn_sim::{Config, Fault, Msg, NetAction, Node, Rule, Sim, Stats, Time};
 use pinlog::transaction::metadata::TxnState;
-use txn_sim::client::Plan;
-use txn_sim::partition::Defect;
-use txn_sim::{Config, Fault, Msg, NetAction, Node, Rule, Sim, Stats, Time};
 
 const DEFAULT_SEEDS: u64 = 300;
 /// The first of the seeds CI runs (PINLOG_TXN_SIM_FIRST_SEED overrides it).
@@ -483,7 +480,7 @@ fn the_checks_catch_an_aborted_read() {
 }
 
 /// Prints the end of one seed's trace, also of a passing seed: `PINLOG_TXN_SIM_FIRST_SEED=<seed> cargo test
-/// --release --test txn_simulation print_a_seeds_trace -- --ignored
+/// --release --test in_process -- --exact txn_simulation::print_a_seeds_trace --ignored
 /// --nocapture`.
 #[test]
 #[ignore]

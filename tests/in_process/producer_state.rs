@@ -2,12 +2,10 @@
 //! duplicate detection, sequence and epoch checks, snapshots, recovery and
 //! truncation.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 
+use crate::common::{producer_batch, run};
 use bytes::BytesMut;
-use common::{producer_batch, run};
 use pinlog::config::LogConfig;
 use pinlog::error::{BatchError, LogError};
 use pinlog::log::batch;
