@@ -10,6 +10,10 @@ pub const DEFAULT_OFFSETS_TOPIC_REPLICATION_FACTOR: i16 = 3;
 /// Kafka's `offsets.topic.segment.bytes` default: 100 MiB, small so that
 /// compaction gets to most of the topic.
 pub const DEFAULT_OFFSETS_TOPIC_SEGMENT_BYTES: u64 = 100 * 1024 * 1024;
+/// Kafka's `offsets.commit.timeout.ms` default: how long a group write
+/// (an offset commit, a member or assignment record) waits to be
+/// replicated before the request is answered COORDINATOR_NOT_AVAILABLE.
+pub const DEFAULT_OFFSETS_COMMIT_TIMEOUT_MS: u64 = 5000;
 /// Kafka's `offsets.retention.minutes` default: 7 days.
 pub const DEFAULT_OFFSETS_RETENTION_MINUTES: i64 = 7 * 24 * 60;
 /// Kafka's `offsets.retention.check.interval.ms` default: 10 minutes.
@@ -35,6 +39,9 @@ pub struct GroupConfig {
     pub offsets_topic_replication_factor: i16,
     /// `offsets.topic.segment.bytes`.
     pub offsets_topic_segment_bytes: u64,
+    /// `offsets.commit.timeout.ms`: how long a write to `__consumer_offsets`
+    /// waits for the ISR.
+    pub offsets_commit_timeout_ms: u64,
     /// `offsets.retention.minutes`: how long an empty group keeps its
     /// committed offsets.
     pub offsets_retention_minutes: i64,
@@ -59,6 +66,7 @@ impl Default for GroupConfig {
             offsets_topic_num_partitions: DEFAULT_OFFSETS_TOPIC_NUM_PARTITIONS,
             offsets_topic_replication_factor: DEFAULT_OFFSETS_TOPIC_REPLICATION_FACTOR,
             offsets_topic_segment_bytes: DEFAULT_OFFSETS_TOPIC_SEGMENT_BYTES,
+            offsets_commit_timeout_ms: DEFAULT_OFFSETS_COMMIT_TIMEOUT_MS,
             offsets_retention_minutes: DEFAULT_OFFSETS_RETENTION_MINUTES,
             offsets_retention_check_interval_ms: DEFAULT_OFFSETS_RETENTION_CHECK_INTERVAL_MS,
             offset_metadata_max_bytes: DEFAULT_OFFSET_METADATA_MAX_BYTES,
@@ -75,6 +83,7 @@ pub const GROUP_KEYS: &[&str] = &[
     "offsets.topic.num.partitions",
     "offsets.topic.replication.factor",
     "offsets.topic.segment.bytes",
+    "offsets.commit.timeout.ms",
     "offsets.retention.minutes",
     "offsets.retention.check.interval.ms",
     "offset.metadata.max.bytes",
@@ -106,6 +115,7 @@ impl GroupConfig {
                 self.offsets_topic_replication_factor = positive_i32(1)?.min(i16::MAX as i32) as i16
             }
             "offsets.topic.segment.bytes" => self.offsets_topic_segment_bytes = non_negative()?,
+            "offsets.commit.timeout.ms" => self.offsets_commit_timeout_ms = positive_i32(1)? as u64,
             "offsets.retention.minutes" => self.offsets_retention_minutes = positive_i32(1)? as i64,
             "offsets.retention.check.interval.ms" => {
                 self.offsets_retention_check_interval_ms = positive_i32(1)? as u64

@@ -40,10 +40,6 @@ use crate::shard::partition_table::ShardId;
 use crate::shard::shard::{now_ms, Shard};
 use crate::topic_partition::TopicPartition;
 
-/// How long a group write waits to be replicated: Kafka's
-/// `offsets.commit.timeout.ms` default.
-const GROUP_WRITE_TIMEOUT_MS: u64 = 5000;
-
 /// Where a group's coordinator runs, if `__consumer_offsets` exists.
 pub fn locate(shard: &Shard, group_id: &str) -> Option<(i32, ShardId)> {
     let image = BrokerState::of(shard).image();
@@ -191,6 +187,12 @@ impl GroupCoordinator {
                 c
             }
         }
+    }
+
+    /// How long a group write waits to be replicated
+    /// (`offsets.commit.timeout.ms`).
+    fn write_timeout(&self) -> Duration {
+        Duration::from_millis(self.config.offsets_commit_timeout_ms)
     }
 
     fn limits(&self) -> GroupLimits {
@@ -441,7 +443,7 @@ impl GroupCoordinator {
     ) -> Result<(), i16> {
         use crate::node::internal_log::{append_replicated, InternalWriteError};
         let tp = Self::tp(partition);
-        let timeout = std::time::Duration::from_millis(GROUP_WRITE_TIMEOUT_MS);
+        let timeout = self.write_timeout();
         match append_replicated(shard, &tp, records, None, timeout).await {
             Ok(_) => Ok(()),
             Err(InternalWriteError::NotLeader) => Err(error_code::NOT_COORDINATOR),

@@ -115,7 +115,7 @@ impl GroupCoordinator {
             producer_epoch: producer.1,
             verification,
         };
-        let timeout = Duration::from_millis(GROUP_WRITE_TIMEOUT_MS);
+        let timeout = self.write_timeout();
         // Pending before the write: the transaction's marker may reach the
         // partition (and be applied) as soon as the batch is in the log,
         // even before this write's replication wait ends.
