@@ -1,4 +1,4 @@
-"""A consumer-group member for tests/cli.rs, on kafka-python.
+"""A consumer-group member for tests/broker/cli.rs, on kafka-python.
 
 Joins GROUP as CLIENT_ID, consumes exactly COUNT records of TOPIC from the
 earliest offset, commits, prints "ready <n>", then stays in the group until

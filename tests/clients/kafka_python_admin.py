@@ -1,5 +1,5 @@
 """kafka-python's admin calls DeleteRecords and DescribeLogDirs against a
-broker, driven by tests/admin_apis.rs. Usage:
+broker, driven by tests/broker/admin_apis.rs. Usage:
 
   kafka_python_admin.py create   BOOTSTRAP TOPIC PARTITIONS SEGMENT_BYTES
   kafka_python_admin.py produce  BOOTSTRAP TOPIC PARTITIONS N

@@ -1,4 +1,4 @@
-"""kafka-python steps for tests/retention_and_offsets.rs.
+"""kafka-python steps for tests/broker/retention_and_offsets.rs.
 
 Usage: retention_offsets.py BOOTSTRAP STEP ARGS...
   produce TOPIC N             N records of 200 bytes to partition 0, acks=all

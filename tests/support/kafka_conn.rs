@@ -49,6 +49,38 @@ impl Conn {
         })
     }
 
+    /// Creates a topic of `partitions` partitions, replication factor 1,
+    /// with `configs`, and fails the test unless it is created.
+    pub fn create_topic(&mut self, name: &str, partitions: i32, configs: &[(&str, &str)]) {
+        use pinlog::protocol::error_code;
+        use pinlog::protocol::messages::create_topics::{
+            CreatableTopic, CreatableTopicConfig, CreateTopicsRequest, CreateTopicsResponse,
+        };
+        let version = 4;
+        let mut r = self.call(ApiKey::CreateTopics, version, |w| {
+            CreateTopicsRequest {
+                topics: vec![CreatableTopic {
+                    name: name.into(),
+                    num_partitions: partitions,
+                    replication_factor: 1,
+                    configs: configs
+                        .iter()
+                        .map(|(k, v)| CreatableTopicConfig {
+                            name: k.to_string(),
+                            value: Some(v.to_string()),
+                        })
+                        .collect(),
+                    ..Default::default()
+                }],
+                timeout_ms: 30_000,
+                validate_only: false,
+            }
+            .encode(w, version)
+        });
+        let resp = CreateTopicsResponse::decode(&mut r, version).expect("decode CreateTopics");
+        assert_eq!(resp.topics[0].error_code, error_code::NONE, "{resp:?}");
+    }
+
     pub fn send_raw(&mut self, bytes: &[u8]) {
         self.stream.write_all(bytes).expect("write to broker");
     }

@@ -4,7 +4,7 @@
 //! `EXIT_AFTER_PANIC`, writes no clean-shutdown marker, and the next start
 //! recovers and serves what was created before the panic.
 
-mod support;
+use crate::support;
 
 use std::process::Command;
 use std::time::Duration;

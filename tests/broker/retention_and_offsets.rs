@@ -18,7 +18,7 @@
 //! Loopback only, free ports, every wait bounded. `PINLOG_SKIP_CLIENT_TESTS=1`
 //! skips both, as in `tests/clients.rs`.
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 use std::process::Command;

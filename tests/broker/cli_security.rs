@@ -14,7 +14,7 @@
 //! is not a super user is refused, with the broker's error and a next
 //! step. Needs `openssl`, no Kafka client.
 
-mod support;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 

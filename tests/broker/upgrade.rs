@@ -10,7 +10,7 @@
 //! of the first topic, stopped cleanly. Its metadata log is the single-node
 //! controller's local `__cluster_metadata-0`.
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 use std::process::Command;

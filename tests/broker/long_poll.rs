@@ -9,7 +9,7 @@
 //! it answers well before that once a record is appended (a lost wake-up
 //! would answer at 30 s, with no records).
 
-mod support;
+use crate::support;
 
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};

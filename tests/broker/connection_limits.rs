@@ -15,7 +15,7 @@
 //!
 //! Needs no external client. About 35 s.
 
-mod support;
+use crate::support;
 
 use std::io::{ErrorKind, Read};
 use std::net::{SocketAddr, TcpStream};

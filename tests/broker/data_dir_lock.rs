@@ -6,7 +6,7 @@
 //! cannot read (a corrupt checkpoint) stops the start at once too, with an
 //! error naming the file.
 
-mod support;
+use crate::support;
 
 use std::process::Command;
 use std::time::Duration;

@@ -8,7 +8,7 @@
 //! Needs kcat (`apt-get install kcat`); CI installs it.
 //! `PINLOG_SKIP_CLIENT_TESTS=1` skips it, as it skips the client tests.
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeMap;
 use std::process::Command;

@@ -10,7 +10,7 @@
 //! meets in a real cluster; the super user of both creates the topic
 //! through node 2. Needs no external client; about 5 s.
 
-mod support;
+use crate::support;
 
 use std::net::SocketAddr;
 use std::time::Duration;

@@ -10,7 +10,7 @@
 //! socket read is bounded by a timeout so that a broker that hangs fails the
 //! test instead of hanging it.
 
-mod support;
+use crate::support;
 
 use std::fs::File;
 use std::io::{ErrorKind, Read, Write};

@@ -11,7 +11,7 @@
 //! confluent-kafka`); CI installs both. `PINLOG_SKIP_CLIENT_TESTS=1` skips
 //! these tests, as it skips the client tests.
 
-mod support;
+use crate::support;
 
 use std::collections::HashMap;
 use std::process::Command;

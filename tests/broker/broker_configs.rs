@@ -17,7 +17,7 @@
 //! Loopback only, free ports, bounded waits. `PINLOG_SKIP_CLIENT_TESTS=1`
 //! skips it, as in `tests/clients.rs`.
 
-mod support;
+use crate::support;
 
 use std::process::Command;
 use std::time::Duration;

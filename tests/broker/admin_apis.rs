@@ -16,7 +16,7 @@
 //! a missing kafka-python fails the test with what to install, and
 //! `PINLOG_SKIP_CLIENT_TESTS=1` skips the part that needs it.
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeMap;
 use std::io::Write as _;
@@ -29,9 +29,6 @@ use bytes::Bytes;
 use pinlog::log::batch::{build_batch, BatchSpec};
 use pinlog::protocol::api::ApiKey;
 use pinlog::protocol::error_code;
-use pinlog::protocol::messages::create_topics::{
-    CreatableTopic, CreatableTopicConfig, CreateTopicsRequest, CreateTopicsResponse,
-};
 use pinlog::protocol::messages::delete_records::{
     DeleteRecordsPartition, DeleteRecordsRequest, DeleteRecordsResponse, DeleteRecordsTopic,
     HIGH_WATERMARK, INVALID_LOW_WATERMARK,
@@ -324,32 +321,6 @@ fn kafka_python_deletes_records_and_describes_log_dirs() {
 // ---------------------------------------------------------------------------
 
 impl Conn {
-    fn create_topic(&mut self, name: &str, partitions: i32, configs: &[(&str, &str)]) {
-        let version = 4;
-        let mut r = self.call(ApiKey::CreateTopics, version, |w| {
-            CreateTopicsRequest {
-                topics: vec![CreatableTopic {
-                    name: name.into(),
-                    num_partitions: partitions,
-                    replication_factor: 1,
-                    configs: configs
-                        .iter()
-                        .map(|(k, v)| CreatableTopicConfig {
-                            name: k.to_string(),
-                            value: Some(v.to_string()),
-                        })
-                        .collect(),
-                    ..Default::default()
-                }],
-                timeout_ms: 30_000,
-                validate_only: false,
-            }
-            .encode(w, version)
-        });
-        let resp = CreateTopicsResponse::decode(&mut r, version).expect("decode CreateTopics");
-        assert_eq!(resp.topics[0].error_code, error_code::NONE, "{resp:?}");
-    }
-
     /// Appends `count` records in one batch.
     fn produce(&mut self, topic: &str, partition: i32, count: usize) {
         let version = 8;

@@ -9,7 +9,7 @@
 //! when it returns. A directory without the file (an older pinlog's) keeps
 //! its records and gets the file.
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 use std::process::Command;

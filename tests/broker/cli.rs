@@ -8,8 +8,8 @@
 //! member (`tests/clients/group_member.py`; CI installs kafka-python, and
 //! `PINLOG_SKIP_CLIENT_TESTS=1` skips this part, as in tests/clients.rs).
 
-mod common;
-mod support;
+use crate::common;
+use crate::support;
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpStream;

@@ -17,7 +17,7 @@
 //! a missing JDK or Kafka jars fail the test with what to install, and
 //! `PINLOG_SKIP_CLIENT_TESTS=1` skips it.
 
-mod support;
+use crate::support;
 
 use pinlog::metadata::features::{
     TRANSACTION_VERSION, TRANSACTION_VERSION_LEVEL_MAX, TRANSACTION_VERSION_LEVEL_MIN,

@@ -6,7 +6,7 @@
 //! with SIGTERM as an operator would, so the test also checks that the
 //! endpoint does not hold up shutdown.
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeMap;
 use std::io::{ErrorKind, Read, Write};
@@ -17,9 +17,6 @@ use std::time::Duration;
 use pinlog::protocol::api::ApiKey;
 use pinlog::protocol::error_code;
 use pinlog::protocol::messages::api_versions::{ApiVersionsRequest, ApiVersionsResponse};
-use pinlog::protocol::messages::create_topics::{
-    CreatableTopic, CreateTopicsRequest, CreateTopicsResponse,
-};
 use pinlog::protocol::messages::metadata::{MetadataRequest, MetadataResponse};
 use support::kafka_conn::Conn;
 use support::{free_port, run_command, Broker, BrokerOpts, PINLOG_BIN};
@@ -88,25 +85,6 @@ impl Conn {
             .encode(w, version)
         });
         MetadataResponse::decode(&mut r, version).expect("decode Metadata response")
-    }
-
-    fn create_topic(&mut self, name: &str, partitions: i32) {
-        let version = 4;
-        let mut r = self.call(ApiKey::CreateTopics, version, |w| {
-            CreateTopicsRequest {
-                topics: vec![CreatableTopic {
-                    name: name.into(),
-                    num_partitions: partitions,
-                    replication_factor: 1,
-                    ..Default::default()
-                }],
-                timeout_ms: 30_000,
-                validate_only: false,
-            }
-            .encode(w, version)
-        });
-        let resp = CreateTopicsResponse::decode(&mut r, version).expect("decode CreateTopics");
-        assert_eq!(resp.topics[0].error_code, error_code::NONE, "{resp:?}");
     }
 }
 
@@ -257,7 +235,7 @@ fn metrics_endpoint_reports_every_shard() {
     }
     Conn::open(kafka_addr(&broker), CLIENT_ID, IO_TIMEOUT)
         .expect("connect to the broker")
-        .create_topic("metrics-topic", 4);
+        .create_topic("metrics-topic", 4, &[]);
 
     let after = scrape(metrics_addr);
     // Requests are counted before their response is written, so by now the

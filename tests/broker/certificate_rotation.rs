@@ -16,7 +16,7 @@
 //!
 //! Needs Java and Kafka's jars (for ConfigCommand); about 20 s.
 
-mod support;
+use crate::support;
 
 use std::net::TcpStream;
 use std::path::Path;

@@ -5,7 +5,7 @@
 //! load" in `tuning/results.md`). Runs the real broker under a small
 //! RLIMIT_NOFILE and drives it with the `pinlog` CLI.
 
-mod support;
+use crate::support;
 
 use std::process::Command;
 use std::time::Duration;
