@@ -4,21 +4,36 @@
 //! Bytes are read straight into one growing buffer and each frame is split
 //! off it as `Bytes`, so a produce request's records reach the partition
 //! owner as a slice of the buffer the socket filled. One read may carry
-//! several small frames (one syscall for many pipelined requests), and a
-//! large frame's buffer grows with the bytes that actually arrive, so a
-//! hostile size prefix never makes the broker reserve what the peer has
-//! not sent.
+//! several small frames (one syscall for many pipelined requests).
+//!
+//! A frame of up to [`WHOLE_FRAME_MAX_BYTES`] (twice the 1 MiB default of
+//! Kafka's `max.request.size`) gets a buffer
+//! of its own size as soon as its size prefix is in: one allocation, read
+//! into where it stays. Growing a buffer by doubling instead copied what had
+//! arrived at each step and touched twice the frame's size in fresh pages,
+//! and fresh pages are most of what a produce flat out costs the broker
+//! while its read cache fills. A larger frame's buffer grows with the
+//! bytes that actually arrive, so a hostile size prefix never makes the
+//! broker reserve more than that maximum beyond what the peer has sent.
 //!
 //! The buffer is zeroed once as it grows (a read needs initialized bytes),
 //! never again for each read: a TLS stream hands out one record (16 KiB)
 //! per read, and zeroing the rest of a megabyte frame before each of them
-//! cost more than decrypting it.
+//! cost more than decrypting it. A whole frame's buffer comes zeroed from
+//! the allocator (`calloc`), which gets a large one as fresh zero pages
+//! from the kernel without writing them.
 
 use bytes::{Buf, Bytes, BytesMut};
 use futures_lite::AsyncReadExt;
 
 /// Bytes requested from the socket when no frame size says more.
 pub const READ_AHEAD_BYTES: usize = 64 * 1024;
+/// The largest frame that is given a buffer of its own size once its size
+/// prefix has arrived; a larger one grows with its bytes (see the module
+/// doc). Twice Kafka's `max.request.size` default (1 MiB), so that a
+/// client's produce request fits, and so does one that packs a full 1 MiB
+/// of batches and then adds the request's own headers.
+pub const WHOLE_FRAME_MAX_BYTES: usize = 2 * 1024 * 1024;
 const SIZE_PREFIX: usize = 4;
 
 /// Why the stream cannot go on.
@@ -76,6 +91,14 @@ impl FrameReader {
         Ok(Some(size))
     }
 
+    /// Moves what has arrived of the frame ending at `end` into a zeroed
+    /// buffer of exactly that size.
+    fn take_whole_frame_buffer(&mut self, end: usize) {
+        let mut whole = BytesMut::zeroed(end);
+        whole[..self.filled].copy_from_slice(&self.buf[..self.filled]);
+        self.buf = whole;
+    }
+
     /// The next frame, `None` when the peer closed between frames.
     pub async fn next<R: futures_lite::AsyncRead + Unpin>(
         &mut self,
@@ -88,12 +111,20 @@ impl FrameReader {
                     self.filled -= SIZE_PREFIX + size;
                     return Ok(Some(self.buf.split_to(size).freeze()));
                 }
-                // Grow toward the frame's end, at most doubling what has
-                // arrived so far (at least one read-ahead), so memory
-                // follows the bytes the peer really sends.
                 Some(size) => {
-                    let missing = SIZE_PREFIX + size - self.filled;
-                    missing.min(self.filled.max(READ_AHEAD_BYTES))
+                    let end = SIZE_PREFIX + size;
+                    if size <= WHOLE_FRAME_MAX_BYTES && self.buf.len() < end {
+                        self.take_whole_frame_buffer(end);
+                    }
+                    let missing = end - self.filled;
+                    // A larger frame grows toward its end, at most doubling
+                    // what has arrived so far (at least one read-ahead), so
+                    // memory follows the bytes the peer really sends.
+                    if self.buf.len() >= end {
+                        missing
+                    } else {
+                        missing.min(self.filled.max(READ_AHEAD_BYTES))
+                    }
                 }
                 None => READ_AHEAD_BYTES,
             };
@@ -134,6 +165,19 @@ mod tests {
         data: Vec<u8>,
         at: usize,
         step: usize,
+        /// The length of each read asked of it.
+        asked: Vec<usize>,
+    }
+
+    impl Trickle {
+        fn new(data: Vec<u8>, step: usize) -> Self {
+            Trickle {
+                data,
+                at: 0,
+                step,
+                asked: Vec::new(),
+            }
+        }
     }
 
     impl futures_lite::AsyncRead for Trickle {
@@ -142,6 +186,7 @@ mod tests {
             _: &mut Context<'_>,
             buf: &mut [u8],
         ) -> Poll<std::io::Result<usize>> {
+            self.asked.push(buf.len());
             let n = buf.len().min(self.step).min(self.data.len() - self.at);
             let at = self.at;
             buf[..n].copy_from_slice(&self.data[at..at + n]);
@@ -161,7 +206,7 @@ mod tests {
 
     fn read_all(data: Vec<u8>, step: usize, max: usize) -> (Vec<Bytes>, Option<String>) {
         futures_lite::future::block_on(async {
-            let mut src = Trickle { data, at: 0, step };
+            let mut src = Trickle::new(data, step);
             let mut r = FrameReader::new(max);
             let mut out = Vec::new();
             loop {
@@ -208,11 +253,7 @@ mod tests {
         let mut d = (1i32 << 30).to_be_bytes().to_vec();
         d.extend_from_slice(&[1; 10]);
         futures_lite::future::block_on(async {
-            let mut src = Trickle {
-                data: d,
-                at: 0,
-                step: usize::MAX,
-            };
+            let mut src = Trickle::new(d, usize::MAX);
             let mut r = FrameReader::new(usize::MAX);
             assert!(r.next(&mut src).await.is_err());
             assert!(
@@ -221,5 +262,53 @@ mod tests {
                 r.buf.capacity()
             );
         });
+    }
+
+    /// The reads a reader asks of a source that hands out everything at
+    /// once, and the frame it returns.
+    fn reads_of_one_frame(len: usize) -> (Vec<usize>, Bytes) {
+        futures_lite::future::block_on(async {
+            let frame = vec![3u8; len];
+            let mut src = Trickle::new(framed(&[&frame]), usize::MAX);
+            let mut r = FrameReader::new(usize::MAX);
+            let got = r
+                .next(&mut src)
+                .await
+                .expect("a frame")
+                .expect("not closed");
+            assert_eq!(&got[..], &frame[..]);
+            (src.asked, got)
+        })
+    }
+
+    #[test]
+    fn a_frame_up_to_the_whole_frame_maximum_is_read_into_one_buffer_of_its_size() {
+        for len in [READ_AHEAD_BYTES * 4, WHOLE_FRAME_MAX_BYTES] {
+            let (asked, _) = reads_of_one_frame(len);
+            // The read-ahead that brought the size prefix, then the rest of
+            // the frame in one read: no buffer grown step by step.
+            assert_eq!(
+                asked,
+                vec![READ_AHEAD_BYTES, len + SIZE_PREFIX - READ_AHEAD_BYTES],
+                "a frame of {len} bytes"
+            );
+        }
+    }
+
+    #[test]
+    fn a_frame_above_the_whole_frame_maximum_grows_with_what_arrives() {
+        let len = WHOLE_FRAME_MAX_BYTES * 3;
+        let (asked, _) = reads_of_one_frame(len);
+        // Each read asks at most for what has arrived so far: the buffer
+        // at most doubles.
+        let mut arrived = 0;
+        for (i, n) in asked.iter().enumerate() {
+            assert!(
+                i == 0 || *n <= arrived,
+                "read {i} asked for {n} bytes with {arrived} arrived: {asked:?}"
+            );
+            arrived += n;
+        }
+        assert_eq!(arrived, len + SIZE_PREFIX);
     }
 }
