@@ -27,9 +27,6 @@ use pinlog::protocol::codec::Reader;
 use pinlog::protocol::error_code;
 use pinlog::protocol::header::{decode_response_header, RequestHeader};
 use pinlog::protocol::messages::api_versions::{ApiVersionsRequest, ApiVersionsResponse};
-use pinlog::protocol::messages::create_topics::{
-    CreatableTopic, CreateTopicsRequest, CreateTopicsResponse,
-};
 use pinlog::protocol::messages::fetch::{FetchPartition, FetchRequest, FetchResponse, FetchTopic};
 use pinlog::protocol::messages::init_producer_id::{InitProducerIdRequest, InitProducerIdResponse};
 use pinlog::protocol::messages::list_offsets::{
@@ -547,30 +544,6 @@ fn unsupported_versions() {
     broker.assert_serving("ApiVersions v99");
 }
 
-/// Creates a one-partition topic over `c` and waits for the answer; the
-/// controller publishes the new partition to every shard before answering.
-fn create_topic(c: &mut Conn, topic: &str) {
-    let mut r = c.call(ApiKey::CreateTopics, 4, |w| {
-        CreateTopicsRequest {
-            topics: vec![CreatableTopic {
-                name: topic.into(),
-                num_partitions: 1,
-                replication_factor: 1,
-                ..Default::default()
-            }],
-            timeout_ms: 30_000,
-            validate_only: false,
-        }
-        .encode(w, 4)
-    });
-    let created = CreateTopicsResponse::decode(&mut r, 4).unwrap();
-    assert_eq!(
-        created.topics[0].error_code,
-        error_code::NONE,
-        "{created:?}"
-    );
-}
-
 /// Produces `batch` to partition 0 of `topic` with acks=-1 (Produce v8) and
 /// returns (error code, base offset).
 fn produce(c: &mut Conn, topic: &str, batch: Vec<u8>) -> (i16, i64) {
@@ -639,25 +612,7 @@ fn idempotent_retry_is_appended_once() {
     let topic = "hostile-idempotent";
     let mut c = broker.connect();
 
-    let mut r = c.call(ApiKey::CreateTopics, 4, |w| {
-        CreateTopicsRequest {
-            topics: vec![CreatableTopic {
-                name: topic.into(),
-                num_partitions: 1,
-                replication_factor: 1,
-                ..Default::default()
-            }],
-            timeout_ms: 30_000,
-            validate_only: false,
-        }
-        .encode(w, 4)
-    });
-    let created = CreateTopicsResponse::decode(&mut r, 4).unwrap();
-    assert_eq!(
-        created.topics[0].error_code,
-        error_code::NONE,
-        "{created:?}"
-    );
+    c.create_topic(topic, 1, &[]);
 
     let mut r = c.call(ApiKey::InitProducerId, 1, |w| {
         InitProducerIdRequest {
@@ -757,7 +712,7 @@ fn record_with_i64_max_offset_delta_then_list_offsets_by_timestamp() {
     let mut broker = Broker::start();
     let topic = "hostile-offset-delta";
     let mut c = broker.connect();
-    create_topic(&mut c, topic);
+    c.create_topic(topic, 1, &[]);
 
     // An honest first batch, so that the hostile one lands at base offset 1
     // (at base offset 0 the sum would not overflow).
@@ -858,7 +813,7 @@ fn fetch_asking_for_everything_gets_at_most_fetch_max_bytes() {
     ));
     let topic = "hostile-fetch-everything";
     let mut c = broker.connect();
-    create_topic(&mut c, topic);
+    c.create_topic(topic, 1, &[]);
     let value = vec![b'v'; VALUE_BYTES];
     let mut batch_bytes = 0;
     for b in 0..BATCHES {
@@ -910,7 +865,7 @@ fn control_batches_from_clients_are_refused() {
     let mut broker = Broker::start();
     let topic = "hostile-control";
     let mut c = broker.connect();
-    create_topic(&mut c, topic);
+    c.create_topic(topic, 1, &[]);
     let value = b"marker".to_vec();
     let records: Vec<RecordSpec> = vec![(0, None, &value[..])];
     let plain = batch::build_batch(&BatchSpec {

@@ -18,9 +18,6 @@ use bytes::Bytes;
 use pinlog::log::batch::{build_batch, BatchSpec};
 use pinlog::protocol::api::ApiKey;
 use pinlog::protocol::error_code;
-use pinlog::protocol::messages::create_topics::{
-    CreatableTopic, CreateTopicsRequest, CreateTopicsResponse,
-};
 use pinlog::protocol::messages::fetch::{FetchPartition, FetchRequest, FetchResponse, FetchTopic};
 use pinlog::protocol::messages::produce::{
     PartitionProduceData, ProduceRequest, ProduceResponse, TopicProduceData,
@@ -33,7 +30,6 @@ const TOPIC: &str = "long-poll";
 const PARTITIONS: i32 = 6;
 const FETCH_VERSION: i16 = 12;
 const PRODUCE_VERSION: i16 = 9;
-const CREATE_TOPICS_VERSION: i16 = 4;
 /// The broker's cap on a fetch's wait.
 const MAX_WAIT_MS: i32 = 30_000;
 /// A generous bound, a third of the wait: an answered long poll takes
@@ -50,25 +46,6 @@ const CONSUMER_CONNECTIONS: usize = 4;
 /// anything: an append that lands before the fetch parks must answer it
 /// at once too.
 const PARK_DELAY: Duration = Duration::from_millis(200);
-
-fn create_topic(conn: &mut Conn) {
-    let v = CREATE_TOPICS_VERSION;
-    let mut r = conn.call(ApiKey::CreateTopics, v, |w| {
-        CreateTopicsRequest {
-            topics: vec![CreatableTopic {
-                name: TOPIC.into(),
-                num_partitions: PARTITIONS,
-                replication_factor: 1,
-                ..Default::default()
-            }],
-            timeout_ms: 30_000,
-            validate_only: false,
-        }
-        .encode(w, v)
-    });
-    let resp = CreateTopicsResponse::decode(&mut r, v).expect("decode CreateTopics");
-    assert_eq!(resp.topics[0].error_code, error_code::NONE, "{resp:?}");
-}
 
 /// Appends one record to `partition`; its offset.
 fn produce_one(conn: &mut Conn, partition: i32) -> i64 {
@@ -155,7 +132,7 @@ fn a_long_poll_in_a_fetch_session_is_answered_by_an_append_on_either_shard() {
     let mut broker = Broker::start(BrokerOpts::new().shards(2));
     let addr = SocketAddr::from(([127, 0, 0, 1], broker.port()));
     let mut admin = Conn::open(addr, "long-poll-admin", ADMIN_IO_TIMEOUT).expect("connect");
-    create_topic(&mut admin);
+    admin.create_topic(TOPIC, PARTITIONS, &[]);
     // Every partition's next offset, as the consumer knows it.
     let mut next = vec![0i64; PARTITIONS as usize];
     for connection in 0..CONSUMER_CONNECTIONS {

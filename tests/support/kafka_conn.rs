@@ -50,7 +50,8 @@ impl Conn {
     }
 
     /// Creates a topic of `partitions` partitions, replication factor 1,
-    /// with `configs`, and fails the test unless it is created.
+    /// with `configs`, and fails the test unless it is created. The broker
+    /// answers once every shard has the new partitions.
     pub fn create_topic(&mut self, name: &str, partitions: i32, configs: &[(&str, &str)]) {
         use pinlog::protocol::error_code;
         use pinlog::protocol::messages::create_topics::{
