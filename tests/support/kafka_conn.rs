@@ -11,7 +11,11 @@ use std::time::{Duration, Instant};
 use bytes::{Bytes, BytesMut};
 use pinlog::protocol::api::ApiKey;
 use pinlog::protocol::codec::Reader;
+use pinlog::protocol::error_code;
 use pinlog::protocol::header::{decode_response_header, RequestHeader};
+use pinlog::protocol::messages::create_topics::{
+    CreatableTopic, CreatableTopicConfig, CreateTopicsRequest, CreateTopicsResponse,
+};
 use pinlog::protocol::messages::sasl_authenticate::{
     SaslAuthenticateRequest, SaslAuthenticateResponse,
 };
@@ -53,10 +57,6 @@ impl Conn {
     /// with `configs`, and fails the test unless it is created. The broker
     /// answers once every shard has the new partitions.
     pub fn create_topic(&mut self, name: &str, partitions: i32, configs: &[(&str, &str)]) {
-        use pinlog::protocol::error_code;
-        use pinlog::protocol::messages::create_topics::{
-            CreatableTopic, CreatableTopicConfig, CreateTopicsRequest, CreateTopicsResponse,
-        };
         let version = 4;
         let mut r = self.call(ApiKey::CreateTopics, version, |w| {
             CreateTopicsRequest {

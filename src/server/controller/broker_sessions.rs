@@ -317,8 +317,9 @@ pub(super) async fn broker_heartbeat(
 /// Answers at once, without waiting for its turn among the decisions, a
 /// heartbeat that changes nothing (the broker stays as it is: the common
 /// case): its session is refreshed and its answer read from the committed
-/// image; the answer's encoded body. `None` for every other heartbeat (one that fences, unfences or
-/// shuts its broker down, or is refused), which is decided in turn.
+/// image; returns the answer's encoded body. `None` for every other
+/// heartbeat (one that fences, unfences or shuts its broker down, or is
+/// refused), which is decided in turn.
 ///
 /// The decisions are one at a time, each with a read barrier and usually a
 /// commit: behind a backlog of them (the ISR changes of a failover on a

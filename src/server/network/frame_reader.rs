@@ -1,20 +1,19 @@
 //! Cuts a connection's byte stream into request frames (INT32 size, then
 //! that many bytes) without copying them.
 //!
-//! Bytes are read straight into one growing buffer and each frame is split
-//! off it as `Bytes`, so a produce request's records reach the partition
-//! owner as a slice of the buffer the socket filled. One read may carry
-//! several small frames (one syscall for many pipelined requests).
+//! Bytes are read straight into a buffer and each frame is split off it as
+//! `Bytes`, so a produce request's records reach the partition owner as a
+//! slice of the buffer the socket filled. One read may carry several small
+//! frames (one syscall for many pipelined requests).
 //!
 //! A frame of up to [`WHOLE_FRAME_MAX_BYTES`] (twice the 1 MiB default of
-//! Kafka's `max.request.size`) gets a buffer
-//! of its own size as soon as its size prefix is in: one allocation, read
-//! into where it stays. Growing a buffer by doubling instead copied what had
-//! arrived at each step and touched twice the frame's size in fresh pages,
-//! and fresh pages are most of what a produce flat out costs the broker
-//! while its read cache fills. A larger frame's buffer grows with the
-//! bytes that actually arrive, so a hostile size prefix never makes the
-//! broker reserve more than that maximum beyond what the peer has sent.
+//! Kafka's `max.request.size`) gets a buffer of its own size as soon as its
+//! size prefix is in: one allocation, read into where it stays. Growing a
+//! buffer by doubling instead copied what had arrived at each step and
+//! touched twice the frame's size in fresh pages, a cost a produce flat
+//! out pays on every request. A larger frame's buffer grows with the bytes
+//! that actually arrive, so a hostile size prefix never makes the broker
+//! reserve more than that maximum beyond what the peer has sent.
 //!
 //! The buffer is zeroed once as it grows (a read needs initialized bytes),
 //! never again for each read: a TLS stream hands out one record (16 KiB)
