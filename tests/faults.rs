@@ -9,14 +9,18 @@
 //! - `checker_finds_lost_duplicated_and_vanished_records`: the checker can
 //!   fail (a history with a lost write, a duplicate, a vanished read and a
 //!   commit that went back), and passes a clean one.
-//! - `short_fault_run`: 3 nodes, about 2.5 minutes of faults: the first
+//! - `fault_run_short`: 3 nodes, about 2.5 minutes of faults: the first
 //!   half from a fixed seed, the second from a random one that is printed.
 //!   `PINLOG_FAULT_SEED=N` replaces the random seed, and
 //!   `PINLOG_FAULT_SECONDS` the length.
-//! - `long_fault_run` (ignored; run by hand): 5 nodes for 30 minutes,
-//!   `cargo test --release --test faults -- --ignored long_fault_run
+//! - `fault_run_long` (ignored; run by hand): 5 nodes for 30 minutes,
+//!   `cargo test --release --test faults -- --ignored fault_run_long
 //!   --nocapture` (`PINLOG_FAULT_NODES` and `PINLOG_FAULT_SECONDS` change
 //!   it).
+//!
+//!   The test harness starts tests in the order of their names, two at a
+//!   time; the short run is the longest test of this binary, so its name
+//!   sorts it first and the others run beside it, not after it.
 //! - `shard_moves_under_load`: 3 nodes of 2 shards each, and instead of
 //!   faults, live moves of partitions between the shards of a node
 //!   (`pinlog partition move`) for 40 s, with a restart of a node now and
@@ -474,14 +478,14 @@ fn checker_finds_lost_duplicated_and_vanished_records() {
 }
 
 #[test]
-fn short_fault_run() {
+fn fault_run_short() {
     let seconds = env_number("PINLOG_FAULT_SECONDS").unwrap_or(SHORT_RUN_SECONDS);
     run_faults(3, seconds);
 }
 
 #[test]
 #[ignore = "30 minutes with 5 nodes: run by hand (see the module doc)"]
-fn long_fault_run() {
+fn fault_run_long() {
     let nodes = env_number("PINLOG_FAULT_NODES").map_or(LONG_RUN_NODES, |n| n as usize);
     let seconds = env_number("PINLOG_FAULT_SECONDS").unwrap_or(LONG_RUN_SECONDS);
     run_faults(nodes, seconds);
