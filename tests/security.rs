@@ -43,7 +43,7 @@
 //!
 //! Missing tools make the tests FAIL with the package to install;
 //! `PINLOG_SKIP_CLIENT_TESTS=1` skips the tests that need an external
-//! client (the first and the third), as in `tests/clients.rs`. Run with
+//! client (the first and the third), as in `tests/broker/clients.rs`. Run with
 //! `cargo test --release --test security -- --nocapture` (about 30 s).
 
 mod support;

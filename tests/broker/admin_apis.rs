@@ -12,7 +12,7 @@
 //!   send (unknown partitions, negative offsets, a null topic list) and for
 //!   the compact-only policy error.
 //!
-//! Loopback only, free ports, every wait bounded. Like `tests/clients.rs`,
+//! Loopback only, free ports, every wait bounded. Like `tests/broker/clients.rs`,
 //! a missing kafka-python fails the test with what to install, and
 //! `PINLOG_SKIP_CLIENT_TESTS=1` skips the part that needs it.
 
@@ -201,7 +201,7 @@ fn segment_bases(dir: &Path) -> Vec<i64> {
 /// shards): each CreateTopics and DeleteTopics is visible in Metadata as
 /// soon as it is answered, while records are produced; manual replica
 /// assignments are taken and checked; a topic named twice in one request is
-/// refused (`tests/clients/admin_visibility.py`; `tests/admin_cluster.rs`
+/// refused (`tests/clients/admin_visibility.py`; `tests/clusters/admin_cluster.rs`
 /// runs the same on three nodes).
 #[test]
 fn kafka_python_admin_requests_are_visible_at_once_and_checked_as_kafka_does() {

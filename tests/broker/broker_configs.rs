@@ -15,7 +15,7 @@
 //!   STATIC_BROKER_CONFIG, with its broker setting among its synonyms.
 //!
 //! Loopback only, free ports, bounded waits. `PINLOG_SKIP_CLIENT_TESTS=1`
-//! skips it, as in `tests/clients.rs`.
+//! skips it, as in `tests/broker/clients.rs`.
 
 use crate::support;
 

@@ -6,7 +6,7 @@
 //!
 //! The group commands run against a real consumer group: a kafka-python
 //! member (`tests/clients/group_member.py`; CI installs kafka-python, and
-//! `PINLOG_SKIP_CLIENT_TESTS=1` skips this part, as in tests/clients.rs).
+//! `PINLOG_SKIP_CLIENT_TESTS=1` skips this part, as in tests/broker/clients.rs).
 
 use crate::common;
 use crate::support;

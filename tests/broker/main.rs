@@ -1,16 +1,21 @@
-//! The short tests against real `pinlog serve` processes: each starts its
-//! own broker (a few start a small cluster), checks one area in seconds,
-//! and stops it. The admin APIs, the CLI with and without security, broker
-//! configs, certificate rotation, compaction and retention in a running
-//! broker, connection limits, the core balancer, the data directory's
-//! lock, features, reads from disk, forwarded authorization, hostile
-//! input, long polls, metrics, open files, a shard's panic, stray
-//! partitions and upgrades from an older data directory.
+//! The tests against real `pinlog serve` processes that start one broker
+//! (a few a small cluster) and check one area: the admin APIs, ACLs and
+//! what they decide, the CLI with and without security, clients (kcat,
+//! confluent-kafka, kafka-python, kafkajs and Java: codecs, crashes and
+//! restarts, fetch sessions), broker configs, certificate rotation,
+//! compaction and retention in a running broker, connection limits, the
+//! core balancer, the data directory's lock, features, reads from disk,
+//! forwarded authorization, hostile input, long polls, metrics, open
+//! files, power cuts under a broker, nodes of one role (controller or
+//! broker only), SASL with real clients, share-group state, a shard's
+//! panic, stray partitions and upgrades from an older data directory.
 //!
 //! They are one test binary, not one each, because each binary links the
-//! whole library. Tests of different modules run side by side as tests of
-//! one module always did; every broker has its own ports and directory.
-//! Run one module with its path, for example
+//! whole library, and because most of them wait far more than they
+//! compute (on clients, timeouts and restarts), so two side by side keep
+//! the machine busier and the suite shorter. Tests of different modules
+//! run side by side as tests of one module always did; every broker has
+//! its own ports and directory. Run one module with its path, for example
 //! `cargo test --release --test broker hostile_input::`.
 
 #[path = "../common/mod.rs"]
@@ -19,10 +24,12 @@ mod common;
 mod support;
 
 mod admin_apis;
+mod authorization;
 mod broker_configs;
 mod certificate_rotation;
 mod cli;
 mod cli_security;
+mod clients;
 mod compaction_broker;
 mod connection_limits;
 mod core_balancer;
@@ -34,7 +41,11 @@ mod hostile_input;
 mod long_poll;
 mod metrics;
 mod open_files;
+mod power_loss;
 mod retention_and_offsets;
+mod roles;
+mod sasl;
 mod shard_panic;
+mod share_state;
 mod stray_partitions;
 mod upgrade;

@@ -16,7 +16,7 @@
 //!   refused.
 //!
 //! Loopback only, free ports, every wait bounded. `PINLOG_SKIP_CLIENT_TESTS=1`
-//! skips both, as in `tests/clients.rs`.
+//! skips both, as in `tests/broker/clients.rs`.
 
 use crate::support;
 

@@ -1,5 +1,5 @@
 """kafka-python's admin client against the admin path, driven by
-tests/admin_cluster.rs. Usage:
+tests/clusters/admin_cluster.rs. Usage:
 
   admin_visibility.py loop        BOOTSTRAP ROUNDS PREFIX  create, check, delete, check, while producing
   admin_visibility.py assignments BOOTSTRAP BROKERS        manual replica assignments and their refusals

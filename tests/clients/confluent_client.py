@@ -1,5 +1,5 @@
 """confluent-kafka (librdkafka 2.x bundled in the wheel) against a broker,
-driven by tests/clients.rs. Usage:
+driven by tests/broker/clients.rs. Usage:
 
   confluent_client.py create   BOOTSTRAP PARTITIONS TOPIC...
   confluent_client.py produce  BOOTSTRAP N PREFIX CODEC...   # topic PREFIX-CODEC

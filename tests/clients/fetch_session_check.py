@@ -2,7 +2,7 @@
 FetchSessionHandler rules) through the situations that make it send a full
 fetch on an existing session: a dropped connection, a seek, a group
 rebalance, and partitions removed and re-added. The Python twin of
-tests/clients/java/FetchSessionCheck.java, driven by tests/clients.rs:
+tests/clients/java/FetchSessionCheck.java, driven by tests/broker/clients.rs:
 
     fetch_session_check.py BOOTSTRAP TOPIC PARTITIONS CUT_REQUEST_FILE CUT_DONE_FILE
 

@@ -1,5 +1,5 @@
 """kafka-python (pure Python; compression through its crc32c, lz4, snappy
-and zstd extras) against a broker, driven by tests/clients.rs. Usage:
+and zstd extras) against a broker, driven by tests/broker/clients.rs. Usage:
 
   kafka_python_client.py create  BOOTSTRAP PARTITIONS TOPIC...
   kafka_python_client.py produce BOOTSTRAP N PREFIX CODEC...   # topic PREFIX-CODEC

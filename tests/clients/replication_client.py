@@ -1,4 +1,4 @@
-"""confluent-kafka against a replicated cluster, driven by tests/replication.rs.
+"""confluent-kafka against a replicated cluster, driven by tests/clusters/replication.rs.
 
   replication_client.py produce BOOTSTRAP TOPIC SECONDS [PRODUCER-SETTING=VALUE...]
       Produces numbered records ("0", "1", ...) to partition 0 of TOPIC for

@@ -1,4 +1,4 @@
-"""A Python client over an authenticated listener, driven by tests/sasl.rs:
+"""A Python client over an authenticated listener, driven by tests/broker/sasl.rs:
 
   sasl_client.py CLIENT BOOTSTRAP TOPIC N SETTINGS_JSON
 

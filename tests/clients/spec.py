@@ -1,5 +1,5 @@
 """The test data every client produces, and the line format every client
-prints when it consumes. tests/clients.rs checks the consumed lines against
+prints when it consumes. tests/broker/clients.rs checks the consumed lines against
 the same rules (keep `expected_*` there, here and in
 java/ClientCheck.java identical).
 

@@ -125,7 +125,7 @@ def parse_offsets(pairs):
 
 # ---------------------------------------------------------------------------
 # Admin and producer (confluent-kafka: its AdminClient and idempotent
-# producer are the best tested here, see tests/clients.rs).
+# producer are the best tested here, see tests/broker/clients.rs).
 
 def create(a):
     from confluent_kafka.admin import AdminClient, NewTopic

@@ -742,7 +742,7 @@ impl Broker {
             report.push_str(&String::from_utf8_lossy(&out.stdout));
         }
         // The broker may wait on this process: a test's FUSE file system
-        // serves its requests from threads here (tests/power_loss.rs).
+        // serves its requests from threads here (tests/broker/power_loss.rs).
         report.push_str("=== the test process's own threads (kernel stacks) ===\n");
         report.push_str(&thread_states("/proc/self/task"));
         report.push_str("=== end of threads ===\n");

@@ -1,5 +1,5 @@
-//! What the power-loss tests share (`tests/power_loss.rs`,
-//! `tests/power_loss_cluster.rs`): the seed that replays a run's cuts, the
+//! What the power-loss tests share (`tests/broker/power_loss.rs`,
+//! `tests/clusters/replication_power_loss.rs`): the seed that replays a run's cuts, the
 //! cut modes drawn from it, and a power-loss file system mounted in a
 //! temporary directory of its own.
 

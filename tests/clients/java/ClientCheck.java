@@ -1,5 +1,5 @@
 // Apache Kafka's Java client (kafka-clients 4.4) against a broker, driven by
-// tests/clients.rs, which compiles this file with
+// tests/broker/clients.rs, which compiles this file with
 //   javac -cp "<kafka libs>/*" -d <tmp> ClientCheck.java
 // and runs it with `java -cp "<tmp>:<kafka libs>/*" ClientCheck ...`. Usage:
 //

@@ -1,7 +1,7 @@
 // Apache Kafka's Java consumer (kafka-clients 4.4, which uses incremental
 // fetch sessions, KIP-227) through the situations that make it send a full
 // fetch on an existing session: a dropped connection, a seek, a group
-// rebalance, and partitions removed and re-added. Driven by tests/clients.rs:
+// rebalance, and partitions removed and re-added. Driven by tests/broker/clients.rs:
 //
 //   FetchSessionCheck BOOTSTRAP TOPIC PARTITIONS CUT_REQUEST_FILE CUT_DONE_FILE
 //

@@ -1,5 +1,5 @@
 // Apache Kafka's Java client (kafka-clients 4.4) over an authenticated
-// listener, driven by tests/sasl.rs:
+// listener, driven by tests/broker/sasl.rs:
 //
 //   SaslCheck BOOTSTRAP CLIENT_PROPERTIES TOPIC N SECONDS
 //

@@ -1,5 +1,5 @@
 // A transactional producer under ACLs, through Apache Kafka's Java client
-// (kafka-clients 4.4): tests/authorization.rs runs it as a source file.
+// (kafka-clients 4.4): tests/broker/authorization.rs runs it as a source file.
 //
 //   java TxnAuthCheck.java <bootstrap> <client properties> <topic> <group> <transactional id>...
 //

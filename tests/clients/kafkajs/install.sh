@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Install kafkajs (pinned) from npm into a cache directory outside the source
-# tree, for tests/clients.rs. Prints the node_modules directory to use as
+# tree, for tests/broker/clients.rs. Prints the node_modules directory to use as
 # NODE_PATH.
 #
 # Usage: tests/clients/kafkajs/install.sh [DIR]

@@ -22,8 +22,6 @@
 //! refuses it with TRANSACTIONAL_ID_AUTHORIZATION_FAILED. One broker
 //! serves every part, one after the other.
 
-mod support;
-
 #[path = "authorization/matrix.rs"]
 mod matrix;
 #[path = "authorization/regex.rs"]
@@ -38,6 +36,10 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
+use crate::support;
+use crate::support::kafka_conn::Conn;
+use crate::support::test_ca::TestCa;
+use crate::support::{free_port, kafka_libs, run_command, which, Broker, BrokerOpts, CmdOutput};
 use bytes::Bytes;
 use matrix::{Acls, Names, On};
 use pinlog::acl::AclOperation;
@@ -81,9 +83,6 @@ use pinlog::protocol::messages::offset_commit::{
 use pinlog::protocol::messages::produce::{
     PartitionProduceData, ProduceRequest, ProduceResponse, TopicProduceData,
 };
-use support::kafka_conn::Conn;
-use support::test_ca::TestCa;
-use support::{free_port, kafka_libs, run_command, which, Broker, BrokerOpts, CmdOutput};
 
 /// How long one Kafka tool or one raw request may take.
 const TOOL_TIMEOUT: Duration = Duration::from_secs(120);

@@ -24,10 +24,8 @@
 //!
 //! A fixed seed runs first, then a random one (printed). More points by
 //! hand: `PINLOG_POWER_LOSS_POINTS=50 PINLOG_POWER_LOSS_SEED=<seed> cargo
-//! test --release --test power_loss -- --nocapture`. Needs root and
+//! test --release --test broker power_loss:: -- --nocapture`. Needs root and
 //! /dev/fuse (and kcat); prints `NOT RUN` otherwise.
-
-mod support;
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -38,6 +36,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use crate::support;
+use crate::support::kafka_conn::{read_frame, Conn};
+use crate::support::power::{seed_from_env, PowerDisk, Rng, SEED_ENV};
+use crate::support::{kcat_produce, run_command, which, Broker, BrokerOpts};
 use bytes::{Bytes, BytesMut};
 use pinlog::constants::{
     CLEANER_OFFSET_CHECKPOINT_FILE, LEADER_EPOCH_CHECKPOINT_FILE, LOG_START_OFFSET_CHECKPOINT_FILE,
@@ -59,9 +61,6 @@ use pinlog::quorum::log_store::QUORUM_STATE_FILE;
 use pinlog::shard::flush_policy::FLUSH_POLICY_RESCAN;
 use pinlog::tools::verify::verify_partition_dir;
 use pinlog_powerfs::CutMode;
-use support::kafka_conn::{read_frame, Conn};
-use support::power::{seed_from_env, PowerDisk, Rng, SEED_ENV};
-use support::{kcat_produce, run_command, which, Broker, BrokerOpts};
 
 const TOPIC: &str = "power";
 const FIXED_SEED: u64 = 20261234;

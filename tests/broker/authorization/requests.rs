@@ -11,7 +11,7 @@ use pinlog::protocol::api::ApiKey;
 use pinlog::protocol::error_code::*;
 use pinlog::protocol::messages::*;
 
-use crate::matrix::Names;
+use super::matrix::Names;
 use crate::support::kafka_conn::Conn;
 
 /// Kafka's `<default>` broker resource: the cluster-wide dynamic configs.

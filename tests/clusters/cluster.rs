@@ -14,20 +14,19 @@
 //! quorum's leadership over. Misconfigurations that need no cluster are
 //! checked separately.
 
-mod support;
-
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use pinlog::broker_config::ReplicationConfig;
-use pinlog::metadata::features::{TRANSACTION_VERSION, TRANSACTION_VERSION_LEVEL_NEW_CLUSTER};
-use pinlog::server::replication::fetcher_test_hooks::FETCHER_HOOKS_ENV;
-use serde_json::Value;
-use support::{
+use crate::support;
+use crate::support::{
     described_feature, kafka_features, kafka_libs, run_command, wait_for, which, Broker,
     BrokerOpts, Cluster, CmdOutput, PINLOG_BIN, TEST_ELECTION_TIMEOUT_MS, TEST_FETCH_TIMEOUT_MS,
     TEST_HEARTBEAT_INTERVAL_MS, TEST_SESSION_TIMEOUT_MS,
 };
+use pinlog::broker_config::ReplicationConfig;
+use pinlog::metadata::features::{TRANSACTION_VERSION, TRANSACTION_VERSION_LEVEL_NEW_CLUSTER};
+use pinlog::server::replication::fetcher_test_hooks::FETCHER_HOOKS_ENV;
+use serde_json::Value;
 
 /// How long any single CLI call may take.
 const CLI_TIMEOUT: Duration = Duration::from_secs(60);

@@ -15,13 +15,17 @@
 //!
 //! `PINLOG_SKIP_CLIENT_TESTS=1` skips the tests that need external clients.
 
-mod support;
-
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use crate::support;
+use crate::support::kafka_conn::{read_frame, Conn};
+use crate::support::test_ca::TestCa;
+use crate::support::{
+    free_port, kafka_libs, run_command, which, write_file, Broker, BrokerOpts, PINLOG_BIN,
+};
 use bytes::{BufMut, BytesMut};
 use pinlog::protocol::api::ApiKey;
 use pinlog::protocol::error_code;
@@ -29,11 +33,6 @@ use pinlog::protocol::messages::describe_user_scram_credentials::*;
 use pinlog::protocol::messages::metadata::{MetadataRequest, MetadataResponse};
 use pinlog::protocol::messages::sasl_authenticate::*;
 use pinlog::protocol::messages::sasl_handshake::*;
-use support::kafka_conn::{read_frame, Conn};
-use support::test_ca::TestCa;
-use support::{
-    free_port, kafka_libs, run_command, which, write_file, Broker, BrokerOpts, PINLOG_BIN,
-};
 
 const CLIENT_TIMEOUT: Duration = Duration::from_secs(120);
 const IO_TIMEOUT: Duration = Duration::from_secs(10);

@@ -34,20 +34,19 @@
 //! CI installs them all; `PINLOG_SKIP_CLIENT_TESTS=1` skips every test here
 //! that needs an external client instead.
 
-mod support;
-
 use std::collections::{BTreeMap, HashMap};
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
+use crate::support;
+use crate::support::{kafka_libs, run_command, which, Broker, BrokerOpts, CmdOutput, CutProxy};
 use bytes::{BufMut, BytesMut};
 use pinlog::protocol::codec::Reader;
 use pinlog::protocol::error_code;
 use pinlog::protocol::header::decode_response_header;
 use pinlog::protocol::messages::api_versions::ApiVersionsResponse;
-use support::{kafka_libs, run_command, which, Broker, BrokerOpts, CmdOutput, CutProxy};
 
 const CODECS: [&str; 5] = ["none", "gzip", "snappy", "lz4", "zstd"];
 /// Records per codec (so per topic) and client.

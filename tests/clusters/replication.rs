@@ -37,19 +37,18 @@
 //!    follower in the seed's states, and kill -9 at the seed's steps:
 //!    nothing acknowledged is lost and the replicas do not diverge.
 
-mod support;
-
 use std::ffi::OsStr;
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use crate::support;
+use crate::support::{
+    free_port, run_command, wait_for, which, Broker, BrokerOpts, Cluster, CmdOutput, PINLOG_BIN,
+};
 use pinlog::log::batch::{self, BatchIter, CountRule};
 use pinlog::server::replication::fetcher_test_hooks::FETCHER_HOOKS_ENV;
 use serde_json::Value;
-use support::{
-    free_port, run_command, wait_for, which, Broker, BrokerOpts, Cluster, CmdOutput, PINLOG_BIN,
-};
 
 const CLIENTS_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/clients");
 /// How long any single CLI or client step may take.

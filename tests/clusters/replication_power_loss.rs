@@ -40,8 +40,6 @@
 //! otherwise. A seed (printed; `PINLOG_POWER_LOSS_SEED` replays one) picks
 //! each cut's mode.
 
-mod support;
-
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::path::Path;
@@ -50,13 +48,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::support;
+use crate::support::power::{seed_from_env, PowerDisk, Rng, SEED_ENV};
+use crate::support::{run_command, wait_for, which, BrokerOpts, Cluster, CmdOutput, PINLOG_BIN};
 use pinlog::constants::RECOVERY_POINT_CHECKPOINT_FILE;
 use pinlog::log::checkpoint::decode_offset_checkpoint;
 use pinlog::log::data_dir::TEST_BOOT_ID_ENV;
 use pinlog_powerfs::CutMode;
 use serde_json::Value;
-use support::power::{seed_from_env, PowerDisk, Rng, SEED_ENV};
-use support::{run_command, wait_for, which, BrokerOpts, Cluster, CmdOutput, PINLOG_BIN};
 
 const CLIENTS_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/clients");
 const NODES: usize = 3;

@@ -25,7 +25,7 @@ use pinlog::protocol::api::ApiKey;
 use pinlog::protocol::error_code::*;
 use pinlog::protocol::messages::{create_acls, delete_acls};
 
-use crate::requests::*;
+use super::requests::*;
 use crate::support::kafka_conn::Conn;
 
 use AclOperation::*;
@@ -221,13 +221,13 @@ pub fn cases() -> Vec<Case> {
         Case {
             what: "Produce",
             acls: &[(Topic, Write)],
-            call: |c, n| crate::produce(c, n.topic),
+            call: |c, n| super::produce(c, n.topic),
             missing_topic: Some(UNKNOWN_TOPIC_OR_PARTITION),
         },
         Case {
             what: "Fetch",
             acls: &[(Topic, Read)],
-            call: |c, n| crate::fetch(c, n.topic),
+            call: |c, n| super::fetch(c, n.topic),
             missing_topic: Some(UNKNOWN_TOPIC_OR_PARTITION),
         },
         Case {
@@ -281,7 +281,7 @@ pub fn cases() -> Vec<Case> {
         Case {
             what: "OffsetCommit",
             acls: &[(Group, Read), (Topic, Read)],
-            call: |c, n| crate::offset_commit(c, n.group, n.topic),
+            call: |c, n| super::offset_commit(c, n.group, n.topic),
             missing_topic: Some(UNKNOWN_TOPIC_OR_PARTITION),
         },
         Case {

@@ -15,13 +15,12 @@
 //! - after the active controller and a coordinator are killed, the group
 //!   listings still show every group.
 
-mod support;
-
 use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-use support::{kafka_libs, run_command, wait_for, which, BrokerOpts, Cluster, CmdOutput};
+use crate::support;
+use crate::support::{kafka_libs, run_command, wait_for, which, BrokerOpts, Cluster, CmdOutput};
 
 /// The admin client script's steps are bounded inside; this bounds the
 /// process.

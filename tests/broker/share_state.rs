@@ -6,11 +6,12 @@
 //! nodes, the coordinator's broker is killed and the next leader of its
 //! partition answers with the same state.
 
-mod support;
-
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
+use crate::support;
+use crate::support::kafka_conn::Conn;
+use crate::support::{Broker, BrokerOpts, Cluster};
 use pinlog::group::share::state_records::SharePartitionKey;
 use pinlog::group::share::state_store::{coordinator_key, partition_for};
 use pinlog::protocol::api::ApiKey;
@@ -29,8 +30,6 @@ use pinlog::protocol::messages::share_group_state::{
 };
 use pinlog::protocol::messages::write_share_group_state::*;
 use pinlog::protocol::messages::{alter_share_group_offsets, share_group_heartbeat};
-use support::kafka_conn::Conn;
-use support::{Broker, BrokerOpts, Cluster};
 
 const CLIENT_ID: &str = "share-state-test";
 const IO_TIMEOUT: Duration = Duration::from_secs(15);
