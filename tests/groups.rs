@@ -55,11 +55,16 @@
 //! `T/<seq as 7 digits>/<key>`; the producer reports each record's
 //! partition and offset, and every consumed record must match exactly.
 //!
-//! Every test starts its own broker, and they run one at a time ([`serial`]):
-//! each starts up to six client processes, and the timing checks
-//! (rebalance after a clean leave faster than the session timeout) need the
-//! two cores. Every wait is bounded; a failure prints every client's output
-//! and the tail of the broker log.
+//! Every test starts its own broker. A test with a timing check (a
+//! rebalance after a clean leave faster than the session timeout, a static
+//! member back within its session, a kill noticed within a window, locks
+//! that expire on time) runs alone ([`serial`]): each starts up to six
+//! client processes, and those checks need the two cores. The others only
+//! wait, with bounds tens of seconds above what they need, for members to
+//! agree and records to arrive, so two of them may run side by side
+//! ([`shared`]); while each ran alone the machine was a third busy. Every
+//! wait is bounded; a failure prints every client's output and the tail of
+//! the broker log.
 //!
 //! Missing tools make the tests FAIL with the package to install, because
 //! CI installs them all; `PINLOG_SKIP_CLIENT_TESTS=1` skips them instead.
@@ -71,7 +76,7 @@ use std::ffi::OsStr;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::{Mutex, MutexGuard, OnceLock};
+use std::sync::{OnceLock, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::{Duration, Instant};
 
 use support::{run_command, tail, wait_timeout, which, Broker, BrokerOpts, CmdOutput};
@@ -110,18 +115,28 @@ const POLL_INTERVAL: Duration = Duration::from_millis(100);
 /// Lines of the broker log shown in a failure.
 const BROKER_LOG_LINES: usize = 150;
 
-/// The tests run one at a time (see the module doc). A failed test poisons
-/// the lock; the next one takes it anyway.
-static SERIAL: Mutex<()> = Mutex::new(());
+/// A test with a timing check holds this lock alone ([`serial`]); the
+/// others hold it shared ([`shared`]), so at most the test harness's two
+/// threads run them side by side (see the module doc). A failed test
+/// poisons the lock; the next one takes it anyway.
+static SERIAL: RwLock<()> = RwLock::new(());
 
-fn serial() -> MutexGuard<'static, ()> {
+/// For a test with a timing check: it runs alone.
+fn serial() -> RwLockWriteGuard<'static, ()> {
     SERIAL
-        .lock()
+        .write()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// For a test without one: it may run beside another such test.
+fn shared() -> RwLockReadGuard<'static, ()> {
+    SERIAL
+        .read()
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 // ---------------------------------------------------------------------------
-// Tools: availability (the pattern of tests/clients.rs).
+// Tools: availability (the pattern of tests/broker/clients.rs).
 
 fn skipped(test: &str) -> bool {
     if !std::env::var("PINLOG_SKIP_CLIENT_TESTS").is_ok_and(|v| v == "1") {
@@ -1100,7 +1115,7 @@ fn mixed_clients_share_partitions_with_auto_commit() {
     if skipped("mixed_clients_share_partitions_with_auto_commit") {
         return;
     }
-    let _serial = serial();
+    let _shared = shared();
     let mut s = Scene::start();
     let (topic, group) = ("shared", "g-shared");
     s.create(topic, PARTITIONS, &[]);
@@ -1233,7 +1248,7 @@ fn manual_commit_graceful_changes_consume_exactly_once() {
     if skipped("manual_commit_graceful_changes_consume_exactly_once") {
         return;
     }
-    let _serial = serial();
+    let _shared = shared();
     let mut s = Scene::start();
     let (topic, group) = ("exact", "g-exact");
     s.create(topic, PARTITIONS, &[]);
@@ -1312,7 +1327,7 @@ fn committed_offsets_survive_clean_and_crash_restart() {
     if skipped("committed_offsets_survive_clean_and_crash_restart") {
         return;
     }
-    let _serial = serial();
+    let _shared = shared();
     let mut s = Scene::start();
     let (topic, group) = ("resume", "g-resume");
     s.create(topic, 3, &[]);
@@ -1450,7 +1465,7 @@ fn java_consumer_commits_everything() {
     if skipped("java_consumer_commits_everything") {
         return;
     }
-    let _serial = serial();
+    let _shared = shared();
     let libs = kafka_libs();
     let cp = JavaClasses::compile(&libs).classpath;
     let mut s = Scene::start();
@@ -1650,7 +1665,7 @@ fn kafka_consumer_groups_tool_lists_describes_and_resets() {
     if skipped("kafka_consumer_groups_tool_lists_describes_and_resets") {
         return;
     }
-    let _serial = serial();
+    let _shared = shared();
     let libs = kafka_libs();
     let mut s = Scene::start();
     let (topic, group, client) = ("tool", "g-tool", "pinlog-tool-member");
@@ -1756,7 +1771,7 @@ fn committed_offset_below_log_start_follows_auto_offset_reset() {
     if skipped("committed_offset_below_log_start_follows_auto_offset_reset") {
         return;
     }
-    let _serial = serial();
+    let _shared = shared();
     let mut s = Scene::start();
     let topic = "trimmed";
     // Small segments, as a retention test would use: the log start then
@@ -1982,7 +1997,7 @@ fn cooperative_sticky_rebalances_incrementally() {
     if skipped("cooperative_sticky_rebalances_incrementally") {
         return;
     }
-    let _serial = serial();
+    let _shared = shared();
     let libs = kafka_libs();
     let java = JavaClasses::compile(&libs);
     let mut s = Scene::start();
@@ -2053,7 +2068,7 @@ fn roundrobin_is_the_shared_assignor_of_kafka_python_and_librdkafka() {
     if skipped("roundrobin_is_the_shared_assignor_of_kafka_python_and_librdkafka") {
         return;
     }
-    let _serial = serial();
+    let _shared = shared();
     let mut s = Scene::start();
     let (topic, group) = ("rr", "g-rr");
     s.create(topic, PARTITIONS, &[]);
@@ -2640,7 +2655,7 @@ fn coordinator_loads_an_offsets_partition_larger_than_one_read() {
     if skipped("coordinator_loads_an_offsets_partition_larger_than_one_read") {
         return;
     }
-    let _serial = serial();
+    let _shared = shared();
     require_python_clients();
     let mut broker = Broker::start(BrokerOpts::new().setting("offsets.topic.num.partitions", 1));
     let script = r#"

@@ -192,7 +192,7 @@ fn kip848_range_and_uniform_assignors() {
     if skipped("kip848_range_and_uniform_assignors") {
         return;
     }
-    let _serial = serial();
+    let _shared = shared();
     let libs = kafka_libs();
     let java = JavaClasses::compile(&libs);
     let mut s = consumer_scene();
@@ -290,7 +290,7 @@ fn kip848_regex_subscription_picks_up_a_new_topic() {
     if skipped("kip848_regex_subscription_picks_up_a_new_topic") {
         return;
     }
-    let _serial = serial();
+    let _shared = shared();
     let libs = kafka_libs();
     let java = JavaClasses::compile(&libs);
     let mut s = consumer_scene();
@@ -331,7 +331,7 @@ fn kip848_confluent_kafka_and_java_share_a_group() {
     if skipped("kip848_confluent_kafka_and_java_share_a_group") {
         return;
     }
-    let _serial = serial();
+    let _shared = shared();
     let libs = kafka_libs();
     let java = JavaClasses::compile(&libs);
     let mut s = consumer_scene();

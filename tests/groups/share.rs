@@ -147,7 +147,7 @@ fn share_members_share_a_partition_and_each_record_is_delivered_once() {
     if skipped("share_members_share_a_partition_and_each_record_is_delivered_once") {
         return;
     }
-    let _serial = serial();
+    let _shared = shared();
     let libs = kafka_libs();
     let java = JavaClasses::compile(&libs);
     let mut s = Scene::start();
@@ -289,7 +289,7 @@ fn share_acknowledgements_release_reject_and_the_delivery_limit() {
     if skipped("share_acknowledgements_release_reject_and_the_delivery_limit") {
         return;
     }
-    let _serial = serial();
+    let _shared = shared();
     let libs = kafka_libs();
     let java = JavaClasses::compile(&libs);
     let mut s = Scene::start_with(&[("group.share.delivery.count.limit", 3)]);
@@ -775,7 +775,7 @@ fn share_group_configs_reset_earliest_and_read_committed() {
     if skipped("share_group_configs_reset_earliest_and_read_committed") {
         return;
     }
-    let _serial = serial();
+    let _shared = shared();
     let libs = kafka_libs();
     let java = JavaClasses::compile(&libs);
     require_python_clients();
