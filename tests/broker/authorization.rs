@@ -22,13 +22,9 @@
 //! refuses it with TRANSACTIONAL_ID_AUTHORIZATION_FAILED. One broker
 //! serves every part, one after the other.
 
-#[path = "authorization/matrix.rs"]
 mod matrix;
-#[path = "authorization/regex.rs"]
 mod regex;
-#[path = "authorization/requests.rs"]
 mod requests;
-#[path = "authorization/share_describe.rs"]
 mod share_describe;
 
 use std::net::SocketAddr;

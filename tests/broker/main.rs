@@ -1,14 +1,14 @@
 //! The tests against real `pinlog serve` processes that start one broker
-//! (a few a small cluster) and check one area: the admin APIs, ACLs and
+//! (a few start a small cluster) and check one area: the admin APIs, ACLs and
 //! what they decide, the CLI with and without security, clients (kcat,
 //! confluent-kafka, kafka-python, kafkajs and Java: codecs, crashes and
 //! restarts, fetch sessions), broker configs, certificate rotation,
 //! compaction and retention in a running broker, connection limits, the
 //! core balancer, the data directory's lock, features, reads from disk,
 //! forwarded authorization, hostile input, long polls, metrics, open
-//! files, power cuts under a broker, nodes of one role (controller or
-//! broker only), SASL with real clients, share-group state, a shard's
-//! panic, stray partitions and upgrades from an older data directory.
+//! files, power cuts under a broker, SASL with real clients, share-group
+//! state, a shard's panic, stray partitions and upgrades from an older data
+//! directory. `tests/roles.rs` stays a binary of its own (see its doc).
 //!
 //! They are one test binary, not one each, because each binary links the
 //! whole library, and because most of them wait far more than they
@@ -43,7 +43,6 @@ mod metrics;
 mod open_files;
 mod power_loss;
 mod retention_and_offsets;
-mod roles;
 mod sasl;
 mod shard_panic;
 mod share_state;

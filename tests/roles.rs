@@ -14,12 +14,13 @@
 //! not share them with another cluster test (the slow-disk test's three
 //! are idle but for its nine seconds of CreateTopics).
 
+mod support;
+
 use std::process::Command;
 use std::time::Duration;
 
-use crate::support;
-use crate::support::{free_port, run_command, wait_for, Broker, Cluster, CmdOutput, PINLOG_BIN};
 use serde_json::Value;
+use support::{free_port, run_command, wait_for, Broker, Cluster, CmdOutput, PINLOG_BIN};
 
 const CLI_TIMEOUT: Duration = Duration::from_secs(60);
 /// A new quorum elects its leader within a few fetch timeouts; a broker
