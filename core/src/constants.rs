@@ -187,6 +187,18 @@ pub const READ_CACHE_FALLBACK_BYTES: usize = 256 * 1024 * 1024;
 /// quarter of the buffer, once) is cheaper than the memory it pins for as
 /// long as the sliver stays recently used.
 pub const READ_CACHE_SPARSE_BUFFER_DIVISOR: usize = 4;
+/// The read cache takes the memory for its copies (a leader's records, a
+/// read-ahead) in blocks of this size, whose pages it takes in bulk and
+/// reuses after eviction (`log::cache_blocks`): a read-ahead fills one.
+pub const READ_CACHE_BLOCK_BYTES: usize = READ_AHEAD_BYTES as usize;
+/// Freed blocks a shard keeps for reuse (32 MiB); a block freed past this
+/// goes back to the kernel at once, so a deleted topic's memory does not
+/// stay with the broker.
+pub const READ_CACHE_SPARE_BLOCKS: usize = 8;
+/// The cache copies into blocks only while its budget holds at least this
+/// many of them (64 MiB): in a smaller cache a block, counted whole, would
+/// be too large a share, and the cache would copy its batches out again.
+pub const READ_CACHE_BLOCKS_MIN_CAPACITY_BLOCKS: usize = 16;
 /// Default spin before an idle shard parks: measured on this machine, parking
 /// right away costs ~2.3 ms p99 per cross-core hop, spinning 50 µs ~43 µs;
 /// under paced produce it kept p99 and p99.9 lower for 0.1-0.2 of a core

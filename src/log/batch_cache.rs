@@ -52,7 +52,10 @@ use std::rc::Rc;
 
 use bytes::Bytes;
 
-use crate::constants::READ_CACHE_SPARSE_BUFFER_DIVISOR;
+use crate::constants::{
+    READ_CACHE_BLOCKS_MIN_CAPACITY_BLOCKS, READ_CACHE_BLOCK_BYTES, READ_CACHE_SPARSE_BUFFER_DIVISOR,
+};
+use crate::log::cache_blocks::{BlockPiece, CacheBlocks, CacheCopy};
 
 /// Identifies a partition log within one shard's cache.
 pub type CacheKey = u64;
@@ -101,6 +104,12 @@ impl Backing {
 
     pub fn is_empty(&self) -> bool {
         self.len == 0
+    }
+
+    /// A block of the cache's own memory (`cache_blocks`), from its first
+    /// byte.
+    pub(crate) fn block(start: usize, len: usize) -> Backing {
+        Backing { start, len }
     }
 
     /// Whether `bytes` lies inside this buffer.
@@ -176,6 +185,12 @@ pub struct CacheStats {
     pub filled_bytes: u64,
     /// Bytes copied out of buffers that were mostly dead weight.
     pub copied_bytes: u64,
+    /// Memory in freed blocks kept for reuse (`cache_blocks`): not part of
+    /// `used_bytes`, and at most `READ_CACHE_SPARE_BLOCKS` blocks.
+    pub spare_bytes: u64,
+    /// Blocks mapped, and freed blocks used again.
+    pub blocks_mapped: u64,
+    pub blocks_reused: u64,
 }
 
 #[derive(Debug)]
@@ -222,6 +237,8 @@ pub struct BatchCache {
     next_tick: u64,
     next_key: CacheKey,
     stats: CacheStats,
+    /// The memory appends and fills copy into.
+    blocks: CacheBlocks,
 }
 
 pub type SharedBatchCache = Rc<RefCell<BatchCache>>;
@@ -239,6 +256,7 @@ impl BatchCache {
             next_tick: 0,
             next_key: 0,
             stats: CacheStats::default(),
+            blocks: CacheBlocks::default(),
         }
     }
 
@@ -286,7 +304,11 @@ impl BatchCache {
     }
 
     pub fn stats(&self) -> CacheStats {
+        let blocks = self.blocks.stats();
         CacheStats {
+            spare_bytes: blocks.spare_blocks * READ_CACHE_BLOCK_BYTES as u64,
+            blocks_mapped: blocks.mapped,
+            blocks_reused: blocks.reused,
             capacity_bytes: self.capacity_bytes as u64,
             ceiling_bytes: self.ceiling_bytes as u64,
             used_bytes: self.used_bytes as u64,
@@ -295,6 +317,39 @@ impl BatchCache {
             buffers: self.buffers.len() as u64,
             ..self.stats
         }
+    }
+
+    /// Whether copies for this cache go into blocks: only while its budget
+    /// holds enough of them that one block, counted whole, is a small
+    /// share of it.
+    fn uses_blocks(&self) -> bool {
+        self.capacity_bytes >= READ_CACHE_BLOCKS_MIN_CAPACITY_BLOCKS * READ_CACHE_BLOCK_BYTES
+    }
+
+    /// A copy of `bytes` to append and cache (a leader's copy of a
+    /// producer's records): in the cache's blocks when it uses them.
+    pub fn copy(&mut self, bytes: &[u8]) -> CacheCopy {
+        if !self.uses_blocks() {
+            self.blocks.close_open_block();
+            return CacheCopy::Heap(bytes::BytesMut::from(bytes));
+        }
+        self.blocks.copy(bytes)
+    }
+
+    /// `len` bytes of a block to read into and cache (a read-ahead of
+    /// half a block or more, which takes a block of its own); `None` when
+    /// the cache does not use blocks or the read is smaller or larger. A
+    /// smaller read would share a block that it alone could not keep from
+    /// being sparse, so the fill would copy its batches out again.
+    pub fn block_piece(&mut self, len: usize) -> Option<BlockPiece> {
+        if len * 2 < READ_CACHE_BLOCK_BYTES {
+            return None;
+        }
+        if !self.uses_blocks() {
+            self.blocks.close_open_block();
+            return None;
+        }
+        self.blocks.piece(len)
     }
 
     /// The partition's generation, for a fill planned now; `None` for a
@@ -704,6 +759,93 @@ mod tests {
     fn bases(c: &mut BatchCache, key: CacheKey, offset: i64) -> Option<usize> {
         c.read(key, offset, i64::MAX, usize::MAX, true)
             .map(|r| r.len())
+    }
+
+    /// A batch copied into the cache's memory, as a leader's copy is.
+    fn copied(c: &mut BatchCache, base: i64, size: usize) -> CachedBatch {
+        let (bytes, backing) = c.copy(&vec![base as u8; size]).freeze();
+        CachedBatch {
+            base_offset: base,
+            last_offset: base,
+            bytes,
+            backing,
+        }
+    }
+
+    const BLOCKS_MIN_CAPACITY: usize =
+        READ_CACHE_BLOCKS_MIN_CAPACITY_BLOCKS * READ_CACHE_BLOCK_BYTES;
+
+    #[test]
+    fn batches_copied_into_a_block_count_it_once_whole_until_the_last_leaves() {
+        let mut c = BatchCache::new(BLOCKS_MIN_CAPACITY);
+        let key = c.register();
+        let batches: Vec<CachedBatch> = (0..3).map(|i| copied(&mut c, i, 1000)).collect();
+        assert!(batches.iter().all(|b| b.backing == batches[0].backing));
+        c.append(key, batches);
+        assert_eq!(c.used_bytes(), READ_CACHE_BLOCK_BYTES, "the block, once");
+        assert_eq!(c.batch_bytes(), 3000);
+        assert_eq!(c.stats().buffers, 1);
+        // Batch 0 alone is too small a part of the block to keep it: it
+        // is copied out (the sparse-buffer rule), and the block let go.
+        c.truncate(key, 1);
+        assert_eq!(c.used_bytes(), 1000);
+        assert_eq!(c.stats().copied_bytes, 1000);
+        c.truncate(key, 0);
+        assert_eq!(c.used_bytes(), 0);
+        // The allocator still cuts small copies from the block; once it
+        // moves on, the freed block waits as a spare, its memory not counted.
+        c.blocks.close_open_block();
+        assert_eq!(c.stats().spare_bytes, READ_CACHE_BLOCK_BYTES as u64);
+        let again = copied(&mut c, 5, 1000);
+        assert_eq!(c.stats().blocks_reused, 1);
+        assert_eq!(c.stats().blocks_mapped, 1);
+        assert_eq!(c.stats().spare_bytes, 0);
+        drop(again);
+    }
+
+    #[test]
+    fn a_cache_too_small_for_blocks_copies_into_allocations_of_their_own() {
+        let mut c = BatchCache::new(BLOCKS_MIN_CAPACITY - 1);
+        let key = c.register();
+        let b = copied(&mut c, 0, 1000);
+        assert_eq!(b.backing, Backing::of(&b.bytes));
+        c.insert(key, b);
+        assert_eq!(c.used_bytes(), 1000);
+        assert!(c.block_piece(READ_CACHE_BLOCK_BYTES).is_none());
+        assert_eq!(c.stats().blocks_mapped, 0);
+    }
+
+    #[test]
+    fn eviction_of_a_blocks_last_batch_frees_the_block_for_reuse() {
+        let mut c = BatchCache::new(BLOCKS_MIN_CAPACITY);
+        let key = c.register();
+        // Read-aheads of a whole block each, one more than fits.
+        for i in 0..=READ_CACHE_BLOCKS_MIN_CAPACITY_BLOCKS as i64 {
+            let mut piece = c.block_piece(READ_CACHE_BLOCK_BYTES).expect("a block");
+            piece.write_at(0, &vec![i as u8; READ_CACHE_BLOCK_BYTES]);
+            let (bytes, backing) = CacheCopy::Block(piece).freeze();
+            c.fill(
+                key,
+                c.partitions[&key].generation,
+                vec![CachedBatch {
+                    base_offset: i,
+                    last_offset: i,
+                    bytes,
+                    backing,
+                }],
+            );
+        }
+        assert!(c.used_bytes() <= c.capacity_bytes());
+        assert_eq!(c.stats().evictions, 1);
+        assert_eq!(c.stats().spare_bytes, READ_CACHE_BLOCK_BYTES as u64);
+        // The next read-ahead reuses the evicted block's memory.
+        assert!(c.block_piece(READ_CACHE_BLOCK_BYTES).is_some());
+        assert_eq!(c.stats().blocks_reused, 1);
+        // Every cached batch still reads back as written.
+        for i in 1..=READ_CACHE_BLOCKS_MIN_CAPACITY_BLOCKS as i64 {
+            let got = c.read(key, i, i + 1, usize::MAX, true).expect("cached");
+            assert!(got[0].iter().all(|&x| x == i as u8));
+        }
     }
 
     #[test]

@@ -5,6 +5,7 @@
 
 pub mod batch;
 pub mod batch_cache;
+pub mod cache_blocks;
 pub mod checkpoint;
 pub mod cleaner;
 pub mod compression;

@@ -20,6 +20,7 @@ use crate::constants::{FILE_READS_AHEAD, FILE_READ_PIECE_BYTES, READ_AHEAD_BYTES
 use crate::error::{LogError, LogResult};
 use crate::log::batch::parse_header_only;
 use crate::log::batch_cache::{Backing, CacheFill, CachedBatch};
+use crate::log::cache_blocks::CacheCopy;
 use crate::log::partition_log::{LogReadResult, ReadSlice};
 
 /// Read-through pieces in flight on one shard, over all its reads. With
@@ -49,8 +50,8 @@ async fn read_batches(
     fill: &CacheFill,
 ) -> io::Result<Vec<Bytes>> {
     let read_len = read_length(position, len, readable_end);
-    let bytes = read_range(file, position, read_len).await?;
-    let batches = split_batches(&bytes);
+    let (bytes, backing) = read_range(file, position, read_len, Some(fill)).await?;
+    let batches = split_batches(&bytes, backing);
     if batches.is_empty() {
         return Ok(vec![bytes.slice(..bytes.len().min(len as usize))]);
     }
@@ -89,13 +90,22 @@ fn read_length(position: u64, len: u64, readable_end: u64) -> u64 {
     len.max(READ_AHEAD_BYTES.min(readable_end.saturating_sub(position)))
 }
 
-/// Reads a file range into one buffer, `FILE_READS_AHEAD` pieces at a time.
-/// A short read (the file was truncated under the reader) returns what was
-/// read.
-async fn read_range(file: Rc<DmaFile>, position: u64, len: u64) -> io::Result<Bytes> {
+/// Reads a file range into one buffer, `FILE_READS_AHEAD` pieces at a time:
+/// for a read to cache (`fill`), a block of the cache's memory
+/// (`cache_blocks`), else an allocation of its own. Returns the bytes
+/// and the buffer they are in. A short read (the file was truncated under
+/// the reader) returns what was read.
+async fn read_range(
+    file: Rc<DmaFile>,
+    position: u64,
+    len: u64,
+    fill: Option<&CacheFill>,
+) -> io::Result<(Bytes, Backing)> {
     const PIECE: u64 = FILE_READ_PIECE_BYTES as u64;
     let len = usize::try_from(len).map_err(|_| io::Error::other("read range too large"))?;
-    let mut out = BytesMut::with_capacity(len);
+    let mut block = fill.and_then(|fill| fill.cache.borrow_mut().block_piece(len));
+    let mut out = BytesMut::with_capacity(if block.is_some() { 0 } else { len });
+    let mut filled = 0usize;
     let pieces = PIECES.with(Rc::clone);
     let mut reads: VecDeque<(Task<io::Result<ReadResult>>, usize, StaticPermit)> = VecDeque::new();
     let mut next = 0usize;
@@ -131,7 +141,11 @@ async fn read_range(file: Rc<DmaFile>, position: u64, len: u64) -> io::Result<By
             break;
         };
         let data = read.await?;
-        out.extend_from_slice(&data);
+        match &mut block {
+            Some(block) => block.write_at(filled, &data),
+            None => out.extend_from_slice(&data),
+        }
+        filled += data.len();
         let short = data.len() < piece;
         // The piece's buffer goes back to the pool with `data`.
         drop(data);
@@ -140,12 +154,19 @@ async fn read_range(file: Rc<DmaFile>, position: u64, len: u64) -> io::Result<By
             break;
         }
     }
-    Ok(out.freeze())
+    Ok(match block {
+        Some(block) => {
+            let (bytes, backing) = CacheCopy::Block(block).freeze();
+            (bytes.slice(..filled), backing)
+        }
+        None => CacheCopy::Heap(out).freeze(),
+    })
 }
 
 /// The whole batches at the front of `bytes`, in order, each a slice of
-/// `bytes` (which the cache counts whole while any of them is cached).
-pub fn split_batches(bytes: &Bytes) -> Vec<CachedBatch> {
+/// `bytes`, which is in `backing` (which the cache counts whole while any
+/// of them is cached).
+pub fn split_batches(bytes: &Bytes, backing: Backing) -> Vec<CachedBatch> {
     let mut out = Vec::new();
     let mut at = 0usize;
     while let Ok(header) = parse_header_only(&bytes[at..]) {
@@ -157,7 +178,7 @@ pub fn split_batches(bytes: &Bytes) -> Vec<CachedBatch> {
             base_offset: header.base_offset,
             last_offset: header.last_offset(),
             bytes: bytes.slice(at..end),
-            backing: Backing::of(bytes),
+            backing,
         });
         at = end;
     }
@@ -193,9 +214,10 @@ pub async fn into_memory(result: LogReadResult) -> LogResult<Vec<Bytes>> {
                 },
                 None,
             ) => out.push(
-                read_range(file, position, len)
+                read_range(file, position, len, None)
                     .await
-                    .map_err(|e| LogError::io("read segment", "<segment>", position as i64, e))?,
+                    .map_err(|e| LogError::io("read segment", "<segment>", position as i64, e))?
+                    .0,
             ),
         }
     }

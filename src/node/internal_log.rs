@@ -80,7 +80,7 @@ pub async fn append_replicated(
         bytes = batch::encode_batch(&fields, h.record_count, &bytes[RECORD_BATCH_HEADER_SIZE..]);
     }
     let append = LeaderAppend {
-        batches: BytesMut::from(&bytes[..]),
+        batches: BytesMut::from(&bytes[..]).into(),
         log_append_time_ms: None,
         origin: AppendOrigin::Coordinator,
         verification: producer.map_or(TxnVerification::Off, |p| p.verification),

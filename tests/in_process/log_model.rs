@@ -461,7 +461,7 @@ async fn apply(
                 let bytes = producer_batch(seq, shape);
                 producer.extend_from_slice(&bytes);
                 requests.push(LeaderAppend {
-                    batches: BytesMut::from(&bytes[..]),
+                    batches: BytesMut::from(&bytes[..]).into(),
                     log_append_time_ms: None,
                     origin: AppendOrigin::Client,
                     verification: Default::default(),

@@ -565,7 +565,7 @@ fn idle_producers_expire_lazily() {
 
 fn request(producer_id: i64, epoch: i16, seq: i32, n: usize) -> LeaderAppend {
     LeaderAppend {
-        batches: idempotent_batch(producer_id, epoch, seq, n),
+        batches: idempotent_batch(producer_id, epoch, seq, n).into(),
         log_append_time_ms: None,
         origin: AppendOrigin::Client,
         verification: Default::default(),
@@ -694,7 +694,7 @@ fn a_group_commit_rolls_where_single_appends_would_and_snapshots_the_same_state(
         let all = requests();
         for last in [&all[9], &all[11]] {
             let info = grouped
-                .append_as_leader(last.batches.clone(), 0, None, NOW_MS)
+                .append_as_leader(BytesMut::from(&last.batches[..]), 0, None, NOW_MS)
                 .await
                 .unwrap();
             assert!(info.duplicate);

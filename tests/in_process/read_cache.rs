@@ -15,6 +15,7 @@ use crate::common::{producer_batch, run, SeededRng};
 use bytes::{Bytes, BytesMut};
 use glommio::sync::RwLock;
 use pinlog::config::{CleanupPolicy, LogConfig};
+use pinlog::constants::{READ_CACHE_BLOCKS_MIN_CAPACITY_BLOCKS, READ_CACHE_BLOCK_BYTES};
 use pinlog::error::LogError;
 use pinlog::log::batch::{build_keyed_batch, BatchIter, CountRule, KeyedRecordSpec};
 use pinlog::log::batch_cache::{BatchCache, SharedBatchCache};
@@ -25,8 +26,12 @@ use pinlog::topic_partition::TopicPartition;
 
 const NOW_MS: i64 = 1_700_000_000_000;
 /// Large enough for the whole log, so that nothing is evicted and every
-/// stale batch would still be there to be served.
-const CACHE_BYTES: usize = 4 << 20;
+/// stale batch would still be there to be served, and for the cache to
+/// copy into its blocks (`READ_CACHE_BLOCKS_MIN_CAPACITY_BLOCKS`), which
+/// changes reuse after batches are dropped.
+const CACHE_BYTES: usize = 64 << 20;
+const _: () =
+    assert!(CACHE_BYTES >= READ_CACHE_BLOCKS_MIN_CAPACITY_BLOCKS * READ_CACHE_BLOCK_BYTES);
 
 fn config(compact: bool) -> LogConfig {
     LogConfig {
@@ -90,8 +95,10 @@ fn keyed_batch(rng: &mut SeededRng, count: usize) -> BytesMut {
     BytesMut::from(&build_keyed_batch(0, -1, NOW_MS, &specs)[..])
 }
 
+/// Appends as the produce path does: the leader's copy is the cache's.
 async fn append(log: &mut PartitionLog, batch: BytesMut) {
-    log.append_as_leader(batch, 0, None, NOW_MS).await.unwrap();
+    let copy = log.copy_for_append(&batch);
+    log.append_as_leader(copy, 0, None, NOW_MS).await.unwrap();
     let leo = log.log_end_offset();
     log.set_high_watermark(leo);
 }
@@ -218,7 +225,7 @@ fn truncation_then_new_appends_replace_cached_batches() {
         let path = dir.path().to_path_buf();
         run(move || async move {
             let rng = &mut SeededRng(seed);
-            let (mut log, _cache) = filled_log(&path, rng, false, 120).await;
+            let (mut log, cache) = filled_log(&path, rng, false, 120).await;
             let leo = log.log_end_offset();
             let to = rng.between(1, leo as u64 - 1) as i64;
             log.truncate_to(to, NOW_MS).await.unwrap();
@@ -228,6 +235,11 @@ fn truncation_then_new_appends_replace_cached_batches() {
                 let b = tagged_batch(rng, 2);
                 append(&mut log, b).await;
             }
+            let stats = cache.borrow().stats();
+            assert!(
+                stats.blocks_mapped > 0,
+                "the new appends were copied into the cache's blocks: {stats:?}"
+            );
             check_every_offset(&mut log, &format!("seed {seed}: truncated to {to}")).await;
         });
     }

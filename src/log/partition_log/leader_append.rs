@@ -9,6 +9,8 @@ use super::*;
 #[derive(Debug)]
 pub(super) struct StagedAppend {
     pub(super) bytes: Bytes,
+    /// The buffer `bytes` is in, which the read cache counts.
+    pub(super) backing: Backing,
     pub(super) headers: Vec<BatchHeader>,
     /// The markers among the batches, by offset.
     pub(super) markers: MarkersByOffset,
@@ -69,13 +71,13 @@ impl PartitionLog {
     /// rewritten, unless `log_append_time_ms` asks for LogAppendTime.
     pub async fn append_as_leader(
         &mut self,
-        batches: BytesMut,
+        batches: impl Into<CacheCopy>,
         leader_epoch: i32,
         log_append_time_ms: Option<i64>,
         now_ms: i64,
     ) -> LogResult<AppendInfo> {
         let append = LeaderAppend {
-            batches,
+            batches: batches.into(),
             log_append_time_ms,
             origin: AppendOrigin::Client,
             verification: TxnVerification::Off,
@@ -278,10 +280,11 @@ impl PartitionLog {
                 },
             ));
         }
-        let bytes = batches.freeze();
+        let (bytes, backing) = batches.freeze();
         let markers = self.markers_in(&bytes, &headers)?;
         Ok(StagedAppend {
             bytes,
+            backing,
             headers,
             markers,
             aborted: Vec::new(),
@@ -332,10 +335,12 @@ impl PartitionLog {
             self.assign_epoch_start_offset(leader_epoch, first).await?;
         }
         let mut parts = Vec::with_capacity(staged.appends.len());
+        let mut backings = Vec::with_capacity(staged.appends.len());
         let mut headers = Vec::new();
         let mut aborted = Vec::new();
         for (_, a) in &staged.appends {
             parts.push(a.bytes.clone());
+            backings.push(a.backing);
             headers.extend_from_slice(&a.headers);
             aborted.extend_from_slice(&a.aborted);
         }
@@ -345,7 +350,8 @@ impl PartitionLog {
             log_start_offset: self.log_start_offset(),
             last_stable_offset: self.last_stable_offset(),
         });
-        self.write_validated(&parts, None, &headers, now_ms).await?;
+        self.write_validated(&parts, &backings, &headers, now_ms)
+            .await?;
         self.index_aborted_txns(aborted).await?;
         for (slot, a) in staged.appends {
             results[slot] = Some(Ok(AppendInfo {

@@ -30,6 +30,7 @@ use crate::log::batch::{self, BatchHeader, CountRule};
 use crate::log::batch_cache::{
     Backing, BatchCache, CacheFill, CacheKey, CachedBatch, SharedBatchCache,
 };
+use crate::log::cache_blocks::CacheCopy;
 use crate::log::checkpoint;
 use crate::log::cleaner::{CleanableSegment, CleanerOffsets, CleanerView, SegmentStats};
 use crate::log::partition_metadata::{self, TopicId};
@@ -139,8 +140,9 @@ pub struct AppendInfo {
 /// One producer request's batches for a leader append.
 #[derive(Debug)]
 pub struct LeaderAppend {
-    /// The batches as the producer sent them; their headers are rewritten.
-    pub batches: BytesMut,
+    /// The batches as the producer sent them, copied for the leader to
+    /// rewrite their headers (`BatchCache::copy`, or any `BytesMut`).
+    pub batches: CacheCopy,
     /// LogAppendTime topics: the time written into every batch.
     pub log_append_time_ms: Option<i64>,
     /// Who appends: a producer, or a transaction coordinator's markers.
@@ -474,6 +476,16 @@ impl PartitionLog {
         self.release_cache();
     }
 
+    /// A leader's copy of a producer's `records`, to rewrite and append: in
+    /// the read cache's blocks (`cache_blocks`), so that the copy the cache
+    /// keeps takes its pages in bulk or reuses them.
+    pub fn copy_for_append(&self, records: &[u8]) -> CacheCopy {
+        match &self.cache {
+            Some((cache, _)) => cache.borrow_mut().copy(records),
+            None => BytesMut::from(records).into(),
+        }
+    }
+
     /// Forgets this log's batches in the read cache, and its key, so that a
     /// fill still in flight caches nothing.
     fn release_cache(&mut self) {
@@ -690,13 +702,8 @@ impl PartitionLog {
             self.roll(first.base_offset, now_ms).await?;
         }
         let markers = self.markers_in(&batches, &headers)?;
-        self.write_validated(
-            std::slice::from_ref(&batches),
-            Some(backing),
-            &headers,
-            now_ms,
-        )
-        .await?;
+        self.write_validated(std::slice::from_ref(&batches), &[backing], &headers, now_ms)
+            .await?;
         let aborted = self.producers.apply(&headers, &markers);
         self.index_aborted_txns(aborted).await?;
         self.maybe_flush(now_ms).await?;
@@ -713,13 +720,13 @@ impl PartitionLog {
     /// Writes batches whose offsets are assigned, in `parts` laid end to
     /// end, to the active segment (the caller has rolled if needed), then
     /// caches them. Producer state and the flush policy are the caller's.
-    /// The cache counts each part's buffer whole: `backing` when given, or
-    /// else the part itself (a leader's parts are each a request's records,
-    /// copied into their own allocation).
+    /// The cache counts each part's buffer whole: `backings[i]` is the
+    /// buffer of `parts[i]` (a leader's part is a request's records, copied
+    /// into a block of the cache or an allocation of its own).
     async fn write_validated(
         &mut self,
         parts: &[Bytes],
-        backing: Option<Backing>,
+        backings: &[Backing],
         headers: &[BatchHeader],
         now_ms: i64,
     ) -> LogResult<()> {
@@ -732,7 +739,7 @@ impl PartitionLog {
                     base_offset: h.base_offset,
                     last_offset: h.last_offset(),
                     bytes,
-                    backing: backing.unwrap_or_else(|| Backing::of(&parts[part])),
+                    backing: backings[part],
                 })
                 .collect();
             cache.borrow_mut().append(*key, cached);

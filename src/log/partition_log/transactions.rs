@@ -60,7 +60,7 @@ impl PartitionLog {
         let appends = markers
             .iter()
             .map(|m| LeaderAppend {
-                batches: BytesMut::from(&control_batch::build_marker_batch(m)[..]),
+                batches: BytesMut::from(&control_batch::build_marker_batch(m)[..]).into(),
                 log_append_time_ms: None,
                 origin: AppendOrigin::TxnMarkers {
                     transaction_version,

@@ -18,7 +18,7 @@ use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, VecDeque};
 use std::rc::Rc;
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use futures_channel::oneshot;
 
 use crate::constants::GROUP_COMMIT_MAX_BYTES;
@@ -217,7 +217,7 @@ async fn write_group(shard: &Rc<Shard>, tp: &TopicPartition, group: Vec<Waiting>
         // The leader rewrites offsets and the epoch in the batch headers, so
         // it needs its own mutable copy of the bytes.
         appends.push(LeaderAppend {
-            batches: BytesMut::from(&w.append.records[..]),
+            batches: log.copy_for_append(&w.append.records),
             log_append_time_ms,
             origin: AppendOrigin::Client,
             verification: w.append.verification,

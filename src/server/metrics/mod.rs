@@ -278,6 +278,30 @@ pub fn render(shards: &[ShardSnapshot]) -> String {
     per_shard(
         &mut out,
         shards,
+        "pinlog_read_cache_spare_bytes",
+        "gauge",
+        "Freed blocks of the shard's read cache kept for reuse (not in pinlog_read_cache_bytes).",
+        |s| s.read_cache.spare_bytes,
+    );
+    per_shard(
+        &mut out,
+        shards,
+        "pinlog_read_cache_blocks_mapped_total",
+        "counter",
+        "Memory blocks the shard's read cache took from the kernel for its copies.",
+        |s| s.read_cache.blocks_mapped,
+    );
+    per_shard(
+        &mut out,
+        shards,
+        "pinlog_read_cache_blocks_reused_total",
+        "counter",
+        "Freed blocks the shard's read cache used again instead of taking new memory.",
+        |s| s.read_cache.blocks_reused,
+    );
+    per_shard(
+        &mut out,
+        shards,
         "pinlog_metadata_end_offset",
         "gauge",
         "The offset after the last metadata record the shard applied.",
@@ -507,6 +531,9 @@ mod tests {
             "pinlog_read_cache_capacity_bytes",
             "pinlog_read_cache_batch_bytes",
             "pinlog_read_cache_ceiling_bytes",
+            "pinlog_read_cache_spare_bytes",
+            "pinlog_read_cache_blocks_mapped_total",
+            "pinlog_read_cache_blocks_reused_total",
             "pinlog_fetch_sessions_follower",
             "pinlog_fetch_sessions_consumer",
             "pinlog_fetch_session_partitions",
