@@ -297,9 +297,20 @@ impl BatchCache {
     /// Changes the budget, never past the ceiling (the shard's memory
     /// watch does, as the machine's free memory comes and goes), evicting
     /// down to a lower one at once.
+    /// A budget below what the cache holds (the machine is short of
+    /// memory) also gives the spare blocks back to the kernel, since they
+    /// are outside it; one too small for blocks lets go of the open one.
     pub fn set_capacity(&mut self, capacity_bytes: usize) {
         self.capacity_bytes = capacity_bytes.min(self.ceiling_bytes);
+        let short = self.used_bytes > self.capacity_bytes;
+        if !self.uses_blocks() {
+            self.blocks.close_open_block();
+        }
         self.evict_to_capacity();
+        // After the eviction, whose blocks come back as spares.
+        if short {
+            self.blocks.release_spares();
+        }
         assert!(self.used_bytes <= self.capacity_bytes);
     }
 
@@ -543,7 +554,12 @@ impl BatchCache {
 
     /// When the cached batches of `backing` are a small fraction of it,
     /// copies each into a buffer of its own and lets the big one go.
+    /// The block copies are still being cut from is sparse until it is
+    /// full; copying out of it would free nothing.
     fn release_if_sparse(&mut self, backing: Backing) {
+        if self.blocks.is_open(backing) {
+            return;
+        }
         let Some(buffer) = self.buffers.get(&backing) else {
             return;
         };
@@ -776,7 +792,7 @@ mod tests {
         READ_CACHE_BLOCKS_MIN_CAPACITY_BLOCKS * READ_CACHE_BLOCK_BYTES;
 
     #[test]
-    fn batches_copied_into_a_block_count_it_once_whole_until_the_last_leaves() {
+    fn batches_copied_into_a_block_count_it_once_and_freed_blocks_wait_as_spares() {
         let mut c = BatchCache::new(BLOCKS_MIN_CAPACITY);
         let key = c.register();
         let batches: Vec<CachedBatch> = (0..3).map(|i| copied(&mut c, i, 1000)).collect();
@@ -785,11 +801,6 @@ mod tests {
         assert_eq!(c.used_bytes(), READ_CACHE_BLOCK_BYTES, "the block, once");
         assert_eq!(c.batch_bytes(), 3000);
         assert_eq!(c.stats().buffers, 1);
-        // Batch 0 alone is too small a part of the block to keep it: it
-        // is copied out (the sparse-buffer rule), and the block let go.
-        c.truncate(key, 1);
-        assert_eq!(c.used_bytes(), 1000);
-        assert_eq!(c.stats().copied_bytes, 1000);
         c.truncate(key, 0);
         assert_eq!(c.used_bytes(), 0);
         // The allocator still cuts small copies from the block; once it
@@ -801,6 +812,69 @@ mod tests {
         assert_eq!(c.stats().blocks_mapped, 1);
         assert_eq!(c.stats().spare_bytes, 0);
         drop(again);
+    }
+
+    #[test]
+    fn a_block_stays_counted_whole_while_its_batches_are_a_quarter_of_it() {
+        let mut c = BatchCache::new(BLOCKS_MIN_CAPACITY);
+        let key = c.register();
+        let mib = 1024 * 1024;
+        let batches: Vec<CachedBatch> = (0..3).map(|i| copied(&mut c, i, mib)).collect();
+        let first = batches[0].backing;
+        assert!(batches.iter().all(|b| b.backing == first));
+        c.append(key, batches);
+        // A copy that does not fit opens another block, so the first is no
+        // longer cut from.
+        let next = copied(&mut c, 3, mib + 1);
+        assert_ne!(next.backing, first);
+        drop(next);
+        for (keep, batch_bytes) in [(2, 2 * mib), (1, mib)] {
+            c.truncate(key, keep);
+            assert_eq!(
+                c.used_bytes(),
+                READ_CACHE_BLOCK_BYTES,
+                "{keep} batches left"
+            );
+            assert_eq!(c.batch_bytes(), batch_bytes);
+        }
+        assert_eq!(c.stats().copied_bytes, 0);
+        c.truncate(key, 0);
+        assert_eq!(c.used_bytes(), 0);
+        assert_eq!(c.stats().spare_bytes, READ_CACHE_BLOCK_BYTES as u64);
+    }
+
+    #[test]
+    fn the_block_being_cut_from_is_not_copied_out_while_sparse() {
+        let mut c = BatchCache::new(BLOCKS_MIN_CAPACITY);
+        let key = c.register();
+        let batches: Vec<CachedBatch> = (0..2).map(|i| copied(&mut c, i, 1000)).collect();
+        c.append(key, batches);
+        c.truncate(key, 1);
+        assert_eq!(c.used_bytes(), READ_CACHE_BLOCK_BYTES);
+        assert_eq!(c.stats().copied_bytes, 0);
+    }
+
+    #[test]
+    fn a_budget_below_what_is_held_gives_the_spare_blocks_back() {
+        let mut c = BatchCache::new(2 * BLOCKS_MIN_CAPACITY);
+        let key = c.register();
+        let blocks = 2 * READ_CACHE_BLOCKS_MIN_CAPACITY_BLOCKS;
+        for i in 0..blocks as i64 {
+            let b = copied(&mut c, i, READ_CACHE_BLOCK_BYTES);
+            c.insert(key, b);
+        }
+        c.truncate(key, blocks as i64 - 4);
+        assert!(c.stats().spare_bytes > 0, "freed blocks wait as spares");
+        // A budget the cache still fits keeps them.
+        c.set_capacity(2 * BLOCKS_MIN_CAPACITY - READ_CACHE_BLOCK_BYTES);
+        assert!(c.stats().spare_bytes > 0);
+        // One below what it holds gives them back, and a budget too small
+        // for blocks copies into allocations of their own from then on.
+        c.set_capacity(2 * READ_CACHE_BLOCK_BYTES);
+        assert_eq!(c.stats().spare_bytes, 0);
+        assert!(c.used_bytes() <= 2 * READ_CACHE_BLOCK_BYTES);
+        let b = copied(&mut c, blocks as i64, 1000);
+        assert_eq!(b.backing, Backing::of(&b.bytes));
     }
 
     #[test]

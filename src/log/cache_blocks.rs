@@ -104,6 +104,15 @@ impl SpareBlocks {
         Some(Mapping { map, populated: 0 })
     }
 
+    /// Unmaps every spare (after the lock is released): the machine is
+    /// short of memory, and spares are outside the cache's budget.
+    fn release_all(&self) {
+        let spares = std::mem::take(&mut *self.lock());
+        self.released
+            .fetch_add(spares.len() as u64, Ordering::Relaxed);
+        drop(spares);
+    }
+
     /// A freed block: kept while fewer than [`READ_CACHE_SPARE_BLOCKS`]
     /// wait, unmapped otherwise (after the lock is released).
     fn give_back(&self, mapping: Mapping) {
@@ -350,6 +359,18 @@ impl CacheBlocks {
         self.open = None;
     }
 
+    /// Whether `backing` is the block small copies are being cut from.
+    pub fn is_open(&self, backing: Backing) -> bool {
+        self.open
+            .as_ref()
+            .is_some_and(|(block, _)| block.backing() == backing)
+    }
+
+    /// Gives the spare blocks back to the kernel.
+    pub fn release_spares(&self) {
+        self.spares.release_all();
+    }
+
     pub fn stats(&self) -> BlockStats {
         BlockStats {
             spare_blocks: self.spares.spare_count() as u64,
@@ -400,6 +421,11 @@ mod tests {
             let end = if i == 2 { half } else { at + third };
             piece.write_at(at, &vec![i as u8 + 1; end - at]);
         }
+        assert_eq!(
+            piece.block.populated.load(Ordering::Relaxed),
+            half.next_multiple_of(POPULATE_CHUNK_BYTES),
+            "pages taken chunk by chunk, up to the end written"
+        );
         let (read, read_backing) = CacheCopy::Block(piece).freeze();
         assert_ne!(small_backing, read_backing);
         assert_eq!(
@@ -408,6 +434,7 @@ mod tests {
             "the read-ahead starts its block"
         );
         assert!(read[..third].iter().all(|&x| x == 1));
+        assert!(read[third..2 * third].iter().all(|&x| x == 2));
         assert!(read[2 * third..].iter().all(|&x| x == 3));
         let big = blocks.copy(&vec![0u8; READ_CACHE_BLOCK_BYTES + 1]);
         assert!(matches!(big, CacheCopy::Heap(_)));
