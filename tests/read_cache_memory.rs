@@ -13,6 +13,10 @@
 //! own count, and the process's resident memory, stay within the cap plus
 //! a named slack.
 //!
+//! Then the same bound with a cache large enough for its own memory
+//! blocks: a log of two and a half times the cache, appended through the
+//! leader's copy and read back in order through read-aheads into blocks.
+//!
 //! It is the only test in this file, so no other test's memory is in the
 //! process's resident set while it measures.
 
@@ -21,6 +25,9 @@ mod common;
 use bytes::Bytes;
 use common::{producer_batch, run};
 use pinlog::config::LogConfig;
+use pinlog::constants::{
+    READ_CACHE_BLOCKS_MIN_CAPACITY_BLOCKS, READ_CACHE_BLOCK_BYTES, READ_CACHE_SPARE_BLOCKS,
+};
 use pinlog::log::batch_cache::{BatchCache, SharedBatchCache};
 use pinlog::log::partition_log::{OpenParams, PartitionLog};
 use pinlog::log::read_through;
@@ -41,6 +48,13 @@ const LARGE_VALUE_BYTES: usize = 5 * MIB;
 /// response the reader holds, and the allocator's free memory held for
 /// reuse. The unbounded accounting grew by 400 MiB here.
 const RSS_SLACK_BYTES: usize = 32 * MIB;
+/// The second case's cache: large enough that it copies into blocks.
+const BLOCK_CACHE_BYTES: usize = READ_CACHE_BLOCKS_MIN_CAPACITY_BLOCKS * READ_CACHE_BLOCK_BYTES;
+/// Its log: 160 MiB of 256 KiB batches, two and a half times the cache.
+const BLOCK_CASE_BATCHES: usize = 640;
+const BLOCK_CASE_VALUE_BYTES: usize = 256 * 1024;
+/// Freed blocks a shard keeps for reuse, outside the budget.
+const SPARE_BYTES: usize = READ_CACHE_SPARE_BLOCKS * READ_CACHE_BLOCK_BYTES;
 
 fn config() -> LogConfig {
     LogConfig {
@@ -82,6 +96,8 @@ fn resident_bytes() -> usize {
 fn a_sequential_reader_keeps_the_cache_within_its_cap_in_real_memory() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().to_path_buf();
+    let blocks_dir = tempfile::tempdir().unwrap();
+    let blocks_path = blocks_dir.path().to_path_buf();
     run(move || async move {
         // Written without a cache, so that every read goes to the disk.
         let mut log = open(&path, None).await;
@@ -136,6 +152,56 @@ fn a_sequential_reader_keeps_the_cache_within_its_cap_in_real_memory() {
         );
         // Each small batch was copied out of the buffer it was read in.
         assert!(stats.copied_bytes > 0);
+        log.close().await.unwrap();
+
+        // Again with a cache large enough for the cache's own blocks
+        // (`log::cache_blocks`): the leader's copies and the read-aheads
+        // fill 4 MiB blocks, each counted whole, and blocks freed by
+        // eviction wait as spares outside the budget, a few at most.
+        let cache = BatchCache::shared(BLOCK_CACHE_BYTES);
+        let mut log = open(&blocks_path, Some(cache.clone())).await;
+        for _ in 0..BLOCK_CASE_BATCHES {
+            let batch = producer_batch(1, BLOCK_CASE_VALUE_BYTES, NOW_MS);
+            let copy = log.copy_for_append(&batch);
+            log.append_as_leader(copy, 0, None, NOW_MS).await.unwrap();
+            assert!(cache.borrow().used_bytes() <= BLOCK_CACHE_BYTES);
+        }
+        assert!(
+            cache.borrow().stats().blocks_mapped > 0,
+            "appends used blocks"
+        );
+        log.flush().await.unwrap();
+        log.close().await.unwrap();
+        let cache = BatchCache::shared(BLOCK_CACHE_BYTES);
+        let mut log = open(&blocks_path, Some(cache.clone())).await;
+        let leo = log.log_end_offset();
+        let first = log.read(0, 1, leo, true).await.unwrap();
+        drop(read_through::into_memory(first).await.unwrap());
+        let baseline = resident_bytes();
+        let mut peak = baseline;
+        for offset in 1..leo {
+            let r = log.read(offset, 1, leo, true).await.unwrap();
+            drop(read_through::into_memory(r).await.unwrap());
+            assert!(cache.borrow().used_bytes() <= BLOCK_CACHE_BYTES);
+            peak = peak.max(resident_bytes());
+        }
+        let stats = cache.borrow().stats();
+        let grown = peak.saturating_sub(baseline);
+        eprintln!(
+            "with blocks: resident grew by {} MiB (cap {} MiB, spares and slack {} MiB); cache: {stats:?}",
+            grown / MIB,
+            BLOCK_CACHE_BYTES / MIB,
+            (SPARE_BYTES + RSS_SLACK_BYTES) / MIB
+        );
+        assert!(stats.evictions > 0, "the log is larger than the cache");
+        assert!(
+            stats.blocks_reused > 0,
+            "evicted blocks were read into again"
+        );
+        assert!(
+            grown <= BLOCK_CACHE_BYTES + SPARE_BYTES + RSS_SLACK_BYTES,
+            "resident memory grew by {grown} bytes with blocks"
+        );
         log.close().await.unwrap();
     });
 }
