@@ -332,7 +332,8 @@ impl BatchCache {
 
     /// Whether copies for this cache go into blocks: only while its budget
     /// holds enough of them that one block, counted whole, is a small
-    /// share of it.
+    /// share of it. The budget changes only in `set_capacity`, which lets
+    /// go of the open block when this turns false.
     fn uses_blocks(&self) -> bool {
         self.capacity_bytes >= READ_CACHE_BLOCKS_MIN_CAPACITY_BLOCKS * READ_CACHE_BLOCK_BYTES
     }
@@ -340,11 +341,11 @@ impl BatchCache {
     /// A copy of `bytes` to append and cache (a leader's copy of a
     /// producer's records): in the cache's blocks when it uses them.
     pub fn copy(&mut self, bytes: &[u8]) -> CacheCopy {
-        if !self.uses_blocks() {
-            self.blocks.close_open_block();
-            return CacheCopy::Heap(bytes::BytesMut::from(bytes));
+        if self.uses_blocks() {
+            self.blocks.copy(bytes)
+        } else {
+            CacheCopy::Heap(bytes::BytesMut::from(bytes))
         }
-        self.blocks.copy(bytes)
     }
 
     /// `len` bytes of a block to read into and cache (a read-ahead of
@@ -353,11 +354,7 @@ impl BatchCache {
     /// smaller read would share a block that it alone could not keep from
     /// being sparse, so the fill would copy its batches out again.
     pub fn block_piece(&mut self, len: usize) -> Option<BlockPiece> {
-        if len * 2 < READ_CACHE_BLOCK_BYTES {
-            return None;
-        }
-        if !self.uses_blocks() {
-            self.blocks.close_open_block();
+        if len * 2 < READ_CACHE_BLOCK_BYTES || !self.uses_blocks() {
             return None;
         }
         self.blocks.piece(len)
