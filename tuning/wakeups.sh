@@ -10,6 +10,8 @@
 #   tuning/wakeups.sh                                # target/release, at 20,000 and 50,000 records/s
 #   tuning/wakeups.sh --baseline DIR                 # DIR holds another build's pinlog and pinlog-loadgen
 #   tuning/wakeups.sh --rates "50000" --rounds 3
+#   tuning/wakeups.sh --rates "flat" --load "--partitions 12 --batch-bytes 262144 --linger-ms 5 --compression none"
+#                                                    # flat out, with compare.sh's R1 client settings
 #
 # The cluster is tuning/pinlog_cluster.sh's (one shard per node, spin before
 # park 0, the nodes spread over the CPUs); a topic of 12 partitions, RF 3,
@@ -19,8 +21,10 @@
 # brokers' events for 5 s in the middle of it, and their metrics are read
 # before and after that window. Needs perf with the syscalls and io_uring
 # tracepoints (perf_event_paranoid <= 1, or root), and kcat. Prints a
-# markdown table; every figure but records/s and p99 is per acknowledged
-# produce request (all nodes together).
+# markdown table: records/s, p99, the nodes' CPU seconds per GB of
+# records, and per acknowledged produce request (all nodes together) CPU,
+# context switches, io_uring calls and submissions, io-wq punts, follower
+# fetches and page faults.
 set -euo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)"
 cd "$REPO"
@@ -29,13 +33,15 @@ bin=target/release
 baseline=""
 rates="20000 50000"
 rounds=2
+load_args=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --bin) bin=$2; shift 2 ;;
     --baseline) baseline=$2; shift 2 ;;
     --rates) rates=$2; shift 2 ;;
     --rounds) rounds=$2; shift 2 ;;
-    -h|--help) sed -n '2,23p' "$0"; exit 0 ;;
+    --load) load_args=$2; shift 2 ;;
+    -h|--help) sed -n '2,30p' "$0"; exit 0 ;;
     *) echo "wakeups.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -50,7 +56,7 @@ done
 
 PARTS=12
 WINDOW_S=5
-EVENTS=cpu-clock,context-switches,syscalls:sys_enter_io_uring_enter,io_uring:io_uring_submit_req,io_uring:io_uring_queue_async_work
+EVENTS=cpu-clock,context-switches,page-faults,syscalls:sys_enter_io_uring_enter,io_uring:io_uring_submit_req,io_uring:io_uring_queue_async_work
 PIDS=()
 WORK=""
 cleanup() {
@@ -87,7 +93,7 @@ scrape() {
   done
 }
 
-# One run: prints "cpu_ms ctxsw enters sqes punts produces fetches records_per_s p99_us".
+# One run: prints "cpu_ms ctxsw enters sqes punts produces fetches faults records_per_s p99_us".
 run_one() {
   local dir=$1 rate=$2
   WORK=$(mktemp -d "$REPO/target/wakeups-XXXXXX")
@@ -101,8 +107,11 @@ run_one() {
   "$dir/pinlog" topic create --bootstrap-server "$PLR_BOOT" wake --partitions $PARTS \
     --replication-factor 3 --config min.insync.replicas=2 >/dev/null
   sleep 2
-  "$dir/pinlog-loadgen" produce --bootstrap "${PLR_BOOT%%,*}" --topic wake --acks all --producers 3 --rate "$rate" \
-    --duration 12s --warmup 2s -q --json >"$WORK/load.json" 2>"$WORK/load.err" &
+  local pace=()
+  [ "$rate" != flat ] && pace=(--rate "$rate")
+  # shellcheck disable=SC2086 # --load is a list of arguments
+  "$dir/pinlog-loadgen" produce --bootstrap "${PLR_BOOT%%,*}" --topic wake --acks all --producers 3 "${pace[@]}" \
+    $load_args --duration 12s --warmup 2s -q --json >"$WORK/load.json" 2>"$WORK/load.err" &
   local load=$!
   sleep 6
   scrape >"$WORK/before.txt"
@@ -133,6 +142,7 @@ load = json.load(open(sys.argv[4]))
 print(counts.get("cpu-clock", -1), counts.get("context-switches", -1),
       counts.get("syscalls:sys_enter_io_uring_enter", -1), counts.get("io_uring:io_uring_submit_req", -1),
       counts.get("io_uring:io_uring_queue_async_work", -1), delta("Produce"), delta("Fetch"),
+      counts.get("page-faults", -1),
       round(load["records_per_s"]), load["latency_us"]["p99"])
 EOF
   local p
@@ -145,8 +155,8 @@ EOF
 
 builds=("$bin")
 [ -n "$baseline" ] && builds+=("$baseline")
-echo "| build | rate | round | records/s | p99 ms | produce requests/s | per produce request: CPU µs | context switches | io_uring_enter | submissions | io-wq punts | fetch requests |"
-echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
+echo "| build | rate | round | records/s | p99 ms | produce requests/s | CPU s per GB | per produce request: CPU µs | context switches | io_uring_enter | submissions | io-wq punts | fetch requests | page faults |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 for rate in $rates; do
   for round in $(seq "$rounds"); do
     # The order alternates from one round to the next.
@@ -156,12 +166,12 @@ for rate in $rates; do
       echo "wakeups.sh: $dir, rate $rate, round $round" >&2
       # Not in a subshell, so that the trap stops the nodes of a run cut short.
       run_one "$dir" "$rate" >"$REPO/target/wakeups-run.txt"
-      read -r cpu ctx enters sqes punts produces fetches rps p99 <"$REPO/target/wakeups-run.txt"
+      read -r cpu ctx enters sqes punts produces fetches faults rps p99 <"$REPO/target/wakeups-run.txt"
       awk -v b="$dir" -v r="$rate" -v n="$round" -v cpu="$cpu" -v c="$ctx" -v e="$enters" -v s="$sqes" \
-        -v pu="$punts" -v pr="$produces" -v f="$fetches" -v rps="$rps" -v p99="$p99" -v w="$WINDOW_S" \
+        -v pu="$punts" -v pr="$produces" -v f="$fetches" -v pf="$faults" -v rps="$rps" -v p99="$p99" -v w="$WINDOW_S" \
         'BEGIN { if (pr <= 0) pr = 1;
-                 printf "| %s | %s | %d | %s | %.2f | %.0f | %.0f | %.2f | %.2f | %.2f | %.3f | %.2f |\n",
-                   b, r, n, rps, p99 / 1000, pr / w, cpu * 1000 / pr, c / pr, e / pr, s / pr, pu / pr, f / pr }'
+                 printf "| %s | %s | %d | %s | %.2f | %.0f | %.2f | %.0f | %.2f | %.2f | %.2f | %.3f | %.2f | %.2f |\n",
+                   b, r, n, rps, p99 / 1000, pr / w, cpu / 1000 / (rps * 1024 * w / 1e9), cpu * 1000 / pr, c / pr, e / pr, s / pr, pu / pr, f / pr, pf / pr }'
     done
   done
 done

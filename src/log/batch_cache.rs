@@ -80,24 +80,6 @@ impl Backing {
         }
     }
 
-    /// The span from the first byte of any of `parts` to the last byte of
-    /// any: the frame they were decoded from, as far as they show it (a
-    /// fetch response's partitions). `None` when all are empty.
-    pub fn spanning<'a>(parts: impl IntoIterator<Item = &'a Bytes>) -> Option<Backing> {
-        let mut span: Option<(usize, usize)> = None;
-        for part in parts.into_iter().filter(|p| !p.is_empty()) {
-            let (start, end) = (part.as_ptr() as usize, part.as_ptr() as usize + part.len());
-            span = Some(match span {
-                Some((s, e)) => (s.min(start), e.max(end)),
-                None => (start, end),
-            });
-        }
-        span.map(|(start, end)| Backing {
-            start,
-            len: end - start,
-        })
-    }
-
     pub fn len(&self) -> usize {
         self.len
     }
@@ -355,6 +337,17 @@ impl BatchCache {
     /// being sparse, so the fill would copy its batches out again.
     pub fn block_piece(&mut self, len: usize) -> Option<BlockPiece> {
         if len * 2 < READ_CACHE_BLOCK_BYTES || !self.uses_blocks() {
+            return None;
+        }
+        self.blocks.piece(len)
+    }
+
+    /// `len` bytes of a block to receive a frame into whose records the
+    /// cache will keep (a follower's fetch response); small frames share a
+    /// block as a leader's copies do. `None` when the cache does not use
+    /// blocks or the frame is larger than a block.
+    pub fn frame_piece(&mut self, len: usize) -> Option<BlockPiece> {
+        if !self.uses_blocks() {
             return None;
         }
         self.blocks.piece(len)
@@ -1188,16 +1181,5 @@ mod tests {
         c.append(k, cut(200, 1, 40_000, 4 * MIB));
         assert_eq!(c.used_bytes(), 40_000);
         assert_eq!(bases(&mut c, k, 200), Some(1));
-    }
-
-    #[test]
-    fn a_span_covers_every_part_of_a_frame() {
-        let frame = Bytes::from(vec![0u8; 1000]);
-        let parts = [frame.slice(100..200), Bytes::new(), frame.slice(600..700)];
-        let span = Backing::spanning(parts.iter()).unwrap();
-        assert_eq!(span.len(), 600);
-        assert!(parts.iter().all(|p| span.holds(p)));
-        assert!(!span.holds(&frame));
-        assert!(Backing::spanning([Bytes::new()].iter()).is_none());
     }
 }

@@ -216,6 +216,14 @@ impl BlockPiece {
         self.block.populate_to(self.offset + at + data.len());
         self.as_mut_slice()[at..at + data.len()].copy_from_slice(data);
     }
+
+    /// The whole piece to be written in place (a socket read into it),
+    /// its pages taken first. Until written it holds zeros or an earlier
+    /// copy's bytes.
+    pub fn writable(&mut self) -> &mut [u8] {
+        self.block.populate_to(self.offset + self.len);
+        self.as_mut_slice()
+    }
 }
 
 impl AsRef<[u8]> for BlockPiece {

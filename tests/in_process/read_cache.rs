@@ -19,6 +19,7 @@ use pinlog::constants::{READ_CACHE_BLOCKS_MIN_CAPACITY_BLOCKS, READ_CACHE_BLOCK_
 use pinlog::error::LogError;
 use pinlog::log::batch::{build_keyed_batch, BatchIter, CountRule, KeyedRecordSpec};
 use pinlog::log::batch_cache::{BatchCache, SharedBatchCache};
+use pinlog::log::cache_blocks::CacheCopy;
 use pinlog::log::cleaner::{self, CleanOutcome, CleanerOptions};
 use pinlog::log::partition_log::{OpenParams, PartitionLog};
 use pinlog::log::read_through;
@@ -99,6 +100,30 @@ fn keyed_batch(rng: &mut SeededRng, count: usize) -> BytesMut {
 async fn append(log: &mut PartitionLog, batch: BytesMut) {
     let copy = log.copy_for_append(&batch);
     log.append_as_leader(copy, 0, None, NOW_MS).await.unwrap();
+    let leo = log.log_end_offset();
+    log.set_high_watermark(leo);
+}
+
+/// Appends as a follower does: `batches`, given their offsets from the log
+/// end on, arrive in one fetch response that was read into the cache's
+/// blocks (`BatchCache::frame_piece`), as the replica fetcher reads it.
+async fn append_fetched(log: &mut PartitionLog, cache: &SharedBatchCache, batches: Vec<BytesMut>) {
+    let mut next = log.log_end_offset();
+    let mut frame = Vec::new();
+    for mut b in batches {
+        // The base offset is outside the CRC; the last offset delta follows
+        // the attributes.
+        b[0..8].copy_from_slice(&next.to_be_bytes());
+        next += i32::from_be_bytes(b[23..27].try_into().unwrap()) as i64 + 1;
+        frame.extend_from_slice(&b);
+    }
+    let mut piece = cache
+        .borrow_mut()
+        .frame_piece(frame.len())
+        .expect("the cache uses blocks");
+    piece.writable().copy_from_slice(&frame);
+    let (bytes, backing) = CacheCopy::Block(piece).freeze();
+    log.append_fetched(bytes, backing, NOW_MS).await.unwrap();
     let leo = log.log_end_offset();
     log.set_high_watermark(leo);
 }
@@ -240,6 +265,44 @@ fn truncation_then_new_appends_replace_cached_batches() {
                 stats.blocks_mapped > 0,
                 "the new appends were copied into the cache's blocks: {stats:?}"
             );
+            check_every_offset(&mut log, &format!("seed {seed}: truncated to {to}")).await;
+        });
+    }
+}
+
+/// A follower's fetched batches sit in blocks shared by several responses;
+/// truncating to the leader's divergence point must drop them, and the
+/// leader's other bytes at the same offsets must be what is served.
+#[test]
+fn a_followers_fetched_batches_are_replaced_after_truncation() {
+    for seed in 0..4 {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().to_path_buf();
+        run(move || async move {
+            let rng = &mut SeededRng(seed);
+            let cache = BatchCache::shared(CACHE_BYTES);
+            let mut log = open(&path, false, cache.clone()).await;
+            for _ in 0..40 {
+                let batches = (0..rng.between(1, 4))
+                    .map(|_| tagged_batch(rng, 1))
+                    .collect();
+                append_fetched(&mut log, &cache, batches).await;
+            }
+            let stats = cache.borrow().stats();
+            assert_eq!(
+                stats.blocks_mapped, 1,
+                "the responses share a block: {stats:?}"
+            );
+            check_every_offset(&mut log, &format!("seed {seed}: fetched")).await;
+            let leo = log.log_end_offset();
+            let to = rng.between(1, leo as u64 - 1) as i64;
+            log.truncate_to(to, NOW_MS).await.unwrap();
+            for _ in 0..15 {
+                let batches = (0..rng.between(1, 4))
+                    .map(|_| tagged_batch(rng, 2))
+                    .collect();
+                append_fetched(&mut log, &cache, batches).await;
+            }
             check_every_offset(&mut log, &format!("seed {seed}: truncated to {to}")).await;
         });
     }

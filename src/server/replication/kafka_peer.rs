@@ -14,6 +14,8 @@ use futures_lite::{AsyncReadExt, AsyncWriteExt, FutureExt};
 use glommio::net::TcpStream;
 
 use crate::broker_config::sasl_settings::InterBrokerSasl;
+use crate::log::batch_cache::{Backing, SharedBatchCache};
+use crate::log::cache_blocks::CacheCopy;
 use crate::protocol::api::ApiKey;
 use crate::protocol::codec::{DecodeResult, Reader};
 use crate::protocol::error_code;
@@ -122,6 +124,34 @@ impl KafkaPeer {
         timeout: Duration,
         max_response_bytes: usize,
     ) -> io::Result<T> {
+        let (answer, _) = self
+            .call_into(
+                ResponseMemory::Heap,
+                key,
+                version,
+                body,
+                decode,
+                timeout,
+                max_response_bytes,
+            )
+            .await?;
+        Ok(answer)
+    }
+
+    /// [`call`](Self::call), with the response frame read into `memory`.
+    /// Returns the decoded response and the buffer its bytes are slices
+    /// of, which a cache that keeps any of them counts whole.
+    #[allow(clippy::too_many_arguments)]
+    pub async fn call_into<T>(
+        &mut self,
+        memory: ResponseMemory<'_>,
+        key: ApiKey,
+        version: i16,
+        body: impl FnOnce(&mut BytesMut),
+        decode: impl FnOnce(&mut Reader) -> DecodeResult<T>,
+        timeout: Duration,
+        max_response_bytes: usize,
+    ) -> io::Result<(T, Backing)> {
         if self.stream.is_none() {
             self.stream = Some(self.connect().await?);
             if let Some(sasl) = self.security.sasl.clone() {
@@ -131,8 +161,16 @@ impl KafkaPeer {
                 }
             }
         }
-        self.exchange(key, version, body, decode, timeout, max_response_bytes)
-            .await
+        self.exchange(
+            memory,
+            key,
+            version,
+            body,
+            decode,
+            timeout,
+            max_response_bytes,
+        )
+        .await
     }
 
     /// Logs in on a new connection to a SASL inter-broker listener:
@@ -146,8 +184,9 @@ impl KafkaPeer {
             )
         };
         let mechanism = sasl.mechanism.name().to_string();
-        let handshake = self
+        let (handshake, _) = self
             .exchange(
+                ResponseMemory::Heap,
                 ApiKey::SaslHandshake,
                 SASL_HANDSHAKE_VERSION,
                 |w| {
@@ -177,8 +216,9 @@ impl KafkaPeer {
         let mut message = login.first();
         for _ in 0..LOGIN_ROUNDS_MAX {
             let auth_bytes = Bytes::from(std::mem::take(&mut message));
-            let answer = self
+            let (answer, _) = self
                 .exchange(
+                    ResponseMemory::Heap,
                     ApiKey::SaslAuthenticate,
                     SASL_AUTHENTICATE_VERSION,
                     |w| SaslAuthenticateRequest { auth_bytes }.encode(w, SASL_AUTHENTICATE_VERSION),
@@ -200,15 +240,17 @@ impl KafkaPeer {
     }
 
     /// One request and its response on the open connection.
+    #[allow(clippy::too_many_arguments)]
     async fn exchange<T>(
         &mut self,
+        memory: ResponseMemory<'_>,
         key: ApiKey,
         version: i16,
         body: impl FnOnce(&mut BytesMut),
         decode: impl FnOnce(&mut Reader) -> DecodeResult<T>,
         timeout: Duration,
         max_response_bytes: usize,
-    ) -> io::Result<T> {
+    ) -> io::Result<(T, Backing)> {
         self.next_correlation_id = self.next_correlation_id.wrapping_add(1);
         let correlation_id = self.next_correlation_id;
         let mut frame = BytesMut::with_capacity(256);
@@ -240,9 +282,7 @@ impl KafkaPeer {
                     format!("a response of {size} bytes is outside 4..={max_response_bytes}"),
                 ));
             }
-            let mut buf = vec![0u8; size as usize];
-            stream.read_exact(&mut buf).await?;
-            Ok(Bytes::from(buf))
+            read_body(stream, size as usize, memory).await
         };
         let answer = exchange
             .or(async {
@@ -253,7 +293,7 @@ impl KafkaPeer {
                 ))
             })
             .await;
-        let bytes = match answer {
+        let (bytes, backing) = match answer {
             Ok(b) => b,
             Err(e) => {
                 self.stream = None;
@@ -272,7 +312,7 @@ impl KafkaPeer {
                 }
             })
             .and_then(|()| decode(&mut r));
-        decoded.map_err(|e| {
+        decoded.map(|answer| (answer, backing)).map_err(|e| {
             self.stream = None;
             io::Error::new(
                 io::ErrorKind::InvalidData,
@@ -283,5 +323,151 @@ impl KafkaPeer {
                 ),
             )
         })
+    }
+}
+
+/// Where a response frame is read into.
+#[derive(Clone, Copy)]
+pub enum ResponseMemory<'a> {
+    /// An allocation of its own.
+    Heap,
+    /// The shard's read cache's blocks, where the cache uses them and the
+    /// frame fits one: a follower's fetch response, whose records the
+    /// cache keeps. A fresh allocation per response would fault its pages
+    /// in one at a time as the socket's bytes are copied into it; a block
+    /// has them taken in bulk, or already in from its last use.
+    ReadCache(&'a SharedBatchCache),
+}
+
+/// Reads a response frame's `len` bytes (after its size) into `memory`.
+async fn read_body(
+    stream: &mut Box<dyn PeerStream>,
+    len: usize,
+    memory: ResponseMemory<'_>,
+) -> io::Result<(Bytes, Backing)> {
+    if let ResponseMemory::ReadCache(cache) = memory {
+        let piece = cache.borrow_mut().frame_piece(len);
+        if let Some(mut piece) = piece {
+            stream.read_exact(piece.writable()).await?;
+            return Ok(CacheCopy::Block(piece).freeze());
+        }
+    }
+    let mut buf = vec![0u8; len];
+    stream.read_exact(&mut buf).await?;
+    let bytes = Bytes::from(buf);
+    let backing = Backing::of(&bytes);
+    Ok((bytes, backing))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::constants::{READ_CACHE_BLOCKS_MIN_CAPACITY_BLOCKS, READ_CACHE_BLOCK_BYTES};
+    use crate::log::batch_cache::BatchCache;
+    use glommio::net::TcpListener;
+
+    /// A peer that answers every request with `body` after the
+    /// correlation id (response header v0, as ApiVersions v0 has).
+    async fn answer_with(listener: TcpListener, bodies: Vec<Vec<u8>>) {
+        let mut stream = listener.accept().await.unwrap();
+        for body in bodies {
+            let mut size = [0u8; 4];
+            stream.read_exact(&mut size).await.unwrap();
+            let mut request = vec![0u8; i32::from_be_bytes(size) as usize];
+            stream.read_exact(&mut request).await.unwrap();
+            // api key (2), version (2), then the correlation id.
+            let correlation_id = &request[4..8];
+            let mut frame = ((body.len() + 4) as i32).to_be_bytes().to_vec();
+            frame.extend_from_slice(correlation_id);
+            frame.extend_from_slice(&body);
+            stream.write_all(&frame).await.unwrap();
+        }
+    }
+
+    async fn call(peer: &mut KafkaPeer, memory: ResponseMemory<'_>) -> (Bytes, Backing) {
+        peer.call_into(
+            memory,
+            ApiKey::ApiVersions,
+            0,
+            |_| {},
+            |r| Ok(r.rest().clone()),
+            Duration::from_secs(10),
+            2 * READ_CACHE_BLOCK_BYTES,
+        )
+        .await
+        .unwrap()
+    }
+
+    #[test]
+    fn a_response_is_read_into_the_read_caches_blocks_when_it_fits_one() {
+        glommio::LocalExecutorBuilder::default()
+            .spawn(|| async {
+                let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+                let addr = listener.local_addr().unwrap().to_string();
+                let small = vec![7u8; 100_000];
+                let large = vec![9u8; READ_CACHE_BLOCK_BYTES + 1];
+                let server = glommio::spawn_local(answer_with(
+                    listener,
+                    vec![small.clone(), small.clone(), large.clone(), small.clone()],
+                ));
+                let cache = BatchCache::shared(
+                    READ_CACHE_BLOCKS_MIN_CAPACITY_BLOCKS * READ_CACHE_BLOCK_BYTES,
+                );
+                let mut peer = KafkaPeer::new(addr, "test".into(), Default::default());
+
+                // Two small responses share one block; the cache would
+                // count the block, not the frame.
+                let (first, first_backing) =
+                    call(&mut peer, ResponseMemory::ReadCache(&cache)).await;
+                let (second, second_backing) =
+                    call(&mut peer, ResponseMemory::ReadCache(&cache)).await;
+                assert_eq!(&first[..], &small[..]);
+                assert_eq!(&second[..], &small[..]);
+                assert_eq!(first_backing.len(), READ_CACHE_BLOCK_BYTES);
+                assert_eq!(first_backing, second_backing, "one block");
+                assert_eq!(cache.borrow().stats().blocks_mapped, 1);
+
+                // Larger than a block: an allocation of its own, the
+                // frame's whole body its backing.
+                let (big, big_backing) = call(&mut peer, ResponseMemory::ReadCache(&cache)).await;
+                assert_eq!(&big[..], &large[..]);
+                assert_eq!(
+                    big_backing.len(),
+                    large.len() + 4,
+                    "the body after its size"
+                );
+                assert_eq!(cache.borrow().stats().blocks_mapped, 1);
+
+                // Without the cache: the heap, as every other call.
+                let (heap, heap_backing) = call(&mut peer, ResponseMemory::Heap).await;
+                assert_eq!(&heap[..], &small[..]);
+                assert_eq!(heap_backing.len(), small.len() + 4);
+                assert_eq!(cache.borrow().stats().blocks_mapped, 1);
+                server.await;
+            })
+            .unwrap()
+            .join()
+            .unwrap();
+    }
+
+    #[test]
+    fn a_cache_too_small_for_blocks_leaves_responses_on_the_heap() {
+        glommio::LocalExecutorBuilder::default()
+            .spawn(|| async {
+                let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+                let addr = listener.local_addr().unwrap().to_string();
+                let body = vec![3u8; 5000];
+                let server = glommio::spawn_local(answer_with(listener, vec![body.clone()]));
+                let cache = BatchCache::shared(READ_CACHE_BLOCK_BYTES);
+                let mut peer = KafkaPeer::new(addr, "test".into(), Default::default());
+                let (bytes, backing) = call(&mut peer, ResponseMemory::ReadCache(&cache)).await;
+                assert_eq!(&bytes[..], &body[..]);
+                assert_eq!(backing.len(), body.len() + 4);
+                assert_eq!(cache.borrow().stats().blocks_mapped, 0);
+                server.await;
+            })
+            .unwrap()
+            .join()
+            .unwrap();
     }
 }

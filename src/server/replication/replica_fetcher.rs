@@ -49,7 +49,7 @@ use crate::replica::{
 };
 use crate::server::replication::fetcher_test_hooks::FetcherTestHooks;
 use crate::server::replication::joining_followers::JoiningFollowers;
-use crate::server::replication::kafka_peer::KafkaPeer;
+use crate::server::replication::kafka_peer::{KafkaPeer, ResponseMemory};
 use crate::server::replication::quotas::{ReplicationQuotas, Side};
 use crate::shard::checkpoints;
 use crate::shard::shard::{now_ms, Shard};
@@ -579,8 +579,11 @@ async fn fetch(
         ..Default::default()
     };
     let max_response = config.fetch_response_max_bytes as usize + RESPONSE_SLACK_BYTES;
-    let response: FetchResponse = match peer
-        .call(
+    let answer = peer
+        .call_into(
+            // The records land in the read cache's blocks, where the
+            // cache keeps them after the append.
+            ResponseMemory::ReadCache(shard.cache()),
             ApiKey::Fetch,
             FETCH_VERSION,
             |w| request.encode(w, FETCH_VERSION),
@@ -588,8 +591,8 @@ async fn fetch(
             Duration::from_millis(config.socket_timeout_ms + config.fetch_wait_max_ms),
             max_response,
         )
-        .await
-    {
+        .await;
+    let (response, frame): (FetchResponse, Backing) = match answer {
         Ok(r) => r,
         Err(e) => {
             session.on_failure();
@@ -628,19 +631,9 @@ async fn fetch(
     // HW it carried arrived, so the next request must be full.
     let mut dropped = false;
     let mut applies = Vec::new();
-    // Every partition's records are a slice of the one response frame they
-    // were decoded from, which the read cache counts whole while it keeps
-    // any of them.
-    let frame = Backing::spanning(
-        response
-            .responses
-            .iter()
-            .flat_map(|t| t.partitions.iter())
-            .filter_map(|d| match &d.records {
-                Some(RecordData::Bytes(b)) => Some(b),
-                _ => None,
-            }),
-    );
+    // Every partition's records are a slice of the one response frame
+    // (`frame`) they were decoded from, which the read cache counts whole
+    // while it keeps any of them.
     for t in response.responses {
         for d in t.partitions {
             let tp = TopicPartition::new(t.topic.clone(), d.partition_index);
@@ -684,7 +677,7 @@ async fn fetch(
                 state: part.state.clone(),
                 leader_epoch: part.leader_epoch,
                 fetch_offset,
-                backing: frame.unwrap_or_else(|| Backing::of(&records)),
+                backing: frame,
                 records,
                 high_watermark: d.high_watermark,
                 log_start_offset: d.log_start_offset,
