@@ -922,8 +922,31 @@ for b in pinlog kafka; do
     --record-size "$RECORD" --key-space none --batch-bytes "$LG_BATCH" --linger-ms "$LG_LINGER" \
     --acks 1 --compression none --producers "$LG_CONNS" --records "$P3_RECORDS"
 done
+# pinlog's read cache counters summed over its shards: "hits misses
+# evictions filled_bytes".
+pinlog_cache_counters() {
+  local metrics
+  metrics=$(sed -n 's/^"metrics.listen" = "\(.*\)"$/\1/p' "$WORK/pinlog-main/pinlog.toml")
+  curl -s "http://$metrics/metrics" 2>/dev/null | awk '
+    /^pinlog_read_cache_hits_total\{/ { h += $2 }
+    /^pinlog_read_cache_misses_total\{/ { m += $2 }
+    /^pinlog_read_cache_evictions_total\{/ { e += $2 }
+    /^pinlog_read_cache_filled_bytes_total\{/ { f += $2 }
+    END { printf "%d %d %d %d\n", h, m, e, f }'
+}
 lg_consume() {  # lg_consume NAME PID ADDR: from the earliest offsets to the end offsets at start
+  local before after h0 m0 e0 f0 h1 m1 e1 f1
+  [ "$2" = "$PL_PID" ] && before=$(pinlog_cache_counters)
   lg "$1" "$2" 300 consume --bootstrap "$3" --topic p3 --from earliest --connections "$LG_CONNS"
+  if [ "$2" = "$PL_PID" ]; then
+    # Which of pinlog's reads its read cache served, and what it evicted.
+    after=$(pinlog_cache_counters)
+    read -r h0 m0 e0 f0 <<<"$before"
+    read -r h1 m1 e1 f1 <<<"$after"
+    jq -n --argjson h $((h1 - h0)) --argjson m $((m1 - m0)) --argjson e $((e1 - e0)) \
+      --argjson f $((f1 - f0)) '{hits: $h, misses: $m, evictions: $e, filled_bytes: $f}' > "$RES/$1.cache.json"
+    say "    pinlog's read cache: $((h1 - h0)) hits, $((m1 - m0)) misses, $((e1 - e0)) evictions"
+  fi
 }
 # pinlog's read cache is its page cache: a clean restart empties it, as
 # drop_caches empties Kafka's.

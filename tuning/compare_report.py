@@ -314,6 +314,22 @@ for b in ("pinlog", "kafka"):
     for k, n in runs("p3tail." + b).items():
         w(run_row(f"p3tail.{b} round {k}", n))
 w("")
+cache_rows = []
+for n in ["p3.pinlog.written"] + [f"p3.pinlog.{k}{r}" for k in ("cold", "warm") for r in range(1, 10)]:
+    path = os.path.join(RES, n + ".cache.json")
+    if os.path.exists(path):
+        c = json.load(open(path))
+        cache_rows.append(f"| {n} | {c['hits']} | {c['misses']} | {c['evictions']} | "
+                          f"{c['filled_bytes'] / 1e6:.1f} |")
+if cache_rows:
+    w("pinlog's read cache during each of its reads (all shards; a hit serves a fetch's partition from memory, "
+      "a miss reads it from the file and fills the cache):")
+    w("")
+    w("| run | hits | misses | evictions | filled (MB) |")
+    w("|---|---|---|---|---|")
+    for row in cache_rows:
+        w(row)
+    w("")
 if E.get("DROP_CACHES") != "1":
     w("The cold runs were skipped: /proc/sys/vm/drop_caches was not writable.")
     w("")
