@@ -26,9 +26,10 @@
 //! fraction of the buffer, once. A buffer larger than the whole cache is
 //! never kept; its batches are copied out (or not cached, when a batch
 //! alone is larger). The filler names the smallest buffer it knows
-//! (`Backing`): the read-ahead buffer, the request's records, the span of
-//! a fetch response's partitions. Allocation around that buffer which the
-//! filler cannot see (a frame reader's spare room) is not counted.
+//! (`Backing`): the read-ahead buffer, the request's records, a fetch
+//! response's frame, or the cache block any of them is in. Allocation
+//! around that buffer which the filler cannot see (a frame reader's spare
+//! room) is not counted.
 //!
 //! A partition's cached batches need not be contiguous. Each batch records
 //! whether the cached batch before it is also the batch before it in the
@@ -95,7 +96,7 @@ impl Backing {
     }
 
     /// Whether `bytes` lies inside this buffer.
-    fn holds(&self, bytes: &Bytes) -> bool {
+    pub(crate) fn holds(&self, bytes: &Bytes) -> bool {
         let at = bytes.as_ptr() as usize;
         bytes.is_empty() || (at >= self.start && at + bytes.len() <= self.start + self.len)
     }

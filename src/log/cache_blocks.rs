@@ -217,12 +217,15 @@ impl BlockPiece {
         self.as_mut_slice()[at..at + data.len()].copy_from_slice(data);
     }
 
-    /// The whole piece to be written in place (a socket read into it),
-    /// its pages taken first. Until written it holds zeros or an earlier
-    /// copy's bytes.
-    pub fn writable(&mut self) -> &mut [u8] {
-        self.block.populate_to(self.offset + self.len);
-        self.as_mut_slice()
+    /// `len` bytes of the piece from `at`, to be written in place (a
+    /// socket read into them), their pages taken first. Until written they
+    /// hold zeros or an earlier copy's bytes. Write a large piece a
+    /// [`POPULATE_CHUNK_BYTES`] at a time, front to back, as `write_at`
+    /// does: taking a whole fresh block's pages in one call stalls the
+    /// shard for milliseconds.
+    pub fn writable(&mut self, at: usize, len: usize) -> &mut [u8] {
+        self.block.populate_to(self.offset + at + len);
+        &mut self.as_mut_slice()[at..at + len]
     }
 }
 

@@ -121,7 +121,7 @@ async fn append_fetched(log: &mut PartitionLog, cache: &SharedBatchCache, batche
         .borrow_mut()
         .frame_piece(frame.len())
         .expect("the cache uses blocks");
-    piece.writable().copy_from_slice(&frame);
+    piece.writable(0, frame.len()).copy_from_slice(&frame);
     let (bytes, backing) = CacheCopy::Block(piece).freeze();
     log.append_fetched(bytes, backing, NOW_MS).await.unwrap();
     let leo = log.log_end_offset();

@@ -15,7 +15,7 @@ use glommio::net::TcpStream;
 
 use crate::broker_config::sasl_settings::InterBrokerSasl;
 use crate::log::batch_cache::{Backing, SharedBatchCache};
-use crate::log::cache_blocks::CacheCopy;
+use crate::log::cache_blocks::{CacheCopy, POPULATE_CHUNK_BYTES};
 use crate::protocol::api::ApiKey;
 use crate::protocol::codec::{DecodeResult, Reader};
 use crate::protocol::error_code;
@@ -348,7 +348,12 @@ async fn read_body(
     if let ResponseMemory::ReadCache(cache) = memory {
         let piece = cache.borrow_mut().frame_piece(len);
         if let Some(mut piece) = piece {
-            stream.read_exact(piece.writable()).await?;
+            let mut at = 0;
+            while at < len {
+                let chunk = (len - at).min(POPULATE_CHUNK_BYTES);
+                stream.read_exact(piece.writable(at, chunk)).await?;
+                at += chunk;
+            }
             return Ok(CacheCopy::Block(piece).freeze());
         }
     }
@@ -406,9 +411,20 @@ mod tests {
                 let addr = listener.local_addr().unwrap().to_string();
                 let small = vec![7u8; 100_000];
                 let large = vec![9u8; READ_CACHE_BLOCK_BYTES + 1];
+                // Half a block or more: a block of its own, read a chunk
+                // of pages at a time.
+                let half: Vec<u8> = (0..READ_CACHE_BLOCK_BYTES * 3 / 4)
+                    .map(|i| (i % 251) as u8)
+                    .collect();
                 let server = glommio::spawn_local(answer_with(
                     listener,
-                    vec![small.clone(), small.clone(), large.clone(), small.clone()],
+                    vec![
+                        small.clone(),
+                        small.clone(),
+                        large.clone(),
+                        small.clone(),
+                        half.clone(),
+                    ],
                 ));
                 let cache = BatchCache::shared(
                     READ_CACHE_BLOCKS_MIN_CAPACITY_BLOCKS * READ_CACHE_BLOCK_BYTES,
@@ -425,6 +441,7 @@ mod tests {
                 assert_eq!(&second[..], &small[..]);
                 assert_eq!(first_backing.len(), READ_CACHE_BLOCK_BYTES);
                 assert_eq!(first_backing, second_backing, "one block");
+                assert!(first_backing.holds(&first) && second_backing.holds(&second));
                 assert_eq!(cache.borrow().stats().blocks_mapped, 1);
 
                 // Larger than a block: an allocation of its own, the
@@ -442,7 +459,15 @@ mod tests {
                 let (heap, heap_backing) = call(&mut peer, ResponseMemory::Heap).await;
                 assert_eq!(&heap[..], &small[..]);
                 assert_eq!(heap_backing.len(), small.len() + 4);
+                assert!(heap_backing.holds(&heap));
                 assert_eq!(cache.borrow().stats().blocks_mapped, 1);
+
+                let (read, read_backing) = call(&mut peer, ResponseMemory::ReadCache(&cache)).await;
+                assert!(read[..] == half[..], "every chunk in its place");
+                assert_eq!(read_backing.len(), READ_CACHE_BLOCK_BYTES);
+                assert!(read_backing.holds(&read));
+                assert_ne!(read_backing, first_backing, "a block of its own");
+                assert_eq!(cache.borrow().stats().blocks_mapped, 2);
                 server.await;
             })
             .unwrap()

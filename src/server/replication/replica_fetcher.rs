@@ -712,7 +712,8 @@ struct FetchedPartition {
     fetch_offset: i64,
     /// Whole batches only.
     records: Bytes,
-    /// The buffer `records` is a slice of: the response frame.
+    /// The buffer `records` is a slice of: the response frame, or the read
+    /// cache's block it was read into.
     backing: Backing,
     high_watermark: i64,
     log_start_offset: i64,
