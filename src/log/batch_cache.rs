@@ -337,10 +337,10 @@ impl BatchCache {
     /// smaller read would share a block that it alone could not keep from
     /// being sparse, so the fill would copy its batches out again.
     pub fn block_piece(&mut self, len: usize) -> Option<BlockPiece> {
-        if len * 2 < READ_CACHE_BLOCK_BYTES || !self.uses_blocks() {
+        if len * 2 < READ_CACHE_BLOCK_BYTES {
             return None;
         }
-        self.blocks.piece(len)
+        self.frame_piece(len)
     }
 
     /// `len` bytes of a block to receive a frame into whose records the

@@ -104,13 +104,20 @@ async fn append(log: &mut PartitionLog, batch: BytesMut) {
     log.set_high_watermark(leo);
 }
 
-/// Appends as a follower does: `batches`, given their offsets from the log
-/// end on, arrive in one fetch response that was read into the cache's
-/// blocks (`BatchCache::frame_piece`), as the replica fetcher reads it.
-async fn append_fetched(log: &mut PartitionLog, cache: &SharedBatchCache, batches: Vec<BytesMut>) {
+/// Appends as a follower does: one to three batches tagged `tag`, given
+/// their offsets from the log end on, arrive in one fetch response that was
+/// read into the cache's blocks (`BatchCache::frame_piece`), as the replica
+/// fetcher reads it.
+async fn append_fetched(
+    log: &mut PartitionLog,
+    cache: &SharedBatchCache,
+    rng: &mut SeededRng,
+    tag: u8,
+) {
     let mut next = log.log_end_offset();
     let mut frame = Vec::new();
-    for mut b in batches {
+    for _ in 0..rng.between(1, 4) {
+        let mut b = tagged_batch(rng, tag);
         // The base offset is outside the CRC; the last offset delta follows
         // the attributes.
         b[0..8].copy_from_slice(&next.to_be_bytes());
@@ -283,10 +290,7 @@ fn a_followers_fetched_batches_are_replaced_after_truncation() {
             let cache = BatchCache::shared(CACHE_BYTES);
             let mut log = open(&path, false, cache.clone()).await;
             for _ in 0..40 {
-                let batches = (0..rng.between(1, 4))
-                    .map(|_| tagged_batch(rng, 1))
-                    .collect();
-                append_fetched(&mut log, &cache, batches).await;
+                append_fetched(&mut log, &cache, rng, 1).await;
             }
             let stats = cache.borrow().stats();
             assert_eq!(
@@ -298,10 +302,7 @@ fn a_followers_fetched_batches_are_replaced_after_truncation() {
             let to = rng.between(1, leo as u64 - 1) as i64;
             log.truncate_to(to, NOW_MS).await.unwrap();
             for _ in 0..15 {
-                let batches = (0..rng.between(1, 4))
-                    .map(|_| tagged_batch(rng, 2))
-                    .collect();
-                append_fetched(&mut log, &cache, batches).await;
+                append_fetched(&mut log, &cache, rng, 2).await;
             }
             check_every_offset(&mut log, &format!("seed {seed}: truncated to {to}")).await;
         });
