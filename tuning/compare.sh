@@ -375,20 +375,26 @@ cpu_ticks() {
 }
 rss_kib() { awk '/^VmRSS:/{print $2}' "/proc/$1/status"; }
 
+# listening HOST:PORT: whether something accepts TCP connections there.
+listening() { (exec 3<>"/dev/tcp/${1%:*}/${1##*:}") 2>/dev/null; }
+
 # wait_metadata ADDR SECONDS [TOPIC PARTITIONS]: until a Metadata request
 # succeeds (and, with TOPIC, reports PARTITIONS partitions for it).
 wait_metadata() {
-  local addr=$1 limit=$2 topic=${3:-} want=${4:-} n got
-  n=$((limit * 10))
-  while [ $n -gt 0 ]; do
+  local addr=$1 topic=${3:-} want=${4:-} got end=$((SECONDS + $2))
+  while [ $SECONDS -lt $end ]; do
     if [ -z "$topic" ]; then
-      kcat -L -b "$addr" -m 2 >/dev/null 2>&1 && return 0
+      # Only ask once the port accepts: a kcat started before the broker
+      # listens backs off between connection attempts and gives up only at
+      # its -m timeout, which made P4's restart read 2.1 s for a broker
+      # that answered at 1.4 s.
+      listening "$addr" && kcat -L -b "$addr" -m 2 >/dev/null 2>&1 && return 0
     else
       got=$(kcat -L -b "$addr" -t "$topic" -m 5 2>/dev/null \
             | sed -n 's/.*topic "'"$topic"'" with \([0-9]*\) partitions.*/\1/p' || true)
       [ "$got" = "$want" ] && return 0
     fi
-    sleep 0.1; n=$((n - 1))
+    sleep 0.1
   done
   return 1
 }
@@ -396,14 +402,13 @@ wait_metadata() {
 # wait_partitions ADDR SECONDS PREFIX TOTAL: until Metadata reports TOTAL
 # partitions over the topics whose names start with PREFIX.
 wait_partitions() {
-  local addr=$1 limit=$2 prefix=$3 want=$4 n got
-  n=$((limit * 2))
-  while [ $n -gt 0 ]; do
+  local addr=$1 limit=$2 prefix=$3 want=$4 got end=$((SECONDS + $2))
+  while [ $SECONDS -lt $end ]; do
     got=$(kcat -L -b "$addr" -m 10 2>/dev/null \
           | sed -n 's/^ *topic "'"$prefix"'[0-9]*" with \([0-9]*\) partitions.*/\1/p' \
           | awk '{s += $1} END {print s + 0}' || true)
     [ "$got" = "$want" ] && return 0
-    sleep 0.5; n=$((n - 1))
+    sleep 0.1
   done
   return 1
 }
