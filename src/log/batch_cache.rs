@@ -171,6 +171,10 @@ pub struct CacheStats {
     /// Memory in freed blocks kept for reuse (`cache_blocks`): not part of
     /// `used_bytes`, and at most `READ_CACHE_SPARE_BLOCKS` blocks.
     pub spare_bytes: u64,
+    /// Freed blocks given back lazily (`MADV_FREE`) and kept for reuse:
+    /// the kernel takes their pages when it needs memory. Within the
+    /// budget less `used_bytes`.
+    pub lazy_spare_bytes: u64,
     /// Blocks mapped, and freed blocks used again.
     pub blocks_mapped: u64,
     pub blocks_reused: u64,
@@ -239,7 +243,7 @@ impl BatchCache {
             next_tick: 0,
             next_key: 0,
             stats: CacheStats::default(),
-            blocks: CacheBlocks::default(),
+            blocks: CacheBlocks::with_budget(capacity_bytes),
         }
     }
 
@@ -285,6 +289,7 @@ impl BatchCache {
     /// are outside it; one too small for blocks lets go of the open one.
     pub fn set_capacity(&mut self, capacity_bytes: usize) {
         self.capacity_bytes = capacity_bytes.min(self.ceiling_bytes);
+        self.blocks.set_budget(self.capacity_bytes);
         let short = self.used_bytes > self.capacity_bytes;
         if !self.uses_blocks() {
             self.blocks.close_open_block();
@@ -301,6 +306,7 @@ impl BatchCache {
         let blocks = self.blocks.stats();
         CacheStats {
             spare_bytes: blocks.spare_blocks * READ_CACHE_BLOCK_BYTES as u64,
+            lazy_spare_bytes: blocks.lazy_spare_blocks * READ_CACHE_BLOCK_BYTES as u64,
             blocks_mapped: blocks.mapped,
             blocks_reused: blocks.reused,
             capacity_bytes: self.capacity_bytes as u64,

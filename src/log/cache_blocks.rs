@@ -17,9 +17,19 @@
 //! page did (a whole block at once stalled it for milliseconds and raised
 //! the p99 of produce), and the copy then finds the pages still in the CPU's
 //! cache. A block whose last slice is dropped goes back to its shard's
-//! spares and is reused, its pages already taken; spares past
-//! [`READ_CACHE_SPARE_BLOCKS`] are unmapped at once, so memory the cache
-//! lets go of (a deleted topic) goes back to the kernel.
+//! spares and is reused, its pages already taken.
+//!
+//! Past [`READ_CACHE_SPARE_BLOCKS`] spares, a freed block (a deleted
+//! topic's, a segment's that retention removed) is given back lazily: its
+//! pages are marked free (`MADV_FREE`), which the kernel takes only when
+//! it needs memory, as it takes clean page cache, and which it leaves in
+//! place otherwise. Reused before that, such a block costs a walk of its
+//! page tables instead of a fault or a fresh page each (less than half the
+//! cost of a fresh block, `benches/page_populate.rs`), and the pages the
+//! kernel did take come back zeroed. Lazy spares are kept only while the
+//! shard's blocks, in use and spare, stay within its cache budget plus the
+//! kept spares, which is the bound the cache always had; past it, or when
+//! the machine is short of memory, they are unmapped.
 //!
 //! Copies of less than half a block share one, bump-allocated; a copy of
 //! half a block or more (a read-ahead) takes a block of its own. A copy
@@ -38,7 +48,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use bytes::{Bytes, BytesMut};
-use memmap2::{Advice, MmapMut};
+use memmap2::{Advice, MmapMut, UncheckedAdvice};
 
 use crate::constants::{READ_CACHE_BLOCK_BYTES, READ_CACHE_SPARE_BLOCKS};
 use crate::log::batch_cache::Backing;
@@ -54,8 +64,11 @@ pub const POPULATE_CHUNK_BYTES: usize = 256 * 1024;
 /// Counters of a shard's blocks, for the metrics.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct BlockStats {
-    /// Freed blocks waiting to be used again.
+    /// Freed blocks waiting to be used again with their pages.
     pub spare_blocks: u64,
+    /// Freed blocks given back lazily, waiting to be used again: the
+    /// kernel may have taken some or all of their pages.
+    pub lazy_spare_blocks: u64,
     /// Blocks mapped.
     pub mapped: u64,
     /// Freed blocks kept and used again.
@@ -72,30 +85,57 @@ struct Mapping {
     populated: usize,
 }
 
+/// The freed blocks of a shard.
+#[derive(Default)]
+struct Spares {
+    /// Kept with their pages; used first.
+    kept: Vec<Mapping>,
+    /// Given back lazily (`MADV_FREE`); their `populated` is 0, since the
+    /// kernel may have taken any of their pages.
+    lazy: Vec<Mapping>,
+}
+
 /// A shard's freed blocks, waiting to be used again. Shared with every
 /// block, which comes back here when its last slice is dropped.
 #[derive(Default)]
 pub struct SpareBlocks {
-    blocks: Mutex<Vec<Mapping>>,
+    spares: Mutex<Spares>,
+    /// The shard's cache budget, in blocks: lazy spares are kept only
+    /// while the blocks held (in use and spare) stay within it plus the
+    /// kept spares.
+    budget_blocks: AtomicUsize,
     mapped: AtomicU64,
     reused: AtomicU64,
     released: AtomicU64,
 }
 
 impl SpareBlocks {
-    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Mapping>> {
-        // A panic while the lock is held leaves a valid Vec.
-        self.blocks.lock().unwrap_or_else(|e| e.into_inner())
+    fn lock(&self) -> std::sync::MutexGuard<'_, Spares> {
+        // A panic while the lock is held leaves valid Vecs.
+        self.spares.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     pub fn spare_count(&self) -> usize {
-        self.lock().len()
+        self.lock().kept.len()
     }
 
-    /// A spare block, or a new mapping (its pages not yet taken); `None`
-    /// when the kernel refuses the mapping.
+    pub fn lazy_spare_count(&self) -> usize {
+        self.lock().lazy.len()
+    }
+
+    /// Blocks mapped and not unmapped since: in use, kept or lazy.
+    fn held(&self) -> u64 {
+        self.mapped.load(Ordering::Relaxed) - self.released.load(Ordering::Relaxed)
+    }
+
+    /// A kept spare, a lazy one, or a new mapping (its pages not yet
+    /// taken); `None` when the kernel refuses the mapping.
     fn take(&self) -> Option<Mapping> {
-        if let Some(mapping) = self.lock().pop() {
+        let spare = {
+            let mut spares = self.lock();
+            spares.kept.pop().or_else(|| spares.lazy.pop())
+        };
+        if let Some(mapping) = spare {
             self.reused.fetch_add(1, Ordering::Relaxed);
             return Some(mapping);
         }
@@ -104,27 +144,74 @@ impl SpareBlocks {
         Some(Mapping { map, populated: 0 })
     }
 
-    /// Unmaps every spare (after the lock is released): the machine is
-    /// short of memory, and spares are outside the cache's budget.
+    /// Unmaps every spare, kept and lazy (after the lock is released): the
+    /// machine is short of memory, and spares are outside the budget.
     fn release_all(&self) {
         let spares = std::mem::take(&mut *self.lock());
-        self.released
-            .fetch_add(spares.len() as u64, Ordering::Relaxed);
+        self.released.fetch_add(
+            (spares.kept.len() + spares.lazy.len()) as u64,
+            Ordering::Relaxed,
+        );
         drop(spares);
     }
 
+    /// A new budget: lazy spares past it are unmapped.
+    fn set_budget_blocks(&self, blocks: usize) {
+        self.budget_blocks.store(blocks, Ordering::Relaxed);
+        let excess = {
+            let mut spares = self.lock();
+            let over = self.held().saturating_sub(self.bound()) as usize;
+            let keep = spares.lazy.len().saturating_sub(over);
+            spares.lazy.split_off(keep)
+        };
+        self.released
+            .fetch_add(excess.len() as u64, Ordering::Relaxed);
+        drop(excess);
+    }
+
+    /// The most blocks the shard holds while it keeps lazy spares.
+    fn bound(&self) -> u64 {
+        (self.budget_blocks.load(Ordering::Relaxed) + READ_CACHE_SPARE_BLOCKS) as u64
+    }
+
     /// A freed block: kept while fewer than [`READ_CACHE_SPARE_BLOCKS`]
-    /// wait, unmapped otherwise (after the lock is released).
-    fn give_back(&self, mapping: Mapping) {
-        let mut blocks = self.lock();
-        if blocks.len() < READ_CACHE_SPARE_BLOCKS {
-            blocks.push(mapping);
+    /// wait; given back lazily while the blocks held stay within the
+    /// budget; unmapped otherwise (after the lock is released).
+    fn give_back(&self, mut mapping: Mapping) {
+        let mut spares = self.lock();
+        if spares.kept.len() < READ_CACHE_SPARE_BLOCKS {
+            spares.kept.push(mapping);
+            return;
+        }
+        let lazy = self.held() <= self.bound();
+        drop(spares);
+        if lazy && free_lazily(&mut mapping) {
+            self.lock().lazy.push(mapping);
         } else {
-            drop(blocks);
             self.released.fetch_add(1, Ordering::Relaxed);
             drop(mapping);
         }
     }
+}
+
+/// Marks a mapping's taken pages free for the kernel to take when it
+/// needs memory. `false` when the kernel refuses (before Linux 4.5).
+fn free_lazily(mapping: &mut Mapping) -> bool {
+    if mapping.populated > 0 {
+        // SAFETY: the block is freed: no slice of it is left to see its
+        // bytes become zeros. Its next user writes each piece before
+        // freezing it (`BlockPiece`), and a write keeps the page.
+        let freed = unsafe {
+            mapping
+                .map
+                .unchecked_advise_range(UncheckedAdvice::Free, 0, mapping.populated)
+        };
+        if freed.is_err() {
+            return false;
+        }
+    }
+    mapping.populated = 0;
+    true
 }
 
 /// One block in use: its mapping, and the spares it goes back to.
@@ -313,6 +400,13 @@ impl std::fmt::Debug for CacheBlocks {
 }
 
 impl CacheBlocks {
+    /// An allocator for a cache whose budget is `budget_bytes`.
+    pub fn with_budget(budget_bytes: usize) -> CacheBlocks {
+        let blocks = CacheBlocks::default();
+        blocks.set_budget(budget_bytes);
+        blocks
+    }
+
     /// A copy of `bytes`: in a block when it is at most a block, from the
     /// general allocator otherwise.
     pub fn copy(&mut self, bytes: &[u8]) -> CacheCopy {
@@ -382,9 +476,17 @@ impl CacheBlocks {
         self.spares.release_all();
     }
 
+    /// The cache's budget: how many blocks the shard may hold, in use and
+    /// lazily freed (besides the kept spares).
+    pub fn set_budget(&self, budget_bytes: usize) {
+        self.spares
+            .set_budget_blocks(budget_bytes / READ_CACHE_BLOCK_BYTES);
+    }
+
     pub fn stats(&self) -> BlockStats {
         BlockStats {
             spare_blocks: self.spares.spare_count() as u64,
+            lazy_spare_blocks: self.spares.lazy_spare_count() as u64,
             mapped: self.spares.mapped.load(Ordering::Relaxed),
             reused: self.spares.reused.load(Ordering::Relaxed),
             released: self.spares.released.load(Ordering::Relaxed),
@@ -492,6 +594,61 @@ mod tests {
             count - READ_CACHE_SPARE_BLOCKS,
             "every block past the spares' limit went back to the kernel"
         );
+    }
+
+    #[test]
+    fn blocks_freed_past_the_spares_are_given_back_lazily_within_the_budget() {
+        let budget = 4;
+        let mut blocks = CacheBlocks::with_budget(budget * READ_CACHE_BLOCK_BYTES);
+        // One block more than the budget and the kept spares allow.
+        let count = READ_CACHE_SPARE_BLOCKS + budget + 1;
+        let held: Vec<(Bytes, Backing)> = (0..count)
+            .map(|i| blocks.copy(&vec![i as u8; READ_CACHE_BLOCK_BYTES]).freeze())
+            .collect();
+        drop(held);
+        let stats = blocks.stats();
+        assert_eq!(stats.spare_blocks as usize, READ_CACHE_SPARE_BLOCKS);
+        assert_eq!(
+            stats.released, 1,
+            "the first block past the bound went back to the kernel at once"
+        );
+        assert_eq!(stats.lazy_spare_blocks as usize, budget, "the rest lazily");
+
+        // Kept spares are used first, with their pages; then lazy ones,
+        // whose pages are taken again as they are written.
+        let kept: Vec<_> = (0..READ_CACHE_SPARE_BLOCKS)
+            .map(|_| blocks.piece(READ_CACHE_BLOCK_BYTES).expect("a block"))
+            .collect();
+        assert!(kept
+            .iter()
+            .all(|p| p.block.populated.load(Ordering::Relaxed) == READ_CACHE_BLOCK_BYTES));
+        let mut piece = blocks.piece(READ_CACHE_BLOCK_BYTES).expect("a block");
+        assert_eq!(
+            piece.block.populated.load(Ordering::Relaxed),
+            0,
+            "the kernel may have taken any of a lazy spare's pages"
+        );
+        let half = READ_CACHE_BLOCK_BYTES / 2;
+        piece.write_at(0, &vec![0xAB; half]);
+        piece.write_at(half, &vec![0xCD; half]);
+        let (reused, _) = CacheCopy::Block(piece).freeze();
+        assert!(reused[..half].iter().all(|&x| x == 0xAB));
+        assert!(reused[half..].iter().all(|&x| x == 0xCD));
+        let stats = blocks.stats();
+        assert_eq!(stats.mapped as usize, count, "no new mapping");
+        assert_eq!(stats.reused as usize, READ_CACHE_SPARE_BLOCKS + 1);
+        assert_eq!(stats.lazy_spare_blocks as usize, budget - 1);
+        drop((kept, reused));
+
+        // A lower budget unmaps the lazy spares past it; a machine short
+        // of memory unmaps every spare.
+        blocks.set_budget(READ_CACHE_BLOCK_BYTES);
+        assert_eq!(blocks.stats().lazy_spare_blocks, 1);
+        assert_eq!(blocks.spares.held(), (READ_CACHE_SPARE_BLOCKS + 1) as u64);
+        blocks.release_spares();
+        let stats = blocks.stats();
+        assert_eq!((stats.spare_blocks, stats.lazy_spare_blocks), (0, 0));
+        assert_eq!(stats.released, stats.mapped, "every block unmapped");
     }
 
     #[test]
