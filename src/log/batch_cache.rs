@@ -338,7 +338,7 @@ impl BatchCache {
     }
 
     /// `len` bytes of a block to read into and cache (a read-ahead of
-    /// half a block or more, which takes a block of its own); `None` when
+    /// half a block or more, which starts a fresh block); `None` when
     /// the cache does not use blocks or the read is smaller or larger. A
     /// smaller read would share a block that it alone could not keep from
     /// being sparse, so the fill would copy its batches out again.

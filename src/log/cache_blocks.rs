@@ -32,7 +32,9 @@
 //! the machine is short of memory, they are unmapped.
 //!
 //! Copies of less than half a block share one, bump-allocated; a copy of
-//! half a block or more (a read-ahead) takes a block of its own. A copy
+//! half a block or more (a read-ahead, a follower's large fetch response)
+//! starts a fresh block, whose rest takes the small copies that follow
+//! when it has more room than the block they were cut from. A copy
 //! larger than a block, or one made when no mapping can be had, comes from
 //! the general allocator as before.
 //!
@@ -428,8 +430,21 @@ impl CacheBlocks {
             return None;
         }
         if len * 2 >= READ_CACHE_BLOCK_BYTES {
+            let block = self.take_block()?;
+            // The rest of the block takes the small copies that follow when
+            // it has more room than the open block: a follower's 2.1 MiB
+            // fetch response would otherwise hold a block of its own,
+            // counted whole, with 1.9 MiB of it never used.
+            let used = len.next_multiple_of(PIECE_ALIGN);
+            let open_room = self
+                .open
+                .as_ref()
+                .map_or(0, |(_, open_used)| READ_CACHE_BLOCK_BYTES - open_used);
+            if READ_CACHE_BLOCK_BYTES.saturating_sub(used) > open_room {
+                self.open = Some((block.clone(), used));
+            }
             return Some(BlockPiece {
-                block: self.take_block()?,
+                block,
                 offset: 0,
                 len,
             });
@@ -558,6 +573,38 @@ mod tests {
         let (next, next_backing) = blocks.copy(&[0u8; 100]).freeze();
         assert_eq!(next_backing, small_backing);
         drop((small, next));
+    }
+
+    #[test]
+    fn small_copies_after_a_large_piece_share_its_block_when_it_has_more_room() {
+        let mut blocks = CacheBlocks::default();
+        // The open block is three quarters used.
+        let (first, open_backing) = blocks
+            .copy(&vec![1u8; READ_CACHE_BLOCK_BYTES * 3 / 4])
+            .freeze();
+        // A 2.1 MiB frame starts a fresh block with more room left.
+        let large_len = READ_CACHE_BLOCK_BYTES / 2 + 100 * 1024;
+        let mut large = blocks.piece(large_len).expect("a block");
+        large.write_at(0, &vec![2u8; large_len]);
+        let (large, large_backing) = CacheCopy::Block(large).freeze();
+        assert_ne!(large_backing, open_backing);
+        let (small, small_backing) = blocks.copy(&[3u8; 1000]).freeze();
+        assert_eq!(
+            small_backing, large_backing,
+            "the small copy fills the large one's block"
+        );
+        let (large_end, small_start) = (
+            large.as_ptr() as usize + large.len(),
+            small.as_ptr() as usize,
+        );
+        assert!(large_end <= small_start, "after the large piece");
+        assert!(large.iter().all(|&x| x == 2) && small.iter().all(|&x| x == 3));
+        // A whole-block piece leaves no room: the open block stays.
+        let whole = blocks.piece(READ_CACHE_BLOCK_BYTES).expect("a block");
+        let (next, next_backing) = blocks.copy(&[4u8; 1000]).freeze();
+        assert_eq!(next_backing, large_backing);
+        assert_eq!(blocks.stats().mapped, 3);
+        drop((first, large, small, whole, next));
     }
 
     #[test]

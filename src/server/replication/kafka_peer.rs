@@ -411,8 +411,8 @@ mod tests {
                 let addr = listener.local_addr().unwrap().to_string();
                 let small = vec![7u8; 100_000];
                 let large = vec![9u8; READ_CACHE_BLOCK_BYTES + 1];
-                // Half a block or more: a block of its own, read a chunk
-                // of pages at a time.
+                // Half a block or more: a fresh block, read a chunk of
+                // pages at a time.
                 let half: Vec<u8> = (0..READ_CACHE_BLOCK_BYTES * 3 / 4)
                     .map(|i| (i % 251) as u8)
                     .collect();
@@ -466,7 +466,7 @@ mod tests {
                 assert!(read[..] == half[..], "every chunk in its place");
                 assert_eq!(read_backing.len(), READ_CACHE_BLOCK_BYTES);
                 assert!(read_backing.holds(&read));
-                assert_ne!(read_backing, first_backing, "a block of its own");
+                assert_ne!(read_backing, first_backing, "a fresh block");
                 assert_eq!(cache.borrow().stats().blocks_mapped, 2);
                 server.await;
             })
