@@ -9,6 +9,7 @@
 # with this one, so that the two are compared side by side in one run.
 #
 #   tuning/regrowth.sh                          # target/release, 2 rounds
+#   tuning/regrowth.sh --bin DIR                # DIR holds the build to measure
 #   tuning/regrowth.sh --baseline DIR --rounds 3
 #                                               # DIR holds another build's pinlog
 #   tuning/regrowth.sh --rate 200000 --fill-s 10 --measure-s 20
@@ -39,16 +40,18 @@ while [ $# -gt 0 ]; do
     --rate) rate=$2; shift 2 ;;
     --fill-s) fill_s=$2; shift 2 ;;
     --measure-s) measure_s=$2; shift 2 ;;
-    -h|--help) sed -n '2,23p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
     *) echo "regrowth.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
-for dir in "$bin" $baseline; do
+builds=("$bin")
+[ -z "$baseline" ] || builds+=("$baseline")
+for dir in "${builds[@]}"; do
   [ -x "$dir/pinlog" ] || { echo "regrowth.sh: no $dir/pinlog; build it first (cargo build --release)" >&2; exit 1; }
 done
 LOADGEN=target/release/pinlog-loadgen
 [ -x "$LOADGEN" ] || { echo "regrowth.sh: no $LOADGEN; build it first (cargo build --release)" >&2; exit 1; }
-for tool in kcat curl jq; do
+for tool in kcat curl jq python3; do
   command -v $tool >/dev/null || { echo "regrowth.sh: $tool is needed" >&2; exit 1; }
 done
 
@@ -58,9 +61,9 @@ DRAINED_BYTES=$((64 << 20))
 PID=""
 WORK=""
 cleanup() {
-  [ -n "$PID" ] && kill -KILL "$PID" 2>/dev/null || true
+  [ -z "$PID" ] || kill -KILL "$PID" 2>/dev/null || true
   wait 2>/dev/null || true
-  [ -n "$WORK" ] && rm -rf "$WORK"
+  [ -z "$WORK" ] || rm -rf "$WORK"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
@@ -71,9 +74,19 @@ free_port() {
 listening() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 # stat_fields PID: minor faults + major faults, then user + system ticks.
 stat_fields() { awk '{print $10 + $12, $14 + $15}' "/proc/$1/stat"; }
-# metric PORT FAMILY: a family's value summed over the shards.
+# metric PORT FAMILY: a family's value summed over the shards; fails when
+# the broker does not answer or has no such family.
 metric() {
-  curl -s "http://127.0.0.1:$1/metrics" | awk -v f="$2" '$1 == f || index($1, f "{") == 1 {s += $2} END {print s + 0}'
+  curl -sf --max-time 5 "http://127.0.0.1:$1/metrics" \
+    | awk -v f="$2" '$1 == f || index($1, f "{") == 1 {s += $2; n++} END {if (!n) exit 1; print s}'
+}
+# stop PID: SIGTERM, then SIGKILL if it has not stopped within 30 s.
+stop() {
+  local end=$((SECONDS + 30))
+  kill -TERM "$1" 2>/dev/null || return 0
+  while kill -0 "$1" 2>/dev/null && [ $SECONDS -lt $end ]; do sleep 0.1; done
+  kill -KILL "$1" 2>/dev/null || true
+  wait "$1" 2>/dev/null || true
 }
 lg() {  # lg TOPIC SECONDS [extra args]: one produce run's JSON
   local topic=$1 secs=$2; shift 2
@@ -86,7 +99,7 @@ TICK=$(getconf CLK_TCK)
 echo "| round | build | MB/s | p99 ms | CPU s per GB | faults per MB | blocks mapped | blocks reused | lazy spares before (MiB) |"
 echo "|---|---|---|---|---|---|---|---|---|"
 for round in $(seq 1 "$rounds"); do
-  for dir in "$bin" $baseline; do
+  for dir in "${builds[@]}"; do
     WORK=$(mktemp -d "$REPO/target/regrowth.XXXXXX")
     PORT=$(free_port); MPORT=$(free_port)
     printf '"metrics.listen" = "127.0.0.1:%s"\n' "$MPORT" > "$WORK/pinlog.toml"
@@ -101,11 +114,12 @@ for round in $(seq 1 "$rounds"); do
     lg fill "$fill_s" --batch-bytes 262144 --linger-ms 5 > /dev/null
     "$dir/pinlog" topic delete fill --bootstrap-server "127.0.0.1:$PORT" > /dev/null
     end=$((SECONDS + 30))
-    while [ "$(metric "$MPORT" pinlog_read_cache_bytes)" -ge $DRAINED_BYTES ]; do
-      [ $SECONDS -lt $end ] || { echo "regrowth.sh: the deleted topic's cache did not drain in 30 s" >&2; exit 1; }
+    until used=$(metric "$MPORT" pinlog_read_cache_bytes) && [ "$used" -lt $DRAINED_BYTES ]; do
+      [ $SECONDS -lt $end ] || { echo "regrowth.sh: the deleted topic's cache did not drain in 30 s (read: ${used:-no answer})" >&2; exit 1; }
       sleep 0.2
     done
-    lazy=$(metric "$MPORT" pinlog_read_cache_lazy_spare_bytes)
+    # Builds before the lazy spares have no such gauge.
+    lazy=$(metric "$MPORT" pinlog_read_cache_lazy_spare_bytes || echo 0)
     mapped0=$(metric "$MPORT" pinlog_read_cache_blocks_mapped_total)
     reused0=$(metric "$MPORT" pinlog_read_cache_blocks_reused_total)
     read -r faults0 ticks0 < <(stat_fields "$PID")
@@ -114,13 +128,13 @@ for round in $(seq 1 "$rounds"); do
     mapped1=$(metric "$MPORT" pinlog_read_cache_blocks_mapped_total)
     reused1=$(metric "$MPORT" pinlog_read_cache_blocks_reused_total)
     # The CPU and faults span the warm-up too: its bytes count with the run's.
-    build=$([ "$dir" = "$bin" ] && echo this || echo baseline)
+    build=$([ "$dir" = "${builds[0]}" ] && echo this || echo baseline)
     jq -r --arg r "$round" --arg build "$build" --argjson ticks $((ticks1 - ticks0)) --argjson tck "$TICK" \
       --argjson faults $((faults1 - faults0)) --argjson warm_s 2 \
       --argjson mapped $((mapped1 - mapped0)) --argjson reused $((reused1 - reused0)) --argjson lazy "$lazy" '
       (.bytes * (1 + $warm_s / .duration_s)) as $bytes
       | "| \($r) | \($build) | \(.mb_per_s * 10 | round / 10) | \(.latency_us.p99 / 100 | round / 10) | \(($ticks / $tck) / ($bytes / 1e9) * 100 | round / 100) | \($faults / ($bytes / 1e6) * 10 | round / 10) | \($mapped) | \($reused) | \($lazy / 1048576 | round) |"' <<< "$out"
-    kill -TERM "$PID"; wait "$PID" 2>/dev/null || true; PID=""
+    stop "$PID"; PID=""
     rm -rf "$WORK"; WORK=""
   done
 done

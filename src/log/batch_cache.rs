@@ -172,8 +172,9 @@ pub struct CacheStats {
     /// `used_bytes`, and at most `READ_CACHE_SPARE_BLOCKS` blocks.
     pub spare_bytes: u64,
     /// Freed blocks given back lazily (`MADV_FREE`) and kept for reuse:
-    /// the kernel takes their pages when it needs memory. Within the
-    /// budget less `used_bytes`.
+    /// the kernel takes their pages when it needs memory. Kept only while
+    /// the shard's blocks, in use and lazy, fit the budget (the kept
+    /// spares aside), and unmapped when the cache fills up.
     pub lazy_spare_bytes: u64,
     /// Blocks mapped, and freed blocks used again.
     pub blocks_mapped: u64,
@@ -338,26 +339,27 @@ impl BatchCache {
     }
 
     /// `len` bytes of a block to read into and cache (a read-ahead of
-    /// half a block or more, which starts a fresh block); `None` when
+    /// half a block or more, which takes a block of its own); `None` when
     /// the cache does not use blocks or the read is smaller or larger. A
     /// smaller read would share a block that it alone could not keep from
     /// being sparse, so the fill would copy its batches out again.
     pub fn block_piece(&mut self, len: usize) -> Option<BlockPiece> {
-        if len * 2 < READ_CACHE_BLOCK_BYTES {
+        if len * 2 < READ_CACHE_BLOCK_BYTES || !self.uses_blocks() {
             return None;
         }
-        self.frame_piece(len)
+        self.blocks.piece(len)
     }
 
     /// `len` bytes of a block to receive a frame into whose records the
     /// cache will keep (a follower's fetch response); small frames share a
-    /// block as a leader's copies do. `None` when the cache does not use
-    /// blocks or the frame is larger than a block.
+    /// block as a leader's copies do, and a large one leaves the rest of
+    /// its block to them (`CacheBlocks::frame_piece`). `None` when the
+    /// cache does not use blocks or the frame is larger than a block.
     pub fn frame_piece(&mut self, len: usize) -> Option<BlockPiece> {
         if !self.uses_blocks() {
             return None;
         }
-        self.blocks.piece(len)
+        self.blocks.frame_piece(len)
     }
 
     /// The partition's generation, for a fill planned now; `None` for a
@@ -611,6 +613,10 @@ impl BatchCache {
     /// they are copied out, so that a few recently read batches never keep
     /// a large buffer, or the eviction of everything older, going.
     fn evict_to_capacity(&mut self) {
+        if self.used_bytes > self.capacity_bytes {
+            // Lazy spares live in the room a cache below its budget leaves.
+            self.blocks.release_lazy_spares();
+        }
         while self.used_bytes > self.capacity_bytes {
             let Some((_, (key, base))) = self.lru.pop_first() else {
                 return;
@@ -764,6 +770,7 @@ impl BatchCache {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::constants::READ_CACHE_SPARE_BLOCKS;
 
     fn batch(base: i64, last: i64, size: usize) -> CachedBatch {
         CachedBatch::owned(base, last, Bytes::from(vec![0u8; size]))
@@ -872,6 +879,35 @@ mod tests {
         assert!(c.used_bytes() <= 2 * READ_CACHE_BLOCK_BYTES);
         let b = copied(&mut c, blocks as i64, 1000);
         assert_eq!(b.backing, Backing::of(&b.bytes));
+    }
+
+    #[test]
+    fn a_cache_that_fills_up_unmaps_its_lazy_spares() {
+        let mut c = BatchCache::new(BLOCKS_MIN_CAPACITY);
+        let key = c.register();
+        let blocks = READ_CACHE_BLOCKS_MIN_CAPACITY_BLOCKS;
+        for i in 0..blocks as i64 {
+            let b = copied(&mut c, i, READ_CACHE_BLOCK_BYTES);
+            c.insert(key, b);
+        }
+        c.truncate(key, 0);
+        let lazy = (blocks - READ_CACHE_SPARE_BLOCKS) * READ_CACHE_BLOCK_BYTES;
+        assert_eq!(c.stats().lazy_spare_bytes as usize, lazy);
+        // Batches too large for a block fill the cache from the heap: the
+        // blocks' own bound does not see them, the cache's budget does.
+        let mut next = blocks as i64;
+        while c.stats().evictions == 0 {
+            let b = copied(&mut c, next, READ_CACHE_BLOCK_BYTES + 1);
+            assert_eq!(b.backing, Backing::of(&b.bytes), "from the heap");
+            c.insert(key, b);
+            if c.stats().evictions == 0 {
+                assert_eq!(c.stats().lazy_spare_bytes as usize, lazy);
+            }
+            next += 1;
+            assert!(next < 3 * blocks as i64, "the cache never filled up");
+        }
+        assert_eq!(c.stats().lazy_spare_bytes, 0, "unmapped when it filled up");
+        assert!(c.stats().spare_bytes > 0, "the kept spares stay");
     }
 
     #[test]

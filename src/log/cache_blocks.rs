@@ -28,13 +28,15 @@
 //! cost of a fresh block, `benches/page_populate.rs`), and the pages the
 //! kernel did take come back zeroed. Lazy spares are kept only while the
 //! shard's blocks, in use and spare, stay within its cache budget plus the
-//! kept spares, which is the bound the cache always had; past it, or when
-//! the machine is short of memory, they are unmapped.
+//! kept spares, which is the bound the cache always had; past it, when
+//! the cache fills up, or when the machine is short of memory, they are
+//! unmapped.
 //!
 //! Copies of less than half a block share one, bump-allocated; a copy of
-//! half a block or more (a read-ahead, a follower's large fetch response)
-//! starts a fresh block, whose rest takes the small copies that follow
-//! when it has more room than the block they were cut from. A copy
+//! half a block or more starts a fresh block: a read-ahead keeps it to
+//! itself, and a follower's large fetch response leaves its rest to the
+//! small copies that follow when it has more room than the block they
+//! were cut from. A copy
 //! larger than a block, or one made when no mapping can be had, comes from
 //! the general allocator as before.
 //!
@@ -46,7 +48,7 @@
 
 use std::ops::{Deref, DerefMut};
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use bytes::{Bytes, BytesMut};
@@ -63,6 +65,28 @@ const PIECE_ALIGN: usize = 64;
 /// of the copy that reaches them.
 pub const POPULATE_CHUNK_BYTES: usize = 256 * 1024;
 
+/// A block's chunks, one bit each: which have their pages taken.
+type ChunkMask = u32;
+const BLOCK_CHUNKS: usize = READ_CACHE_BLOCK_BYTES / POPULATE_CHUNK_BYTES;
+const _: () = assert!(
+    READ_CACHE_BLOCK_BYTES % POPULATE_CHUNK_BYTES == 0 && BLOCK_CHUNKS <= ChunkMask::BITS as usize
+);
+
+/// `count` chunks from chunk `first`, as a mask.
+const fn chunk_run(first: usize, count: usize) -> ChunkMask {
+    (((1u64 << count) - 1) << first) as ChunkMask
+}
+
+/// The chunks the bytes `[start, end)` of a block lie in.
+fn chunks_of(start: usize, end: usize) -> ChunkMask {
+    if start >= end {
+        return 0;
+    }
+    let first = start / POPULATE_CHUNK_BYTES;
+    let last = (end - 1) / POPULATE_CHUNK_BYTES;
+    chunk_run(first, last + 1 - first)
+}
+
 /// Counters of a shard's blocks, for the metrics.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct BlockStats {
@@ -75,16 +99,16 @@ pub struct BlockStats {
     pub mapped: u64,
     /// Freed blocks kept and used again.
     pub reused: u64,
-    /// Freed blocks unmapped because enough were spare.
+    /// Blocks unmapped: freed past the spares' bounds, or every spare when
+    /// the machine was short of memory.
     pub released: u64,
 }
 
-/// A block's mapping, and how far its pages are taken.
+/// A block's mapping, and which of its chunks have their pages taken.
 struct Mapping {
     map: MmapMut,
-    /// Bytes from the start whose pages are taken: all of them once the
-    /// block has been used to its end.
-    populated: usize,
+    /// All of them once the block has been used to its end.
+    populated: ChunkMask,
 }
 
 /// The freed blocks of a shard.
@@ -92,8 +116,8 @@ struct Mapping {
 struct Spares {
     /// Kept with their pages; used first.
     kept: Vec<Mapping>,
-    /// Given back lazily (`MADV_FREE`); their `populated` is 0, since the
-    /// kernel may have taken any of their pages.
+    /// Given back lazily (`MADV_FREE`); their `populated` is empty, since
+    /// the kernel may have taken any of their pages.
     lazy: Vec<Mapping>,
 }
 
@@ -125,9 +149,13 @@ impl SpareBlocks {
         self.lock().lazy.len()
     }
 
-    /// Blocks mapped and not unmapped since: in use, kept or lazy.
+    /// Blocks mapped and not unmapped since: in use, kept or lazy. Read
+    /// under the spares' lock: a block counts as released only after it
+    /// passed through that lock, which is after its mapping was counted.
     fn held(&self) -> u64 {
-        self.mapped.load(Ordering::Relaxed) - self.released.load(Ordering::Relaxed)
+        self.mapped
+            .load(Ordering::Relaxed)
+            .saturating_sub(self.released.load(Ordering::Relaxed))
     }
 
     /// A kept spare, a lazy one, or a new mapping (its pages not yet
@@ -155,6 +183,14 @@ impl SpareBlocks {
             Ordering::Relaxed,
         );
         drop(spares);
+    }
+
+    /// Unmaps the lazy spares (after the lock is released).
+    fn release_lazy(&self) {
+        let lazy = std::mem::take(&mut self.lock().lazy);
+        self.released
+            .fetch_add(lazy.len() as u64, Ordering::Relaxed);
+        drop(lazy);
     }
 
     /// A new budget: lazy spares past it are unmapped.
@@ -188,25 +224,29 @@ impl SpareBlocks {
         let lazy = self.held() <= self.bound();
         drop(spares);
         if lazy && free_lazily(&mut mapping) {
-            self.lock().lazy.push(mapping);
-        } else {
-            self.released.fetch_add(1, Ordering::Relaxed);
-            drop(mapping);
+            let mut spares = self.lock();
+            // A lower budget may have come meanwhile.
+            if self.held() <= self.bound() {
+                spares.lazy.push(mapping);
+                return;
+            }
         }
+        self.released.fetch_add(1, Ordering::Relaxed);
+        drop(mapping);
     }
 }
 
-/// Marks a mapping's taken pages free for the kernel to take when it
-/// needs memory. `false` when the kernel refuses (before Linux 4.5).
+/// Marks a mapping's pages free for the kernel to take when it needs
+/// memory. `false` when the kernel refuses (before Linux 4.5).
 fn free_lazily(mapping: &mut Mapping) -> bool {
-    if mapping.populated > 0 {
-        // SAFETY: the block is freed: no slice of it is left to see its
-        // bytes become zeros. Its next user writes each piece before
-        // freezing it (`BlockPiece`), and a write keeps the page.
+    if mapping.populated != 0 {
+        // SAFETY: the block is freed: no slice of it is left to see a page
+        // turn to zeros. After its reuse only bytes written since are ever
+        // read (`BlockPiece`), and a write keeps its page.
         let freed = unsafe {
             mapping
                 .map
-                .unchecked_advise_range(UncheckedAdvice::Free, 0, mapping.populated)
+                .unchecked_advise_range(UncheckedAdvice::Free, 0, READ_CACHE_BLOCK_BYTES)
         };
         if freed.is_err() {
             return false;
@@ -222,8 +262,8 @@ struct Block {
     /// The mapping's first byte, taken once: slices read and write through
     /// it, never through `map`.
     start: NonNull<u8>,
-    /// Bytes from the start whose pages are taken; only grows.
-    populated: AtomicUsize,
+    /// The chunks whose pages are taken; only grows.
+    populated: AtomicU32,
     spares: Arc<SpareBlocks>,
 }
 
@@ -240,7 +280,7 @@ impl Block {
         Block {
             map: Some(map),
             start,
-            populated: AtomicUsize::new(populated),
+            populated: AtomicU32::new(populated),
             spares,
         }
     }
@@ -249,21 +289,31 @@ impl Block {
         Backing::block(self.start.as_ptr() as usize, READ_CACHE_BLOCK_BYTES)
     }
 
-    /// Takes the pages up to `end`, and on to the next chunk boundary, in
-    /// one call. Kernels before 5.14 lack `MADV_POPULATE_WRITE`: there the
-    /// pages fault in on first touch, as the general allocator's do.
-    fn populate_to(&self, end: usize) {
-        let done = self.populated.load(Ordering::Relaxed);
-        if end <= done {
+    /// Takes the pages of the chunks `[start, end)` lies in that are not
+    /// taken yet, one call per run of them. Only those: a small copy cut
+    /// past a large piece still being read in must not take the pages
+    /// between them in one stall. Kernels before 5.14 lack
+    /// `MADV_POPULATE_WRITE`: there the pages fault in on first touch, as
+    /// the general allocator's do.
+    fn populate(&self, start: usize, end: usize) {
+        let missing = chunks_of(start, end) & !self.populated.load(Ordering::Relaxed);
+        if missing == 0 {
             return;
         }
-        let to = end
-            .next_multiple_of(POPULATE_CHUNK_BYTES)
-            .min(READ_CACHE_BLOCK_BYTES);
         if let Some(map) = &self.map {
-            let _ = map.advise_range(Advice::PopulateWrite, done, to - done);
+            let mut left = missing;
+            while left != 0 {
+                let first = left.trailing_zeros() as usize;
+                let count = (left >> first).trailing_ones() as usize;
+                let _ = map.advise_range(
+                    Advice::PopulateWrite,
+                    first * POPULATE_CHUNK_BYTES,
+                    count * POPULATE_CHUNK_BYTES,
+                );
+                left &= !chunk_run(first, count);
+            }
         }
-        self.populated.fetch_max(to, Ordering::Relaxed);
+        self.populated.fetch_or(missing, Ordering::Relaxed);
     }
 }
 
@@ -302,18 +352,22 @@ impl BlockPiece {
     /// Copies `data` to `at` within the piece, taking the block's pages
     /// in bulk first. Pieces are written front to back, as they are cut.
     pub fn write_at(&mut self, at: usize, data: &[u8]) {
-        self.block.populate_to(self.offset + at + data.len());
+        let start = self.offset + at;
+        self.block.populate(start, start + data.len());
         self.as_mut_slice()[at..at + data.len()].copy_from_slice(data);
     }
 
     /// `len` bytes of the piece from `at`, to be written in place (a
-    /// socket read into them), their pages taken first. Until written they
-    /// hold zeros or an earlier copy's bytes. Write a large piece a
+    /// socket read into them), their pages taken first. Never read bytes
+    /// not written since the piece was cut: until written they hold an
+    /// earlier copy's bytes, or zeros, and on a lazily freed block the
+    /// kernel may turn the first into the second at any time. Write a large piece a
     /// [`POPULATE_CHUNK_BYTES`] at a time, front to back, as `write_at`
     /// does: taking a whole fresh block's pages in one call stalls the
     /// shard for milliseconds.
     pub fn writable(&mut self, at: usize, len: usize) -> &mut [u8] {
-        self.block.populate_to(self.offset + at + len);
+        let start = self.offset + at;
+        self.block.populate(start, start + len);
         &mut self.as_mut_slice()[at..at + len]
     }
 }
@@ -423,24 +477,36 @@ impl CacheBlocks {
 
     /// `len` bytes of a block, to be written with
     /// [`BlockPiece::write_at`] (until then they hold zeros or an earlier
-    /// copy's bytes). `None` for an empty or oversized copy, or when the
-    /// kernel refuses a new mapping.
+    /// copy's bytes). A piece of half a block or more (a read-ahead) takes a
+    /// block of its own: what the read caches of it may be a sliver, which
+    /// the cache then copies out to free the block. `None` for an empty or
+    /// oversized copy, or when the kernel refuses a new mapping.
     pub fn piece(&mut self, len: usize) -> Option<BlockPiece> {
+        self.cut(len, false)
+    }
+
+    /// [`piece`](Self::piece) for a follower's fetch response, whose
+    /// records the cache keeps whole: one of half a block or more starts a
+    /// fresh block, whose rest takes the small copies that follow when it
+    /// has more room than the open block. A 2.1 MiB response would
+    /// otherwise hold a block of its own, counted whole, with 1.9 MiB of it
+    /// never used.
+    pub fn frame_piece(&mut self, len: usize) -> Option<BlockPiece> {
+        self.cut(len, true)
+    }
+
+    fn cut(&mut self, len: usize, share_rest: bool) -> Option<BlockPiece> {
         if len == 0 || len > READ_CACHE_BLOCK_BYTES {
             return None;
         }
         if len * 2 >= READ_CACHE_BLOCK_BYTES {
             let block = self.take_block()?;
-            // The rest of the block takes the small copies that follow when
-            // it has more room than the open block: a follower's 2.1 MiB
-            // fetch response would otherwise hold a block of its own,
-            // counted whole, with 1.9 MiB of it never used.
             let used = len.next_multiple_of(PIECE_ALIGN);
             let open_room = self
                 .open
                 .as_ref()
                 .map_or(0, |(_, open_used)| READ_CACHE_BLOCK_BYTES - open_used);
-            if READ_CACHE_BLOCK_BYTES.saturating_sub(used) > open_room {
+            if share_rest && READ_CACHE_BLOCK_BYTES.saturating_sub(used) > open_room {
                 self.open = Some((block.clone(), used));
             }
             return Some(BlockPiece {
@@ -491,6 +557,15 @@ impl CacheBlocks {
         self.spares.release_all();
     }
 
+    /// Unmaps the lazily freed spares: the cache is full, so they are
+    /// memory it has no room for (its batches outside blocks, over 4 MiB
+    /// or in a cache too small for blocks, are not in the blocks' bound).
+    pub fn release_lazy_spares(&self) {
+        if self.spares.lazy_spare_count() > 0 {
+            self.spares.release_lazy();
+        }
+    }
+
     /// The cache's budget: how many blocks the shard may hold, in use and
     /// lazily freed (besides the kept spares).
     pub fn set_budget(&self, budget_bytes: usize) {
@@ -512,6 +587,8 @@ impl CacheBlocks {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const ALL_CHUNKS: ChunkMask = chunk_run(0, BLOCK_CHUNKS);
 
     #[test]
     fn small_copies_share_a_block_without_overlapping() {
@@ -551,7 +628,7 @@ mod tests {
         }
         assert_eq!(
             piece.block.populated.load(Ordering::Relaxed),
-            half.next_multiple_of(POPULATE_CHUNK_BYTES),
+            chunks_of(0, half),
             "pages taken chunk by chunk, up to the end written"
         );
         let (read, read_backing) = CacheCopy::Block(piece).freeze();
@@ -576,35 +653,74 @@ mod tests {
     }
 
     #[test]
-    fn small_copies_after_a_large_piece_share_its_block_when_it_has_more_room() {
+    fn small_copies_after_a_large_frame_share_its_block_when_it_has_more_room() {
         let mut blocks = CacheBlocks::default();
         // The open block is three quarters used.
-        let (first, open_backing) = blocks
-            .copy(&vec![1u8; READ_CACHE_BLOCK_BYTES * 3 / 4])
-            .freeze();
-        // A 2.1 MiB frame starts a fresh block with more room left.
+        let quarter = READ_CACHE_BLOCK_BYTES / 4;
+        let first: Vec<_> = (0..3)
+            .map(|_| blocks.copy(&vec![1u8; quarter]).freeze())
+            .collect();
+        let open_backing = first[0].1;
+        assert!(first.iter().all(|(_, b)| *b == open_backing));
+        // A read-ahead of 2.1 MiB keeps its block to itself: the read may
+        // cache a sliver of it, which the cache then copies out.
         let large_len = READ_CACHE_BLOCK_BYTES / 2 + 100 * 1024;
-        let mut large = blocks.piece(large_len).expect("a block");
+        let read_ahead = blocks.piece(large_len).expect("a block");
+        let (_, after_read_ahead) = blocks.copy(&[5u8; 1000]).freeze();
+        assert_eq!(after_read_ahead, open_backing);
+        // A follower's 2.1 MiB frame starts a fresh block with more room
+        // left than the open one: the small copies that follow fill it.
+        let mut large = blocks.frame_piece(large_len).expect("a block");
         large.write_at(0, &vec![2u8; large_len]);
         let (large, large_backing) = CacheCopy::Block(large).freeze();
         assert_ne!(large_backing, open_backing);
         let (small, small_backing) = blocks.copy(&[3u8; 1000]).freeze();
         assert_eq!(
             small_backing, large_backing,
-            "the small copy fills the large one's block"
+            "the small copy fills the frame's block"
         );
         let (large_end, small_start) = (
             large.as_ptr() as usize + large.len(),
             small.as_ptr() as usize,
         );
-        assert!(large_end <= small_start, "after the large piece");
+        assert!(large_end <= small_start, "after the frame");
         assert!(large.iter().all(|&x| x == 2) && small.iter().all(|&x| x == 3));
-        // A whole-block piece leaves no room: the open block stays.
-        let whole = blocks.piece(READ_CACHE_BLOCK_BYTES).expect("a block");
+        // A whole-block frame leaves no room: the open block stays.
+        let whole = blocks.frame_piece(READ_CACHE_BLOCK_BYTES).expect("a block");
         let (next, next_backing) = blocks.copy(&[4u8; 1000]).freeze();
         assert_eq!(next_backing, large_backing);
-        assert_eq!(blocks.stats().mapped, 3);
-        drop((first, large, small, whole, next));
+        assert_eq!(blocks.stats().mapped, 4);
+        drop((first, read_ahead, large, small, whole, next));
+    }
+
+    #[test]
+    fn a_small_copy_past_a_frame_still_being_read_takes_only_its_own_pages() {
+        let mut blocks = CacheBlocks::default();
+        let len = READ_CACHE_BLOCK_BYTES * 3 / 4;
+        let mut frame = blocks.frame_piece(len).expect("a block");
+        // The socket has filled the frame's first chunk so far.
+        frame.writable(0, POPULATE_CHUNK_BYTES).fill(6);
+        // A leader's copy is cut past the frame meanwhile.
+        let (small, small_backing) = blocks.copy(&[7u8; 1000]).freeze();
+        assert_eq!(
+            small_backing,
+            Backing::block(frame.block.start.as_ptr() as usize, READ_CACHE_BLOCK_BYTES)
+        );
+        let small_at = small.as_ptr() as usize - frame.block.start.as_ptr() as usize;
+        assert_eq!(
+            frame.block.populated.load(Ordering::Relaxed),
+            chunks_of(0, POPULATE_CHUNK_BYTES) | chunks_of(small_at, small_at + small.len()),
+            "the chunks between the two are not taken in one stall"
+        );
+        // The rest of the frame arrives, chunk by chunk.
+        let mut at = POPULATE_CHUNK_BYTES;
+        while at < len {
+            let chunk = (len - at).min(POPULATE_CHUNK_BYTES);
+            frame.writable(at, chunk).fill(6);
+            at += chunk;
+        }
+        let (frame, _) = CacheCopy::Block(frame).freeze();
+        assert!(frame.iter().all(|&x| x == 6) && small.iter().all(|&x| x == 7));
     }
 
     #[test]
@@ -623,7 +739,7 @@ mod tests {
         let piece = blocks.piece(READ_CACHE_BLOCK_BYTES).expect("a block");
         assert_eq!(
             piece.block.populated.load(Ordering::Relaxed),
-            READ_CACHE_BLOCK_BYTES,
+            ALL_CHUNKS,
             "its pages are still taken"
         );
         let mut copy = CacheCopy::Block(piece);
@@ -668,7 +784,7 @@ mod tests {
             .collect();
         assert!(kept
             .iter()
-            .all(|p| p.block.populated.load(Ordering::Relaxed) == READ_CACHE_BLOCK_BYTES));
+            .all(|p| p.block.populated.load(Ordering::Relaxed) == ALL_CHUNKS));
         let mut piece = blocks.piece(READ_CACHE_BLOCK_BYTES).expect("a block");
         assert_eq!(
             piece.block.populated.load(Ordering::Relaxed),
@@ -696,6 +812,45 @@ mod tests {
         let stats = blocks.stats();
         assert_eq!((stats.spare_blocks, stats.lazy_spare_blocks), (0, 0));
         assert_eq!(stats.released, stats.mapped, "every block unmapped");
+    }
+
+    #[test]
+    fn a_lazy_spare_holds_its_old_bytes_or_zeros_and_takes_the_next_write() {
+        let mut blocks = CacheBlocks::with_budget(READ_CACHE_BLOCK_BYTES);
+        // The kept spares, and one block more, which is freed lazily.
+        let held: Vec<_> = (0..=READ_CACHE_SPARE_BLOCKS)
+            .map(|i| {
+                blocks
+                    .copy(&vec![i as u8 + 1; READ_CACHE_BLOCK_BYTES])
+                    .freeze()
+            })
+            .collect();
+        let old = READ_CACHE_SPARE_BLOCKS as u8 + 1;
+        drop(held);
+        assert_eq!(blocks.stats().lazy_spare_blocks, 1);
+        let kept: Vec<_> = (0..READ_CACHE_SPARE_BLOCKS)
+            .map(|_| blocks.piece(READ_CACHE_BLOCK_BYTES).expect("a block"))
+            .collect();
+        let mut piece = blocks.piece(READ_CACHE_BLOCK_BYTES).expect("a block");
+        let start = piece.block.start.as_ptr();
+        // Ask the kernel to take the pages now, as memory pressure would
+        // (Linux 5.4 and later; a page still in a per-CPU batch may stay).
+        // SAFETY: the range is the block's own mapping, which no slice
+        // covers but the piece, which has not been written yet.
+        unsafe { libc::madvise(start.cast(), READ_CACHE_BLOCK_BYTES, libc::MADV_PAGEOUT) };
+        for page in (0..READ_CACHE_BLOCK_BYTES).step_by(4096) {
+            // SAFETY: within the mapping; read before the piece writes it,
+            // which only this test does, to see what a lazy spare holds.
+            let byte = unsafe { std::ptr::read_volatile(start.add(page)) };
+            assert!(byte == old || byte == 0, "page {page} holds {byte}");
+        }
+        piece.write_at(0, &vec![0x5A; READ_CACHE_BLOCK_BYTES]);
+        let (bytes, _) = CacheCopy::Block(piece).freeze();
+        assert!(
+            bytes.iter().all(|&x| x == 0x5A),
+            "every page takes the write"
+        );
+        drop(kept);
     }
 
     #[test]
