@@ -2,11 +2,12 @@
 # What the read cache pays to grow again after it let go of its memory
 # (issue 33): a topic the cache was full of is deleted, and produce goes on
 # to another topic at a steady rate, as after a test run's clean-up or a
-# retention pass. The cache's blocks then come back: as kept spares (at most
-# READ_CACHE_SPARE_BLOCKS), as lazily freed blocks (MADV_FREE, whose pages
-# the kernel left in place) or as fresh mappings, whose every page is taken
-# anew. With --baseline, a second build runs the same rounds, alternating
-# with this one, so that the two are compared side by side in one run.
+# retention pass. The cache's blocks then come back as kept spares (at most
+# READ_CACHE_SPARE_BLOCKS) or as fresh mappings, whose every page is taken
+# anew (tuning/README.md, "Lazily freed spares", measured the alternative
+# with this script). With --baseline, a second build runs the same rounds,
+# alternating with this one, so that the two are compared side by side in
+# one run.
 #
 #   tuning/regrowth.sh                          # target/release, 2 rounds
 #   tuning/regrowth.sh --bin DIR                # DIR holds the build to measure
@@ -40,7 +41,7 @@ while [ $# -gt 0 ]; do
     --rate) rate=$2; shift 2 ;;
     --fill-s) fill_s=$2; shift 2 ;;
     --measure-s) measure_s=$2; shift 2 ;;
-    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
     *) echo "regrowth.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -96,8 +97,8 @@ lg() {  # lg TOPIC SECONDS [extra args]: one produce run's JSON
 }
 
 TICK=$(getconf CLK_TCK)
-echo "| round | build | MB/s | p99 ms | CPU s per GB | faults per MB | blocks mapped | blocks reused | lazy spares before (MiB) |"
-echo "|---|---|---|---|---|---|---|---|---|"
+echo "| round | build | MB/s | p99 ms | CPU s per GB | faults per MB | blocks mapped | blocks reused |"
+echo "|---|---|---|---|---|---|---|---|"
 for round in $(seq 1 "$rounds"); do
   for dir in "${builds[@]}"; do
     WORK=$(mktemp -d "$REPO/target/regrowth.XXXXXX")
@@ -118,8 +119,6 @@ for round in $(seq 1 "$rounds"); do
       [ $SECONDS -lt $end ] || { echo "regrowth.sh: the deleted topic's cache did not drain in 30 s (read: ${used:-no answer})" >&2; exit 1; }
       sleep 0.2
     done
-    # Builds before the lazy spares have no such gauge.
-    lazy=$(metric "$MPORT" pinlog_read_cache_lazy_spare_bytes || echo 0)
     mapped0=$(metric "$MPORT" pinlog_read_cache_blocks_mapped_total)
     reused0=$(metric "$MPORT" pinlog_read_cache_blocks_reused_total)
     read -r faults0 ticks0 < <(stat_fields "$PID")
@@ -131,9 +130,9 @@ for round in $(seq 1 "$rounds"); do
     build=$([ "$dir" = "${builds[0]}" ] && echo this || echo baseline)
     jq -r --arg r "$round" --arg build "$build" --argjson ticks $((ticks1 - ticks0)) --argjson tck "$TICK" \
       --argjson faults $((faults1 - faults0)) --argjson warm_s 2 \
-      --argjson mapped $((mapped1 - mapped0)) --argjson reused $((reused1 - reused0)) --argjson lazy "$lazy" '
+      --argjson mapped $((mapped1 - mapped0)) --argjson reused $((reused1 - reused0)) '
       (.bytes * (1 + $warm_s / .duration_s)) as $bytes
-      | "| \($r) | \($build) | \(.mb_per_s * 10 | round / 10) | \(.latency_us.p99 / 100 | round / 10) | \(($ticks / $tck) / ($bytes / 1e9) * 100 | round / 100) | \($faults / ($bytes / 1e6) * 10 | round / 10) | \($mapped) | \($reused) | \($lazy / 1048576 | round) |"' <<< "$out"
+      | "| \($r) | \($build) | \(.mb_per_s * 10 | round / 10) | \(.latency_us.p99 / 100 | round / 10) | \(($ticks / $tck) / ($bytes / 1e9) * 100 | round / 100) | \($faults / ($bytes / 1e6) * 10 | round / 10) | \($mapped) | \($reused) |"' <<< "$out"
     stop "$PID"; PID=""
     rm -rf "$WORK"; WORK=""
   done

@@ -191,10 +191,9 @@ pub const READ_CACHE_SPARSE_BUFFER_DIVISOR: usize = 4;
 /// read-ahead) in blocks of this size, whose pages it takes in bulk and
 /// reuses after eviction (`log::cache_blocks`): a read-ahead fills one.
 pub const READ_CACHE_BLOCK_BYTES: usize = READ_AHEAD_BYTES as usize;
-/// Freed blocks a shard keeps for reuse with their pages (32 MiB). A block
-/// freed past this is given back lazily (`MADV_FREE`) while the shard's
-/// blocks stay within its budget, and unmapped otherwise, so a deleted
-/// topic's memory goes to whoever needs it next.
+/// Freed blocks a shard keeps for reuse (32 MiB); a block freed past this
+/// goes back to the kernel at once, so a deleted topic's memory does not
+/// stay with the broker.
 pub const READ_CACHE_SPARE_BLOCKS: usize = 8;
 /// The cache copies into blocks only while its budget holds at least this
 /// many of them (64 MiB): in a smaller cache a block, counted whole, would

@@ -171,11 +171,6 @@ pub struct CacheStats {
     /// Memory in freed blocks kept for reuse (`cache_blocks`): not part of
     /// `used_bytes`, and at most `READ_CACHE_SPARE_BLOCKS` blocks.
     pub spare_bytes: u64,
-    /// Freed blocks given back lazily (`MADV_FREE`) and kept for reuse:
-    /// the kernel takes their pages when it needs memory. Kept only while
-    /// the shard's blocks, in use and lazy, fit the budget (the kept
-    /// spares aside), and unmapped when the cache fills up.
-    pub lazy_spare_bytes: u64,
     /// Blocks mapped, and freed blocks used again.
     pub blocks_mapped: u64,
     pub blocks_reused: u64,
@@ -244,7 +239,7 @@ impl BatchCache {
             next_tick: 0,
             next_key: 0,
             stats: CacheStats::default(),
-            blocks: CacheBlocks::with_budget(capacity_bytes),
+            blocks: CacheBlocks::default(),
         }
     }
 
@@ -290,7 +285,6 @@ impl BatchCache {
     /// are outside it; one too small for blocks lets go of the open one.
     pub fn set_capacity(&mut self, capacity_bytes: usize) {
         self.capacity_bytes = capacity_bytes.min(self.ceiling_bytes);
-        self.blocks.set_budget(self.capacity_bytes);
         let short = self.used_bytes > self.capacity_bytes;
         if !self.uses_blocks() {
             self.blocks.close_open_block();
@@ -307,7 +301,6 @@ impl BatchCache {
         let blocks = self.blocks.stats();
         CacheStats {
             spare_bytes: blocks.spare_blocks * READ_CACHE_BLOCK_BYTES as u64,
-            lazy_spare_bytes: blocks.lazy_spare_blocks * READ_CACHE_BLOCK_BYTES as u64,
             blocks_mapped: blocks.mapped,
             blocks_reused: blocks.reused,
             capacity_bytes: self.capacity_bytes as u64,
@@ -613,10 +606,6 @@ impl BatchCache {
     /// they are copied out, so that a few recently read batches never keep
     /// a large buffer, or the eviction of everything older, going.
     fn evict_to_capacity(&mut self) {
-        if self.used_bytes > self.capacity_bytes {
-            // Lazy spares live in the room a cache below its budget leaves.
-            self.blocks.release_lazy_spares();
-        }
         while self.used_bytes > self.capacity_bytes {
             let Some((_, (key, base))) = self.lru.pop_first() else {
                 return;
@@ -770,7 +759,6 @@ impl BatchCache {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::constants::READ_CACHE_SPARE_BLOCKS;
 
     fn batch(base: i64, last: i64, size: usize) -> CachedBatch {
         CachedBatch::owned(base, last, Bytes::from(vec![0u8; size]))
@@ -879,35 +867,6 @@ mod tests {
         assert!(c.used_bytes() <= 2 * READ_CACHE_BLOCK_BYTES);
         let b = copied(&mut c, blocks as i64, 1000);
         assert_eq!(b.backing, Backing::of(&b.bytes));
-    }
-
-    #[test]
-    fn a_cache_that_fills_up_unmaps_its_lazy_spares() {
-        let mut c = BatchCache::new(BLOCKS_MIN_CAPACITY);
-        let key = c.register();
-        let blocks = READ_CACHE_BLOCKS_MIN_CAPACITY_BLOCKS;
-        for i in 0..blocks as i64 {
-            let b = copied(&mut c, i, READ_CACHE_BLOCK_BYTES);
-            c.insert(key, b);
-        }
-        c.truncate(key, 0);
-        let lazy = (blocks - READ_CACHE_SPARE_BLOCKS) * READ_CACHE_BLOCK_BYTES;
-        assert_eq!(c.stats().lazy_spare_bytes as usize, lazy);
-        // Batches too large for a block fill the cache from the heap: the
-        // blocks' own bound does not see them, the cache's budget does.
-        let mut next = blocks as i64;
-        while c.stats().evictions == 0 {
-            let b = copied(&mut c, next, READ_CACHE_BLOCK_BYTES + 1);
-            assert_eq!(b.backing, Backing::of(&b.bytes), "from the heap");
-            c.insert(key, b);
-            if c.stats().evictions == 0 {
-                assert_eq!(c.stats().lazy_spare_bytes as usize, lazy);
-            }
-            next += 1;
-            assert!(next < 3 * blocks as i64, "the cache never filled up");
-        }
-        assert_eq!(c.stats().lazy_spare_bytes, 0, "unmapped when it filled up");
-        assert!(c.stats().spare_bytes > 0, "the kept spares stay");
     }
 
     #[test]

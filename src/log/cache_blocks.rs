@@ -19,18 +19,14 @@
 //! cache. A block whose last slice is dropped goes back to its shard's
 //! spares and is reused, its pages already taken.
 //!
-//! Past [`READ_CACHE_SPARE_BLOCKS`] spares, a freed block (a deleted
-//! topic's, a segment's that retention removed) is given back lazily: its
-//! pages are marked free (`MADV_FREE`), which the kernel takes only when
-//! it needs memory, as it takes clean page cache, and which it leaves in
-//! place otherwise. Reused before that, such a block costs a walk of its
-//! page tables instead of a fault or a fresh page each (less than half the
-//! cost of a fresh block, `benches/page_populate.rs`), and the pages the
-//! kernel did take come back zeroed. Lazy spares are kept only while the
-//! shard's blocks, in use and spare, stay within its cache budget plus the
-//! kept spares, which is the bound the cache always had; past it, when
-//! the cache fills up, or when the machine is short of memory, they are
-//! unmapped.
+//! Spares past [`READ_CACHE_SPARE_BLOCKS`] are unmapped at once, so memory
+//! the cache lets go of (a deleted topic) goes back to the kernel. Giving
+//! them back lazily instead (`MADV_FREE`, reused if the kernel had not
+//! taken their pages) halved the cost of regrowing the cache, but left the
+//! machine's free memory to reclaim: other processes' allocations then
+//! stalled (memory pressure of 11% with 20 GB available), and the
+//! cache's own budget fell with it (`tuning/README.md`, "Read cache
+//! memory").
 //!
 //! Copies of less than half a block share one, bump-allocated; a copy of
 //! half a block or more starts a fresh block: a read-ahead keeps it to
@@ -48,11 +44,11 @@
 
 use std::ops::{Deref, DerefMut};
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use bytes::{Bytes, BytesMut};
-use memmap2::{Advice, MmapMut, UncheckedAdvice};
+use memmap2::{Advice, MmapMut};
 
 use crate::constants::{READ_CACHE_BLOCK_BYTES, READ_CACHE_SPARE_BLOCKS};
 use crate::log::batch_cache::Backing;
@@ -90,17 +86,14 @@ fn chunks_of(start: usize, end: usize) -> ChunkMask {
 /// Counters of a shard's blocks, for the metrics.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct BlockStats {
-    /// Freed blocks waiting to be used again with their pages.
+    /// Freed blocks waiting to be used again.
     pub spare_blocks: u64,
-    /// Freed blocks given back lazily, waiting to be used again: the
-    /// kernel may have taken some or all of their pages.
-    pub lazy_spare_blocks: u64,
     /// Blocks mapped.
     pub mapped: u64,
     /// Freed blocks kept and used again.
     pub reused: u64,
-    /// Blocks unmapped: freed past the spares' bounds, or every spare when
-    /// the machine was short of memory.
+    /// Freed blocks unmapped because enough were spare, or because the
+    /// machine was short of memory.
     pub released: u64,
 }
 
@@ -111,61 +104,30 @@ struct Mapping {
     populated: ChunkMask,
 }
 
-/// The freed blocks of a shard.
-#[derive(Default)]
-struct Spares {
-    /// Kept with their pages; used first.
-    kept: Vec<Mapping>,
-    /// Given back lazily (`MADV_FREE`); their `populated` is empty, since
-    /// the kernel may have taken any of their pages.
-    lazy: Vec<Mapping>,
-}
-
 /// A shard's freed blocks, waiting to be used again. Shared with every
 /// block, which comes back here when its last slice is dropped.
 #[derive(Default)]
 pub struct SpareBlocks {
-    spares: Mutex<Spares>,
-    /// The shard's cache budget, in blocks: lazy spares are kept only
-    /// while the blocks held (in use and spare) stay within it plus the
-    /// kept spares.
-    budget_blocks: AtomicUsize,
+    blocks: Mutex<Vec<Mapping>>,
     mapped: AtomicU64,
     reused: AtomicU64,
     released: AtomicU64,
 }
 
 impl SpareBlocks {
-    fn lock(&self) -> std::sync::MutexGuard<'_, Spares> {
-        // A panic while the lock is held leaves valid Vecs.
-        self.spares.lock().unwrap_or_else(|e| e.into_inner())
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Mapping>> {
+        // A panic while the lock is held leaves a valid Vec.
+        self.blocks.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     pub fn spare_count(&self) -> usize {
-        self.lock().kept.len()
+        self.lock().len()
     }
 
-    pub fn lazy_spare_count(&self) -> usize {
-        self.lock().lazy.len()
-    }
-
-    /// Blocks mapped and not unmapped since: in use, kept or lazy. Read
-    /// under the spares' lock: a block counts as released only after it
-    /// passed through that lock, which is after its mapping was counted.
-    fn held(&self) -> u64 {
-        self.mapped
-            .load(Ordering::Relaxed)
-            .saturating_sub(self.released.load(Ordering::Relaxed))
-    }
-
-    /// A kept spare, a lazy one, or a new mapping (its pages not yet
-    /// taken); `None` when the kernel refuses the mapping.
+    /// A spare block, or a new mapping (its pages not yet taken); `None`
+    /// when the kernel refuses the mapping.
     fn take(&self) -> Option<Mapping> {
-        let spare = {
-            let mut spares = self.lock();
-            spares.kept.pop().or_else(|| spares.lazy.pop())
-        };
-        if let Some(mapping) = spare {
+        if let Some(mapping) = self.lock().pop() {
             self.reused.fetch_add(1, Ordering::Relaxed);
             return Some(mapping);
         }
@@ -174,86 +136,27 @@ impl SpareBlocks {
         Some(Mapping { map, populated: 0 })
     }
 
-    /// Unmaps every spare, kept and lazy (after the lock is released): the
-    /// machine is short of memory, and spares are outside the budget.
+    /// Unmaps every spare (after the lock is released): the machine is
+    /// short of memory, and spares are outside the cache's budget.
     fn release_all(&self) {
         let spares = std::mem::take(&mut *self.lock());
-        self.released.fetch_add(
-            (spares.kept.len() + spares.lazy.len()) as u64,
-            Ordering::Relaxed,
-        );
+        self.released
+            .fetch_add(spares.len() as u64, Ordering::Relaxed);
         drop(spares);
-    }
-
-    /// Unmaps the lazy spares (after the lock is released).
-    fn release_lazy(&self) {
-        let lazy = std::mem::take(&mut self.lock().lazy);
-        self.released
-            .fetch_add(lazy.len() as u64, Ordering::Relaxed);
-        drop(lazy);
-    }
-
-    /// A new budget: lazy spares past it are unmapped.
-    fn set_budget_blocks(&self, blocks: usize) {
-        self.budget_blocks.store(blocks, Ordering::Relaxed);
-        let excess = {
-            let mut spares = self.lock();
-            let over = self.held().saturating_sub(self.bound()) as usize;
-            let keep = spares.lazy.len().saturating_sub(over);
-            spares.lazy.split_off(keep)
-        };
-        self.released
-            .fetch_add(excess.len() as u64, Ordering::Relaxed);
-        drop(excess);
-    }
-
-    /// The most blocks the shard holds while it keeps lazy spares.
-    fn bound(&self) -> u64 {
-        (self.budget_blocks.load(Ordering::Relaxed) + READ_CACHE_SPARE_BLOCKS) as u64
     }
 
     /// A freed block: kept while fewer than [`READ_CACHE_SPARE_BLOCKS`]
-    /// wait; given back lazily while the blocks held stay within the
-    /// budget; unmapped otherwise (after the lock is released).
-    fn give_back(&self, mut mapping: Mapping) {
-        let mut spares = self.lock();
-        if spares.kept.len() < READ_CACHE_SPARE_BLOCKS {
-            spares.kept.push(mapping);
-            return;
-        }
-        let lazy = self.held() <= self.bound();
-        drop(spares);
-        if lazy && free_lazily(&mut mapping) {
-            let mut spares = self.lock();
-            // A lower budget may have come meanwhile.
-            if self.held() <= self.bound() {
-                spares.lazy.push(mapping);
-                return;
-            }
-        }
-        self.released.fetch_add(1, Ordering::Relaxed);
-        drop(mapping);
-    }
-}
-
-/// Marks a mapping's pages free for the kernel to take when it needs
-/// memory. `false` when the kernel refuses (before Linux 4.5).
-fn free_lazily(mapping: &mut Mapping) -> bool {
-    if mapping.populated != 0 {
-        // SAFETY: the block is freed: no slice of it is left to see a page
-        // turn to zeros. After its reuse only bytes written since are ever
-        // read (`BlockPiece`), and a write keeps its page.
-        let freed = unsafe {
-            mapping
-                .map
-                .unchecked_advise_range(UncheckedAdvice::Free, 0, READ_CACHE_BLOCK_BYTES)
-        };
-        if freed.is_err() {
-            return false;
+    /// wait, unmapped otherwise (after the lock is released).
+    fn give_back(&self, mapping: Mapping) {
+        let mut blocks = self.lock();
+        if blocks.len() < READ_CACHE_SPARE_BLOCKS {
+            blocks.push(mapping);
+        } else {
+            drop(blocks);
+            self.released.fetch_add(1, Ordering::Relaxed);
+            drop(mapping);
         }
     }
-    mapping.populated = 0;
-    true
 }
 
 /// One block in use: its mapping, and the spares it goes back to.
@@ -360,8 +263,7 @@ impl BlockPiece {
     /// `len` bytes of the piece from `at`, to be written in place (a
     /// socket read into them), their pages taken first. Never read bytes
     /// not written since the piece was cut: until written they hold an
-    /// earlier copy's bytes, or zeros, and on a lazily freed block the
-    /// kernel may turn the first into the second at any time. Write a large piece a
+    /// earlier copy's bytes, or zeros. Write a large piece a
     /// [`POPULATE_CHUNK_BYTES`] at a time, front to back, as `write_at`
     /// does: taking a whole fresh block's pages in one call stalls the
     /// shard for milliseconds.
@@ -456,13 +358,6 @@ impl std::fmt::Debug for CacheBlocks {
 }
 
 impl CacheBlocks {
-    /// An allocator for a cache whose budget is `budget_bytes`.
-    pub fn with_budget(budget_bytes: usize) -> CacheBlocks {
-        let blocks = CacheBlocks::default();
-        blocks.set_budget(budget_bytes);
-        blocks
-    }
-
     /// A copy of `bytes`: in a block when it is at most a block, from the
     /// general allocator otherwise.
     pub fn copy(&mut self, bytes: &[u8]) -> CacheCopy {
@@ -557,26 +452,9 @@ impl CacheBlocks {
         self.spares.release_all();
     }
 
-    /// Unmaps the lazily freed spares: the cache is full, so they are
-    /// memory it has no room for (its batches outside blocks, over 4 MiB
-    /// or in a cache too small for blocks, are not in the blocks' bound).
-    pub fn release_lazy_spares(&self) {
-        if self.spares.lazy_spare_count() > 0 {
-            self.spares.release_lazy();
-        }
-    }
-
-    /// The cache's budget: how many blocks the shard may hold, in use and
-    /// lazily freed (besides the kept spares).
-    pub fn set_budget(&self, budget_bytes: usize) {
-        self.spares
-            .set_budget_blocks(budget_bytes / READ_CACHE_BLOCK_BYTES);
-    }
-
     pub fn stats(&self) -> BlockStats {
         BlockStats {
             spare_blocks: self.spares.spare_count() as u64,
-            lazy_spare_blocks: self.spares.lazy_spare_count() as u64,
             mapped: self.spares.mapped.load(Ordering::Relaxed),
             reused: self.spares.reused.load(Ordering::Relaxed),
             released: self.spares.released.load(Ordering::Relaxed),
@@ -757,100 +635,6 @@ mod tests {
             count - READ_CACHE_SPARE_BLOCKS,
             "every block past the spares' limit went back to the kernel"
         );
-    }
-
-    #[test]
-    fn blocks_freed_past_the_spares_are_given_back_lazily_within_the_budget() {
-        let budget = 4;
-        let mut blocks = CacheBlocks::with_budget(budget * READ_CACHE_BLOCK_BYTES);
-        // One block more than the budget and the kept spares allow.
-        let count = READ_CACHE_SPARE_BLOCKS + budget + 1;
-        let held: Vec<(Bytes, Backing)> = (0..count)
-            .map(|i| blocks.copy(&vec![i as u8; READ_CACHE_BLOCK_BYTES]).freeze())
-            .collect();
-        drop(held);
-        let stats = blocks.stats();
-        assert_eq!(stats.spare_blocks as usize, READ_CACHE_SPARE_BLOCKS);
-        assert_eq!(
-            stats.released, 1,
-            "the first block past the bound went back to the kernel at once"
-        );
-        assert_eq!(stats.lazy_spare_blocks as usize, budget, "the rest lazily");
-
-        // Kept spares are used first, with their pages; then lazy ones,
-        // whose pages are taken again as they are written.
-        let kept: Vec<_> = (0..READ_CACHE_SPARE_BLOCKS)
-            .map(|_| blocks.piece(READ_CACHE_BLOCK_BYTES).expect("a block"))
-            .collect();
-        assert!(kept
-            .iter()
-            .all(|p| p.block.populated.load(Ordering::Relaxed) == ALL_CHUNKS));
-        let mut piece = blocks.piece(READ_CACHE_BLOCK_BYTES).expect("a block");
-        assert_eq!(
-            piece.block.populated.load(Ordering::Relaxed),
-            0,
-            "the kernel may have taken any of a lazy spare's pages"
-        );
-        let half = READ_CACHE_BLOCK_BYTES / 2;
-        piece.write_at(0, &vec![0xAB; half]);
-        piece.write_at(half, &vec![0xCD; half]);
-        let (reused, _) = CacheCopy::Block(piece).freeze();
-        assert!(reused[..half].iter().all(|&x| x == 0xAB));
-        assert!(reused[half..].iter().all(|&x| x == 0xCD));
-        let stats = blocks.stats();
-        assert_eq!(stats.mapped as usize, count, "no new mapping");
-        assert_eq!(stats.reused as usize, READ_CACHE_SPARE_BLOCKS + 1);
-        assert_eq!(stats.lazy_spare_blocks as usize, budget - 1);
-        drop((kept, reused));
-
-        // A lower budget unmaps the lazy spares past it; a machine short
-        // of memory unmaps every spare.
-        blocks.set_budget(READ_CACHE_BLOCK_BYTES);
-        assert_eq!(blocks.stats().lazy_spare_blocks, 1);
-        assert_eq!(blocks.spares.held(), (READ_CACHE_SPARE_BLOCKS + 1) as u64);
-        blocks.release_spares();
-        let stats = blocks.stats();
-        assert_eq!((stats.spare_blocks, stats.lazy_spare_blocks), (0, 0));
-        assert_eq!(stats.released, stats.mapped, "every block unmapped");
-    }
-
-    #[test]
-    fn a_lazy_spare_holds_its_old_bytes_or_zeros_and_takes_the_next_write() {
-        let mut blocks = CacheBlocks::with_budget(READ_CACHE_BLOCK_BYTES);
-        // The kept spares, and one block more, which is freed lazily.
-        let held: Vec<_> = (0..=READ_CACHE_SPARE_BLOCKS)
-            .map(|i| {
-                blocks
-                    .copy(&vec![i as u8 + 1; READ_CACHE_BLOCK_BYTES])
-                    .freeze()
-            })
-            .collect();
-        let old = READ_CACHE_SPARE_BLOCKS as u8 + 1;
-        drop(held);
-        assert_eq!(blocks.stats().lazy_spare_blocks, 1);
-        let kept: Vec<_> = (0..READ_CACHE_SPARE_BLOCKS)
-            .map(|_| blocks.piece(READ_CACHE_BLOCK_BYTES).expect("a block"))
-            .collect();
-        let mut piece = blocks.piece(READ_CACHE_BLOCK_BYTES).expect("a block");
-        let start = piece.block.start.as_ptr();
-        // Ask the kernel to take the pages now, as memory pressure would
-        // (Linux 5.4 and later; a page still in a per-CPU batch may stay).
-        // SAFETY: the range is the block's own mapping, which no slice
-        // covers but the piece, which has not been written yet.
-        unsafe { libc::madvise(start.cast(), READ_CACHE_BLOCK_BYTES, libc::MADV_PAGEOUT) };
-        for page in (0..READ_CACHE_BLOCK_BYTES).step_by(4096) {
-            // SAFETY: within the mapping; read before the piece writes it,
-            // which only this test does, to see what a lazy spare holds.
-            let byte = unsafe { std::ptr::read_volatile(start.add(page)) };
-            assert!(byte == old || byte == 0, "page {page} holds {byte}");
-        }
-        piece.write_at(0, &vec![0x5A; READ_CACHE_BLOCK_BYTES]);
-        let (bytes, _) = CacheCopy::Block(piece).freeze();
-        assert!(
-            bytes.iter().all(|&x| x == 0x5A),
-            "every page takes the write"
-        );
-        drop(kept);
     }
 
     #[test]

@@ -286,14 +286,6 @@ pub fn render(shards: &[ShardSnapshot]) -> String {
     per_shard(
         &mut out,
         shards,
-        "pinlog_read_cache_lazy_spare_bytes",
-        "gauge",
-        "Freed blocks of the shard's read cache given back with MADV_FREE and kept for reuse: the kernel takes their pages when it needs memory, and until then they count in the process's RSS.",
-        |s| s.read_cache.lazy_spare_bytes,
-    );
-    per_shard(
-        &mut out,
-        shards,
         "pinlog_read_cache_blocks_mapped_total",
         "counter",
         "Memory blocks the shard's read cache took from the kernel for its copies.",
@@ -540,7 +532,6 @@ mod tests {
             "pinlog_read_cache_batch_bytes",
             "pinlog_read_cache_ceiling_bytes",
             "pinlog_read_cache_spare_bytes",
-            "pinlog_read_cache_lazy_spare_bytes",
             "pinlog_read_cache_blocks_mapped_total",
             "pinlog_read_cache_blocks_reused_total",
             "pinlog_fetch_sessions_follower",
