@@ -919,16 +919,8 @@ fi
 if want p3; then
 if [ -w /proc/sys/vm/drop_caches ]; then DROP_CACHES=1; fi
 drop_caches() { sync; if [ "$DROP_CACHES" = 1 ]; then echo 3 > /proc/sys/vm/drop_caches; fi; }
-say "P3: filling topic p3 with $P3_RECORDS records ($((P3_BYTES / 1048576)) MiB) on each broker"
-for b in pinlog kafka; do
-  if [ $b = pinlog ]; then addr=$PL_ADDR; pid=$PL_PID; else addr=$KF_ADDR; pid=$KF_PID; fi
-  create_topic "$addr" p3 "$PARTS" || die "could not create p3 on $b"
-  lg "p3fill.$b" "$pid" 600 produce --bootstrap "$addr" --topic p3 --partitions "$PARTS" \
-    --record-size "$RECORD" --key-space none --batch-bytes "$LG_BATCH" --linger-ms "$LG_LINGER" \
-    --acks 1 --compression none --producers "$LG_CONNS" --records "$P3_RECORDS"
-done
 # pinlog's read cache counters summed over its shards: "hits misses
-# evictions filled_bytes".
+# evictions filled_bytes used_bytes capacity_bytes" (the last two: now).
 pinlog_cache_counters() {
   local metrics
   metrics=$(sed -n 's/^"metrics.listen" = "\(.*\)"$/\1/p' "$WORK/pinlog-main/pinlog.toml")
@@ -937,20 +929,46 @@ pinlog_cache_counters() {
     /^pinlog_read_cache_misses_total\{/ { m += $2 }
     /^pinlog_read_cache_evictions_total\{/ { e += $2 }
     /^pinlog_read_cache_filled_bytes_total\{/ { f += $2 }
-    END { printf "%d %d %d %d\n", h, m, e, f }'
+    /^pinlog_read_cache_bytes\{/ { u += $2 }
+    /^pinlog_read_cache_capacity_bytes\{/ { c += $2 }
+    END { printf "%d %d %d %d %d %d\n", h, m, e, f, u, c }'
 }
+# cache_window NAME BEFORE AFTER: what pinlog's read cache did between two
+# readings of pinlog_cache_counters, into $RES/NAME.cache.json.
+cache_window() {
+  local h0 m0 e0 f0 h1 m1 e1 f1 u1 c1
+  read -r h0 m0 e0 f0 _ _ <<<"$2"
+  read -r h1 m1 e1 f1 u1 c1 <<<"$3"
+  jq -n --argjson h $((h1 - h0)) --argjson m $((m1 - m0)) --argjson e $((e1 - e0)) \
+    --argjson f $((f1 - f0)) --argjson u "$u1" --argjson c "$c1" \
+    '{hits: $h, misses: $m, evictions: $e, filled_bytes: $f, used_bytes_after: $u, capacity_bytes_after: $c}' \
+    > "$RES/$1.cache.json"
+}
+say "P3: filling topic p3 with $P3_RECORDS records ($((P3_BYTES / 1048576)) MiB) on each broker"
+for b in pinlog kafka; do
+  if [ $b = pinlog ]; then addr=$PL_ADDR; pid=$PL_PID; else addr=$KF_ADDR; pid=$KF_PID; fi
+  create_topic "$addr" p3 "$PARTS" || die "could not create p3 on $b"
+  [ $b = pinlog ] && before=$(pinlog_cache_counters)
+  lg "p3fill.$b" "$pid" 600 produce --bootstrap "$addr" --topic p3 --partitions "$PARTS" \
+    --record-size "$RECORD" --key-space none --batch-bytes "$LG_BATCH" --linger-ms "$LG_LINGER" \
+    --acks 1 --compression none --producers "$LG_CONNS" --records "$P3_RECORDS"
+  if [ $b = pinlog ]; then
+    # What the cache kept of the fill, and (below) what it lost before the
+    # read as written: the evictions of a budget that fell meanwhile.
+    P3_FILLED=$(pinlog_cache_counters)
+    cache_window p3fill.pinlog "$before" "$P3_FILLED"
+  fi
+done
 lg_consume() {  # lg_consume NAME PID ADDR: from the earliest offsets to the end offsets at start
-  local before after h0 m0 e0 f0 h1 m1 e1 f1
+  local before after
   [ "$2" = "$PL_PID" ] && before=$(pinlog_cache_counters)
+  [ "$1" = p3.pinlog.written ] && cache_window p3.pinlog.before-written "$P3_FILLED" "$before"
   lg "$1" "$2" 300 consume --bootstrap "$3" --topic p3 --from earliest --connections "$LG_CONNS"
   if [ "$2" = "$PL_PID" ]; then
     # Which of pinlog's reads its read cache served, and what it evicted.
     after=$(pinlog_cache_counters)
-    read -r h0 m0 e0 f0 <<<"$before"
-    read -r h1 m1 e1 f1 <<<"$after"
-    jq -n --argjson h $((h1 - h0)) --argjson m $((m1 - m0)) --argjson e $((e1 - e0)) \
-      --argjson f $((f1 - f0)) '{hits: $h, misses: $m, evictions: $e, filled_bytes: $f}' > "$RES/$1.cache.json"
-    say "    pinlog's read cache: $((h1 - h0)) hits, $((m1 - m0)) misses, $((e1 - e0)) evictions"
+    cache_window "$1" "$before" "$after"
+    say "    pinlog's read cache: $(jq -r '"\(.hits) hits, \(.misses) misses, \(.evictions) evictions, \(.filled_bytes) bytes filled"' "$RES/$1.cache.json")"
   fi
 }
 # pinlog's read cache is its page cache: a clean restart empties it, as

@@ -315,18 +315,21 @@ for b in ("pinlog", "kafka"):
         w(run_row(f"p3tail.{b} round {k}", n))
 w("")
 cache_rows = []
-for n in ["p3.pinlog.written"] + [f"p3.pinlog.{k}{r}" for k in ("cold", "warm") for r in range(1, 10)]:
+windows = ["p3fill.pinlog", "p3.pinlog.before-written", "p3.pinlog.written"]
+for n in windows + [f"p3.pinlog.{k}{r}" for k in ("cold", "warm") for r in range(1, 10)]:
     path = os.path.join(RES, n + ".cache.json")
     if os.path.exists(path):
         c = json.load(open(path))
+        mb = lambda k: f"{c[k] / 1e6:.0f}" if k in c else "–"
         cache_rows.append(f"| {n} | {c['hits']} | {c['misses']} | {c['evictions']} | "
-                          f"{c['filled_bytes'] / 1e6:.1f} |")
+                          f"{c['filled_bytes'] / 1e6:.1f} | {mb('used_bytes_after')} | {mb('capacity_bytes_after')} |")
 if cache_rows:
-    w("pinlog's read cache during each of its reads (all shards; a hit serves a fetch's partition from memory, "
-      "a miss reads it from the file and fills the cache):")
+    w("pinlog's read cache during the fill, between the fill and the read as written (while Kafka's fill ran), "
+      "and during each of its reads (all shards; a hit serves a fetch's partition from memory, "
+      "a miss reads it from the file and fills the cache; used and budget at the window's end):")
     w("")
-    w("| run | hits | misses | evictions | filled (MB) |")
-    w("|---|---|---|---|---|")
+    w("| window | hits | misses | evictions | filled (MB) | used after (MB) | budget after (MB) |")
+    w("|---|---|---|---|---|---|---|")
     for row in cache_rows:
         w(row)
     w("")
