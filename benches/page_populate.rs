@@ -106,9 +106,10 @@ struct Round {
 fn fill(bytes: usize, pages: Pages) -> Round {
     let source = vec![7u8; CHUNK_BYTES];
     let count = bytes / BLOCK_BYTES;
+    let fresh = matches!(pages, Pages::Fresh | Pages::Huge);
     let mut blocks: Vec<(MmapMut, usize)> = Vec::with_capacity(count);
     let mut freeing = 0.0;
-    if matches!(pages, Pages::Kept | Pages::LazilyFreed) {
+    if !fresh {
         for _ in 0..count {
             let (mut map, at) = map_block(false);
             fill_block(&mut map, at, &source);
@@ -125,7 +126,7 @@ fn fill(bytes: usize, pages: Pages) -> Round {
     }
     let start = cpu_seconds();
     let mut longest = Duration::ZERO;
-    if blocks.is_empty() {
+    if fresh {
         for _ in 0..count {
             let (mut map, at) = map_block(pages == Pages::Huge);
             longest = longest.max(fill_block(&mut map, at, &source));
@@ -137,7 +138,7 @@ fn fill(bytes: usize, pages: Pages) -> Round {
         }
     }
     let fill = cpu_seconds() - start;
-    let give_back = if matches!(pages, Pages::Fresh | Pages::Huge) {
+    let give_back = if fresh {
         let before = cpu_seconds();
         drop(blocks);
         cpu_seconds() - before

@@ -962,7 +962,6 @@ done
 lg_consume() {  # lg_consume NAME PID ADDR: from the earliest offsets to the end offsets at start
   local before after
   [ "$2" = "$PL_PID" ] && before=$(pinlog_cache_counters)
-  [ "$1" = p3.pinlog.written ] && cache_window p3.pinlog.before-written "$P3_FILLED" "$before"
   lg "$1" "$2" 300 consume --bootstrap "$3" --topic p3 --from earliest --connections "$LG_CONNS"
   if [ "$2" = "$PL_PID" ]; then
     # Which of pinlog's reads its read cache served, and what it evicted.
@@ -980,6 +979,7 @@ restart_pinlog_main() {
   PL_PID=$PL_PID_main
 }
 say "P3 catch-up, as written (Kafka: its page cache holds what it wrote; pinlog: its read cache does)"
+cache_window p3.pinlog.before-written "$P3_FILLED" "$(pinlog_cache_counters)"
 lg_consume p3.pinlog.written "$PL_PID" "$PL_ADDR"
 lg_consume p3.kafka.written "$KF_PID" "$KF_ADDR"
 if [ "$DROP_CACHES" = 1 ]; then
