@@ -3,6 +3,7 @@
 //! See `ARCHITECTURE.md` for the map of this crate.
 
 pub mod blocking_pool;
+pub mod cgroup;
 pub mod cli;
 pub mod demo;
 pub mod error;

@@ -37,6 +37,7 @@
 //! a cache that held on while the machine ran out of memory would get the
 //! broker killed.
 
+use crate::cgroup::CgroupDir;
 use crate::constants::{
     READ_CACHE_CEILING_SPARE_DIVISOR, READ_CACHE_FALLBACK_BYTES, READ_CACHE_FLOOR_BYTES,
     READ_CACHE_HEADROOM_DIVISOR, READ_CACHE_HEADROOM_MIN_BYTES, READ_CACHE_PSI_HOLD_PERCENT,
@@ -221,79 +222,41 @@ fn stat_field(stat: &str, field: &str) -> Option<u64> {
     })
 }
 
-/// This process's memory cgroup directory and its version.
+/// This process's memory cgroup directory.
 #[derive(Debug)]
 struct CgroupFiles {
-    dir: std::path::PathBuf,
-    v2: bool,
+    cgroup: CgroupDir,
 }
 
 impl CgroupFiles {
-    /// From `/proc/self/cgroup`: the v2 entry (`0::/path`) under
-    /// `/sys/fs/cgroup`, else the v1 memory entry under
-    /// `/sys/fs/cgroup/memory`. Inside a cgroup namespace the path is `/`,
-    /// the mount's own root; a path that is not mounted here falls back to
-    /// the root.
+    /// The v1 memory hierarchy when it is mounted, else the v2 one
+    /// (`cgroup::CgroupDir::find`).
     fn find() -> Option<CgroupFiles> {
-        let text = std::fs::read_to_string("/proc/self/cgroup").ok()?;
-        Self::find_in(&text, std::path::Path::new("/sys/fs/cgroup"))
+        CgroupDir::find("memory", "memory.limit_in_bytes").map(Self::of)
     }
 
-    /// [`find`](Self::find) from a `/proc/self/cgroup` text, with the
-    /// cgroup file systems mounted under `root`.
-    fn find_in(text: &str, root: &std::path::Path) -> Option<CgroupFiles> {
-        let under = |mount: &std::path::Path, path: &str| {
-            let dir = mount.join(path.trim_start_matches('/'));
-            if dir.is_dir() {
-                dir
-            } else {
-                mount.to_path_buf()
-            }
-        };
-        for line in text.lines() {
-            let mut parts = line.splitn(3, ':');
-            let (Some(_), Some(controllers), Some(path)) =
-                (parts.next(), parts.next(), parts.next())
-            else {
-                continue;
-            };
-            if controllers.split(',').any(|c| c == "memory") {
-                let mount = root.join("memory");
-                if mount.join("memory.limit_in_bytes").exists() {
-                    return Some(CgroupFiles {
-                        dir: under(&mount, path),
-                        v2: false,
-                    });
-                }
-            }
-        }
-        let path = text.lines().find_map(|l| l.strip_prefix("0::"))?;
-        root.join("cgroup.controllers")
-            .exists()
-            .then(|| CgroupFiles {
-                dir: under(root, path),
-                v2: true,
-            })
+    fn of(cgroup: CgroupDir) -> CgroupFiles {
+        CgroupFiles { cgroup }
     }
 
     fn read(&self, name: &str) -> Option<String> {
-        std::fs::read_to_string(self.dir.join(name)).ok()
+        self.cgroup.read(name)
     }
 
     fn max_bytes(&self) -> Option<u64> {
-        parse_limit(&self.read(match self.v2 {
+        parse_limit(&self.read(match self.cgroup.v2 {
             true => "memory.max",
             false => "memory.limit_in_bytes",
         })?)
     }
 
     fn high_bytes(&self) -> Option<u64> {
-        parse_limit(&self.read("memory.high").filter(|_| self.v2)?)
+        parse_limit(&self.read("memory.high").filter(|_| self.cgroup.v2)?)
     }
 
     fn used_bytes(&self) -> Option<u64> {
         let current = self
-            .read(match self.v2 {
+            .read(match self.cgroup.v2 {
                 true => "memory.current",
                 false => "memory.usage_in_bytes",
             })?
@@ -308,7 +271,7 @@ impl CgroupFiles {
     }
 
     fn pressure(&self) -> Option<f64> {
-        parse_pressure(&self.read("memory.pressure").filter(|_| self.v2)?)
+        parse_pressure(&self.read("memory.pressure").filter(|_| self.cgroup.v2)?)
     }
 }
 
@@ -465,9 +428,11 @@ mod tests {
         assert!(ceiling > 0 && ceiling <= limit);
     }
 
-    fn write(dir: &std::path::Path, name: &str, text: &str) {
-        std::fs::create_dir_all(dir).unwrap();
-        std::fs::write(dir.join(name), text).unwrap();
+    use crate::cgroup::tests::write;
+
+    /// The memory files of the cgroup `text` names, under `root`.
+    fn files_in(text: &str, root: &std::path::Path) -> Option<CgroupFiles> {
+        CgroupDir::find_in(text, root, "memory", "memory.limit_in_bytes").map(CgroupFiles::of)
     }
 
     #[test]
@@ -484,8 +449,8 @@ mod tests {
             "memory.pressure",
             "some avg10=2.50 avg60=0 avg300=0 total=1\n",
         );
-        let c = CgroupFiles::find_in("0::/system.slice/pinlog.service\n", root.path()).unwrap();
-        assert!(c.v2);
+        let c = files_in("0::/system.slice/pinlog.service\n", root.path()).unwrap();
+        assert!(c.cgroup.v2);
         assert_eq!(c.max_bytes(), Some(4 * GIB));
         assert_eq!(c.high_bytes(), None);
         assert_eq!(
@@ -496,8 +461,8 @@ mod tests {
         assert_eq!(c.pressure(), Some(2.5));
         // Inside a cgroup namespace the path is the mount's root.
         write(root.path(), "memory.max", "max\n");
-        let c = CgroupFiles::find_in("0::/\n", root.path()).unwrap();
-        assert_eq!((c.dir.as_path(), c.max_bytes()), (root.path(), None));
+        let c = files_in("0::/\n", root.path()).unwrap();
+        assert_eq!((c.cgroup.dir.as_path(), c.max_bytes()), (root.path(), None));
     }
 
     #[test]
@@ -510,14 +475,14 @@ mod tests {
         write(&dir, "memory.usage_in_bytes", "1073741824\n");
         write(&dir, "memory.stat", "cache 5\ninactive_file 1073741824\n");
         let text = "5:devices:/\n4:memory:/process_api/abc\n0::/\n";
-        let c = CgroupFiles::find_in(text, root.path()).unwrap();
-        assert!(!c.v2);
+        let c = files_in(text, root.path()).unwrap();
+        assert!(!c.cgroup.v2);
         assert_eq!(c.max_bytes(), Some(2 * GIB));
         assert_eq!(c.used_bytes(), Some(0));
         assert_eq!((c.high_bytes(), c.pressure()), (None, None), "v2 only");
         // A path that is not mounted here: the mount's own (unlimited) files.
-        let c = CgroupFiles::find_in("4:memory:/elsewhere\n", root.path()).unwrap();
-        assert_eq!((c.dir.clone(), c.max_bytes()), (mount, None));
-        assert!(CgroupFiles::find_in("1:cpu:/\n", root.path()).is_none());
+        let c = files_in("4:memory:/elsewhere\n", root.path()).unwrap();
+        assert_eq!((c.cgroup.dir.clone(), c.max_bytes()), (mount, None));
+        assert!(files_in("1:cpu:/\n", root.path()).is_none());
     }
 }

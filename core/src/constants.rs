@@ -199,11 +199,13 @@ pub const READ_CACHE_SPARE_BLOCKS: usize = 8;
 /// many of them (64 MiB): in a smaller cache a block, counted whole, would
 /// be too large a share, and the cache would copy its batches out again.
 pub const READ_CACHE_BLOCKS_MIN_CAPACITY_BLOCKS: usize = 16;
-/// Default spin before an idle shard parks: measured on this machine, parking
-/// right away costs ~2.3 ms p99 per cross-core hop, spinning 50 µs ~43 µs;
-/// under paced produce it kept p99 and p99.9 lower for 0.1-0.2 of a core
-/// (`tuning/README.md`, "Spin before park"). Set 0 on shared cores.
-pub const DEFAULT_SPIN_BEFORE_PARK_US: u64 = 50;
+/// Spin before an idle shard parks, on cores the broker has to itself
+/// (`shard::spin`; elsewhere, and when `shard.spin.before.park.us` is not
+/// set, a shard does not spin): measured on this machine, parking right away
+/// costs ~1.6 ms p99 per cross-core hop, spinning 50 µs ~30 µs; under paced
+/// produce on shared cores it cost 0.1-0.5 of a core per shard
+/// (`tuning/README.md`, "Spin before park").
+pub const RESERVED_CORE_SPIN_BEFORE_PARK_US: u64 = 50;
 /// Default aligned I/O memory per shard (glommio's `io_memory`): the pool
 /// that DMA reads and writes take their buffers from, registered with
 /// io_uring when the memlock limit allows. Past it, buffers come from the

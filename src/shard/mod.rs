@@ -12,6 +12,7 @@ pub mod messages;
 pub mod runtime;
 #[allow(clippy::module_inception)]
 pub mod shard;
+pub mod spin;
 pub mod startup_progress;
 
 pub use pinlog_core::shard::{balancer, partition_table};

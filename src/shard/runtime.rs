@@ -20,13 +20,13 @@ use glommio::{LocalExecutorBuilder, Placement};
 
 use crate::config::LogConfig;
 use crate::constants::{
-    DEFAULT_SHARD_IO_MEMORY_BYTES, DEFAULT_SPIN_BEFORE_PARK_US, READ_CACHE_FALLBACK_BYTES,
-    SHARD_CHANNEL_DEPTH,
+    DEFAULT_SHARD_IO_MEMORY_BYTES, READ_CACHE_FALLBACK_BYTES, SHARD_CHANNEL_DEPTH,
 };
 use crate::error::{LogError, LogResult};
 use crate::log::data_dir::{self, DataDirState, PartitionOffsets};
 use crate::shard::messages::ShardRequest;
 use crate::shard::shard::Shard;
+use crate::shard::spin;
 use crate::shard::startup_progress::StartupProgress;
 
 /// How the shards run.
@@ -38,7 +38,8 @@ pub struct ShardConfig {
     /// order. With fewer CPUs than shards, shards share CPUs round-robin.
     pub cpus: Vec<usize>,
     /// How long an idle shard spins before parking in the kernel. Parking at
-    /// once costs milliseconds per cross-core hop; see `tuning/README.md`.
+    /// once costs milliseconds per cross-core hop, spinning costs the core;
+    /// `shard::spin` chooses it. See `tuning/README.md`.
     pub spin_before_park: Duration,
     /// The most memory each shard's read cache may keep alive: its share of
     /// `read.cache.bytes` or of the default ceiling. Its budget under it
@@ -75,12 +76,16 @@ pub fn online_cpus() -> Vec<usize> {
 
 impl ShardConfig {
     /// Zero-configuration defaults for a data directory.
+    /// The spin before park is the default's for a shard on every online
+    /// CPU (`shard::spin`); a caller that changes the shards or their CPUs
+    /// chooses it again for those.
     pub fn new(data_dir: impl Into<PathBuf>) -> Self {
         let cpus = online_cpus();
+        let spin_before_park = spin::choose(None, &cpus, &spin::read_cpu()).spin;
         ShardConfig {
             shard_count: cpus.len(),
             cpus,
-            spin_before_park: Duration::from_micros(DEFAULT_SPIN_BEFORE_PARK_US),
+            spin_before_park,
             read_cache_bytes: READ_CACHE_FALLBACK_BYTES,
             io_memory_bytes: DEFAULT_SHARD_IO_MEMORY_BYTES,
             data_dir: data_dir.into(),
@@ -92,6 +97,11 @@ impl ShardConfig {
 
     fn cpu_for(&self, shard: usize) -> usize {
         self.cpus[shard % self.cpus.len()]
+    }
+
+    /// The CPU of each shard, in shard order.
+    pub fn shard_cpus(&self) -> Vec<usize> {
+        (0..self.shard_count).map(|i| self.cpu_for(i)).collect()
     }
 }
 

@@ -24,7 +24,14 @@ const CRATES: &[&str] = &["protocol", "core", ".", "loadgen", "powerfs"];
 /// below the shell). Cycles are caught anyway; this also keeps a lower
 /// module from reaching up without closing one.
 const SHELL_LAYERS: &[&[&str]] = &[
-    &["error", "memory", "blocking_pool", "security", "ticks"],
+    &[
+        "error",
+        "cgroup",
+        "memory",
+        "blocking_pool",
+        "security",
+        "ticks",
+    ],
     &["log"],
     &["shard"],
     &["node"],

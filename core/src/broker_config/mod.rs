@@ -110,8 +110,10 @@ pub struct BrokerConfig {
     /// follows the memory that is free, and shrinks below it when the
     /// machine runs short (`memory.rs`).
     pub read_cache_bytes: Option<usize>,
-    /// `shard.spin.before.park.us`.
-    pub spin_before_park_us: u64,
+    /// `shard.spin.before.park.us`: how long an idle shard spins before
+    /// it parks; `None` spins only on cores the broker has to itself
+    /// (`shard::spin` decides at startup).
+    pub spin_before_park_us: Option<u64>,
     /// `shard.io.memory.bytes`: aligned buffer pool for DMA reads and writes.
     pub io_memory_bytes: usize,
     /// `max.incremental.fetch.session.cache.slots`: fetch sessions (KIP-227)
@@ -435,7 +437,7 @@ impl Default for BrokerConfig {
             metrics_listen: DEFAULT_METRICS_LISTEN.parse().expect("valid default"),
             metrics_listen_explicit: false,
             read_cache_bytes: None,
-            spin_before_park_us: DEFAULT_SPIN_BEFORE_PARK_US,
+            spin_before_park_us: None,
             io_memory_bytes: DEFAULT_SHARD_IO_MEMORY_BYTES,
             retention_check_interval_ms: DEFAULT_RETENTION_CHECK_INTERVAL_MS,
             fetch_session_cache_slots: FETCH_SESSION_CACHE_SLOTS_DEFAULT,
@@ -870,7 +872,9 @@ impl BrokerConfig {
                             .to_string(),
                     ))
                 }
-                "shard.spin.before.park.us" => self.spin_before_park_us = non_negative(key, v)?,
+                "shard.spin.before.park.us" => {
+                    self.spin_before_park_us = Some(non_negative(key, v)?)
+                }
                 "shard.io.memory.bytes" => self.io_memory_bytes = non_negative(key, v)? as usize,
                 "shard.balancer.enable" => self.balancer.enable = boolean(key, v)?,
                 "shard.balancer.interval.ms" => self.balancer.interval_ms = positive(key, v)?,
@@ -1145,6 +1149,29 @@ mod tests {
         assert_eq!(c.listen.port(), 9999);
         assert_eq!(c.advertise, "127.0.0.1:9999", "advertise follows listen");
         assert_eq!(c.data_dir, PathBuf::from("/y"));
+    }
+
+    #[test]
+    fn the_spin_before_park_is_chosen_from_the_cores_unless_set() {
+        let c = BrokerConfig::load(&Overrides::default()).unwrap();
+        assert_eq!(c.spin_before_park_us, None);
+        for (text, spin) in [
+            ("\"shard.spin.before.park.us\" = 0\n", 0),
+            ("\"shard.spin.before.park.us\" = 50\n", 50),
+        ] {
+            let c = BrokerConfig::load(&Overrides {
+                config_file: file(text),
+                ..Overrides::default()
+            })
+            .unwrap();
+            assert_eq!(c.spin_before_park_us, Some(spin));
+        }
+        let text = "\"shard.spin.before.park.us\" = -1\n";
+        assert!(BrokerConfig::load(&Overrides {
+            config_file: file(text),
+            ..Overrides::default()
+        })
+        .is_err());
     }
 
     #[test]

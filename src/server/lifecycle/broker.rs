@@ -39,6 +39,7 @@ use crate::shard::checkpoints;
 use crate::shard::flush_policy::FlushWatch;
 use crate::shard::runtime::{run_shards, ShardConfig, Shutdown};
 use crate::shard::shard::{now_ms, Shard};
+use crate::shard::spin;
 use crate::shard::startup_progress::{StartupProgress, StartupWait, STARTUP_PROGRESS_LOG_INTERVAL};
 use crate::ticks::sleep_to_next_tick;
 
@@ -213,7 +214,12 @@ pub fn run(config: BrokerConfig, stop: StopHandle) -> Result<(), String> {
         },
     );
     shard_config.read_cache_bytes = read_cache_ceiling / shard_config.shard_count.max(1);
-    shard_config.spin_before_park = Duration::from_micros(config.spin_before_park_us);
+    let spin = spin::choose(
+        config.spin_before_park_us,
+        &shard_config.shard_cpus(),
+        &spin::read_cpu(),
+    );
+    shard_config.spin_before_park = spin.spin;
     shard_config.io_memory_bytes = config.io_memory_bytes;
     shard_config.log_defaults = config.log.clone();
     let shards = shard_config.shard_count;
@@ -230,6 +236,8 @@ pub fn run(config: BrokerConfig, stop: StopHandle) -> Result<(), String> {
         memory_limit_bytes = ?machine_memory.limit_bytes(),
         memory_free_bytes = ?machine_memory.free_bytes(),
         memory_pressure_some_avg10 = ?machine_memory.pressure_some_avg10,
+        spin_before_park_us = spin.spin.as_micros() as u64,
+        spin_reason = spin.reason,
         "starting pinlog {}",
         env!("CARGO_PKG_VERSION")
     );
