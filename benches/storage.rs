@@ -19,7 +19,8 @@
 //!   read through a small read cache; and raw random O_DIRECT reads of
 //!   64 KiB (what the offset scan reads) and 4 KiB.
 //! - `hop`: cross-shard round trips (`Shard::ping`) between two shards with
-//!   `spin_before_park` = 0 and = the default, back to back and paced.
+//!   `spin_before_park` = 0 and = the spin on reserved cores, back to back
+//!   and paced.
 //!
 //! Environment: `PINLOG_BENCH_SCALE` (default 1) multiplies every data size
 //! and iteration count (0.02 gives a smoke run of a few seconds);
@@ -46,7 +47,10 @@ use glommio::io::{DmaFile, DmaStreamReaderBuilder, DmaStreamWriterBuilder, OpenO
 use glommio::{LocalExecutorBuilder, Placement};
 use hdrhistogram::Histogram;
 use pinlog::config::LogConfig;
-use pinlog::constants::{DMA_ALIGNMENT, READ_SCAN_CHUNK_BYTES, RECOVERY_READ_CHUNK_BYTES};
+use pinlog::constants::{
+    DMA_ALIGNMENT, READ_SCAN_CHUNK_BYTES, RECOVERY_READ_CHUNK_BYTES,
+    RESERVED_CORE_SPIN_BEFORE_PARK_US,
+};
 use pinlog::log::batch::{build_batch, BatchSpec, RecordSpec};
 use pinlog::log::batch_cache::BatchCache;
 use pinlog::log::direct_io::ensure_probed;
@@ -964,8 +968,10 @@ async fn bench_read(settings: Settings) -> Vec<Verdict> {
 // hop
 
 fn bench_hop(settings: &Settings) -> Vec<Verdict> {
-    let default_spin = ShardConfig::new(&settings.tmp_root).spin_before_park;
-    let spins = [Duration::ZERO, default_spin];
+    // What a shard spins on a core reserved for it (`shard::spin`), against
+    // none, the default on shared cores.
+    let reserved_spin = Duration::from_micros(RESERVED_CORE_SPIN_BEFORE_PARK_US);
+    let spins = [Duration::ZERO, reserved_spin];
     let spin_ids = ["spin0", "spin"];
     let pings = settings.count(HOP_PINGS, 200);
     let paced_pings = settings.count(HOP_PINGS_PACED, 50);
@@ -1031,7 +1037,7 @@ fn bench_hop(settings: &Settings) -> Vec<Verdict> {
     let spin_gain = ratios(&p99s[0][0], &p99s[0][1]);
     println!(
         "\nBack-to-back p99, spin 0 / spin {} µs (per round): {}",
-        default_spin.as_micros(),
+        reserved_spin.as_micros(),
         ratio_cell(&spin_gain)
     );
     vec![
@@ -1047,7 +1053,7 @@ fn bench_hop(settings: &Settings) -> Vec<Verdict> {
         Verdict {
             metric: format!(
                 "hop p99, back to back, spin {} µs",
-                default_spin.as_micros()
+                reserved_spin.as_micros()
             ),
             value: format!(
                 "{:.1} µs",

@@ -811,6 +811,9 @@ start_kafka() {
 if [ "$MAIN" = 1 ]; then
 say "starting pinlog (2 shards) on $PL_ADDR and Kafka $KAFKA_VERSION (KRaft, -Xmx$KAFKA_HEAP) on $KF_ADDR"
 start_pinlog main "$PL_PORT" 2
+# The spin before park the broker chose (src/shard/spin.rs), for the report.
+sed 's/\x1b\[[0-9;]*m//g' "$LOGS/pinlog-main.log" | grep -o 'spin_before_park_us=[0-9]*' | head -1 \
+  | tr -dc '0-9' > "$RES/pinlog.spin_us" || true
 start_kafka main "$KAFKA_DIR" "$KF_PORT" "$KF_CTRL" 90
 PL_PID=$PL_PID_main; KF_PID=$KF_PID_main
 say "both up (pinlog pid $PL_PID, kafka pid $KF_PID)"

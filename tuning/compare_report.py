@@ -223,9 +223,11 @@ w("- **Durability: neither broker fsyncs per batch; both leave it to a timer.** 
   "`log.flush.interval.*` unset): each append is an O_DIRECT write, so it is in the file (and past the page "
   "cache) when acknowledged, but not fdatasync'ed. acks=1 on every produce. Neither survives a power loss "
   "of the last seconds; both survive a process crash.")
+spin_us = text("pinlog.spin_us") or "(not logged)"
 w(f"- **pinlog**: release build, `pinlog serve --shards 2` (one shard pinned per core), config file with "
   f"`num.partitions = {E['PARTS']}`, `group.initial.rebalance.delay.ms = 0` and a free `metrics.listen` port; everything else default (read cache "
-  "up to three quarters of the machine's memory, following the free memory, spin before park 50 µs, segments 1 GiB).")
+  f"up to three quarters of the machine's memory, following the free memory; spin before park {spin_us} µs, as the broker "
+  "chose it: 50 only on CPUs the kernel reserves for it; segments 1 GiB).")
 w(f"- **Kafka {E.get('KAFKA_VERSION', '4.4.0')}**: `kafka.Kafka` from Maven Central's jars, KRaft combined "
   f"broker+controller, node.id 1, heap -Xms/-Xmx{E['KAFKA_HEAP']}, G1 (the flags of Kafka's start script), "
   f"num.partitions {E['PARTS']}, `group.initial.rebalance.delay.ms=0`, `log.segment.delete.delay.ms=1000` (so deleted topics free the disk between "
