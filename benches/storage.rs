@@ -92,7 +92,7 @@ const DISK_READS: usize = 2_000;
 const HOP_PINGS: usize = 20_000;
 const HOP_PINGS_PACED: usize = 2_000;
 const HOP_WARMUP_PINGS: usize = 500;
-/// Idle time between paced pings: longer than the default spin.
+/// Idle time between paced pings: longer than the reserved-core spin.
 const HOP_PACE: Duration = Duration::from_millis(1);
 const BENCH_TOPIC: &str = "bench";
 
@@ -1063,7 +1063,7 @@ fn bench_hop(settings: &Settings) -> Vec<Verdict> {
             met: None,
         },
         Verdict {
-            metric: "hop p99 ratio spin 0 / default spin".into(),
+            metric: "hop p99 ratio spin 0 / reserved-core spin".into(),
             value: format!("{:.1}x", median(&spin_gain)),
             target: "measured".into(),
             met: None,

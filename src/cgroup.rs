@@ -24,6 +24,28 @@ pub struct CgroupDir {
     pub v2: bool,
 }
 
+/// Where the v1 hierarchy of `controller` is mounted under `root`: a
+/// directory named after it (systemd's link for a co-mounted hierarchy),
+/// or one named after the controllers mounted together (`cpu,cpuacct`),
+/// recognised by its `v1_probe` file.
+fn v1_mount(root: &Path, controller: &str, v1_probe: &str) -> Option<PathBuf> {
+    let named = root.join(controller);
+    if named.join(v1_probe).exists() {
+        return Some(named);
+    }
+    std::fs::read_dir(root)
+        .ok()?
+        .flatten()
+        .map(|entry| entry.path())
+        .find(|dir| {
+            let co_mounted = dir
+                .file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.split(',').any(|c| c == controller));
+            co_mounted && dir.join(v1_probe).exists()
+        })
+}
+
 impl CgroupDir {
     /// From `/proc/self/cgroup`: the v1 hierarchy of `controller` when it is
     /// mounted (`v1_probe` is one of its files, which tells it from a v2
@@ -54,8 +76,7 @@ impl CgroupDir {
                 continue;
             };
             if controllers.split(',').any(|c| c == controller) {
-                let mount = root.join(controller);
-                if mount.join(v1_probe).exists() {
+                if let Some(mount) = v1_mount(root, controller, v1_probe) {
                     return Some(CgroupDir {
                         dir: under(&mount, path),
                         mount,
@@ -75,6 +96,19 @@ impl CgroupDir {
     /// One of the directory's files, `None` when it cannot be read.
     pub fn read(&self, name: &str) -> Option<String> {
         std::fs::read_to_string(self.dir.join(name)).ok()
+    }
+
+    /// This cgroup and each of its ancestors below the hierarchy's root,
+    /// nearest first: a limit set on any of them applies to the process.
+    pub fn lineage(&self) -> impl Iterator<Item = CgroupDir> + '_ {
+        self.dir
+            .ancestors()
+            .take_while(|dir| dir.starts_with(&self.mount) && *dir != self.mount)
+            .map(|dir| CgroupDir {
+                dir: dir.to_path_buf(),
+                mount: self.mount.clone(),
+                v2: self.v2,
+            })
     }
 
     /// Whether the process sits in the hierarchy's root (as far as this
@@ -109,12 +143,19 @@ pub(crate) mod tests {
         .unwrap();
         assert!(c.v2 && !c.is_root());
         assert_eq!(c.dir, dir);
+        let lineage: Vec<PathBuf> = c.lineage().map(|c| c.dir).collect();
+        assert_eq!(lineage, vec![dir.clone(), root.path().join("system.slice")]);
         assert_eq!(c.read("memory.max").as_deref(), Some("4294967296\n"));
         // Inside a cgroup namespace the path is the mount's root.
         let c =
             CgroupDir::find_in("0::/\n", root.path(), "memory", "memory.limit_in_bytes").unwrap();
         assert!(c.is_root());
         assert_eq!(c.dir, root.path());
+        assert_eq!(
+            c.lineage().count(),
+            0,
+            "the root is no limit of the process's own"
+        );
     }
 
     #[test]
@@ -137,6 +178,21 @@ pub(crate) mod tests {
         )
         .unwrap();
         assert!(c.is_root());
+        // A co-mounted hierarchy with no link named after the controller.
+        write(
+            &root.path().join("cpu,cpuacct/pinlog"),
+            "cpu.cfs_quota_us",
+            "-1\n",
+        );
+        write(&root.path().join("cpu,cpuacct"), "cpu.cfs_quota_us", "-1\n");
+        let c = CgroupDir::find_in(
+            "5:cpu,cpuacct:/pinlog\n",
+            root.path(),
+            "cpu",
+            "cpu.cfs_quota_us",
+        )
+        .unwrap();
+        assert_eq!(c.dir, root.path().join("cpu,cpuacct/pinlog"));
         // No such hierarchy, and no v2 mount either.
         assert!(CgroupDir::find_in("1:cpu:/\n", root.path(), "cpuset", "cpuset.cpus").is_none());
     }

@@ -13,9 +13,13 @@
 #   --configs     settings to sweep, among the names below (default: all)
 #
 # Settings (each a TOML file given to `pinlog serve --config`):
-#   default    nothing set: spin before park 50 us, read cache a quarter of
-#              the machine's memory, no fdatasync
-#   spin0      "shard.spin.before.park.us" = 0
+#   default    nothing set: spin before park as the broker chooses it (50 us
+#              only on CPUs the kernel reserves for it, else 0), read cache
+#              following the free memory, no fdatasync
+#   spin0      "shard.spin.before.park.us" = 0 (what default is on shared
+#              cores)
+#   spin50     "shard.spin.before.park.us" = 50 (what default is on CPUs the
+#              kernel reserves for the broker)
 #   cache8m    "read.cache.bytes" = 8 MiB for the broker
 #   cache1g    "read.cache.bytes" = 1 GiB for the broker
 #   flush1     "log.flush.interval.messages" = 1 (fdatasync every append)
@@ -99,7 +103,7 @@ for tool in jq python3 /usr/bin/time cargo; do
   command -v "$tool" >/dev/null 2>&1 || die "needs $tool on PATH"
 done
 for c in $CONFIGS; do
-  case "$c" in default|spin0|cache8m|cache1g|flush1) ;; *) die "unknown setting $c" ;; esac
+  case "$c" in default|spin0|spin50|cache8m|cache1g|flush1) ;; *) die "unknown setting $c" ;; esac
 done
 WORK_PARENT="${COMPARE_WORK_PARENT:-$REPO/target}"
 mkdir -p "$WORK_PARENT"
@@ -120,6 +124,7 @@ config_toml() {  # config_toml NAME
   case "$1" in
     default) ;;
     spin0) echo '"shard.spin.before.park.us" = 0' ;;
+    spin50) echo '"shard.spin.before.park.us" = 50' ;;
     cache8m) echo '"read.cache.bytes" = 8388608' ;;
     cache1g) echo '"read.cache.bytes" = 1073741824' ;;
     flush1) echo '"log.flush.interval.messages" = 1' ;;
@@ -248,8 +253,9 @@ def cores(n, j):
     return b / (d + w)
 
 desc = {
-    "default": "defaults (spin 50 µs, read cache a quarter of memory, no fdatasync)",
+    "default": "defaults (spin as the broker chooses it: 50 µs only on reserved CPUs; read cache following the free memory; no fdatasync)",
     "spin0": '`"shard.spin.before.park.us" = 0`',
+    "spin50": '`"shard.spin.before.park.us" = 50`',
     "cache8m": '`"read.cache.bytes" = 8388608` (8 MiB for the broker)',
     "cache1g": '`"read.cache.bytes" = 1073741824` (1 GiB for the broker)',
     "flush1": '`"log.flush.interval.messages" = 1` (fdatasync per append)',

@@ -199,9 +199,9 @@ pub const READ_CACHE_SPARE_BLOCKS: usize = 8;
 /// many of them (64 MiB): in a smaller cache a block, counted whole, would
 /// be too large a share, and the cache would copy its batches out again.
 pub const READ_CACHE_BLOCKS_MIN_CAPACITY_BLOCKS: usize = 16;
-/// Spin before an idle shard parks, on cores the broker has to itself
-/// (`shard::spin`; elsewhere, and when `shard.spin.before.park.us` is not
-/// set, a shard does not spin): measured on this machine, parking right away
+/// Spin before an idle shard parks on a CPU the kernel reserves for the
+/// broker, chosen when `shard.spin.before.park.us` is unset (`shard::spin`;
+/// elsewhere 0): measured on this machine, parking right away
 /// costs ~1.6 ms p99 per cross-core hop, spinning 50 µs ~30 µs; under paced
 /// produce on shared cores it cost 0.1-0.5 of a core per shard
 /// (`tuning/README.md`, "Spin before park").

@@ -26,7 +26,6 @@ use crate::error::{LogError, LogResult};
 use crate::log::data_dir::{self, DataDirState, PartitionOffsets};
 use crate::shard::messages::ShardRequest;
 use crate::shard::shard::Shard;
-use crate::shard::spin;
 use crate::shard::startup_progress::StartupProgress;
 
 /// How the shards run.
@@ -39,7 +38,7 @@ pub struct ShardConfig {
     pub cpus: Vec<usize>,
     /// How long an idle shard spins before parking in the kernel. Parking at
     /// once costs milliseconds per cross-core hop, spinning costs the core;
-    /// `shard::spin` chooses it. See `tuning/README.md`.
+    /// the broker sets what `shard::spin` chooses. See `tuning/README.md`.
     pub spin_before_park: Duration,
     /// The most memory each shard's read cache may keep alive: its share of
     /// `read.cache.bytes` or of the default ceiling. Its budget under it
@@ -76,16 +75,14 @@ pub fn online_cpus() -> Vec<usize> {
 
 impl ShardConfig {
     /// Zero-configuration defaults for a data directory.
-    /// The spin before park is the default's for a shard on every online
-    /// CPU (`shard::spin`); a caller that changes the shards or their CPUs
-    /// chooses it again for those.
+    /// No spin before park: the broker chooses one for its shards' CPUs
+    /// (`shard::spin`), after it has set them.
     pub fn new(data_dir: impl Into<PathBuf>) -> Self {
         let cpus = online_cpus();
-        let spin_before_park = spin::choose(None, &cpus, &spin::read_cpu()).spin;
         ShardConfig {
             shard_count: cpus.len(),
             cpus,
-            spin_before_park,
+            spin_before_park: Duration::ZERO,
             read_cache_bytes: READ_CACHE_FALLBACK_BYTES,
             io_memory_bytes: DEFAULT_SHARD_IO_MEMORY_BYTES,
             data_dir: data_dir.into(),
@@ -99,7 +96,7 @@ impl ShardConfig {
         self.cpus[shard % self.cpus.len()]
     }
 
-    /// The CPU of each shard, in shard order.
+    /// The CPU of each shard, in shard order (round-robin over `cpus`).
     pub fn shard_cpus(&self) -> Vec<usize> {
         (0..self.shard_count).map(|i| self.cpu_for(i)).collect()
     }
@@ -306,5 +303,19 @@ impl DoneCounter {
             // while this task runs.
             let _ = self.event.acquire(1).await;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn more_shards_than_cpus_share_them_round_robin() {
+        let mut config = ShardConfig::new("data");
+        config.cpus = vec![3, 5];
+        config.shard_count = 3;
+        assert_eq!(config.shard_cpus(), vec![3, 5, 3]);
+        assert_eq!(config.spin_before_park, Duration::ZERO);
     }
 }

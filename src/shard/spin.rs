@@ -15,11 +15,16 @@
 //!
 //! The kernel says when a core is reserved: CPUs isolated from the
 //! scheduler (`isolcpus`, `/sys/devices/system/cpu/isolated`), or a cgroup
-//! cpuset whose CPUs are the process's alone (cgroup v2's
-//! `cpuset.cpus.partition` of `root` or `isolated`, v1's
-//! `cpuset.cpu_exclusive`). Only then, with every shard on a CPU of its
-//! own and no CPU quota, does a shard spin. The decision is [`choose`], a
-//! pure function of one [`CpuReading`]; [`read_cpu`] reads the files.
+//! v2 cpuset partition (`cpuset.cpus.partition` of `root` or `isolated`),
+//! whose CPUs the kernel takes away from every process outside the
+//! process's cgroup. (v1's `cpuset.cpu_exclusive` does not count: it only
+//! keeps sibling cpusets off those CPUs, and every process of the root
+//! cpuset may still run there.) Only then, with every shard on a CPU of
+//! its own and no CPU quota on the process's cgroup or any above it, does
+//! a shard spin. Whatever else the operator runs in that same cgroup
+//! shares the CPUs; set `shard.spin.before.park.us = 0` there. The
+//! decision is [`choose`], a pure function of one [`CpuReading`];
+//! [`read_cpu`] reads the files.
 
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -36,10 +41,11 @@ pub struct CpuReading {
     /// CPUs isolated from the scheduler's load balancing (`isolcpus`):
     /// nothing runs there unless pinned there.
     pub isolated: BTreeSet<usize>,
-    /// The process's cpuset cgroup holds its CPUs exclusively.
+    /// The process's cgroup is a cpuset partition: its CPUs are the
+    /// cgroup's alone.
     pub exclusive_cpuset: bool,
-    /// The process's cgroup limits its CPU time (v2 `cpu.max`, v1
-    /// `cpu.cfs_quota_us`).
+    /// The process's cgroup, or one above it, limits its CPU time (v2
+    /// `cpu.max`, v1 `cpu.cfs_quota_us`).
     pub cpu_quota: bool,
 }
 
@@ -55,7 +61,7 @@ pub struct SpinChoice {
 /// [`RESERVED_CORE_SPIN_BEFORE_PARK_US`] when every shard has a reserved
 /// CPU of its own and no quota limits the process, else none.
 pub fn choose(explicit: Option<u64>, shard_cpus: &[usize], reading: &CpuReading) -> SpinChoice {
-    let none = |reason| SpinChoice {
+    let no_spin = |reason| SpinChoice {
         spin: Duration::ZERO,
         reason,
     };
@@ -66,20 +72,23 @@ pub fn choose(explicit: Option<u64>, shard_cpus: &[usize], reading: &CpuReading)
         };
     }
     if reading.cpu_quota {
-        return none("a CPU quota limits the process: spinning would spend it");
+        return no_spin("a CPU quota limits the process: spinning would spend it");
     }
     let distinct: BTreeSet<usize> = shard_cpus.iter().copied().collect();
     if distinct.len() < shard_cpus.len() {
-        return none("shards share CPUs");
+        return no_spin("shards share CPUs");
     }
     let reserved = |cpu| reading.exclusive_cpuset || reading.isolated.contains(cpu);
-    if shard_cpus.is_empty() || !distinct.iter().all(reserved) {
-        return none("the shards' CPUs are shared with other processes");
+    if shard_cpus.is_empty() {
+        return no_spin("no shard CPUs");
+    }
+    if !distinct.iter().all(reserved) {
+        return no_spin("the kernel reserves none, or not all, of the shards' CPUs");
     }
     SpinChoice {
         spin: Duration::from_micros(RESERVED_CORE_SPIN_BEFORE_PARK_US),
         reason: match reading.exclusive_cpuset {
-            true => "the process's cpuset holds its CPUs exclusively",
+            true => "the process's cgroup is a cpuset partition",
             false => "the shards' CPUs are isolated from the scheduler (isolcpus)",
         },
     }
@@ -99,28 +108,29 @@ pub fn read_cpu() -> CpuReading {
     }
 }
 
-/// Whether a cpuset cgroup holds its CPUs exclusively. The root cgroup
-/// holds every CPU of the machine, which says nothing of this process.
+/// Whether a cpuset cgroup is a partition, whose CPUs no process outside
+/// it may use: cgroup v2 only (v1's `cpu_exclusive` keeps only sibling
+/// cpusets off the CPUs). The root cgroup holds every CPU of the machine,
+/// which says nothing of this process.
 fn exclusive_cpuset(cgroup: &CgroupDir) -> bool {
-    if cgroup.is_root() {
+    if cgroup.is_root() || !cgroup.v2 {
         return false;
     }
-    if cgroup.v2 {
-        // "root" or "isolated", possibly followed by " invalid (...)" when
-        // the kernel could not grant it.
-        let partition = cgroup.read("cpuset.cpus.partition").unwrap_or_default();
-        let partition = partition.trim();
-        return partition == "root" || partition == "isolated";
-    }
-    cgroup
-        .read("cpuset.cpu_exclusive")
-        .as_deref()
-        .map(str::trim)
-        == Some("1")
+    // "root" or "isolated", possibly followed by " invalid (...)" when the
+    // kernel could not grant it.
+    let partition = cgroup.read("cpuset.cpus.partition").unwrap_or_default();
+    let partition = partition.trim();
+    partition == "root" || partition == "isolated"
 }
 
-/// Whether a cpu cgroup limits the process's CPU time.
+/// Whether a cpu cgroup, or one of its ancestors (a systemd slice's
+/// `CPUQuota`, a pod's limit), limits the process's CPU time.
 fn cpu_quota(cgroup: &CgroupDir) -> bool {
+    cgroup.lineage().any(|c| own_cpu_quota(&c))
+}
+
+/// Whether one cgroup sets a CPU quota.
+fn own_cpu_quota(cgroup: &CgroupDir) -> bool {
     if cgroup.v2 {
         // "max 100000" for none, "QUOTA PERIOD" for a limit.
         let max = cgroup.read("cpu.max").unwrap_or_default();
@@ -234,12 +244,24 @@ mod tests {
         write(&dir, "cpuset.cpus.partition", "root invalid (no CPUs)\n");
         write(&dir, "cpu.max", "max 100000\n");
         assert!(!exclusive_cpuset(&c) && !cpu_quota(&c));
+        write(
+            &dir,
+            "cpuset.cpus.partition",
+            "isolated invalid (no CPUs)\n",
+        );
+        assert!(!exclusive_cpuset(&c));
         write(&dir, "cpuset.cpus.partition", "isolated\n");
         assert!(exclusive_cpuset(&c));
+        // A quota on a parent (a slice) limits the process too.
+        let child = dir.join("pinlog.service");
+        write(&child, "cpu.max", "max 100000\n");
+        write(&dir, "cpu.max", "50000 100000\n");
+        assert!(cpu_quota(&v2("0::/pinlog.slice/pinlog.service\n")));
         // The root cgroup is every CPU of the machine: not a reservation.
         assert!(!exclusive_cpuset(&v2("0::/\n")));
 
-        // v1: cpu_exclusive in a cpuset below the root; quota -1 is none.
+        // v1: cpu_exclusive is no reservation (processes of the root
+        // cpuset still run there); quota -1 is none.
         let root = tempfile::tempdir().unwrap();
         let cpuset = root.path().join("cpuset");
         write(&cpuset, "cpuset.cpus", "0-3\n");
@@ -250,7 +272,7 @@ mod tests {
         write(&cpu.join("pinlog"), "cpu.cfs_quota_us", "150000\n");
         let text = "8:cpuset:/pinlog\n5:cpu,cpuacct:/pinlog\n";
         let c = CgroupDir::find_in(text, root.path(), "cpuset", "cpuset.cpus").unwrap();
-        assert!(exclusive_cpuset(&c));
+        assert!(!c.is_root() && !exclusive_cpuset(&c));
         let c = CgroupDir::find_in(text, root.path(), "cpu", "cpu.cfs_quota_us").unwrap();
         assert!(cpu_quota(&c));
         let c = CgroupDir::find_in(
@@ -261,15 +283,37 @@ mod tests {
         )
         .unwrap();
         assert!(!cpu_quota(&c));
-        let c = CgroupDir::find_in("8:cpuset:/\n", root.path(), "cpuset", "cpuset.cpus").unwrap();
-        assert!(!exclusive_cpuset(&c), "the root cpuset is always exclusive");
+    }
+
+    #[test]
+    fn the_reason_says_which_reservation() {
+        let isolated = CpuReading {
+            isolated: BTreeSet::from([1]),
+            ..CpuReading::default()
+        };
+        assert_eq!(
+            choose(None, &[1], &isolated).reason,
+            "the shards' CPUs are isolated from the scheduler (isolcpus)"
+        );
+        let partition = CpuReading {
+            exclusive_cpuset: true,
+            ..CpuReading::default()
+        };
+        assert_eq!(
+            choose(None, &[1], &partition).reason,
+            "the process's cgroup is a cpuset partition"
+        );
     }
 
     #[test]
     fn this_machine_reads() {
-        // Whatever it says, it decides without panicking.
+        // Whatever the machine says, the choice is one of the two spins.
         let reading = read_cpu();
         let cpus = crate::shard::runtime::online_cpus();
-        let _ = choose(None, &cpus, &reading);
+        let spin = choose(None, &cpus, &reading).spin;
+        assert!(
+            spin == Duration::ZERO || spin == reserved_spin(),
+            "{spin:?}"
+        );
     }
 }
