@@ -163,17 +163,17 @@ pub fn cache_budget(reading: &MemoryReading, cache: ShardCache) -> u64 {
 /// kernel memory; a missing file leaves its fields `None`.
 pub fn read_memory() -> MemoryReading {
     let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
-    let cgroup = CgroupFiles::find();
+    let cgroup = memory_cgroup();
     let pressure = cgroup
         .as_ref()
-        .and_then(|c| c.pressure())
+        .and_then(cgroup_pressure)
         .or_else(|| read_pressure("/proc/pressure/memory"));
     MemoryReading {
         mem_total_bytes: meminfo_bytes(&meminfo, "MemTotal:"),
         mem_available_bytes: meminfo_bytes(&meminfo, "MemAvailable:"),
-        cgroup_max_bytes: cgroup.as_ref().and_then(|c| c.max_bytes()),
-        cgroup_high_bytes: cgroup.as_ref().and_then(|c| c.high_bytes()),
-        cgroup_used_bytes: cgroup.as_ref().and_then(|c| c.used_bytes()),
+        cgroup_max_bytes: cgroup.as_ref().and_then(cgroup_max_bytes),
+        cgroup_high_bytes: cgroup.as_ref().and_then(cgroup_high_bytes),
+        cgroup_used_bytes: cgroup.as_ref().and_then(cgroup_used_bytes),
         pressure_some_avg10: pressure,
     }
 }
@@ -222,57 +222,41 @@ fn stat_field(stat: &str, field: &str) -> Option<u64> {
     })
 }
 
-/// This process's memory cgroup directory.
-#[derive(Debug)]
-struct CgroupFiles {
-    cgroup: CgroupDir,
+/// This process's memory cgroup: the v1 memory hierarchy when it is
+/// mounted, else the v2 one.
+fn memory_cgroup() -> Option<CgroupDir> {
+    CgroupDir::find("memory", "memory.limit_in_bytes")
 }
 
-impl CgroupFiles {
-    /// The v1 memory hierarchy when it is mounted, else the v2 one
-    /// (`cgroup::CgroupDir::find`).
-    fn find() -> Option<CgroupFiles> {
-        CgroupDir::find("memory", "memory.limit_in_bytes").map(Self::of)
-    }
+fn cgroup_max_bytes(cgroup: &CgroupDir) -> Option<u64> {
+    parse_limit(&cgroup.read(match cgroup.v2 {
+        true => "memory.max",
+        false => "memory.limit_in_bytes",
+    })?)
+}
 
-    fn of(cgroup: CgroupDir) -> CgroupFiles {
-        CgroupFiles { cgroup }
-    }
+fn cgroup_high_bytes(cgroup: &CgroupDir) -> Option<u64> {
+    parse_limit(&cgroup.read("memory.high").filter(|_| cgroup.v2)?)
+}
 
-    fn read(&self, name: &str) -> Option<String> {
-        self.cgroup.read(name)
-    }
+fn cgroup_used_bytes(cgroup: &CgroupDir) -> Option<u64> {
+    let current = cgroup
+        .read(match cgroup.v2 {
+            true => "memory.current",
+            false => "memory.usage_in_bytes",
+        })?
+        .trim()
+        .parse::<u64>()
+        .ok()?;
+    let inactive_file = cgroup
+        .read("memory.stat")
+        .and_then(|s| stat_field(&s, "inactive_file"))
+        .unwrap_or(0);
+    Some(current.saturating_sub(inactive_file))
+}
 
-    fn max_bytes(&self) -> Option<u64> {
-        parse_limit(&self.read(match self.cgroup.v2 {
-            true => "memory.max",
-            false => "memory.limit_in_bytes",
-        })?)
-    }
-
-    fn high_bytes(&self) -> Option<u64> {
-        parse_limit(&self.read("memory.high").filter(|_| self.cgroup.v2)?)
-    }
-
-    fn used_bytes(&self) -> Option<u64> {
-        let current = self
-            .read(match self.cgroup.v2 {
-                true => "memory.current",
-                false => "memory.usage_in_bytes",
-            })?
-            .trim()
-            .parse::<u64>()
-            .ok()?;
-        let inactive_file = self
-            .read("memory.stat")
-            .and_then(|s| stat_field(&s, "inactive_file"))
-            .unwrap_or(0);
-        Some(current.saturating_sub(inactive_file))
-    }
-
-    fn pressure(&self) -> Option<f64> {
-        parse_pressure(&self.read("memory.pressure").filter(|_| self.cgroup.v2)?)
-    }
+fn cgroup_pressure(cgroup: &CgroupDir) -> Option<f64> {
+    parse_pressure(&cgroup.read("memory.pressure").filter(|_| cgroup.v2)?)
 }
 
 #[cfg(test)]
@@ -430,9 +414,9 @@ mod tests {
 
     use crate::cgroup::tests::write;
 
-    /// The memory files of the cgroup `text` names, under `root`.
-    fn files_in(text: &str, root: &std::path::Path) -> Option<CgroupFiles> {
-        CgroupDir::find_in(text, root, "memory", "memory.limit_in_bytes").map(CgroupFiles::of)
+    /// The memory cgroup `text` names, under `root`.
+    fn files_in(text: &str, root: &std::path::Path) -> Option<CgroupDir> {
+        CgroupDir::find_in(text, root, "memory", "memory.limit_in_bytes")
     }
 
     #[test]
@@ -450,19 +434,19 @@ mod tests {
             "some avg10=2.50 avg60=0 avg300=0 total=1\n",
         );
         let c = files_in("0::/system.slice/pinlog.service\n", root.path()).unwrap();
-        assert!(c.cgroup.v2);
-        assert_eq!(c.max_bytes(), Some(4 * GIB));
-        assert_eq!(c.high_bytes(), None);
+        assert!(c.v2);
+        assert_eq!(cgroup_max_bytes(&c), Some(4 * GIB));
+        assert_eq!(cgroup_high_bytes(&c), None);
         assert_eq!(
-            c.used_bytes(),
+            cgroup_used_bytes(&c),
             Some(768 * MIB),
             "less the inactive file cache"
         );
-        assert_eq!(c.pressure(), Some(2.5));
+        assert_eq!(cgroup_pressure(&c), Some(2.5));
         // Inside a cgroup namespace the path is the mount's root.
         write(root.path(), "memory.max", "max\n");
         let c = files_in("0::/\n", root.path()).unwrap();
-        assert_eq!((c.cgroup.dir.as_path(), c.max_bytes()), (root.path(), None));
+        assert_eq!((c.dir.as_path(), cgroup_max_bytes(&c)), (root.path(), None));
     }
 
     #[test]
@@ -476,13 +460,17 @@ mod tests {
         write(&dir, "memory.stat", "cache 5\ninactive_file 1073741824\n");
         let text = "5:devices:/\n4:memory:/process_api/abc\n0::/\n";
         let c = files_in(text, root.path()).unwrap();
-        assert!(!c.cgroup.v2);
-        assert_eq!(c.max_bytes(), Some(2 * GIB));
-        assert_eq!(c.used_bytes(), Some(0));
-        assert_eq!((c.high_bytes(), c.pressure()), (None, None), "v2 only");
+        assert!(!c.v2);
+        assert_eq!(cgroup_max_bytes(&c), Some(2 * GIB));
+        assert_eq!(cgroup_used_bytes(&c), Some(0));
+        assert_eq!(
+            (cgroup_high_bytes(&c), cgroup_pressure(&c)),
+            (None, None),
+            "v2 only"
+        );
         // A path that is not mounted here: the mount's own (unlimited) files.
         let c = files_in("4:memory:/elsewhere\n", root.path()).unwrap();
-        assert_eq!((c.cgroup.dir.clone(), c.max_bytes()), (mount, None));
+        assert_eq!((c.dir.clone(), cgroup_max_bytes(&c)), (mount, None));
         assert!(files_in("1:cpu:/\n", root.path()).is_none());
     }
 }

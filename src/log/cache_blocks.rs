@@ -32,9 +32,8 @@
 //! half a block or more starts a fresh block: a read-ahead keeps it to
 //! itself, and a follower's large fetch response leaves its rest to the
 //! small copies that follow when it has more room than the block they
-//! were cut from. A copy
-//! larger than a block, or one made when no mapping can be had, comes from
-//! the general allocator as before.
+//! were cut from. A copy larger than a block, or one made when no mapping
+//! can be had, comes from the general allocator as before.
 //!
 //! The cache counts a block whole while any batch in it is cached, as it
 //! counts every buffer its batches keep alive (`batch_cache::Backing`).

@@ -74,9 +74,9 @@ pub fn online_cpus() -> Vec<usize> {
 }
 
 impl ShardConfig {
-    /// Zero-configuration defaults for a data directory.
-    /// No spin before park: the broker chooses one for its shards' CPUs
-    /// (`shard::spin`), after it has set them.
+    /// Zero-configuration defaults for a data directory, with no spin
+    /// before park: the broker chooses one for its shards' CPUs
+    /// (`shard::spin`) once it has set them.
     pub fn new(data_dir: impl Into<PathBuf>) -> Self {
         let cpus = online_cpus();
         ShardConfig {
